@@ -1,0 +1,16 @@
+#include <CLI/CLI.hpp>
+
+#include "cli/globals.hpp"
+#include "cli/render.hpp"
+
+namespace envfix::cli {
+
+void add_rollback_command(CLI::App& app, Globals& g) {
+  auto* cmd = app.add_subcommand("rollback", "(not yet implemented)");
+  cmd->callback([&g] {
+    print_error(Error{ErrorCode::internal, "'envfix rollback' is not implemented yet", {}, ""});
+    g.exit_code = 2;
+  });
+}
+
+} // namespace envfix::cli

@@ -1,0 +1,67 @@
+#include <CLI/CLI.hpp>
+
+#include "cli/globals.hpp"
+#include "cli/render.hpp"
+
+namespace envfix::cli {
+
+void add_global_options(CLI::App& app, Globals& g) {
+  app.set_help_all_flag("--help-all", "Show help for all commands");
+  app.option_defaults()->always_capture_default(false);
+  auto* out = app.add_option_group("Output");
+  out->add_option("--format", g.format, "Output format: text (stderr) or json (stdout)")
+      ->check(CLI::IsMember({"text", "json"}));
+  out->add_option("--color", g.color, "auto|always|never")->check(CLI::IsMember({"auto", "always", "never"}));
+  out->add_flag("-v,--verbose", g.verbose, "More detail (repeatable)");
+  out->add_flag("-q,--quiet", g.quiet, "Only errors");
+  out->add_flag("--no-progress", g.no_progress, "No progress bars");
+  auto* env = app.add_option_group("Environment");
+  env->add_option("--python", g.python, "Target interpreter (default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH)");
+  env->add_option("--framework", g.framework, "Framework (torch, …)");
+  env->add_option("--channel", g.channel, "auto|stable|test|nightly")
+      ->check(CLI::IsMember({"auto", "stable", "test", "nightly"}));
+  env->add_option("--variant", g.variant, "Build variant, e.g. cu128");
+  env->add_option("--mirror", g.mirror, "Replace the official base URL in every index template");
+  env->add_option("--index-url", g.index_url, "Use exactly this index");
+  env->add_option("--find-links", g.find_links, "Directory of wheels (repeatable)");
+  env->add_option("--matrices", g.matrices_dir, "Directory of YAML files overriding the embedded matrices");
+  env->add_option("--cache-dir", g.cache_dir, "Cache directory");
+  env->add_flag("--offline", g.offline, "Use only the cache");
+  env->add_flag("--allow-cpu", g.allow_cpu, "Allow a CPU build when no GPU build fits");
+  env->add_option("--lockfile", g.lockfile, "Lockfile path");
+  auto* tgt = app.add_option_group("Target host (plan for another machine)");
+  tgt->add_option("--gpu", g.gpus, "GPU arch or name to plan for (repeatable)");
+  tgt->add_option("--driver", g.driver, "Driver version to plan for");
+  tgt->add_option("--python-version", g.python_version, "Python version to plan for");
+  tgt->add_option("--platform", g.platform, "Platform tag to plan for");
+}
+
+} // namespace envfix::cli
+
+int main(int argc, char** argv) {
+  using namespace envfix::cli;
+  CLI::App app{"envfix: repair and lock GPU deep-learning environments"};
+  app.require_subcommand(1);
+  app.fallthrough(true); // common options may follow the command name
+  Globals g;
+  add_global_options(app, g);
+  add_doctor_command(app, g);
+  add_inspect_command(app, g);
+  add_matrix_command(app, g);
+  add_plan_command(app, g);
+  add_apply_command(app, g);
+  add_lock_command(app, g);
+  add_export_command(app, g);
+  add_rollback_command(app, g);
+  add_verify_command(app, g);
+  add_cache_command(app, g);
+  app.parse_complete_callback([&] { init_output(g); });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 reports parse errors by exception; they never leave main.
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 1;
+  }
+  return g.exit_code;
+}

@@ -1,0 +1,75 @@
+#include "cli/render.hpp"
+
+#include <cstdio>
+#include <unistd.h>
+
+#include "cli/globals.hpp"
+#include "util/env.hpp"
+
+namespace envfix::cli {
+
+namespace {
+bool g_color = false;
+bool g_quiet = false;
+} // namespace
+
+void init_output(const Globals& g) {
+  g_quiet = g.quiet;
+  if (g.color == "always") g_color = true;
+  else if (g.color == "never") g_color = false;
+  else g_color = !util::get_env("NO_COLOR") && ::isatty(STDERR_FILENO);
+}
+
+bool color_enabled() { return g_color; }
+
+std::string styled(std::string_view text, Style s) {
+  if (!g_color || s == Style::plain) return std::string(text);
+  const char* code = "";
+  switch (s) {
+    case Style::bold: code = "1"; break;
+    case Style::dim: code = "2"; break;
+    case Style::red: code = "1;31"; break;
+    case Style::green: code = "32"; break;
+    case Style::yellow: code = "33"; break;
+    case Style::blue: code = "34"; break;
+    case Style::cyan: code = "36"; break;
+    case Style::plain: break;
+  }
+  return fmt::format("\x1b[{}m{}\x1b[0m", code, text);
+}
+
+void human(std::string_view text) {
+  if (g_quiet) return;
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fputc('\n', stderr);
+}
+
+void machine(std::string_view json_text) {
+  std::fwrite(json_text.data(), 1, json_text.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+void warn(std::string_view text) {
+  std::string line = styled("warning", Style::yellow) + ": " + std::string(text) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+void print_error(const Error& e) {
+  std::string out = styled("error", Style::red) + ": " + e.message + "\n";
+  for (const auto& c : e.causes) out += "  " + styled("caused by", Style::red) + ": " + c + "\n";
+  if (!e.hint.empty()) out += styled("hint", Style::cyan) + ": " + e.hint + "\n";
+  std::fwrite(out.data(), 1, out.size(), stderr);
+}
+
+int exit_code_for(const Error& e) {
+  switch (e.code) {
+    case ErrorCode::invalid_input:
+    case ErrorCode::not_found:
+    case ErrorCode::unsatisfiable: return 1;
+    case ErrorCode::rollback_failed: return 3;
+    default: return 2;
+  }
+}
+
+} // namespace envfix::cli

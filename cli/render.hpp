@@ -1,0 +1,30 @@
+#pragma once
+// All terminal output of envfix goes through here (only cli/ prints).
+#include <string>
+#include <string_view>
+
+#include <fmt/core.h>
+
+#include "util/error.hpp"
+
+namespace envfix::cli {
+
+struct Globals;
+
+enum class Style { plain, bold, dim, red, green, yellow, blue, cyan };
+
+// Decide once whether stderr gets colour (NO_COLOR, --color, isatty).
+void init_output(const Globals& g);
+[[nodiscard]] bool color_enabled();
+[[nodiscard]] std::string styled(std::string_view text, Style s);
+
+// Human output: stderr. Machine output (--format json): stdout.
+void human(std::string_view text);         // a line (newline added) to stderr unless -q
+void machine(std::string_view json_text);  // one document to stdout
+void print_error(const Error& e);
+void warn(std::string_view text);
+
+// Exit code for an error (design.md §4).
+[[nodiscard]] int exit_code_for(const Error& e);
+
+} // namespace envfix::cli

@@ -1,0 +1,45 @@
+# envfix_module(NAME SOURCES a.cpp b.cpp DEPS envfix_util ... [PUBLIC_LIBS ...])
+# Each module is one static library; its link list is the enforced dependency direction.
+function(envfix_module name)
+  cmake_parse_arguments(M "" "" "SOURCES;DEPS;LIBS" ${ARGN})
+  if(NOT M_SOURCES)
+    # A module with no code yet: keep the target so dependants can link it.
+    add_library(envfix_${name} INTERFACE)
+    target_include_directories(envfix_${name} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(envfix_${name} INTERFACE ${M_DEPS} ${M_LIBS})
+    return()
+  endif()
+  add_library(envfix_${name} STATIC ${M_SOURCES})
+  target_include_directories(envfix_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(envfix_${name} PUBLIC ${M_DEPS} ${M_LIBS})
+  envfix_warnings(envfix_${name})
+endfunction()
+
+function(envfix_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
+    -Wno-missing-field-initializers)
+  if(ENVFIX_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()
+
+# envfix_test(MODULE SOURCES ... DEPS ... LABELS ...): one doctest binary per module, run by ctest.
+function(envfix_test module)
+  cmake_parse_arguments(T "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  set(t test_${module})
+  add_executable(${t} ${T_SOURCES})
+  target_link_libraries(${t} PRIVATE envfix_doctest_main ${T_DEPS})
+  target_compile_definitions(${t} PRIVATE
+    ENVFIX_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    ENVFIX_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared"
+    ENVFIX_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  envfix_warnings(${t})
+  if(NOT T_LABELS)
+    set(T_LABELS unit)
+  endif()
+  foreach(label IN LISTS T_LABELS)
+    add_test(NAME ${module}.${label} COMMAND ${t} --test-suite=${label} --force-colors=0)
+    set_tests_properties(${module}.${label} PROPERTIES LABELS ${label} SKIP_RETURN_CODE 77
+      ENVIRONMENT "ENVFIX_BIN=$<TARGET_FILE:envfix>")
+  endforeach()
+endfunction()

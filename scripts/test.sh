@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds envfix with tests (-Werror) and runs the whole suite through ctest.
+# Extra arguments go to ctest (e.g. -L unit).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+scripts/install-deps.sh
+cmake --preset ci >/dev/null
+cmake --build --preset ci
+ctest --preset ci --timeout 600 "$@"

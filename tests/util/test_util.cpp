@@ -1,0 +1,76 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "util/error.hpp"
+#include "util/fs.hpp"
+#include "util/sha256.hpp"
+#include "util/subprocess.hpp"
+
+using namespace envfix;
+
+namespace {
+Expected<int> parse_positive(int v) {
+  if (v <= 0) return fail(ErrorCode::invalid_input, "not positive: {}", v);
+  return v;
+}
+Expected<int> twice(int v) {
+  int x = ENVFIX_TRY(parse_positive(v));
+  return 2 * x;
+}
+} // namespace
+
+TEST_SUITE("unit") {
+TEST_CASE("Error propagation and rendering") {
+  CHECK(twice(4).value() == 8);
+  auto e = twice(-1);
+  REQUIRE(!e);
+  CHECK(e.error().code == ErrorCode::invalid_input);
+  Error wrapped = Error(e.error()).context("reading pins").with_hint("use a positive number");
+  CHECK(wrapped.render() == "error: reading pins\n  caused by: not positive: -1\nhint: use a positive number\n");
+}
+
+TEST_CASE("sha256 and base64url match known vectors") {
+  CHECK(util::sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(util::sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  util::Sha256 h;
+  h.update("a");
+  h.update("bc");
+  CHECK(h.hex_digest() == util::sha256_hex("abc"));
+  // RECORD form of sha256("") (as pip writes it).
+  std::string raw = util::Sha256().raw_digest();
+  CHECK(util::base64url_nopad(raw) == "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+  CHECK(util::base64url_decode("47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU").value() == raw);
+  CHECK(!util::base64url_decode("ab$c"));
+}
+
+TEST_CASE("atomic write replaces content and leaves no temp files") {
+  auto dir = util::make_temp_dir({}, "envfix-test").value();
+  auto p = dir / "f.txt";
+  REQUIRE(util::write_file_atomic(p, "one"));
+  REQUIRE(util::write_file_atomic(p, "two"));
+  CHECK(util::read_file(p).value() == "two");
+  int n = 0;
+  for ([[maybe_unused]] auto& ent : std::filesystem::directory_iterator(dir)) ++n;
+  CHECK(n == 1);
+  CHECK(!util::read_file(dir / "missing"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("subprocess captures output, exit codes and timeouts") {
+  auto r = util::run_process({"sh", "-c", "echo out; echo err >&2; exit 3"}).value();
+  CHECK(r.out == "out\n");
+  CHECK(r.err == "err\n");
+  CHECK(r.exit_code == 3);
+  util::SubprocessOptions o;
+  o.timeout = std::chrono::milliseconds(300);
+  auto t = util::run_process({"sh", "-c", "sleep 5"}, o).value();
+  CHECK(t.timed_out);
+  util::SubprocessOptions in;
+  in.stdin_data = "hello";
+  in.set_env["ENVFIX_T"] = "x";
+  auto c = util::run_process({"sh", "-c", "cat; printf %s \"$ENVFIX_T\""}, in).value();
+  CHECK(c.out == "hellox");
+  CHECK(!util::run_process({"/nonexistent/binary"}));
+}
+}

@@ -1,0 +1,48 @@
+#include "util/env.hpp"
+
+#include <cassert>
+#include <cstdlib>
+
+namespace envfix::util {
+
+const std::vector<EnvVar>& known_env_vars() {
+  static const std::vector<EnvVar> vars = {
+      {"ENVFIX_CACHE_DIR", "cache directory (default $XDG_CACHE_HOME/envfix)"},
+      {"ENVFIX_MATRICES", "directory of YAML files that override/extend the embedded matrices"},
+      {"ENVFIX_GPU", "comma-separated GPU archs to plan for instead of probing (sm_120,sm_86)"},
+      {"ENVFIX_DRIVER", "driver version to plan for instead of probing (570.86.10)"},
+      {"ENVFIX_PYTHON", "target interpreter (like --python)"},
+      {"ENVFIX_OFFLINE", "1: serve only from the cache"},
+      {"ENVFIX_INDEX_URL", "use exactly this index (like --index-url)"},
+      {"ENVFIX_MIRROR", "replace the official base URL in every index template"},
+      {"ENVFIX_NO_NVML", "1: do not load NVML/libcuda (probe GPUs as absent); for tests"},
+      {"ENVFIX_SYSFS_ROOT", "root prefix for /proc and /sys reads; for tests"},
+      {"XDG_CACHE_HOME", "base of the default cache directory"},
+      {"VIRTUAL_ENV", "active venv: default target interpreter"},
+      {"CONDA_PREFIX", "active conda env: target interpreter when no venv is active"},
+      {"CUDA_VISIBLE_DEVICES", "which GPUs the framework will see"},
+      {"NO_COLOR", "disable colour"},
+      {"HOME", "~/.netrc lookup"},
+      {"NETRC", "path of the netrc file"},
+      {"SSL_CERT_FILE", "CA bundle for HTTPS"},
+      {"REQUESTS_CA_BUNDLE", "CA bundle for HTTPS (pip/requests convention)"},
+      {"https_proxy", "proxy for HTTPS"},
+      {"http_proxy", "proxy for HTTP"},
+      {"no_proxy", "hosts that bypass the proxy"},
+      {"PATH", "finding python3, pip and nvidia-smi"},
+  };
+  return vars;
+}
+
+std::optional<std::string> get_env(std::string_view name) {
+#ifndef NDEBUG
+  bool known = false;
+  for (const auto& v : known_env_vars()) known = known || v.name == name;
+  assert(known && "environment variable not declared in util/env.cpp");
+#endif
+  const char* v = std::getenv(std::string(name).c_str());
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+} // namespace envfix::util

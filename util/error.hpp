@@ -1,0 +1,72 @@
+#pragma once
+// The one error type of envfix. Every fallible function returns Expected<T>; nothing throws across
+// a module boundary. cli/ renders an Error as `error: …`, `  caused by: …`, `hint: …`.
+#include <expected>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/core.h>
+
+namespace envfix {
+
+// Stable categories; cli/ maps them to exit codes (design.md §4).
+enum class ErrorCode {
+  invalid_input,   // bad user input, malformed file/page/wheel: exit 1, environment unchanged
+  not_found,       // a file, package or target that does not exist: exit 1
+  unsatisfiable,   // no set satisfies the request / no build for this GPU: exit 1
+  io,              // file system failure: exit 2
+  network,         // HTTP/TLS/connection failure: exit 2
+  hash_mismatch,   // downloaded or staged bytes differ from the expected hash: exit 2
+  subprocess,      // a child process failed or timed out: exit 2
+  interrupted,     // SIGINT/SIGTERM: exit 2 after rollback
+  rollback_failed, // rollback incomplete: exit 3
+  internal,        // a bug: exit 2
+};
+
+const char* to_string(ErrorCode code);
+
+struct Error {
+  ErrorCode code = ErrorCode::internal;
+  std::string message;             // what failed, naming the input (file:line, URL, package)
+  std::vector<std::string> causes; // outermost first: "caused by: …"
+  std::string hint;                // what the user can do about it; may be empty
+
+  // Wrap with context: the new message goes on top, the old one becomes the first cause.
+  [[nodiscard]] Error context(std::string outer) && {
+    causes.insert(causes.begin(), std::move(message));
+    message = std::move(outer);
+    return std::move(*this);
+  }
+  [[nodiscard]] Error with_hint(std::string h) && {
+    hint = std::move(h);
+    return std::move(*this);
+  }
+  // Multi-line rendering without colour (cli/ adds colour); used by tests and logs.
+  [[nodiscard]] std::string render() const;
+};
+
+template <class T>
+using Expected = std::expected<T, Error>;
+
+[[nodiscard]] inline std::unexpected<Error> make_error(ErrorCode code, std::string message,
+                                                       std::string hint = {}) {
+  return std::unexpected<Error>(Error{code, std::move(message), {}, std::move(hint)});
+}
+
+template <class... Args>
+[[nodiscard]] std::unexpected<Error> fail(ErrorCode code, fmt::format_string<Args...> f,
+                                          Args&&... args) {
+  return make_error(code, fmt::format(f, std::forward<Args>(args)...));
+}
+
+// Propagate an error out of a function returning Expected<U>:
+//   auto v = ENVFIX_TRY(parse(x));
+#define ENVFIX_TRY(expr)                                                                     \
+  __extension__({                                                                                         \
+    auto&& envfix_try_result_ = (expr);                                                      \
+    if (!envfix_try_result_) return std::unexpected(std::move(envfix_try_result_).error());  \
+    std::move(*envfix_try_result_);                                                          \
+  })
+
+} // namespace envfix

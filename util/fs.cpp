@@ -1,0 +1,135 @@
+#include "util/fs.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace envfix::util {
+
+namespace {
+std::unexpected<Error> errno_error(std::string_view what, const fs::path& p, int err) {
+  return make_error(ErrorCode::io, fmt::format("{} {}: {}", what, p.string(), std::strerror(err)));
+}
+} // namespace
+
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) {
+    if (m_fd >= 0) ::close(m_fd);
+    m_fd = o.release();
+  }
+  return *this;
+}
+Fd::~Fd() {
+  if (m_fd >= 0) ::close(m_fd);
+}
+
+Expected<std::string> read_file(const fs::path& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno_error("cannot open", path, errno);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno_error("cannot read", path, errno);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+Expected<void> fsync_path(const fs::path& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno_error("cannot open", path, errno);
+  if (::fsync(fd.get()) != 0 && errno != EINVAL) return errno_error("cannot fsync", path, errno);
+  return {};
+}
+
+Expected<void> write_file_atomic(const fs::path& path, std::string_view content, unsigned mode) {
+  fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  std::string tmpl = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
+  int raw = ::mkstemp(tmpl.data());
+  if (raw < 0) return errno_error("cannot create temporary file in", dir, errno);
+  Fd fd(raw);
+  auto cleanup = [&] { ::unlink(tmpl.c_str()); };
+  std::size_t off = 0;
+  while (off < content.size()) {
+    ssize_t n = ::write(fd.get(), content.data() + off, content.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      cleanup();
+      return errno_error("cannot write", path, e);
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  if (::fchmod(fd.get(), mode) != 0 || ::fsync(fd.get()) != 0) {
+    int e = errno;
+    cleanup();
+    return errno_error("cannot sync", path, e);
+  }
+  fd = Fd();
+  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    cleanup();
+    return errno_error("cannot rename into", path, e);
+  }
+  return fsync_path(dir);
+}
+
+Expected<void> create_directories(const fs::path& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) return make_error(ErrorCode::io, fmt::format("cannot create directory {}: {}", path.string(), ec.message()));
+  return {};
+}
+
+Expected<fs::path> make_temp_dir(const fs::path& parent, std::string_view prefix) {
+  std::error_code ec;
+  fs::path base = parent.empty() ? fs::temp_directory_path(ec) : parent;
+  if (ec) base = "/tmp";
+  std::string tmpl = (base / (std::string(prefix) + "-XXXXXX")).string();
+  if (::mkdtemp(tmpl.data()) == nullptr) return errno_error("cannot create temporary directory in", base, errno);
+  return fs::path(tmpl);
+}
+
+Expected<MappedFile> MappedFile::open(const fs::path& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno_error("cannot open", path, errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return errno_error("cannot stat", path, errno);
+  if (!S_ISREG(st.st_mode)) return make_error(ErrorCode::invalid_input, fmt::format("{} is not a regular file", path.string()));
+  MappedFile m;
+  m.m_size = static_cast<std::size_t>(st.st_size);
+  if (m.m_size == 0) return m;
+  void* p = ::mmap(nullptr, m.m_size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (p == MAP_FAILED) return errno_error("cannot map", path, errno);
+  m.m_data = static_cast<const std::uint8_t*>(p);
+  return m;
+}
+
+MappedFile::MappedFile(MappedFile&& o) noexcept : m_data(o.m_data), m_size(o.m_size) {
+  o.m_data = nullptr;
+  o.m_size = 0;
+}
+MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
+  if (this != &o) {
+    if (m_data) ::munmap(const_cast<std::uint8_t*>(m_data), m_size);
+    m_data = o.m_data;
+    m_size = o.m_size;
+    o.m_data = nullptr;
+    o.m_size = 0;
+  }
+  return *this;
+}
+MappedFile::~MappedFile() {
+  if (m_data) ::munmap(const_cast<std::uint8_t*>(m_data), m_size);
+}
+
+} // namespace envfix::util

@@ -1,0 +1,61 @@
+#pragma once
+// File helpers that return Expected and never throw (std::filesystem is used with error_code).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "util/error.hpp"
+
+namespace envfix::util {
+
+namespace fs = std::filesystem;
+
+[[nodiscard]] Expected<std::string> read_file(const fs::path& path);
+// Write to a temp file in the same directory, fsync, rename over `path`, fsync the directory:
+// readers see the old or the new content, never a torn file.
+[[nodiscard]] Expected<void> write_file_atomic(const fs::path& path, std::string_view content,
+                                               unsigned mode = 0644);
+[[nodiscard]] Expected<void> create_directories(const fs::path& path);
+[[nodiscard]] Expected<void> fsync_path(const fs::path& path);
+// A fresh, empty directory under `parent` (or the system temp dir) named prefix-XXXXXX.
+[[nodiscard]] Expected<fs::path> make_temp_dir(const fs::path& parent, std::string_view prefix);
+
+// RAII owner of a POSIX file descriptor.
+class Fd {
+public:
+  Fd() = default;
+  explicit Fd(int fd) : m_fd(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& o) noexcept : m_fd(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept;
+  ~Fd();
+  [[nodiscard]] int get() const { return m_fd; }
+  [[nodiscard]] bool valid() const { return m_fd >= 0; }
+  int release() { int f = m_fd; m_fd = -1; return f; }
+private:
+  int m_fd = -1;
+};
+
+// Read-only memory map of a whole file (empty files map to an empty span).
+class MappedFile {
+public:
+  [[nodiscard]] static Expected<MappedFile> open(const fs::path& path);
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  MappedFile(MappedFile&& o) noexcept;
+  MappedFile& operator=(MappedFile&& o) noexcept;
+  ~MappedFile();
+  [[nodiscard]] const std::uint8_t* data() const { return m_data; }
+  [[nodiscard]] std::size_t size() const { return m_size; }
+  [[nodiscard]] std::string_view view() const {
+    return {reinterpret_cast<const char*>(m_data), m_size};
+  }
+private:
+  MappedFile() = default;
+  const std::uint8_t* m_data = nullptr;
+  std::size_t m_size = 0;
+};
+
+} // namespace envfix::util

@@ -1,0 +1,40 @@
+#pragma once
+// Run a child process with captured output and a timeout. No shell is involved.
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+#include <filesystem>
+
+#include "util/error.hpp"
+
+namespace envfix::util {
+
+struct SubprocessOptions {
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  std::optional<std::filesystem::path> cwd;
+  std::map<std::string, std::string> set_env;   // added/overridden in the child
+  std::vector<std::string> unset_env;           // removed in the child
+  std::optional<std::string> stdin_data;        // written to the child's stdin, then closed
+  bool merge_stderr = false;                     // stderr into stdout
+};
+
+struct SubprocessResult {
+  int exit_code = -1;     // valid when !signaled
+  int term_signal = 0;    // signal that ended the child, 0 if none
+  bool timed_out = false; // killed by us after the timeout
+  std::string out;
+  std::string err;
+  [[nodiscard]] bool ok() const { return !timed_out && term_signal == 0 && exit_code == 0; }
+};
+
+// Fails only when the process could not be started; a non-zero exit is data in the result.
+[[nodiscard]] Expected<SubprocessResult> run_process(const std::vector<std::string>& argv,
+                                                     const SubprocessOptions& options = {});
+
+// Search PATH (or the given PATH value) for an executable.
+[[nodiscard]] std::optional<std::filesystem::path> find_in_path(const std::string& name,
+                                                                const char* path_value = nullptr);
+
+} // namespace envfix::util
