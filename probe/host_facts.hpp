@@ -1,0 +1,111 @@
+#pragma once
+// HostFacts: what probe/ reads about the machine (design.md §1 step 1). probe/ decides nothing: it
+// reports GPUs, the driver, the target interpreter and what is installed in it; resolver/ and
+// cli/command_doctor.cpp draw the conclusions.
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "specs/cuda_version.hpp"
+#include "specs/gpu_arch.hpp"
+#include "specs/marker.hpp"
+#include "specs/requirement.hpp"
+#include "specs/tag.hpp"
+#include "specs/version.hpp"
+#include "util/error.hpp"
+
+namespace envfix::probe {
+
+struct GpuInfo {
+  int index = 0;                 // CUDA ordinal as the framework sees it (after CUDA_VISIBLE_DEVICES)
+  std::string name;              // "NVIDIA H200"
+  specs::ComputeCapability cc;   // 9.0
+  std::string uuid;              // "GPU-db0235f6-…"
+  std::uint64_t memory_bytes = 0;
+  int physical_index = -1;       // NVML / nvidia-smi index; -1 when unknown
+};
+
+struct DriverInfo {
+  std::string version;                     // "580.159.04"
+  std::optional<specs::CudaVersion> cuda;  // highest CUDA the driver supports (cuDriverGetVersion)
+  std::string source;                      // "nvml", "sysfs", "procfs", "nvidia-smi", "planned"
+};
+
+struct PythonInfo {
+  std::filesystem::path executable;
+  specs::Version version;                  // 3.12.3
+  std::string implementation;              // "cpython"
+  std::filesystem::path prefix, base_prefix;
+  bool is_venv = false;                    // prefix != base_prefix
+  bool is_conda = false;                   // conda-meta/ in prefix
+  std::map<std::string, std::filesystem::path> scheme; // purelib platlib scripts headers data (+stdlib)
+  specs::MarkerEnvironment markers;
+  specs::TagEnvironment tag_env;
+  std::string soabi;                       // "cpython-312-x86_64-linux-gnu"
+  bool externally_managed = false;         // PEP 668 marker, ignored inside a venv
+  std::string externally_managed_message;
+};
+
+struct InstalledDist {
+  std::string name;                        // as written in METADATA (or the folder name)
+  specs::Version version;                  // with local label: 2.7.0+cu128
+  std::filesystem::path dist_info;         // …/site-packages/torch-2.7.0+cu128.dist-info
+  std::string installer;                   // INSTALLER content, trimmed ("pip", "uv", "envfix"), may be empty
+  std::optional<std::string> direct_url;   // raw direct_url.json text
+  std::vector<specs::Requirement> requires_dist;
+  bool has_record = false;
+  bool requested = false;                  // REQUESTED present
+  [[nodiscard]] std::string normalized_name() const;
+  [[nodiscard]] std::string local() const { return version.local(); } // "cu128" or ""
+};
+
+// Another interpreter found on PATH (the "pip installs into another environment" trap).
+struct PathInterpreter {
+  std::filesystem::path path;              // as found on PATH
+  std::filesystem::path resolved;          // realpath
+};
+
+struct HostFacts {
+  std::vector<GpuInfo> gpus;
+  std::optional<DriverInfo> driver;
+  std::optional<PythonInfo> python;
+  std::vector<InstalledDist> installed;
+  std::vector<std::string> notes;          // why a fact is missing ("libnvidia-ml.so.1 not found", …)
+  // PATH survey.
+  std::vector<PathInterpreter> path_interpreters;
+  std::optional<std::filesystem::path> pip_on_path;        // `pip` found on PATH
+  std::optional<std::filesystem::path> pip_interpreter;    // interpreter from pip's shebang
+  bool gpus_planned = false;                // gpus/driver come from --gpu/--driver, not the machine
+};
+
+struct ProbeOptions {
+  std::optional<std::filesystem::path> python; // --python; else default_interpreter()
+  std::filesystem::path cache_dir;             // interpreter-probe cache; empty: no cache
+  bool gpus = true;                            // probe GPUs and driver
+  bool interpreter = true;                     // probe the interpreter
+  bool installed = true;                       // scan dist-infos (needs interpreter)
+  bool survey_path = true;                     // other interpreters and pip on PATH
+  std::chrono::milliseconds python_timeout{std::chrono::seconds(60)};
+};
+
+// GPUs through NVML + the CUDA driver API (dlopen'ed), honouring CUDA_VISIBLE_DEVICES. No driver or
+// no device is not an error: an empty list; `notes` (if given) says why.
+[[nodiscard]] Expected<std::vector<GpuInfo>> probe_gpus(std::vector<std::string>* notes = nullptr);
+// Driver version: NVML, /sys/module/nvidia/version, /proc/driver/nvidia/version, nvidia-smi.
+// not_found when there is no driver at all.
+[[nodiscard]] Expected<DriverInfo> probe_driver(std::vector<std::string>* notes = nullptr);
+// Run the interpreter once with the embedded probe script. cache_dir empty: no cache.
+[[nodiscard]] Expected<PythonInfo> probe_python(const std::filesystem::path& python,
+                                                const std::filesystem::path& cache_dir = {},
+                                                std::chrono::milliseconds timeout = std::chrono::seconds(60));
+// Every *.dist-info in the scheme's purelib/platlib (deduplicated), sorted by normalized name.
+[[nodiscard]] Expected<std::vector<InstalledDist>> scan_installed(const PythonInfo& python);
+// The default interpreter: --python, then $VIRTUAL_ENV, then $CONDA_PREFIX, then python3 on PATH.
+[[nodiscard]] Expected<std::filesystem::path> default_interpreter(const std::optional<std::filesystem::path>& explicit_python);
+[[nodiscard]] Expected<HostFacts> probe_host(const ProbeOptions& options);
+
+} // namespace envfix::probe
