@@ -1,0 +1,40 @@
+#pragma once
+// Core metadata (METADATA, PKG-INFO, PEP 658 `.metadata`), packaging.md §5.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "specs/requirement.hpp"
+#include "specs/specifier.hpp"
+#include "specs/version.hpp"
+#include "util/error.hpp"
+
+namespace envfix::specs {
+
+// RFC 822 headers as Python's email.parser (compat32) reads them: names as written, values with
+// leading blanks and trailing whitespace trimmed, continuation lines kept as "\n<line>". Headers end
+// at the first empty line or a line that is not a header; a non-empty body is appended as
+// ("Description", body) unless a Description header exists. Accepts \n and \r\n.
+[[nodiscard]] Expected<std::vector<std::pair<std::string, std::string>>> parse_rfc822(std::string_view text);
+
+struct CoreMetadata {
+  std::string metadata_version;
+  std::string name;
+  Version version;
+  std::optional<SpecifierSet> requires_python;
+  std::vector<Requirement> requires_dist;
+  std::vector<std::string> provides_extra;
+  std::vector<std::pair<std::string, std::string>> fields; // every field, in order
+
+  // Requires Metadata-Version (major ≤ 2), Name, Version; errors name the line and field.
+  [[nodiscard]] static Expected<CoreMetadata> parse(std::string_view text);
+
+  // All values of a field (case-insensitive name), in order.
+  std::vector<std::string> get_all(std::string_view field) const;
+  // The first value of a field, if present.
+  std::optional<std::string> get(std::string_view field) const;
+};
+
+} // namespace envfix::specs
