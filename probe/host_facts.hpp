@@ -48,6 +48,7 @@ struct PythonInfo {
   std::string soabi;                       // "cpython-312-x86_64-linux-gnu"
   bool externally_managed = false;         // PEP 668 marker, ignored inside a venv
   std::string externally_managed_message;
+  std::vector<std::filesystem::path> site_paths; // sys.path entries that are directories (scanned too)
 };
 
 struct InstalledDist {

@@ -1,0 +1,339 @@
+// GPU and driver probing: thin I/O shells over driver_parsers.hpp. NVML and libcuda are dlopen'ed
+// (never linked) so envfix runs on machines without a driver; every missing piece becomes a note.
+#include <dlfcn.h>
+
+#include <array>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "probe/driver_parsers.hpp"
+#include "probe/host_facts.hpp"
+#include "probe/text.hpp"
+#include "util/env.hpp"
+#include "util/fs.hpp"
+#include "util/subprocess.hpp"
+
+namespace envfix::probe {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kWslLibDir = "/usr/lib/wsl/lib";
+
+void note(std::vector<std::string>* notes, std::string text) {
+  if (notes) notes->push_back(std::move(text));
+}
+
+bool nvml_disabled() { return util::get_env("ENVFIX_NO_NVML").value_or("") == "1"; }
+
+fs::path sysfs_path(std::string_view abs) {
+  auto root = util::get_env("ENVFIX_SYSFS_ROOT");
+  if (!root || root->empty()) return fs::path(abs);
+  return fs::path(*root) / fs::path(abs).relative_path();
+}
+
+// dlopen by soname, then from WSL's library folder (WSL2 puts the driver's user-space libraries
+// there and not always on the loader path).
+class Library {
+public:
+  explicit Library(const char* soname) {
+    m_handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    if (!m_handle) {
+      m_error = dlerror() ? dlerror() : "";
+      auto wsl = fs::path(kWslLibDir) / soname;
+      std::error_code ec;
+      if (fs::exists(wsl, ec)) {
+        m_handle = dlopen(wsl.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (m_handle) m_from_wsl = true;
+      }
+    }
+    if (!m_handle && m_error.empty()) m_error = fmt::format("{} not found", soname);
+  }
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  ~Library() {
+    if (m_handle) dlclose(m_handle);
+  }
+  explicit operator bool() const { return m_handle != nullptr; }
+  template <class F> F sym(const char* name) const {
+    return m_handle ? reinterpret_cast<F>(dlsym(m_handle, name)) : nullptr;
+  }
+  const std::string& error() const { return m_error; }
+  bool from_wsl() const { return m_from_wsl; }
+
+private:
+  void* m_handle = nullptr;
+  std::string m_error;
+  bool m_from_wsl = false;
+};
+
+// The few NVML/CUDA driver API entry points we call (ABI from nvml.h / cuda.h; stable for years).
+using nvmlDevice_t = void*;
+struct NvmlMemory { unsigned long long total, free, used; };
+using NvmlInit = int (*)();
+using NvmlShutdown = int (*)();
+using NvmlGetDriverVersion = int (*)(char*, unsigned);
+using NvmlGetCudaDriverVersion = int (*)(int*);
+using NvmlDeviceGetCount = int (*)(unsigned*);
+using NvmlDeviceGetHandleByIndex = int (*)(unsigned, nvmlDevice_t*);
+using NvmlDeviceGetName = int (*)(nvmlDevice_t, char*, unsigned);
+using NvmlDeviceGetUuid = int (*)(nvmlDevice_t, char*, unsigned);
+using NvmlDeviceGetCc = int (*)(nvmlDevice_t, int*, int*);
+using NvmlDeviceGetMemoryInfo = int (*)(nvmlDevice_t, NvmlMemory*);
+
+using CuInit = int (*)(unsigned);
+using CuDriverGetVersion = int (*)(int*);
+using CuDeviceGetCount = int (*)(int*);
+using CuDeviceGet = int (*)(int*, int);
+using CuDeviceGetName = int (*)(char*, int, int);
+using CuDeviceGetAttribute = int (*)(int*, int, int);
+using CuDeviceTotalMem = int (*)(std::size_t*, int);
+using CuDeviceGetUuid = int (*)(char*, int); // CUuuid is 16 bytes
+constexpr int kCuAttrCcMajor = 75, kCuAttrCcMinor = 76;
+constexpr int kCudaErrorNoDevice = 100;
+
+struct Nvml {
+  Library lib{"libnvidia-ml.so.1"};
+  bool initialized = false;
+  Nvml() {
+    if (!lib) return;
+    auto init = lib.sym<NvmlInit>("nvmlInit_v2");
+    if (!init) init = lib.sym<NvmlInit>("nvmlInit");
+    initialized = init && init() == 0;
+  }
+  ~Nvml() {
+    if (initialized)
+      if (auto sd = lib.sym<NvmlShutdown>("nvmlShutdown")) sd();
+  }
+};
+
+std::string uuid_to_string(const unsigned char* b) {
+  return fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-"
+                     "{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
+                     b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+                     b[13], b[14], b[15]);
+}
+
+std::optional<std::vector<GpuInfo>> gpus_from_nvml(Nvml& nvml, std::vector<std::string>* notes) {
+  if (!nvml.initialized) return std::nullopt;
+  auto count_fn = nvml.lib.sym<NvmlDeviceGetCount>("nvmlDeviceGetCount_v2");
+  auto handle_fn = nvml.lib.sym<NvmlDeviceGetHandleByIndex>("nvmlDeviceGetHandleByIndex_v2");
+  auto name_fn = nvml.lib.sym<NvmlDeviceGetName>("nvmlDeviceGetName");
+  auto uuid_fn = nvml.lib.sym<NvmlDeviceGetUuid>("nvmlDeviceGetUUID");
+  auto cc_fn = nvml.lib.sym<NvmlDeviceGetCc>("nvmlDeviceGetCudaComputeCapability");
+  auto mem_fn = nvml.lib.sym<NvmlDeviceGetMemoryInfo>("nvmlDeviceGetMemoryInfo");
+  if (!count_fn || !handle_fn || !name_fn || !cc_fn) {
+    note(notes, "NVML lacks nvmlDeviceGetCudaComputeCapability (driver older than 410?)");
+    return std::nullopt;
+  }
+  unsigned count = 0;
+  if (count_fn(&count) != 0) return std::nullopt;
+  std::vector<GpuInfo> out;
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t dev = nullptr;
+    if (handle_fn(i, &dev) != 0) {
+      note(notes, fmt::format("NVML: device {} not accessible (permissions?)", i));
+      continue;
+    }
+    GpuInfo g;
+    g.physical_index = static_cast<int>(i);
+    std::array<char, 256> buf{};
+    if (name_fn(dev, buf.data(), buf.size()) == 0) g.name = buf.data();
+    buf.fill(0);
+    if (uuid_fn && uuid_fn(dev, buf.data(), buf.size()) == 0) g.uuid = buf.data();
+    int major = 0, minor = 0;
+    if (cc_fn(dev, &major, &minor) == 0) g.cc = {major, minor};
+    NvmlMemory mem{};
+    if (mem_fn && mem_fn(dev, &mem) == 0) g.memory_bytes = mem.total;
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+// libcuda enumerates only what CUDA_VISIBLE_DEVICES lets through, already renumbered.
+std::optional<std::vector<GpuInfo>> gpus_from_cuda(Library& cuda, std::vector<std::string>* notes) {
+  auto init = cuda.sym<CuInit>("cuInit");
+  auto count_fn = cuda.sym<CuDeviceGetCount>("cuDeviceGetCount");
+  auto get_fn = cuda.sym<CuDeviceGet>("cuDeviceGet");
+  auto name_fn = cuda.sym<CuDeviceGetName>("cuDeviceGetName");
+  auto attr_fn = cuda.sym<CuDeviceGetAttribute>("cuDeviceGetAttribute");
+  auto mem_fn = cuda.sym<CuDeviceTotalMem>("cuDeviceTotalMem_v2");
+  auto uuid_fn = cuda.sym<CuDeviceGetUuid>("cuDeviceGetUuid");
+  if (!init || !count_fn || !get_fn || !attr_fn) return std::nullopt;
+  int rc = init(0);
+  if (rc == kCudaErrorNoDevice) {
+    note(notes, "libcuda: cuInit reports no CUDA-capable device (check CUDA_VISIBLE_DEVICES)");
+    return std::vector<GpuInfo>{};
+  }
+  if (rc != 0) {
+    note(notes, fmt::format("libcuda: cuInit failed with CUDA error {}", rc));
+    return std::nullopt;
+  }
+  int count = 0;
+  if (count_fn(&count) != 0) return std::nullopt;
+  std::vector<GpuInfo> out;
+  for (int i = 0; i < count; ++i) {
+    int dev = 0;
+    if (get_fn(&dev, i) != 0) continue;
+    GpuInfo g;
+    g.index = i;
+    std::array<char, 256> buf{};
+    if (name_fn && name_fn(buf.data(), static_cast<int>(buf.size()), dev) == 0) g.name = buf.data();
+    int major = 0, minor = 0;
+    attr_fn(&major, kCuAttrCcMajor, dev);
+    attr_fn(&minor, kCuAttrCcMinor, dev);
+    g.cc = {major, minor};
+    std::size_t mem = 0;
+    if (mem_fn && mem_fn(&mem, dev) == 0) g.memory_bytes = mem;
+    std::array<unsigned char, 16> u{};
+    if (uuid_fn && uuid_fn(reinterpret_cast<char*>(u.data()), dev) == 0) g.uuid = uuid_to_string(u.data());
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+std::optional<std::string> run_nvidia_smi(const std::vector<std::string>& extra_args,
+                                          std::vector<std::string>* notes) {
+  auto smi = util::find_in_path("nvidia-smi");
+  if (!smi) return std::nullopt;
+  std::vector<std::string> argv = extra_args;
+  argv.insert(argv.begin(), smi->string());
+  util::SubprocessOptions opt;
+  opt.timeout = std::chrono::seconds(20);
+  auto r = util::run_process(argv, opt);
+  if (!r) {
+    note(notes, fmt::format("nvidia-smi could not be started: {}", r.error().message));
+    return std::nullopt;
+  }
+  if (!r->ok()) {
+    auto msg = trim(r->out.empty() ? r->err : r->out);
+    note(notes, fmt::format("nvidia-smi failed: {}", msg.substr(0, 200)));
+    return std::nullopt;
+  }
+  return r->out;
+}
+
+bool looks_like_wsl() {
+  std::error_code ec;
+  if (fs::exists(kWslLibDir, ec)) return true;
+  auto v = util::read_file(sysfs_path("/proc/version"));
+  return v && (v->find("microsoft") != std::string::npos || v->find("WSL") != std::string::npos);
+}
+
+} // namespace
+
+Expected<std::vector<GpuInfo>> probe_gpus(std::vector<std::string>* notes) {
+  if (nvml_disabled()) {
+    note(notes, "ENVFIX_NO_NVML=1: GPUs not probed");
+    return std::vector<GpuInfo>{};
+  }
+  auto cvd = util::get_env("CUDA_VISIBLE_DEVICES");
+  {
+    Nvml nvml;
+    if (nvml.lib.from_wsl()) note(notes, fmt::format("WSL: NVML loaded from {}", kWslLibDir));
+    if (auto all = gpus_from_nvml(nvml, notes)) return apply_cuda_visible_devices(*all, cvd);
+    if (!nvml.lib) note(notes, fmt::format("NVML not loadable: {}", nvml.lib.error()));
+    else note(notes, "NVML loaded but nvmlInit failed (driver/library version mismatch?)");
+  }
+  {
+    Library cuda("libcuda.so.1");
+    if (cuda) {
+      if (auto gpus = gpus_from_cuda(cuda, notes)) return *gpus;
+    } else {
+      note(notes, fmt::format("libcuda not loadable: {}", cuda.error()));
+    }
+  }
+  // Last resort: nvidia-smi (also what a test puts on PATH).
+  if (auto out = run_nvidia_smi({"--query-gpu=index,name,uuid,compute_cap,driver_version,memory.total",
+                                 "--format=csv"},
+                                notes)) {
+    auto rows = parse_nvidia_smi_csv(*out);
+    if (!rows) {
+      note(notes, "nvidia-smi output not understood: " + rows.error().message);
+    } else {
+      std::vector<GpuInfo> all;
+      for (auto& r : *rows) {
+        GpuInfo g;
+        g.physical_index = r.index;
+        g.name = r.name;
+        g.uuid = r.uuid;
+        g.memory_bytes = r.memory_bytes;
+        if (r.cc) g.cc = *r.cc;
+        else note(notes, fmt::format("nvidia-smi gives no compute capability for GPU {} (driver < 510)", r.index));
+        all.push_back(std::move(g));
+      }
+      return apply_cuda_visible_devices(all, cvd);
+    }
+  }
+  if (looks_like_wsl()) note(notes, "WSL detected: the GPU driver lives on Windows; check /usr/lib/wsl/lib");
+  return std::vector<GpuInfo>{};
+}
+
+Expected<DriverInfo> probe_driver(std::vector<std::string>* notes) {
+  DriverInfo info;
+  std::optional<specs::CudaVersion> cuda;
+  if (!nvml_disabled()) {
+    Nvml nvml;
+    if (nvml.initialized) {
+      std::array<char, 96> buf{};
+      if (auto f = nvml.lib.sym<NvmlGetDriverVersion>("nvmlSystemGetDriverVersion");
+          f && f(buf.data(), buf.size()) == 0) {
+        info.version = buf.data();
+        info.source = "nvml";
+      }
+      int v = 0;
+      if (auto f = nvml.lib.sym<NvmlGetCudaDriverVersion>("nvmlSystemGetCudaDriverVersion_v2");
+          f && f(&v) == 0 && v > 0)
+        cuda = cuda_version_from_int(v);
+    }
+    Library lib("libcuda.so.1");
+    int v = 0;
+    if (auto f = lib.sym<CuDriverGetVersion>("cuDriverGetVersion"); f && f(&v) == 0 && v > 0)
+      cuda = cuda_version_from_int(v); // the authoritative answer when libcuda loads
+  }
+  if (info.version.empty()) {
+    if (auto t = util::read_file(sysfs_path("/sys/module/nvidia/version"))) {
+      if (auto v = parse_sys_module_version(*t)) {
+        info.version = *v;
+        info.source = "sysfs";
+      } else {
+        note(notes, "/sys/module/nvidia/version: " + v.error().message);
+      }
+    }
+  }
+  if (info.version.empty()) {
+    if (auto t = util::read_file(sysfs_path("/proc/driver/nvidia/version"))) {
+      if (auto v = parse_proc_driver_version(*t)) {
+        info.version = *v;
+        info.source = "procfs";
+      } else {
+        note(notes, "/proc/driver/nvidia/version: " + v.error().message);
+      }
+    }
+  }
+  if (info.version.empty() || !cuda) {
+    // nvidia-smi -q gives both the version and "CUDA Version".
+    if (auto out = run_nvidia_smi({"-q"}, notes)) {
+      if (auto rep = parse_nvidia_smi_q(*out)) {
+        if (info.version.empty()) {
+          info.version = rep->driver_version;
+          info.source = "nvidia-smi";
+        }
+        if (!cuda) cuda = rep->cuda;
+      }
+    }
+  }
+  if (info.version.empty()) {
+    return make_error(ErrorCode::not_found, "no NVIDIA driver found (no NVML, no /sys/module/nvidia, "
+                                            "no /proc/driver/nvidia, no nvidia-smi)",
+                      looks_like_wsl() ? "on WSL, install the NVIDIA driver on Windows, not in Linux"
+                                       : "install the NVIDIA driver (and reboot), then run `nvidia-smi`");
+  }
+  info.cuda = cuda;
+  return info;
+}
+
+} // namespace envfix::probe

@@ -1,0 +1,101 @@
+#include "probe/host_facts.hpp"
+
+#include <unistd.h>
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "probe/installed.hpp"
+#include "probe/python_probe.hpp"
+#include "probe/text.hpp"
+#include "util/env.hpp"
+#include "util/fs.hpp"
+#include "util/subprocess.hpp"
+
+namespace envfix::probe {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A venv or conda directory given where an interpreter is expected.
+fs::path interpreter_in(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::is_directory(p, ec)) return p;
+  for (const char* n : {"bin/python", "bin/python3"}) {
+    if (fs::exists(p / n, ec)) return p / n;
+  }
+  return p / "bin/python";
+}
+
+void survey_path(HostFacts& facts) {
+  auto path = util::get_env("PATH").value_or("");
+  std::set<fs::path> seen;
+  for (auto dir : split(path, ':')) {
+    if (dir.empty()) continue;
+    for (const char* n : {"python3", "python"}) {
+      fs::path p = fs::path(dir) / n;
+      std::error_code ec;
+      if (!fs::is_regular_file(p, ec) || ::access(p.c_str(), X_OK) != 0) continue;
+      auto resolved = fs::canonical(p, ec);
+      if (ec) continue;
+      // Same folder (python → python3) counts once; different venvs sharing a base are distinct.
+      if (!seen.insert(fs::path(dir)).second) continue;
+      facts.path_interpreters.push_back({p, resolved});
+    }
+  }
+  for (const char* n : {"pip", "pip3"}) {
+    if (auto pip = util::find_in_path(n)) {
+      facts.pip_on_path = *pip;
+      if (auto head = util::read_file(*pip)) {
+        auto h = std::string_view(*head).substr(0, 4096);
+        if (auto interp = parse_shebang_interpreter(h)) facts.pip_interpreter = *interp;
+      }
+      break;
+    }
+  }
+}
+
+} // namespace
+
+Expected<std::vector<InstalledDist>> scan_installed(const PythonInfo& python) {
+  std::vector<InstalledDist> all;
+  for (const auto& dir : site_directories(python)) {
+    auto part = scan_site_directory(dir);
+    all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+  }
+  return all;
+}
+
+Expected<fs::path> default_interpreter(const std::optional<fs::path>& explicit_python) {
+  if (explicit_python && !explicit_python->empty()) return interpreter_in(*explicit_python);
+  if (auto p = util::get_env("ENVFIX_PYTHON"); p && !p->empty()) return interpreter_in(*p);
+  if (auto v = util::get_env("VIRTUAL_ENV"); v && !v->empty()) return interpreter_in(*v);
+  if (auto c = util::get_env("CONDA_PREFIX"); c && !c->empty()) return interpreter_in(*c);
+  if (auto p = util::find_in_path("python3")) return *p;
+  return make_error(ErrorCode::not_found, "no Python interpreter: no --python, $VIRTUAL_ENV, $CONDA_PREFIX or python3 on PATH",
+                    "pass --python PATH or activate the environment to repair");
+}
+
+Expected<HostFacts> probe_host(const ProbeOptions& options) {
+  HostFacts facts;
+  if (options.gpus) {
+    auto gpus = probe_gpus(&facts.notes);
+    if (gpus) facts.gpus = std::move(*gpus);
+    else facts.notes.push_back(gpus.error().message);
+    auto drv = probe_driver(&facts.notes);
+    if (drv) facts.driver = std::move(*drv);
+    else facts.notes.push_back(drv.error().message);
+  }
+  if (options.interpreter) {
+    auto exe = ENVFIX_TRY(default_interpreter(options.python));
+    auto info = ENVFIX_TRY(probe_python(exe, options.cache_dir, options.python_timeout));
+    if (options.installed) facts.installed = ENVFIX_TRY(scan_installed(info));
+    facts.python = std::move(info);
+  }
+  if (options.survey_path) survey_path(facts);
+  return facts;
+}
+
+} // namespace envfix::probe

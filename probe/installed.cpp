@@ -1,0 +1,227 @@
+#include "probe/installed.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "probe/text.hpp"
+#include "specs/metadata.hpp"
+#include "specs/name.hpp"
+#include "util/fs.hpp"
+
+namespace envfix::probe {
+
+namespace fs = std::filesystem;
+
+std::string InstalledDist::normalized_name() const { return specs::normalize_name(name); }
+
+namespace {
+
+// One CSV record as Python's csv module (excel dialect) writes it. Quoted fields may hold commas and
+// doubled quotes; RECORD rows never span lines in practice, so a newline ends the row.
+Expected<std::vector<std::string>> parse_csv_row(std::string_view line, std::size_t lineno) {
+  std::vector<std::string> fields;
+  std::string cur;
+  std::size_t i = 0;
+  while (true) {
+    cur.clear();
+    if (i < line.size() && line[i] == '"') {
+      ++i;
+      bool closed = false;
+      while (i < line.size()) {
+        if (line[i] == '"') {
+          if (i + 1 < line.size() && line[i + 1] == '"') {
+            cur += '"';
+            i += 2;
+            continue;
+          }
+          ++i;
+          closed = true;
+          break;
+        }
+        cur += line[i++];
+      }
+      if (!closed)
+        return fail(ErrorCode::invalid_input, "RECORD line {}: unterminated quote: {}\n{}^", lineno, line,
+                    std::string(line.size() + 22 + std::to_string(lineno).size(), ' '));
+      if (i < line.size() && line[i] != ',')
+        return fail(ErrorCode::invalid_input, "RECORD line {}: text after closing quote at column {}: {}",
+                    lineno, i + 1, line);
+    } else {
+      while (i < line.size() && line[i] != ',') cur += line[i++];
+    }
+    fields.push_back(cur);
+    if (i >= line.size()) break;
+    ++i; // the comma
+  }
+  return fields;
+}
+
+bool is_shared_object(std::string_view path) {
+  auto slash = path.rfind('/');
+  auto base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  return base.ends_with(".so") || base.find(".so.") != std::string_view::npos;
+}
+
+std::string read_trimmed(const fs::path& p) {
+  auto t = util::read_file(p);
+  return t ? std::string(trim(*t)) : std::string();
+}
+
+} // namespace
+
+Expected<std::vector<RecordEntry>> parse_record(std::string_view text) {
+  std::vector<RecordEntry> out;
+  std::size_t lineno = 0;
+  for (auto line : split_lines(text)) {
+    ++lineno;
+    if (trim(line).empty()) continue;
+    auto fields = ENVFIX_TRY(parse_csv_row(line, lineno));
+    if (fields.empty() || fields[0].empty())
+      return fail(ErrorCode::invalid_input, "RECORD line {}: empty path: {}", lineno, line);
+    if (fields.size() > 3)
+      return fail(ErrorCode::invalid_input, "RECORD line {}: {} fields, expected path,hash,size: {}", lineno,
+                  fields.size(), line);
+    RecordEntry e;
+    e.path = std::move(fields[0]);
+    if (fields.size() > 1) e.hash = std::move(fields[1]);
+    if (fields.size() > 2 && !fields[2].empty()) {
+      std::uint64_t n = 0;
+      auto& s = fields[2];
+      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+      if (ec != std::errc{} || p != s.data() + s.size())
+        return fail(ErrorCode::invalid_input, "RECORD line {}: bad size '{}' for {}", lineno, s, e.path);
+      e.size = n;
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Expected<DistInfoName> parse_dist_info_dirname(std::string_view dirname) {
+  std::string_view stem = dirname;
+  if (!stem.ends_with(".dist-info"))
+    return fail(ErrorCode::invalid_input, "not a .dist-info folder name: '{}'", dirname);
+  stem.remove_suffix(10);
+  auto dash = stem.find('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == stem.size())
+    return fail(ErrorCode::invalid_input, "dist-info folder name lacks '<name>-<version>': '{}'", dirname);
+  return DistInfoName{std::string(stem.substr(0, dash)), std::string(stem.substr(dash + 1))};
+}
+
+Expected<InstalledDist> read_dist_info(const fs::path& dir, std::vector<std::string>* notes) {
+  InstalledDist d;
+  d.dist_info = dir;
+  auto dn = parse_dist_info_dirname(dir.filename().string());
+  auto meta_text = util::read_file(dir / "METADATA");
+  bool from_metadata = false;
+  if (meta_text) {
+    auto fields = specs::parse_rfc822(*meta_text);
+    if (fields) {
+      std::string name, version;
+      for (auto& [k, v] : *fields) {
+        auto key = to_lower(k);
+        if (key == "name" && name.empty()) name = v;
+        else if (key == "version" && version.empty()) version = v;
+        else if (key == "requires-dist") {
+          auto r = specs::Requirement::parse(v);
+          if (r) d.requires_dist.push_back(std::move(*r));
+          else if (notes)
+            notes->push_back(fmt::format("{}: Requires-Dist '{}' skipped: {}", (dir / "METADATA").string(), v,
+                                         r.error().message));
+        }
+      }
+      if (auto ver = specs::Version::parse(version); ver && !name.empty()) {
+        d.name = name;
+        d.version = *ver;
+        from_metadata = true;
+      }
+    }
+  }
+  if (!from_metadata) {
+    if (!dn)
+      return std::unexpected(Error{ErrorCode::invalid_input,
+                                   fmt::format("{}: no readable METADATA and no version in the folder name",
+                                               dir.string()),
+                                   {dn.error().message},
+                                   "reinstall the package: pip install --force-reinstall <name>"});
+    auto ver = specs::Version::parse(dn->version);
+    if (!ver) return std::unexpected(std::move(ver.error()).context(fmt::format("{}: bad version", dir.string())));
+    d.name = dn->name;
+    d.version = *ver;
+    if (notes) notes->push_back(fmt::format("{}: METADATA missing or unreadable; name and version from the folder", dir.string()));
+  }
+  d.installer = read_trimmed(dir / "INSTALLER");
+  std::error_code ec;
+  d.requested = fs::exists(dir / "REQUESTED", ec);
+  d.has_record = fs::is_regular_file(dir / "RECORD", ec);
+  if (auto du = util::read_file(dir / "direct_url.json")) d.direct_url = *du;
+  return d;
+}
+
+std::vector<InstalledDist> scan_site_directory(const fs::path& site_dir, std::vector<std::string>* notes) {
+  std::vector<InstalledDist> out;
+  std::error_code ec;
+  fs::directory_iterator it(site_dir, ec), end;
+  if (ec) {
+    if (notes) notes->push_back(fmt::format("cannot list {}: {}", site_dir.string(), ec.message()));
+    return out;
+  }
+  for (; it != end; it.increment(ec)) {
+    if (ec) break;
+    auto name = it->path().filename().string();
+    if (!name.ends_with(".dist-info") || !it->is_directory(ec)) continue;
+    auto d = read_dist_info(it->path(), notes);
+    if (d) out.push_back(std::move(*d));
+    else if (notes) notes->push_back(d.error().message);
+  }
+  std::sort(out.begin(), out.end(), [](const InstalledDist& a, const InstalledDist& b) {
+    auto na = a.normalized_name(), nb = b.normalized_name();
+    if (na != nb) return na < nb;
+    if (a.version != b.version) return a.version < b.version;
+    return a.dist_info < b.dist_info;
+  });
+  return out;
+}
+
+std::vector<std::vector<const InstalledDist*>> find_duplicates(const std::vector<InstalledDist>& dists) {
+  std::map<std::string, std::vector<const InstalledDist*>> by_name;
+  for (const auto& d : dists) by_name[d.normalized_name()].push_back(&d);
+  std::vector<std::vector<const InstalledDist*>> out;
+  for (auto& [n, v] : by_name)
+    if (v.size() > 1) out.push_back(std::move(v));
+  return out;
+}
+
+Expected<std::vector<fs::path>> installed_shared_objects(const InstalledDist& dist) {
+  std::vector<fs::path> out;
+  if (!dist.has_record) return out;
+  auto text = ENVFIX_TRY(util::read_file(dist.dist_info / "RECORD"));
+  auto rows = parse_record(text);
+  if (!rows) return std::unexpected(std::move(rows.error()).context((dist.dist_info / "RECORD").string()));
+  auto site = dist.dist_info.parent_path();
+  for (const auto& r : *rows) {
+    if (!is_shared_object(r.path)) continue;
+    fs::path p = fs::path(r.path).is_absolute() ? fs::path(r.path) : (site / r.path).lexically_normal();
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) out.push_back(std::move(p));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string direct_url_of(const InstalledDist& dist) {
+  if (!dist.direct_url) return {};
+  try {
+    auto j = nlohmann::json::parse(*dist.direct_url);
+    if (j.is_object() && j.contains("url") && j["url"].is_string()) return j["url"].get<std::string>();
+  } catch (const nlohmann::json::exception&) {
+  }
+  return {};
+}
+
+} // namespace envfix::probe

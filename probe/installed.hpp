@@ -1,0 +1,51 @@
+#pragma once
+// Installed distributions (PEP 376/627 dist-info folders): pure parsers plus the folder reader.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "probe/host_facts.hpp"
+
+namespace envfix::probe {
+
+// One RECORD row: path,hash,size (CSV, fields may be quoted; hash and size may be empty).
+struct RecordEntry {
+  std::string path;
+  std::string hash;                  // "sha256=…" or ""
+  std::optional<std::uint64_t> size;
+};
+// Errors name the line. A row with only a path is allowed (RECORD itself, *.pyc).
+[[nodiscard]] Expected<std::vector<RecordEntry>> parse_record(std::string_view text);
+
+// "torch-2.7.0+cu128.dist-info" → {"torch", "2.7.0+cu128"}; the version is split at the first
+// '-' (names in dist-info folders have '-' escaped to '_').
+struct DistInfoName {
+  std::string name;
+  std::string version;
+};
+[[nodiscard]] Expected<DistInfoName> parse_dist_info_dirname(std::string_view dirname);
+
+// Read one dist-info folder: METADATA (Name, Version, Requires-Dist; the folder name when METADATA
+// is missing or broken), INSTALLER, REQUESTED, direct_url.json, RECORD presence. Requires-Dist lines
+// that do not parse are skipped; `notes` (if given) gets one line for each.
+[[nodiscard]] Expected<InstalledDist> read_dist_info(const std::filesystem::path& dir,
+                                                     std::vector<std::string>* notes = nullptr);
+
+// Every *.dist-info directly under `site_dir`, sorted by normalized name then version.
+[[nodiscard]] std::vector<InstalledDist> scan_site_directory(const std::filesystem::path& site_dir,
+                                                             std::vector<std::string>* notes = nullptr);
+
+// Groups of dists sharing one normalized name (only groups with two or more members).
+[[nodiscard]] std::vector<std::vector<const InstalledDist*>> find_duplicates(const std::vector<InstalledDist>& dists);
+
+// Shared objects a dist installed: RECORD paths ending in ".so" or containing ".so." that exist,
+// resolved against the site directory (dist_info's parent). Empty without a RECORD.
+[[nodiscard]] Expected<std::vector<std::filesystem::path>> installed_shared_objects(const InstalledDist& dist);
+
+// The URL in direct_url.json ("url" key), or "" when absent or unreadable.
+[[nodiscard]] std::string direct_url_of(const InstalledDist& dist);
+
+} // namespace envfix::probe
