@@ -1,0 +1,451 @@
+#include "wheel/staging.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <system_error>
+
+#include "util/fs.hpp"
+#include "util/sha256.hpp"
+#include "wheel/record.hpp"
+#include "wheel/wheel_info.hpp"
+
+// ENVFIX_TRY for Expected<void>.
+#define TRY_VOID(expr)                                                        \
+  do {                                                                        \
+    if (auto try_void_result_ = (expr); !try_void_result_)                    \
+      return std::unexpected(std::move(try_void_result_).error());            \
+  } while (0)
+
+namespace envfix::wheel {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : 4;
+    if (n == 4) return false;
+    if (n == 0) {
+      ++i;
+      continue;
+    }
+    if (i + n >= s.size()) return false;
+    std::uint32_t cp = c & (0x3fu >> n);
+    for (std::size_t k = 1; k <= n; ++k) {
+      auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    // Overlong forms, surrogates and out-of-range code points are not UTF-8.
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+// PEP 503 normalization (kept local: staging only needs equality of names).
+std::string normalize(std::string_view name) {
+  std::string out;
+  bool sep = false;
+  for (char c : name) {
+    if (c == '-' || c == '_' || c == '.') {
+      sep = true;
+      continue;
+    }
+    if (sep && !out.empty()) out += '-';
+    sep = false;
+    out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  return out;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return out;
+}
+
+// Versions as they appear in file names and METADATA: the same after lowercasing, dropping a
+// leading 'v' and turning '_' into '-' is close enough to PEP 440 equality for this check.
+bool same_version(std::string_view a, std::string_view b) {
+  auto norm = [](std::string_view v) {
+    std::string s = lower(v);
+    if (!s.empty() && s[0] == 'v') s.erase(0, 1);
+    std::replace(s.begin(), s.end(), '_', '-');
+    return s;
+  };
+  return norm(a) == norm(b);
+}
+
+std::string trim(std::string_view s) {
+  auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  auto e = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+// Email-style headers: the first value of each field (R6.2: first Wheel-Version wins).
+std::map<std::string, std::string> parse_headers(std::string_view text) {
+  std::map<std::string, std::string> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto eol = text.find('\n', pos);
+    std::string_view line = text.substr(pos, eol == std::string_view::npos ? text.size() - pos : eol - pos);
+    pos = eol == std::string_view::npos ? text.size() : eol + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) break; // body follows
+    if (line[0] == ' ' || line[0] == '\t') continue;
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    auto key = lower(trim(line.substr(0, colon)));
+    out.try_emplace(key, trim(line.substr(colon + 1)));
+  }
+  return out;
+}
+
+unsigned current_umask() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("Umask:", 0) == 0) return static_cast<unsigned>(std::stoul(trim(line.substr(6)), nullptr, 8));
+  return 022;
+}
+
+struct FilenameParts {
+  std::string name, version;
+};
+
+Expected<FilenameParts> split_wheel_filename(const std::string& file) {
+  if (file.size() < 5 || file.substr(file.size() - 4) != ".whl")
+    return fail(ErrorCode::invalid_input, "{}: not a wheel file name (no .whl suffix)", file);
+  std::vector<std::string> parts;
+  std::string stem = file.substr(0, file.size() - 4);
+  std::size_t start = 0;
+  for (;;) {
+    auto dash = stem.find('-', start);
+    parts.push_back(stem.substr(start, dash == std::string::npos ? std::string::npos : dash - start));
+    if (dash == std::string::npos) break;
+    start = dash + 1;
+  }
+  if (parts.size() != 5 && parts.size() != 6)
+    return make_error(ErrorCode::invalid_input,
+                      fmt::format("{}: a wheel name has 5 or 6 dash-separated parts, this has {}", file,
+                                  parts.size()),
+                      "expected {name}-{version}(-{build})?-{python}-{abi}-{platform}.whl");
+  return FilenameParts{parts[0], parts[1]};
+}
+
+} // namespace
+
+std::string record_hash(std::string_view bytes) {
+  util::Sha256 h;
+  h.update(bytes);
+  return "sha256=" + util::base64url_nopad(h.raw_digest());
+}
+
+Expected<std::string> record_hash_file(const fs::path& path) {
+  util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return fail(ErrorCode::io, "cannot read {}: {}", path.string(), std::strerror(errno));
+  util::Sha256 h;
+  char buf[1 << 16];
+  for (;;) {
+    auto n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(ErrorCode::io, "cannot read {}: {}", path.string(), std::strerror(errno));
+    }
+    if (n == 0) break;
+    h.update(buf, static_cast<std::size_t>(n));
+  }
+  return "sha256=" + util::base64url_nopad(h.raw_digest());
+}
+
+Expected<void> check_member_name(std::string_view name) {
+  if (name.empty()) return fail(ErrorCode::invalid_input, "empty member name");
+  if (!valid_utf8(name))
+    return fail(ErrorCode::invalid_input, "member name is not valid UTF-8: '{}'", name);
+  if (name.find('\\') != std::string_view::npos)
+    return fail(ErrorCode::invalid_input, "member '{}' contains a backslash", name);
+  if (name.find('\0') != std::string_view::npos)
+    return fail(ErrorCode::invalid_input, "member name contains a NUL byte");
+  if (name[0] == '/')
+    return fail(ErrorCode::invalid_input, "member '{}' is an absolute path", name);
+  if (name.size() >= 2 && name[1] == ':')
+    return fail(ErrorCode::invalid_input, "member '{}' is an absolute (drive) path", name);
+  std::string_view rest = name;
+  if (rest.back() == '/') rest.remove_suffix(1);
+  std::size_t start = 0;
+  while (start <= rest.size()) {
+    auto slash = rest.find('/', start);
+    auto comp = rest.substr(start, slash == std::string_view::npos ? rest.size() - start : slash - start);
+    if (comp == "..")
+      return fail(ErrorCode::invalid_input, "member '{}' has a '..' component (would escape the target)", name);
+    if (comp.empty() || comp == ".")
+      return fail(ErrorCode::invalid_input, "member '{}' has an empty or '.' path component", name);
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return {};
+}
+
+std::vector<fs::path> StagedWheel::shared_objects() const {
+  std::vector<fs::path> out;
+  for (const auto& f : files) {
+    auto base = f.staged.filename().string();
+    if (base.size() > 3 && (base.ends_with(".so") || base.find(".so.") != std::string::npos))
+      out.push_back(f.staged);
+  }
+  return out;
+}
+
+namespace {
+
+// All checks that need only the directory and the small metadata members (nothing written yet).
+Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, const StagingOptions& opt,
+                               std::map<std::string, RecordEntry>& record_out) {
+  const std::string wname = wheel.filename().string();
+  auto fn = ENVFIX_TRY(split_wheel_filename(wname));
+  StagedWheel sw;
+  sw.wheel = wheel;
+
+  std::set<std::string> seen;
+  std::set<std::string> dist_infos, data_dirs;
+  for (const auto& e : ar.entries()) {
+    if (auto ok = check_member_name(e.name); !ok)
+      return std::unexpected(std::move(ok.error()).context(fmt::format("{}: refusing the wheel", wname)));
+    std::string key = e.name;
+    if (key.back() == '/') key.pop_back();
+    if (!seen.insert(key).second)
+      return fail(ErrorCode::invalid_input, "{}: duplicate member '{}'", wname, e.name);
+    switch (e.type) {
+    case ArchiveEntry::Type::symlink:
+      return fail(ErrorCode::invalid_input, "{}: member '{}' is a symbolic link (to '{}'); wheels may only contain regular files",
+                  wname, e.name, e.link_target);
+    case ArchiveEntry::Type::hardlink:
+      return fail(ErrorCode::invalid_input, "{}: member '{}' is a hard link (to '{}'); wheels may only contain regular files",
+                  wname, e.name, e.link_target);
+    case ArchiveEntry::Type::other:
+      return fail(ErrorCode::invalid_input, "{}: member '{}' is not a regular file", wname, e.name);
+    default: break;
+    }
+    auto top = key.substr(0, key.find('/'));
+    bool is_dir_child = key.find('/') != std::string::npos || e.type == ArchiveEntry::Type::directory;
+    if (is_dir_child && top.ends_with(".dist-info")) dist_infos.insert(top);
+    if (is_dir_child && top.ends_with(".data")) data_dirs.insert(top);
+  }
+  if (dist_infos.size() != 1)
+    return make_error(ErrorCode::invalid_input,
+                      fmt::format("{}: expected exactly one top-level .dist-info directory, found {}", wname,
+                                  dist_infos.size()),
+                      "the file is not a valid wheel");
+  sw.dist_info = *dist_infos.begin();
+  std::string stem = sw.dist_info.substr(0, sw.dist_info.size() - std::string_view(".dist-info").size());
+  sw.data_dir = stem + ".data";
+  for (const auto& d : data_dirs)
+    if (d != sw.data_dir)
+      return fail(ErrorCode::invalid_input, "{}: data directory '{}' does not match the dist-info '{}'",
+                  wname, d, sw.dist_info);
+
+  for (const char* required : {"METADATA", "WHEEL", "RECORD"})
+    if (!ar.find(sw.dist_info + "/" + required))
+      return fail(ErrorCode::invalid_input, "{}: {}/{} is missing", wname, sw.dist_info, required);
+
+  // WHEEL (R6.2).
+  auto wheel_text = ENVFIX_TRY(ar.read_member(sw.dist_info + "/WHEEL"));
+  auto info = WheelInfo::parse(wheel_text, wname + ":" + sw.dist_info + "/WHEEL");
+  if (!info) return std::unexpected(std::move(info.error()));
+  sw.wheel_version = fmt::format("{}.{}", info->version_major, info->version_minor);
+  if (info->version_major > WheelInfo::supported_major)
+    return make_error(ErrorCode::invalid_input,
+                      fmt::format("{}: Wheel-Version {} is not supported (this installer reads 1.x)", wname,
+                                  sw.wheel_version),
+                      "upgrade envfix, or pick an older build of the package");
+  if (info->newer_minor)
+    sw.warnings.push_back(fmt::format("{}: Wheel-Version {} is newer than 1.0", wname, sw.wheel_version));
+  sw.root_is_purelib = info->root_is_purelib;
+
+  // METADATA name and version must agree with the file name and the dist-info folder.
+  sw.metadata = ENVFIX_TRY(ar.read_member(sw.dist_info + "/METADATA"));
+  auto md = parse_headers(sw.metadata);
+  sw.name = md.contains("name") ? md["name"] : "";
+  sw.version = md.contains("version") ? md["version"] : "";
+  if (sw.name.empty() || sw.version.empty())
+    return fail(ErrorCode::invalid_input, "{}: {}/METADATA lacks Name or Version", wname, sw.dist_info);
+  if (normalize(sw.name) != normalize(fn.name) || !same_version(sw.version, fn.version))
+    return fail(ErrorCode::invalid_input, "{}: METADATA says {} {}, the file name says {} {}", wname,
+                sw.name, sw.version, fn.name, fn.version);
+  bool stem_ok = false;
+  for (std::size_t dash = stem.find('-'); dash != std::string::npos; dash = stem.find('-', dash + 1))
+    stem_ok = stem_ok || (normalize(stem.substr(0, dash)) == normalize(sw.name) &&
+                          same_version(stem.substr(dash + 1), sw.version));
+  if (!stem_ok)
+    return fail(ErrorCode::invalid_input, "{}: dist-info '{}' does not match {} {}", wname, sw.dist_info,
+                sw.name, sw.version);
+  if (auto* ep = ar.find(sw.dist_info + "/entry_points.txt"); ep && ep->type == ArchiveEntry::Type::file)
+    sw.entry_points = ENVFIX_TRY(ar.read_member(ep->name));
+
+  // RECORD: every member listed, every listed file present (R6.4).
+  const std::string record_name = sw.dist_info + "/RECORD";
+  auto record_text = ENVFIX_TRY(ar.read_member(record_name));
+  auto parsed = ENVFIX_TRY(Record::parse(record_text, wname + ":" + record_name));
+  for (auto& r : parsed.entries) {
+    if (record_out.contains(r.path))
+      return fail(ErrorCode::invalid_input, "{}: RECORD lists '{}' twice", wname, r.path);
+    record_out.emplace(r.path, r);
+  }
+  auto is_signature = [&](const std::string& m) {
+    return m == record_name || m == record_name + ".jws" || m == record_name + ".p7s";
+  };
+  for (const auto& e : ar.entries()) {
+    if (e.type != ArchiveEntry::Type::file || is_signature(e.name)) continue;
+    // .data keys (R6.6).
+    if (e.name.starts_with(sw.data_dir + "/")) {
+      auto rest = std::string_view(e.name).substr(sw.data_dir.size() + 1);
+      auto key = rest.substr(0, rest.find('/'));
+      if (rest.find('/') == std::string_view::npos)
+        return fail(ErrorCode::invalid_input, "{}: member '{}' sits directly in the .data directory",
+                    wname, e.name);
+      if (key != "purelib" && key != "platlib" && key != "scripts" && key != "data" && key != "headers")
+        return make_error(ErrorCode::invalid_input,
+                          fmt::format("{}: unknown .data scheme '{}' in member '{}'", wname, key, e.name),
+                          "known keys are purelib, platlib, scripts, data, headers");
+    }
+    auto it = record_out.find(e.name);
+    if (it == record_out.end()) {
+      if (opt.strict_record)
+        return make_error(ErrorCode::invalid_input,
+                          fmt::format("{}: member '{}' is not listed in RECORD", wname, e.name),
+                          "the wheel was modified after it was built; rebuild or re-download it");
+      sw.warnings.push_back(fmt::format("{}: member '{}' is not listed in RECORD", wname, e.name));
+      continue;
+    }
+    const auto& algo = it->second.hash_algo;
+    if (algo.empty()) {
+      if (opt.strict_record)
+        return fail(ErrorCode::invalid_input, "{}: RECORD has no hash for '{}'", wname, e.name);
+      sw.warnings.push_back(fmt::format("{}: RECORD has no hash for '{}'", wname, e.name));
+    } else if (algo != "sha256" && algo != "sha384" && algo != "sha512") {
+      return fail(ErrorCode::invalid_input, "{}: RECORD hash of '{}' uses a forbidden or unknown algorithm '{}'",
+                  wname, e.name, algo);
+    } else if (algo != "sha256") {
+      sw.warnings.push_back(fmt::format("{}: cannot check the {} hash of '{}'", wname, algo, e.name));
+    }
+    if (it->second.size && e.size_known && *it->second.size != e.size)
+      return fail(ErrorCode::invalid_input, "{}: RECORD says '{}' has {} bytes, the archive has {}", wname,
+                  e.name, *it->second.size, e.size);
+  }
+  for (const auto& [path, row] : record_out) {
+    if (is_signature(path)) continue;
+    auto* e = ar.find(path);
+    if (!e || e->type != ArchiveEntry::Type::file)
+      return fail(ErrorCode::invalid_input, "{}: RECORD lists '{}' but the archive has no such file", wname, path);
+  }
+  return sw;
+}
+
+} // namespace
+
+Expected<StagedWheel> stage_wheel(const fs::path& wheel, const fs::path& staging_dir,
+                                  const StagingOptions& opt) {
+  auto ar = ENVFIX_TRY(WheelArchive::open(wheel, opt.limits));
+  std::map<std::string, RecordEntry> record;
+  auto sw = ENVFIX_TRY(validate(ar, wheel, opt, record));
+  const std::string wname = wheel.filename().string();
+
+  std::error_code ec;
+  if (fs::exists(staging_dir, ec) && !fs::is_empty(staging_dir, ec))
+    return fail(ErrorCode::io, "staging directory {} is not empty", staging_dir.string());
+  TRY_VOID(util::create_directories(staging_dir));
+  sw.tree = fs::absolute(staging_dir);
+  // Remove what we wrote if anything below fails.
+  struct Cleanup {
+    fs::path dir;
+    bool armed = true;
+    ~Cleanup() {
+      std::error_code e;
+      if (armed) fs::remove_all(dir, e);
+    }
+  } cleanup{sw.tree};
+
+  if (opt.fault) TRY_VOID(opt.fault("unpack"));
+  const unsigned umask_bits = current_umask();
+  const std::string record_name = sw.dist_info + "/RECORD";
+  std::set<std::string> created_dirs;
+  std::vector<std::shared_ptr<util::Sha256>> hashers; // parallel to sw.files
+
+  auto result = ar.stream([&](const ArchiveEntry& e) -> Expected<std::optional<DataSink>> {
+    if (e.type != ArchiveEntry::Type::file) return std::nullopt;
+    fs::path dest = sw.tree / e.name;
+    auto parent = dest.parent_path().string();
+    if (!created_dirs.contains(parent)) {
+      TRY_VOID(util::create_directories(parent));
+      created_dirs.insert(parent);
+    }
+    bool exec = (e.mode & 0111) != 0;
+    int fd = ::open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, exec ? 0777 : 0666);
+    if (fd < 0)
+      return fail(ErrorCode::io, "{}: cannot create {}: {}", wname, dest.string(), std::strerror(errno));
+    if (exec) ::fchmod(fd, (0777 & ~umask_bits) | 0111);
+    auto file = std::make_shared<util::Fd>(fd);
+    bool is_record = e.name == record_name || e.name == record_name + ".jws" || e.name == record_name + ".p7s";
+    std::shared_ptr<util::Sha256> hasher;
+    if (!is_record) {
+      sw.files.push_back({e.name, dest, "", 0, exec});
+      hasher = std::make_shared<util::Sha256>();
+      hashers.push_back(hasher);
+    }
+    return DataSink([=](std::string_view chunk) -> Expected<void> {
+      if (hasher) hasher->update(chunk);
+      const char* p = chunk.data();
+      std::size_t left = chunk.size();
+      while (left > 0) {
+        auto n = ::write(file->get(), p, left);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          return fail(ErrorCode::io, "{}: writing {}: {}", wname, dest.string(), std::strerror(errno));
+        }
+        p += n;
+        left -= static_cast<std::size_t>(n);
+      }
+      return {};
+    });
+  });
+  if (!result) return std::unexpected(std::move(result.error()).context(fmt::format("unpacking {}", wname)));
+
+  // Hash check (R6.4): digests were computed over exactly the bytes written to disk.
+  for (std::size_t i = 0; i < sw.files.size(); ++i) {
+    auto& f = sw.files[i];
+    f.hash = "sha256=" + util::base64url_nopad(hashers[i]->raw_digest());
+    std::error_code sec;
+    f.size = fs::file_size(f.staged, sec);
+    auto it = record.find(f.member);
+    if (it != record.end() && it->second.hash_algo == "sha256" && it->second.hash_field() != f.hash) {
+      auto err = make_error(ErrorCode::hash_mismatch,
+                            fmt::format("{}: '{}' does not match its RECORD hash (RECORD {}, file {})", wname,
+                                        f.member, it->second.hash_field(), f.hash),
+                            "the wheel is corrupt or was tampered with; re-download it");
+      if (opt.strict_record) return err;
+      sw.warnings.push_back(err.error().message);
+    }
+    if (it != record.end() && it->second.size && *it->second.size != f.size)
+      return fail(ErrorCode::hash_mismatch, "{}: '{}' has {} bytes, RECORD says {}", wname, f.member, f.size,
+                  *it->second.size);
+    if (opt.fault) TRY_VOID(opt.fault("hash"));
+  }
+  cleanup.armed = false;
+  return sw;
+}
+
+} // namespace envfix::wheel

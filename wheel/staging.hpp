@@ -1,0 +1,68 @@
+#pragma once
+// Staged extraction of a wheel (packaging.md §6.1): every check that can refuse a hostile or broken
+// wheel runs before a byte is written, then members are extracted into a private staging directory
+// while their sha256 is computed and compared with RECORD. Nothing outside the staging directory
+// is touched; installer/ later moves the staged files into place.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/error.hpp"
+#include "wheel/wheel_archive.hpp"
+
+namespace envfix::wheel {
+
+struct StagedFile {
+  std::string member;               // archive path: "pkg/__init__.py", "demo-1.0.data/scripts/demo"
+  std::filesystem::path staged;     // absolute path of the extracted bytes
+  std::string hash;                 // "sha256=<urlsafe b64, no padding>" of the bytes written
+  std::uint64_t size = 0;
+  bool executable = false;          // the zip mode had an execute bit
+};
+
+struct StagedWheel {
+  std::filesystem::path wheel;      // the .whl it came from
+  std::filesystem::path tree;       // staging root of the extracted members
+  std::string name;                 // METADATA Name, as written
+  std::string version;              // METADATA Version, as written
+  std::string dist_info;            // "demo_pkg-1.0.dist-info"
+  std::string data_dir;             // "demo_pkg-1.0.data" (whether or not present)
+  bool root_is_purelib = true;
+  std::string wheel_version;        // "1.0"
+  std::string metadata;             // METADATA text
+  std::string entry_points;         // entry_points.txt text, "" when absent
+  std::vector<StagedFile> files;    // every regular member, RECORD and its signatures excluded
+  std::vector<std::string> warnings;
+
+  // Staged shared objects (".so", ".so.N"): what the kernel check inspects before install.
+  [[nodiscard]] std::vector<std::filesystem::path> shared_objects() const;
+};
+
+struct StagingOptions {
+  ArchiveLimits limits;
+  // The spec: fail when a member is missing from RECORD or hashes differently. false: record a
+  // warning and heal (uv's behaviour), still writing a RECORD that matches the files.
+  bool strict_record = true;
+  // Test hook called at "unpack" (before the first write) and "hash" (after each member's hash
+  // check); an error aborts staging like a real failure.
+  std::function<Expected<void>(std::string_view step)> fault;
+};
+
+// "sha256=<b64>" of bytes / of a file.
+[[nodiscard]] std::string record_hash(std::string_view bytes);
+[[nodiscard]] Expected<std::string> record_hash_file(const std::filesystem::path& path);
+
+// Checks a member name (R6.3): UTF-8, relative, '/' separators, no '.', '..' or empty components.
+[[nodiscard]] Expected<void> check_member_name(std::string_view name);
+
+// Validates the whole wheel, then extracts it into `staging_dir` (created; must not exist or be
+// empty). On error the staging directory is removed again.
+[[nodiscard]] Expected<StagedWheel> stage_wheel(const std::filesystem::path& wheel,
+                                                const std::filesystem::path& staging_dir,
+                                                const StagingOptions& options = {});
+
+} // namespace envfix::wheel

@@ -1,0 +1,75 @@
+#pragma once
+// Reading a wheel's ZIP (ZIP64 included) through libarchive: the member listing from the central
+// directory, single members, and a streaming pass over every member. Untrusted input: sizes are
+// bounded and counted while decompressing; policy (which names are acceptable) lives in staging.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace envfix::wheel {
+
+struct ArchiveEntry {
+  enum class Type { file, directory, symlink, hardlink, other };
+  std::string name;            // member name as stored (UTF-8 when the zip says so)
+  Type type = Type::file;
+  std::uint64_t size = 0;      // declared uncompressed size
+  bool size_known = false;
+  unsigned mode = 0;           // permission bits (external_attr >> 16), 0 when the zip has none
+  std::string link_target;     // for symlinks/hardlinks
+  std::size_t index = 0;       // position in the archive
+};
+
+struct ArchiveLimits {
+  std::uint64_t max_total_size = 64ull << 30;   // sum of uncompressed sizes
+  std::uint64_t max_ratio = 250;                // uncompressed total / archive size (zip bombs)
+  std::uint64_t max_entries = 1'000'000;
+  std::uint64_t max_member_read = 256ull << 20; // read_member() cap (metadata files)
+};
+
+// Receives the bytes of one member, in order. Returning an error aborts the pass.
+using DataSink = std::function<Expected<void>(std::string_view chunk)>;
+// Called for each member; return a sink to receive its data, or nullopt to skip it.
+using EntryVisitor = std::function<Expected<std::optional<DataSink>>(const ArchiveEntry&)>;
+
+class WheelArchive {
+public:
+  // Lists the members (central directory) and checks the size limits against the declared sizes.
+  [[nodiscard]] static Expected<WheelArchive> open(const std::filesystem::path& path,
+                                                   ArchiveLimits limits = {});
+  // Same over bytes in memory (the caller keeps them alive); used by the fuzzer and tests.
+  [[nodiscard]] static Expected<WheelArchive> open_memory(std::span<const std::uint8_t> bytes,
+                                                          std::string name_for_errors,
+                                                          ArchiveLimits limits = {});
+
+  [[nodiscard]] const std::vector<ArchiveEntry>& entries() const { return m_entries; }
+  [[nodiscard]] const ArchiveEntry* find(std::string_view name) const;
+  [[nodiscard]] const std::string& name() const { return m_name; }
+  [[nodiscard]] std::uint64_t archive_size() const { return m_archive_size; }
+  [[nodiscard]] std::uint64_t total_size() const { return m_total_size; }
+
+  // The whole content of one member (at most limits.max_member_read bytes).
+  [[nodiscard]] Expected<std::string> read_member(std::string_view member) const;
+  // One pass over all members in archive order; bytes produced are counted against the declared
+  // size of each member and the total limit, whatever the headers claim.
+  [[nodiscard]] Expected<void> stream(const EntryVisitor& visit) const;
+
+private:
+  WheelArchive() = default;
+  [[nodiscard]] Expected<void> list();
+  std::filesystem::path m_path;                     // empty for memory archives
+  std::span<const std::uint8_t> m_bytes;
+  std::string m_name;
+  ArchiveLimits m_limits;
+  std::uint64_t m_archive_size = 0;
+  std::uint64_t m_total_size = 0;
+  std::vector<ArchiveEntry> m_entries;
+};
+
+} // namespace envfix::wheel
