@@ -1,0 +1,486 @@
+#include "index/http_client.hpp"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "index/candidate.hpp"
+#include "index/url.hpp"
+#include "util/env.hpp"
+#include "util/fs.hpp"
+#include "util/sha256.hpp"
+
+namespace envfix::index {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+std::string lower(std::string_view s) {
+  std::string o(s);
+  for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return o;
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+    s.remove_suffix(1);
+  return std::string(s);
+}
+
+bool retryable_curl(CURLcode rc) {
+  switch (rc) {
+  case CURLE_COULDNT_CONNECT:
+  case CURLE_COULDNT_RESOLVE_HOST:
+  case CURLE_PARTIAL_FILE:
+  case CURLE_OPERATION_TIMEDOUT:
+  case CURLE_GOT_NOTHING:
+  case CURLE_SEND_ERROR:
+  case CURLE_RECV_ERROR:
+  case CURLE_HTTP2:
+  case CURLE_HTTP2_STREAM:
+  case CURLE_SSL_CONNECT_ERROR:
+  case CURLE_BAD_CONTENT_ENCODING:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool retryable_status(long s) { return s == 408 || s == 429 || (s >= 500 && s <= 599); }
+
+// Remove user:password from text that might echo a URL (curl messages).
+std::string scrub(std::string text, std::string_view url) {
+  std::string stripped = strip_credentials(url);
+  if (stripped.size() == url.size()) return text;
+  std::string_view rest = url.substr(url.find("://") + 3);
+  std::string userinfo(rest.substr(0, rest.find('@')));
+  for (std::string needle : {userinfo, userinfo.substr(userinfo.find(':') == std::string::npos ? userinfo.size() : userinfo.find(':') + 1)}) {
+    if (needle.empty()) continue;
+    for (std::size_t p; (p = text.find(needle)) != std::string::npos;) text.replace(p, needle.size(), "***");
+  }
+  return text;
+}
+
+struct Transfer {
+  std::size_t index = 0;
+  HttpRequest req;
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  int attempts = 0;
+  int retries_used = 0;
+  int resumes = 0;
+  Clock::time_point not_before{};
+  // Per attempt
+  long status = 0;
+  std::vector<std::pair<std::string, std::string>> resp_headers;
+  std::string body;
+  bool too_large = false;
+  bool write_failed = false;
+  bool range_mismatch = false;
+  std::string write_error;
+  char errbuf[CURL_ERROR_SIZE] = {};
+  // Download state kept across attempts (resume).
+  util::Fd fd;
+  std::uint64_t file_bytes = 0;      // bytes committed to the file (and the hash)
+  std::uint64_t resume_from = 0;     // Range start asked in this attempt (0 = none)
+  bool decided = false;              // this attempt's body target (file vs error body) is known
+  bool to_file = false;
+  std::unique_ptr<util::Sha256> hash;
+  std::optional<std::uint64_t> total;
+  std::optional<Expected<HttpResponse>> result;
+};
+
+std::optional<std::uint64_t> parse_u64(std::string_view s) {
+  std::uint64_t v = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (r.ec != std::errc{} || r.ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+size_t header_cb(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::string_view line(data, size * n);
+  if (line.starts_with("HTTP/")) {
+    t->resp_headers.clear();
+    return size * n;
+  }
+  auto colon = line.find(':');
+  if (colon != std::string_view::npos)
+    t->resp_headers.emplace_back(lower(trim(line.substr(0, colon))), trim(line.substr(colon + 1)));
+  return size * n;
+}
+
+std::optional<std::string> find_header(const std::vector<std::pair<std::string, std::string>>& h,
+                                       std::string_view name) {
+  std::optional<std::string> v;
+  for (const auto& [k, val] : h)
+    if (k == name) v = val;
+  return v;
+}
+
+// Decide where this attempt's body goes, once the status is known.
+bool decide_target(Transfer& t) {
+  if (t.decided) return true;
+  t.decided = true;
+  long code = 0;
+  curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &code);
+  t.status = code;
+  if (!t.req.dest || code < 200 || code >= 300) return true;
+  t.to_file = true;
+  if (t.resume_from > 0) {
+    if (code == 206) {
+      // R11.1: the 206 must start exactly where we stopped.
+      auto cr = find_header(t.resp_headers, "content-range");
+      std::optional<std::uint64_t> start;
+      if (cr && cr->starts_with("bytes ")) start = parse_u64(std::string_view(*cr).substr(6, cr->find('-') - 6));
+      if (!start || *start != t.resume_from) {
+        t.range_mismatch = true;
+        return false;
+      }
+    } else {
+      // 200: the server ignored Range; start over.
+      t.file_bytes = 0;
+      t.hash = std::make_unique<util::Sha256>();
+      if (ftruncate(t.fd.get(), 0) != 0 || lseek(t.fd.get(), 0, SEEK_SET) != 0) {
+        t.write_failed = true;
+        t.write_error = "cannot truncate the partial file";
+        return false;
+      }
+    }
+  }
+  curl_off_t cl = -1;
+  curl_easy_getinfo(t.easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+  if (cl >= 0) t.total = t.file_bytes + static_cast<std::uint64_t>(cl);
+  return true;
+}
+
+size_t write_cb(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  size_t len = size * n;
+  if (!decide_target(*t)) return 0;
+  if (t->to_file) {
+    std::size_t off = 0;
+    while (off < len) {
+      ssize_t w = ::write(t->fd.get(), data + off, len - off);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        t->write_failed = true;
+        t->write_error = std::strerror(errno);
+        return 0;
+      }
+      off += static_cast<std::size_t>(w);
+    }
+    t->hash->update(data, len);
+    t->file_bytes += len;
+    if (t->req.progress) t->req.progress(t->file_bytes, t->total);
+    return len;
+  }
+  std::uint64_t limit = t->req.max_body;
+  if (t->req.dest) limit = 64 * 1024; // error body of a download: keep a little for the message
+  if (t->body.size() + len > limit) {
+    if (t->req.dest) return len; // drop the rest, not an error
+    t->too_large = true;
+    return 0;
+  }
+  t->body.append(data, len);
+  return len;
+}
+
+// Retry-After: seconds or an HTTP date.
+std::optional<std::chrono::milliseconds> retry_after(const Transfer& t) {
+  auto v = find_header(t.resp_headers, "retry-after");
+  if (!v) return std::nullopt;
+  if (auto s = parse_u64(*v)) return std::chrono::milliseconds(*s * 1000);
+  time_t when = curl_getdate(v->c_str(), nullptr);
+  if (when < 0) return std::nullopt;
+  auto delta = when - time(nullptr);
+  return std::chrono::milliseconds(std::max<time_t>(delta, 0) * 1000);
+}
+
+} // namespace
+
+std::optional<std::string> HttpResponse::header(std::string_view name) const {
+  return find_header(headers, lower(name));
+}
+
+Error http_status_error(const HttpResponse& r, std::string_view what_url) {
+  Error e{r.status == 404 ? ErrorCode::not_found : ErrorCode::network,
+          fmt::format("HTTP {} for {}", r.status, redact_url(what_url)), {}, {}};
+  if (r.status == 401 || r.status == 403)
+    e.hint = "the index needs credentials: put them in the URL (user:password@host) or in ~/.netrc";
+  if (r.attempts > 1) e.causes.push_back(fmt::format("gave up after {} attempts", r.attempts));
+  return e;
+}
+
+struct HttpClient::Impl {
+  CURLM* multi = nullptr;
+  CURLSH* share = nullptr;
+  std::string ca_file;
+  std::string netrc_file;
+  std::mt19937 rng{std::random_device{}()};
+  ~Impl() {
+    if (multi) curl_multi_cleanup(multi);
+    if (share) curl_share_cleanup(share);
+  }
+};
+
+HttpClient::HttpClient(HttpOptions options) : m_options(std::move(options)), m_impl(std::make_unique<Impl>()) {
+  global_init();
+  m_impl->multi = curl_multi_init();
+  curl_multi_setopt(m_impl->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+  curl_multi_setopt(m_impl->multi, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(std::max<std::size_t>(m_options.parallel, 1)));
+  m_impl->share = curl_share_init();
+  curl_share_setopt(m_impl->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  curl_share_setopt(m_impl->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  if (m_options.ca_file) m_impl->ca_file = m_options.ca_file->string();
+  else if (auto v = util::get_env("SSL_CERT_FILE"); v && !v->empty()) m_impl->ca_file = *v;
+  else if (auto r = util::get_env("REQUESTS_CA_BUNDLE"); r && !r->empty()) m_impl->ca_file = *r;
+  if (auto n = util::get_env("NETRC"); n && !n->empty()) m_impl->netrc_file = *n;
+}
+
+HttpClient::HttpClient(HttpClient&&) noexcept = default;
+HttpClient& HttpClient::operator=(HttpClient&&) noexcept = default;
+HttpClient::~HttpClient() = default;
+
+Expected<HttpResponse> HttpClient::perform(HttpRequest request) {
+  std::vector<HttpRequest> one;
+  one.push_back(std::move(request));
+  return std::move(perform_many(std::move(one)).front());
+}
+
+std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpRequest> requests) {
+  const HttpOptions& o = m_options;
+  std::vector<std::unique_ptr<Transfer>> ts;
+  std::deque<Transfer*> waiting;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    auto t = std::make_unique<Transfer>();
+    t->index = i;
+    t->req = std::move(requests[i]);
+    if (t->req.max_body == 0) t->req.max_body = o.max_body_bytes;
+    std::string scheme = url_scheme(t->req.url);
+    if (scheme != "http" && scheme != "https") {
+      t->result = fail(ErrorCode::invalid_input, "unsupported URL scheme {:?}: {}", scheme, redact_url(t->req.url));
+    } else if (t->req.dest) {
+      int fd = ::open(t->req.dest->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0)
+        t->result = fail(ErrorCode::io, "cannot create {}: {}", t->req.dest->string(), std::strerror(errno));
+      t->fd = util::Fd(fd);
+      t->hash = std::make_unique<util::Sha256>();
+    }
+    if (!t->result) waiting.push_back(t.get());
+    ts.push_back(std::move(t));
+  }
+  auto log = [&](std::string line) {
+    if (o.log) o.log(line);
+  };
+
+  auto start = [&](Transfer& t) {
+    ++t.attempts;
+    t.status = 0;
+    t.resp_headers.clear();
+    t.body.clear();
+    t.too_large = t.write_failed = t.range_mismatch = t.decided = t.to_file = false;
+    t.errbuf[0] = 0;
+    t.resume_from = t.req.dest ? t.file_bytes : 0;
+    CURL* e = curl_easy_init();
+    t.easy = e;
+    curl_easy_setopt(e, CURLOPT_URL, t.req.url.c_str());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
+    curl_easy_setopt(e, CURLOPT_SHARE, m_impl->share);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    bool https = url_scheme(t.req.url) == "https";
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(e, CURLOPT_MAXREDIRS, static_cast<long>(o.max_redirects));
+    // Never follow https -> http.
+    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout.count()));
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(std::max<long>(1, static_cast<long>(o.low_speed_time.count()))));
+    curl_easy_setopt(e, CURLOPT_USERAGENT, o.user_agent.c_str());
+    if (!m_impl->ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, m_impl->ca_file.c_str());
+    if (o.use_netrc) {
+      curl_easy_setopt(e, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
+      if (!m_impl->netrc_file.empty()) curl_easy_setopt(e, CURLOPT_NETRC_FILE, m_impl->netrc_file.c_str());
+    }
+    if (t.req.accept_compressed) curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    if (t.req.head) curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    std::string range;
+    if (t.req.range) range = fmt::format("{}-{}", t.req.range->first, t.req.range->second);
+    else if (t.resume_from > 0) range = fmt::format("{}-", t.resume_from);
+    if (!range.empty()) curl_easy_setopt(e, CURLOPT_RANGE, range.c_str()); // copied by curl
+    if (t.headers) curl_slist_free_all(t.headers);
+    t.headers = nullptr;
+    for (const auto& h : t.req.headers) t.headers = curl_slist_append(t.headers, h.c_str());
+    if (!t.req.accept_compressed) t.headers = curl_slist_append(t.headers, "Accept-Encoding: identity");
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_multi_add_handle(m_impl->multi, e);
+    log(fmt::format("{} {}{} (attempt {})", t.req.head ? "HEAD" : "GET", redact_url(t.req.url),
+                    range.empty() ? "" : " range " + range, t.attempts));
+  };
+
+  auto backoff = [&](const Transfer& t) {
+    double base = static_cast<double>(o.backoff.count()) * static_cast<double>(1u << std::min(t.attempts - 1, 10));
+    std::uniform_real_distribution<double> jitter(0.5, 1.0);
+    return std::chrono::milliseconds(static_cast<long>(base * jitter(m_impl->rng)));
+  };
+
+  // Called when an attempt ends; either sets t.result or schedules another attempt.
+  auto finish = [&](Transfer& t, CURLcode rc) {
+    long code = 0;
+    curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &code);
+    t.status = code;
+    char* eff = nullptr;
+    curl_easy_getinfo(t.easy, CURLINFO_EFFECTIVE_URL, &eff);
+    std::string effective = eff ? eff : t.req.url;
+    if (rc == CURLE_OK && t.req.dest && !t.decided) decide_target(t); // empty body
+    std::string why;
+    bool retry = false;
+    bool progressed = false;
+    std::optional<std::chrono::milliseconds> delay;
+    if (t.too_large) {
+      t.result = make_error(ErrorCode::invalid_input,
+                            fmt::format("{}: response is larger than the limit of {} bytes", redact_url(t.req.url), t.req.max_body),
+                            "raise the page size limit if this index really serves pages this large");
+    } else if (t.write_failed) {
+      t.result = fail(ErrorCode::io, "writing {}: {}", t.req.dest->string(), t.write_error);
+    } else if (t.range_mismatch) {
+      // The server answered the resume with other bytes: start over without Range.
+      why = "206 Content-Range does not start at the resume offset";
+      t.file_bytes = 0;
+      t.hash = std::make_unique<util::Sha256>();
+      if (ftruncate(t.fd.get(), 0) != 0 || lseek(t.fd.get(), 0, SEEK_SET) != 0)
+        t.result = fail(ErrorCode::io, "cannot truncate {}", t.req.dest->string());
+      else retry = true;
+    } else if (rc != CURLE_OK) {
+      why = scrub(t.errbuf[0] ? std::string(t.errbuf) : std::string(curl_easy_strerror(rc)), t.req.url);
+      if (rc == CURLE_TOO_MANY_REDIRECTS || rc == CURLE_UNSUPPORTED_PROTOCOL) {
+        t.result = make_error(ErrorCode::network, fmt::format("{}: {}", redact_url(t.req.url), why),
+                              rc == CURLE_UNSUPPORTED_PROTOCOL ? "redirects from https to http are refused" : "");
+      } else if (retryable_curl(rc)) {
+        retry = true;
+        progressed = t.req.dest && t.to_file && t.file_bytes > t.resume_from;
+      } else {
+        Error err{ErrorCode::network, fmt::format("{}: {}", redact_url(t.req.url), why), {}, {}};
+        if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE)
+          err.hint = "set SSL_CERT_FILE (or REQUESTS_CA_BUNDLE) to the CA bundle that signs this index";
+        t.result = std::unexpected(std::move(err));
+      }
+    } else if (retryable_status(code)) {
+      why = fmt::format("HTTP {}", code);
+      retry = true;
+      delay = retry_after(t);
+    }
+    if (retry && !t.result) {
+      bool can = progressed ? t.resumes < o.max_resumes : t.retries_used < o.retries;
+      if (can) {
+        if (progressed) ++t.resumes;
+        else ++t.retries_used;
+        auto d = progressed ? std::chrono::milliseconds(0) : backoff(t);
+        if (delay) d = std::min<std::chrono::milliseconds>(*delay, o.max_retry_after);
+        t.not_before = Clock::now() + d;
+        log(fmt::format("retry {} in {} ms: {}", redact_url(t.req.url), d.count(), why));
+        return false;
+      }
+      if (rc != CURLE_OK) {
+        Error err{ErrorCode::network, fmt::format("{}: {}", redact_url(t.req.url), why), {}, {}};
+        err.causes.push_back(fmt::format("gave up after {} attempts", t.attempts));
+        t.result = std::unexpected(std::move(err));
+      }
+    }
+    if (!t.result) {
+      HttpResponse r;
+      r.status = code;
+      r.url = effective;
+      r.headers = std::move(t.resp_headers);
+      r.body = std::move(t.body);
+      r.attempts = t.attempts;
+      r.resumes = t.resumes;
+      if (t.req.dest) {
+        r.bytes = t.file_bytes;
+        if (t.to_file) r.sha256 = t.hash->hex_digest();
+      } else {
+        r.bytes = r.body.size();
+      }
+      t.result = std::move(r);
+      log(fmt::format("{} {} -> {}", t.req.head ? "HEAD" : "GET", redact_url(t.req.url), code));
+    }
+    return true;
+  };
+
+  std::size_t active = 0;
+  std::vector<Transfer*> running;
+  while (!waiting.empty() || active > 0) {
+    auto now = Clock::now();
+    // Start what may start.
+    for (auto it = waiting.begin(); it != waiting.end() && active < std::max<std::size_t>(o.parallel, 1);) {
+      if ((*it)->not_before <= now) {
+        start(**it);
+        ++active;
+        it = waiting.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    int still = 0;
+    curl_multi_perform(m_impl->multi, &still);
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(m_impl->multi, &left)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      Transfer* t = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+      CURLcode rc = msg->data.result;
+      bool done = finish(*t, rc);
+      curl_multi_remove_handle(m_impl->multi, t->easy);
+      curl_easy_cleanup(t->easy);
+      t->easy = nullptr;
+      --active;
+      if (!done) waiting.push_back(t);
+    }
+    if (waiting.empty() && active == 0) break;
+    int timeout_ms = 200;
+    if (active == 0 && !waiting.empty()) {
+      auto next = std::min_element(waiting.begin(), waiting.end(), [](auto* a, auto* b) { return a->not_before < b->not_before; });
+      auto wait = std::chrono::duration_cast<std::chrono::milliseconds>((*next)->not_before - Clock::now()).count();
+      timeout_ms = static_cast<int>(std::clamp<long>(wait, 0, 1000));
+      if (timeout_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+      continue;
+    }
+    curl_multi_poll(m_impl->multi, nullptr, 0, timeout_ms, nullptr);
+  }
+
+  std::vector<Expected<HttpResponse>> out;
+  out.reserve(ts.size());
+  for (auto& t : ts) {
+    if (t->headers) curl_slist_free_all(t->headers);
+    if (t->fd.valid()) {
+      if (t->result && *t->result && (*t->result)->ok()) ::fsync(t->fd.get());
+      t->fd = util::Fd();
+    }
+    out.push_back(std::move(*t->result));
+  }
+  return out;
+}
+
+} // namespace envfix::index

@@ -1,0 +1,676 @@
+#include "index/index_client.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "index/url.hpp"
+#include "index/zip_metadata.hpp"
+#include "util/env.hpp"
+#include "util/fs.hpp"
+#include "util/sha256.hpp"
+
+// ENVFIX_TRY for Expected<void>.
+#define INDEX_TRY_VOID(expr)                                                                   \
+  do {                                                                                         \
+    if (auto r_ = (expr); !r_) return std::unexpected(std::move(r_).error());                  \
+  } while (0)
+
+namespace envfix::index {
+
+namespace fs = std::filesystem;
+
+const char* to_string(MetadataSource s) {
+  switch (s) {
+  case MetadataSource::cache: return "cache";
+  case MetadataSource::pep658: return "pep658";
+  case MetadataSource::range_requests: return "range-requests";
+  case MetadataSource::full_download: return "full-download";
+  case MetadataSource::local_file: return "local-file";
+  }
+  return "?";
+}
+
+Expected<fs::path> default_cache_dir() {
+  if (auto v = util::get_env("ENVFIX_CACHE_DIR"); v && !v->empty()) return fs::path(*v);
+  if (auto x = util::get_env("XDG_CACHE_HOME"); x && !x->empty()) return fs::path(*x) / "envfix";
+  if (auto h = util::get_env("HOME"); h && !h->empty()) return fs::path(*h) / ".cache" / "envfix";
+  return make_error(ErrorCode::invalid_input, "cannot find a cache directory: HOME is not set",
+                    "set ENVFIX_CACHE_DIR or pass --cache-dir");
+}
+
+namespace {
+
+std::int64_t now_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Cache-Control: max-age / no-cache / no-store.
+struct CachePolicy { std::optional<std::int64_t> max_age; bool no_cache = false; bool no_store = false; };
+CachePolicy parse_cache_control(std::string_view v) {
+  CachePolicy p;
+  std::string s(v);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::size_t pos = 0;
+  while (pos < s.size()) {
+    std::size_t comma = s.find(',', pos);
+    std::string part = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    part.erase(0, part.find_first_not_of(" \t"));
+    if (part.starts_with("max-age=")) {
+      try { p.max_age = std::stoll(part.substr(8)); } catch (...) {}
+    } else if (part.starts_with("no-cache") || part.starts_with("must-revalidate")) {
+      p.no_cache = part.starts_with("no-cache");
+    } else if (part.starts_with("no-store")) {
+      p.no_store = true;
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return p;
+}
+
+struct CachedPage {
+  std::string body, content_type, etag, last_modified, final_url;
+  std::int64_t stored_at = 0;
+  std::optional<std::int64_t> max_age;
+  bool no_cache = false;
+};
+
+Expected<void> copy_hashing(const fs::path& from, const fs::path& to, std::string& hex, std::uint64_t& size) {
+  util::Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in.valid()) return fail(ErrorCode::io, "cannot open {}: {}", from.string(), std::strerror(errno));
+  util::Fd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!out.valid()) return fail(ErrorCode::io, "cannot create {}: {}", to.string(), std::strerror(errno));
+  util::Sha256 h;
+  std::vector<char> buf(1 << 20);
+  size = 0;
+  for (;;) {
+    ssize_t n = ::read(in.get(), buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(ErrorCode::io, "reading {}: {}", from.string(), std::strerror(errno));
+    if (n == 0) break;
+    h.update(buf.data(), static_cast<std::size_t>(n));
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = ::write(out.get(), buf.data() + off, static_cast<std::size_t>(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return fail(ErrorCode::io, "writing {}: {}", to.string(), std::strerror(errno));
+      off += w;
+    }
+    size += static_cast<std::uint64_t>(n);
+  }
+  if (::fsync(out.get()) != 0) return fail(ErrorCode::io, "fsync {}: {}", to.string(), std::strerror(errno));
+  hex = h.hex_digest();
+  return {};
+}
+
+std::string random_suffix() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{:016x}", rng());
+}
+
+// Local path named by a location that is not http(s): "file://…" or a plain path.
+std::optional<fs::path> local_path_of(std::string_view location) {
+  std::string scheme = url_scheme(location);
+  if (scheme == "file") {
+    if (auto p = file_url_to_path(location)) return fs::path(*p);
+    return std::nullopt;
+  }
+  if (scheme == "http" || scheme == "https") return std::nullopt;
+  // "C:" style or bare paths: anything else without "://" is a path.
+  if (location.find("://") != std::string_view::npos) return std::nullopt;
+  std::error_code ec;
+  return fs::absolute(fs::path(location), ec);
+}
+
+Candidate local_candidate(const fs::path& file, std::string_view project, std::string_view index_url) {
+  Candidate c;
+  c.project = normalize_project_name(project);
+  c.filename = file.filename().string();
+  c.url = path_to_file_url(file.string());
+  c.index_url = strip_credentials(index_url);
+  std::error_code ec;
+  auto sz = fs::file_size(file, ec);
+  if (!ec) c.size = sz;
+  return c;
+}
+
+Expected<std::string> read_local_metadata(const fs::path& wheel) {
+  util::Fd fd(::open(wheel.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return fail(ErrorCode::io, "cannot open {}: {}", wheel.string(), std::strerror(errno));
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0) return fail(ErrorCode::io, "cannot stat {}", wheel.string());
+  int raw = fd.get();
+  RangeReader reader = [raw, &wheel](std::uint64_t off, std::uint64_t len) -> Expected<std::string> {
+    std::string buf(len, '\0');
+    std::uint64_t got = 0;
+    while (got < len) {
+      ssize_t n = ::pread(raw, buf.data() + got, len - got, static_cast<off_t>(off + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return fail(ErrorCode::io, "reading {}: unexpected end of file", wheel.string());
+      got += static_cast<std::uint64_t>(n);
+    }
+    return buf;
+  };
+  return read_wheel_metadata(static_cast<std::uint64_t>(st.st_size), reader, wheel.string());
+}
+
+} // namespace
+
+struct IndexClient::Impl {
+  IndexClientOptions options;
+  HttpClient http;
+  fs::path cache;
+  std::mutex stats_mutex;
+  IndexStats stats;
+
+  explicit Impl(IndexClientOptions o) : options(std::move(o)), http(options.http) {}
+
+  void bump(std::uint64_t IndexStats::*field, std::uint64_t by = 1) {
+    std::lock_guard lock(stats_mutex);
+    stats.*field += by;
+  }
+
+  fs::path page_dir() const { return cache / "http-v1" / "pages"; }
+  fs::path wheel_path(const std::string& sha, const std::string& filename) const {
+    return cache / "wheels" / sha.substr(0, 2) / sha / filename;
+  }
+  fs::path url_map_path(std::string_view url) const {
+    return cache / "wheels" / "by-url" / util::sha256_hex(strip_credentials(url));
+  }
+  fs::path metadata_path(const Candidate& c) const {
+    // Keyed by the wheel's hash when known (immutable), else by its URL (credentials stripped).
+    std::string key = c.sha256 ? "sha256-" + *c.sha256 : "url-" + util::sha256_hex(strip_credentials(c.url));
+    return cache / "metadata" / (key + ".metadata");
+  }
+  fs::path tmp_dir() const { return cache / "tmp"; }
+
+  // ---- pages -------------------------------------------------------------------------------
+  std::optional<CachedPage> load_page(const std::string& key) {
+    auto meta_text = util::read_file(page_dir() / (key + ".json"));
+    auto body = util::read_file(page_dir() / (key + ".body"));
+    if (!meta_text || !body) return std::nullopt;
+    auto j = nlohmann::json::parse(*meta_text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return std::nullopt;
+    CachedPage p;
+    p.body = std::move(*body);
+    p.content_type = j.value("content_type", "");
+    p.etag = j.value("etag", "");
+    p.last_modified = j.value("last_modified", "");
+    p.final_url = j.value("final_url", "");
+    p.stored_at = j.value("stored_at", std::int64_t{0});
+    if (j.contains("max_age") && j["max_age"].is_number_integer()) p.max_age = j["max_age"].get<std::int64_t>();
+    p.no_cache = j.value("no_cache", false);
+    if (j.value("body_sha256", "") != util::sha256_hex(p.body)) return std::nullopt; // torn or tampered
+    return p;
+  }
+
+  Expected<void> store_page(const std::string& key, const CachedPage& p) {
+    INDEX_TRY_VOID(util::create_directories(page_dir()));
+    nlohmann::json j = {{"content_type", p.content_type}, {"etag", p.etag},
+                        {"last_modified", p.last_modified}, {"final_url", p.final_url},
+                        {"stored_at", p.stored_at}, {"no_cache", p.no_cache},
+                        {"body_sha256", util::sha256_hex(p.body)}};
+    if (p.max_age) j["max_age"] = *p.max_age;
+    INDEX_TRY_VOID(util::write_file_atomic(page_dir() / (key + ".body"), p.body));
+    INDEX_TRY_VOID(util::write_file_atomic(page_dir() / (key + ".json"), j.dump()));
+    return {};
+  }
+
+  Expected<ProjectPage> parse_page(const CachedPage& p, const std::string& request_url,
+                                   const PageContext& base_ctx) {
+    PageContext ctx = base_ctx;
+    // The stored final URL has no credentials; when there was no redirect, resolve against the
+    // request URL so that same-host file URLs keep the index's credentials (in memory only).
+    ctx.page_url = strip_credentials(request_url) == p.final_url || p.final_url.empty() ? request_url : p.final_url;
+    PageFormat f = page_format_from_content_type(p.content_type);
+    if (f == PageFormat::unknown) {
+      std::string_view b = p.body;
+      auto first = b.find_first_not_of(" \t\r\n");
+      if (p.content_type.empty() && first != std::string_view::npos && b[first] == '{') f = PageFormat::json;
+      else if (p.content_type.empty()) f = PageFormat::html;
+      else
+        return fail(ErrorCode::invalid_input, "{}: unexpected Content-Type {:?} for a project page",
+                    redact_url(request_url), p.content_type);
+    }
+    return f == PageFormat::json ? parse_json_page(p.body, ctx) : parse_html_page(p.body, ctx);
+  }
+
+  Expected<ProjectPage> remote_page(const std::string& url, const PageContext& ctx) {
+    std::string key = util::sha256_hex(strip_credentials(url));
+    auto cached = load_page(key);
+    if (options.offline) {
+      if (!cached)
+        return make_error(ErrorCode::not_found,
+                          fmt::format("offline: no cached copy of {}", redact_url(url)),
+                          "run once without --offline to fill the cache, or use --find-links with local wheels");
+      bump(&IndexStats::page_offline_hits);
+      return parse_page(*cached, url, ctx);
+    }
+    if (cached && !options.refresh && !cached->no_cache && cached->max_age &&
+        now_seconds() - cached->stored_at < *cached->max_age) {
+      bump(&IndexStats::page_fresh_hits);
+      return parse_page(*cached, url, ctx);
+    }
+    HttpRequest req;
+    req.url = url;
+    req.headers.emplace_back(accept_header);
+    req.accept_compressed = true;
+    req.max_body = options.max_page_bytes;
+    if (cached && !cached->etag.empty()) req.headers.push_back("If-None-Match: " + cached->etag);
+    if (cached && !cached->last_modified.empty()) req.headers.push_back("If-Modified-Since: " + cached->last_modified);
+    bump(&IndexStats::page_requests);
+    auto resp = http.perform(std::move(req));
+    if (!resp) return std::unexpected(std::move(resp.error()).context(fmt::format("fetching the project page {}", redact_url(url))));
+    if (resp->status == 304 && cached) {
+      bump(&IndexStats::page_revalidated);
+      cached->stored_at = now_seconds();
+      (void)store_page(key, *cached); // refreshing the timestamp is best effort
+      return parse_page(*cached, url, ctx);
+    }
+    if (resp->status == 404)
+      return make_error(ErrorCode::not_found,
+                        fmt::format("project {:?} not found on {} (HTTP 404 for {})", ctx.project,
+                                    redact_url(ctx.index_url), redact_url(url)),
+                        "check the package name and the index URL");
+    if (resp->status == 406)
+      return make_error(ErrorCode::network, fmt::format("{} refused every page format envfix reads (HTTP 406)", redact_url(url)));
+    if (!resp->ok()) return std::unexpected(http_status_error(*resp, url));
+    CachedPage p;
+    p.body = std::move(resp->body);
+    p.content_type = resp->header("content-type").value_or("");
+    p.etag = resp->header("etag").value_or("");
+    p.last_modified = resp->header("last-modified").value_or("");
+    p.final_url = strip_credentials(resp->url);
+    p.stored_at = now_seconds();
+    auto policy = parse_cache_control(resp->header("cache-control").value_or(""));
+    p.max_age = policy.max_age;
+    p.no_cache = policy.no_cache;
+    auto page = parse_page(p, strip_credentials(resp->url) == strip_credentials(url) ? url : resp->url, ctx);
+    if (page && !policy.no_store) (void)store_page(key, p); // an unwritable cache must not fail the run
+    return page;
+  }
+
+  Expected<ProjectPage> local_index(fs::path root, const std::string& location, const std::string& project) {
+    std::error_code ec;
+    std::string norm = normalize_project_name(project);
+    PageContext ctx{.page_url = "", .project = project, .index_url = location, .filter_by_project = false};
+    if (fs::is_regular_file(root, ec)) {
+      ProjectPage page;
+      std::string name = root.filename().string();
+      if (name.ends_with(".html") || name.ends_with(".htm")) {
+        auto text = ENVFIX_TRY(util::read_file(root));
+        ctx.page_url = path_to_file_url(root.string());
+        ctx.filter_by_project = true;
+        return parse_html_page(text, ctx);
+      }
+      if (project_of_filename(name) == norm) page.candidates.push_back(local_candidate(root, project, location));
+      return page;
+    }
+    if (!fs::is_directory(root, ec))
+      return make_error(ErrorCode::not_found, fmt::format("index location {} does not exist", root.string()),
+                        "pass an existing directory, a file:// URL or an http(s) index URL");
+    fs::path proj = root / norm;
+    if (fs::is_directory(proj, ec)) {
+      ctx.page_url = path_to_file_url(proj.string()) + "/";
+      for (const char* name : {"index.html", "index.json"}) {
+        if (fs::is_regular_file(proj / name, ec)) {
+          auto text = ENVFIX_TRY(util::read_file(proj / name));
+          return std::string_view(name) == "index.json" ? parse_json_page(text, ctx) : parse_html_page(text, ctx);
+        }
+      }
+      root = proj; // a bare directory per project: list it below
+      ctx.filter_by_project = false;
+    }
+    ProjectPage page;
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+      if (!entry.is_regular_file()) continue;
+      std::string name = entry.path().filename().string();
+      if (project_of_filename(name) == norm) files.push_back(entry.path());
+    }
+    if (ec) return fail(ErrorCode::io, "listing {}: {}", root.string(), ec.message());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) page.candidates.push_back(local_candidate(f, project, location));
+    return page;
+  }
+
+  Expected<ProjectPage> project_page(const std::string& location, const std::string& project, bool find_links) {
+    if (auto local = local_path_of(location)) return local_index(*local, location, project);
+    std::string scheme = url_scheme(location);
+    if (scheme != "http" && scheme != "https")
+      return fail(ErrorCode::invalid_input, "unsupported index URL {}", redact_url(location));
+    PageContext ctx{.page_url = "", .project = project, .index_url = location, .filter_by_project = find_links};
+    return remote_page(find_links ? location : project_page_url(location, project), ctx);
+  }
+
+  // ---- downloads ---------------------------------------------------------------------------
+  std::optional<fs::path> cached_wheel(const Candidate& c) {
+    std::string sha;
+    if (c.sha256) sha = *c.sha256;
+    else if (auto m = util::read_file(url_map_path(c.url))) sha = *m;
+    if (sha.size() != 64) return std::nullopt;
+    fs::path p = wheel_path(sha, c.filename);
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) return std::nullopt;
+    // Never trusted without its hash: a corrupted cache entry is dropped and fetched again.
+    auto actual = util::sha256_file_hex(p);
+    if (!actual || *actual != sha) {
+      fs::remove(p, ec);
+      return std::nullopt;
+    }
+    return p;
+  }
+
+  Expected<fs::path> commit_download(const Candidate& c, const fs::path& tmp, const std::string& actual,
+                                     std::uint64_t size) {
+    std::error_code ec;
+    if (c.sha256 && *c.sha256 != actual) {
+      fs::remove(tmp, ec);
+      return make_error(ErrorCode::hash_mismatch,
+                        fmt::format("sha256 mismatch for {} ({})\n  expected {}\n  got      {}", c.filename,
+                                    redact_url(c.url), *c.sha256, actual),
+                        "the index published a different hash than the file it serves; the file was deleted. "
+                        "Retry later or report it to the index maintainers");
+    }
+    if (c.size && *c.size != size) {
+      fs::remove(tmp, ec);
+      return fail(ErrorCode::hash_mismatch, "size mismatch for {} ({}): expected {} bytes, got {}", c.filename,
+                  redact_url(c.url), *c.size, size);
+    }
+    fs::path dest = wheel_path(actual, c.filename);
+    INDEX_TRY_VOID(util::create_directories(dest.parent_path()));
+    fs::rename(tmp, dest, ec);
+    if (ec) {
+      fs::remove(tmp, ec);
+      return fail(ErrorCode::io, "cannot move the download into {}: {}", dest.string(), ec.message());
+    }
+    (void)util::fsync_path(dest.parent_path());
+    if (!c.sha256) {
+      INDEX_TRY_VOID(util::create_directories(url_map_path(c.url).parent_path()));
+      (void)util::write_file_atomic(url_map_path(c.url), actual);
+    }
+    return dest;
+  }
+
+  Expected<fs::path> prepare_tmp(fs::path& tmp) {
+    INDEX_TRY_VOID(util::create_directories(tmp_dir()));
+    tmp = tmp_dir() / (random_suffix() + ".part");
+    return tmp;
+  }
+
+  Expected<fs::path> download_local(const Candidate& c, const fs::path& src) {
+    fs::path tmp;
+    ENVFIX_TRY(prepare_tmp(tmp));
+    std::string hex;
+    std::uint64_t size = 0;
+    if (auto r = copy_hashing(src, tmp, hex, size); !r) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return std::unexpected(r.error());
+    }
+    return commit_download(c, tmp, hex, size);
+  }
+
+  HttpRequest download_request(const Candidate& c, const fs::path& tmp, ProgressFn progress) {
+    HttpRequest req;
+    req.url = c.url;
+    req.dest = tmp;
+    req.progress = std::move(progress);
+    return req;
+  }
+
+  Expected<fs::path> finish_download(const Candidate& c, const fs::path& tmp, Expected<HttpResponse> resp) {
+    std::error_code ec;
+    if (!resp) {
+      fs::remove(tmp, ec);
+      return std::unexpected(std::move(resp.error()).context(fmt::format("downloading {}", c.filename)));
+    }
+    if (!resp->ok()) {
+      fs::remove(tmp, ec);
+      return std::unexpected(http_status_error(*resp, c.url).context(fmt::format("downloading {}", c.filename)));
+    }
+    bump(&IndexStats::downloads);
+    bump(&IndexStats::bytes_downloaded, resp->bytes);
+    return commit_download(c, tmp, resp->sha256, resp->bytes);
+  }
+
+  Expected<fs::path> download(HttpClient& client, const Candidate& c, ProgressFn progress) {
+    if (auto p = cached_wheel(c)) {
+      bump(&IndexStats::download_cache_hits);
+      return *p;
+    }
+    if (auto local = local_path_of(c.url)) return download_local(c, *local);
+    if (options.offline)
+      return make_error(ErrorCode::not_found,
+                        fmt::format("offline: {} is not in the cache ({})", c.filename, redact_url(c.url)),
+                        "run once without --offline to download it");
+    fs::path tmp;
+    ENVFIX_TRY(prepare_tmp(tmp));
+    return finish_download(c, tmp, client.perform(download_request(c, tmp, std::move(progress))));
+  }
+
+  // ---- metadata ----------------------------------------------------------------------------
+  Expected<std::string> metadata_by_range(HttpClient& client, const Candidate& c) {
+    HttpRequest head;
+    head.url = c.url;
+    head.head = true;
+    auto h = ENVFIX_TRY(client.perform(std::move(head)));
+    auto len = h.header("content-length");
+    auto ranges = h.header("accept-ranges");
+    if (!h.ok() || !len || !ranges || ranges->find("bytes") == std::string::npos)
+      return fail(ErrorCode::network, "{}: the server does not offer range requests", redact_url(c.url));
+    std::uint64_t size = 0;
+    try { size = std::stoull(*len); } catch (...) {
+      return fail(ErrorCode::network, "{}: bad Content-Length {:?}", redact_url(c.url), *len);
+    }
+    RangeReader reader = [&](std::uint64_t off, std::uint64_t n) -> Expected<std::string> {
+      HttpRequest r;
+      r.url = c.url;
+      r.range = std::make_pair(off, off + n - 1);
+      bump(&IndexStats::range_requests);
+      auto resp = ENVFIX_TRY(client.perform(std::move(r)));
+      auto cr = resp.header("content-range").value_or("");
+      if (resp.status != 206 || !cr.starts_with(fmt::format("bytes {}-", off)))
+        return fail(ErrorCode::network, "{}: range request answered with HTTP {} {:?}", redact_url(c.url), resp.status, cr);
+      return std::move(resp.body);
+    };
+    return read_wheel_metadata(size, reader, redact_url(c.url), nullptr, options.range_tail_bytes);
+  }
+
+  Expected<std::string> metadata_pep658(HttpClient& client, const Candidate& c, bool& unavailable) {
+    HttpRequest req;
+    req.url = c.metadata_url();
+    auto resp = ENVFIX_TRY(client.perform(std::move(req)));
+    if (resp.status == 404 || resp.status == 410) {
+      unavailable = true;
+      return fail(ErrorCode::not_found, "{} is missing", redact_url(c.metadata_url()));
+    }
+    if (!resp.ok()) return std::unexpected(http_status_error(resp, c.metadata_url()));
+    return check_metadata_hash(c, std::move(resp.body));
+  }
+
+  Expected<std::string> check_metadata_hash(const Candidate& c, std::string body) {
+    if (c.metadata_sha256) {
+      std::string actual = util::sha256_hex(body);
+      if (actual != *c.metadata_sha256)
+        return make_error(ErrorCode::hash_mismatch,
+                          fmt::format("sha256 mismatch for {}\n  expected {}\n  got      {}",
+                                      redact_url(c.metadata_url()), *c.metadata_sha256, actual),
+                          "the index's data-core-metadata hash does not match the file it serves");
+    }
+    return body;
+  }
+
+  Expected<std::string> fetch_metadata(HttpClient& client, const Candidate& c, MetadataSource* source) {
+    auto set = [&](MetadataSource s) {
+      if (source) *source = s;
+    };
+    fs::path mpath = metadata_path(c);
+    if (auto m = util::read_file(mpath)) {
+      bump(&IndexStats::metadata_cache);
+      set(MetadataSource::cache);
+      return *m;
+    }
+    auto remember = [&](std::string text) -> Expected<std::string> {
+      if (util::create_directories(mpath.parent_path())) (void)util::write_file_atomic(mpath, text);
+      return text;
+    };
+    if (auto local = local_path_of(c.url)) {
+      bump(&IndexStats::metadata_local);
+      set(MetadataSource::local_file);
+      return read_local_metadata(*local);
+    }
+    if (auto p = cached_wheel(c)) {
+      bump(&IndexStats::metadata_local);
+      set(MetadataSource::local_file);
+      return remember(ENVFIX_TRY(read_local_metadata(*p)));
+    }
+    if (options.offline)
+      return make_error(ErrorCode::not_found,
+                        fmt::format("offline: no cached metadata for {} ({})", c.filename, redact_url(c.url)),
+                        "run once without --offline to fetch it");
+    if (!c.is_wheel())
+      return fail(ErrorCode::invalid_input, "{}: metadata can only be read from wheels", c.filename);
+    std::vector<std::string> tried;
+    if (c.has_metadata) {
+      bool unavailable = false;
+      auto m = metadata_pep658(client, c, unavailable);
+      if (m) {
+        bump(&IndexStats::metadata_pep658);
+        set(MetadataSource::pep658);
+        return remember(std::move(*m));
+      }
+      if (m.error().code == ErrorCode::hash_mismatch) return std::unexpected(m.error());
+      tried.push_back(m.error().message);
+    }
+    if (options.use_range_requests) {
+      auto m = metadata_by_range(client, c);
+      if (m) {
+        bump(&IndexStats::metadata_range);
+        set(MetadataSource::range_requests);
+        return remember(std::move(*m));
+      }
+      tried.push_back(m.error().message);
+    }
+    auto path = download(client, c, {});
+    if (!path) {
+      Error e = std::move(path.error());
+      for (auto& t : tried) e.causes.push_back(std::move(t));
+      return std::unexpected(std::move(e).context(fmt::format("reading the metadata of {}", c.filename)));
+    }
+    bump(&IndexStats::metadata_full);
+    set(MetadataSource::full_download);
+    return remember(ENVFIX_TRY(read_local_metadata(*path)));
+  }
+};
+
+Expected<IndexClient> IndexClient::create(IndexClientOptions options) {
+  if (options.cache_dir.empty()) options.cache_dir = ENVFIX_TRY(default_cache_dir());
+  if (!options.offline) INDEX_TRY_VOID(util::create_directories(options.cache_dir));
+  options.http.parallel = std::max<std::size_t>(options.parallelism, 1);
+  auto impl = std::make_unique<Impl>(std::move(options));
+  impl->cache = impl->options.cache_dir;
+  return IndexClient(std::move(impl));
+}
+
+IndexClient::IndexClient(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+IndexClient::IndexClient(IndexClient&&) noexcept = default;
+IndexClient& IndexClient::operator=(IndexClient&&) noexcept = default;
+IndexClient::~IndexClient() = default;
+
+Expected<ProjectPage> IndexClient::project_page(const std::string& index_url, const std::string& project) {
+  return m_impl->project_page(index_url, project, false);
+}
+
+Expected<std::vector<Candidate>> IndexClient::project_candidates(const std::string& index_url,
+                                                                 const std::string& project) {
+  auto page = ENVFIX_TRY(m_impl->project_page(index_url, project, false));
+  return std::move(page.candidates);
+}
+
+Expected<std::vector<Candidate>> IndexClient::find_links_candidates(const std::string& location,
+                                                                    const std::string& project) {
+  auto page = ENVFIX_TRY(m_impl->project_page(location, project, true));
+  return std::move(page.candidates);
+}
+
+Expected<std::string> IndexClient::fetch_metadata(const Candidate& c, MetadataSource* source) {
+  return m_impl->fetch_metadata(m_impl->http, c, source);
+}
+
+Expected<fs::path> IndexClient::download(const Candidate& c, ProgressFn progress) {
+  return m_impl->download(m_impl->http, c, std::move(progress));
+}
+
+std::vector<Expected<std::string>> IndexClient::fetch_metadata_many(std::span<const Candidate> cs) {
+  // Each metadata fetch is a short chain of dependent requests; run chains on worker threads, each
+  // with its own client (curl handles are not shared across threads).
+  std::vector<std::optional<Expected<std::string>>> slots(cs.size());
+  std::atomic<std::size_t> next{0};
+  std::size_t workers = std::min(std::max<std::size_t>(m_impl->options.parallelism, 1), cs.size());
+  auto work = [&] {
+    HttpOptions ho = m_impl->options.http;
+    ho.parallel = 1;
+    HttpClient client(ho);
+    for (std::size_t i; (i = next.fetch_add(1)) < cs.size();) slots[i] = m_impl->fetch_metadata(client, cs[i], nullptr);
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  if (workers > 0) work();
+  for (auto& t : threads) t.join();
+  std::vector<Expected<std::string>> out;
+  out.reserve(cs.size());
+  for (auto& s : slots) out.push_back(std::move(*s));
+  return out;
+}
+
+std::vector<Expected<fs::path>> IndexClient::download_many(std::span<const Candidate> cs, ManyProgressFn progress) {
+  std::vector<std::optional<Expected<fs::path>>> slots(cs.size());
+  std::vector<HttpRequest> reqs;
+  std::vector<std::size_t> which;
+  std::vector<fs::path> tmps;
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    const Candidate& c = cs[i];
+    if (auto p = m_impl->cached_wheel(c)) {
+      m_impl->bump(&IndexStats::download_cache_hits);
+      slots[i] = *p;
+    } else if (local_path_of(c.url) || m_impl->options.offline) {
+      slots[i] = m_impl->download(m_impl->http, c, {});
+    } else {
+      fs::path tmp;
+      if (auto r = m_impl->prepare_tmp(tmp); !r) {
+        slots[i] = std::unexpected(r.error());
+        continue;
+      }
+      ProgressFn pf;
+      if (progress) pf = [progress, i](std::uint64_t d, std::optional<std::uint64_t> t) { progress(i, d, t); };
+      reqs.push_back(m_impl->download_request(c, tmp, std::move(pf)));
+      which.push_back(i);
+      tmps.push_back(tmp);
+    }
+  }
+  auto results = m_impl->http.perform_many(std::move(reqs)); // parallel on one multi handle
+  for (std::size_t k = 0; k < results.size(); ++k)
+    slots[which[k]] = m_impl->finish_download(cs[which[k]], tmps[k], std::move(results[k]));
+  std::vector<Expected<fs::path>> out;
+  out.reserve(cs.size());
+  for (auto& s : slots) out.push_back(std::move(*s));
+  return out;
+}
+
+IndexStats IndexClient::stats() const {
+  std::lock_guard lock(m_impl->stats_mutex);
+  return m_impl->stats;
+}
+const fs::path& IndexClient::cache_dir() const { return m_impl->cache; }
+const IndexClientOptions& IndexClient::options() const { return m_impl->options; }
+
+} // namespace envfix::index

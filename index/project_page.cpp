@@ -1,0 +1,260 @@
+#include "index/project_page.hpp"
+
+#include <gumbo.h>
+
+#include <charconv>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "index/url.hpp"
+
+// ENVFIX_TRY for Expected<void>.
+#define INDEX_TRY_VOID(expr)                                                                   \
+  do {                                                                                         \
+    if (auto r_ = (expr); !r_) return std::unexpected(std::move(r_).error());                  \
+  } while (0)
+
+namespace envfix::index {
+
+namespace {
+
+constexpr int implemented_minor = 1; // PEP 700
+
+std::string lower(std::string_view s) {
+  std::string o(s);
+  for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return o;
+}
+
+bool is_hex(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+// R1.4: "1.1" -> ok; major > 1 fails; minor > implemented warns.
+Expected<void> check_api_version(std::string_view v, const PageContext& ctx, ProjectPage& page) {
+  page.api_version = std::string(v);
+  int major = 0, minor = 0;
+  auto dot = v.find('.');
+  auto r1 = std::from_chars(v.data(), v.data() + (dot == std::string_view::npos ? v.size() : dot), major);
+  if (r1.ec != std::errc{} || dot == std::string_view::npos ||
+      std::from_chars(v.data() + dot + 1, v.data() + v.size(), minor).ec != std::errc{})
+    return fail(ErrorCode::invalid_input, "{}: invalid repository api-version {:?}",
+                redact_url(ctx.page_url), std::string(v));
+  if (major > 1)
+    return make_error(ErrorCode::invalid_input,
+                      fmt::format("{}: repository api-version {} is not supported (major version {} > 1)",
+                                  redact_url(ctx.page_url), v, major),
+                      "upgrade envfix, or use an index that serves the version 1 simple API");
+  if (minor > implemented_minor)
+    page.warnings.push_back(fmt::format("{}: api-version {} is newer than the implemented 1.{}",
+                                        redact_url(ctx.page_url), v, implemented_minor));
+  return {};
+}
+
+// Builds a Candidate from an href (already entity-decoded) and the page context. Returns nullopt
+// (with a warning) for anchors that must be skipped.
+std::optional<Candidate> candidate_from_href(std::string_view href, const PageContext& ctx,
+                                             ProjectPage& page) {
+  auto resolved = resolve_url(ctx.page_url, href);
+  if (!resolved) {
+    page.warnings.push_back(fmt::format("skipped anchor {:?}: {}", redact_url(href), resolved.error().message));
+    return std::nullopt;
+  }
+  std::string scheme = url_scheme(*resolved);
+  if (scheme != "http" && scheme != "https" && scheme != "file") {
+    page.warnings.push_back(fmt::format("skipped anchor with scheme {:?}: {}", scheme, redact_url(href).substr(0, 80)));
+    return std::nullopt;
+  }
+  auto [url, fragment] = split_fragment(*resolved);
+  Candidate c;
+  c.filename = url_filename(url);
+  if (c.filename.empty()) {
+    page.warnings.push_back(fmt::format("skipped anchor without a file name: {}", redact_url(url)));
+    return std::nullopt;
+  }
+  c.project = normalize_project_name(ctx.project);
+  if (ctx.filter_by_project && project_of_filename(c.filename) != c.project) return std::nullopt;
+  c.url = std::move(url);
+  c.index_url = strip_credentials(ctx.index_url);
+  // R1.8: hash from the (percent-decoded) fragment; "#egg=…" and others are ignored.
+  std::string frag = percent_decode(fragment);
+  std::size_t pos = 0;
+  while (pos <= frag.size()) {
+    std::size_t amp = frag.find('&', pos);
+    std::string_view part = std::string_view(frag).substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
+    if (part.starts_with("sha256=") && is_hex(part.substr(7))) c.sha256 = lower(part.substr(7));
+    if (amp == std::string::npos) break;
+    pos = amp + 1;
+  }
+  return c;
+}
+
+// "true" | "sha256=<hex>" | "false"/absent (R1.11).
+void apply_core_metadata(std::string_view value, Candidate& c) {
+  std::string v = lower(value);
+  if (v == "false") return;
+  c.has_metadata = true;
+  if (v.starts_with("sha256=") && is_hex(std::string_view(v).substr(7))) c.metadata_sha256 = v.substr(7);
+}
+
+const GumboAttribute* attr(const GumboElement& el, const char* name) {
+  return gumbo_get_attribute(&el.attributes, name);
+}
+
+struct GumboDeleter {
+  void operator()(GumboOutput* o) const { gumbo_destroy_output(&kGumboDefaultOptions, o); }
+};
+
+} // namespace
+
+PageFormat page_format_from_content_type(std::string_view content_type) {
+  std::string ct = lower(content_type.substr(0, content_type.find(';')));
+  while (!ct.empty() && (ct.back() == ' ' || ct.back() == '\t')) ct.pop_back();
+  while (!ct.empty() && (ct.front() == ' ' || ct.front() == '\t')) ct.erase(ct.begin());
+  if (ct == "application/vnd.pypi.simple.v1+json") return PageFormat::json;
+  if (ct == "application/vnd.pypi.simple.v1+html" || ct == "text/html") return PageFormat::html;
+  return PageFormat::unknown;
+}
+
+std::string project_of_filename(std::string_view filename) {
+  if (filename.ends_with(".whl")) {
+    auto dash = filename.find('-');
+    if (dash == std::string_view::npos) return {};
+    return normalize_project_name(filename.substr(0, dash));
+  }
+  for (std::string_view ext : {".tar.gz", ".zip", ".tar.bz2", ".tgz"}) {
+    if (filename.ends_with(ext)) {
+      std::string_view stem = filename.substr(0, filename.size() - ext.size());
+      auto dash = stem.rfind('-');
+      if (dash == std::string_view::npos) return {};
+      return normalize_project_name(stem.substr(0, dash));
+    }
+  }
+  return {};
+}
+
+Expected<ProjectPage> parse_html_page(std::string_view html, const PageContext& ctx) {
+  ProjectPage page;
+  std::unique_ptr<GumboOutput, GumboDeleter> out(
+      gumbo_parse_with_options(&kGumboDefaultOptions, html.data(), html.size()));
+  if (!out) return fail(ErrorCode::invalid_input, "{}: HTML parser failed", redact_url(ctx.page_url));
+  PageContext local = ctx;
+  bool have_base = false;
+  // Iterative walk in document order (deeply nested junk must not overflow the stack).
+  std::vector<const GumboNode*> stack{out->root};
+  std::vector<const GumboElement*> anchors;
+  while (!stack.empty()) {
+    const GumboNode* n = stack.back();
+    stack.pop_back();
+    if (n->type != GUMBO_NODE_ELEMENT && n->type != GUMBO_NODE_TEMPLATE) continue;
+    const GumboElement& el = n->v.element;
+    if (el.tag == GUMBO_TAG_A) {
+      anchors.push_back(&el);
+    } else if (el.tag == GUMBO_TAG_BASE && !have_base) {
+      if (auto* h = attr(el, "href")) {
+        if (auto b = resolve_url(ctx.page_url, h->value)) {
+          local.page_url = *b;
+          have_base = true;
+        }
+      }
+    } else if (el.tag == GUMBO_TAG_META) {
+      auto* name = attr(el, "name");
+      auto* content = attr(el, "content");
+      if (name && content && std::string_view(name->value) == "pypi:repository-version")
+        INDEX_TRY_VOID(check_api_version(content->value, ctx, page));
+    }
+    for (unsigned i = el.children.length; i-- > 0;)
+      stack.push_back(static_cast<const GumboNode*>(el.children.data[i]));
+  }
+  page.candidates.reserve(anchors.size());
+  for (const GumboElement* el : anchors) {
+    auto* href = attr(*el, "href");
+    if (!href) continue;
+    auto c = candidate_from_href(href->value, local, page);
+    if (!c) continue;
+    if (auto* rp = attr(*el, "data-requires-python")) c->requires_python = std::string(rp->value);
+    if (auto* y = attr(*el, "data-yanked")) {
+      c->yanked = true;
+      c->yanked_reason = y->value;
+    }
+    if (auto* m = attr(*el, "data-core-metadata")) apply_core_metadata(m->value, *c);
+    else if (auto* m2 = attr(*el, "data-dist-info-metadata")) apply_core_metadata(m2->value, *c);
+    page.candidates.push_back(std::move(*c));
+  }
+  return page;
+}
+
+Expected<ProjectPage> parse_json_page(std::string_view text, const PageContext& ctx) {
+  using nlohmann::json;
+  json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    // Re-parse with exceptions to get the byte position for the message.
+    std::string detail = "invalid JSON";
+    try {
+      json again = json::parse(text.begin(), text.end());
+      (void)again;
+    } catch (const json::exception& e) {
+      detail = e.what();
+    }
+    return fail(ErrorCode::invalid_input, "{}: invalid project page JSON: {}", redact_url(ctx.page_url), detail);
+  }
+  auto bad = [&](std::string_view what) {
+    return fail(ErrorCode::invalid_input, "{}: invalid project page JSON: {}", redact_url(ctx.page_url), what);
+  };
+  if (!doc.is_object()) return bad("top level is not an object");
+  ProjectPage page;
+  if (auto m = doc.find("meta"); m != doc.end() && m->is_object()) {
+    if (auto v = m->find("api-version"); v != m->end()) {
+      if (!v->is_string()) return bad("meta.api-version is not a string");
+      INDEX_TRY_VOID(check_api_version(v->get_ref<const std::string&>(), ctx, page));
+    }
+  }
+  auto files = doc.find("files");
+  if (files == doc.end() || !files->is_array()) return bad("\"files\" is missing or not a list");
+  page.candidates.reserve(files->size());
+  std::size_t index = 0;
+  for (const json& f : *files) {
+    ++index;
+    if (!f.is_object()) return bad(fmt::format("files[{}] is not an object", index - 1));
+    auto url = f.find("url");
+    if (url == f.end() || !url->is_string())
+      return bad(fmt::format("files[{}].url is missing or not a string", index - 1));
+    auto c = candidate_from_href(url->get_ref<const std::string&>(), ctx, page);
+    if (!c) continue;
+    if (auto fn = f.find("filename"); fn != f.end() && fn->is_string() && !fn->get_ref<const std::string&>().empty())
+      c->filename = fn->get<std::string>();
+    if (ctx.filter_by_project && project_of_filename(c->filename) != c->project) continue;
+    if (auto h = f.find("hashes"); h != f.end() && h->is_object()) {
+      if (auto s = h->find("sha256"); s != h->end() && s->is_string() && is_hex(s->get_ref<const std::string&>()))
+        c->sha256 = lower(s->get_ref<const std::string&>());
+    }
+    if (auto rp = f.find("requires-python"); rp != f.end() && rp->is_string())
+      c->requires_python = rp->get<std::string>();
+    if (auto y = f.find("yanked"); y != f.end()) {
+      if (y->is_boolean()) c->yanked = y->get<bool>();
+      else if (y->is_string()) {
+        c->yanked = true;
+        c->yanked_reason = y->get<std::string>();
+      }
+    }
+    auto md = f.find("core-metadata");
+    if (md == f.end()) md = f.find("dist-info-metadata");
+    if (md != f.end()) {
+      if (md->is_boolean()) c->has_metadata = md->get<bool>();
+      else if (md->is_object()) {
+        c->has_metadata = true;
+        if (auto s = md->find("sha256"); s != md->end() && s->is_string() && is_hex(s->get_ref<const std::string&>()))
+          c->metadata_sha256 = lower(s->get_ref<const std::string&>());
+      }
+    }
+    if (auto sz = f.find("size"); sz != f.end() && sz->is_number_unsigned()) c->size = sz->get<std::uint64_t>();
+    page.candidates.push_back(std::move(*c));
+  }
+  return page;
+}
+
+} // namespace envfix::index

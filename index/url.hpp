@@ -1,0 +1,37 @@
+#pragma once
+// URL helpers for index pages: RFC 3986 resolution (via libcurl's URL API), percent-decoding,
+// credential redaction. Credentials never leave memory: every message and cache key uses redact_url
+// or strip_credentials.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "util/error.hpp"
+
+namespace envfix::index {
+
+// Resolve `ref` (absolute, root-relative or relative) against `base` (RFC 3986).
+[[nodiscard]] Expected<std::string> resolve_url(std::string_view base, std::string_view ref);
+// Lower-case scheme of an absolute URL ("https"), or "" when there is none.
+[[nodiscard]] std::string url_scheme(std::string_view url);
+// "%2B" -> "+"; invalid escapes are kept literally.
+[[nodiscard]] std::string percent_decode(std::string_view s);
+// Percent-encode characters that are not unreserved or '/' (for building file:// URLs).
+[[nodiscard]] std::string percent_encode_path(std::string_view s);
+// The URL without user:password@ (used for cache keys and index_url fields).
+[[nodiscard]] std::string strip_credentials(std::string_view url);
+// Split "url#fragment" -> {url, fragment}; the fragment excludes '#'.
+struct UrlAndFragment { std::string url; std::string fragment; };
+[[nodiscard]] UrlAndFragment split_fragment(std::string_view url);
+// Last path segment of a URL (query and fragment dropped), percent-decoded.
+[[nodiscard]] std::string url_filename(std::string_view url);
+// "file:///a/b%20c/" -> "/a/b c/"; nullopt when not a file URL.
+[[nodiscard]] std::optional<std::string> file_url_to_path(std::string_view url);
+[[nodiscard]] std::string path_to_file_url(std::string_view absolute_path);
+// PEP 503 name normalization (same rule as specs::normalize_name; kept here so page parsing and its
+// fuzz target have no other dependency).
+[[nodiscard]] std::string normalize_project_name(std::string_view name);
+// Project page URL: base with trailing slashes dropped + "/<normalized>/" (R1.3).
+[[nodiscard]] std::string project_page_url(std::string_view index_url, std::string_view project);
+
+} // namespace envfix::index
