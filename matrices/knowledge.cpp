@@ -1,0 +1,289 @@
+// Queries over the loaded matrices (no I/O here; loading is in loader.cpp).
+#include "matrices/knowledge.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace envfix::matrices {
+
+const char* to_string(Confidence c) {
+  switch (c) {
+    case Confidence::verified: return "verified";
+    case Confidence::secondary: return "secondary";
+    case Confidence::unverified: return "unverified";
+  }
+  return "unverified";
+}
+
+const char* to_string(RunKind k) {
+  switch (k) {
+    case RunKind::native: return "native";
+    case RunKind::jit: return "jit";
+    case RunKind::none: return "none";
+    case RunKind::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+std::string SourceLocation::to_string() const { return fmt::format("{}:{}:{}", file, line, column); }
+
+bool CudaToolkit::can_target(const specs::GpuArch& arch) const {
+  specs::GpuArch as_sass = arch;
+  as_sass.kind = specs::GpuArch::Kind::sass;
+  return std::find(sass.begin(), sass.end(), as_sass) != sass.end();
+}
+
+const ArchBuild* ReleaseVariant::platform(std::string_view name) const {
+  for (const auto& p : platforms)
+    if (p.platform == name) return &p;
+  return nullptr;
+}
+
+bool Release::matches(const specs::Version& v) const {
+  specs::Version pub = v.public_version();
+  for (const auto& x : versions)
+    if (x == pub) return true;
+  if (nightly) return pub.is_devrelease() && pub.base_version() == nightly->base_version() && !pub.is_postrelease();
+  if (range) return range->contains(pub, true);
+  return false;
+}
+
+std::string Release::label() const {
+  if (nightly) return nightly->to_string() + ".dev*";
+  if (range) return range->to_string();
+  std::string out;
+  for (const auto& v : versions) {
+    if (!out.empty()) out += ", ";
+    out += v.to_string();
+  }
+  return out;
+}
+
+const ReleaseVariant* Release::variant(std::string_view name) const {
+  for (const auto& v : variants)
+    if (v.variant == name) return &v;
+  return nullptr;
+}
+
+const Variant* Framework::variant(std::string_view variant_name) const {
+  for (const auto& v : variants)
+    if (v.name == variant_name) return &v;
+  return nullptr;
+}
+
+const Release* Framework::release(const specs::Version& v) const {
+  // Exact rows win over nightly lines, which win over ranges; later rows (overrides) first.
+  for (int pass = 0; pass < 3; ++pass) {
+    for (auto it = releases.rbegin(); it != releases.rend(); ++it) {
+      bool kind = pass == 0 ? !it->versions.empty() : pass == 1 ? it->nightly.has_value() : it->range.has_value();
+      if (kind && it->matches(v)) return &*it;
+    }
+  }
+  return nullptr;
+}
+
+Expected<std::string> Framework::index_url(std::string_view channel, std::string_view variant_name,
+                                           std::string_view mirror) const {
+  auto it = channel_templates.find(std::string(channel));
+  if (it == channel_templates.end())
+    return fail(ErrorCode::not_found, "framework {} has no '{}' channel", name, channel);
+  std::string base{mirror.empty() ? std::string_view(default_mirror) : mirror};
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  std::string url = it->second;
+  auto replace_all = [&](std::string_view what, std::string_view with) {
+    for (auto pos = url.find(what); pos != std::string::npos; pos = url.find(what, pos + with.size()))
+      url.replace(pos, what.size(), with);
+  };
+  replace_all("{mirror}", base);
+  replace_all("{variant}", variant_name);
+  return url;
+}
+
+RunKind VariantBuild::runs_on(specs::ComputeCapability cc) const {
+  if (kind != "cuda" || !sass || !ptx) return RunKind::unknown;
+  for (const auto& a : *sass)
+    if (a.runs_on(cc)) return RunKind::native;
+  for (const auto& a : *ptx)
+    if (a.runs_on(cc)) return RunKind::jit;
+  return RunKind::none;
+}
+
+std::optional<specs::GpuArch> VariantBuild::runnable_arch(specs::ComputeCapability cc) const {
+  if (!sass || !ptx) return std::nullopt;
+  // The closest SASS (highest that runs), else the newest runnable PTX (the driver JITs it).
+  for (auto it = sass->rbegin(); it != sass->rend(); ++it)
+    if (it->runs_on(cc)) return *it;
+  for (auto it = ptx->rbegin(); it != ptx->rend(); ++it)
+    if (it->runs_on(cc)) return *it;
+  return std::nullopt;
+}
+
+const Framework* Knowledge::framework(std::string_view name) const {
+  for (const auto& f : m_frameworks)
+    if (f.name == name || f.main_package == name) return &f;
+  return nullptr;
+}
+
+const CudaToolkit* Knowledge::toolkit(specs::CudaVersion v) const {
+  for (const auto& t : m_toolkits)
+    if (t.version == v) return &t;
+  return nullptr;
+}
+
+std::optional<std::string> Knowledge::min_driver(specs::CudaVersion cuda, std::string_view os) const {
+  const CudaToolkit* t = toolkit(cuda);
+  if (!t) return std::nullopt;
+  const std::string& d = os == "windows" ? t->min_driver_windows : t->min_driver_linux;
+  if (d.empty()) return std::nullopt;
+  return d;
+}
+
+std::optional<std::string> Knowledge::minor_compat_driver(specs::CudaVersion cuda, std::string_view os) const {
+  const CudaToolkit* t = toolkit(cuda);
+  if (!t) return std::nullopt;
+  const std::string& d = os == "windows" ? t->minor_compat_windows : t->minor_compat_linux;
+  if (d.empty()) return std::nullopt;
+  return d;
+}
+
+bool Knowledge::driver_supports(std::string_view driver_version, specs::CudaVersion cuda, bool allow_minor_compat,
+                                std::string_view os) const {
+  if (!is_driver_version(driver_version)) return false;
+  if (auto need = min_driver(cuda, os); need && compare_driver_versions(driver_version, *need) >= 0) return true;
+  if (allow_minor_compat)
+    if (auto floor = minor_compat_driver(cuda, os); floor && compare_driver_versions(driver_version, *floor) >= 0)
+      return true;
+  return false;
+}
+
+std::optional<GpuProduct> Knowledge::gpu(std::string_view query) const {
+  std::string q = normalize_gpu_name(query);
+  if (q.empty()) return std::nullopt;
+  // Exact name or alias first (later entries, i.e. overrides, win); then the longest name that
+  // prefixes the query at a word boundary ("h100 80gb hbm3", "a100-sxm4-80gb").
+  const GpuProduct* best = nullptr;
+  std::size_t best_len = 0;
+  for (auto it = m_gpus.rbegin(); it != m_gpus.rend(); ++it) {
+    std::vector<std::string> keys = {normalize_gpu_name(it->name)};
+    for (const auto& a : it->aliases) keys.push_back(normalize_gpu_name(a));
+    for (const auto& k : keys) {
+      if (k == q) return *it;
+      if (k.size() > best_len && q.size() > k.size() && q.starts_with(k) && (q[k.size()] == ' ' || q[k.size()] == '-')) {
+        best = &*it;
+        best_len = k.size();
+      }
+    }
+  }
+  if (best) return *best;
+  return std::nullopt;
+}
+
+std::vector<VariantBuild> Knowledge::variants_for(std::string_view framework_name, const specs::Version& version,
+                                                  std::string_view platform) const {
+  std::vector<VariantBuild> out;
+  const Framework* f = framework(framework_name);
+  if (!f) return out;
+  const Release* r = f->release(version);
+  if (!r) return out;
+  for (const auto& rv : r->variants) {
+    const ArchBuild* b = rv.platform(platform);
+    if (!b) continue; // not published for this platform
+    const Variant* var = f->variant(rv.variant);
+    VariantBuild vb;
+    vb.variant = rv.variant;
+    vb.kind = var ? var->kind : "cuda";
+    vb.cuda = var ? var->cuda : std::nullopt;
+    vb.platform = b->platform;
+    vb.sass = b->sass;
+    vb.ptx = b->ptx;
+    vb.confidence = b->confidence;
+    vb.verified = b->confidence == Confidence::verified && b->known();
+    vb.source = b->source;
+    vb.channels = r->channels;
+    out.push_back(std::move(vb));
+  }
+  return out;
+}
+
+std::optional<std::string> Knowledge::companion_version(std::string_view framework_name, const specs::Version& version,
+                                                        std::string_view companion) const {
+  const Framework* f = framework(framework_name);
+  if (!f) return std::nullopt;
+  specs::Version pub = version.public_version();
+  for (auto it = f->coupling.rbegin(); it != f->coupling.rend(); ++it) {
+    if (it->version && *it->version == pub) {
+      auto c = it->companions.find(std::string(companion));
+      if (c == it->companions.end()) return std::nullopt;
+      return c->second;
+    }
+  }
+  if (!pub.is_devrelease() || !pub.dev()) return std::nullopt;
+  for (auto it = f->coupling.rbegin(); it != f->coupling.rend(); ++it) {
+    if (!it->nightly || it->nightly->base_version() != pub.base_version()) continue;
+    auto c = it->companions.find(std::string(companion));
+    if (c == it->companions.end()) return std::nullopt;
+    if (f->nightly_coupling == "same-build-date") return fmt::format("{}.dev{}", c->second, *pub.dev());
+    return c->second;
+  }
+  return std::nullopt;
+}
+
+int compare_driver_versions(std::string_view a, std::string_view b) {
+  auto next = [](std::string_view& s) -> unsigned long long {
+    unsigned long long v = 0;
+    while (!s.empty() && s.front() != '.') {
+      if (std::isdigit(static_cast<unsigned char>(s.front()))) v = v * 10 + static_cast<unsigned>(s.front() - '0');
+      s.remove_prefix(1);
+      if (v > 1'000'000'000ULL) v = 1'000'000'000ULL; // saturate absurd inputs
+    }
+    if (!s.empty()) s.remove_prefix(1);
+    return v;
+  };
+  while (!a.empty() || !b.empty()) {
+    auto x = next(a), y = next(b);
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+bool is_driver_version(std::string_view text) {
+  if (text.empty() || text.front() == '.' || text.back() == '.') return false;
+  bool prev_dot = false;
+  for (char c : text) {
+    if (c == '.') {
+      if (prev_dot) return false;
+      prev_dot = true;
+    } else if (c >= '0' && c <= '9') {
+      prev_dot = false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string normalize_gpu_name(std::string_view name) {
+  std::string s;
+  bool space = false;
+  for (char c : name) {
+    if (c == ' ' || c == '\t' || c == '_') {
+      space = !s.empty();
+      continue;
+    }
+    if (space) s += ' ';
+    space = false;
+    s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  for (bool again = true; again;) {
+    again = false;
+    for (std::string_view w : {"nvidia ", "geforce ", "tesla ", "quadro "}) {
+      if (s.starts_with(w) && s.size() > w.size()) {
+        s.erase(0, w.size());
+        again = true;
+      }
+    }
+  }
+  return s;
+}
+
+} // namespace envfix::matrices

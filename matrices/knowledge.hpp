@@ -1,0 +1,223 @@
+#pragma once
+// What envfix knows without asking the network: frameworks (packages, companions, index URL templates,
+// variants and the kernels each release ships), CUDA toolkits (minimum drivers, targets) and GPU products.
+// The data is YAML (matrices/data/*.yaml, schema in matrices/README.md), compiled into the binary and
+// overridable/extendable from a directory (--matrices DIR / ENVFIX_MATRICES).
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "specs/cuda_version.hpp"
+#include "specs/gpu_arch.hpp"
+#include "specs/specifier.hpp"
+#include "specs/version.hpp"
+#include "util/error.hpp"
+
+namespace envfix::matrices {
+
+// How a row was established (matrices-facts.md legend). Only `verified` rows count as verified;
+// the resolver treats the others as "arch-unverified" and checks the downloaded binary.
+enum class Confidence { verified, secondary, unverified };
+[[nodiscard]] const char* to_string(Confidence c);
+
+struct SourceLocation {
+  std::string file; // "embedded:torch.yaml" or the override path
+  int line = 0;     // 1-based
+  int column = 0;   // 1-based
+  [[nodiscard]] std::string to_string() const; // "file:line:column"
+};
+
+struct CudaToolkit {
+  specs::CudaVersion version;
+  std::string min_driver_linux;   // GA driver of that toolkit, e.g. "570.26"
+  std::string min_driver_windows; // "" where NVIDIA says N/A (13.x)
+  // Update releases: "12.8.1" -> {linux, windows}.
+  std::map<std::string, std::pair<std::string, std::string>> updates;
+  std::string minor_compat_linux;   // floor of minor-version compatibility for this CUDA major
+  std::string minor_compat_windows;
+  std::string ptx_isa;              // "8.7"; "" when unknown
+  std::vector<specs::GpuArch> sass; // SASS targets nvcc can emit offline
+  Confidence confidence = Confidence::unverified;
+  std::string source;
+  SourceLocation where;
+  // Can this toolkit produce `arch`? SASS: listed; PTX compute_XY[a|f]: sm_XY[a|f] listed; LTO: as SASS.
+  [[nodiscard]] bool can_target(const specs::GpuArch& arch) const;
+};
+
+struct GpuProduct {
+  std::string name;                 // as NVIDIA writes it, e.g. "GeForce RTX 5090"
+  std::vector<std::string> aliases;
+  specs::ComputeCapability cc;
+  std::string family;               // "blackwell", "hopper", …
+  std::string segment;              // "consumer", "datacenter", "workstation", "jetson"
+  Confidence confidence = Confidence::unverified;
+  std::string source;
+};
+
+struct Variant {
+  std::string name;                       // "cu128", "cpu", "rocm6.4", "cuda12"
+  std::string kind = "cuda";              // cuda | cpu | rocm | xpu
+  std::optional<specs::CudaVersion> cuda; // set for kind == cuda
+  std::string rocm;                       // "6.4" for kind == rocm
+  std::string extra;                      // pip extra selecting it ("cuda12" for jax[cuda12]); may be empty
+  SourceLocation where;
+};
+
+// The kernels of one variant of one release row on one platform.
+struct ArchBuild {
+  std::string platform; // linux_x86_64 | linux_aarch64 | windows_x86_64
+  std::optional<std::vector<specs::GpuArch>> sass; // nullopt: unknown
+  std::optional<std::vector<specs::GpuArch>> ptx;  // nullopt: unknown
+  Confidence confidence = Confidence::unverified;
+  std::string source;
+  SourceLocation where;
+  [[nodiscard]] bool known() const { return sass.has_value() || ptx.has_value(); }
+};
+
+struct ReleaseVariant {
+  std::string variant;
+  std::vector<ArchBuild> platforms;
+  SourceLocation where;
+  [[nodiscard]] const ArchBuild* platform(std::string_view name) const;
+};
+
+// One row of releases sharing the same builds: exact versions, a nightly line, or a version range.
+struct Release {
+  std::vector<specs::Version> versions;     // exact releases ("2.7.0", "2.7.1")
+  std::optional<specs::Version> nightly;    // "2.15.0": every 2.15.0.devN
+  std::optional<specs::SpecifierSet> range; // ">=2.18,<2.21"
+  std::vector<std::string> channels;        // default: [stable]
+  std::vector<std::string> python;          // cp tags: cp310, cp314t
+  std::string pypi_default;                 // variant pypi.org serves; may be empty
+  std::vector<ReleaseVariant> variants;
+  std::string source;
+  SourceLocation where;
+  // Local labels are ignored: 2.7.0+cu128 matches a 2.7.0 row.
+  [[nodiscard]] bool matches(const specs::Version& v) const;
+  [[nodiscard]] std::string label() const; // "2.7.0, 2.7.1" | "2.15.0.dev*" | ">=2.18,<2.21"
+  [[nodiscard]] const ReleaseVariant* variant(std::string_view name) const;
+};
+
+// Version coupling of companions: for `version` (or every nightly of `nightly`), the companions' versions.
+struct Coupling {
+  std::optional<specs::Version> version;
+  std::optional<specs::Version> nightly;
+  std::string date;
+  std::map<std::string, std::string> companions;
+  std::string source;
+  SourceLocation where;
+};
+
+struct SmokeTest {
+  std::string step_a; // Python source: the device is visible, memory moves
+  std::string step_b; // Python source: a real kernel runs
+  std::map<std::string, std::string> companions; // companion -> Python source running its own GPU kernel
+};
+
+struct Framework {
+  std::string name;
+  std::string main_package;
+  std::vector<std::string> companions;          // installed with the main package by default
+  std::vector<std::string> optional_companions; // coupled when present
+  std::map<std::string, std::string> channel_templates; // stable|test|nightly -> "{mirror}/…/{variant}"
+  std::string default_mirror;
+  std::string nightly_coupling;                 // "same-build-date" or ""
+  std::vector<Variant> variants;
+  std::vector<Release> releases;
+  std::vector<Coupling> coupling;
+  SmokeTest smoke;
+  std::string source;
+  SourceLocation where;
+
+  [[nodiscard]] const Variant* variant(std::string_view name) const;
+  // Exact rows first, then nightly lines, then ranges; nullptr when no row matches.
+  [[nodiscard]] const Release* release(const specs::Version& v) const;
+  // The index URL of (channel, variant); `mirror` replaces default_mirror when not empty.
+  [[nodiscard]] Expected<std::string> index_url(std::string_view channel, std::string_view variant,
+                                                std::string_view mirror = {}) const;
+};
+
+// Will the kernels of a build run on a device?
+enum class RunKind { native, jit, none, unknown };
+[[nodiscard]] const char* to_string(RunKind k); // "native", "jit", "none", "unknown"
+
+// variants_for(): one variant of one release on one platform, flattened for the resolver.
+struct VariantBuild {
+  std::string variant;
+  std::string kind;                       // cuda | cpu | rocm | xpu
+  std::optional<specs::CudaVersion> cuda;
+  std::string platform;
+  std::optional<std::vector<specs::GpuArch>> sass; // nullopt: unknown
+  std::optional<std::vector<specs::GpuArch>> ptx;
+  bool verified = false;                  // confidence == verified
+  Confidence confidence = Confidence::unverified;
+  std::string source;
+  std::vector<std::string> channels;
+  // native: a SASS entry runs; jit: only PTX does; none; unknown: no arch data (or not CUDA).
+  [[nodiscard]] RunKind runs_on(specs::ComputeCapability cc) const;
+  // The entry that makes it run (best SASS, else newest runnable PTX).
+  [[nodiscard]] std::optional<specs::GpuArch> runnable_arch(specs::ComputeCapability cc) const;
+};
+
+class Knowledge {
+public:
+  struct SourceFile {
+    std::string name; // used in error locations
+    std::string text;
+  };
+
+  // The data compiled into the binary.
+  [[nodiscard]] static Expected<Knowledge> load_embedded();
+  // Embedded data, then every *.yaml/*.yml file of `override_dir` in name order.
+  [[nodiscard]] static Expected<Knowledge> load(const std::filesystem::path& override_dir);
+  // --matrices DIR if given, else $ENVFIX_MATRICES if set, else embedded only.
+  [[nodiscard]] static Expected<Knowledge> load_default(const std::string& cli_dir);
+  // Exactly these files, in order (tests, fuzzing). Reports every problem at once.
+  [[nodiscard]] static Expected<Knowledge> load_from(const std::vector<SourceFile>& files);
+  [[nodiscard]] static const std::vector<SourceFile>& embedded_files();
+
+  [[nodiscard]] const Framework* framework(std::string_view name) const;
+  [[nodiscard]] const std::vector<Framework>& frameworks() const { return m_frameworks; }
+  [[nodiscard]] const CudaToolkit* toolkit(specs::CudaVersion v) const;
+  [[nodiscard]] const std::vector<CudaToolkit>& toolkits() const { return m_toolkits; }
+  [[nodiscard]] const std::vector<GpuProduct>& gpus() const { return m_gpus; }
+
+  // GA minimum driver for a toolkit ("linux" or "windows"); nullopt when unknown or N/A.
+  [[nodiscard]] std::optional<std::string> min_driver(specs::CudaVersion cuda, std::string_view os = "linux") const;
+  // Floor of minor-version compatibility (any 12.x build on >= 525.60.13); nullopt when unknown.
+  [[nodiscard]] std::optional<std::string> minor_compat_driver(specs::CudaVersion cuda,
+                                                               std::string_view os = "linux") const;
+  // Can a driver run builds of this CUDA version? With minor compatibility the family floor is
+  // enough (not for JIT of newer PTX); without it the toolkit's own minimum is needed.
+  [[nodiscard]] bool driver_supports(std::string_view driver_version, specs::CudaVersion cuda,
+                                     bool allow_minor_compat = true, std::string_view os = "linux") const;
+  // "RTX 5090", "NVIDIA GeForce RTX 5090", "NVIDIA H100 80GB HBM3", "A100-SXM4-80GB", an alias.
+  [[nodiscard]] std::optional<GpuProduct> gpu(std::string_view name_or_alias) const;
+
+  // The variants of a framework release on a platform; empty when the release is unknown.
+  [[nodiscard]] std::vector<VariantBuild> variants_for(std::string_view framework, const specs::Version& version,
+                                                       std::string_view platform = "linux_x86_64") const;
+  // The companion version coupled to `version` ("0.22.0" for torchvision with torch 2.7.0; for a
+  // nightly with same-build-date coupling, "0.30.0.dev20260801"); nullopt when unknown.
+  [[nodiscard]] std::optional<std::string> companion_version(std::string_view framework,
+                                                             const specs::Version& version,
+                                                             std::string_view companion) const;
+
+private:
+  friend class Loader;
+  std::vector<Framework> m_frameworks;
+  std::vector<CudaToolkit> m_toolkits;
+  std::vector<GpuProduct> m_gpus;
+};
+
+// Numeric comparison of dotted driver versions ("570.26" < "570.124.06"); missing parts count as 0.
+[[nodiscard]] int compare_driver_versions(std::string_view a, std::string_view b);
+// True when `text` is a dotted driver version ("580", "570.26", "580.65.06").
+[[nodiscard]] bool is_driver_version(std::string_view text);
+// Lower-case, single spaces, leading "NVIDIA"/"GeForce"/"Tesla"/"Quadro" words dropped.
+[[nodiscard]] std::string normalize_gpu_name(std::string_view name);
+
+} // namespace envfix::matrices

@@ -1,0 +1,509 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "matrices/knowledge.hpp"
+#include "util/fs.hpp"
+
+using namespace envfix;
+using namespace envfix::matrices;
+using specs::ComputeCapability;
+using specs::CudaVersion;
+using specs::GpuArch;
+using specs::Version;
+
+namespace {
+
+const Knowledge& embedded() {
+  static const Knowledge k = [] {
+    auto r = Knowledge::load_embedded();
+    if (!r) FAIL(r.error().render());
+    return *r;
+  }();
+  return k;
+}
+
+Version ver(std::string_view s) { return Version::parse(s).value(); }
+ComputeCapability cc(std::string_view s) { return ComputeCapability::parse(s).value(); }
+
+std::vector<std::string> names(const std::optional<std::vector<GpuArch>>& list) {
+  std::vector<std::string> out;
+  if (list)
+    for (const auto& a : *list) out.push_back(a.to_string());
+  return out;
+}
+
+const VariantBuild* find_variant(const std::vector<VariantBuild>& v, std::string_view name) {
+  for (const auto& b : v)
+    if (b.variant == name) return &b;
+  return nullptr;
+}
+
+// Loads embedded data plus the given override texts.
+Expected<Knowledge> with_override(std::vector<Knowledge::SourceFile> extra) {
+  auto files = Knowledge::embedded_files();
+  for (auto& f : extra) files.push_back(std::move(f));
+  return Knowledge::load_from(files);
+}
+
+bool has_location(const std::string& problem, std::string_view file) {
+  // "file:line:column: …"
+  std::regex re(std::string(file) + R"(:\d+:\d+: )");
+  return std::regex_search(problem, re);
+}
+
+std::string all_causes(const Error& e) {
+  std::string s = e.message + "\n";
+  for (const auto& c : e.causes) s += c + "\n";
+  return s;
+}
+
+} // namespace
+
+TEST_SUITE("unit") {
+
+TEST_CASE("embedded matrices load without problems and cover the frameworks") {
+  const auto& k = embedded();
+  for (const char* f : {"torch", "paddlepaddle", "tensorflow", "jax"}) CHECK_MESSAGE(k.framework(f) != nullptr, f);
+  CHECK(k.framework("paddlepaddle-gpu") == k.framework("paddlepaddle")); // by main package too
+  CHECK(k.framework("nope") == nullptr);
+  const Framework* t = k.framework("torch");
+  REQUIRE(t);
+  CHECK(t->main_package == "torch");
+  CHECK(t->companions == std::vector<std::string>{"torchvision", "torchaudio"});
+  CHECK(t->optional_companions == std::vector<std::string>{"torchcodec"});
+  // torch 1.13 through 2.13 as releases, plus the nightly line.
+  for (const char* v : {"1.13.0", "1.13.1", "2.0.0", "2.1.2", "2.4.1", "2.6.0", "2.7.0", "2.7.1", "2.8.0", "2.9.1",
+                        "2.10.0", "2.11.0", "2.12.1", "2.13.0"})
+    CHECK_MESSAGE(t->release(ver(v)) != nullptr, v);
+  CHECK(t->release(ver("2.15.0.dev20260801")) != nullptr);
+  CHECK(t->release(ver("2.16.0.dev20261101")) == nullptr);
+  CHECK(t->release(ver("2.99.0")) == nullptr);
+  // ROCm and CPU variants are listed even though envfix cannot judge AMD kernels.
+  REQUIRE(t->variant("rocm6.4"));
+  CHECK(t->variant("rocm6.4")->kind == "rocm");
+  CHECK(t->variant("cpu")->kind == "cpu");
+  for (const char* v : {"cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130", "cu132"}) CHECK(t->variant(v));
+}
+
+TEST_CASE("invariants: companions map to releases, CUDA has drivers, archs buildable, sources present") {
+  const auto& k = embedded();
+  int checked_archs = 0, coupling_rows = 0;
+  for (const auto& f : k.frameworks()) {
+    CAPTURE(f.name);
+    CHECK(!f.source.empty());
+    CHECK(!f.smoke.step_a.empty());
+    CHECK(!f.smoke.step_b.empty());
+    for (const auto& c : f.companions) CHECK_MESSAGE(f.smoke.companions.contains(c), "smoke check for " << c);
+    for (const auto& c : f.coupling) {
+      ++coupling_rows;
+      CHECK(!c.source.empty());
+      if (c.version) CHECK_MESSAGE(f.release(*c.version) != nullptr, "coupling row " << c.version->to_string());
+      for (const auto& [name, v] : c.companions) {
+        bool known = std::count(f.companions.begin(), f.companions.end(), name) +
+                     std::count(f.optional_companions.begin(), f.optional_companions.end(), name);
+        CHECK_MESSAGE(known, name);
+        CHECK(Version::parse(v).has_value());
+      }
+    }
+    for (const auto& v : f.variants) {
+      if (v.kind != "cuda") continue;
+      REQUIRE(v.cuda);
+      const CudaToolkit* tk = k.toolkit(*v.cuda);
+      REQUIRE_MESSAGE(tk, "variant " << v.name << " CUDA " << v.cuda->to_string());
+      CHECK(!tk->min_driver_linux.empty());
+      CHECK(is_driver_version(tk->min_driver_linux));
+    }
+    for (const auto& r : f.releases) {
+      CAPTURE(r.label());
+      CHECK(!r.source.empty());
+      CHECK(!r.python.empty());
+      CHECK(!r.variants.empty());
+      for (const auto& rv : r.variants) {
+        const Variant* var = f.variant(rv.variant);
+        REQUIRE_MESSAGE(var, rv.variant);
+        for (const auto& b : rv.platforms) {
+          CHECK_MESSAGE(!b.source.empty(), rv.variant << " " << b.platform);
+          if (!b.known() || !var->cuda) continue;
+          const CudaToolkit* tk = k.toolkit(*var->cuda);
+          REQUIRE(tk);
+          for (const auto& a : *b.sass) {
+            CHECK(a.kind == GpuArch::Kind::sass);
+            CHECK_MESSAGE(tk->can_target(a), a.to_string() << " with CUDA " << tk->version.to_string());
+            ++checked_archs;
+          }
+          for (const auto& a : *b.ptx) {
+            CHECK(a.kind == GpuArch::Kind::ptx);
+            CHECK_MESSAGE(tk->can_target(a), a.to_string() << " with CUDA " << tk->version.to_string());
+            ++checked_archs;
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked_archs > 500);
+  CHECK(coupling_rows >= 28);
+  for (const auto& t : k.toolkits()) {
+    CHECK(!t.source.empty());
+    CHECK(!t.sass.empty());
+    CHECK(compare_driver_versions(t.minor_compat_linux, t.min_driver_linux) <= 0);
+  }
+  for (const auto& g : k.gpus()) {
+    CHECK(!g.source.empty());
+    CHECK(!g.family.empty());
+  }
+}
+
+TEST_CASE("spot checks: torch 2.7.0 cu128 carries sm_120, cu126 does not") {
+  const auto& k = embedded();
+  auto v = k.variants_for("torch", ver("2.7.0"));
+  REQUIRE(v.size() == 3);
+  const VariantBuild* cu128 = find_variant(v, "cu128");
+  const VariantBuild* cu126 = find_variant(v, "cu126");
+  REQUIRE(cu128);
+  REQUIRE(cu126);
+  auto s128 = names(cu128->sass), s126 = names(cu126->sass);
+  CHECK(std::count(s128.begin(), s128.end(), "sm_120") == 1);
+  CHECK(std::count(s126.begin(), s126.end(), "sm_120") == 0);
+  CHECK(names(cu128->ptx) == std::vector<std::string>{"compute_120"});
+  CHECK(cu128->verified);
+  CHECK(cu128->cuda == CudaVersion{12, 8});
+  CHECK(cu128->runs_on(cc("12.0")) == RunKind::native);
+  CHECK(cu126->runs_on(cc("12.0")) == RunKind::none);
+  CHECK(cu126->runs_on(cc("6.1")) == RunKind::native); // sm_60 cubins run on 6.1
+  CHECK(cu128->runs_on(cc("6.1")) == RunKind::none);
+  CHECK(cu128->runnable_arch(cc("12.0"))->to_string() == "sm_120");
+  // A local label is ignored: the installed 2.7.0+cu128 finds the 2.7.0 row.
+  CHECK(k.variants_for("torch", ver("2.7.0+cu128")).size() == 3);
+  // Platforms differ: Windows cu128 has sm_61 SASS, Linux does not.
+  auto win = k.variants_for("torch", ver("2.7.1"), "windows_x86_64");
+  auto wsass = names(find_variant(win, "cu128")->sass);
+  CHECK(std::count(wsass.begin(), wsass.end(), "sm_61") == 1);
+}
+
+TEST_CASE("spot check: torch 2.11 cu130 equals the archs measured on the H200 (cuobjdump --list-elf)") {
+  auto text = util::read_file(std::string(ENVFIX_SHARED_DIR) + "/fixtures/gpu-h200/libtorch_cuda-2.11.0+cu130.cuobjdump-list-elf.txt");
+  REQUIRE(text);
+  std::set<std::string> measured;
+  std::regex re(R"(\.(sm_\d+[af]?)\.cubin)");
+  std::size_t cubins = 0;
+  for (std::sregex_iterator it(text->begin(), text->end(), re), end; it != end; ++it) {
+    measured.insert((*it)[1].str());
+    ++cubins;
+  }
+  CHECK(cubins == 2789);
+  CHECK(measured.size() == 12);
+  auto v = embedded().variants_for("torch", ver("2.11.0+cu130"));
+  const VariantBuild* cu130 = find_variant(v, "cu130");
+  REQUIRE(cu130);
+  auto data = names(cu130->sass);
+  CHECK(std::set<std::string>(data.begin(), data.end()) == measured);
+  CHECK(cu130->ptx->empty());
+  CHECK(cu130->verified);
+  CHECK(cu130->runs_on(cc("9.0")) == RunKind::native);
+}
+
+TEST_CASE("spot checks: drivers") {
+  const auto& k = embedded();
+  CHECK(k.min_driver({12, 8}) == "570.26");
+  CHECK(k.min_driver({12, 8}, "windows") == "570.65");
+  CHECK(k.min_driver({13, 0}) == "580.65.06");
+  CHECK(k.min_driver({13, 0}, "windows") == std::nullopt); // N/A
+  CHECK(k.min_driver({9, 9}) == std::nullopt);
+  CHECK(k.minor_compat_driver({12, 8}) == "525.60.13");
+  CHECK(k.driver_supports("570.26", {12, 8}, false));
+  CHECK(!k.driver_supports("570.25.99", {12, 8}, false));
+  CHECK(k.driver_supports("535.104.05", {12, 8}, true));   // minor-version compatibility
+  CHECK(!k.driver_supports("535.104.05", {12, 8}, false));
+  CHECK(!k.driver_supports("575.57.08", {13, 0}));          // a 12.x driver cannot run 13.x
+  CHECK(k.driver_supports("580.159.04", {13, 0}, false));   // the H200 fixture's driver
+  CHECK(!k.driver_supports("garbage", {12, 8}));
+  CHECK(compare_driver_versions("570.26", "570.124.06") < 0);
+  CHECK(compare_driver_versions("580", "580.0.0") == 0);
+  CHECK(compare_driver_versions("590.44.01", "580.95.05") > 0);
+  CHECK(is_driver_version("580"));
+  CHECK(!is_driver_version("580..1"));
+  CHECK(!is_driver_version("r580"));
+}
+
+TEST_CASE("spot checks: GPU names") {
+  const auto& k = embedded();
+  struct Row { const char* query; const char* cc; const char* family; };
+  for (auto r : {Row{"RTX 5090", "12.0", "blackwell"}, Row{"NVIDIA GeForce RTX 5090", "12.0", "blackwell"},
+                 Row{"H200", "9.0", "hopper"}, Row{"NVIDIA H200", "9.0", "hopper"}, Row{"GTX 1080", "6.1", "pascal"},
+                 Row{"GeForce GTX 1080 Ti", "6.1", "pascal"}, Row{"NVIDIA H100 80GB HBM3", "9.0", "hopper"},
+                 Row{"NVIDIA A100-SXM4-80GB", "8.0", "ampere"}, Row{"Tesla V100-SXM2-16GB", "7.0", "volta"},
+                 Row{"tesla t4", "7.5", "turing"}, Row{"NVIDIA RTX 6000 Ada Generation", "8.9", "ada"},
+                 Row{"Quadro RTX 6000", "7.5", "turing"}, Row{"DGX Spark", "12.1", "blackwell"},
+                 Row{"RTX 5070 Ti", "12.0", "blackwell"}}) {
+    CAPTURE(r.query);
+    auto g = k.gpu(r.query);
+    REQUIRE(g);
+    CHECK(g->cc.to_string() == r.cc);
+    CHECK(g->family == r.family);
+  }
+  CHECK(!k.gpu("RTX 9999"));
+  CHECK(!k.gpu(""));
+  CHECK(!k.gpu("H2")); // no prefix match inside a word
+  CHECK(normalize_gpu_name("  NVIDIA   GeForce RTX_5090 ") == "rtx 5090");
+}
+
+TEST_CASE("newest torch release that still runs on a GTX 1080 (sm_61)") {
+  const auto& k = embedded();
+  const Framework* t = k.framework("torch");
+  std::optional<Version> newest;
+  for (const auto& r : t->releases) {
+    if (r.channels != std::vector<std::string>{"stable"}) continue;
+    for (const auto& v : r.versions)
+      for (const auto& b : k.variants_for("torch", v))
+        if (b.runs_on(cc("6.1")) == RunKind::native && (!newest || v > *newest)) newest = v;
+  }
+  REQUIRE(newest);
+  CHECK(newest->to_string() == "2.13.0");
+  // …only through cu126: every CUDA 13 build dropped Pascal.
+  for (const auto& b : k.variants_for("torch", ver("2.13.0")))
+    CHECK((b.runs_on(cc("6.1")) == RunKind::native) == (b.variant == "cu126"));
+}
+
+TEST_CASE("nightly line, companions and index URLs") {
+  const auto& k = embedded();
+  auto v = k.variants_for("torch", ver("2.15.0.dev20260801+cu130"));
+  const VariantBuild* cu130 = find_variant(v, "cu130");
+  REQUIRE(cu130);
+  CHECK(cu130->channels == std::vector<std::string>{"nightly"});
+  CHECK(names(cu130->ptx) == std::vector<std::string>{"compute_120"});
+  CHECK(!cu130->verified);
+  CHECK(cu130->runs_on(cc("12.1")) == RunKind::native); // sm_120 cubin runs on GB10
+  CHECK(cu130->runs_on(cc("11.0")) == RunKind::jit);    // Thor: PTX only (x86 list has no sm_110)
+
+  CHECK(k.companion_version("torch", ver("2.7.0"), "torchvision") == "0.22.0");
+  CHECK(k.companion_version("torch", ver("2.7.0+cu128"), "torchaudio") == "2.7.0");
+  CHECK(k.companion_version("torch", ver("2.0.1"), "torchaudio") == "2.0.2");
+  CHECK(k.companion_version("torch", ver("2.12.0"), "torchaudio") == std::nullopt); // discontinued
+  CHECK(k.companion_version("torch", ver("2.15.0.dev20260801+cu130"), "torchvision") == "0.30.0.dev20260801");
+  CHECK(k.companion_version("torch", ver("2.99.0"), "torchvision") == std::nullopt);
+
+  const Framework* t = k.framework("torch");
+  CHECK(t->index_url("stable", "cu128").value() == "https://download.pytorch.org/whl/cu128");
+  CHECK(t->index_url("nightly", "cu130").value() == "https://download.pytorch.org/whl/nightly/cu130");
+  CHECK(t->index_url("test", "cu126", "https://mirror.example/pytorch/").value() == "https://mirror.example/pytorch/test/cu126");
+  CHECK(!t->index_url("beta", "cu128"));
+  CHECK(k.framework("paddlepaddle")->index_url("stable", "cu129").value() ==
+        "https://www.paddlepaddle.org.cn/packages/stable/cu129/");
+}
+
+TEST_CASE("other frameworks: arch data where known, unknown otherwise") {
+  const auto& k = embedded();
+  auto tf = k.variants_for("tensorflow", ver("2.19.0"));
+  REQUIRE(tf.size() == 1);
+  CHECK(tf[0].runs_on(cc("12.0")) == RunKind::jit); // Blackwell runs TF only through compute_90 PTX
+  CHECK(tf[0].runs_on(cc("9.0")) == RunKind::native);
+  CHECK(k.variants_for("tensorflow", ver("2.17.0")).empty());
+  auto paddle = k.variants_for("paddlepaddle", ver("3.2.0"));
+  const VariantBuild* cu129 = find_variant(paddle, "cu129");
+  REQUIRE(cu129);
+  CHECK(cu129->runs_on(cc("12.0")) == RunKind::unknown);
+  CHECK(!cu129->verified);
+  auto jax = k.variants_for("jax", ver("0.7.2"));
+  CHECK(jax.size() == 2);
+}
+
+TEST_CASE("an override defines a whole framework (tinyfw, the GPU end-to-end fixture)") {
+  auto k = Knowledge::load(std::string(ENVFIX_SOURCE_DIR) + "/tests/matrices/fixtures/tinyfw");
+  REQUIRE_MESSAGE(k, (k ? "" : k.error().render()));
+  const Framework* f = k->framework("tinyfw");
+  REQUIRE(f);
+  CHECK(f->companions == std::vector<std::string>{"tinyfw-vision"});
+  CHECK(f->smoke.companions.at("tinyfw-vision").find("ops_check") != std::string::npos);
+  CHECK(f->index_url("nightly", "cu130", "file:///srv/idx").value() == "file:///srv/idx/whl/nightly/cu130");
+  auto v = k->variants_for("tinyfw", ver("1.0.0+cu130"));
+  REQUIRE(v.size() == 2);
+  CHECK(find_variant(v, "cu130")->runs_on(cc("9.0")) == RunKind::none); // sm_80 SASS only: broken on 9.0
+  CHECK(find_variant(v, "cu129")->runs_on(cc("9.0")) == RunKind::jit);  // compute_80 PTX
+  auto n = k->variants_for("tinyfw", ver("1.1.0.dev20261120+cu130"));
+  REQUIRE(n.size() == 1);
+  CHECK(n[0].runs_on(cc("9.0")) == RunKind::native);
+  CHECK(k->companion_version("tinyfw", ver("1.1.0.dev20261120+cu130"), "tinyfw-vision") == "0.2.0.dev20261120");
+  CHECK(k->companion_version("tinyfw", ver("1.0.0"), "tinyfw-vision") == "0.1.0");
+  // The embedded data is still there.
+  CHECK(k->framework("torch"));
+}
+
+TEST_CASE("an override adds tomorrow's release, or replaces one with override: true") {
+  auto k = with_override({{"o.yaml", R"y(schema: 1
+frameworks:
+  torch:
+    releases:
+      - versions: ["2.13.1"]
+        python: [cp313]
+        source: "a user"
+        variants:
+          cu130:
+            linux_x86_64: {sass: [sm_90, sm_120], ptx: [], confidence: verified, source: "get_arch_list()"}
+      - versions: ["2.7.0"]
+        override: true
+        python: [cp312]
+        source: "a user"
+        variants:
+          cu126:
+            linux_x86_64: {sass: [sm_90], confidence: unverified, source: "guess"}
+    coupling:
+      - {version: "2.13.1", companions: {torchvision: "0.28.1"}, source: "a user"}
+cuda_toolkits:
+  "12.8":
+    min_driver: {linux: "570.99"}
+    minor_compat: {linux: "525.60.13"}
+    sass: [sm_75, sm_80, sm_86, sm_90, sm_100, sm_120]
+    confidence: verified
+    source: "a user"
+gpus:
+  - {cc: "12.0", family: blackwell, names: ["Made Up 9000"], confidence: unverified, source: "a user"}
+)y"}});
+  REQUIRE_MESSAGE(k, (k ? "" : k.error().render()));
+  CHECK(k->variants_for("torch", ver("2.13.1")).size() == 1);
+  CHECK(k->companion_version("torch", ver("2.13.1"), "torchvision") == "0.28.1");
+  auto v = k->variants_for("torch", ver("2.7.0"));
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].variant == "cu126");
+  CHECK(k->variants_for("torch", ver("2.7.1")).size() == 3); // its row-mate is untouched
+  CHECK(k->min_driver({12, 8}) == "570.99");
+  CHECK(k->gpu("Made Up 9000")->cc.to_string() == "12.0");
+}
+
+TEST_CASE("bad override: every problem at once, each with file:line:column and the key") {
+  auto k = with_override({{"bad.yaml", R"y(schema: 1
+frameworks:
+  torch:
+    releases:
+      - versions: ["2.7.0"]
+        python: [cp312]
+        source: "dup"
+        variants:
+          cu128:
+            linux_x86_64: {sass: [sm_1200, sm_90], ptx: [], confidence: verified, source: "x"}
+      - versions: ["9.9.9"]
+        python: cp312
+        colour: blue
+        source: "x"
+        variants:
+          cu128:
+            linux_x86_64: {sass: [sm_90], ptx: [compute_90], confidence: maybe, source: "x"}
+)y"},
+                          {"syntax.yaml", "schema: 1\ngpus:\n  - {cc: \"9.0\", names: [\"X\"]\n  - oops: [\n"}});
+  REQUIRE(!k);
+  const Error& e = k.error();
+  CHECK(e.code == ErrorCode::invalid_input);
+  std::string all = all_causes(e);
+  CAPTURE(all);
+  CHECK(e.causes.size() == 5);
+  for (const auto& c : e.causes) CHECK_MESSAGE((has_location(c, "bad.yaml") || has_location(c, "syntax.yaml")), c);
+  CHECK(all.find("bad.yaml:10:35: frameworks.torch.releases[0].variants.cu128.linux_x86_64.sass[0]: unknown arch 'sm_1200'") != std::string::npos);
+  CHECK(all.find("bad.yaml:5:9: frameworks.torch.releases[0]: duplicate release 2.7.0 (already defined at embedded:torch.yaml:") != std::string::npos);
+  CHECK(all.find("bad.yaml:12:17: frameworks.torch.releases[1].python: expected a list, found a scalar") != std::string::npos);
+  CHECK(all.find("bad.yaml:13:9: frameworks.torch.releases[1]: unknown key 'colour'") != std::string::npos);
+  CHECK(all.find("confidence: unknown confidence 'maybe'") != std::string::npos);
+  CHECK(all.find("syntax.yaml:") != std::string::npos);
+  CHECK(all.find("YAML syntax error") != std::string::npos);
+  CHECK(e.message == "invalid matrices data: 5 problems");
+}
+
+TEST_CASE("cross-file invariants are enforced at load time") {
+  auto k = with_override({{"x.yaml", R"y(schema: 1
+frameworks:
+  torch:
+    variants:
+      cu134: {cuda: "13.4"}
+    releases:
+      - versions: ["2.14.1"]
+        channels: [beta]
+        python: [cp313]
+        source: "x"
+        pypi_default: cu999
+        variants:
+          cu128:
+            linux_x86_64: {sass: [sm_37, sm_120], ptx: [], confidence: verified, source: "x"}
+          cu777:
+            linux_x86_64: {sass: [], confidence: verified, source: "x"}
+    coupling:
+      - {version: "2.13.7", companions: {torchvision: "0.28.7", torchfoo: "1.0"}, source: "x"}
+)y"}});
+  REQUIRE(!k);
+  std::string all = all_causes(k.error());
+  CAPTURE(all);
+  CHECK(all.find("unknown channel 'beta'") != std::string::npos);
+  CHECK(all.find("variants.cu134: CUDA 13.4 has no cuda_toolkits row") == std::string::npos); // load stops before validate
+  // Fix the load-time problem and the cross-file ones appear.
+  auto k2 = with_override({{"x.yaml", R"y(schema: 1
+frameworks:
+  torch:
+    variants:
+      cu134: {cuda: "13.4"}
+    releases:
+      - versions: ["2.14.1"]
+        python: [cp313]
+        source: "x"
+        pypi_default: cu999
+        variants:
+          cu128:
+            linux_x86_64: {sass: [sm_37, sm_120], ptx: [], confidence: verified, source: "x"}
+          cu777:
+            linux_x86_64: {sass: [], confidence: verified, source: "x"}
+    coupling:
+      - {version: "2.13.7", companions: {torchvision: "0.28.7", torchfoo: "1.0"}, source: "x"}
+)y"}});
+  REQUIRE(!k2);
+  all = all_causes(k2.error());
+  CHECK(all.find("x.yaml:5:7: frameworks.torch.variants.cu134: CUDA 13.4 has no cuda_toolkits row") != std::string::npos);
+  CHECK(all.find("pypi_default 'cu999' is not one of its variants") != std::string::npos);
+  CHECK(all.find("cu128.linux_x86_64: CUDA 12.8 cannot build sm_37") != std::string::npos);
+  CHECK(all.find("unknown variant 'cu777'") != std::string::npos);
+  CHECK(all.find("'torchfoo' is not a companion of torch") != std::string::npos);
+  CHECK(all.find("torch 2.13.7 is not a release of torch") != std::string::npos);
+}
+
+TEST_CASE("missing sources, wrong kinds and a framework without its essentials") {
+  auto k = Knowledge::load_from({{"f.yaml", R"y(schema: 1
+frameworks:
+  half:
+    companions: [half-vision]
+    releases:
+      - versions: ["1.0"]
+        python: [cp312]
+        variants:
+          cpu:
+            linux_x86_64: {sass: [compute_90], confidence: verified}
+)y"}});
+  REQUIRE(!k);
+  std::string all = all_causes(k.error());
+  CAPTURE(all);
+  CHECK(all.find("releases[0]: missing key 'source'") != std::string::npos);
+  CHECK(all.find("linux_x86_64: missing key 'source'") != std::string::npos);
+  CHECK(all.find("'compute_90' is a ptx target; this list takes sass targets") != std::string::npos);
+  // Without load-time problems, the missing framework essentials are named.
+  auto k2 = Knowledge::load_from({{"f.yaml", "schema: 1\nframeworks:\n  half:\n    companions: [half-vision]\n"}});
+  REQUIRE(!k2);
+  all = all_causes(k2.error());
+  for (const char* s : {"missing key 'main_package'", "missing key 'default_mirror'", "missing key 'channels'",
+                        "missing key 'variants'", "no 'releases'", "'smoke' needs step_a and step_b",
+                        "no check for companion 'half-vision'"})
+    CHECK_MESSAGE(all.find(s) != std::string::npos, s);
+  CHECK(all.find("f.yaml:3:3: frameworks.half") != std::string::npos);
+}
+
+TEST_CASE("load(dir): a corrupt or missing override never falls back silently") {
+  auto bad = Knowledge::load(std::string(ENVFIX_SOURCE_DIR) + "/tests/matrices/fixtures/bad");
+  REQUIRE(!bad);
+  CHECK(bad.error().code == ErrorCode::invalid_input);
+  CHECK(bad.error().causes.size() >= 4);
+  auto missing = Knowledge::load("/nonexistent/envfix-matrices");
+  REQUIRE(!missing);
+  CHECK(missing.error().code == ErrorCode::not_found);
+  CHECK(!Knowledge::load_from({{"empty.yaml", ""}}));
+  CHECK(!Knowledge::load_from({{"noschema.yaml", "gpus: []\n"}}));
+  CHECK(!Knowledge::load_from({{"schema2.yaml", "schema: 2\n"}}));
+  CHECK(Knowledge::load_from({{"min.yaml", "schema: 1\n"}}).has_value());
+}
+
+} // TEST_SUITE
