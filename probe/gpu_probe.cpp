@@ -42,7 +42,8 @@ public:
   explicit Library(const char* soname) {
     m_handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     if (!m_handle) {
-      m_error = dlerror() ? dlerror() : "";
+      const char* err = dlerror(); // dlerror() clears itself: read it once
+      m_error = err ? err : "";
       auto wsl = fs::path(kWslLibDir) / soname;
       std::error_code ec;
       if (fs::exists(wsl, ec)) {

@@ -19,14 +19,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A venv or conda directory given where an interpreter is expected.
-fs::path interpreter_in(const fs::path& p) {
+// The interpreter of an environment prefix (venv or conda).
+fs::path prefix_interpreter(const fs::path& p) {
   std::error_code ec;
-  if (!fs::is_directory(p, ec)) return p;
   for (const char* n : {"bin/python", "bin/python3"}) {
     if (fs::exists(p / n, ec)) return p / n;
   }
   return p / "bin/python";
+}
+
+// A venv or conda directory given where an interpreter is expected.
+fs::path interpreter_in(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec) ? prefix_interpreter(p) : p;
 }
 
 void survey_path(HostFacts& facts) {
@@ -71,8 +76,8 @@ Expected<std::vector<InstalledDist>> scan_installed(const PythonInfo& python) {
 Expected<fs::path> default_interpreter(const std::optional<fs::path>& explicit_python) {
   if (explicit_python && !explicit_python->empty()) return interpreter_in(*explicit_python);
   if (auto p = util::get_env("ENVFIX_PYTHON"); p && !p->empty()) return interpreter_in(*p);
-  if (auto v = util::get_env("VIRTUAL_ENV"); v && !v->empty()) return interpreter_in(*v);
-  if (auto c = util::get_env("CONDA_PREFIX"); c && !c->empty()) return interpreter_in(*c);
+  if (auto v = util::get_env("VIRTUAL_ENV"); v && !v->empty()) return prefix_interpreter(*v);
+  if (auto c = util::get_env("CONDA_PREFIX"); c && !c->empty()) return prefix_interpreter(*c);
   if (auto p = util::find_in_path("python3")) return *p;
   return make_error(ErrorCode::not_found, "no Python interpreter: no --python, $VIRTUAL_ENV, $CONDA_PREFIX or python3 on PATH",
                     "pass --python PATH or activate the environment to repair");
