@@ -189,6 +189,7 @@ private:
       std::size_t after_not = m_pos;
       if (m_pos < m_s.size() && is_ws(m_s[m_pos]) && keyword("in")) return std::string("not in");
       m_pos = after_not;
+      skip_ws();
       return error("expected 'in' after 'not'");
     }
     m_pos = save;
@@ -215,7 +216,7 @@ void render(const MarkerNode& n, std::string& out) {
     const char* sep = n.kind == MarkerNode::Kind::all ? " and " : " or ";
     for (std::size_t i = 0; i < n.children.size(); ++i) {
       if (i) out += sep;
-      const bool paren = n.children[i].kind != MarkerNode::Kind::compare; // an `or` inside `and`
+      const bool paren = n.children[i].kind == MarkerNode::Kind::any; // `and` binds tighter than `or`
       if (paren) out += '(';
       render(n.children[i], out);
       if (paren) out += ')';
