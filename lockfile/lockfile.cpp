@@ -1,0 +1,414 @@
+#include "lockfile/lockfile.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+#include <yaml-cpp/yaml.h>
+
+#include "util/fs.hpp"
+
+namespace envfix::lockfile {
+
+namespace {
+
+bool looks_special(std::string_view s) {
+  if (s.empty()) return true;
+  static const std::set<std::string, std::less<>> words = {"true", "false", "null", "yes", "no", "on",
+                                                           "off", "~", "True", "False", "Null", "NULL",
+                                                           "Yes", "No", "TRUE", "FALSE"};
+  if (words.count(s)) return true;
+  // Anything a YAML 1.1/1.2 reader could take for a number ("3.10", "570.26", "1e5").
+  bool numeric = true;
+  for (char c : s) numeric = numeric && (std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-' ||
+                                         c == '+' || c == 'e' || c == 'E' || c == '_');
+  if (numeric) return true;
+  for (char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c))) continue;
+    if (std::string_view("._+-/:@%=~").find(c) != std::string_view::npos) continue;
+    return true;
+  }
+  // A leading indicator or ": " / " #" sequences need quotes; the allowed set above excludes spaces.
+  return std::string_view("-:@%~").find(s.front()) != std::string_view::npos;
+}
+
+std::string scalar(std::string_view s) {
+  if (!looks_special(s)) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
+        else out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string flow_list(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + scalar(items[i]);
+  return out + "]";
+}
+
+void sort_lock(LockFile& lock) {
+  std::sort(lock.targets.begin(), lock.targets.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  for (auto& t : lock.targets) {
+    std::sort(t.packages.begin(), t.packages.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    std::sort(t.host.gpus.begin(), t.host.gpus.end());
+  }
+}
+
+// Collects every problem in a lockfile before failing, so the user fixes them in one pass.
+class Checker {
+public:
+  explicit Checker(std::string_view source) : m_source(source) {}
+
+  void problem(const YAML::Node& n, std::string msg) {
+    const auto m = n.Mark();
+    if (m.is_null()) m_problems.push_back(fmt::format("{}: {}", m_source, msg));
+    else m_problems.push_back(fmt::format("{}:{}:{}: {}", m_source, m.line + 1, m.column + 1, msg));
+  }
+
+  void allow_keys(const YAML::Node& map, std::initializer_list<std::string_view> keys, std::string_view where) {
+    if (!map.IsMap()) return;
+    for (const auto& kv : map) {
+      auto k = kv.first.as<std::string>("");
+      if (std::find(keys.begin(), keys.end(), k) == keys.end())
+        problem(kv.first, fmt::format("unknown key '{}' in {}", k, where));
+    }
+  }
+
+  std::string str(const YAML::Node& map, std::string_view key, std::string_view where, bool required = true) {
+    YAML::Node n = map[std::string(key)];
+    if (!n) {
+      if (required) problem(map, fmt::format("{}: missing '{}'", where, key));
+      return {};
+    }
+    if (!n.IsScalar()) {
+      problem(n, fmt::format("{}: '{}' must be a string", where, key));
+      return {};
+    }
+    return n.Scalar();
+  }
+
+  std::vector<std::string> str_list(const YAML::Node& map, std::string_view key, std::string_view where,
+                                    bool required = true) {
+    YAML::Node n = map[std::string(key)];
+    std::vector<std::string> out;
+    if (!n) {
+      if (required) problem(map, fmt::format("{}: missing '{}'", where, key));
+      return out;
+    }
+    if (!n.IsSequence()) {
+      problem(n, fmt::format("{}: '{}' must be a list", where, key));
+      return out;
+    }
+    for (const auto& item : n) {
+      if (item.IsScalar()) out.push_back(item.Scalar());
+      else problem(item, fmt::format("{}: '{}' items must be strings", where, key));
+    }
+    return out;
+  }
+
+  [[nodiscard]] bool ok() const { return m_problems.empty(); }
+  [[nodiscard]] Error error() const {
+    Error e{ErrorCode::invalid_input,
+            fmt::format("{} is not a valid envfix lockfile ({} problem{})", m_source, m_problems.size(),
+                        m_problems.size() == 1 ? "" : "s"),
+            m_problems,
+            "fix the lines named above, or regenerate the file with `envfix lock`"};
+    return e;
+  }
+
+private:
+  std::string m_source;
+  std::vector<std::string> m_problems;
+};
+
+bool is_hex64(std::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f');
+         });
+}
+
+} // namespace
+
+std::string strip_credentials(std::string_view url) {
+  auto scheme = url.find("://");
+  if (scheme == std::string_view::npos) return std::string(url);
+  auto host_start = scheme + 3;
+  auto path_start = url.find('/', host_start);
+  auto at = url.rfind('@', path_start == std::string_view::npos ? url.size() : path_start);
+  if (at == std::string_view::npos || at < host_start) return std::string(url);
+  return std::string(url.substr(0, host_start)) + std::string(url.substr(at + 1));
+}
+
+std::string make_target_id(const LockedHost& host) {
+  std::vector<std::string> gpus = host.gpus;
+  std::sort(gpus.begin(), gpus.end());
+  std::string g = gpus.empty() ? "cpu" : fmt::format("{}", fmt::join(gpus, "+"));
+  std::string py = host.python;
+  py.erase(std::remove(py.begin(), py.end(), '.'), py.end());
+  return fmt::format("{}-cp{}-{}", g, py, host.platform.empty() ? "any" : host.platform);
+}
+
+void LockFile::upsert(LockTarget target) {
+  for (auto& t : targets)
+    if (t.id == target.id) {
+      t = std::move(target);
+      return;
+    }
+  targets.push_back(std::move(target));
+}
+
+const LockTarget* LockFile::find(std::string_view id) const {
+  for (const auto& t : targets)
+    if (t.id == id) return &t;
+  return nullptr;
+}
+
+std::string LockFile::to_yaml() const {
+  LockFile l = *this;
+  sort_lock(l);
+  std::string o;
+  o += "# envfix lockfile: commit it; reproduce with `envfix apply --locked`. Generated, do not edit.\n";
+  o += fmt::format("lock-version: {}\n", l.lock_version);
+  o += fmt::format("created-by: {}\n", scalar(l.created_by));
+  if (!l.framework.empty()) o += fmt::format("framework: {}\n", scalar(l.framework));
+  o += fmt::format("request: {}\n", flow_list(l.request));
+  o += "targets:\n";
+  for (const auto& t : l.targets) {
+    o += fmt::format("  - id: {}\n", scalar(t.id));
+    o += "    host:\n";
+    o += fmt::format("      gpus: {}\n", flow_list(t.host.gpus));
+    if (!t.host.driver_min.empty()) o += fmt::format("      driver-min: {}\n", scalar(t.host.driver_min));
+    o += fmt::format("      python: {}\n", scalar(t.host.python));
+    o += fmt::format("      platform: {}\n", scalar(t.host.platform));
+    if (!t.channel.empty()) o += fmt::format("    channel: {}\n", scalar(t.channel));
+    o += fmt::format("    index: {}\n", scalar(strip_credentials(t.index)));
+    if (!t.variant.empty()) o += fmt::format("    variant: {}\n", scalar(t.variant));
+    o += "    packages:\n";
+    for (const auto& p : t.packages) {
+      o += fmt::format("      - name: {}\n", scalar(p.name));
+      o += fmt::format("        version: {}\n", scalar(p.version));
+      o += fmt::format("        filename: {}\n", scalar(p.filename));
+      o += fmt::format("        url: {}\n", scalar(strip_credentials(p.url)));
+      o += fmt::format("        sha256: {}\n", scalar(p.sha256));
+      o += fmt::format("        size: {}\n", p.size);
+      if (p.kernels)
+        o += fmt::format("        kernels: {{sass: {}, ptx: {}, verified: {}}}\n", flow_list(p.kernels->sass),
+                         flow_list(p.kernels->ptx), p.kernels->verified ? "true" : "false");
+    }
+  }
+  return o;
+}
+
+Expected<LockFile> LockFile::parse(std::string_view text, std::string_view source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return make_error(ErrorCode::invalid_input,
+                      fmt::format("{}:{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg),
+                      "regenerate the file with `envfix lock`");
+  }
+  Checker c(source);
+  LockFile lock;
+  if (!root.IsMap()) {
+    c.problem(root, "the document must be a mapping with lock-version, created-by, request and targets");
+    return std::unexpected(c.error());
+  }
+  try {
+    // The version comes first: a file from a newer envfix is refused before anything else is judged.
+    YAML::Node v = root["lock-version"];
+    if (!v || !v.IsScalar()) {
+      c.problem(root, "missing 'lock-version'");
+      return std::unexpected(c.error());
+    }
+    int version = 0;
+    if (!YAML::convert<int>::decode(v, version) || version < 1) {
+      c.problem(v, fmt::format("'lock-version' must be a positive integer, not '{}'", v.Scalar()));
+      return std::unexpected(c.error());
+    }
+    if (version > current_version)
+      return make_error(ErrorCode::invalid_input,
+                        fmt::format("{}: lock-version {} was written by a newer envfix (this one reads up to {})",
+                                    source, version, current_version),
+                        "upgrade envfix, or regenerate the lockfile with this version's `envfix lock`");
+    lock.lock_version = version;
+    c.allow_keys(root, {"lock-version", "created-by", "framework", "request", "targets"}, "the lockfile");
+    lock.created_by = c.str(root, "created-by", "the lockfile");
+    lock.framework = c.str(root, "framework", "the lockfile", false);
+    lock.request = c.str_list(root, "request", "the lockfile");
+    YAML::Node targets = root["targets"];
+    if (!targets || !targets.IsSequence()) {
+      c.problem(targets ? targets : root, "'targets' must be a list");
+    } else {
+      std::set<std::string> ids;
+      for (const YAML::Node& tn : targets) {
+        LockTarget t;
+        if (!tn.IsMap()) {
+          c.problem(tn, "each target must be a mapping");
+          continue;
+        }
+        c.allow_keys(tn, {"id", "host", "channel", "index", "variant", "packages"}, "a target");
+        t.id = c.str(tn, "id", "a target");
+        std::string where = fmt::format("target '{}'", t.id);
+        if (!t.id.empty() && !ids.insert(t.id).second) c.problem(tn["id"], fmt::format("duplicate target id '{}'", t.id));
+        YAML::Node hn = tn["host"];
+        if (!hn || !hn.IsMap()) {
+          c.problem(hn ? hn : tn, where + ": 'host' must be a mapping");
+        } else {
+          c.allow_keys(hn, {"gpus", "driver-min", "python", "platform"}, where + " host");
+          t.host.gpus = c.str_list(hn, "gpus", where + " host");
+          t.host.driver_min = c.str(hn, "driver-min", where + " host", false);
+          t.host.python = c.str(hn, "python", where + " host");
+          t.host.platform = c.str(hn, "platform", where + " host");
+        }
+        t.channel = c.str(tn, "channel", where, false);
+        t.index = c.str(tn, "index", where);
+        t.variant = c.str(tn, "variant", where, false);
+        YAML::Node pkgs = tn["packages"];
+        if (!pkgs || !pkgs.IsSequence()) {
+          c.problem(pkgs ? pkgs : tn, where + ": 'packages' must be a list");
+        } else {
+          std::set<std::string> names;
+          for (const YAML::Node& pn : pkgs) {
+            if (!pn.IsMap()) {
+              c.problem(pn, where + ": each package must be a mapping");
+              continue;
+            }
+            LockedPackage p;
+            c.allow_keys(pn, {"name", "version", "filename", "url", "sha256", "size", "kernels"}, where + " package");
+            p.name = c.str(pn, "name", where + " package");
+            std::string pw = fmt::format("package '{}' in {}", p.name, where);
+            if (!p.name.empty() && !names.insert(p.name).second) c.problem(pn["name"], "duplicate " + pw);
+            p.version = c.str(pn, "version", pw);
+            p.filename = c.str(pn, "filename", pw);
+            p.url = c.str(pn, "url", pw);
+            p.sha256 = c.str(pn, "sha256", pw);
+            if (!p.sha256.empty() && !is_hex64(p.sha256))
+              c.problem(pn["sha256"], fmt::format("{}: sha256 must be 64 lower-case hex digits", pw));
+            YAML::Node sn = pn["size"];
+            if (!sn || !sn.IsScalar() || !YAML::convert<std::uint64_t>::decode(sn, p.size))
+              c.problem(sn ? sn : pn, fmt::format("{}: 'size' must be a byte count", pw));
+            YAML::Node kn = pn["kernels"];
+            if (kn) {
+              if (!kn.IsMap()) {
+                c.problem(kn, pw + ": 'kernels' must be a mapping");
+              } else {
+                c.allow_keys(kn, {"sass", "ptx", "verified"}, pw + " kernels");
+                LockedKernels k;
+                k.sass = c.str_list(kn, "sass", pw + " kernels");
+                k.ptx = c.str_list(kn, "ptx", pw + " kernels");
+                YAML::Node vn = kn["verified"];
+                if (vn && (!vn.IsScalar() || !YAML::convert<bool>::decode(vn, k.verified)))
+                  c.problem(vn, pw + ": 'verified' must be true or false");
+                p.kernels = std::move(k);
+              }
+            }
+            t.packages.push_back(std::move(p));
+          }
+        }
+        lock.targets.push_back(std::move(t));
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    c.problem(root, fmt::format("unexpected structure: {}", e.msg));
+  }
+  if (!c.ok()) return std::unexpected(c.error());
+  sort_lock(lock);
+  return lock;
+}
+
+Expected<LockFile> LockFile::read(const std::filesystem::path& path) {
+  auto text = util::read_file(path);
+  if (!text)
+    return std::unexpected(std::move(text).error().with_hint("create one with `envfix lock`, or name it with --lockfile"));
+  return parse(*text, path.string());
+}
+
+Expected<void> LockFile::write(const std::filesystem::path& path) const {
+  return util::write_file_atomic(path, to_yaml());
+}
+
+std::string to_pylock_toml(const LockFile& lock, const LockTarget& target) {
+  toml::table root;
+  root.insert("lock-version", "1.0");
+  root.insert("created-by", lock.created_by.empty() ? std::string("envfix") : lock.created_by);
+  toml::array envs;
+  // The platform tag names the machine; the marker keeps other machines from using this file.
+  std::string machine = "x86_64";
+  if (auto u = target.host.platform.rfind("_aarch64"); u != std::string::npos) machine = "aarch64";
+  envs.push_back(fmt::format("sys_platform == 'linux' and platform_machine == '{}'", machine));
+  root.insert("environments", std::move(envs));
+  if (!target.host.python.empty()) root.insert("requires-python", fmt::format("=={}.*", target.host.python));
+  toml::array packages;
+  std::vector<LockedPackage> sorted = target.packages;
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  for (const auto& p : sorted) {
+    toml::table pt;
+    pt.insert("name", p.name);
+    pt.insert("version", p.version);
+    pt.insert("index", strip_credentials(target.index));
+    toml::table wheel;
+    wheel.insert("name", p.filename);
+    wheel.insert("url", strip_credentials(p.url));
+    wheel.insert("size", static_cast<std::int64_t>(p.size));
+    toml::table hashes;
+    hashes.insert("sha256", p.sha256);
+    wheel.insert("hashes", std::move(hashes));
+    toml::array wheels;
+    wheels.push_back(std::move(wheel));
+    pt.insert("wheels", std::move(wheels));
+    if (p.kernels) {
+      toml::table tool, envfix, k;
+      toml::array sass, ptx;
+      for (const auto& a : p.kernels->sass) sass.push_back(a);
+      for (const auto& a : p.kernels->ptx) ptx.push_back(a);
+      k.insert("sass", std::move(sass));
+      k.insert("ptx", std::move(ptx));
+      k.insert("verified", p.kernels->verified);
+      envfix.insert("kernels", std::move(k));
+      tool.insert("envfix", std::move(envfix));
+      pt.insert("tool", std::move(tool));
+    }
+    packages.push_back(std::move(pt));
+  }
+  root.insert("packages", std::move(packages));
+  toml::table tool, envfix;
+  envfix.insert("target", target.id);
+  if (!target.variant.empty()) envfix.insert("variant", target.variant);
+  if (!target.channel.empty()) envfix.insert("channel", target.channel);
+  toml::array gpus;
+  for (const auto& g : target.host.gpus) gpus.push_back(g);
+  envfix.insert("gpus", std::move(gpus));
+  tool.insert("envfix", std::move(envfix));
+  root.insert("tool", std::move(tool));
+  std::ostringstream out;
+  out << toml::toml_formatter(root, toml::toml_formatter::default_flags & ~toml::format_flags::indentation);
+  return out.str() + "\n";
+}
+
+std::string to_requirements_txt(const LockFile& lock, const LockTarget& target) {
+  std::string o = fmt::format("# Generated by {} from the envfix lockfile, target {}.\n",
+                              lock.created_by.empty() ? "envfix" : lock.created_by, target.id);
+  o += "# Install with: pip install --require-hashes -r <this file>\n";
+  o += fmt::format("--index-url {}\n", strip_credentials(target.index));
+  std::vector<LockedPackage> sorted = target.packages;
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  for (const auto& p : sorted)
+    o += fmt::format("{}=={} \\\n    --hash=sha256:{}\n", p.name, p.version, p.sha256);
+  return o;
+}
+
+} // namespace envfix::lockfile

@@ -1,0 +1,83 @@
+#pragma once
+// envfix.lock (design.md §6): the committed record of a working set, one target per host description.
+// Deterministic: the same value always prints to the same bytes (sorted, no timestamps).
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace envfix::lockfile {
+
+struct LockedKernels {
+  std::vector<std::string> sass;  // sorted unique arch names (sm_90, sm_90a)
+  std::vector<std::string> ptx;   // compute_XY
+  bool verified = false;          // read from the binary (true) or only claimed by the matrices (false)
+  bool operator==(const LockedKernels&) const = default;
+};
+
+struct LockedPackage {
+  std::string name;      // normalized project name
+  std::string version;   // full version with local label (2.7.0+cu128)
+  std::string filename;
+  std::string url;       // credentials stripped
+  std::string sha256;    // 64 lower-case hex digits
+  std::uint64_t size = 0;
+  std::optional<LockedKernels> kernels;  // only for packages with GPU binaries
+  bool operator==(const LockedPackage&) const = default;
+};
+
+struct LockedHost {
+  std::vector<std::string> gpus;  // compute capabilities as sm names, sorted (sm_86, sm_120)
+  std::string driver_min;         // lowest driver the set needs ("570.26"); empty for CPU sets
+  std::string python;             // "3.10"
+  std::string platform;           // manylinux_2_28_x86_64
+  bool operator==(const LockedHost&) const = default;
+};
+
+struct LockTarget {
+  std::string id;  // sm_120-cp310-manylinux_2_28_x86_64
+  LockedHost host;
+  std::string channel;
+  std::string index;
+  std::string variant;
+  std::vector<LockedPackage> packages;  // sorted by name
+  bool operator==(const LockTarget&) const = default;
+};
+
+struct LockFile {
+  static constexpr int current_version = 1;
+  int lock_version = current_version;
+  std::string created_by;          // "envfix 0.1.0"
+  std::string framework;           // empty for plain requirement sets
+  std::vector<std::string> request;
+  std::vector<LockTarget> targets; // sorted by id
+  bool operator==(const LockFile&) const = default;
+
+  // Parse YAML text; `source` names the file in errors (file:line:column).
+  [[nodiscard]] static Expected<LockFile> parse(std::string_view text, std::string_view source);
+  [[nodiscard]] static Expected<LockFile> read(const std::filesystem::path& path);
+  // Canonical YAML (sorts targets and packages first).
+  [[nodiscard]] std::string to_yaml() const;
+  [[nodiscard]] Expected<void> write(const std::filesystem::path& path) const;
+
+  // Insert or replace the target with the same id.
+  void upsert(LockTarget target);
+  [[nodiscard]] const LockTarget* find(std::string_view id) const;
+};
+
+// The id of a target: GPUs joined by '+', the CPython tag, the platform ("cpu" when there is no GPU).
+[[nodiscard]] std::string make_target_id(const LockedHost& host);
+
+// Remove user:password@ from a URL (lockfiles, logs and errors never carry credentials).
+[[nodiscard]] std::string strip_credentials(std::string_view url);
+
+// PEP 751 pylock.toml for one target.
+[[nodiscard]] std::string to_pylock_toml(const LockFile& lock, const LockTarget& target);
+// pip requirements with --index-url and --hash lines (accepted by pip install --require-hashes -r).
+[[nodiscard]] std::string to_requirements_txt(const LockFile& lock, const LockTarget& target);
+
+} // namespace envfix::lockfile

@@ -1,0 +1,232 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "lockfile/lockfile.hpp"
+#include "util/fs.hpp"
+#include "util/sha256.hpp"
+#include "util/subprocess.hpp"
+
+using namespace envfix;
+using namespace envfix::lockfile;
+namespace fs = std::filesystem;
+
+namespace {
+
+LockFile sample() {
+  LockFile l;
+  l.created_by = "envfix 0.1.0";
+  l.framework = "torch";
+  l.request = {"torch", "torchvision"};
+  LockTarget t;
+  t.host = {{"sm_120"}, "570.26", "3.10", "manylinux_2_28_x86_64"};
+  t.id = make_target_id(t.host);
+  t.channel = "stable";
+  t.index = "https://user:secret@download.example.org/whl/cu128";
+  t.variant = "cu128";
+  t.packages.push_back({"torchvision", "0.22.0+cu128", "torchvision-0.22.0+cu128-cp310-cp310-manylinux_2_28_x86_64.whl",
+                        "https://download.example.org/whl/cu128/torchvision-0.22.0%2Bcu128-cp310-cp310-manylinux_2_28_x86_64.whl",
+                        std::string(64, 'b'), 8000, LockedKernels{{"sm_120", "sm_90"}, {}, true}});
+  t.packages.push_back({"torch", "2.7.0+cu128", "torch-2.7.0+cu128-cp310-cp310-manylinux_2_28_x86_64.whl",
+                        "https://user:secret@download.example.org/whl/cu128/torch-2.7.0%2Bcu128-cp310-cp310-manylinux_2_28_x86_64.whl",
+                        std::string(64, 'a'), 123456789, LockedKernels{{"sm_75", "sm_120"}, {"compute_120"}, false}});
+  l.targets.push_back(t);
+  return l;
+}
+
+std::string python() { return util::find_in_path("python3").value_or("python3").string(); }
+
+} // namespace
+
+TEST_SUITE("unit") {
+TEST_CASE("lockfile round trip is exact and deterministic") {
+  LockFile l = sample();
+  CHECK(l.targets[0].id == "sm_120-cp310-manylinux_2_28_x86_64");
+  std::string y = l.to_yaml();
+  auto back = LockFile::parse(y, "envfix.lock");
+  REQUIRE_MESSAGE(back, (back ? "" : back.error().render()));
+  // Parsing sorts and strips credentials on output; printing again gives the same bytes.
+  CHECK(back->to_yaml() == y);
+  CHECK(back->targets[0].packages[0].name == "torch");
+  CHECK(back->targets[0].packages[0].kernels->verified == false);
+  CHECK(back->targets[0].packages[1].kernels->sass == std::vector<std::string>{"sm_120", "sm_90"});
+  // Numbers-looking strings stay strings.
+  CHECK(y.find("python: \"3.10\"") != std::string::npos);
+  CHECK(back->targets[0].host.python == "3.10");
+  CHECK(back->targets[0].host.driver_min == "570.26");
+}
+
+TEST_CASE("credentials never reach the lockfile") {
+  std::string y = sample().to_yaml();
+  CHECK(y.find("secret") == std::string::npos);
+  CHECK(y.find("user:") == std::string::npos);
+  CHECK(strip_credentials("https://u:p@h.org/x@y") == "https://h.org/x@y");
+  CHECK(strip_credentials("https://h.org/a@b") == "https://h.org/a@b");
+  CHECK(strip_credentials("file:///tmp/x") == "file:///tmp/x");
+}
+
+TEST_CASE("upsert replaces a target with the same id and keeps others") {
+  LockFile l = sample();
+  LockTarget t2 = l.targets[0];
+  t2.host.gpus = {"sm_90"};
+  t2.id = make_target_id(t2.host);
+  l.upsert(t2);
+  CHECK(l.targets.size() == 2);
+  t2.variant = "cu126";
+  l.upsert(t2);
+  CHECK(l.targets.size() == 2);
+  CHECK(l.find("sm_90-cp310-manylinux_2_28_x86_64")->variant == "cu126");
+  CHECK(make_target_id({{"sm_86", "sm_120"}, "", "3.12", "manylinux_2_28_x86_64"}) ==
+        "sm_120+sm_86-cp312-manylinux_2_28_x86_64");
+}
+
+TEST_CASE("broken lockfiles: every problem named with its line") {
+  std::string y = sample().to_yaml();
+  SUBCASE("syntax error") {
+    auto r = LockFile::parse("lock-version: 1\ntargets: [\n", "bad.lock");
+    REQUIRE(!r);
+    CHECK(r.error().message.find("bad.lock:") == 0);
+    CHECK(r.error().message.find("invalid YAML") != std::string::npos);
+  }
+  SUBCASE("newer lock-version") {
+    std::string z = y;
+    z.replace(z.find("lock-version: 1"), 15, "lock-version: 7");
+    auto r = LockFile::parse(z, "envfix.lock");
+    REQUIRE(!r);
+    CHECK(r.error().message.find("newer envfix") != std::string::npos);
+    CHECK(r.error().hint.find("upgrade envfix") != std::string::npos);
+  }
+  SUBCASE("bad hash, unknown key and bad size are all reported at once") {
+    std::string z = y;
+    z.replace(z.find(std::string(64, 'a')), 64, "nothex");
+    z.replace(z.find("size: 8000"), 10, "size: lots");
+    z.replace(z.find("    channel: stable"), 19, "    chanel: stable");
+    auto r = LockFile::parse(z, "envfix.lock");
+    REQUIRE(!r);
+    const auto& causes = r.error().causes;
+    CHECK(r.error().message.find("3 problems") != std::string::npos);
+    REQUIRE(causes.size() == 3);
+    bool hash = false, size = false, key = false;
+    for (const auto& c : causes) {
+      CHECK(c.find("envfix.lock:") == 0);
+      hash = hash || c.find("sha256 must be 64") != std::string::npos;
+      size = size || c.find("'size' must be a byte count") != std::string::npos;
+      key = key || c.find("unknown key 'chanel'") != std::string::npos;
+    }
+    CHECK((hash && size && key));
+  }
+  SUBCASE("duplicate package") {
+    std::string z = y;
+    auto at = z.find("      - name: torchvision");
+    z.replace(at, 26, "      - name: torch");
+    CHECK(!LockFile::parse(z, "l"));
+  }
+  SUBCASE("not a mapping") { CHECK(!LockFile::parse("- a\n- b\n", "l")); }
+}
+
+TEST_CASE("requirements export has index, pins and hashes") {
+  LockFile l = sample();
+  std::string r = to_requirements_txt(l, l.targets[0]);
+  CHECK(r.find("--index-url https://download.example.org/whl/cu128\n") != std::string::npos);
+  CHECK(r.find("torch==2.7.0+cu128 \\\n    --hash=sha256:" + std::string(64, 'a')) != std::string::npos);
+  CHECK(r.find("secret") == std::string::npos);
+}
+}
+
+TEST_SUITE("integration") {
+TEST_CASE("pylock export parses with tomllib and has every PEP 751 field") {
+  LockFile l = sample();
+  auto dir = util::make_temp_dir({}, "envfix-pylock").value();
+  REQUIRE(util::write_file_atomic(dir / "pylock.toml", to_pylock_toml(l, l.targets[0])));
+  const char* check = R"PY(
+import sys, tomllib, re
+d = tomllib.load(open(sys.argv[1], 'rb'))
+assert d['lock-version'] == '1.0', d
+assert isinstance(d['created-by'], str) and d['created-by']
+assert all(isinstance(e, str) for e in d['environments'])
+assert d['requires-python'] == '==3.10.*'
+names = [p['name'] for p in d['packages']]
+assert names == ['torch', 'torchvision'], names
+for p in d['packages']:
+    assert re.fullmatch(r'[a-z0-9-]+', p['name'])
+    assert p['version'] and p['index']
+    sources = [k for k in ('vcs', 'directory', 'archive', 'sdist', 'wheels') if k in p]
+    assert sources == ['wheels'], sources
+    for w in p['wheels']:
+        assert w['url'].endswith(w['name'].replace('+', '%2B'))
+        assert isinstance(w['size'], int) and w['size'] > 0
+        assert re.fullmatch(r'[0-9a-f]{64}', w['hashes']['sha256'])
+        assert 'secret' not in w['url']
+assert d['tool']['envfix']['target'] == 'sm_120-cp310-manylinux_2_28_x86_64'
+print('ok')
+)PY";
+  auto r = util::run_process({python(), "-c", check, (dir / "pylock.toml").string()}).value();
+  CHECK_MESSAGE(r.out == "ok\n", r.err);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("requirements export installs with real pip --require-hashes into a fresh venv") {
+  auto dir = util::make_temp_dir({}, "envfix-req").value();
+  // A real wheel in a PEP 503 file:// index.
+  const char* mk = R"PY(
+import sys, os, zipfile, hashlib, base64
+root = sys.argv[1]
+os.makedirs(f'{root}/simple/demo-pkg', exist_ok=True)
+name = 'demo_pkg-1.2.0+cu128-py3-none-any.whl'
+files = {'demo_pkg/__init__.py': b'VALUE = 42\n',
+         'demo_pkg-1.2.0+cu128.dist-info/METADATA': b'Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.2.0+cu128\n\n',
+         'demo_pkg-1.2.0+cu128.dist-info/WHEEL': b'Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n\n'}
+rec = []
+for p, d in files.items():
+    h = base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()
+    rec.append(f'{p},sha256={h},{len(d)}')
+rec.append('demo_pkg-1.2.0+cu128.dist-info/RECORD,,')
+files['demo_pkg-1.2.0+cu128.dist-info/RECORD'] = ('\n'.join(rec) + '\n').encode()
+path = f'{root}/simple/demo-pkg/{name}'
+with zipfile.ZipFile(path, 'w') as z:
+    for p, d in files.items(): z.writestr(p, d)
+data = open(path, 'rb').read()
+open(f'{root}/simple/demo-pkg/index.html', 'w').write(f'<a href="{name}#sha256={hashlib.sha256(data).hexdigest()}">{name}</a>')
+print(hashlib.sha256(data).hexdigest(), len(data))
+)PY";
+  auto made = util::run_process({python(), "-c", mk, dir.string()}).value();
+  REQUIRE_MESSAGE(made.ok(), made.err);
+  std::string sha = made.out.substr(0, 64);
+  std::uint64_t size = std::stoull(made.out.substr(65));
+  LockFile l;
+  l.created_by = "envfix test";
+  l.request = {"demo-pkg"};
+  LockTarget t;
+  t.host = {{}, "", "3.11", "manylinux_2_36_x86_64"};
+  t.id = make_target_id(t.host);
+  t.index = "file://" + (dir / "simple").string();
+  t.packages.push_back({"demo-pkg", "1.2.0+cu128", "demo_pkg-1.2.0+cu128-py3-none-any.whl",
+                        t.index + "/demo-pkg/demo_pkg-1.2.0%2Bcu128-py3-none-any.whl", sha, size, std::nullopt});
+  l.targets.push_back(t);
+  REQUIRE(util::write_file_atomic(dir / "requirements.txt", to_requirements_txt(l, l.targets[0])));
+  auto venv = util::run_process({python(), "-m", "venv", "--without-pip", (dir / "venv").string()}).value();
+  REQUIRE_MESSAGE(venv.ok(), venv.err);
+  util::SubprocessOptions o;
+  o.timeout = std::chrono::seconds(120);
+  o.unset_env = {"PIP_FIND_LINKS", "PIP_CERT", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"};
+  // The host's pip (23.2.1) installs into the venv through --python, like a user's pip would.
+  auto pip_install = [&](const fs::path& req) {
+    return util::run_process({python(), "-m", "pip", "--python", (dir / "venv/bin/python").string(), "install",
+                              "--force-reinstall", "--disable-pip-version-check", "--no-cache-dir",
+                              "--require-hashes", "-r", req.string()}, o);
+  };
+  auto pip = pip_install(dir / "requirements.txt");
+  REQUIRE(pip);
+  CHECK_MESSAGE(pip->ok(), (pip->out + pip->err));
+  auto run = util::run_process({(dir / "venv/bin/python").string(), "-c",
+                                "import demo_pkg, importlib.metadata as m; print(demo_pkg.VALUE, m.version('demo-pkg'))"}).value();
+  CHECK(run.out == "42 1.2.0+cu128\n");
+  // A tampered hash is refused by pip too.
+  l.targets[0].packages[0].sha256 = std::string(64, '0');
+  REQUIRE(util::write_file_atomic(dir / "bad.txt", to_requirements_txt(l, l.targets[0])));
+  auto bad = pip_install(dir / "bad.txt").value();
+  CHECK_MESSAGE(!bad.ok(), (bad.out + bad.err));
+  CHECK_MESSAGE((bad.out + bad.err).find("THESE PACKAGES DO NOT MATCH THE HASHES") != std::string::npos, (bad.out + bad.err));
+  fs::remove_all(dir);
+}
+}
