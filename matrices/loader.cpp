@@ -195,7 +195,7 @@ private:
       if (!s) continue;
       auto a = specs::GpuArch::parse(*s);
       if (!a) {
-        problem(n[i], p, fmt::format("unknown arch '{}': {}", *s, a.error().message));
+        problem(n[i], p, fmt::format("unknown arch: {}", a.error().message));
         continue;
       }
       if (a->kind != kind) {

@@ -276,7 +276,7 @@ TEST_CASE("nightly line, companions and index URLs") {
   CHECK(names(cu130->ptx) == std::vector<std::string>{"compute_120"});
   CHECK(!cu130->verified);
   CHECK(cu130->runs_on(cc("12.1")) == RunKind::native); // sm_120 cubin runs on GB10
-  CHECK(cu130->runs_on(cc("11.0")) == RunKind::jit);    // Thor: PTX only (x86 list has no sm_110)
+  CHECK(cu130->runs_on(cc("11.0")) == RunKind::none);   // Thor: no sm_110 on x86, and compute_120 needs CC >= 12.0
 
   CHECK(k.companion_version("torch", ver("2.7.0"), "torchvision") == "0.22.0");
   CHECK(k.companion_version("torch", ver("2.7.0+cu128"), "torchaudio") == "2.7.0");
@@ -352,9 +352,9 @@ frameworks:
     coupling:
       - {version: "2.13.1", companions: {torchvision: "0.28.1"}, source: "a user"}
 cuda_toolkits:
-  "12.8":
-    min_driver: {linux: "570.99"}
-    minor_compat: {linux: "525.60.13"}
+  "13.4":
+    min_driver: {linux: "610.43"}
+    minor_compat: {linux: "580"}
     sass: [sm_75, sm_80, sm_86, sm_90, sm_100, sm_120]
     confidence: verified
     source: "a user"
@@ -368,7 +368,8 @@ gpus:
   REQUIRE(v.size() == 1);
   CHECK(v[0].variant == "cu126");
   CHECK(k->variants_for("torch", ver("2.7.1")).size() == 3); // its row-mate is untouched
-  CHECK(k->min_driver({12, 8}) == "570.99");
+  CHECK(k->min_driver({13, 4}) == "610.43");
+  CHECK(k->min_driver({12, 8}) == "570.26");
   CHECK(k->gpu("Made Up 9000")->cc.to_string() == "12.0");
 }
 
@@ -397,16 +398,17 @@ frameworks:
   CHECK(e.code == ErrorCode::invalid_input);
   std::string all = all_causes(e);
   CAPTURE(all);
-  CHECK(e.causes.size() == 5);
+  CHECK(e.causes.size() == 6);
   for (const auto& c : e.causes) CHECK_MESSAGE((has_location(c, "bad.yaml") || has_location(c, "syntax.yaml")), c);
-  CHECK(all.find("bad.yaml:10:35: frameworks.torch.releases[0].variants.cu128.linux_x86_64.sass[0]: unknown arch 'sm_1200'") != std::string::npos);
+  CHECK(all.find("bad.yaml:10:35: frameworks.torch.releases[0].variants.cu128.linux_x86_64.sass[0]: unknown arch: invalid GPU arch 'sm_1200'") != std::string::npos);
   CHECK(all.find("bad.yaml:5:9: frameworks.torch.releases[0]: duplicate release 2.7.0 (already defined at embedded:torch.yaml:") != std::string::npos);
   CHECK(all.find("bad.yaml:12:17: frameworks.torch.releases[1].python: expected a list, found a scalar") != std::string::npos);
   CHECK(all.find("bad.yaml:13:9: frameworks.torch.releases[1]: unknown key 'colour'") != std::string::npos);
-  CHECK(all.find("confidence: unknown confidence 'maybe'") != std::string::npos);
+  CHECK(all.find("bad.yaml:17:74: frameworks.torch.releases[1].variants.cu128.linux_x86_64.confidence: unknown confidence 'maybe'") != std::string::npos);
+  CHECK(all.find("syntax.yaml:4:3: YAML syntax error: illegal block entry") != std::string::npos);
   CHECK(all.find("syntax.yaml:") != std::string::npos);
   CHECK(all.find("YAML syntax error") != std::string::npos);
-  CHECK(e.message == "invalid matrices data: 5 problems");
+  CHECK(e.message == "invalid matrices data: 6 problems");
 }
 
 TEST_CASE("cross-file invariants are enforced at load time") {
