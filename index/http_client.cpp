@@ -387,6 +387,14 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
           err.hint = "set SSL_CERT_FILE (or REQUESTS_CA_BUNDLE) to the CA bundle that signs this index";
         t.result = std::unexpected(std::move(err));
       }
+    } else if (t.req.dest && t.resume_from > 0 && code == 416) {
+      // The partial file is not a prefix the server agrees with: start over without Range.
+      why = "HTTP 416 for the resume range";
+      t.file_bytes = 0;
+      t.hash = std::make_unique<util::Sha256>();
+      if (ftruncate(t.fd.get(), 0) != 0 || lseek(t.fd.get(), 0, SEEK_SET) != 0)
+        t.result = fail(ErrorCode::io, "cannot truncate {}", t.req.dest->string());
+      else retry = true;
     } else if (retryable_status(code)) {
       why = fmt::format("HTTP {}", code);
       retry = true;

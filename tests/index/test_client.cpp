@@ -1,0 +1,503 @@
+// Integration tests: a real nginx (HTTPS with a test CA, HTTP), the fault-injecting server, real
+// wheels from tests/support/index_builder.py, and the on-disk cache.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "index/index_client.hpp"
+#include "index/url.hpp"
+#include "tests/support/nginx_server.hpp"
+#include "util/fs.hpp"
+#include "util/sha256.hpp"
+
+using namespace envfix;
+using namespace envfix::index;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Fixture {
+  fs::path root;          // served tree
+  nlohmann::json summary; // index_builder output
+  std::unique_ptr<testing::NginxServer> nginx;
+  fs::path cache;
+  std::vector<std::string> log;
+
+  explicit Fixture(const std::string& spec) {
+    root = util::make_temp_dir({}, "envfix-index-it").value();
+    auto s = testing::build_index(root, spec);
+    REQUIRE_MESSAGE(s, (s ? "" : s.error().render()));
+    summary = nlohmann::json::parse(*s);
+    cache = root / "cache";
+  }
+  ~Fixture() {
+    nginx.reset();
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  void start_nginx() {
+    auto n = testing::NginxServer::start({.root = root});
+    REQUIRE_MESSAGE(n, (n ? "" : n.error().render()));
+    nginx = std::move(*n);
+  }
+  IndexClient client(bool offline = false, std::function<void(IndexClientOptions&)> tweak = {}) {
+    IndexClientOptions o;
+    o.cache_dir = cache;
+    o.offline = offline;
+    o.http.ca_file = nginx ? std::optional<fs::path>(nginx->ca_file()) : std::nullopt;
+    o.http.backoff = std::chrono::milliseconds(50);
+    o.http.low_speed_time = std::chrono::seconds(2);
+    o.http.log = [this](std::string_view line) { log.emplace_back(line); };
+    if (tweak) tweak(o);
+    auto c = IndexClient::create(o);
+    REQUIRE(c);
+    return std::move(*c);
+  }
+  std::string sha_of(std::string_view filename) const {
+    for (const auto& f : summary["files"])
+      if (f["filename"] == filename) return f["sha256"];
+    FAIL("no such file in the fixture: " << filename);
+    return {};
+  }
+};
+
+const Candidate& find(const std::vector<Candidate>& cs, std::string_view filename) {
+  for (const auto& c : cs)
+    if (c.filename == filename) return c;
+  FAIL("candidate not found: " << filename);
+  return cs.front();
+}
+
+std::size_t count(const std::string& text, std::string_view needle) {
+  std::size_t n = 0;
+  for (std::size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+// Every file under `dir`: names and contents.
+std::string all_names_and_contents(const fs::path& dir) {
+  std::string out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    out += e.path().string() + "\n";
+    if (e.is_regular_file()) out += util::read_file(e.path()).value_or("");
+  }
+  return out;
+}
+
+const char* standard_spec = R"({"packages":[
+  {"name":"demo","version":"1.0","requires_dist":["numpy>=1.21"],"requires_python":">=3.8"},
+  {"name":"demo","version":"2.0+cu128","tags":["cp311-cp311-manylinux_2_28_x86_64","py3-none-any"],
+   "yanked":"broken build"},
+  {"name":"nometa","version":"1.0","metadata_file":false,"pad_bytes":400000},
+  {"name":"nohash","version":"1.0","omit_hash":true},
+  {"name":"badmeta","version":"1.0","wrong_metadata_hash":true},
+  {"name":"badhash","version":"1.0","wrong_hash":true},
+  {"name":"htmlonly","version":"1.0"}
+]})";
+
+} // namespace
+
+TEST_SUITE("integration") {
+TEST_CASE("nginx over HTTPS: JSON and HTML pages give the same candidates; 304 revalidation; offline") {
+  Fixture fx(standard_spec);
+  fs::remove(fx.root / "simple" / "htmlonly" / "index.json");
+  fx.start_nginx();
+  auto client = fx.client();
+  const std::string index = fx.nginx->https_url() + "/simple";
+
+  auto json_page = client.project_candidates(index, "Demo");
+  REQUIRE_MESSAGE(json_page, (json_page ? "" : json_page.error().render()));
+  REQUIRE(json_page->size() == 3);
+  // The same page as HTML, parsed through the same client, from a file:// view of the tree.
+  auto html_text = util::read_file(fx.root / "simple" / "demo" / "index.html").value();
+  auto html_page = parse_html_page(html_text, {.page_url = index + "/demo/", .project = "demo", .index_url = index});
+  REQUIRE(html_page);
+  auto json_copy = *json_page;
+  for (auto& c : json_copy) {
+    CHECK(c.size.has_value());
+    c.size.reset();
+  }
+  CHECK(json_copy == html_page->candidates);
+  const auto& d1 = find(*json_page, "demo-1.0-py3-none-any.whl");
+  CHECK(d1.sha256 == fx.sha_of("demo-1.0-py3-none-any.whl"));
+  CHECK(d1.requires_python == ">=3.8");
+  CHECK(d1.url == fx.nginx->https_url() + "/files/demo-1.0-py3-none-any.whl");
+  CHECK(d1.index_url == index);
+  const auto& d2 = find(*json_page, "demo-2.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl");
+  CHECK(d2.yanked);
+  CHECK(d2.yanked_reason == "broken build");
+  CHECK(d2.url.find("%2Bcu128") != std::string::npos);
+
+  // HTML-only project: nginx falls back to index.html; the client dispatches on Content-Type.
+  auto h = client.project_candidates(index, "htmlonly");
+  REQUIRE(h);
+  CHECK(h->size() == 1);
+
+  // Second fetch revalidates with If-None-Match and gets a 304.
+  auto again = client.project_candidates(index, "demo");
+  REQUIRE(again);
+  CHECK(*again == *json_page);
+  CHECK(client.stats().page_revalidated == 1);
+  CHECK(count(fx.nginx->access_log_text(), "\" 304 ") == 1);
+
+  // Offline: pages come from the cache; what is missing is named.
+  auto off = fx.client(true);
+  auto cached = off.project_candidates(index, "demo");
+  REQUIRE(cached);
+  CHECK(*cached == *json_page);
+  auto missing = off.project_candidates(index, "never-fetched");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == ErrorCode::not_found);
+  CHECK(missing.error().message.find("offline") != std::string::npos);
+  CHECK(missing.error().message.find("/simple/never-fetched/") != std::string::npos);
+  auto dl = off.download(d1);
+  REQUIRE_FALSE(dl);
+  CHECK(dl.error().message.find("demo-1.0-py3-none-any.whl") != std::string::npos);
+
+  // Unknown project: 404 -> not_found naming the project.
+  auto nf = client.project_candidates(index, "does-not-exist");
+  REQUIRE_FALSE(nf);
+  CHECK(nf.error().code == ErrorCode::not_found);
+  CHECK(nf.error().message.find("does-not-exist") != std::string::npos);
+}
+
+TEST_CASE("metadata: PEP 658 file, range reads, full download; hashes checked; cached") {
+  Fixture fx(standard_spec);
+  fx.start_nginx();
+  auto client = fx.client();
+  const std::string index = fx.nginx->https_url() + "/simple";
+  auto expect_meta = [&](std::string_view wheel) {
+    return util::read_file(fx.root / "files" / (std::string(wheel) + ".metadata")).value_or("");
+  };
+
+  auto demo = client.project_candidates(index, "demo").value();
+  const auto& d1 = find(demo, "demo-1.0-py3-none-any.whl");
+  MetadataSource src{};
+  auto m1 = client.fetch_metadata(d1, &src);
+  REQUIRE_MESSAGE(m1, (m1 ? "" : m1.error().render()));
+  CHECK(src == MetadataSource::pep658);
+  CHECK(*m1 == expect_meta("demo-1.0-py3-none-any.whl"));
+  auto m1b = client.fetch_metadata(d1, &src);
+  REQUIRE(m1b);
+  CHECK(src == MetadataSource::cache);
+
+  // No .metadata file: HEAD + Range requests, a small part of a 400 KB wheel.
+  auto nometa = client.project_candidates(index, "nometa").value();
+  REQUIRE(nometa.size() == 1);
+  CHECK_FALSE(nometa[0].has_metadata);
+  auto before = client.stats();
+  auto m2 = client.fetch_metadata(nometa[0], &src);
+  REQUIRE_MESSAGE(m2, (m2 ? "" : m2.error().render()));
+  CHECK(src == MetadataSource::range_requests);
+  CHECK(m2->starts_with("Metadata-Version: 2.1\nName: nometa\nVersion: 1.0\n"));
+  CHECK(client.stats().range_requests - before.range_requests >= 2);
+  CHECK(client.stats().bytes_downloaded == before.bytes_downloaded);
+  CHECK(count(fx.nginx->access_log_text(), "\" 206 ") >= 2);
+
+  // Range reads switched off: the whole wheel is downloaded (and lands in the cache).
+  auto no_range = fx.client(false, [](IndexClientOptions& o) { o.use_range_requests = false; o.cache_dir /= "other"; });
+  auto m3 = no_range.fetch_metadata(nometa[0], &src);
+  REQUIRE(m3);
+  CHECK(src == MetadataSource::full_download);
+  CHECK(*m3 == *m2);
+  CHECK(no_range.stats().downloads == 1);
+
+  // A .metadata whose published hash is wrong is refused, naming both hashes.
+  auto badmeta = client.project_candidates(index, "badmeta").value();
+  auto m4 = client.fetch_metadata(badmeta[0]);
+  REQUIRE_FALSE(m4);
+  CHECK(m4.error().code == ErrorCode::hash_mismatch);
+  CHECK(m4.error().message.find(std::string(64, 'f')) != std::string::npos);
+
+  // Many at once (parallel workers).
+  std::vector<Candidate> all = demo;
+  all.push_back(nometa[0]);
+  auto many = client.fetch_metadata_many(all);
+  REQUIRE(many.size() == all.size());
+  for (const auto& r : many) CHECK(r.has_value());
+}
+
+TEST_CASE("downloads: verified, content-addressed, cached; wrong published hash fails and leaves nothing") {
+  Fixture fx(standard_spec);
+  fx.start_nginx();
+  auto client = fx.client();
+  const std::string index = fx.nginx->https_url() + "/simple";
+  auto demo = client.project_candidates(index, "demo").value();
+  std::uint64_t last_progress = 0;
+  auto p = client.download(find(demo, "demo-1.0-py3-none-any.whl"),
+                           [&](std::uint64_t done, std::optional<std::uint64_t>) { last_progress = done; });
+  REQUIRE_MESSAGE(p, (p ? "" : p.error().render()));
+  std::string sha = fx.sha_of("demo-1.0-py3-none-any.whl");
+  CHECK(*p == fx.cache / "wheels" / sha.substr(0, 2) / sha / "demo-1.0-py3-none-any.whl");
+  CHECK(util::sha256_file_hex(*p).value() == sha);
+  CHECK(last_progress == fs::file_size(*p));
+  auto again = client.download(find(demo, "demo-1.0-py3-none-any.whl"));
+  REQUIRE(again);
+  CHECK(client.stats().download_cache_hits == 1);
+
+  // A corrupted cache entry is not trusted: it is fetched again.
+  util::write_file_atomic(*p, "garbage").value();
+  auto healed = client.download(find(demo, "demo-1.0-py3-none-any.whl"));
+  REQUIRE(healed);
+  CHECK(util::sha256_file_hex(*healed).value() == sha);
+
+  auto bad = client.project_candidates(index, "badhash").value();
+  auto b = client.download(bad[0]);
+  REQUIRE_FALSE(b);
+  CHECK(b.error().code == ErrorCode::hash_mismatch);
+  CHECK(b.error().message.find(std::string(64, '0')) != std::string::npos);
+  CHECK(b.error().message.find(fx.sha_of(bad[0].filename)) != std::string::npos);
+  for (const auto& e : fs::recursive_directory_iterator(fx.cache))
+    CHECK(e.path().filename() != bad[0].filename);
+
+  // Missing hash: still downloaded (R1.17), stored under its computed hash, found again by URL.
+  auto nohash = client.project_candidates(index, "nohash").value();
+  REQUIRE_FALSE(nohash[0].sha256);
+  auto n1 = client.download(nohash[0]);
+  REQUIRE(n1);
+  auto hits = client.stats().download_cache_hits;
+  auto n2 = client.download(nohash[0]);
+  REQUIRE(n2);
+  CHECK(*n1 == *n2);
+  CHECK(client.stats().download_cache_hits == hits + 1);
+
+  // Parallel downloads on one multi handle.
+  auto fresh = fx.client(false, [](IndexClientOptions& o) { o.cache_dir /= "parallel"; o.parallelism = 4; });
+  auto results = fresh.download_many(demo);
+  for (const auto& r : results) CHECK(r.has_value());
+}
+
+TEST_CASE("find-links: nginx autoindex, local folder, file:// index, a local wheel path") {
+  Fixture fx(standard_spec);
+  fx.start_nginx();
+  auto client = fx.client();
+  auto remote = client.find_links_candidates(fx.nginx->https_url() + "/files/", "demo");
+  REQUIRE_MESSAGE(remote, (remote ? "" : remote.error().render()));
+  CHECK(remote->size() == 3); // .metadata files and other projects are filtered out
+  auto local = client.find_links_candidates((fx.root / "files").string(), "demo");
+  REQUIRE(local);
+  CHECK(local->size() == 3);
+  for (const auto& c : *local) {
+    CHECK(c.url.starts_with("file://"));
+    CHECK(c.size.has_value());
+  }
+  auto file_index = client.project_candidates(path_to_file_url((fx.root / "simple").string()), "demo");
+  REQUIRE(file_index);
+  CHECK(file_index->size() == 3);
+  const auto& c = find(*file_index, "demo-1.0-py3-none-any.whl");
+  CHECK(c.url == path_to_file_url((fx.root / "files" / "demo-1.0-py3-none-any.whl").string()));
+  MetadataSource src{};
+  auto m = client.fetch_metadata(c, &src);
+  REQUIRE(m);
+  CHECK(src == MetadataSource::local_file);
+  auto p = client.download(c);
+  REQUIRE(p);
+  CHECK(util::sha256_file_hex(*p).value() == fx.sha_of("demo-1.0-py3-none-any.whl"));
+  auto single = client.project_candidates((fx.root / "files" / "demo-1.0-py3-none-any.whl").string(), "demo");
+  REQUIRE(single);
+  CHECK(single->size() == 1);
+  auto none = client.project_candidates((fx.root / "nowhere").string(), "demo");
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message.find("nowhere") != std::string::npos);
+}
+
+TEST_CASE("credentials in URLs and netrc: used, never in errors, logs or the cache") {
+  Fixture fx(standard_spec);
+  fx.start_nginx();
+  const std::string pw = fx.nginx->options().basic_password;
+  std::string base = fx.nginx->https_url();
+  std::string authed = "https://" + fx.nginx->options().basic_user + ":" + pw + "@" + base.substr(8) + "/private/simple";
+  auto client = fx.client();
+  auto unauth = client.project_candidates(base + "/private/simple", "demo");
+  REQUIRE_FALSE(unauth);
+  CHECK(unauth.error().message.find("401") != std::string::npos);
+  CHECK(unauth.error().hint.find("netrc") != std::string::npos);
+
+  auto cs = client.project_candidates(authed, "demo");
+  REQUIRE_MESSAGE(cs, (cs ? "" : cs.error().render()));
+  REQUIRE(cs->size() == 3);
+  const auto& d1 = find(*cs, "demo-1.0-py3-none-any.whl");
+  CHECK(d1.index_url.find(pw) == std::string::npos);
+  CHECK(redact_url(d1.url).find(pw) == std::string::npos);
+  auto m = client.fetch_metadata(d1);
+  REQUIRE_MESSAGE(m, (m ? "" : m.error().render()));
+  auto p = client.download(d1);
+  REQUIRE(p);
+  auto nf = client.project_candidates(authed, "no-such-project");
+  REQUIRE_FALSE(nf);
+  CHECK(nf.error().render().find(pw) == std::string::npos);
+  CHECK(nf.error().render().find("***@") != std::string::npos);
+  Candidate broken = d1;
+  broken.url = "https://envfix:" + pw + "@127.0.0.1:1/files/x.whl"; // connection refused
+  auto e = client.download(broken);
+  REQUIRE_FALSE(e);
+  CHECK(e.error().render().find(pw) == std::string::npos);
+  for (const auto& line : fx.log) CHECK(line.find(pw) == std::string::npos);
+  CHECK_FALSE(fx.log.empty());
+  CHECK(all_names_and_contents(fx.cache).find(pw) == std::string::npos);
+
+  // ~/.netrc style: NETRC points at a file with the machine's credentials.
+  fs::path netrc = fx.root / "netrc";
+  util::write_file_atomic(netrc, fmt::format("machine 127.0.0.1 login {} password {}\n",
+                                             fx.nginx->options().basic_user, pw)).value();
+  ::setenv("NETRC", netrc.c_str(), 1);
+  auto with_netrc = fx.client(false, [](IndexClientOptions& o) { o.cache_dir /= "netrc"; });
+  ::unsetenv("NETRC");
+  auto n = with_netrc.project_candidates(base + "/private/simple", "demo");
+  REQUIRE_MESSAGE(n, (n ? "" : n.error().render()));
+  CHECK(n->size() == 3);
+}
+
+TEST_CASE("redirects: followed within https, never https -> http; page size limit") {
+  Fixture fx(standard_spec);
+  fx.start_nginx();
+  auto client = fx.client();
+  auto ok = client.project_candidates(fx.nginx->https_url() + "/redirect/simple", "demo");
+  REQUIRE_MESSAGE(ok, (ok ? "" : ok.error().render()));
+  CHECK(ok->size() == 3);
+  auto down = client.project_candidates(fx.nginx->https_url() + "/redirect-http/simple", "demo");
+  REQUIRE_FALSE(down);
+  CHECK(down.error().render().find("https to http") != std::string::npos);
+  auto small = fx.client(false, [](IndexClientOptions& o) { o.max_page_bytes = 100; o.cache_dir /= "small"; });
+  auto big = small.project_candidates(fx.nginx->https_url() + "/simple", "demo");
+  REQUIRE_FALSE(big);
+  CHECK(big.error().message.find("larger than the limit") != std::string::npos);
+}
+
+TEST_CASE("faults: every injected failure ends in success after retry or a clear error") {
+  Fixture fx(R"({"packages":[{"name":"big","version":"1.0","pad_bytes":1500000,"metadata_file":false}]})");
+  auto server = testing::FaultServer::start(fx.root, 240);
+  REQUIRE_MESSAGE(server, (server ? "" : server.error().render()));
+  auto& srv = **server;
+  const std::string file = fx.summary["files"][0]["filename"];
+  const std::string sha = fx.summary["files"][0]["sha256"];
+  const std::uint64_t size = fx.summary["files"][0]["size"];
+  int n = 0;
+  auto candidate = [&](std::string_view spec) {
+    Candidate c;
+    c.project = "big";
+    c.filename = file;
+    c.url = srv.fault_url(spec, "files/" + file);
+    c.sha256 = sha;
+    return c;
+  };
+  auto fresh = [&] {
+    return fx.client(false, [&](IndexClientOptions& o) { o.cache_dir = fx.root / fmt::format("cache{}", n++); });
+  };
+  auto no_wrong_file = [&] {
+    for (const auto& e : fs::recursive_directory_iterator(fx.root)) {
+      if (e.path().filename() == file && e.path().string().find("/wheels/") != std::string::npos)
+        CHECK(util::sha256_file_hex(e.path()).value() == sha);
+      CHECK(e.path().extension() != ".part");
+    }
+  };
+
+  SUBCASE("dropped connection: resumed with Range, right hash") {
+    auto c = fresh();
+    auto p = c.download(candidate("drop=500000"));
+    REQUIRE_MESSAGE(p, (p ? "" : p.error().render()));
+    CHECK(util::sha256_file_hex(*p).value() == sha);
+    CHECK(srv.log_text().find("206 bytes=500000-") != std::string::npos);
+  }
+  SUBCASE("resume answered from offset 0 (bad Content-Range) restarts cleanly") {
+    auto c = fresh();
+    auto p = c.download(candidate("drop=300000,badrange"));
+    REQUIRE_MESSAGE(p, (p ? "" : p.error().render()));
+    CHECK(util::sha256_file_hex(*p).value() == sha);
+  }
+  SUBCASE("server ignores Range on resume: starts over") {
+    auto c = fresh();
+    auto p = c.download(candidate("drop=300000,norange"));
+    REQUIRE(p);
+    CHECK(util::sha256_file_hex(*p).value() == sha);
+  }
+  SUBCASE("503 twice, then success") {
+    auto c = fresh();
+    auto p = c.download(candidate("status=503,times=2"));
+    REQUIRE(p);
+    CHECK(count(srv.log_text(), " 503 ") == 2);
+  }
+  SUBCASE("500 always: clear error after the retries") {
+    auto c = fresh();
+    auto p = c.download(candidate("status=500,times=0"));
+    REQUIRE_FALSE(p);
+    CHECK(p.error().code == ErrorCode::network);
+    CHECK(p.error().render().find("HTTP 500") != std::string::npos);
+    CHECK(p.error().render().find("4 attempts") != std::string::npos);
+  }
+  SUBCASE("429 with Retry-After is honoured") {
+    auto c = fresh();
+    auto t0 = std::chrono::steady_clock::now();
+    auto p = c.download(candidate("status=429,retry-after=1"));
+    REQUIRE(p);
+    CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(950));
+  }
+  SUBCASE("stalled transfer: low-speed timeout, then resume") {
+    auto c = fresh();
+    auto p = c.download(candidate("stall=6"));
+    REQUIRE_MESSAGE(p, (p ? "" : p.error().render()));
+    CHECK(util::sha256_file_hex(*p).value() == sha);
+  }
+  SUBCASE("Content-Length too large: the short body is resumed") {
+    auto c = fresh();
+    auto p = c.download(candidate("cl=+1000"));
+    REQUIRE_MESSAGE(p, (p ? "" : p.error().render()));
+    CHECK(util::sha256_file_hex(*p).value() == sha);
+  }
+  SUBCASE("Content-Length too small: hash mismatch, nothing kept") {
+    auto c = fresh();
+    auto p = c.download(candidate("cl=-1000,times=0"));
+    REQUIRE_FALSE(p);
+    CHECK(p.error().code == ErrorCode::hash_mismatch);
+  }
+  SUBCASE("wrong bytes: hash mismatch names both hashes, nothing kept") {
+    auto c = fresh();
+    auto p = c.download(candidate("wrong"));
+    REQUIRE_FALSE(p);
+    CHECK(p.error().code == ErrorCode::hash_mismatch);
+    CHECK(p.error().message.find(sha) != std::string::npos);
+    CHECK(p.error().message.find(srv.url()) != std::string::npos);
+  }
+  SUBCASE("slow trickle still completes") {
+    Fixture small(R"({"packages":[{"name":"tiny","version":"1.0","pad_bytes":60000}]})");
+    auto s2 = testing::FaultServer::start(small.root, 60);
+    REQUIRE(s2);
+    auto c = fresh();
+    Candidate t;
+    t.project = "tiny";
+    t.filename = small.summary["files"][0]["filename"];
+    t.sha256 = small.summary["files"][0]["sha256"].get<std::string>();
+    t.url = (*s2)->fault_url("trickle=100000", "files/" + t.filename);
+    auto p = c.download(t);
+    REQUIRE(p);
+  }
+  SUBCASE("metadata by range reads through the fault server; falls back to download without ranges") {
+    auto c = fresh();
+    Candidate plain = candidate("times=0");
+    MetadataSource src{};
+    auto m = c.fetch_metadata(plain, &src);
+    REQUIRE_MESSAGE(m, (m ? "" : m.error().render()));
+    CHECK(src == MetadataSource::range_requests);
+    auto c2 = fresh();
+    auto m2 = c2.fetch_metadata(candidate("norange"), &src);
+    REQUIRE_MESSAGE(m2, (m2 ? "" : m2.error().render()));
+    CHECK(src == MetadataSource::full_download);
+    CHECK(*m2 == *m);
+  }
+  SUBCASE("connection refused: clear network error after retries") {
+    auto c = fresh();
+    Candidate dead = candidate("");
+    dead.url = "http://127.0.0.1:1/files/" + file;
+    auto p = c.download(dead);
+    REQUIRE_FALSE(p);
+    CHECK(p.error().code == ErrorCode::network);
+    CHECK(p.error().message.find("127.0.0.1") != std::string::npos);
+  }
+  no_wrong_file();
+  (void)size;
+}
+}

@@ -1,0 +1,98 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "index/zip_metadata.hpp"
+#include "tests/support/nginx_server.hpp"
+#include "util/fs.hpp"
+
+using namespace envfix;
+using namespace envfix::index;
+namespace fs = std::filesystem;
+
+namespace {
+RangeReader string_reader(const std::string& bytes) {
+  return [&bytes](std::uint64_t off, std::uint64_t len) -> Expected<std::string> {
+    if (off + len > bytes.size()) return fail(ErrorCode::io, "out of range");
+    return bytes.substr(off, len);
+  };
+}
+
+struct Built {
+  fs::path dir;
+  std::string wheel, metadata;
+};
+
+Built build_one(std::string_view pkg_json) {
+  Built b;
+  b.dir = util::make_temp_dir({}, "envfix-zip-test").value();
+  auto summary = testing::build_index(b.dir, fmt::format(R"({{"packages":[{}]}})", pkg_json));
+  REQUIRE_MESSAGE(summary, (summary ? "" : summary.error().render()));
+  for (const auto& e : fs::directory_iterator(b.dir / "files")) {
+    if (e.path().extension() == ".whl") b.wheel = util::read_file(e.path()).value();
+    if (e.path().extension() == ".metadata") b.metadata = util::read_file(e.path()).value();
+  }
+  return b;
+}
+} // namespace
+
+TEST_SUITE("unit") {
+TEST_CASE("METADATA from a wheel through a range reader: small and padded wheels") {
+  auto small = build_one(R"({"name":"demo-pkg","version":"1.0","requires_dist":["numpy>=1.21"]})");
+  ZipMetadataStats stats;
+  auto m = read_wheel_metadata(small.wheel.size(), string_reader(small.wheel), "demo.whl", &stats);
+  REQUIRE_MESSAGE(m, (m ? "" : m.error().render()));
+  CHECK(*m == small.metadata);
+  CHECK(m->find("Requires-Dist: numpy>=1.21") != std::string::npos);
+  CHECK(stats.reads == 3); // tail, local header, member
+
+  // 3 MB of incompressible padding before the directory: only a few KiB are read.
+  auto big = build_one(R"({"name":"big","version":"2.0","pad_bytes":3000000,"compress":true})");
+  ZipMetadataStats s2;
+  auto m2 = read_wheel_metadata(big.wheel.size(), string_reader(big.wheel), "big.whl", &s2, 16 * 1024);
+  REQUIRE(m2);
+  CHECK(*m2 == big.metadata);
+  CHECK(s2.bytes_read < 100 * 1024);
+  CHECK(big.wheel.size() > 3000000);
+  fs::remove_all(small.dir);
+  fs::remove_all(big.dir);
+}
+
+TEST_CASE("corrupt and hostile zips fail with a clear error, never read out of bounds") {
+  auto b = build_one(R"({"name":"demo","version":"1.0"})");
+  const std::string& w = b.wheel;
+  auto read = [](const std::string& bytes) {
+    return read_wheel_metadata(bytes.size(), string_reader(bytes), "x.whl");
+  };
+  CHECK_FALSE(read(""));
+  CHECK_FALSE(read("PK\x05\x06"));
+  auto t = read(w.substr(0, w.size() / 2));
+  REQUIRE_FALSE(t);
+  CHECK(t.error().message.find("x.whl") != std::string::npos);
+  // Flip a byte inside the METADATA data: CRC or inflate must catch it.
+  std::string flipped = w;
+  auto pos = flipped.find("Metadata-Version");
+  if (pos == std::string::npos) pos = 40; // deflated: flip inside the first member's data
+  flipped[pos] = static_cast<char>(flipped[pos] ^ 0x20);
+  auto f = read(flipped);
+  if (f) CHECK(*f != b.metadata); // a flipped byte elsewhere must not yield the original silently
+  // Central directory offset pointing past the end.
+  std::string off = w;
+  auto eocd = off.rfind(std::string("PK\x05\x06", 4));
+  REQUIRE(eocd != std::string::npos);
+  off[eocd + 16] = '\xff';
+  off[eocd + 17] = '\xff';
+  off[eocd + 18] = '\xff';
+  off[eocd + 19] = '\x7f';
+  auto o = read(off);
+  REQUIRE_FALSE(o);
+  CHECK(o.error().message.find("outside") != std::string::npos);
+  // A zip without any dist-info.
+  std::string none = w;
+  for (std::size_t p; (p = none.find(".dist-info/")) != std::string::npos;) none.replace(p, 11, ".dist-infx/");
+  auto n = read(none);
+  REQUIRE_FALSE(n);
+  CHECK(n.error().message.find("no .dist-info/METADATA") != std::string::npos);
+  fs::remove_all(b.dir);
+}
+}
