@@ -1,0 +1,24 @@
+#pragma once
+// Where the resolver gets its facts: the files an index offers for a project and the core metadata of
+// one of them. Tests and scenarios feed a MemoryProvider; the CLI uses IndexProvider (index::IndexClient).
+#include <string>
+#include <vector>
+
+#include "index/candidate.hpp"
+#include "specs/metadata.hpp"
+#include "util/error.hpp"
+
+namespace envfix::resolver {
+
+class CandidateProvider {
+public:
+  virtual ~CandidateProvider() = default;
+  // Every file offered for `project` (normalized name). An unknown project is an empty list, not an
+  // error; errors are for pages that could not be read.
+  [[nodiscard]] virtual Expected<std::vector<index::Candidate>> candidates(const std::string& project) = 0;
+  [[nodiscard]] virtual Expected<specs::CoreMetadata> metadata(const index::Candidate& candidate) = 0;
+  // Where candidates come from, for messages ("https://…/simple", "find-links /dir").
+  [[nodiscard]] virtual std::string describe() const = 0;
+};
+
+} // namespace envfix::resolver

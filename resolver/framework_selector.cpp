@@ -1,0 +1,297 @@
+#include "resolver/framework_selector.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "specs/name.hpp"
+
+namespace envfix::resolver {
+
+namespace {
+
+struct MainCandidate {
+  ProjectFile file;
+  std::size_t index_pos = 0; // position in the channel's index order (newest CUDA first)
+  std::vector<std::string> warnings;
+};
+
+std::string arch_list(const std::vector<specs::GpuArch>& archs) {
+  std::string s;
+  for (const auto& a : archs) s += (s.empty() ? "" : " ") + a.to_string();
+  return s.empty() ? "no kernels" : s;
+}
+
+std::string gpu_list(const std::vector<specs::ComputeCapability>& gpus) {
+  std::string s;
+  for (const auto& g : gpus) s += (s.empty() ? "" : ", ") + g.sm_name();
+  return s;
+}
+
+int cuda_rank(const FrameworkIndex& i) { return i.cuda ? i.cuda->major * 100 + i.cuda->minor : -1; }
+
+const specs::Requirement* find_req(const std::vector<specs::Requirement>& rs, std::string_view name) {
+  for (const auto& r : rs)
+    if (r.normalized_name() == name) return &r;
+  return nullptr;
+}
+
+} // namespace
+
+CoverageVerdict check_coverage(const std::vector<specs::GpuArch>& archs, const std::vector<specs::ComputeCapability>& gpus) {
+  CoverageVerdict v;
+  for (const auto& g : gpus) {
+    bool sass = false, ptx = false;
+    for (const auto& a : archs) {
+      if (!a.runs_on(g)) continue;
+      if (a.kind == specs::GpuArch::Kind::sass) sass = true;
+      if (a.kind == specs::GpuArch::Kind::ptx) ptx = true;
+    }
+    if (!sass && !ptx) v.uncovered.push_back(g);
+    else if (!sass) v.ptx_only.push_back(g);
+  }
+  return v;
+}
+
+Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const HostTarget& host,
+                                               const FrameworkRequest& request, const ProviderFor& provider_for) {
+  FrameworkChoice out;
+  const std::string main = specs::normalize_name(spec.main_package);
+  const bool gpu_host = !host.gpus.empty();
+  std::vector<std::string> channels =
+      request.channel == "auto" ? std::vector<std::string>{"stable", "test", "nightly"} : std::vector<std::string>{request.channel};
+
+  // The set: the main package, then requested companions (default: the framework's companions).
+  std::vector<std::string> set_names{main};
+  if (request.framework.empty()) {
+    for (const auto& c : spec.companions) set_names.push_back(specs::normalize_name(c));
+  } else {
+    for (const auto& r : request.framework)
+      if (r.normalized_name() != main) set_names.push_back(r.normalized_name());
+  }
+  const specs::Requirement* main_req = find_req(request.framework, main);
+
+  std::vector<std::string> closest;        // newest not-covering build per variant
+  std::set<std::string> closest_variants;
+  std::optional<Error> last_closure_error;
+  bool any_index = false;
+
+  auto reject = [&](Rejection r) { out.rejected.push_back(std::move(r)); };
+
+  for (const auto& channel : channels) {
+    std::vector<FrameworkIndex> indexes;
+    for (const auto& i : spec.indexes) {
+      if (i.channel != channel) continue;
+      Rejection r{main, "", i.url, RejectReason::pin, "", ""};
+      if (!request.variant.empty() && i.variant != request.variant) {
+        r.detail = fmt::format("variant {} (--variant {} was requested)", i.variant, request.variant);
+        reject(std::move(r));
+        continue;
+      }
+      if (gpu_host && !i.cuda && !request.allow_cpu && request.variant != i.variant) {
+        r.reason = RejectReason::arch_not_covered;
+        r.detail = fmt::format("{} build has no GPU kernels (use --allow-cpu to accept it)", i.variant);
+        reject(std::move(r));
+        continue;
+      }
+      if (i.cuda && host.driver_supports && !host.driver_supports(*i.cuda)) {
+        r.reason = RejectReason::driver_too_old;
+        r.detail = fmt::format("CUDA {} needs a newer driver than {}", i.cuda->to_string(),
+                               host.driver_version.empty() ? "the host's" : host.driver_version);
+        reject(std::move(r));
+        continue;
+      }
+      indexes.push_back(i);
+    }
+    std::stable_sort(indexes.begin(), indexes.end(), [](const auto& a, const auto& b) { return cuda_rank(a) > cuda_rank(b); });
+    if (!indexes.empty()) any_index = true;
+
+    std::vector<MainCandidate> cands;
+    for (std::size_t pos = 0; pos < indexes.size(); ++pos) {
+      const auto& idx = indexes[pos];
+      auto& provider = provider_for(idx);
+      auto files = provider.candidates(main);
+      if (!files) return std::unexpected(std::move(files).error().context(fmt::format("cannot read the {} index {}", channel, idx.url)));
+      ResolveOptions opts;
+      opts.target = host.python;
+      opts.allow_unhashed = request.allow_unhashed;
+      auto pf = classify_files(*files, opts);
+      for (auto& r : pf.rejected) reject(r);
+      std::vector<specs::Version> seen;
+      for (const auto& f : pf.usable) {
+        if (std::find(seen.begin(), seen.end(), f.version) != seen.end()) continue;
+        seen.push_back(f.version);
+        Rejection r{main, f.version.to_string(), idx.url, RejectReason::pin, "", f.file.filename};
+        std::optional<bool> pre;
+        if (channel == "nightly" || channel == "test") pre = true;
+        if (main_req && !main_req->specifier.contains(f.version, pre)) {
+          r.detail = fmt::format("excluded by {}", main_req->to_string());
+          reject(std::move(r));
+          continue;
+        }
+        if (!main_req && !pre && f.version.is_prerelease()) {
+          r.detail = "pre-release on the stable channel";
+          reject(std::move(r));
+          continue;
+        }
+        if (f.version.has_local() && f.version.local() != idx.variant) {
+          r.reason = RejectReason::mixed_variant;
+          r.detail = fmt::format("+{} build on the {} index", f.version.local(), idx.variant);
+          reject(std::move(r));
+          continue;
+        }
+        if (f.file.yanked) {
+          r.reason = RejectReason::yanked;
+          r.detail = f.file.yanked_reason.empty() ? "yanked" : "yanked: " + f.file.yanked_reason;
+          reject(std::move(r));
+          continue;
+        }
+        MainCandidate mc{f, pos, {}};
+        if (gpu_host && idx.cuda) {
+          auto archs = spec.archs ? spec.archs(f.version, idx.variant) : std::nullopt;
+          if (!archs) {
+            mc.warnings.push_back(fmt::format("{} {}: no arch data for this build (arch-unverified); its kernels are "
+                                              "checked after download", main, f.version.to_string()));
+            reject(Rejection{main, f.version.to_string(), idx.url, RejectReason::arch_unverified,
+                             "accepted without arch data; verified after download", f.file.filename});
+          } else {
+            auto cov = check_coverage(*archs, host.gpus);
+            if (!cov.uncovered.empty()) {
+              r.reason = RejectReason::arch_not_covered;
+              r.detail = fmt::format("kernels {}; {} not covered", arch_list(*archs), gpu_list(cov.uncovered));
+              if (closest_variants.insert(idx.variant).second)
+                closest.push_back(fmt::format("{} {} ({} {}): {}", main, f.version.to_string(), channel, idx.variant, r.detail));
+              reject(std::move(r));
+              continue;
+            }
+            if (!cov.ptx_only.empty())
+              mc.warnings.push_back(fmt::format("{} {} runs on {} only through PTX JIT compilation (slow first start, "
+                                                "possibly lower performance)", main, f.version.to_string(), gpu_list(cov.ptx_only)));
+          }
+        }
+        cands.push_back(std::move(mc));
+      }
+    }
+    std::stable_sort(cands.begin(), cands.end(), [](const MainCandidate& a, const MainCandidate& b) {
+      auto pa = a.file.version.public_version(), pb = b.file.version.public_version();
+      if (pa != pb) return pa > pb;
+      return a.index_pos < b.index_pos;
+    });
+
+    for (const auto& mc : cands) {
+      const auto& idx = indexes[mc.index_pos];
+      const auto& v = mc.file.version;
+      std::vector<specs::Requirement> roots;
+      auto main_pin = specs::Requirement::parse(fmt::format("{}=={}", main, v.to_string()));
+      if (!main_pin) return std::unexpected(main_pin.error());
+      if (main_req) main_pin->extras = main_req->extras;
+      roots.push_back(*main_pin);
+      const bool nightly = v.dev().has_value();
+      for (std::size_t k = 1; k < set_names.size(); ++k) {
+        const auto& comp = set_names[k];
+        const specs::Requirement* user = find_req(request.framework, comp);
+        std::string text = comp;
+        if (user && !user->extras.empty()) {
+          text += "[";
+          for (std::size_t e = 0; e < user->extras.size(); ++e) text += (e ? "," : "") + user->extras[e];
+          text += "]";
+        }
+        std::vector<std::string> clauses;
+        if (user && !user->specifier.empty()) clauses.push_back(user->specifier.to_string());
+        auto coupled = (!nightly && spec.companion_version) ? spec.companion_version(v.public_version(), comp) : std::nullopt;
+        if (coupled) clauses.push_back("==" + *coupled);
+        if (nightly) clauses.push_back(">=0.0.dev0"); // names a pre-release: allows this companion's nightlies
+        for (std::size_t c = 0; c < clauses.size(); ++c) text += (c ? "," : "") + clauses[c];
+        auto req = specs::Requirement::parse(text);
+        if (!req) return std::unexpected(req.error());
+        roots.push_back(*req);
+      }
+      roots.insert(roots.end(), request.others.begin(), request.others.end());
+
+      std::set<std::string> members(set_names.begin(), set_names.end());
+      ResolveOptions opts;
+      opts.target = host.python;
+      opts.allow_unhashed = request.allow_unhashed;
+      std::string variant = idx.variant;
+      std::optional<std::uint64_t> date = v.dev();
+      opts.filter = [members, variant, date, main](const index::Candidate& c, const specs::WheelFilename& wf) -> std::optional<Veto> {
+        if (!members.contains(c.project) || c.project == main) return std::nullopt;
+        if (wf.version.has_local() && wf.version.local() != variant)
+          return Veto{RejectReason::mixed_variant, fmt::format("+{} build; the set is {}", wf.version.local(), variant)};
+        if (date && wf.version.dev() != date)
+          return Veto{RejectReason::nightly_date_mismatch,
+                      fmt::format("build dev{}; the set's {} is dev{}", wf.version.dev() ? *wf.version.dev() : 0, main, *date)};
+        return std::nullopt;
+      };
+      Resolver resolver(provider_for(idx), opts);
+      auto res = resolver.resolve(roots);
+      for (const auto& r : resolver.rejected())
+        out.rejected.push_back(r);
+      if (!res) {
+        if (res.error().code != ErrorCode::unsatisfiable && res.error().code != ErrorCode::not_found)
+          return std::unexpected(res.error());
+        // Which companion failed, and why: a missing companion or one of another nightly date.
+        RejectReason why = RejectReason::conflict;
+        auto text = res.error().render();
+        for (std::size_t k = 1; k < set_names.size(); ++k)
+          if (text.find("'" + set_names[k] + "'") != std::string::npos || text.find(set_names[k] + "==") != std::string::npos ||
+              text.find(set_names[k] + ">=") != std::string::npos)
+            why = RejectReason::companion_missing;
+        if (why == RejectReason::companion_missing && date) {
+          for (const auto& r : resolver.rejected())
+            if (r.reason == RejectReason::nightly_date_mismatch) why = RejectReason::nightly_date_mismatch;
+        }
+        reject(Rejection{main, v.to_string(), idx.url, why, res.error().message, mc.file.file.filename});
+        last_closure_error = res.error();
+        continue;
+      }
+      out.index = idx;
+      out.resolution = std::move(*res);
+      out.warnings = mc.warnings;
+      std::string cover = gpu_host ? (idx.cuda ? fmt::format("its kernels cover {}", gpu_list(host.gpus)) : "CPU build (--allow-cpu)")
+                                   : "no GPU on the target";
+      out.why = fmt::format("{} {} from the {} channel, variant {}{}: {}", main, v.to_string(), channel, idx.variant,
+                            idx.cuda ? fmt::format(" (CUDA {}{})", idx.cuda->to_string(),
+                                                   host.driver_version.empty() ? "" : ", driver " + host.driver_version + " runs it")
+                                     : "",
+                            cover);
+      return out;
+    }
+  }
+
+  // Nothing fits: say why plainly.
+  Error e{ErrorCode::unsatisfiable, "", {}, ""};
+  std::string req_text = main_req ? main_req->to_string() : main;
+  bool arch_problem = !closest.empty();
+  if (!any_index) {
+    e.message = fmt::format("no {} index is usable on this host", spec.name);
+    for (const auto& r : out.rejected)
+      if (r.version.empty()) e.causes.push_back(fmt::format("{}: {}", r.index, r.detail));
+  } else if (arch_problem) {
+    e.message = fmt::format("no GPU build of {} covers {}", req_text, gpu_list(host.gpus));
+    e.causes.push_back("the newest builds that came closest:");
+    for (const auto& c : closest) e.causes.push_back(c);
+  } else if (last_closure_error) {
+    e = *last_closure_error;
+    e.message = fmt::format("no consistent {} set: {}", spec.name, e.message);
+  } else {
+    e.message = fmt::format("no build of {} fits this host", req_text);
+    std::map<std::string, int> why;
+    for (const auto& r : out.rejected)
+      if (r.name == main) ++why[std::string(to_string(r.reason))];
+    for (const auto& [reason, n] : why) e.causes.push_back(fmt::format("{} file(s) rejected: {}", n, reason));
+  }
+  if (arch_problem || gpu_host) {
+    std::string archs;
+    for (const auto& g : host.gpus) archs += (archs.empty() ? "" : ";") + g.to_string();
+    e.hint = fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for this GPU: "
+                         "TORCH_CUDA_ARCH_LIST=\"{}\" pip install --no-binary {} {}",
+                         spec.name, archs, main, main);
+  }
+  e.causes.push_back("`envfix plan --explain` lists every rejected file");
+  return std::unexpected(e);
+}
+
+} // namespace envfix::resolver

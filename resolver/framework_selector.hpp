@@ -1,0 +1,80 @@
+#pragma once
+// Framework-set selection (design.md §3.2): the one (channel, variant) index and main-package build
+// whose kernels cover every GPU, its companions from the same index with the coupled version (same
+// build date for nightlies, same variant always), then the dependency closure from that index.
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "resolver/resolver.hpp"
+#include "specs/cuda_version.hpp"
+#include "specs/gpu_arch.hpp"
+
+namespace envfix::resolver {
+
+// One index a framework publishes: e.g. stable/cu128 → https://download.pytorch.org/whl/cu128.
+struct FrameworkIndex {
+  std::string channel;                  // stable | test | nightly
+  std::string variant;                  // cu128 | cpu | rocm6.3
+  std::optional<specs::CudaVersion> cuda;
+  std::string url;
+};
+
+// What the resolver needs to know about a framework (filled from matrices::Knowledge by the CLI, or
+// from fixture data by scenarios).
+struct FrameworkSpec {
+  std::string name;          // "torch"
+  std::string main_package;  // "torch"
+  std::vector<std::string> companions;       // default set members after the main package
+  std::vector<FrameworkIndex> indexes;
+  // Kernel archs in a build; nullopt when the data does not know (→ arch-unverified).
+  std::function<std::optional<std::vector<specs::GpuArch>>(const specs::Version&, std::string_view variant)> archs;
+  // The companion version coupled to a main version ("0.22.0" for torchvision and torch 2.7.0).
+  std::function<std::optional<std::string>(const specs::Version&, std::string_view companion)> companion_version;
+};
+
+struct HostTarget {
+  std::vector<specs::ComputeCapability> gpus;  // every GPU must be covered
+  std::string driver_version;                   // "" = none/unknown
+  // Can this driver run that CUDA (minor-version compatibility)? Unset: every CUDA is allowed.
+  std::function<bool(const specs::CudaVersion&)> driver_supports;
+  TargetEnvironment python;
+};
+
+struct FrameworkRequest {
+  std::vector<specs::Requirement> framework;  // main package and companions, with pins
+  std::vector<specs::Requirement> others;     // any other packages to resolve with them
+  std::string channel = "auto";               // auto = stable, then test, then nightly
+  std::string variant;                        // --variant
+  bool allow_cpu = false;
+  bool allow_unhashed = false;
+};
+
+struct FrameworkChoice {
+  FrameworkIndex index;
+  Resolution resolution;
+  std::string why;                    // one or two lines: why this channel/index/variant
+  std::vector<std::string> warnings;  // PTX-JIT only, arch-unverified, …
+  std::vector<Rejection> rejected;    // over all indexes tried
+};
+
+// Provider for an index (owned by the caller; called once per index).
+using ProviderFor = std::function<CandidateProvider&(const FrameworkIndex&)>;
+
+// ErrorCode::unsatisfiable when no build covers the GPUs (the message says so, the causes list the
+// closest builds and why, the hint offers --allow-cpu and the TORCH_CUDA_ARCH_LIST recipe).
+[[nodiscard]] Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const HostTarget& host,
+                                                             const FrameworkRequest& request,
+                                                             const ProviderFor& provider_for);
+
+// "sm_86, sm_120" etc. Coverage of one build for all GPUs: which GPU is not covered, and whether any
+// is covered only through PTX JIT.
+struct CoverageVerdict {
+  std::vector<specs::ComputeCapability> uncovered;
+  std::vector<specs::ComputeCapability> ptx_only;
+};
+[[nodiscard]] CoverageVerdict check_coverage(const std::vector<specs::GpuArch>& archs,
+                                             const std::vector<specs::ComputeCapability>& gpus);
+
+} // namespace envfix::resolver

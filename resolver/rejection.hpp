@@ -1,0 +1,36 @@
+#pragma once
+// Why a candidate file was not chosen (design.md §3.2 step 7). The codes are stable (JSON, --explain).
+#include <string>
+#include <string_view>
+
+namespace envfix::resolver {
+
+enum class RejectReason {
+  python_tag,            // no wheel tag the interpreter supports (interpreter/abi part)
+  platform,              // no wheel tag for this platform (manylinux level, arch)
+  requires_python,       // Requires-Python excludes the target interpreter
+  driver_too_old,        // the variant's CUDA needs a newer driver
+  arch_not_covered,      // the build has no kernels that run on one of the GPUs
+  arch_unverified,       // no arch data for this build: accepted, checked after download
+  pin,                   // excluded by the request's specifier or --variant
+  yanked,                // PEP 592 yanked, not pinned exactly
+  companion_missing,     // a companion of the coupled version is not on the same index
+  nightly_date_mismatch, // nightly companion of another build date
+  mixed_variant,         // another variant (+cpu / +cuXYZ) than the set's
+  hash_missing,          // the index gives no sha256 (refused unless --allow-unhashed)
+  invalid,               // unparseable filename/version, not a wheel
+  conflict,              // a dependency conflict excluded it during resolution
+};
+
+[[nodiscard]] std::string_view to_string(RejectReason r);
+
+struct Rejection {
+  std::string name;    // normalized project
+  std::string version; // as in the filename ("" when unparseable)
+  std::string index;   // index URL / find-links dir it came from
+  RejectReason reason = RejectReason::invalid;
+  std::string detail;  // human text: "cp312 wheel; interpreter is cp310"
+  std::string filename;
+};
+
+} // namespace envfix::resolver
