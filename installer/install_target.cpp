@@ -1,0 +1,157 @@
+#include "installer/install_target.hpp"
+
+#include <algorithm>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "probe/host_facts.hpp"
+#include "util/subprocess.hpp"
+
+namespace envfix::installer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Prints the default scheme and the PEP 668 marker as JSON (R6.6, R8.1, R8.2).
+constexpr const char* k_scheme_script = R"PY(
+import json, os, sys, sysconfig
+try:
+    scheme = sysconfig.get_default_scheme()
+except AttributeError:
+    scheme = "posix_prefix"
+paths = sysconfig.get_paths(scheme)
+venv = sys.prefix != getattr(sys, "base_prefix", sys.prefix) or hasattr(sys, "real_prefix")
+em_file = os.path.join(sysconfig.get_path("stdlib", scheme), "EXTERNALLY-MANAGED")
+em, msg = False, ""
+if not venv and os.path.isfile(em_file):
+    em = True
+    try:
+        import configparser
+        cp = configparser.ConfigParser(interpolation=None)
+        cp.read(em_file, encoding="utf-8")
+        msg = cp.get("externally-managed", "Error", fallback="")
+    except Exception:
+        msg = ""
+print(json.dumps({"prefix": sys.prefix, "paths": paths, "venv": venv,
+                  "version": "%d.%d" % sys.version_info[:2],
+                  "externally_managed": em, "message": msg}))
+)PY";
+
+} // namespace
+
+Expected<InstallTarget> InstallTarget::from_interpreter(const fs::path& python) {
+  util::SubprocessOptions opt;
+  opt.timeout = std::chrono::seconds(60);
+  opt.unset_env = {"PYTHONPATH", "PYTHONHOME"};
+  auto r = util::run_process({python.string(), "-I", "-c", k_scheme_script}, opt);
+  if (!r) return std::unexpected(std::move(r.error()).context(fmt::format("running {}", python.string())));
+  if (!r->ok())
+    return make_error(ErrorCode::subprocess,
+                      fmt::format("{} failed to report its install scheme (exit {}): {}", python.string(),
+                                  r->exit_code, r->err.substr(0, 500)),
+                      "check that --python names a working Python interpreter");
+  try {
+    auto j = nlohmann::json::parse(r->out);
+    InstallTarget t;
+    t.prefix = j.at("prefix").get<std::string>();
+    const auto& p = j.at("paths");
+    t.purelib = p.at("purelib").get<std::string>();
+    t.platlib = p.at("platlib").get<std::string>();
+    t.scripts = p.at("scripts").get<std::string>();
+    t.data = p.at("data").get<std::string>();
+    t.is_venv = j.at("venv").get<bool>();
+    auto version = j.at("version").get<std::string>();
+    t.headers = t.is_venv ? t.prefix / "include" / "site" / ("python" + version)
+                          : fs::path(p.at("include").get<std::string>());
+    // Shebangs name the interpreter as given (venv/bin/python), never its resolved target.
+    t.python = python.is_absolute() ? python : fs::absolute(python);
+    t.externally_managed = j.at("externally_managed").get<bool>();
+    t.externally_managed_message = j.at("message").get<std::string>();
+    return t;
+  } catch (const std::exception& e) {
+    return fail(ErrorCode::subprocess, "{}: unreadable scheme report: {}", python.string(), e.what());
+  }
+}
+
+InstallTarget InstallTarget::from_python_info(const probe::PythonInfo& info) {
+  InstallTarget t;
+  t.prefix = info.prefix;
+  auto get = [&](const char* key) {
+    auto it = info.scheme.find(key);
+    return it == info.scheme.end() ? fs::path{} : it->second;
+  };
+  t.purelib = get("purelib");
+  t.platlib = get("platlib");
+  t.scripts = get("scripts");
+  t.data = get("data");
+  t.is_venv = info.is_venv;
+  const auto& rel = info.version.release();
+  std::string xy = rel.size() >= 2 ? fmt::format("{}.{}", rel[0], rel[1]) : "3";
+  t.headers = t.is_venv ? info.prefix / "include" / "site" / ("python" + xy) : get("headers");
+  t.python = info.executable;
+  t.externally_managed = info.externally_managed;
+  t.externally_managed_message = info.externally_managed_message;
+  return t;
+}
+
+InstallTarget InstallTarget::for_venv_layout(const fs::path& prefix, int major, int minor) {
+  InstallTarget t;
+  auto xy = fmt::format("python{}.{}", major, minor);
+  t.prefix = prefix;
+  t.purelib = t.platlib = prefix / "lib" / xy / "site-packages";
+  t.scripts = prefix / "bin";
+  t.data = prefix;
+  t.headers = prefix / "include" / "site" / xy;
+  t.python = prefix / "bin" / "python";
+  t.is_venv = true;
+  return t;
+}
+
+fs::path InstallTarget::headers_for(std::string_view dist_name) const { return headers / std::string(dist_name); }
+
+std::vector<fs::path> InstallTarget::roots() const {
+  std::vector<fs::path> out;
+  for (const auto& p : {purelib, platlib, scripts, data, headers}) {
+    if (p.empty()) continue;
+    auto n = p.lexically_normal();
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  }
+  return out;
+}
+
+Expected<void> check_externally_managed(const InstallTarget& target, bool break_system_packages) {
+  if (target.is_venv || !target.externally_managed || break_system_packages) return {};
+  std::string msg = target.externally_managed_message.empty()
+                        ? "This Python installation is managed by the operating system."
+                        : target.externally_managed_message;
+  return std::unexpected(Error{ErrorCode::invalid_input,
+                               fmt::format("{} is externally managed (PEP 668)", target.python.string()),
+                               {msg},
+                               "install into a virtual environment (--venv PATH creates one), or pass "
+                               "--break-system-packages if you really mean to modify it"});
+}
+
+Expected<fs::path> create_venv(const fs::path& dir, const fs::path& base_python, bool with_pip) {
+  auto python = dir / "bin" / "python";
+  std::error_code ec;
+  if (fs::exists(dir / "pyvenv.cfg", ec) && fs::exists(python, ec)) return python;
+  std::vector<std::string> argv = {base_python.string(), "-m", "venv"};
+  if (!with_pip) argv.push_back("--without-pip");
+  argv.push_back(dir.string());
+  util::SubprocessOptions opt;
+  opt.timeout = std::chrono::seconds(300);
+  auto r = util::run_process(argv, opt);
+  if (!r) return std::unexpected(std::move(r.error()));
+  if (!r->ok())
+    return make_error(ErrorCode::subprocess,
+                      fmt::format("'{} -m venv {}' failed (exit {}): {}", base_python.string(), dir.string(),
+                                  r->exit_code, r->err.substr(0, 800)),
+                      "on Debian/Ubuntu the venv module is in the python3-venv package");
+  if (!fs::exists(python, ec))
+    return fail(ErrorCode::subprocess, "'{} -m venv' did not create {}", base_python.string(), python.string());
+  return python;
+}
+
+} // namespace envfix::installer

@@ -1,0 +1,55 @@
+#pragma once
+// Where a wheel's files go (packaging.md R6.6): the interpreter's install scheme, plus what the
+// installer needs around it (the interpreter for shebangs, the prefix that holds .envfix/, PEP 668).
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace envfix::probe { struct PythonInfo; }
+
+namespace envfix::installer {
+
+struct InstallTarget {
+  std::filesystem::path prefix;        // sys.prefix: .envfix/ (lock, journal, backups) lives here
+  std::filesystem::path purelib;
+  std::filesystem::path platlib;
+  std::filesystem::path scripts;
+  std::filesystem::path data;
+  // Base directory for headers; a wheel's headers go to headers/<Name> (in a venv pip uses
+  // {prefix}/include/site/pythonX.Y, because sysconfig's include points at the base interpreter).
+  std::filesystem::path headers;
+  std::filesystem::path python;        // written into shebangs (not resolved: venv/bin/python)
+  bool is_venv = false;
+  bool externally_managed = false;     // PEP 668 marker found (only meaningful outside a venv)
+  std::string externally_managed_message;
+
+  // Runs the interpreter once and reads sysconfig (default scheme) and the PEP 668 marker.
+  [[nodiscard]] static Expected<InstallTarget> from_interpreter(const std::filesystem::path& python);
+  // From what probe/ already knows (no process started).
+  [[nodiscard]] static InstallTarget from_python_info(const probe::PythonInfo& info);
+  // For a venv layout without asking Python: prefix/lib/pythonX.Y/site-packages, prefix/bin, ….
+  [[nodiscard]] static InstallTarget for_venv_layout(const std::filesystem::path& prefix, int major,
+                                                     int minor);
+
+  // headers/<dist name>, where pip puts a wheel's .data/headers.
+  [[nodiscard]] std::filesystem::path headers_for(std::string_view dist_name) const;
+  // The scheme directories (purelib, platlib, scripts, data, headers), absolute, deduplicated.
+  [[nodiscard]] std::vector<std::filesystem::path> roots() const;
+  // prefix/.envfix
+  [[nodiscard]] std::filesystem::path state_dir() const { return prefix / ".envfix"; }
+};
+
+// PEP 668 (R8.1): refuses an externally managed interpreter unless break_system_packages.
+[[nodiscard]] Expected<void> check_externally_managed(const InstallTarget& target,
+                                                      bool break_system_packages);
+
+// `--venv PATH`: creates a venv with `<base_python> -m venv PATH` (no pip unless with_pip) and
+// returns the path of its interpreter. An existing venv at PATH is reused.
+[[nodiscard]] Expected<std::filesystem::path> create_venv(const std::filesystem::path& dir,
+                                                          const std::filesystem::path& base_python,
+                                                          bool with_pip = false);
+
+} // namespace envfix::installer

@@ -1,0 +1,807 @@
+#include "installer/transaction.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <set>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "installer/uninstall.hpp"
+#include "specs/name.hpp"
+#include "util/fs.hpp"
+#include "util/sha256.hpp"
+
+#define TRY_VOID(expr)                                                        \
+  do {                                                                        \
+    if (auto try_void_result_ = (expr); !try_void_result_)                    \
+      return std::unexpected(std::move(try_void_result_).error());            \
+  } while (0)
+
+namespace envfix::installer {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const char* to_string(TxnState s) {
+  switch (s) {
+  case TxnState::prepared: return "prepared";
+  case TxnState::removing: return "removing";
+  case TxnState::installing: return "installing";
+  case TxnState::verifying: return "verifying";
+  case TxnState::committed: return "committed";
+  case TxnState::rolled_back: return "rolled-back";
+  }
+  return "?";
+}
+
+std::optional<TxnState> parse_txn_state(std::string_view t) {
+  for (auto s : {TxnState::prepared, TxnState::removing, TxnState::installing, TxnState::verifying,
+                 TxnState::committed, TxnState::rolled_back})
+    if (t == to_string(s)) return s;
+  return std::nullopt;
+}
+
+namespace {
+
+// ---- small helpers --------------------------------------------------------------------------
+
+bool exists_nofollow(const fs::path& p) {
+  struct stat st;
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
+unsigned current_umask() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("Umask:", 0) == 0) return static_cast<unsigned>(std::stoul(line.substr(6), nullptr, 8));
+  return 022;
+}
+
+std::uint64_t tree_bytes(const fs::path& dir) {
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) total += static_cast<std::uint64_t>(st.st_size);
+  }
+  return total;
+}
+
+void remove_tree(const fs::path& p) {
+  std::error_code ec;
+  fs::remove_all(p, ec);
+}
+
+std::string new_txn_id() {
+  auto now = std::chrono::system_clock::now();
+  auto secs = std::chrono::system_clock::to_time_t(now);
+  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000;
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%S", &tm);
+  // Sortable: the newest transaction has the greatest id.
+  return fmt::format("{}.{:06d}-{}", buf, micros, ::getpid());
+}
+
+// ---- signals --------------------------------------------------------------------------------
+
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_signal(int sig) { g_interrupted = sig; }
+
+class SignalGuard {
+public:
+  explicit SignalGuard(bool enable) : m_enabled(enable) {
+    if (!m_enabled) return;
+    g_interrupted = 0;
+    struct sigaction sa{};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &m_old_int);
+    ::sigaction(SIGTERM, &sa, &m_old_term);
+  }
+  ~SignalGuard() {
+    if (!m_enabled) return;
+    ::sigaction(SIGINT, &m_old_int, nullptr);
+    ::sigaction(SIGTERM, &m_old_term, nullptr);
+  }
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+
+private:
+  bool m_enabled;
+  struct sigaction m_old_int{}, m_old_term{};
+};
+
+Expected<void> check_interrupted() {
+  if (g_interrupted)
+    return fail(ErrorCode::interrupted, "interrupted by signal {} ({})", static_cast<int>(g_interrupted),
+                g_interrupted == SIGINT ? "SIGINT" : "SIGTERM");
+  return {};
+}
+
+// ---- the environment lock -------------------------------------------------------------------
+
+class EnvLock {
+public:
+  static Expected<EnvLock> acquire(const fs::path& prefix, bool wait) {
+    auto dir = prefix / ".envfix";
+    TRY_VOID(util::create_directories(dir));
+    auto path = dir / "lock";
+    util::Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    if (!fd.valid()) return fail(ErrorCode::io, "cannot open {}: {}", path.string(), std::strerror(errno));
+    for (;;) {
+      if (::flock(fd.get(), LOCK_EX | (wait ? 0 : LOCK_NB)) == 0) break;
+      if (errno == EINTR) continue;
+      if (errno == EWOULDBLOCK) {
+        std::string holder;
+        if (auto text = util::read_file(path)) holder = text->substr(0, text->find('\n'));
+        return make_error(ErrorCode::io,
+                          fmt::format("another envfix process{} is changing {} (lock {})",
+                                      holder.empty() ? "" : " (pid " + holder + ")", prefix.string(),
+                                      path.string()),
+                          "wait for it to finish and try again");
+      }
+      return fail(ErrorCode::io, "cannot lock {}: {}", path.string(), std::strerror(errno));
+    }
+    auto pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd.get(), 0) == 0) (void)!::pwrite(fd.get(), pid.data(), pid.size(), 0);
+    EnvLock l;
+    l.m_fd = std::move(fd);
+    return l;
+  }
+
+private:
+  util::Fd m_fd; // the flock is released when the descriptor closes
+};
+
+// ---- journal files --------------------------------------------------------------------------
+
+struct TxnMeta {
+  std::string id;
+  std::string kind = "apply";         // apply | rollback
+  std::string rolls_back;             // for kind rollback: the id undone
+  std::int64_t started = 0;           // unix seconds; byte-code newer than this is ours to delete
+  std::vector<TxnOp> ops;
+  std::size_t split = 0;              // ops[0, split) remove, ops[split, n) install
+  std::vector<DistRef> installed, removed;
+};
+
+json to_json(const TxnMeta& m) {
+  json ops = json::array();
+  for (const auto& o : m.ops) {
+    switch (o.kind) {
+    case TxnOp::Kind::move: ops.push_back({"move", o.path.string(), o.dest.string()}); break;
+    case TxnOp::Kind::mkdir: ops.push_back({"mkdir", o.path.string(), o.mode}); break;
+    case TxnOp::Kind::rmdir: ops.push_back({"rmdir", o.path.string(), o.mode}); break;
+    }
+  }
+  auto refs = [](const std::vector<DistRef>& v) {
+    json a = json::array();
+    for (const auto& d : v) a.push_back({{"name", d.name}, {"version", d.version}});
+    return a;
+  };
+  return {{"format", 1},       {"id", m.id},         {"kind", m.kind},
+          {"rolls_back", m.rolls_back}, {"started", m.started}, {"split", m.split},
+          {"installed", refs(m.installed)}, {"removed", refs(m.removed)}, {"ops", ops}};
+}
+
+Expected<TxnMeta> read_meta(const fs::path& txn_dir) {
+  auto path = txn_dir / "ops.json";
+  auto text = ENVFIX_TRY(util::read_file(path));
+  try {
+    auto j = json::parse(text);
+    TxnMeta m;
+    m.id = j.at("id").get<std::string>();
+    m.kind = j.at("kind").get<std::string>();
+    m.rolls_back = j.at("rolls_back").get<std::string>();
+    m.started = j.at("started").get<std::int64_t>();
+    m.split = j.at("split").get<std::size_t>();
+    for (const auto& d : j.at("installed")) m.installed.push_back({d.at("name"), d.at("version")});
+    for (const auto& d : j.at("removed")) m.removed.push_back({d.at("name"), d.at("version")});
+    for (const auto& o : j.at("ops")) {
+      TxnOp op;
+      auto kind = o.at(0).get<std::string>();
+      op.path = o.at(1).get<std::string>();
+      if (kind == "move") {
+        op.kind = TxnOp::Kind::move;
+        op.dest = o.at(2).get<std::string>();
+      } else if (kind == "mkdir" || kind == "rmdir") {
+        op.kind = kind == "mkdir" ? TxnOp::Kind::mkdir : TxnOp::Kind::rmdir;
+        op.mode = o.at(2).get<unsigned>();
+      } else {
+        return fail(ErrorCode::invalid_input, "{}: unknown operation '{}'", path.string(), kind);
+      }
+      m.ops.push_back(std::move(op));
+    }
+    return m;
+  } catch (const std::exception& e) {
+    return fail(ErrorCode::invalid_input, "{}: unreadable transaction file: {}", path.string(), e.what());
+  }
+}
+
+Expected<void> write_meta(const fs::path& txn_dir, const TxnMeta& m) {
+  std::string text;
+  try {
+    text = to_json(m).dump(1);
+  } catch (const std::exception& e) {
+    return fail(ErrorCode::invalid_input, "cannot record the transaction (a path is not UTF-8?): {}", e.what());
+  }
+  return util::write_file_atomic(txn_dir / "ops.json", text);
+}
+
+Expected<void> write_state(const fs::path& txn_dir, TxnState s) {
+  return util::write_file_atomic(txn_dir / "journal", std::string(to_string(s)) + "\n");
+}
+
+std::optional<TxnState> read_state(const fs::path& txn_dir) {
+  auto text = util::read_file(txn_dir / "journal");
+  if (!text) return std::nullopt;
+  auto t = *text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+  return parse_txn_state(t);
+}
+
+void sync_fs(const fs::path& any) {
+  util::Fd fd(::open(any.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.valid()) ::syncfs(fd.get());
+}
+
+// ---- executing and undoing steps ------------------------------------------------------------
+
+Expected<void> do_op(const TxnOp& op) {
+  switch (op.kind) {
+  case TxnOp::Kind::move:
+    if (::rename(op.path.c_str(), op.dest.c_str()) != 0)
+      return fail(ErrorCode::io, "rename {} → {}: {}", op.path.string(), op.dest.string(), std::strerror(errno));
+    return {};
+  case TxnOp::Kind::mkdir:
+    if (::mkdir(op.path.c_str(), 0700) != 0)
+      return fail(ErrorCode::io, "mkdir {}: {}", op.path.string(), std::strerror(errno));
+    if (::chmod(op.path.c_str(), op.mode) != 0)
+      return fail(ErrorCode::io, "chmod {}: {}", op.path.string(), std::strerror(errno));
+    return {};
+  case TxnOp::Kind::rmdir:
+    if (::rmdir(op.path.c_str()) != 0)
+      return fail(ErrorCode::io, "rmdir {}: {}", op.path.string(), std::strerror(errno));
+    return {};
+  }
+  return {};
+}
+
+// Byte-code the interpreter wrote after the transaction started (a verify step imports the new
+// packages): generated, so deleted rather than restored.
+void drop_new_bytecode(const fs::path& py_file, std::int64_t since) {
+  auto cache = py_file.parent_path() / "__pycache__";
+  auto stem = py_file.stem().string();
+  std::error_code ec;
+  for (fs::directory_iterator it(cache, ec), end; !ec && it != end; it.increment(ec)) {
+    auto n = it->path().filename().string();
+    struct stat st;
+    if (n.starts_with(stem + ".") && n.ends_with(".pyc") && ::lstat(it->path().c_str(), &st) == 0 &&
+        st.st_mtime >= since)
+      ::unlink(it->path().c_str());
+  }
+  struct stat st;
+  if (::lstat(cache.c_str(), &st) == 0 && st.st_mtime >= since && fs::is_empty(cache, ec)) ::rmdir(cache.c_str());
+}
+
+// Empties __pycache__ folders (only .pyc inside) in a directory about to be removed again.
+void drop_bytecode_dirs(const fs::path& dir) {
+  std::error_code ec;
+  auto cache = dir / "__pycache__";
+  if (!fs::is_directory(cache, ec)) return;
+  for (fs::directory_iterator it(cache, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".pyc") ::unlink(it->path().c_str());
+  ::rmdir(cache.c_str());
+}
+
+Expected<void> undo_one(const TxnOp& op, std::int64_t since) {
+  switch (op.kind) {
+  case TxnOp::Kind::move: {
+    bool src = exists_nofollow(op.path), dst = exists_nofollow(op.dest);
+    if (src || !dst) return {}; // never done (or already undone)
+    if (::rename(op.dest.c_str(), op.path.c_str()) != 0)
+      return fail(ErrorCode::rollback_failed, "cannot move {} back to {}: {}", op.dest.string(), op.path.string(),
+                  std::strerror(errno));
+    if (op.dest.extension() == ".py") drop_new_bytecode(op.dest, since);
+    return {};
+  }
+  case TxnOp::Kind::mkdir: {
+    if (!exists_nofollow(op.path)) return {};
+    drop_bytecode_dirs(op.path);
+    if (::rmdir(op.path.c_str()) != 0 && errno != ENOENT)
+      return fail(ErrorCode::rollback_failed, "cannot remove directory {} again: {}", op.path.string(),
+                  std::strerror(errno));
+    return {};
+  }
+  case TxnOp::Kind::rmdir: {
+    if (exists_nofollow(op.path)) return {};
+    if (::mkdir(op.path.c_str(), 0700) != 0 || ::chmod(op.path.c_str(), op.mode) != 0)
+      return fail(ErrorCode::rollback_failed, "cannot recreate directory {}: {}", op.path.string(),
+                  std::strerror(errno));
+    return {};
+  }
+  }
+  return {};
+}
+
+Expected<void> undo_range(const std::vector<TxnOp>& ops, std::size_t end, std::int64_t since) {
+  std::vector<std::string> failures;
+  for (std::size_t i = std::min(end, ops.size()); i-- > 0;)
+    if (auto r = undo_one(ops[i], since); !r) failures.push_back(r.error().message);
+  if (failures.empty()) return {};
+  Error e{ErrorCode::rollback_failed, fmt::format("{} step(s) could not be undone", failures.size()), failures, ""};
+  return std::unexpected(std::move(e));
+}
+
+struct ExecHooks {
+  std::function<Expected<void>()> verify;
+  std::function<Expected<void>(std::string_view, std::size_t)> fault;
+  std::function<void(std::string_view)> progress;
+  bool handle_signals = true;
+};
+
+// Runs prepared → removing → installing → verifying → committed; on any failure undoes and
+// journals rolled-back (or reports rollback_failed naming the journal).
+Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::path& sync_at,
+                       const ExecHooks& hooks) {
+  SignalGuard signals(hooks.handle_signals);
+  std::size_t done = 0;
+  auto step = [&]() -> Expected<void> {
+    TRY_VOID(write_state(txn_dir, TxnState::removing));
+    if (hooks.progress) hooks.progress(fmt::format("removing {} file(s)", meta.split));
+    for (; done < meta.split; ++done) {
+      TRY_VOID(check_interrupted());
+      if (hooks.fault) TRY_VOID(hooks.fault("remove", done));
+      TRY_VOID(do_op(meta.ops[done]));
+    }
+    sync_fs(sync_at);
+    TRY_VOID(write_state(txn_dir, TxnState::installing));
+    if (hooks.progress) hooks.progress(fmt::format("installing {} file(s)", meta.ops.size() - meta.split));
+    for (; done < meta.ops.size(); ++done) {
+      TRY_VOID(check_interrupted());
+      if (hooks.fault) TRY_VOID(hooks.fault("install", done - meta.split));
+      TRY_VOID(do_op(meta.ops[done]));
+    }
+    sync_fs(sync_at);
+    TRY_VOID(write_state(txn_dir, TxnState::verifying));
+    TRY_VOID(check_interrupted());
+    if (hooks.fault) TRY_VOID(hooks.fault("verify", 0));
+    if (hooks.verify) {
+      if (hooks.progress) hooks.progress("verifying");
+      if (auto v = hooks.verify(); !v) return std::unexpected(std::move(v.error()).context("verification failed"));
+    }
+    TRY_VOID(check_interrupted());
+    return write_state(txn_dir, TxnState::committed);
+  };
+  auto r = step();
+  if (r) return {};
+  Error err = std::move(r.error());
+  if (hooks.progress) hooks.progress("rolling back");
+  // The failing step may or may not have happened; undo decides per step.
+  auto u = undo_range(meta.ops, done + 1, meta.started);
+  if (!u) {
+    Error e = std::move(u.error());
+    e.message = fmt::format("rollback incomplete after: {}", err.message);
+    e.causes.insert(e.causes.end(), err.causes.begin(), err.causes.end());
+    e.hint = fmt::format("the journal is {}; run 'envfix recover' to retry", (txn_dir / "journal").string());
+    return std::unexpected(std::move(e));
+  }
+  sync_fs(sync_at);
+  (void)write_state(txn_dir, TxnState::rolled_back);
+  remove_tree(txn_dir);
+  if (err.code != ErrorCode::rollback_failed)
+    return std::unexpected(std::move(err).context("the transaction was rolled back; the environment is unchanged"));
+  return std::unexpected(std::move(err));
+}
+
+// ---- recovery -------------------------------------------------------------------------------
+
+std::vector<fs::path> txn_dirs(const fs::path& prefix) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(prefix / ".envfix" / "txn", ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory(ec)) out.push_back(it->path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Expected<std::vector<std::string>> recover_locked(const fs::path& prefix) {
+  std::vector<std::string> actions;
+  // Pass 1: unfinished transactions are undone; finished rollbacks clean up after themselves.
+  for (const auto& dir : txn_dirs(prefix)) {
+    auto id = dir.filename().string();
+    auto meta = read_meta(dir);
+    auto state = read_state(dir);
+    if (!meta || !state) {
+      // Crashed while preparing: nothing in the environment was touched yet.
+      remove_tree(dir);
+      actions.push_back(fmt::format("discarded unfinished preparation {}", id));
+      continue;
+    }
+    switch (*state) {
+    case TxnState::prepared:
+    case TxnState::rolled_back:
+      remove_tree(dir);
+      actions.push_back(fmt::format("discarded transaction {} ({})", id, to_string(*state)));
+      break;
+    case TxnState::removing:
+    case TxnState::installing:
+    case TxnState::verifying: {
+      auto u = undo_range(meta->ops, meta->ops.size(), meta->started);
+      if (!u) {
+        Error e = std::move(u.error());
+        e.message = fmt::format("cannot undo interrupted transaction {}: {}", id, e.message);
+        e.hint = fmt::format("inspect {} and the backup next to it", (dir / "journal").string());
+        return std::unexpected(std::move(e));
+      }
+      sync_fs(prefix);
+      TRY_VOID(write_state(dir, TxnState::rolled_back));
+      remove_tree(dir);
+      actions.push_back(fmt::format("undid interrupted {} {} (it was {})", meta->kind, id, to_string(*state)));
+      break;
+    }
+    case TxnState::committed:
+      if (meta->kind == "rollback") {
+        if (!meta->rolls_back.empty()) remove_tree(dir.parent_path() / meta->rolls_back);
+        remove_tree(dir);
+        actions.push_back(fmt::format("finished rollback {}", id));
+      } else {
+        remove_tree(dir / "staging");
+      }
+      break;
+    }
+  }
+  // Pass 2: only the newest committed transaction keeps its backup.
+  auto dirs = txn_dirs(prefix);
+  for (std::size_t i = 0; i + 1 < dirs.size(); ++i) remove_tree(dirs[i]);
+  return actions;
+}
+
+Expected<std::string> archive_sha256(const fs::path& p) { return util::sha256_file_hex(p); }
+
+} // namespace
+
+Expected<void> undo_ops(const std::vector<TxnOp>& ops) { return undo_range(ops, ops.size(), 0); }
+
+// ---- Transaction ------------------------------------------------------------------------------
+
+Transaction::Transaction(InstallTarget target, TransactionOptions options)
+    : m_target(std::move(target)), m_options(std::move(options)) {}
+
+void Transaction::install(WheelToInstall wheel) { m_install.push_back(std::move(wheel)); }
+void Transaction::remove(fs::path dist_info) { m_remove.push_back(std::move(dist_info)); }
+
+Expected<TransactionResult> Transaction::run() {
+  TRY_VOID(check_externally_managed(m_target, m_options.break_system_packages));
+  auto progress = [&](std::string_view s) {
+    if (m_options.progress) m_options.progress(s);
+  };
+  auto lock = ENVFIX_TRY(EnvLock::acquire(m_target.prefix, m_options.wait_for_lock));
+  TransactionResult result;
+  result.recovered = ENVFIX_TRY(recover_locked(m_target.prefix));
+
+  TxnMeta meta;
+  meta.id = new_txn_id();
+  meta.started = static_cast<std::int64_t>(std::time(nullptr));
+  result.id = meta.id;
+  const fs::path txn_dir = m_target.prefix / ".envfix" / "txn" / meta.id;
+  result.txn_dir = txn_dir;
+  TRY_VOID(util::create_directories(txn_dir / "backup"));
+  // Until the journal exists, nothing in the environment has changed: failing = deleting txn_dir.
+  struct Discard {
+    fs::path dir;
+    bool armed = true;
+    ~Discard() {
+      if (armed) remove_tree(dir);
+    }
+  } discard{txn_dir};
+
+  // 1. Hash, stage (RECORD verified), kernel check.
+  std::vector<wheel::StagedWheel> staged;
+  for (std::size_t i = 0; i < m_install.size(); ++i) {
+    const auto& w = m_install[i];
+    auto wname = w.wheel.filename().string();
+    if (w.size) {
+      std::error_code ec;
+      auto sz = fs::file_size(w.wheel, ec);
+      if (ec) return fail(ErrorCode::not_found, "{}: {}", w.wheel.string(), ec.message());
+      if (sz != *w.size)
+        return fail(ErrorCode::hash_mismatch, "{}: size {} differs from the expected {}", wname, sz, *w.size);
+    }
+    if (w.sha256) {
+      auto h = ENVFIX_TRY(archive_sha256(w.wheel));
+      if (h != *w.sha256)
+        return make_error(ErrorCode::hash_mismatch,
+                          fmt::format("{}: sha256 {} differs from the expected {}", wname, h, *w.sha256),
+                          "the file is corrupt or was replaced; clear it from the cache and download it again");
+    }
+    progress(fmt::format("staging {}", wname));
+    auto sopt = m_options.staging;
+    if (m_options.fault) {
+      auto outer = m_options.fault;
+      sopt.fault = [outer, i](std::string_view step) { return outer(step, i); };
+    }
+    auto sw = wheel::stage_wheel(w.wheel, txn_dir / "staging" / std::to_string(i) / "tree", sopt);
+    if (!sw) return std::unexpected(std::move(sw.error()));
+    result.warnings.insert(result.warnings.end(), sw->warnings.begin(), sw->warnings.end());
+    staged.push_back(std::move(*sw));
+  }
+  {
+    std::vector<fs::path> sos;
+    for (const auto& s : staged) {
+      auto v = s.shared_objects();
+      sos.insert(sos.end(), v.begin(), v.end());
+    }
+    if (m_options.fault) TRY_VOID(m_options.fault("kernel-check", 0));
+    if (m_options.kernel_check) {
+      progress(fmt::format("checking kernels in {} shared object(s)", sos.size()));
+      if (auto k = m_options.kernel_check(sos); !k)
+        return std::unexpected(std::move(k.error()).context("refusing to install: kernel check failed"));
+    }
+  }
+
+  // 2. Plan: what goes where, what leaves, which directories appear and disappear.
+  std::vector<WheelInstallPlan> plans;
+  for (std::size_t i = 0; i < staged.size(); ++i) {
+    InstallOptions io;
+    io.requested = m_install[i].requested;
+    io.direct_url = m_install[i].direct_url;
+    plans.push_back(ENVFIX_TRY(plan_wheel_install(staged[i], m_target, io)));
+  }
+  std::vector<fs::path> removals;
+  auto add_removal = [&](const fs::path& d) {
+    auto n = d.lexically_normal();
+    if (std::find(removals.begin(), removals.end(), n) == removals.end()) removals.push_back(n);
+  };
+  for (const auto& d : m_remove) add_removal(d);
+  for (const auto& p : plans)
+    for (const auto& d : ENVFIX_TRY(find_dist_infos(m_target, p.name))) add_removal(d);
+
+  std::vector<fs::path> remove_files;
+  std::set<fs::path> remove_set;
+  for (const auto& d : removals) {
+    UninstallOptions uo;
+    uo.also_removing = removals;
+    auto up = ENVFIX_TRY(plan_uninstall(d, m_target, uo));
+    meta.removed.push_back({up.name, up.version});
+    result.warnings.insert(result.warnings.end(), up.warnings.begin(), up.warnings.end());
+    for (const auto& f : up.files)
+      if (remove_set.insert(f).second) remove_files.push_back(f);
+  }
+  std::vector<fs::path> install_dests;
+  std::map<fs::path, std::string> dest_owner;
+  for (const auto& p : plans) {
+    meta.installed.push_back({p.name, p.version});
+    for (const auto& m : p.moves) {
+      auto to = m.to.lexically_normal();
+      auto [it, inserted] = dest_owner.emplace(to, p.name);
+      if (!inserted)
+        return fail(ErrorCode::invalid_input, "{} and {} both install {}", it->second, p.name, to.string());
+      install_dests.push_back(to);
+      struct stat st;
+      if (::lstat(to.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+          return fail(ErrorCode::invalid_input, "{} installs the file {}, which exists as a directory", p.name,
+                      to.string());
+        // A file no removed distribution owns: stashed like the others so rollback restores it.
+        if (remove_set.insert(to).second) {
+          remove_files.push_back(to);
+          result.warnings.push_back(fmt::format("{} replaces {}, which no removed distribution owned", p.name,
+                                                to.string()));
+        }
+      }
+    }
+  }
+  const unsigned dir_mode = 0777 & ~current_umask();
+  for (std::size_t i = 0; i < remove_files.size(); ++i)
+    meta.ops.push_back({TxnOp::Kind::move, remove_files[i], txn_dir / "backup" / std::to_string(i), 0});
+  for (const auto& d : dirs_left_empty(remove_files, m_target.roots(), install_dests)) {
+    struct stat st;
+    unsigned mode = ::lstat(d.c_str(), &st) == 0 ? (st.st_mode & 07777) : dir_mode;
+    meta.ops.push_back({TxnOp::Kind::rmdir, d, {}, mode});
+  }
+  meta.split = meta.ops.size();
+  std::set<fs::path> made;
+  for (const auto& p : plans) {
+    for (const auto& m : p.moves) {
+      std::vector<fs::path> missing;
+      for (auto d = m.to.lexically_normal().parent_path(); !d.empty() && d != d.root_path(); d = d.parent_path()) {
+        if (made.contains(d) || exists_nofollow(d)) break;
+        missing.push_back(d);
+      }
+      for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+        made.insert(*it);
+        meta.ops.push_back({TxnOp::Kind::mkdir, *it, {}, dir_mode});
+      }
+      meta.ops.push_back({TxnOp::Kind::move, m.from, m.to.lexically_normal(), 0});
+    }
+  }
+  result.files_removed = remove_files.size();
+  result.files_installed = install_dests.size();
+  result.installed = meta.installed;
+  result.removed = meta.removed;
+  for (const auto& p : plans) result.warnings.insert(result.warnings.end(), p.warnings.begin(), p.warnings.end());
+
+  // 3. Journal, then change the environment.
+  TRY_VOID(write_meta(txn_dir, meta));
+  TRY_VOID(write_state(txn_dir, TxnState::prepared));
+  discard.armed = false;
+  ExecHooks hooks{m_options.verify, m_options.fault, m_options.progress, m_options.handle_signals};
+  TRY_VOID(execute(txn_dir, meta, m_target.prefix, hooks));
+
+  // 4. Committed: drop staging, keep (or drop) the backup, forget older backups.
+  remove_tree(txn_dir / "staging");
+  if (!m_options.keep_backup) {
+    remove_tree(txn_dir);
+  } else {
+    result.backup_bytes = tree_bytes(txn_dir / "backup");
+  }
+  for (const auto& d : txn_dirs(m_target.prefix))
+    if (d.filename() != meta.id) remove_tree(d);
+  return result;
+}
+
+Expected<RecoverResult> recover(const fs::path& prefix, bool wait_for_lock) {
+  RecoverResult r;
+  std::error_code ec;
+  if (!fs::exists(prefix / ".envfix" / "txn", ec)) return r;
+  auto lock = ENVFIX_TRY(EnvLock::acquire(prefix, wait_for_lock));
+  r.actions = ENVFIX_TRY(recover_locked(prefix));
+  return r;
+}
+
+Expected<std::optional<BackupInfo>> last_backup(const fs::path& prefix) {
+  auto dirs = txn_dirs(prefix);
+  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+    if (read_state(*it) != TxnState::committed) continue;
+    auto meta = read_meta(*it);
+    if (!meta || meta->kind != "apply") continue;
+    BackupInfo b;
+    b.id = meta->id;
+    b.txn_dir = *it;
+    b.bytes = tree_bytes(*it / "backup");
+    b.installed = meta->installed;
+    b.removed = meta->removed;
+    return std::optional<BackupInfo>(std::move(b));
+  }
+  return std::optional<BackupInfo>{};
+}
+
+Expected<std::uint64_t> drop_backups(const fs::path& prefix) {
+  std::error_code ec;
+  if (!fs::exists(prefix / ".envfix" / "txn", ec)) return std::uint64_t{0};
+  auto lock = ENVFIX_TRY(EnvLock::acquire(prefix, true));
+  (void)ENVFIX_TRY(recover_locked(prefix));
+  std::uint64_t freed = 0;
+  for (const auto& d : txn_dirs(prefix)) {
+    freed += tree_bytes(d);
+    remove_tree(d);
+  }
+  return freed;
+}
+
+Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOptions options) {
+  auto lock = ENVFIX_TRY(EnvLock::acquire(target.prefix, options.wait_for_lock));
+  (void)ENVFIX_TRY(recover_locked(target.prefix));
+  auto last = ENVFIX_TRY(last_backup(target.prefix));
+  if (!last)
+    return make_error(ErrorCode::not_found,
+                      fmt::format("nothing to roll back in {}", target.prefix.string()),
+                      "only the last transaction applied with a backup can be rolled back");
+  auto old = ENVFIX_TRY(read_meta(last->txn_dir));
+  const fs::path old_backup = (last->txn_dir / "backup").lexically_normal();
+
+  TxnMeta meta;
+  meta.id = new_txn_id();
+  meta.kind = "rollback";
+  meta.rolls_back = old.id;
+  meta.started = static_cast<std::int64_t>(std::time(nullptr));
+  meta.installed = old.removed;
+  meta.removed = old.installed;
+  const fs::path txn_dir = target.prefix / ".envfix" / "txn" / meta.id;
+  TRY_VOID(util::create_directories(txn_dir / "backup"));
+  std::size_t n = 0;
+  auto trash = [&] { return txn_dir / "backup" / std::to_string(n++); };
+  std::set<fs::path> created;
+  for (const auto& op : old.ops)
+    if (op.kind == TxnOp::Kind::mkdir) created.insert(op.path);
+
+  // Reverse and invert: what was installed moves into this rollback's backup, created directories
+  // go, removed directories come back, and the old backup returns to its places.
+  std::vector<TxnOp> undo_part, restore_part;
+  for (auto it = old.ops.rbegin(); it != old.ops.rend(); ++it) {
+    const auto& op = *it;
+    switch (op.kind) {
+    case TxnOp::Kind::move:
+      if (op.dest.lexically_normal().parent_path() == old_backup) {
+        if (exists_nofollow(op.path)) {
+          remove_tree(txn_dir);
+          return make_error(ErrorCode::invalid_input,
+                            fmt::format("cannot roll back {}: {} exists again", old.id, op.path.string()),
+                            "something changed the environment after that transaction");
+        }
+        restore_part.push_back({TxnOp::Kind::move, op.dest, op.path, 0});
+      } else {
+        if (!exists_nofollow(op.dest)) {
+          remove_tree(txn_dir);
+          return make_error(ErrorCode::invalid_input,
+                            fmt::format("cannot roll back {}: {} is gone", old.id, op.dest.string()),
+                            "something changed the environment after that transaction");
+        }
+        undo_part.push_back({TxnOp::Kind::move, op.dest, trash(), 0});
+        if (op.dest.extension() == ".py") {
+          // Byte-code compiled from the new sources since.
+          std::error_code ec;
+          auto stem = op.dest.stem().string();
+          for (fs::directory_iterator d(op.dest.parent_path() / "__pycache__", ec), end; !ec && d != end; d.increment(ec)) {
+            auto nm = d->path().filename().string();
+            if (nm.starts_with(stem + ".") && nm.ends_with(".pyc"))
+              undo_part.push_back({TxnOp::Kind::move, d->path(), trash(), 0});
+          }
+        }
+      }
+      break;
+    case TxnOp::Kind::mkdir: {
+      auto cache = op.path / "__pycache__";
+      std::error_code ec;
+      if (!created.contains(cache) && fs::is_directory(cache, ec)) {
+        struct stat st;
+        unsigned mode = ::lstat(cache.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0755;
+        undo_part.push_back({TxnOp::Kind::rmdir, cache, {}, mode});
+      }
+      undo_part.push_back({TxnOp::Kind::rmdir, op.path, {}, op.mode});
+      break;
+    }
+    case TxnOp::Kind::rmdir:
+      restore_part.push_back({TxnOp::Kind::mkdir, op.path, {}, op.mode});
+      break;
+    }
+  }
+  // Restores run parents first: directories in the order they were removed, reversed, then files.
+  std::stable_partition(restore_part.begin(), restore_part.end(),
+                        [](const TxnOp& o) { return o.kind == TxnOp::Kind::mkdir; });
+  meta.ops = std::move(undo_part);
+  meta.split = meta.ops.size();
+  meta.ops.insert(meta.ops.end(), restore_part.begin(), restore_part.end());
+  {
+    struct Discard {
+      fs::path dir;
+      bool armed = true;
+      ~Discard() {
+        if (armed) remove_tree(dir);
+      }
+    } discard{txn_dir};
+    TRY_VOID(write_meta(txn_dir, meta));
+    TRY_VOID(write_state(txn_dir, TxnState::prepared));
+    discard.armed = false;
+  }
+  ExecHooks hooks{options.verify, options.fault, options.progress, options.handle_signals};
+  TRY_VOID(execute(txn_dir, meta, target.prefix, hooks));
+  RollbackResult r;
+  r.id = old.id;
+  r.restored = old.removed;
+  r.removed = old.installed;
+  r.freed_bytes = tree_bytes(last->txn_dir) + tree_bytes(txn_dir);
+  (void)write_state(last->txn_dir, TxnState::rolled_back);
+  remove_tree(last->txn_dir);
+  remove_tree(txn_dir);
+  return r;
+}
+
+} // namespace envfix::installer

@@ -1,0 +1,122 @@
+#pragma once
+// The install transaction of design.md §5. Everything that can fail without touching the
+// environment happens first (hash, stage, RECORD check, kernel check, planning); then, under an
+// flock on <prefix>/.envfix/lock and with a journal in <prefix>/.envfix/txn/<id>/, the old files
+// are renamed into the transaction's backup and the staged files renamed into place. Any failure,
+// SIGINT/SIGTERM or failed verify undoes the renames in reverse; a crash leaves the journal, and
+// recover() (run at the start of every transaction) undoes it. Every step is a rename that is
+// either done or not, so undo is decided per step by which side of the rename exists.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "installer/install_target.hpp"
+#include "installer/wheel_install.hpp"
+#include "util/error.hpp"
+#include "wheel/staging.hpp"
+
+namespace envfix::installer {
+
+enum class TxnState { prepared, removing, installing, verifying, committed, rolled_back };
+[[nodiscard]] const char* to_string(TxnState state);
+[[nodiscard]] std::optional<TxnState> parse_txn_state(std::string_view text);
+
+struct WheelToInstall {
+  std::filesystem::path wheel;                 // local .whl (already downloaded)
+  std::optional<std::string> sha256;           // hex; checked before staging when given
+  std::optional<std::uint64_t> size;
+  bool requested = true;                       // REQUESTED file
+  std::optional<std::string> direct_url;       // direct_url.json content (direct URL installs only)
+};
+
+// One reversible step, in execution order.
+struct TxnOp {
+  enum class Kind { move, mkdir, rmdir };
+  Kind kind = Kind::move;
+  std::filesystem::path path;                  // move: source; mkdir/rmdir: the directory
+  std::filesystem::path dest;                  // move: destination
+  unsigned mode = 0755;                        // mkdir/rmdir: directory mode to create/restore
+};
+
+struct TransactionOptions {
+  bool break_system_packages = false;
+  bool keep_backup = true;                     // false: `--no-backup`, nothing to roll back to later
+  bool wait_for_lock = true;                   // false: fail at once when another envfix holds it
+  bool handle_signals = true;                  // SIGINT/SIGTERM during the transaction → rollback
+  wheel::StagingOptions staging;               // limits, strict RECORD
+  // Receives every staged shared object before anything is removed (the coordinator plugs in
+  // wheel::read_kernels_file + coverage); an error refuses the whole transaction.
+  std::function<Expected<void>(const std::vector<std::filesystem::path>&)> kernel_check;
+  // Runs after the new files are in place (the GPU smoke test); an error rolls back.
+  std::function<Expected<void>()> verify;
+  // Test hook: called with ("unpack"|"hash"|"kernel-check"|"remove"|"install"|"verify", index) before
+  // each step; an error is treated like a real failure at that point.
+  std::function<Expected<void>(std::string_view step, std::size_t index)> fault;
+  // Progress notes for the caller to render (phases, counts); never required.
+  std::function<void(std::string_view)> progress;
+};
+
+struct DistRef {
+  std::string name, version;
+};
+
+struct TransactionResult {
+  std::string id;
+  std::filesystem::path txn_dir;               // <prefix>/.envfix/txn/<id>
+  std::vector<DistRef> installed, removed;
+  std::size_t files_installed = 0, files_removed = 0;
+  std::uint64_t backup_bytes = 0;              // disk held by the backup kept for rollback
+  std::vector<std::string> warnings;
+  std::vector<std::string> recovered;          // what the automatic recover() did first
+};
+
+class Transaction {
+public:
+  explicit Transaction(InstallTarget target, TransactionOptions options = {});
+  void install(WheelToInstall wheel);
+  // An installed .dist-info to remove. Installing a project that is already installed removes
+  // the installed version implicitly.
+  void remove(std::filesystem::path dist_info);
+  [[nodiscard]] Expected<TransactionResult> run();
+
+private:
+  InstallTarget m_target;
+  TransactionOptions m_options;
+  std::vector<WheelToInstall> m_install;
+  std::vector<std::filesystem::path> m_remove;
+};
+
+struct RecoverResult {
+  std::vector<std::string> actions;            // "undid txn X (state installing)", …
+};
+// Finishes or undoes interrupted transactions under <prefix>/.envfix (takes the lock).
+[[nodiscard]] Expected<RecoverResult> recover(const std::filesystem::path& prefix, bool wait_for_lock = true);
+
+struct BackupInfo {
+  std::string id;
+  std::filesystem::path txn_dir;
+  std::uint64_t bytes = 0;
+  std::vector<DistRef> installed, removed;     // what that transaction did
+};
+// The last committed transaction that can be rolled back, if any.
+[[nodiscard]] Expected<std::optional<BackupInfo>> last_backup(const std::filesystem::path& prefix);
+
+struct RollbackResult {
+  std::string id;                              // the transaction undone
+  std::vector<DistRef> restored, removed;      // restored = its removed set; removed = its installed set
+  std::uint64_t freed_bytes = 0;               // backup space released
+};
+// Undoes the last committed transaction (itself a journaled transaction: a crash during it is
+// recovered to the state before the rollback).
+[[nodiscard]] Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOptions options = {});
+// Deletes kept backups (frees disk; rollback becomes impossible). Returns the bytes freed.
+[[nodiscard]] Expected<std::uint64_t> drop_backups(const std::filesystem::path& prefix);
+
+// Executes ops[begin, end) forward / undoes ops[0, end) in reverse. Exposed for tests.
+[[nodiscard]] Expected<void> undo_ops(const std::vector<TxnOp>& ops);
+
+} // namespace envfix::installer

@@ -1,0 +1,298 @@
+#include "installer/wheel_install.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <system_error>
+
+#include "util/fs.hpp"
+#include "util/sha256.hpp"
+#include "wheel/record.hpp"
+
+#define TRY_VOID(expr)                                                        \
+  do {                                                                        \
+    if (auto try_void_result_ = (expr); !try_void_result_)                    \
+      return std::unexpected(std::move(try_void_result_).error());            \
+  } while (0)
+
+namespace envfix::installer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string trim(std::string_view s) {
+  auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  auto e = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+unsigned current_umask() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("Umask:", 0) == 0) return static_cast<unsigned>(std::stoul(trim(line.substr(6)), nullptr, 8));
+  return 022;
+}
+
+// Writes a new file (never replacing one) with exactly `mode`.
+Expected<void> write_new(const fs::path& path, std::string_view content, unsigned mode) {
+  TRY_VOID(util::create_directories(path.parent_path()));
+  util::Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return fail(ErrorCode::io, "cannot create {}: {}", path.string(), std::strerror(errno));
+  std::size_t off = 0;
+  while (off < content.size()) {
+    auto n = ::write(fd.get(), content.data() + off, content.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(ErrorCode::io, "writing {}: {}", path.string(), std::strerror(errno));
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  if (::fchmod(fd.get(), mode) != 0)
+    return fail(ErrorCode::io, "chmod {}: {}", path.string(), std::strerror(errno));
+  return {};
+}
+
+// RECORD paths are relative to the directory holding .dist-info, with '/' (R6.14).
+std::string record_path(const fs::path& file, const fs::path& root) {
+  return file.lexically_normal().lexically_relative(root.lexically_normal()).generic_string();
+}
+
+} // namespace
+
+Expected<std::vector<EntryPoint>> parse_entry_points(std::string_view text, std::string_view where) {
+  std::vector<EntryPoint> out;
+  std::string section;
+  std::size_t pos = 0, line_no = 0;
+  while (pos < text.size()) {
+    auto eol = text.find('\n', pos);
+    auto raw = text.substr(pos, eol == std::string_view::npos ? text.size() - pos : eol - pos);
+    pos = eol == std::string_view::npos ? text.size() : eol + 1;
+    ++line_no;
+    auto line = trim(raw);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line.front() == '[') {
+      if (line.back() != ']')
+        return fail(ErrorCode::invalid_input, "{}:{}: bad section header '{}'", where, line_no, line);
+      section = trim(std::string_view(line).substr(1, line.size() - 2));
+      continue;
+    }
+    if (section != "console_scripts" && section != "gui_scripts") continue;
+    auto eq = line.find('=');
+    if (eq == std::string::npos)
+      return fail(ErrorCode::invalid_input, "{}:{}: expected 'name = module:attr', got '{}'", where, line_no, line);
+    EntryPoint ep;
+    ep.gui = section == "gui_scripts";
+    ep.name = trim(std::string_view(line).substr(0, eq));
+    auto value = trim(std::string_view(line).substr(eq + 1));
+    if (auto br = value.find('['); br != std::string::npos) value = trim(std::string_view(value).substr(0, br));
+    auto colon = value.find(':');
+    if (colon == std::string::npos)
+      return make_error(ErrorCode::invalid_input,
+                        fmt::format("{}:{}: entry point '{}' = '{}' names no callable", where, line_no,
+                                    ep.name, value),
+                        "a script entry point must look like 'module:function'");
+    ep.module = trim(std::string_view(value).substr(0, colon));
+    ep.attr = trim(std::string_view(value).substr(colon + 1));
+    if (ep.name.empty() || ep.module.empty() || ep.attr.empty() ||
+        ep.name.find('/') != std::string::npos || ep.name == "." || ep.name == "..")
+      return fail(ErrorCode::invalid_input, "{}:{}: bad entry point '{}'", where, line_no, line);
+    out.push_back(std::move(ep));
+  }
+  return out;
+}
+
+std::string shebang_for(const fs::path& python) {
+  auto p = python.string();
+  if (p.size() + 3 <= 127 && p.find(' ') == std::string::npos) return "#!" + p + "\n";
+  // uv's trampoline: sh re-execs the interpreter on this very file.
+  return "#!/bin/sh\n'''exec' '" + p + "' \"$0\" \"$@\"\n' '''\n";
+}
+
+std::string launcher_script(const EntryPoint& ep, const fs::path& python) {
+  auto dot = ep.attr.find('.');
+  std::string import_name = ep.attr.substr(0, dot);
+  return shebang_for(python) +
+         "# -*- coding: utf-8 -*-\n"
+         "import re\n"
+         "import sys\n"
+         "from " + ep.module + " import " + import_name + "\n"
+         "if __name__ == '__main__':\n"
+         "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+         "    sys.exit(" + ep.attr + "())\n";
+}
+
+Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, const InstallTarget& target,
+                                              const InstallOptions& options) {
+  WheelInstallPlan plan;
+  plan.name = sw.name;
+  plan.version = sw.version;
+  const fs::path root = sw.root_is_purelib ? target.purelib : target.platlib;
+  if (root.empty()) return fail(ErrorCode::invalid_input, "install target has no {} directory",
+                                sw.root_is_purelib ? "purelib" : "platlib");
+  plan.dist_info = root / sw.dist_info;
+  const fs::path gen = fs::path(sw.tree.string() + ".gen");
+  const unsigned umask_bits = current_umask();
+  const unsigned file_mode = 0666 & ~umask_bits;
+  const unsigned exec_mode = (0777 & ~umask_bits) | 0111;
+
+  auto eps = ENVFIX_TRY(parse_entry_points(sw.entry_points, sw.wheel.filename().string() + ":" +
+                                                                sw.dist_info + "/entry_points.txt"));
+  std::set<std::string> ep_names;
+  for (const auto& ep : eps) {
+    ep_names.insert(ep.name);
+    ep_names.insert(ep.name + ".exe");
+    ep_names.insert(ep.name + "-script.py");
+    ep_names.insert(ep.name + ".pya");
+  }
+
+  std::vector<wheel::RecordEntry> record;
+  std::map<fs::path, std::string> dest_owner; // destination → member, to catch collisions
+  auto add_move = [&](const fs::path& from, const fs::path& to, const std::string& member) -> Expected<void> {
+    auto [it, inserted] = dest_owner.emplace(to.lexically_normal(), member);
+    if (!inserted)
+      return fail(ErrorCode::invalid_input, "{}: members '{}' and '{}' both install to {}",
+                  sw.wheel.filename().string(), it->second, member, to.string());
+    plan.moves.push_back({from, to});
+    return {};
+  };
+  std::vector<FileMove> metadata_moves; // dist-info files go after the payload
+
+  for (const auto& f : sw.files) {
+    fs::path dest;
+    fs::path from = f.staged;
+    std::string hash = f.hash;
+    std::uint64_t size = f.size;
+    if (f.member.starts_with(sw.data_dir + "/")) {
+      auto rest = std::string_view(f.member).substr(sw.data_dir.size() + 1);
+      auto slash = rest.find('/');
+      auto key = rest.substr(0, slash);
+      auto sub = std::string(rest.substr(slash + 1));
+      if (key == "purelib") dest = target.purelib / sub;
+      else if (key == "platlib") dest = target.platlib / sub;
+      else if (key == "data") dest = target.data / sub;
+      else if (key == "headers") dest = target.headers_for(sw.name) / sub;
+      else if (key == "scripts") {
+        if (sub.find('/') != std::string::npos)
+          return fail(ErrorCode::invalid_input, "{}: '{}': scripts may not be in subdirectories",
+                      sw.wheel.filename().string(), f.member);
+        if (ep_names.contains(sub)) continue; // setuptools wrapper; we generate the launcher (R6.7)
+        dest = target.scripts / sub;
+        // #!python → the target interpreter; scripts always get +x (uv's behaviour, R6.7).
+        std::string head;
+        {
+          std::ifstream in(f.staged, std::ios::binary);
+          char buf[8] = {};
+          in.read(buf, 8);
+          head.assign(buf, static_cast<std::size_t>(in.gcount()));
+        }
+        fs::path rewritten = gen / "scripts" / sub;
+        std::string content;
+        if (head.starts_with("#!python")) {
+          auto text = ENVFIX_TRY(util::read_file(f.staged));
+          auto eol = text.find('\n');
+          content = shebang_for(target.python) + (eol == std::string::npos ? "" : text.substr(eol + 1));
+        } else {
+          content = ENVFIX_TRY(util::read_file(f.staged));
+        }
+        TRY_VOID(write_new(rewritten, content, exec_mode));
+        from = rewritten;
+        hash = wheel::RecordEntry::for_content("", content).hash_field();
+        size = content.size();
+      } else {
+        return fail(ErrorCode::invalid_input, "{}: unknown .data scheme in '{}'", sw.wheel.filename().string(),
+                    f.member);
+      }
+    } else {
+      dest = root / f.member;
+      if (f.member.starts_with(sw.dist_info + "/")) {
+        auto name = f.member.substr(sw.dist_info.size() + 1);
+        // Regenerated below.
+        if (name == "INSTALLER" || name == "REQUESTED" || name == "direct_url.json") continue;
+      }
+    }
+    auto rp = record_path(dest, root);
+    wheel::RecordEntry re;
+    re.path = rp;
+    auto eq = hash.find('=');
+    re.hash_algo = hash.substr(0, eq);
+    re.hash_b64 = eq == std::string::npos ? "" : hash.substr(eq + 1);
+    re.size = size;
+    record.push_back(std::move(re));
+    if (f.member.starts_with(sw.dist_info + "/")) {
+      auto [it, inserted] = dest_owner.emplace(dest.lexically_normal(), f.member);
+      if (!inserted)
+        return fail(ErrorCode::invalid_input, "{}: members '{}' and '{}' both install to {}",
+                    sw.wheel.filename().string(), it->second, f.member, dest.string());
+      metadata_moves.push_back({from, dest});
+    } else {
+      TRY_VOID(add_move(from, dest, f.member));
+    }
+  }
+
+  // Launchers (R6.8).
+  for (const auto& ep : eps) {
+    auto text = launcher_script(ep, target.python);
+    fs::path g = gen / "launchers" / ep.name;
+    TRY_VOID(write_new(g, text, file_mode | 0555));
+    fs::path dest = target.scripts / ep.name;
+    dest_owner.erase(dest.lexically_normal()); // a launcher clobbers a same-named script
+    plan.moves.erase(std::remove_if(plan.moves.begin(), plan.moves.end(),
+                                    [&](const FileMove& m) { return m.to == dest; }),
+                     plan.moves.end());
+    record.erase(std::remove_if(record.begin(), record.end(),
+                                [&](const wheel::RecordEntry& r) { return r.path == record_path(dest, root); }),
+                 record.end());
+    TRY_VOID(add_move(g, dest, "entry point " + ep.name));
+    record.push_back(wheel::RecordEntry::for_content(record_path(dest, root), text));
+  }
+
+  // Metadata written at install time (R6.11–R6.14), RECORD last.
+  plan.moves.insert(plan.moves.end(), metadata_moves.begin(), metadata_moves.end());
+  auto add_generated = [&](const std::string& name, const std::string& content) -> Expected<void> {
+    fs::path g = gen / "dist-info" / name;
+    TRY_VOID(write_new(g, content, file_mode));
+    fs::path dest = plan.dist_info / name;
+    plan.moves.push_back({g, dest});
+    record.push_back(wheel::RecordEntry::for_content(record_path(dest, root), content));
+    return {};
+  };
+  TRY_VOID(add_generated("INSTALLER", options.installer + "\n"));
+  if (options.requested) TRY_VOID(add_generated("REQUESTED", ""));
+  if (options.direct_url) TRY_VOID(add_generated("direct_url.json", *options.direct_url));
+  wheel::RecordEntry self;
+  self.path = record_path(plan.dist_info / "RECORD", root);
+  record.push_back(self);
+  std::sort(record.begin(), record.end(),
+            [](const wheel::RecordEntry& a, const wheel::RecordEntry& b) { return a.path < b.path; });
+  wheel::Record rec{record};
+  fs::path g = gen / "dist-info" / "RECORD";
+  TRY_VOID(write_new(g, rec.to_string(), file_mode));
+  plan.moves.push_back({g, plan.dist_info / "RECORD"});
+  plan.warnings = sw.warnings;
+  return plan;
+}
+
+Expected<WheelInstallPlan> install_wheel(const wheel::StagedWheel& staged, const InstallTarget& target,
+                                         const InstallOptions& options) {
+  auto plan = ENVFIX_TRY(plan_wheel_install(staged, target, options));
+  for (const auto& m : plan.moves) {
+    TRY_VOID(util::create_directories(m.to.parent_path()));
+    // rename() replaces an existing file atomically: processes that mapped the old .so keep it (R6.10).
+    if (::rename(m.from.c_str(), m.to.c_str()) != 0)
+      return fail(ErrorCode::io, "installing {}: rename {} → {}: {}", plan.name, m.from.string(), m.to.string(),
+                  std::strerror(errno));
+  }
+  return plan;
+}
+
+} // namespace envfix::installer

@@ -1,0 +1,60 @@
+#pragma once
+// Spreading a staged wheel into an install scheme (packaging.md §6.2, §6.3). Planning writes every
+// generated file (rewritten #!python scripts, entry-point launchers, INSTALLER, REQUESTED,
+// direct_url.json, RECORD) next to the staging tree, so installing is nothing but renames.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "installer/install_target.hpp"
+#include "util/error.hpp"
+#include "wheel/staging.hpp"
+
+namespace envfix::installer {
+
+struct FileMove {
+  std::filesystem::path from;   // staged file
+  std::filesystem::path to;     // final absolute path
+};
+
+struct InstallOptions {
+  std::string installer = "envfix";      // INSTALLER content (R6.11)
+  bool requested = true;                 // write REQUESTED (R6.12)
+  std::optional<std::string> direct_url; // direct_url.json content, only for direct URL installs (R6.13)
+};
+
+struct WheelInstallPlan {
+  std::string name;                      // METADATA Name
+  std::string version;
+  std::filesystem::path dist_info;       // final .dist-info path
+  std::vector<FileMove> moves;           // payload, then launchers, then metadata, RECORD last (R6.17)
+  std::vector<std::string> warnings;
+};
+
+// A console/GUI entry point (R6.8).
+struct EntryPoint {
+  std::string name, module, attr;        // "demo", "demo_pkg.cli", "main"
+  bool gui = false;
+};
+[[nodiscard]] Expected<std::vector<EntryPoint>> parse_entry_points(std::string_view text,
+                                                                   std::string_view name_for_errors);
+// "#!<python>\n", or the /bin/sh trampoline when the line would pass 127 bytes or has a space (R6.7).
+[[nodiscard]] std::string shebang_for(const std::filesystem::path& python);
+// pip's launcher text for an entry point.
+[[nodiscard]] std::string launcher_script(const EntryPoint& ep, const std::filesystem::path& python);
+
+// Writes the generated files into `<staged.tree>.gen/` and returns the moves. Touches nothing in
+// the target.
+[[nodiscard]] Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& staged,
+                                                            const InstallTarget& target,
+                                                            const InstallOptions& options = {});
+
+// Installs without a transaction: plans, then renames every file into place (creating parent
+// directories, replacing existing files). For the journaled, reversible form use Transaction.
+[[nodiscard]] Expected<WheelInstallPlan> install_wheel(const wheel::StagedWheel& staged,
+                                                       const InstallTarget& target,
+                                                       const InstallOptions& options = {});
+
+} // namespace envfix::installer
