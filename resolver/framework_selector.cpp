@@ -105,7 +105,11 @@ Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const 
       }
       indexes.push_back(i);
     }
-    std::stable_sort(indexes.begin(), indexes.end(), [](const auto& a, const auto& b) { return cuda_rank(a) > cuda_rank(b); });
+    // Newest CUDA first; on a host without GPUs the CPU build leads.
+    std::stable_sort(indexes.begin(), indexes.end(), [&](const auto& a, const auto& b) {
+      if (!gpu_host && (a.variant == "cpu") != (b.variant == "cpu")) return a.variant == "cpu";
+      return cuda_rank(a) > cuda_rank(b);
+    });
     if (!indexes.empty()) any_index = true;
 
     std::vector<MainCandidate> cands;
@@ -292,6 +296,35 @@ Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const 
   }
   e.causes.push_back("`envfix plan --explain` lists every rejected file");
   return std::unexpected(e);
+}
+
+} // namespace envfix::resolver
+
+namespace envfix::resolver {
+
+std::vector<std::string> framework_family(const FrameworkSpec& spec) {
+  std::vector<std::string> out{specs::normalize_name(spec.main_package)};
+  for (const auto& c : spec.companions) out.push_back(specs::normalize_name(c));
+  return out;
+}
+
+FrameworkRequest split_request(const FrameworkSpec& spec, const std::vector<specs::Requirement>& request,
+                               const std::vector<std::string>& installed_names) {
+  FrameworkRequest out;
+  auto family = framework_family(spec);
+  auto in_family = [&](const std::string& n) { return std::find(family.begin(), family.end(), n) != family.end(); };
+  for (const auto& r : request) (in_family(r.normalized_name()) ? out.framework : out.others).push_back(r);
+  if (request.empty()) {
+    for (const auto& f : family)
+      if (std::find(installed_names.begin(), installed_names.end(), f) != installed_names.end())
+        out.framework.push_back(*specs::Requirement::parse(f));
+  }
+  // The main package always leads the set.
+  auto main = family.front();
+  if (!out.framework.empty() && std::none_of(out.framework.begin(), out.framework.end(),
+                                             [&](const specs::Requirement& r) { return r.normalized_name() == main; }))
+    out.framework.insert(out.framework.begin(), *specs::Requirement::parse(main));
+  return out;
 }
 
 } // namespace envfix::resolver

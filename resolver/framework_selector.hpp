@@ -78,3 +78,15 @@ struct CoverageVerdict {
                                              const std::vector<specs::ComputeCapability>& gpus);
 
 } // namespace envfix::resolver
+
+namespace envfix::resolver {
+
+// Every package of the framework's set (main first, then companions), normalized.
+[[nodiscard]] std::vector<std::string> framework_family(const FrameworkSpec& spec);
+
+// Split a request into the framework set and other packages. An empty request means the framework
+// packages already installed, else the main package and its companions (design.md §3.2).
+[[nodiscard]] FrameworkRequest split_request(const FrameworkSpec& spec, const std::vector<specs::Requirement>& request,
+                                             const std::vector<std::string>& installed_names);
+
+} // namespace envfix::resolver

@@ -1,0 +1,62 @@
+#pragma once
+// The Plan: what to install, remove and keep to go from the installed set to a resolution
+// (design.md §1 step 4, §4 plan JSON). Pure data; cli/ renders it, installer/ executes it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "resolver/rejection.hpp"
+#include "resolver/resolver.hpp"
+#include "specs/requirement.hpp"
+#include "specs/version.hpp"
+
+namespace envfix::resolver {
+
+// One installed distribution as the resolver needs it (the CLI fills it from probe::InstalledDist).
+struct InstalledPackage {
+  std::string name; // normalized
+  specs::Version version;
+  std::vector<specs::Requirement> requires_dist;
+};
+
+struct PlanInstall {
+  std::string name;
+  std::string version;
+  std::string filename;
+  std::string url;
+  std::optional<std::string> sha256;
+  std::optional<std::uint64_t> size;
+  std::string replaces; // installed version it replaces, "" when new
+};
+
+struct PlanRemove {
+  std::string name;
+  std::string version;
+  std::string why; // "replaced", "companion-inconsistent", "duplicate", "unused-cuda-runtime"
+};
+
+struct Plan {
+  std::string channel;  // "" for a plain (non-framework) resolution
+  std::string index;
+  std::string variant;
+  std::string why;
+  std::vector<PlanInstall> install;
+  std::vector<PlanRemove> remove;
+  std::vector<std::string> keep; // "name==version" already installed and part of the set
+  std::vector<Rejection> rejected;
+  std::vector<std::string> warnings;
+  [[nodiscard]] std::uint64_t download_size() const;
+  [[nodiscard]] bool empty() const { return install.empty() && remove.empty(); }
+};
+
+struct PlanInputs {
+  const Resolution* resolution = nullptr;
+  std::vector<InstalledPackage> installed;       // may hold duplicates of a name (stray dist-infos)
+  std::vector<std::string> framework_packages;   // every package of the framework family (torch, torchvision, …)
+  std::vector<std::string> cuda_runtime_prefixes = {"nvidia-"}; // CUDA runtime wheels of a variant
+};
+
+[[nodiscard]] Plan make_plan(const PlanInputs& in);
+
+} // namespace envfix::resolver
