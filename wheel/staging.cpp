@@ -220,15 +220,25 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
   StagedWheel sw;
   sw.wheel = wheel;
 
+  // Policy checks on the names as stored (libarchive normalizes some of them away).
   std::set<std::string> seen;
-  std::set<std::string> dist_infos, data_dirs;
-  for (const auto& e : ar.entries()) {
-    if (auto ok = check_member_name(e.name); !ok)
+  for (const auto& raw : ar.raw_names()) {
+    if (auto ok = check_member_name(raw); !ok)
       return std::unexpected(std::move(ok.error()).context(fmt::format("{}: refusing the wheel", wname)));
-    std::string key = e.name;
+    std::string key = raw;
     if (key.back() == '/') key.pop_back();
     if (!seen.insert(key).second)
-      return fail(ErrorCode::invalid_input, "{}: duplicate member '{}'", wname, e.name);
+      return fail(ErrorCode::invalid_input, "{}: duplicate member '{}'", wname, raw);
+  }
+  if (ar.raw_names().size() != ar.entries().size())
+    return fail(ErrorCode::invalid_input, "{}: the ZIP directory lists {} members, the reader found {}", wname,
+                ar.raw_names().size(), ar.entries().size());
+  std::set<std::string> dist_infos, data_dirs;
+  for (const auto& e : ar.entries()) {
+    std::string key = e.name;
+    if (!key.empty() && key.back() == '/') key.pop_back();
+    if (!seen.contains(key))
+      return fail(ErrorCode::invalid_input, "{}: member '{}' is not in the ZIP directory as named", wname, e.name);
     switch (e.type) {
     case ArchiveEntry::Type::symlink:
       return fail(ErrorCode::invalid_input, "{}: member '{}' is a symbolic link (to '{}'); wheels may only contain regular files",

@@ -1,5 +1,7 @@
 #include "wheel/wheel_archive.hpp"
 
+#include "util/fs.hpp"
+
 #include <archive.h>
 #include <archive_entry.h>
 #include <sys/stat.h>
@@ -60,7 +62,58 @@ ArchiveEntry to_entry(struct archive_entry* e, std::size_t index) {
   return out;
 }
 
+std::uint64_t le(std::span<const std::uint8_t> b, std::size_t off, int n) {
+  std::uint64_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = (v << 8) | b[off + static_cast<std::size_t>(i)];
+  return v;
+}
+
 } // namespace
+
+Expected<std::vector<std::string>> zip_central_directory_names(std::span<const std::uint8_t> b,
+                                                               std::string_view where,
+                                                               std::uint64_t max_entries) {
+  auto bad = [&](std::string_view what) {
+    return fail(ErrorCode::invalid_input, "{}: not a valid ZIP archive: {}", where, what);
+  };
+  if (b.size() < 22) return bad("too short");
+  // End of central directory: the last signature within the comment's reach.
+  std::size_t eocd = std::string_view::npos;
+  std::size_t lowest = b.size() > 22 + 65535 ? b.size() - 22 - 65535 : 0;
+  for (std::size_t i = b.size() - 22 + 1; i-- > lowest;)
+    if (le(b, i, 4) == 0x06054b50) {
+      eocd = i;
+      break;
+    }
+  if (eocd == std::string_view::npos) return bad("no end-of-central-directory record");
+  std::uint64_t count = le(b, eocd + 10, 2);
+  std::uint64_t cd_size = le(b, eocd + 12, 4);
+  std::uint64_t end_of_cd = eocd;
+  if (count == 0xffff || cd_size == 0xffffffff || le(b, eocd + 16, 4) == 0xffffffff) {
+    if (eocd < 20 || le(b, eocd - 20, 4) != 0x07064b50) return bad("ZIP64 locator missing");
+    std::uint64_t z64 = le(b, eocd - 20 + 8, 8);
+    if (z64 > b.size() - 56 || le(b, static_cast<std::size_t>(z64), 4) != 0x06064b50)
+      return bad("ZIP64 end record out of range");
+    count = le(b, static_cast<std::size_t>(z64) + 32, 8);
+    cd_size = le(b, static_cast<std::size_t>(z64) + 40, 8);
+    end_of_cd = z64;
+  }
+  if (cd_size > end_of_cd) return bad("central directory larger than the file");
+  if (count > max_entries) return bad("too many members");
+  std::size_t pos = static_cast<std::size_t>(end_of_cd - cd_size);
+  std::vector<std::string> names;
+  names.reserve(static_cast<std::size_t>(count));
+  for (std::uint64_t i = 0; i < count; ++i) {
+    if (pos + 46 > end_of_cd || le(b, pos, 4) != 0x02014b50) return bad("truncated central directory");
+    std::size_t n = static_cast<std::size_t>(le(b, pos + 28, 2));
+    std::size_t extra = static_cast<std::size_t>(le(b, pos + 30, 2));
+    std::size_t comment = static_cast<std::size_t>(le(b, pos + 32, 2));
+    if (pos + 46 + n + extra + comment > end_of_cd) return bad("central directory entry out of range");
+    names.emplace_back(reinterpret_cast<const char*>(b.data() + pos + 46), n);
+    pos += 46 + n + extra + comment;
+  }
+  return names;
+}
 
 // Opens a fresh libarchive reader on the file or the memory buffer (libarchive readers are
 // single-pass; each operation opens its own).
@@ -108,6 +161,12 @@ Expected<WheelArchive> WheelArchive::open_memory(std::span<const std::uint8_t> b
 }
 
 Expected<void> WheelArchive::list() {
+  if (m_path.empty()) {
+    m_raw_names = ENVFIX_TRY(zip_central_directory_names(m_bytes, m_name, m_limits.max_entries));
+  } else {
+    auto map = ENVFIX_TRY(util::MappedFile::open(m_path));
+    m_raw_names = ENVFIX_TRY(zip_central_directory_names({map.data(), map.size()}, m_name, m_limits.max_entries));
+  }
   auto a = ENVFIX_TRY(open_reader(m_path, m_bytes, m_name));
   struct archive_entry* e = nullptr;
   m_total_size = 0;
@@ -117,6 +176,9 @@ Expected<void> WheelArchive::list() {
     if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN)
       return fail(ErrorCode::invalid_input, "{}: corrupt ZIP directory at member {}: {}", m_name, i,
                   archive_message(a.get()));
+    if (!archive_entry_pathname_utf8(e) && !archive_entry_pathname(e))
+      return fail(ErrorCode::invalid_input, "{}: member {} ('{}') has a name that is not valid UTF-8", m_name, i,
+                  i < m_raw_names.size() ? m_raw_names[i] : std::string("?"));
     if (i >= m_limits.max_entries)
       return fail(ErrorCode::invalid_input, "{}: more than {} members", m_name, m_limits.max_entries);
     auto entry = to_entry(e, i);

@@ -49,6 +49,9 @@ public:
                                                           ArchiveLimits limits = {});
 
   [[nodiscard]] const std::vector<ArchiveEntry>& entries() const { return m_entries; }
+  // Member names exactly as the central directory stores them (bytes, in directory order):
+  // libarchive rewrites backslashes and hides duplicates, so policy checks use these.
+  [[nodiscard]] const std::vector<std::string>& raw_names() const { return m_raw_names; }
   [[nodiscard]] const ArchiveEntry* find(std::string_view name) const;
   [[nodiscard]] const std::string& name() const { return m_name; }
   [[nodiscard]] std::uint64_t archive_size() const { return m_archive_size; }
@@ -70,6 +73,11 @@ private:
   std::uint64_t m_archive_size = 0;
   std::uint64_t m_total_size = 0;
   std::vector<ArchiveEntry> m_entries;
+  std::vector<std::string> m_raw_names;
 };
+
+// The names in a ZIP central directory (ZIP64 aware, bounds-checked), in order.
+[[nodiscard]] Expected<std::vector<std::string>> zip_central_directory_names(
+    std::span<const std::uint8_t> bytes, std::string_view name_for_errors, std::uint64_t max_entries);
 
 } // namespace envfix::wheel
