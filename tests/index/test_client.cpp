@@ -143,6 +143,8 @@ TEST_CASE("nginx over HTTPS: JSON and HTML pages give the same candidates; 304 r
   CHECK(*again == *json_page);
   CHECK(client.stats().page_revalidated == 1);
   CHECK(count(fx.nginx->access_log_text(), "\" 304 ") == 1);
+  // HTTP/2 over TLS (ALPN), and the page requests share connections.
+  CHECK(fx.nginx->access_log_text().find("HTTP/2.0\"") != std::string::npos);
 
   // Offline: pages come from the cache; what is missing is named.
   auto off = fx.client(true);
