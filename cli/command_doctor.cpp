@@ -1,15 +1,775 @@
+// envfix doctor: the four diagnostic steps of design.md §4, ending in a verdict and the exact
+// `envfix apply` that fixes what was found. Facts come from probe/, knowledge from matrices/,
+// kernels from wheel/; this file only compares them and renders the result.
+#include <algorithm>
+#include <map>
+#include <set>
+
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
+#include "index/index_client.hpp"
+#include "matrices/knowledge.hpp"
+#include "probe/host_facts.hpp"
+#include "probe/installed.hpp"
+#include "probe/installed_kernels.hpp"
+#include "probe/python_probe.hpp"
+#include "specs/name.hpp"
+#include "util/env.hpp"
+#include "util/subprocess.hpp"
 
 namespace envfix::cli {
 
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+struct DoctorOptions {
+  bool no_repro = false;
+  int repro_timeout_s = 120;
+  bool no_kernels = false;
+};
+
+struct Finding {
+  std::string code;
+  std::string severity; // error | warning | info
+  std::string message;
+  std::string hint;
+};
+
+struct GpuCoverage {
+  std::string arch;          // "sm_90"
+  std::size_t runnable = 0, total = 0, via_sass = 0, via_ptx = 0;
+  std::vector<std::string> partial_files; // "libtorch_cuda.so: 435/444"
+  std::vector<std::string> uncovered_files;
+};
+
+struct KernelSummary {
+  std::size_t files = 0, scanned = 0, containers = 0;
+  std::set<std::string> sass, ptx;
+  bool zstd = false;
+  std::vector<GpuCoverage> per_gpu;
+};
+
+struct PackageReport {
+  const probe::InstalledDist* dist = nullptr;
+  std::string role;         // main | companion
+  std::string variant;      // cu128, cpu, … or "" when unknown
+  std::string variant_from; // local-label | requires-dist | pypi-default | ""
+  std::string source;       // index URL dir from direct_url.json, else "installer:<name>"
+  std::optional<KernelSummary> kernels;
+};
+
+struct Repro {
+  std::string step_a = "skipped", step_b = "skipped";
+  std::string error;
+  std::string note;
+};
+
+struct Report {
+  probe::HostFacts facts;
+  std::optional<matrices::Knowledge> knowledge;
+  const matrices::Framework* fw = nullptr;
+  std::vector<PackageReport> packages;
+  Repro repro;
+  std::vector<Finding> findings;
+  std::string verdict;
+  std::string fix;
+};
+
+void add(Report& r, std::string code, std::string severity, std::string message, std::string hint = {}) {
+  for (const auto& f : r.findings)
+    if (f.code == code && f.message == message) return;
+  r.findings.push_back({std::move(code), std::move(severity), std::move(message), std::move(hint)});
+}
+
+std::string join(const std::vector<std::string>& v, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? std::string(sep) : std::string()) + v[i];
+  return out;
+}
+
+// ---------------------------------------------------------------- step 1: hardware and environment
+
+Expected<std::vector<probe::GpuInfo>> planned_gpus(const std::vector<std::string>& specs_in,
+                                                   const matrices::Knowledge* k) {
+  std::vector<probe::GpuInfo> out;
+  for (const auto& s : specs_in) {
+    probe::GpuInfo g;
+    g.index = static_cast<int>(out.size());
+    if (auto cc = specs::ComputeCapability::parse(s)) {
+      g.cc = *cc;
+      g.name = "planned " + cc->sm_name();
+    } else if (auto p = k ? k->gpu(s) : std::nullopt) {
+      g.cc = p->cc;
+      g.name = p->name;
+    } else {
+      return make_error(ErrorCode::invalid_input, fmt::format("--gpu '{}': not an arch (sm_120, 12.0) or a known GPU name", s),
+                        "run `envfix matrix` to list known GPUs");
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+// The highest CUDA whose GA driver floor this driver meets (when libcuda was not there to ask).
+std::optional<specs::CudaVersion> cuda_for_driver(const matrices::Knowledge* k, std::string_view driver) {
+  if (!k) return std::nullopt;
+  std::optional<specs::CudaVersion> best;
+  for (const auto& t : k->toolkits()) {
+    if (t.min_driver_linux.empty()) continue;
+    if (matrices::compare_driver_versions(driver, t.min_driver_linux) >= 0 && (!best || t.version > *best))
+      best = t.version;
+  }
+  return best;
+}
+
+fs::path env_prefix_of(const fs::path& interpreter) {
+  // <prefix>/bin/python → <prefix>; no symlink resolution (a venv's python links to its base).
+  return fs::absolute(interpreter).lexically_normal().parent_path().parent_path();
+}
+
+void check_environment(Report& r) {
+  const auto& f = r.facts;
+  if (!f.python) return;
+  const auto& py = *f.python;
+  if (py.externally_managed) {
+    auto msg = py.externally_managed_message.empty() ? std::string("the distribution manages its packages")
+                                                      : std::string(py.externally_managed_message.substr(
+                                                            0, py.externally_managed_message.find('\n')));
+    add(r, "externally-managed", "warning",
+        fmt::format("{} is externally managed (PEP 668): {}", py.executable.string(), msg),
+        "install into a virtual environment: envfix apply --venv .venv");
+  }
+  if (f.pip_interpreter) {
+    auto pip_prefix = env_prefix_of(*f.pip_interpreter);
+    auto target = fs::absolute(py.prefix).lexically_normal();
+    if (pip_prefix != target) {
+      add(r, "pip-other-interpreter", "warning",
+          fmt::format("`pip` on PATH ({}) installs into {}, not into the target {}",
+                      f.pip_on_path ? f.pip_on_path->string() : std::string("pip"), pip_prefix.string(),
+                      target.string()),
+          fmt::format("use `{} -m pip`, or activate the environment first", py.executable.string()));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- step 2: framework packages
+
+// cu128 from nvidia-cuda-runtime-cu12==12.8.90, cuda-toolkit==13.0.2, nvidia-cuda-runtime==13.0.96.
+std::optional<std::string> variant_from_requires(const probe::InstalledDist& d, const specs::MarkerEnvironment& env) {
+  for (const auto& req : d.requires_dist) {
+    auto n = req.normalized_name();
+    if (n != "cuda-toolkit" && !n.starts_with("nvidia-cuda-runtime")) continue;
+    if (req.marker && !req.applies(env)) continue;
+    for (const auto& c : req.specifier.clauses()) {
+      if (c.op() != specs::SpecOperator::equal || !c.version()) continue;
+      const auto& rel = c.version()->release();
+      if (rel.size() < 2) continue;
+      return fmt::format("cu{}{}", rel[0], rel[1]);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string source_of(const probe::InstalledDist& d) {
+  auto url = probe::direct_url_of(d);
+  if (!url.empty()) {
+    auto slash = url.rfind('/');
+    return slash == std::string::npos ? url : url.substr(0, slash);
+  }
+  return d.installer.empty() ? std::string("unknown") : "installer:" + d.installer;
+}
+
+std::optional<specs::CudaVersion> cuda_of_variant(const Report& r, const std::string& variant) {
+  if (r.fw)
+    if (const auto* v = r.fw->variant(variant)) return v->cuda;
+  if (variant.starts_with("cu"))
+    if (auto c = specs::CudaVersion::from_variant(variant)) return *c;
+  return std::nullopt;
+}
+
+bool gpu_host(const Report& r) { return !r.facts.gpus.empty(); }
+
+void check_framework(Report& r, const std::string& framework) {
+  std::string main_pkg = r.fw ? r.fw->main_package : framework;
+  std::vector<std::string> companions;
+  if (r.fw) {
+    companions = r.fw->companions;
+    companions.insert(companions.end(), r.fw->optional_companions.begin(), r.fw->optional_companions.end());
+  }
+  auto main_norm = specs::normalize_name(main_pkg);
+  std::set<std::string> companion_norm;
+  for (auto& c : companions) companion_norm.insert(specs::normalize_name(c));
+  const specs::MarkerEnvironment empty_env;
+  const auto& env = r.facts.python ? r.facts.python->markers : empty_env;
+
+  for (const auto& d : r.facts.installed) {
+    auto n = d.normalized_name();
+    if (n != main_norm && !companion_norm.count(n)) continue;
+    PackageReport p;
+    p.dist = &d;
+    p.role = n == main_norm ? "main" : "companion";
+    if (!d.local().empty()) {
+      p.variant = d.local();
+      p.variant_from = "local-label";
+    } else if (auto v = variant_from_requires(d, env)) {
+      p.variant = *v;
+      p.variant_from = "requires-dist";
+    }
+    p.source = source_of(d);
+    r.packages.push_back(std::move(p));
+  }
+  const PackageReport* main = nullptr;
+  for (const auto& p : r.packages)
+    if (p.role == "main" && (!main || main->dist->version < p.dist->version)) main = &p;
+  // PyPI's unlabelled build: the release row says which variant pypi.org serves.
+  if (main && r.fw) {
+    if (const auto* rel = r.fw->release(main->dist->version); rel && !rel->pypi_default.empty()) {
+      for (auto& p : r.packages)
+        if (p.variant.empty()) {
+          p.variant = rel->pypi_default;
+          p.variant_from = "pypi-default";
+        }
+    }
+  }
+  if (!main) {
+    add(r, "framework-not-installed", "warning",
+        fmt::format("{} is not installed in {}", main_pkg,
+                    r.facts.python ? r.facts.python->executable.string() : std::string("the target")),
+        fmt::format("envfix apply {}", main_pkg));
+    return;
+  }
+  const auto& mv = main->dist->version;
+  // Duplicates and missing RECORDs (all dists: they break uninstall and upgrades alike).
+  for (const auto& group : probe::find_duplicates(r.facts.installed)) {
+    std::vector<std::string> where;
+    for (auto* d : group) where.push_back(d->dist_info.string());
+    bool fw_pkg = group[0]->normalized_name() == main_norm || companion_norm.count(group[0]->normalized_name());
+    add(r, "duplicate-dist", fw_pkg ? "error" : "warning",
+        fmt::format("{} is installed {} times: {}", group[0]->name, group.size(), join(where, ", ")),
+        "remove the stale copy: envfix apply reinstalls one clean set");
+  }
+  for (const auto& d : r.facts.installed)
+    if (!d.has_record)
+      add(r, "missing-record", "warning",
+          fmt::format("{} {} has no RECORD ({}): it cannot be uninstalled cleanly", d.name, d.version.to_string(),
+                      d.dist_info.string()),
+          "reinstall it so that a RECORD is written");
+  // CPU build on a GPU host.
+  if (gpu_host(r)) {
+    for (const auto& p : r.packages)
+      if (p.variant == "cpu")
+        add(r, "cpu-build-on-gpu-host", "error",
+            fmt::format("{} {} is a CPU-only build, but this host has {} GPU(s) ({})", p.dist->name,
+                        p.dist->version.to_string(), r.facts.gpus.size(), r.facts.gpus[0].cc.sm_name()),
+            "install the CUDA build for this GPU (see the fix command below)");
+  }
+  // Mixed variants across the set.
+  std::map<std::string, std::vector<std::string>> by_variant;
+  for (const auto& p : r.packages)
+    if (!p.variant.empty()) by_variant[p.variant].push_back(fmt::format("{} {}", p.dist->name, p.dist->version.to_string()));
+  if (by_variant.size() > 1) {
+    std::vector<std::string> parts;
+    for (auto& [v, names] : by_variant) parts.push_back(fmt::format("{} ({})", v, join(names, ", ")));
+    add(r, "mixed-variants", "error", fmt::format("the {} packages mix build variants: {}", framework, join(parts, "; ")),
+        "every package of the set must come from the same variant index");
+  }
+  // Mixed sources: different indexes are a problem; only different installers is a hint.
+  std::set<std::string> urls, installers;
+  for (const auto& p : r.packages) {
+    if (!p.source.starts_with("installer:")) urls.insert(p.source);
+    installers.insert(p.dist->installer);
+  }
+  if (urls.size() > 1)
+    add(r, "mixed-sources", "warning", fmt::format("the {} packages came from different indexes: {}", framework,
+                                                   join(std::vector<std::string>(urls.begin(), urls.end()), ", ")));
+  else if (installers.size() > 1)
+    add(r, "mixed-sources", "info",
+        fmt::format("the {} packages were installed by different tools: {}", framework,
+                    join(std::vector<std::string>(installers.begin(), installers.end()), ", ")));
+  // Companion versions: the matrices' coupling, and the companion's own Requires-Dist on the main package.
+  for (const auto& p : r.packages) {
+    if (p.role != "companion") continue;
+    const auto& d = *p.dist;
+    if (r.knowledge) {
+      if (auto want = r.knowledge->companion_version(framework, mv, d.normalized_name())) {
+        auto w = specs::Version::parse(*want);
+        if (w && w->public_version() != d.version.public_version())
+          add(r, "companion-mismatch", "error",
+              fmt::format("{} {} does not match {} {} (it needs {} {})", d.name, d.version.to_string(), main_pkg,
+                          mv.to_string(), d.name, *want),
+              "install the coupled versions together (see the fix command below)");
+      }
+    }
+    for (const auto& req : d.requires_dist) {
+      if (req.normalized_name() != main_norm || req.specifier.empty()) continue;
+      if (req.marker && !req.applies(env)) continue;
+      if (!req.specifier.contains(mv.public_version(), true))
+        add(r, "companion-mismatch", "error",
+            fmt::format("{} {} requires {}{}, but {} {} is installed", d.name, d.version.to_string(), main_pkg,
+                        req.specifier.to_string(), main_pkg, mv.to_string()),
+            "install the coupled versions together (see the fix command below)");
+    }
+  }
+  // Driver vs the build's CUDA.
+  const auto& drv = r.facts.driver;
+  if (drv && !main->variant.empty()) {
+    if (auto cuda = cuda_of_variant(r, main->variant)) {
+      bool ok = r.knowledge ? r.knowledge->driver_supports(drv->version, *cuda)
+                            : (!drv->cuda || *drv->cuda >= *cuda);
+      if (!ok) {
+        auto need = r.knowledge ? r.knowledge->min_driver(*cuda) : std::nullopt;
+        add(r, "driver-too-old", "error",
+            fmt::format("{} {} is built for CUDA {}, which driver {}{} cannot run", main_pkg, mv.to_string(),
+                        cuda->to_string(), drv->version,
+                        drv->cuda ? fmt::format(" (CUDA {})", drv->cuda->to_string()) : std::string()),
+            need ? fmt::format("upgrade the driver to >= {}, or install a build for an older CUDA", *need)
+                 : std::string("upgrade the driver, or install a build for an older CUDA"));
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- step 3: repro
+
+// The exception line of a Python traceback ("RuntimeError: CUDA error: no kernel image …"); torch
+// appends advice lines after it, so the last line alone is not the error.
+std::string error_line(const util::SubprocessResult& res) {
+  std::string_view text = res.err.empty() ? std::string_view(res.out) : std::string_view(res.err);
+  std::string last, exception;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    auto nl = text.find('\n', i);
+    if (nl == std::string_view::npos) nl = text.size();
+    auto line = text.substr(i, nl - i);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+    if (!line.empty() && !line.starts_with(' ')) {
+      last = std::string(line);
+      auto colon = line.find(": ");
+      auto head = line.substr(0, colon);
+      bool ident = colon != std::string_view::npos && !head.empty() &&
+                   head.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.") ==
+                       std::string_view::npos;
+      if (ident && (head.ends_with("Error") || head.ends_with("Exception"))) exception = last;
+    }
+    i = nl + 1;
+  }
+  return exception.empty() ? last : exception;
+}
+
+void run_repro(Report& r, const DoctorOptions& opt) {
+  auto& rp = r.repro;
+  if (opt.no_repro) {
+    rp.note = "skipped (--no-repro)";
+    return;
+  }
+  if (!r.facts.python) return;
+  bool have_main = std::any_of(r.packages.begin(), r.packages.end(), [](auto& p) { return p.role == "main"; });
+  if (!have_main) {
+    rp.note = "skipped: the framework is not installed";
+    return;
+  }
+  if (!r.fw || r.fw->smoke.step_a.empty() || r.fw->smoke.step_b.empty()) {
+    rp.note = fmt::format("skipped: the matrices define no smoke test for {}", r.fw ? r.fw->name : "this framework");
+    return;
+  }
+  if (r.facts.gpus.empty()) {
+    rp.note = "skipped: no GPU";
+    return;
+  }
+  util::SubprocessOptions so;
+  so.timeout = std::chrono::seconds(opt.repro_timeout_s);
+  so.set_env["CUDA_LAUNCH_BLOCKING"] = "1";
+  so.unset_env = {"PYTHONPATH", "PYTHONHOME"};
+  auto run = [&](const std::string& code, std::string& status) -> bool {
+    auto res = util::run_process({r.facts.python->executable.string(), "-c", code}, so);
+    if (!res) {
+      status = "failed";
+      rp.error = res.error().message;
+      return false;
+    }
+    if (res->ok()) {
+      status = "passed";
+      return true;
+    }
+    status = "failed";
+    rp.error = res->timed_out ? fmt::format("timed out after {} s", opt.repro_timeout_s) : error_line(*res);
+    if (rp.error.empty()) rp.error = fmt::format("exit code {}", res->exit_code);
+    return false;
+  };
+  if (!run(r.fw->smoke.step_a, rp.step_a)) {
+    add(r, "repro-failed", "error",
+        fmt::format("step A (move a tensor to the GPU) failed: {}", rp.error),
+        "the framework cannot reach the GPU: check the driver, CUDA_VISIBLE_DEVICES and a CPU-only build");
+    return;
+  }
+  if (!run(r.fw->smoke.step_b, rp.step_b)) {
+    bool no_image = rp.error.find("no kernel image") != std::string::npos ||
+                    rp.error.find("NO_BINARY_FOR_GPU") != std::string::npos;
+    add(r, "repro-failed", "error", fmt::format("step B (run a matmul on the GPU) failed: {}", rp.error),
+        no_image ? "the installed build has no kernels for this GPU's architecture"
+                 : "a kernel failed on the GPU; rerun with -v for the details");
+    if (no_image) {
+      std::vector<std::string> archs;
+      for (auto& g : r.facts.gpus) archs.push_back(g.cc.sm_name());
+      add(r, "arch-not-covered", "error",
+          fmt::format("the installed build has no kernel image for {} (step B: \"no kernel image is available\")",
+                      join(archs, ", ")),
+          "install a build whose kernels include this architecture (see the fix command below)");
+    }
+  }
+}
+
+// ---------------------------------------------------------------- step 4: matrices and kernels
+
+std::string platform_of(const Report& r) {
+  std::string arch = r.facts.python ? r.facts.python->tag_env.arch : "x86_64";
+  return "linux_" + arch;
+}
+
+void check_matrices(Report& r) {
+  if (!r.knowledge || !r.fw) return;
+  for (const auto& p : r.packages) {
+    if (p.role != "main" || p.variant.empty()) continue;
+    auto builds = r.knowledge->variants_for(r.fw->name, p.dist->version, platform_of(r));
+    const matrices::VariantBuild* vb = nullptr;
+    for (const auto& b : builds)
+      if (b.variant == p.variant) vb = &b;
+    if (!vb) continue;
+    for (const auto& g : r.facts.gpus) {
+      switch (vb->runs_on(g.cc)) {
+        case matrices::RunKind::none:
+          add(r, "arch-not-covered", "error",
+              fmt::format("{} {} ({}) ships no kernels for {} ({}) according to the matrices [{}]", p.dist->name,
+                          p.dist->version.to_string(), p.variant, g.cc.sm_name(), g.name, vb->source),
+              "install a build that covers this GPU (see the fix command below)");
+          break;
+        case matrices::RunKind::jit:
+          add(r, "ptx-jit-only", "warning",
+              fmt::format("{} {} ({}) runs on {} only by JIT-compiling PTX (slow first start, needs a recent driver)",
+                          p.dist->name, p.dist->version.to_string(), p.variant, g.cc.sm_name()),
+              "a build with SASS for this GPU starts faster");
+          break;
+        default: break;
+      }
+    }
+  }
+}
+
+void check_kernels(Report& r, const DoctorOptions& opt) {
+  if (opt.no_kernels) return;
+  for (auto& p : r.packages) {
+    if (!p.dist->has_record) continue;
+    auto ik = probe::read_installed_kernels(*p.dist);
+    if (!ik) {
+      r.facts.notes.push_back(ik.error().message);
+      continue;
+    }
+    for (auto& n : ik->notes) r.facts.notes.push_back(n);
+    KernelSummary ks;
+    ks.scanned = ik->scanned;
+    ks.files = ik->files.size();
+    for (auto& [path, set] : ik->files) {
+      for (auto& s : set.sass()) ks.sass.insert(s);
+      for (auto& s : set.ptx()) ks.ptx.insert(s);
+      ks.containers += set.containers.size();
+      ks.zstd = ks.zstd || set.has_zstd();
+    }
+    for (const auto& g : r.facts.gpus) {
+      GpuCoverage gc;
+      gc.arch = g.cc.sm_name();
+      for (auto& [path, set] : ik->files) {
+        auto c = set.coverage(g.cc);
+        gc.runnable += c.runnable;
+        gc.total += c.total;
+        gc.via_sass += c.via_sass;
+        gc.via_ptx += c.via_ptx;
+        if (c.total == 0) continue;
+        if (c.runnable == 0) gc.uncovered_files.push_back(path.filename().string());
+        else if (c.runnable < c.total)
+          gc.partial_files.push_back(fmt::format("{}: {}/{}", path.filename().string(), c.runnable, c.total));
+      }
+      if (gc.total > 0) {
+        auto label = fmt::format("{} {}", p.dist->name, p.dist->version.to_string());
+        if (gc.runnable == 0)
+          add(r, "arch-not-covered", "error",
+              fmt::format("{}: none of its {} GPU modules has code for {} (binaries read: {})", label, gc.total,
+                          gc.arch, join(gc.uncovered_files, ", ")),
+              "install a build that covers this GPU (see the fix command below)");
+        else if (gc.runnable < gc.total)
+          add(r, "arch-partly-covered", "error",
+              fmt::format("{}: {} of {} GPU modules lack code for {} — a small test may pass and the full app fail "
+                          "({})",
+                          label, gc.total - gc.runnable, gc.total, gc.arch,
+                          join(gc.partial_files.empty() ? gc.uncovered_files : gc.partial_files, ", ")),
+              "install a build with full coverage for this GPU (see the fix command below)");
+        else if (gc.via_sass == 0 && gc.via_ptx > 0)
+          add(r, "ptx-jit-only", "warning",
+              fmt::format("{}: runs on {} only by JIT-compiling PTX", label, gc.arch),
+              "a build with SASS for this GPU starts faster");
+      }
+      ks.per_gpu.push_back(std::move(gc));
+    }
+    if (ks.zstd && r.facts.driver && r.facts.driver->cuda && *r.facts.driver->cuda < specs::CudaVersion{12, 4})
+      add(r, "zstd-needs-newer-driver", "error",
+          fmt::format("{} has ZSTD-compressed kernels, which need a driver for CUDA >= 12.4 (this one: CUDA {})",
+                      p.dist->name, r.facts.driver->cuda->to_string()),
+          "upgrade the driver (>= 550.54.14)");
+    p.kernels = std::move(ks);
+  }
+}
+
+// ---------------------------------------------------------------- verdict, fix, rendering
+
+void conclude(Report& r, const Globals& g, const std::string& framework) {
+  bool error = false, warning = false;
+  for (const auto& f : r.findings) {
+    error = error || f.severity == "error";
+    warning = warning || f.severity == "warning";
+  }
+  r.verdict = error ? "broken" : warning ? "degraded" : "healthy";
+  if (r.verdict == "healthy") return;
+  // Only problems that a reinstall fixes get a command; hardware and driver problems do not.
+  static const std::set<std::string> fixable = {"arch-not-covered", "arch-partly-covered", "ptx-jit-only",
+                                                "cpu-build-on-gpu-host", "companion-mismatch", "mixed-variants",
+                                                "mixed-sources", "duplicate-dist", "missing-record",
+                                                "repro-failed", "framework-not-installed", "externally-managed"};
+  bool want = false;
+  for (const auto& f : r.findings) want = want || (f.severity != "info" && fixable.count(f.code));
+  if (!want) return;
+  std::vector<std::string> args = {"envfix", "apply"};
+  std::vector<std::string> pkgs;
+  for (const auto& p : r.packages) pkgs.push_back(specs::normalize_name(p.dist->name));
+  std::sort(pkgs.begin(), pkgs.end());
+  pkgs.erase(std::unique(pkgs.begin(), pkgs.end()), pkgs.end());
+  if (pkgs.empty()) pkgs.push_back(r.fw ? r.fw->main_package : framework);
+  args.insert(args.end(), pkgs.begin(), pkgs.end());
+  if (framework != "torch") args.insert(args.end(), {"--framework", framework});
+  bool em = r.facts.python && r.facts.python->externally_managed;
+  if (em) args.insert(args.end(), {"--venv", ".venv"});
+  else if (!g.python.empty()) args.insert(args.end(), {"--python", g.python});
+  for (const auto& gpu : g.gpus) args.insert(args.end(), {"--gpu", gpu});
+  if (!g.driver.empty()) args.insert(args.end(), {"--driver", g.driver});
+  if (!g.matrices_dir.empty()) args.insert(args.end(), {"--matrices", g.matrices_dir});
+  for (auto& a : args)
+    if (a.find_first_of(" \t'\"$`\\") != std::string::npos) a = "'" + a + "'";
+  r.fix = join(args, " ");
+}
+
+std::string python_tag(const probe::PythonInfo& py) {
+  return fmt::format("{}{}{}", py.tag_env.implementation, py.tag_env.major, py.tag_env.minor);
+}
+
+std::string env_kind(const probe::PythonInfo& py) {
+  return py.is_venv ? "venv" : py.is_conda ? "conda" : "system";
+}
+
+json to_json(const Report& r) {
+  json j;
+  j["verdict"] = r.verdict;
+  j["gpus"] = json::array();
+  for (const auto& g : r.facts.gpus)
+    j["gpus"].push_back({{"index", g.index}, {"name", g.name}, {"arch", g.cc.sm_name()}, {"cc", g.cc.to_string()},
+                         {"uuid", g.uuid}, {"memory_bytes", g.memory_bytes}, {"planned", r.facts.gpus_planned}});
+  if (r.facts.driver)
+    j["driver"] = {{"version", r.facts.driver->version},
+                   {"cuda", r.facts.driver->cuda ? json(r.facts.driver->cuda->to_string()) : json(nullptr)},
+                   {"source", r.facts.driver->source}};
+  else j["driver"] = nullptr;
+  if (r.facts.python) {
+    const auto& py = *r.facts.python;
+    j["python"] = {{"path", py.executable.string()}, {"version", py.version.to_string()}, {"tag", python_tag(py)},
+                   {"env", env_kind(py)}, {"prefix", py.prefix.string()},
+                   {"externally_managed", py.externally_managed}};
+  } else j["python"] = nullptr;
+  j["packages"] = json::array();
+  for (const auto& p : r.packages) {
+    json pj = {{"name", p.dist->name}, {"version", p.dist->version.to_string()}, {"role", p.role},
+               {"variant", p.variant.empty() ? json(nullptr) : json(p.variant)},
+               {"variant_from", p.variant_from}, {"installer", p.dist->installer}, {"source", p.source},
+               {"dist_info", p.dist->dist_info.string()}};
+    if (p.kernels) {
+      json cov = json::object();
+      for (const auto& c : p.kernels->per_gpu)
+        cov[c.arch] = {{"runnable", c.runnable}, {"total", c.total}, {"via_sass", c.via_sass}, {"via_ptx", c.via_ptx}};
+      pj["kernels"] = {{"files", p.kernels->files}, {"scanned", p.kernels->scanned},
+                       {"containers", p.kernels->containers},
+                       {"sass", std::vector<std::string>(p.kernels->sass.begin(), p.kernels->sass.end())},
+                       {"ptx", std::vector<std::string>(p.kernels->ptx.begin(), p.kernels->ptx.end())},
+                       {"zstd", p.kernels->zstd}, {"coverage", cov}};
+    } else pj["kernels"] = nullptr;
+    j["packages"].push_back(std::move(pj));
+  }
+  j["findings"] = json::array();
+  for (const auto& f : r.findings)
+    j["findings"].push_back({{"code", f.code}, {"severity", f.severity}, {"message", f.message}, {"hint", f.hint}});
+  j["repro"] = {{"step_a", r.repro.step_a}, {"step_b", r.repro.step_b},
+                {"error", r.repro.error.empty() ? json(nullptr) : json(r.repro.error)}, {"note", r.repro.note}};
+  j["fix"] = r.fix.empty() ? json(nullptr) : json(r.fix);
+  j["notes"] = r.facts.notes;
+  return j;
+}
+
+std::string human_bytes(std::uint64_t b) {
+  if (b == 0) return "";
+  return fmt::format(", {:.0f} GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024));
+}
+
+void render_text(const Report& r, const Globals& g) {
+  auto head = [](std::string_view t) { human(styled(t, Style::bold)); };
+  head("1. Hardware and base environment");
+  if (r.facts.gpus.empty()) human("   GPU      none");
+  for (const auto& gpu : r.facts.gpus)
+    human(fmt::format("   GPU {}    {} ({}{}){}", gpu.index, gpu.name, gpu.cc.sm_name(), human_bytes(gpu.memory_bytes),
+                      r.facts.gpus_planned ? styled(" [planned]", Style::dim) : std::string()));
+  if (r.facts.driver)
+    human(fmt::format("   driver   {}{} [{}]", r.facts.driver->version,
+                      r.facts.driver->cuda ? fmt::format(", supports CUDA {}", r.facts.driver->cuda->to_string()) : "",
+                      r.facts.driver->source));
+  else human("   driver   none");
+  if (r.facts.python) {
+    const auto& py = *r.facts.python;
+    human(fmt::format("   python   {} {} ({}, {})", py.executable.string(), py.version.to_string(), python_tag(py),
+                      env_kind(py)));
+  }
+  head(fmt::format("2. Framework {}", r.fw ? r.fw->name : g.framework));
+  if (r.packages.empty()) human("   not installed");
+  for (const auto& p : r.packages)
+    human(fmt::format("   {:<12} {:<16} variant {:<8} {}{}", p.dist->name, p.dist->version.to_string(),
+                      p.variant.empty() ? "?" : p.variant,
+                      p.variant_from.empty() ? "" : styled(fmt::format("({}) ", p.variant_from), Style::dim), p.source));
+  head("3. Minimal repro");
+  if (r.repro.step_a == "skipped" && r.repro.step_b == "skipped") human(fmt::format("   {}", r.repro.note));
+  else {
+    auto st = [](const std::string& s) {
+      return styled(s, s == "passed" ? Style::green : s == "failed" ? Style::red : Style::dim);
+    };
+    human(fmt::format("   step A (tensor to GPU): {}", st(r.repro.step_a)));
+    human(fmt::format("   step B (matmul):        {}", st(r.repro.step_b)));
+    if (!r.repro.error.empty()) human(fmt::format("   error: {}", r.repro.error));
+  }
+  head("4. Kernels and matrices");
+  bool any = false;
+  for (const auto& p : r.packages) {
+    if (!p.kernels || p.kernels->files == 0) continue;
+    any = true;
+    human(fmt::format("   {}: {} files with GPU code, {} modules; sass [{}] ptx [{}]", p.dist->name, p.kernels->files,
+                      p.kernels->containers, join({p.kernels->sass.begin(), p.kernels->sass.end()}, " "),
+                      join({p.kernels->ptx.begin(), p.kernels->ptx.end()}, " ")));
+    for (const auto& c : p.kernels->per_gpu)
+      human(fmt::format("     {}: {}/{} modules runnable ({} sass, {} ptx-jit)", c.arch, c.runnable, c.total,
+                        c.via_sass, c.via_ptx));
+  }
+  if (!any) human("   no GPU code found in the installed framework binaries");
+  if (g.verbose > 0)
+    for (const auto& n : r.facts.notes) human(styled("   note: " + n, Style::dim));
+  head("Findings");
+  if (r.findings.empty()) human("   none");
+  for (const auto& f : r.findings) {
+    auto style = f.severity == "error" ? Style::red : f.severity == "warning" ? Style::yellow : Style::blue;
+    human(fmt::format("   {} {}: {}", styled(fmt::format("{:<7}", f.severity), style), f.code, f.message));
+    if (!f.hint.empty()) human(fmt::format("           hint: {}", f.hint));
+  }
+  auto vs = r.verdict == "healthy" ? Style::green : r.verdict == "broken" ? Style::red : Style::yellow;
+  human("");
+  human(fmt::format("{} {}", styled("verdict:", Style::bold), styled(r.verdict, vs)));
+  if (!r.fix.empty()) human(fmt::format("{} {}", styled("fix:", Style::bold), r.fix));
+}
+
+// ---------------------------------------------------------------- the command
+
+Expected<Report> diagnose(const Globals& g, const DoctorOptions& opt) {
+  Report r;
+  auto k = matrices::Knowledge::load_default(g.matrices_dir);
+  if (k) r.knowledge = std::move(*k);
+  else if (!g.matrices_dir.empty()) return std::unexpected(std::move(k.error()));
+  else r.facts.notes.push_back("matrices not loaded: " + k.error().message);
+  const matrices::Knowledge* kp = r.knowledge ? &*r.knowledge : nullptr;
+  if (kp) r.fw = kp->framework(g.framework);
+
+  std::vector<std::string> gpu_specs = g.gpus;
+  if (gpu_specs.empty())
+    if (auto e = util::get_env("ENVFIX_GPU"); e && !e->empty())
+      for (std::size_t i = 0, j; i <= e->size(); i = j + 1) {
+        j = e->find(',', i);
+        if (j == std::string::npos) j = e->size();
+        if (j > i) gpu_specs.push_back(e->substr(i, j - i));
+      }
+  std::string driver = g.driver.empty() ? util::get_env("ENVFIX_DRIVER").value_or("") : g.driver;
+
+  probe::ProbeOptions po;
+  po.gpus = gpu_specs.empty() || driver.empty();
+  if (!g.python.empty()) po.python = fs::path(g.python);
+  if (!g.cache_dir.empty()) po.cache_dir = g.cache_dir;
+  else if (auto c = index::default_cache_dir()) po.cache_dir = *c;
+  auto facts = probe::probe_host(po);
+  if (!facts) return std::unexpected(std::move(facts.error()).context("could not probe the target interpreter"));
+  r.facts = std::move(*facts);
+  if (!gpu_specs.empty()) {
+    r.facts.gpus = ENVFIX_TRY(planned_gpus(gpu_specs, kp));
+    r.facts.gpus_planned = true;
+  }
+  if (!driver.empty()) {
+    if (kp && !matrices::is_driver_version(driver))
+      return make_error(ErrorCode::invalid_input, fmt::format("--driver '{}': not a driver version", driver),
+                        "write it as nvidia-smi does, e.g. 570.86.10");
+    r.facts.driver = probe::DriverInfo{driver, std::nullopt, "planned"};
+  }
+  if (r.facts.driver && !r.facts.driver->cuda) r.facts.driver->cuda = cuda_for_driver(kp, r.facts.driver->version);
+
+  // Step 1.
+  check_framework(r, g.framework); // needs packages before deciding GPU-related severities
+  bool cuda_build = std::any_of(r.packages.begin(), r.packages.end(),
+                                [](auto& p) { return p.variant.starts_with("cu"); });
+  if (r.facts.gpus.empty()) {
+    std::string why = r.facts.driver ? fmt::format("driver {} is loaded but no GPU is visible", r.facts.driver->version)
+                                     : std::string("no NVIDIA GPU and no driver found");
+    if (auto cvd = util::get_env("CUDA_VISIBLE_DEVICES")) why += fmt::format(" (CUDA_VISIBLE_DEVICES='{}')", *cvd);
+    add(r, "no-gpu", r.facts.driver || cuda_build ? "error" : "info", why,
+        r.facts.driver ? "check CUDA_VISIBLE_DEVICES, container GPU access (--gpus all) and `nvidia-smi`"
+                       : "to plan for another machine, pass --gpu sm_XX --driver VERSION");
+  } else if (!r.facts.driver) {
+    add(r, "no-driver", "error", "GPUs are present but no NVIDIA driver was found",
+        "install the NVIDIA driver, then check `nvidia-smi`");
+  }
+  check_environment(r);
+  // Step 3 and 4.
+  run_repro(r, opt);
+  check_matrices(r);
+  check_kernels(r, opt);
+  // Errors first, then warnings, then info; stable within a severity.
+  auto rank = [](const std::string& s) { return s == "error" ? 0 : s == "warning" ? 1 : 2; };
+  std::stable_sort(r.findings.begin(), r.findings.end(),
+                   [&](const Finding& a, const Finding& b) { return rank(a.severity) < rank(b.severity); });
+  conclude(r, g, g.framework);
+  return r;
+}
+
+} // namespace
+
 void add_doctor_command(CLI::App& app, Globals& g) {
-  auto* cmd = app.add_subcommand("doctor", "(not yet implemented)");
-  cmd->callback([&g] {
-    print_error(Error{ErrorCode::internal, "'envfix doctor' is not implemented yet", {}, ""});
-    g.exit_code = 2;
+  auto* cmd = app.add_subcommand("doctor", "Diagnose the GPU, driver, interpreter and framework install");
+  auto opt = std::make_shared<DoctorOptions>();
+  cmd->add_flag("--no-repro", opt->no_repro, "Skip the minimal repro in the target interpreter (step 3)");
+  cmd->add_option("--repro-timeout", opt->repro_timeout_s, "Seconds for each repro step (default 120)")
+      ->check(CLI::Range(1, 3600));
+  cmd->add_flag("--no-kernels", opt->no_kernels, "Do not read the kernels in the installed binaries");
+  cmd->callback([&g, opt] {
+    auto r = diagnose(g, *opt);
+    if (!r) {
+      print_error(r.error());
+      g.exit_code = 2; // could not diagnose
+      if (r.error().code == ErrorCode::invalid_input) g.exit_code = 1;
+      return;
+    }
+    if (g.format == "json") machine(to_json(*r).dump(2));
+    else render_text(*r, g);
+    g.exit_code = r->verdict == "healthy" ? 0 : 1;
   });
 }
 

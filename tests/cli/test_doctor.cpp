@@ -1,0 +1,402 @@
+// `envfix doctor` end to end: the real binary against real venvs (python3 -m venv) holding
+// hand-made dist-info folders, a fake `torch` module that fails the repro's steps like the real
+// one does, nvcc-built shared objects with chosen archs, and planned GPUs (--gpu/--driver).
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "util/fs.hpp"
+#include "util/subprocess.hpp"
+
+using namespace envfix;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+fs::path envfix_bin() {
+  const char* b = std::getenv("ENVFIX_BIN");
+  return b ? fs::path(b) : fs::path(ENVFIX_BINARY_DIR) / "cli/envfix";
+}
+
+void write(const fs::path& p, const std::string& text, unsigned mode = 0644) {
+  fs::create_directories(p.parent_path());
+  REQUIRE(util::write_file_atomic(p, text, mode));
+}
+
+constexpr const char* kFakeTorch = R"PY(# A stand-in for torch: behaves like the real one for the doctor's smoke test.
+import os
+_mode = open(os.path.join(os.path.dirname(__file__), "MODE")).read().strip()
+__version__ = "fake"
+class _Cuda:
+    @staticmethod
+    def is_available():
+        return _mode != "fail_a"
+    @staticmethod
+    def synchronize():
+        pass
+    @staticmethod
+    def get_device_name(i=0):
+        return "Fake GPU"
+cuda = _Cuda()
+class _T:
+    def __matmul__(self, other):
+        if os.environ.get("CUDA_LAUNCH_BLOCKING") != "1":
+            raise RuntimeError("repro ran without CUDA_LAUNCH_BLOCKING=1")
+        if _mode == "fail_b":
+            raise RuntimeError("CUDA error: no kernel image is available for execution on the device\n"
+                               "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
+                               "For debugging consider passing CUDA_LAUNCH_BLOCKING=1")
+        if _mode == "hang_b":
+            import time
+            time.sleep(60)
+        return self
+    def sum(self):
+        return self
+    def item(self):
+        return 1.0
+def ones(*a, **k):
+    return _T()
+randn = ones
+)PY";
+
+// A venv with hand-made dist-info folders.
+class FakeEnv {
+public:
+  FakeEnv() {
+    m_root = util::make_temp_dir({}, "envfix-doctor-test").value();
+    m_venv = m_root / "venv";
+    auto r = util::run_process({"python3", "-m", "venv", "--without-pip", m_venv.string()}).value();
+    REQUIRE_MESSAGE(r.ok(), r.err);
+    for (auto& e : fs::directory_iterator(m_venv / "lib"))
+      if (fs::exists(e.path() / "site-packages")) m_site = e.path() / "site-packages";
+    REQUIRE(!m_site.empty());
+    fs::create_directories(m_root / "bin");
+    fs::create_directories(m_root / "sysfs");
+  }
+  FakeEnv(const FakeEnv&) = delete;
+  FakeEnv& operator=(const FakeEnv&) = delete;
+  ~FakeEnv() {
+    std::error_code ec;
+    fs::remove_all(m_root, ec);
+  }
+  const fs::path& root() const { return m_root; }
+  const fs::path& venv() const { return m_venv; }
+  const fs::path& site() const { return m_site; }
+  fs::path python() const { return m_venv / "bin/python"; }
+
+  // A dist-info folder; `files` are created in site-packages and listed in RECORD.
+  fs::path dist(const std::string& name, const std::string& version, const std::vector<std::string>& requires_dist = {},
+                bool record = true, const std::string& installer = "pip", const std::vector<std::string>& files = {}) {
+    std::string folder = name;
+    for (auto& c : folder)
+      if (c == '-') c = '_';
+    auto di = m_site / (folder + "-" + version + ".dist-info");
+    std::string meta = "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n";
+    for (auto& r : requires_dist) meta += "Requires-Dist: " + r + "\n";
+    write(di / "METADATA", meta);
+    write(di / "INSTALLER", installer + "\n");
+    if (record) {
+      std::string rec;
+      for (auto& f : files) rec += f + ",,\n";
+      rec += di.filename().string() + "/METADATA,,\n" + di.filename().string() + "/RECORD,,\n";
+      write(di / "RECORD", rec);
+    }
+    return di;
+  }
+  void fake_torch(const std::string& mode) {
+    write(m_site / "torch/__init__.py", kFakeTorch);
+    write(m_site / "torch/MODE", mode + "\n");
+  }
+
+  // Runs envfix with a controlled environment: no NVML, an empty /proc+/sys, PATH = venv/bin + root/bin.
+  util::SubprocessResult run(std::vector<std::string> args, bool json_output = true) const {
+    std::vector<std::string> argv = {envfix_bin().string(), "doctor", "--python", python().string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    if (json_output) argv.insert(argv.end(), {"--format", "json"});
+    util::SubprocessOptions o;
+    o.timeout = std::chrono::seconds(120);
+    o.set_env = {{"ENVFIX_NO_NVML", "1"},
+                 {"ENVFIX_SYSFS_ROOT", (m_root / "sysfs").string()},
+                 {"ENVFIX_CACHE_DIR", (m_root / "cache").string()},
+                 {"PATH", (m_venv / "bin").string() + ":" + (m_root / "bin").string()},
+                 {"NO_COLOR", "1"}};
+    o.unset_env = {"VIRTUAL_ENV", "CONDA_PREFIX", "CUDA_VISIBLE_DEVICES", "ENVFIX_GPU", "ENVFIX_DRIVER",
+                   "ENVFIX_MATRICES", "ENVFIX_PYTHON"};
+    return util::run_process(argv, o).value();
+  }
+
+private:
+  fs::path m_root, m_venv, m_site;
+};
+
+json parse(const util::SubprocessResult& r) {
+  INFO("stderr: " << r.err);
+  INFO("stdout: " << r.out);
+  REQUIRE(!r.out.empty());
+  return json::parse(r.out);
+}
+
+std::set<std::string> codes(const json& j) {
+  std::set<std::string> out;
+  for (auto& f : j["findings"]) out.insert(f["code"].get<std::string>());
+  return out;
+}
+
+const json* finding(const json& j, const std::string& code) {
+  for (auto& f : j["findings"])
+    if (f["code"] == code) return &f;
+  return nullptr;
+}
+
+bool have_nvcc() { return fs::exists("/usr/local/cuda/bin/nvcc"); }
+
+} // namespace
+
+TEST_SUITE("cli") {
+
+TEST_CASE("doctor: torch +cpu with torchvision +cu124 on a planned sm_120 host") {
+  FakeEnv env;
+  env.dist("torch", "2.6.0+cpu", {"filelock"});
+  env.dist("torchvision", "0.21.0+cu124", {"torch==2.6.0"});
+  auto r = env.run({"--gpu", "sm_120", "--driver", "570.86.10", "--no-repro"});
+  CHECK(r.exit_code == 1);
+  auto j = parse(r);
+  CHECK(j["verdict"] == "broken");
+  auto c = codes(j);
+  CHECK(c.count("cpu-build-on-gpu-host"));
+  CHECK(c.count("mixed-variants"));
+  CHECK(!c.count("duplicate-dist"));
+  CHECK(!c.count("missing-record"));
+  REQUIRE(j["gpus"].size() == 1);
+  CHECK(j["gpus"][0]["arch"] == "sm_120");
+  CHECK(j["driver"]["version"] == "570.86.10");
+  CHECK(j["driver"]["cuda"] == "12.8"); // derived from the matrices' driver table
+  CHECK(j["python"]["env"] == "venv");
+  CHECK(j["python"]["path"] == env.python().string());
+  CHECK(j["python"]["tag"].get<std::string>().starts_with("cp3"));
+  REQUIRE(j["packages"].size() == 2);
+  CHECK(j["packages"][0]["name"] == "torch");
+  CHECK(j["packages"][0]["variant"] == "cpu");
+  CHECK(j["packages"][1]["variant"] == "cu124");
+  CHECK(j["packages"][1]["installer"] == "pip");
+  CHECK(j["repro"]["step_a"] == "skipped");
+  CHECK(j["fix"].get<std::string>().starts_with("envfix apply torch torchvision --python "));
+  CHECK(j["fix"].get<std::string>().find("--gpu sm_120") != std::string::npos);
+  // The same in text form: sections, findings, verdict and fix line.
+  auto t = env.run({"--gpu", "sm_120", "--driver", "570.86.10", "--no-repro"}, false);
+  CHECK(t.exit_code == 1);
+  CHECK(t.out.empty()); // human output goes to stderr
+  CHECK(t.err.find("1. Hardware and base environment") != std::string::npos);
+  CHECK(t.err.find("cpu-build-on-gpu-host") != std::string::npos);
+  CHECK(t.err.find("verdict: broken") != std::string::npos);
+  CHECK(t.err.find("fix: envfix apply torch torchvision") != std::string::npos);
+  CHECK(t.err.find("\x1b[") == std::string::npos); // NO_COLOR
+}
+
+TEST_CASE("doctor: duplicate dist-infos, a missing RECORD and a companion version mismatch") {
+  FakeEnv env;
+  env.dist("torch", "2.7.0+cu128");
+  env.dist("torch", "2.6.0+cu128", {}, /*record=*/false);
+  env.dist("torchvision", "0.21.0+cu128", {"torch==2.6.0"});
+  auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro"}));
+  CHECK(j["verdict"] == "broken");
+  auto c = codes(j);
+  CHECK(c.count("duplicate-dist"));
+  CHECK(c.count("missing-record"));
+  CHECK(c.count("companion-mismatch"));
+  CHECK(!c.count("mixed-variants"));
+  CHECK(finding(j, "duplicate-dist")->at("severity") == "error");
+  CHECK(finding(j, "missing-record")->at("message").get<std::string>().find("2.6.0+cu128") != std::string::npos);
+}
+
+TEST_CASE("doctor: the repro runs the framework's smoke test in a subprocess and classifies it") {
+  FakeEnv env;
+  env.dist("torch", "2.7.0+cu128", {}, true, "pip", {"torch/__init__.py"});
+  env.dist("torchvision", "0.22.0+cu128", {"torch==2.7.0"});
+  env.dist("torchaudio", "2.7.0+cu128", {"torch==2.7.0"});
+  SUBCASE("step B: no kernel image → missing arch") {
+    env.fake_torch("fail_b");
+    auto r = env.run({"--gpu", "sm_120", "--driver", "570.86.10"});
+    CHECK(r.exit_code == 1);
+    auto j = parse(r);
+    CHECK(j["repro"]["step_a"] == "passed");
+    CHECK(j["repro"]["step_b"] == "failed");
+    CHECK(j["repro"]["error"] == "RuntimeError: CUDA error: no kernel image is available for execution on the device");
+    auto c = codes(j);
+    CHECK(c.count("repro-failed"));
+    CHECK(c.count("arch-not-covered"));
+    CHECK(j["verdict"] == "broken");
+  }
+  SUBCASE("step A fails: driver or visibility") {
+    env.fake_torch("fail_a");
+    auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04"}));
+    CHECK(j["repro"]["step_a"] == "failed");
+    CHECK(j["repro"]["step_b"] == "skipped");
+    CHECK(j["repro"]["error"].get<std::string>().find("AssertionError") != std::string::npos);
+    CHECK(finding(j, "repro-failed")->at("message").get<std::string>().find("step A") != std::string::npos);
+    CHECK(!codes(j).count("arch-not-covered"));
+  }
+  SUBCASE("a hanging kernel is cut off by the timeout, not waited for") {
+    env.fake_torch("hang_b");
+    auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04", "--repro-timeout", "2"}));
+    CHECK(j["repro"]["step_b"] == "failed");
+    CHECK(j["repro"]["error"].get<std::string>().find("timed out") != std::string::npos);
+  }
+  SUBCASE("both steps pass, matching set, planned H200: healthy, exit 0") {
+    env.fake_torch("ok");
+    auto r = env.run({"--gpu", "sm_90", "--driver", "580.159.04"});
+    auto j = parse(r);
+    CHECK(j["repro"]["step_a"] == "passed");
+    CHECK(j["repro"]["step_b"] == "passed");
+    CHECK(j["findings"].size() == 0);
+    CHECK(j["verdict"] == "healthy");
+    CHECK(j["fix"].is_null());
+    CHECK(r.exit_code == 0);
+    // --no-repro skips step 3.
+    auto n = parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro"}));
+    CHECK(n["repro"]["step_a"] == "skipped");
+    CHECK(n["repro"]["note"].get<std::string>().find("--no-repro") != std::string::npos);
+  }
+  SUBCASE("a driver older than the build's CUDA: driver-too-old") {
+    env.fake_torch("ok");
+    auto j = parse(env.run({"--gpu", "sm_90", "--driver", "535.54.03", "--no-repro"}));
+    CHECK(codes(j).count("driver-too-old"));
+    CHECK(finding(j, "driver-too-old")->at("hint").get<std::string>().find("570") != std::string::npos);
+  }
+}
+
+TEST_CASE("doctor: pip on PATH belongs to another interpreter") {
+  FakeEnv env;
+  env.dist("torch", "2.7.0+cu128");
+  write(env.root() / "bin/pip", "#!/opt/other-venv/bin/python3\nimport sys\n", 0755);
+  auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro"}));
+  auto* f = finding(j, "pip-other-interpreter");
+  REQUIRE(f);
+  CHECK(f->at("message").get<std::string>().find("/opt/other-venv") != std::string::npos);
+  // pip of the venv itself is fine.
+  write(env.venv() / "bin/pip", "#!" + env.python().string() + "\n", 0755);
+  CHECK(!codes(parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro"}))).count("pip-other-interpreter"));
+}
+
+TEST_CASE("doctor: an externally managed (PEP 668) system interpreter") {
+  FakeEnv env;
+  // A fake interpreter: the real probe output of the venv, rewritten as a system Python whose
+  // stdlib holds EXTERNALLY-MANAGED.
+  auto real = env.run({"--no-repro", "--gpu", "sm_90", "--driver", "580.159.04"});
+  REQUIRE(!real.out.empty());
+  // Capture the probe script's JSON through envfix's own cache file.
+  std::string cached;
+  for (auto& e : fs::recursive_directory_iterator(env.root() / "cache"))
+    if (e.path().extension() == ".json" && e.path().parent_path().filename() == "interpreters")
+      cached = util::read_file(e.path()).value();
+  REQUIRE(!cached.empty());
+  auto pj = json::parse(cached);
+  pj["base_prefix"] = pj["prefix"];
+  pj["in_venv"] = false;
+  pj["externally_managed"] = {{"path", "/usr/lib/python3/EXTERNALLY-MANAGED"},
+                              {"message", "To install Python packages system-wide, try apt install\npython3-xyz."}};
+  write(env.root() / "probe.json", pj.dump());
+  auto fake = env.root() / "sys/bin/python3";
+  write(fake, "#!/bin/sh\ncase \"$2\" in *sysconfig*) cat '" + (env.root() / "probe.json").string() +
+                  "';; *) exec '" + env.python().string() + "' \"$@\";; esac\n",
+        0755);
+  std::vector<std::string> args = {"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro"};
+  util::SubprocessOptions o;
+  o.set_env = {{"ENVFIX_NO_NVML", "1"}, {"ENVFIX_CACHE_DIR", (env.root() / "cache2").string()},
+               {"PATH", "/usr/bin:/bin"}};
+  std::vector<std::string> argv = {envfix_bin().string(), "doctor", "--python", fake.string(), "--format", "json"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = util::run_process(argv, o).value();
+  auto j = parse(r);
+  CHECK(j["python"]["env"] == "system");
+  CHECK(j["python"]["externally_managed"] == true);
+  auto* f = finding(j, "externally-managed");
+  REQUIRE(f);
+  CHECK(f->at("message").get<std::string>().find("apt install") != std::string::npos);
+  CHECK(j["fix"].get<std::string>().find("--venv .venv") != std::string::npos);
+}
+
+TEST_CASE("doctor: kernels read from nvcc-built shared objects listed in RECORD") {
+  if (!have_nvcc()) {
+    MESSAGE("nvcc not found at /usr/local/cuda/bin/nvcc: kernel coverage check skipped");
+    return;
+  }
+  FakeEnv env;
+  auto src = fs::path(ENVFIX_SOURCE_DIR) / "tests/fixtures/cuda";
+  auto lib = env.site() / "torch/lib/libfake_cuda.so";
+  fs::create_directories(lib.parent_path());
+  // Two translation units: k1 with SASS for sm_90, k2 with SASS for sm_80 only.
+  auto nvcc = std::string("/usr/local/cuda/bin/nvcc");
+  auto o1 = env.root() / "k1.o", o2 = env.root() / "k2.o";
+  util::SubprocessOptions so;
+  so.timeout = std::chrono::seconds(300);
+  auto c1 = util::run_process({nvcc, "-c", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_90,code=sm_90",
+                               (src / "k1.cu").string(), "-o", o1.string()}, so).value();
+  REQUIRE_MESSAGE(c1.ok(), c1.err);
+  auto c2 = util::run_process({nvcc, "-c", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_80,code=sm_80",
+                               (src / "k2.cu").string(), "-o", o2.string()}, so).value();
+  REQUIRE_MESSAGE(c2.ok(), c2.err);
+  auto l = util::run_process({nvcc, "-shared", "-gencode", "arch=compute_80,code=sm_80", o1.string(), o2.string(),
+                              "-o", lib.string()}, so).value();
+  REQUIRE_MESSAGE(l.ok(), l.err);
+  env.dist("torch", "2.7.0+cu128", {}, true, "pip", {"torch/lib/libfake_cuda.so"});
+  SUBCASE("sm_90: one of the two modules has code → arch-partly-covered") {
+    auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro"}));
+    auto* f = finding(j, "arch-partly-covered");
+    REQUIRE(f);
+    CHECK(f->at("message").get<std::string>().find("libfake_cuda.so") != std::string::npos);
+    auto& k = j["packages"][0]["kernels"];
+    REQUIRE(k.is_object());
+    CHECK(k["files"] == 1);
+    CHECK(k["sass"] == json::array({"sm_80", "sm_90"}));
+    CHECK(k["coverage"]["sm_90"]["runnable"].get<int>() < k["coverage"]["sm_90"]["total"].get<int>());
+    CHECK(k["coverage"]["sm_90"]["via_sass"].get<int>() >= 1);
+  }
+  SUBCASE("sm_120: no module has code → arch-not-covered from the binaries") {
+    auto j = parse(env.run({"--gpu", "sm_120", "--driver", "580.159.04", "--no-repro"}));
+    auto* f = finding(j, "arch-not-covered");
+    REQUIRE(f);
+    bool from_binary = false;
+    for (auto& x : j["findings"])
+      if (x["code"] == "arch-not-covered" && x["message"].get<std::string>().find("libfake_cuda.so") != std::string::npos)
+        from_binary = true;
+    CHECK(from_binary);
+    CHECK(j["packages"][0]["kernels"]["coverage"]["sm_120"]["runnable"] == 0);
+  }
+}
+
+TEST_CASE("doctor: no GPU, no driver, no framework; exit codes") {
+  FakeEnv env;
+  auto r = env.run({});
+  auto j = parse(r);
+  CHECK(j["gpus"].size() == 0);
+  CHECK(j["driver"].is_null());
+  auto* g = finding(j, "no-gpu");
+  REQUIRE(g);
+  CHECK(g->at("severity") == "info"); // nothing CUDA installed: not a problem by itself
+  CHECK(codes(j).count("framework-not-installed"));
+  CHECK(j["repro"]["note"].get<std::string>().find("not installed") != std::string::npos);
+  CHECK(r.exit_code == 1);
+  // A driver (fake /sys) but no visible GPU: an error with a visibility hint.
+  write(env.root() / "sysfs/sys/module/nvidia/version", "580.159.04\n");
+  auto j2 = parse(env.run({}));
+  CHECK(j2["driver"]["version"] == "580.159.04");
+  CHECK(j2["driver"]["source"] == "sysfs");
+  CHECK(finding(j2, "no-gpu")->at("severity") == "error");
+  CHECK(finding(j2, "no-gpu")->at("hint").get<std::string>().find("CUDA_VISIBLE_DEVICES") != std::string::npos);
+  // Could not diagnose: exit 2.
+  auto bad = util::run_process({envfix_bin().string(), "doctor", "--python", (env.root() / "nope/python").string()}).value();
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("nope/python") != std::string::npos);
+  // A bad --gpu is user input: exit 1 with a hint.
+  auto badgpu = env.run({"--gpu", "sm_banana"});
+  CHECK(badgpu.exit_code == 1);
+  CHECK(badgpu.err.find("sm_banana") != std::string::npos);
+}
+
+} // TEST_SUITE cli
