@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -135,23 +136,23 @@ private:
       return inner;
     }
     MarkerNode n;
-    ENVFIX_TRY(parse_value(n.lhs, n.lhs_var));
+    std::tie(n.lhs, n.lhs_var) = ENVFIX_TRY(parse_value());
     n.op = ENVFIX_TRY(parse_op());
-    ENVFIX_TRY(parse_value(n.rhs, n.rhs_var));
+    std::tie(n.rhs, n.rhs_var) = ENVFIX_TRY(parse_value());
     return n;
   }
 
-  Expected<bool> parse_value(std::string& out, bool& is_var) {
+  // A variable (canonical name, true) or a quoted string (its text, false).
+  Expected<std::pair<std::string, bool>> parse_value() {
     skip_ws();
     if (m_pos >= m_s.size()) return error("expected a marker variable or a quoted string");
     char c = m_s[m_pos];
     if (c == '"' || c == '\'') {
       std::size_t close = m_s.find(c, m_pos + 1);
       if (close == std::string_view::npos) return error("unterminated string");
-      out = std::string(m_s.substr(m_pos + 1, close - m_pos - 1));
-      is_var = false;
+      std::string text(m_s.substr(m_pos + 1, close - m_pos - 1));
       m_pos = close + 1;
-      return true;
+      return std::pair{std::move(text), false};
     }
     std::size_t e = m_pos;
     while (e < m_s.size() && is_ident_char(m_s[e])) ++e;
@@ -163,10 +164,8 @@ private:
                        "variables are python_version, python_full_version, os_name, sys_platform, "
                        "platform_release, platform_system, platform_version, platform_machine, "
                        "platform_python_implementation, implementation_name, implementation_version, extra");
-    out = *canon;
-    is_var = true;
     m_pos = e;
-    return true;
+    return std::pair{std::move(*canon), true};
   }
 
   static std::unexpected<Error> with_hint(std::unexpected<Error> e, std::string hint) {
