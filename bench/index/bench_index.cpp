@@ -121,7 +121,7 @@ print(len(links), best[len(best)//2])
                                        "--index-url", index_url, "--cert", (*nginx)->ca_file().string()};
   for (int i = 0; i < wheels; ++i) argv_pip.push_back(fmt::format("benchpkg{}", i));
   util::SubprocessOptions so{.timeout = std::chrono::minutes(5),
-                             .unset_env = {"PIP_FIND_LINKS", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "PIP_INDEX_URL"}};
+                             .unset_env = {"PIP_FIND_LINKS", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "PIP_INDEX_URL"}};
   auto t0 = Clock::now();
   auto pip_run = util::run_process(argv_pip, so);
   double pip_dry = ms_since(t0);

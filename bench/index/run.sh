@@ -18,6 +18,8 @@ report=$("$build/tests/index/bench_index" "$anchors" "$wheels")
   echo "Inputs: a synthetic PyTorch-style page of $anchors anchors (parse time, pip's own \`parse_links\`),"
   echo "and $wheels generated wheels (~200 KB each, with PEP 658 \`.metadata\` files) served by nginx over HTTPS"
   echo "on loopback. envfix times include fetching the $wheels project pages; pip runs with \`--no-cache-dir\`."
+  echo "Command: \`bench/index/run.sh $build $anchors $wheels\`. The envfix driver fetches the project pages one"
+  echo "after the other, then the metadata in parallel; the Debug build here is compiled with -O1."
   echo
   echo "$report"
 } > "$src/docs/performance-index.md"
