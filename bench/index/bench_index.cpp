@@ -28,7 +28,9 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
+std::unique_ptr<testing::NginxServer> g_nginx; // stopped on every exit path
 [[noreturn]] void die(const Error& e) {
+  g_nginx.reset();
   std::fprintf(stderr, "%s", e.render().c_str());
   std::exit(2);
 }
@@ -87,8 +89,10 @@ print(len(links), best[len(best)//2])
   spec += "]}";
   fs::path root = work / "index";
   if (auto s = testing::build_index(root, spec); !s) die(s.error());
-  auto nginx = testing::NginxServer::start({.root = root});
-  if (!nginx) die(nginx.error());
+  auto started = testing::NginxServer::start({.root = root});
+  if (!started) die(started.error());
+  g_nginx = std::move(*started);
+  auto* nginx = &g_nginx;
   std::string index_url = (*nginx)->https_url() + "/simple";
 
   auto run_envfix = [&](bool range_only, std::size_t parallel) {
@@ -145,7 +149,7 @@ print(len(links), best[len(best)//2])
              pip_dry / e_seq);
   fmt::print("| metadata of {} wheels by HTTP range reads, 8 parallel | {:.0f} ms | {:.0f} ms (`pip download`, whole wheels) | {:.1f}x |\n",
              wheels, e_range, pip_dl, pip_dl / e_range);
-  nginx->reset();
+  g_nginx.reset();
   std::error_code ec;
   fs::remove_all(work, ec);
   return 0;

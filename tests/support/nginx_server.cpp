@@ -162,6 +162,7 @@ std::string NginxServer::access_log_text() const { return util::read_file(m_acce
 Expected<std::unique_ptr<FaultServer>> FaultServer::start(const fs::path& root, int lifetime_seconds) {
   std::unique_ptr<FaultServer> s(new FaultServer());
   auto dir = ENVFIX_TRY(util::make_temp_dir({}, "envfix-fault"));
+  s->m_dir = dir;
   s->m_log = dir / "requests.log";
   auto child = ChildProcess::spawn({"python3", (support_dir() / "fault_server.py").string(), "--root",
                                     fs::absolute(root).string(), "--lifetime", std::to_string(lifetime_seconds),
@@ -175,6 +176,12 @@ Expected<std::unique_ptr<FaultServer>> FaultServer::start(const fs::path& root, 
                 util::read_file(dir / "stderr.log").value_or("(no stderr)"));
   s->m_port = std::stoi(line->substr(5));
   return s;
+}
+
+FaultServer::~FaultServer() {
+  if (m_child) m_child->stop();
+  std::error_code ec;
+  if (!m_dir.empty() && !std::getenv("ENVFIX_KEEP_TEST_SERVERS")) fs::remove_all(m_dir, ec);
 }
 
 std::string FaultServer::url() const { return fmt::format("http://127.0.0.1:{}", m_port); }

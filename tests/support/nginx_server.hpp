@@ -60,9 +60,12 @@ public:
   // URL of `path` (relative to root) with faults applied, e.g. fault_url("drop=5000", "files/x.whl").
   [[nodiscard]] std::string fault_url(std::string_view spec, std::string_view path) const;
   [[nodiscard]] std::string log_text() const; // one line per request: method path status
+  ~FaultServer();
+  FaultServer(const FaultServer&) = delete;
+  FaultServer& operator=(const FaultServer&) = delete;
 private:
   FaultServer() = default;
-  std::filesystem::path m_log;
+  std::filesystem::path m_dir, m_log;
   int m_port = 0;
   std::unique_ptr<ChildProcess> m_child;
 };
