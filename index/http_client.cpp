@@ -173,6 +173,11 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
   size_t len = size * n;
   if (!decide_target(*t)) return 0;
   if (t->to_file) {
+    // An endless or oversized body must not fill the disk (issue 10).
+    if (t->req.max_file && t->file_bytes + len > t->req.max_file) {
+      t->too_large = true;
+      return 0;
+    }
     std::size_t off = 0;
     while (off < len) {
       ssize_t w = ::write(t->fd.get(), data + off, len - off);
@@ -361,7 +366,8 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
     std::optional<std::chrono::milliseconds> delay;
     if (t.too_large) {
       t.result = make_error(ErrorCode::invalid_input,
-                            fmt::format("{}: response is larger than the limit of {} bytes", redact_url(t.req.url), t.req.max_body),
+                            fmt::format("{}: response is larger than the limit of {} bytes", redact_url(t.req.url),
+                                        t.req.dest && t.req.max_file ? t.req.max_file : t.req.max_body),
                             "raise the page size limit if this index really serves pages this large");
     } else if (t.write_failed) {
       t.result = fail(ErrorCode::io, "writing {}: {}", t.req.dest->string(), t.write_error);

@@ -130,6 +130,13 @@ std::optional<fs::path> local_path_of(std::string_view location) {
   return fs::absolute(fs::path(location), ec);
 }
 
+// A candidate's file is local only through a file: URL; anything else that is not http(s)
+// ("javascript:…", a bare path from an untrusted page or lockfile) is refused by the HTTP layer.
+std::optional<fs::path> candidate_local_path(std::string_view url) {
+  if (url_scheme(url) != "file") return std::nullopt;
+  return local_path_of(url);
+}
+
 Candidate local_candidate(const fs::path& file, std::string_view project, std::string_view index_url) {
   Candidate c;
   c.project = normalize_project_name(project);
@@ -423,6 +430,7 @@ struct IndexClient::Impl {
     HttpRequest req;
     req.url = c.url;
     req.dest = tmp;
+    req.max_file = c.size ? *c.size : options.max_download_bytes;
     req.progress = std::move(progress);
     return req;
   }
@@ -447,7 +455,7 @@ struct IndexClient::Impl {
       bump(&IndexStats::download_cache_hits);
       return *p;
     }
-    if (auto local = local_path_of(c.url)) return download_local(c, *local);
+    if (auto local = candidate_local_path(c.url)) return download_local(c, *local);
     if (options.offline)
       return make_error(ErrorCode::not_found,
                         fmt::format("offline: {} is not in the cache ({})", c.filename, redact_url(c.url)),
@@ -523,7 +531,7 @@ struct IndexClient::Impl {
       if (util::create_directories(mpath.parent_path())) (void)util::write_file_atomic(mpath, text);
       return text;
     };
-    if (auto local = local_path_of(c.url)) {
+    if (auto local = candidate_local_path(c.url)) {
       bump(&IndexStats::metadata_local);
       set(MetadataSource::local_file);
       return read_local_metadata(*local);
@@ -642,7 +650,7 @@ std::vector<Expected<fs::path>> IndexClient::download_many(std::span<const Candi
     if (auto p = m_impl->cached_wheel(c)) {
       m_impl->bump(&IndexStats::download_cache_hits);
       slots[i] = *p;
-    } else if (local_path_of(c.url) || m_impl->options.offline) {
+    } else if (candidate_local_path(c.url) || m_impl->options.offline) {
       slots[i] = m_impl->download(m_impl->http, c, {});
     } else {
       fs::path tmp;

@@ -24,6 +24,8 @@ struct IndexClientOptions {
   bool refresh = false;                     // revalidate pages even when their max-age says fresh
   bool use_range_requests = true;           // lazy-wheel metadata when there is no .metadata file
   std::uint64_t max_page_bytes = 64ull << 20;
+  // A download stops (and fails) past the size the index published, else past this limit.
+  std::uint64_t max_download_bytes = 64ull << 30;
   std::uint64_t range_tail_bytes = 64 * 1024;
   std::size_t parallelism = 8;              // concurrent transfers in the *_many calls
   HttpOptions http;

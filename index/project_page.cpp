@@ -55,6 +55,11 @@ Expected<void> check_api_version(std::string_view v, const PageContext& ctx, Pro
   return {};
 }
 
+bool is_remote(std::string_view page_url) {
+  auto s = url_scheme(page_url);
+  return s == "http" || s == "https";
+}
+
 // Builds a Candidate from an href (already entity-decoded) and the page context. Returns nullopt
 // (with a warning) for anchors that must be skipped.
 std::optional<Candidate> candidate_from_href(std::string_view href, const PageContext& ctx,
@@ -67,6 +72,11 @@ std::optional<Candidate> candidate_from_href(std::string_view href, const PageCo
   std::string scheme = url_scheme(*resolved);
   if (scheme != "http" && scheme != "https" && scheme != "file") {
     page.warnings.push_back(fmt::format("skipped anchor with scheme {:?}: {}", scheme, redact_url(href).substr(0, 80)));
+    return std::nullopt;
+  }
+  // A remote page must not make envfix read local files (issue 10): file: only from local pages.
+  if (scheme == "file" && is_remote(ctx.page_url)) {
+    page.warnings.push_back(fmt::format("skipped file: anchor on a remote page: {}", redact_url(href).substr(0, 80)));
     return std::nullopt;
   }
   auto [url, fragment] = split_fragment(*resolved);
@@ -157,7 +167,11 @@ Expected<ProjectPage> parse_html_page(std::string_view html, const PageContext& 
     } else if (el.tag == GUMBO_TAG_BASE && !have_base) {
       if (auto* h = attr(el, "href")) {
         if (auto b = resolve_url(ctx.page_url, h->value)) {
-          local.page_url = *b;
+          // <base href="file:///"> on a remote page would turn every anchor into a local path.
+          if (url_scheme(*b) == "file" && is_remote(ctx.page_url))
+            page.warnings.push_back(fmt::format("ignored <base href> {:?} on a remote page", redact_url(*b)));
+          else
+            local.page_url = *b;
           have_base = true;
         }
       }

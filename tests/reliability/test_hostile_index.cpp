@@ -171,7 +171,10 @@ TEST_CASE("hostile anchors: javascript:, data:, ftp:, file: on a remote page are
     CHECK(line.find("javascript") == std::string::npos);
     CHECK(line.find("file:") == std::string::npos);
   }
-  CHECK(fx.log.size() == 4); // three pages and one download
+  std::string all_log;
+  for (const auto& line : fx.log) all_log += line + "\n";
+  CAPTURE(all_log);
+  CHECK(fx.log.size() == 8); // three pages and one download, a start and an end line each
 
   // A Candidate that carries such a URL anyway is refused before any I/O.
   Candidate js;
@@ -180,6 +183,7 @@ TEST_CASE("hostile anchors: javascript:, data:, ftp:, file: on a remote page are
   js.url = "javascript:alert(1)";
   auto r = client.download(js);
   REQUIRE_FALSE(r);
+  CAPTURE(r.error().render());
   CHECK(r.error().render().find("unsupported URL scheme") != std::string::npos);
 }
 
