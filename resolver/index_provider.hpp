@@ -1,0 +1,29 @@
+#pragma once
+// CandidateProvider over index::IndexClient: one index URL (http(s), file://, local PEP 503 tree) or a
+// list of find-links locations, searched together as one source.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "index/index_client.hpp"
+#include "resolver/candidate_provider.hpp"
+
+namespace envfix::resolver {
+
+class IndexProvider final : public CandidateProvider {
+public:
+  // `index_url` may be empty when only find-links are used.
+  IndexProvider(index::IndexClient& client, std::string index_url, std::vector<std::string> find_links = {});
+
+  [[nodiscard]] Expected<std::vector<index::Candidate>> candidates(const std::string& project) override;
+  [[nodiscard]] Expected<specs::CoreMetadata> metadata(const index::Candidate& candidate) override;
+  [[nodiscard]] std::string describe() const override;
+
+private:
+  index::IndexClient& m_client;
+  std::string m_index_url;
+  std::vector<std::string> m_find_links;
+  std::map<std::string, std::vector<index::Candidate>> m_pages;
+};
+
+} // namespace envfix::resolver
