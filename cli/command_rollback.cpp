@@ -1,15 +1,126 @@
+// envfix rollback | recover (design.md §5): undo the last committed transaction from its backup,
+// or finish/undo a transaction a crash left behind.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
+#include "installer/install_target.hpp"
+#include "installer/transaction.hpp"
+#include "probe/host_facts.hpp"
 
 namespace envfix::cli {
+namespace {
+
+Expected<installer::InstallTarget> target_of(const Globals& g) {
+  std::optional<std::filesystem::path> explicit_python;
+  if (!g.python.empty()) explicit_python = g.python;
+  auto python = ENVFIX_TRY(probe::default_interpreter(explicit_python));
+  return installer::InstallTarget::from_interpreter(python);
+}
+
+std::string human_bytes(std::uint64_t b) {
+  if (b >= (1ull << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(b) / (1ull << 30));
+  if (b >= (1ull << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1ull << 20));
+  if (b >= 1024) return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024);
+  return fmt::format("{} B", b);
+}
+
+nlohmann::json refs(const std::vector<installer::DistRef>& v) {
+  auto a = nlohmann::json::array();
+  for (const auto& d : v) a.push_back({{"name", d.name}, {"version", d.version}});
+  return a;
+}
+
+int fail_with(const Error& e) {
+  print_error(e);
+  return exit_code_for(e);
+}
+
+} // namespace
 
 void add_rollback_command(CLI::App& app, Globals& g) {
-  auto* cmd = app.add_subcommand("rollback", "(not yet implemented)");
-  cmd->callback([&g] {
-    print_error(Error{ErrorCode::internal, "'envfix rollback' is not implemented yet", {}, ""});
-    g.exit_code = 2;
+  auto* rb = app.add_subcommand("rollback", "Undo the last transaction (from its backup)");
+  auto dry = std::make_shared<bool>(false);
+  auto drop = std::make_shared<bool>(false);
+  rb->add_flag("--dry-run", *dry, "Only say what would be undone and how much backup is kept");
+  rb->add_flag("--no-backup", *drop, "Delete the kept backup instead (frees disk; rollback becomes impossible)");
+  rb->callback([&g, dry, drop] {
+    auto target = target_of(g);
+    if (!target) {
+      g.exit_code = fail_with(target.error());
+      return;
+    }
+    if (*drop) {
+      auto freed = installer::drop_backups(target->prefix);
+      if (!freed) {
+        g.exit_code = fail_with(freed.error());
+        return;
+      }
+      if (g.format == "json") machine(nlohmann::json{{"freed_bytes", *freed}}.dump());
+      else human(fmt::format("Deleted the kept backup ({})", human_bytes(*freed)));
+      return;
+    }
+    auto last = installer::last_backup(target->prefix);
+    if (!last) {
+      g.exit_code = fail_with(last.error());
+      return;
+    }
+    if (!*last) {
+      g.exit_code = fail_with(Error{ErrorCode::not_found,
+                                    fmt::format("nothing to roll back in {}", target->prefix.string()),
+                                    {},
+                                    "only the last envfix transaction kept with a backup can be undone"});
+      return;
+    }
+    const auto& b = **last;
+    if (*dry) {
+      if (g.format == "json") {
+        machine(nlohmann::json{{"id", b.id}, {"backup_bytes", b.bytes}, {"would_restore", refs(b.removed)},
+                               {"would_remove", refs(b.installed)}}
+                    .dump());
+      } else {
+        human(fmt::format("Would undo transaction {} (backup: {})", b.id, human_bytes(b.bytes)));
+        for (const auto& d : b.installed) human(fmt::format(" - {}=={}", d.name, d.version));
+        for (const auto& d : b.removed) human(fmt::format(" + {}=={}", d.name, d.version));
+      }
+      return;
+    }
+    auto r = installer::rollback(*target);
+    if (!r) {
+      g.exit_code = fail_with(r.error());
+      return;
+    }
+    if (g.format == "json") {
+      machine(nlohmann::json{{"id", r->id}, {"restored", refs(r->restored)}, {"removed", refs(r->removed)},
+                             {"freed_bytes", r->freed_bytes}}
+                  .dump());
+    } else {
+      human(fmt::format("Rolled back transaction {}", r->id));
+      for (const auto& d : r->removed) human(fmt::format(" - {}=={}", d.name, d.version));
+      for (const auto& d : r->restored) human(fmt::format(" + {}=={}", d.name, d.version));
+      human(fmt::format("Freed {} of backup", human_bytes(r->freed_bytes)));
+    }
+  });
+
+  auto* rc = app.add_subcommand("recover", "Finish or undo a transaction interrupted by a crash");
+  rc->callback([&g] {
+    auto target = target_of(g);
+    if (!target) {
+      g.exit_code = fail_with(target.error());
+      return;
+    }
+    auto r = installer::recover(target->prefix);
+    if (!r) {
+      g.exit_code = fail_with(r.error());
+      return;
+    }
+    if (g.format == "json") {
+      machine(nlohmann::json{{"prefix", target->prefix.string()}, {"actions", r->actions}}.dump());
+      return;
+    }
+    if (r->actions.empty()) human(fmt::format("Nothing to recover in {}", target->prefix.string()));
+    for (const auto& a : r->actions) human(a);
   });
 }
 

@@ -370,7 +370,6 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
       if (hooks.fault) TRY_VOID(hooks.fault("remove", done));
       TRY_VOID(do_op(meta.ops[done]));
     }
-    sync_fs(sync_at);
     TRY_VOID(write_state(txn_dir, TxnState::installing));
     if (hooks.progress) hooks.progress(fmt::format("installing {} file(s)", meta.ops.size() - meta.split));
     for (; done < meta.ops.size(); ++done) {
@@ -378,7 +377,6 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
       if (hooks.fault) TRY_VOID(hooks.fault("install", done - meta.split));
       TRY_VOID(do_op(meta.ops[done]));
     }
-    sync_fs(sync_at);
     TRY_VOID(write_state(txn_dir, TxnState::verifying));
     TRY_VOID(check_interrupted());
     if (hooks.fault) TRY_VOID(hooks.fault("verify", 0));
@@ -387,6 +385,9 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
       if (auto v = hooks.verify(); !v) return std::unexpected(std::move(v.error()).context("verification failed"));
     }
     TRY_VOID(check_interrupted());
+    // Undo decides per step from what exists, so renames need not be durable before the journal
+    // moves on, except here: "committed" must never outlive renames lost in a power cut.
+    sync_fs(sync_at);
     return write_state(txn_dir, TxnState::committed);
   };
   auto r = step();
@@ -402,7 +403,6 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
     e.hint = fmt::format("the journal is {}; run 'envfix recover' to retry", (txn_dir / "journal").string());
     return std::unexpected(std::move(e));
   }
-  sync_fs(sync_at);
   (void)write_state(txn_dir, TxnState::rolled_back);
   remove_tree(txn_dir);
   if (err.code != ErrorCode::rollback_failed)
@@ -450,7 +450,6 @@ Expected<std::vector<std::string>> recover_locked(const fs::path& prefix) {
         e.hint = fmt::format("inspect {} and the backup next to it", (dir / "journal").string());
         return std::unexpected(std::move(e));
       }
-      sync_fs(prefix);
       TRY_VOID(write_state(dir, TxnState::rolled_back));
       remove_tree(dir);
       actions.push_back(fmt::format("undid interrupted {} {} (it was {})", meta->kind, id, to_string(*state)));
@@ -718,9 +717,12 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
   TRY_VOID(util::create_directories(txn_dir / "backup"));
   std::size_t n = 0;
   auto trash = [&] { return txn_dir / "backup" / std::to_string(n++); };
-  std::set<fs::path> created;
-  for (const auto& op : old.ops)
+  std::set<fs::path> created, installed_paths;
+  for (const auto& op : old.ops) {
     if (op.kind == TxnOp::Kind::mkdir) created.insert(op.path);
+    if (op.kind == TxnOp::Kind::move && op.dest.lexically_normal().parent_path() != old_backup)
+      installed_paths.insert(op.dest.lexically_normal());
+  }
 
   // Reverse and invert: what was installed moves into this rollback's backup, created directories
   // go, removed directories come back, and the old backup returns to its places.
@@ -730,7 +732,7 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
     switch (op.kind) {
     case TxnOp::Kind::move:
       if (op.dest.lexically_normal().parent_path() == old_backup) {
-        if (exists_nofollow(op.path)) {
+        if (exists_nofollow(op.path) && !installed_paths.contains(op.path.lexically_normal())) {
           remove_tree(txn_dir);
           return make_error(ErrorCode::invalid_input,
                             fmt::format("cannot roll back {}: {} exists again", old.id, op.path.string()),
