@@ -492,6 +492,24 @@ TEST_CASE("faults: every injected failure ends in success after retry or a clear
     CHECK(src == MetadataSource::full_download);
     CHECK(*m2 == *m);
   }
+  SUBCASE("http_proxy is honoured, no_proxy bypasses it") {
+    // The fault server answers absolute-form proxy requests ("GET http://host/path") from its root.
+    Candidate via = candidate("");
+    via.url = "http://envfix-proxy-test.invalid/files/" + file;
+    ::setenv("http_proxy", srv.url().c_str(), 1);
+    auto c = fresh();
+    auto p = c.download(via);
+    REQUIRE_MESSAGE(p, (p ? "" : p.error().render()));
+    CHECK(util::sha256_file_hex(*p).value() == sha);
+    CHECK(srv.log_text().find("GET http://envfix-proxy-test.invalid/files/") != std::string::npos);
+    ::setenv("no_proxy", "envfix-proxy-test.invalid", 1);
+    auto c2 = fresh();
+    auto q = c2.download(via);
+    ::unsetenv("no_proxy");
+    ::unsetenv("http_proxy");
+    REQUIRE_FALSE(q); // bypassing the proxy, the .invalid host does not resolve
+    CHECK(q.error().code == ErrorCode::network);
+  }
   SUBCASE("connection refused: clear network error after retries") {
     auto c = fresh();
     Candidate dead = candidate("");
