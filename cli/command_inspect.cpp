@@ -104,9 +104,14 @@ void add_inspect_command(CLI::App& app, Globals& g) {
         nlohmann::json sections = nlohmann::json::object();
         for (const auto& c : ks->containers) {
           auto& s = sections[c.section.empty() ? "(raw)" : c.section];
-          if (s.is_null()) s = {{"containers", 0}, {"entries", 0}};
+          if (s.is_null()) s = {{"containers", 0}, {"entries", 0}, {"archs", nlohmann::json::object()}};
           s["containers"] = s["containers"].get<std::size_t>() + 1;
           s["entries"] = s["entries"].get<std::size_t>() + c.entries.size();
+          // Per-arch entry counts: the multiset a cuobjdump listing can be compared with.
+          for (const auto& e : c.entries) {
+            auto& n = s["archs"][e.arch.to_string()];
+            n = n.is_null() ? 1 : n.get<std::size_t>() + 1;
+          }
         }
         f["sections"] = sections;
         out_files.push_back(std::move(f));
