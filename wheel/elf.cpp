@@ -79,8 +79,9 @@ Expected<ElfFile> ElfFile::parse(std::span<const std::uint8_t> bytes, std::strin
       if (shstrndx >= shnum)
         return fail(ErrorCode::invalid_input, "{}: e_shstrndx {} out of range ({} sections)", name, shstrndx, shnum);
       const ElfSection& strtab = raw[shstrndx].s;
-      if (strtab.type == sht_nobits)
-        return fail(ErrorCode::invalid_input, "{}: section name table has no data", name);
+      if (strtab.type == sht_nobits || !in_bounds(strtab.offset, strtab.size, size))
+        return fail(ErrorCode::invalid_input, "{}: section name table [{:#x}, +{:#x}) has no data in the file",
+                    name, strtab.offset, strtab.size);
       const char* names = reinterpret_cast<const char*>(b + strtab.offset);
       for (auto& r : raw) {
         if (r.name >= strtab.size) {
