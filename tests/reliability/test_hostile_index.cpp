@@ -49,7 +49,7 @@ struct HostileServer {
   int port = 0;
   HostileServer(const fs::path& root, const fs::path& log_file) : log(log_file) {
     auto c = testing::ChildProcess::spawn({"python3", ENVFIX_SOURCE_DIR "/tests/reliability/hostile_server.py",
-                                           "--root", root.string(), "--lifetime", "90", "--log", log.string()});
+                                           "--root", root.string(), "--lifetime", "600", "--log", log.string()});
     REQUIRE(c);
     child.emplace(std::move(*c));
     auto line = child->read_line(std::chrono::seconds(20));
@@ -61,36 +61,66 @@ struct HostileServer {
   std::string log_text() const { return util::read_file(log).value_or(""); }
 };
 
-struct Fixture {
+// One index tree, one nginx (HTTPS, test CA) and one hostile server for the whole suite: starting
+// them (openssl keys, Python) costs seconds each on a loaded machine. Each test case writes its own
+// pages under distinct project names and uses its own cache directories.
+struct Shared {
   fs::path root;
   nlohmann::json summary;
+  std::unique_ptr<HostileServer> hostile;
   std::unique_ptr<testing::NginxServer> nginx;
-  std::vector<std::string> log;
-  int caches = 0;
-
-  Fixture() {
+  Shared() {
     root = util::make_temp_dir({}, "envfix-hostile-index").value();
     auto s = testing::build_index(root, R"({"packages":[
       {"name":"demo","version":"1.0"},
       {"name":"mut","version":"1.0","metadata_file":false,"pad_bytes":300000}]})");
     REQUIRE_MESSAGE(s, (s ? "" : s.error().render()));
     summary = nlohmann::json::parse(*s);
-  }
-  ~Fixture() {
-    nginx.reset();
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
-  void start_nginx(std::string extra = {}) {
-    auto n = testing::NginxServer::start({.root = root, .extra_server_conf = std::move(extra)});
+    hostile = std::make_unique<HostileServer>(root, root / "hostile.log");
+    std::string h = hostile->url("");
+    h.pop_back();
+    auto n = testing::NginxServer::start({.root = root, .extra_server_conf = fmt::format(R"X(
+      location /to-file/ {{ return 302 file:///etc/passwd; }}
+      location /to-js/ {{ return 302 "javascript:alert(1)"; }}
+      location /to-hostile/ {{ return 302 {}/redirect-file/x; }}
+    )X", h)});
     REQUIRE_MESSAGE(n, (n ? "" : n.error().render()));
     nginx = std::move(*n);
   }
-  fs::path new_cache() { return root / fmt::format("cache{}", caches++); }
+  ~Shared() {
+    nginx.reset();
+    hostile.reset();
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+};
+
+Shared& shared() {
+  static Shared s;
+  return s;
+}
+
+struct Fixture {
+  fs::path root;  // the served tree (shared)
+  fs::path dir;   // this test's private directory (caches, staging)
+  const nlohmann::json& summary;
+  testing::NginxServer* nginx;
+  HostileServer& hostile;
+  std::vector<std::string> log;
+  int caches = 0;
+
+  Fixture()
+      : root(shared().root), dir(util::make_temp_dir(root, "case").value()), summary(shared().summary),
+        nginx(shared().nginx.get()), hostile(*shared().hostile) {}
+  ~Fixture() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  fs::path new_cache() { return dir / fmt::format("cache{}", caches++); }
   IndexClient client(const fs::path& cache, std::function<void(IndexClientOptions&)> tweak = {}) {
     IndexClientOptions o;
     o.cache_dir = cache;
-    if (nginx) o.http.ca_file = nginx->ca_file();
+    o.http.ca_file = nginx->ca_file();
     o.http.retries = 1;
     o.http.backoff = std::chrono::milliseconds(20);
     o.http.low_speed_time = std::chrono::seconds(3);
@@ -114,7 +144,7 @@ TEST_SUITE("integration") {
 TEST_CASE("hostile anchors: javascript:, data:, ftp:, file: on a remote page are skipped, never fetched") {
   Fixture fx;
   // A real wheel on local disk that a remote page must not be able to make envfix read.
-  fs::path secret_dir = fx.root / "not-served";
+  fs::path secret_dir = fx.dir / "not-served";
   fs::create_directories(secret_dir);
   const std::string demo = fx.file("demo")["filename"];
   fs::copy_file(fx.root / "files" / demo, secret_dir / demo);
@@ -141,7 +171,6 @@ TEST_CASE("hostile anchors: javascript:, data:, ftp:, file: on a remote page are
                                                     {{"filename", demo}, {"url", local}, {"hashes", nlohmann::json::object()}},
                                                     {{"filename", demo}, {"url", "/files/" + demo}, {"hashes", nlohmann::json::object()}}}}}
                               .dump()).value();
-  fx.start_nginx();
   const fs::path cache = fx.new_cache();
   auto client = fx.client(cache);
   const std::string index = fx.nginx->https_url() + "/simple";
@@ -189,12 +218,7 @@ TEST_CASE("hostile anchors: javascript:, data:, ftp:, file: on a remote page are
 
 TEST_CASE("redirects: https -> http, -> file:, -> javascript: are refused for pages and downloads") {
   Fixture fx;
-  HostileServer hostile(fx.root, fx.root / "hostile.log");
-  fx.start_nginx(fmt::format(R"X(
-    location /to-file/ {{ return 302 file:///etc/passwd; }}
-    location /to-js/ {{ return 302 "javascript:alert(1)"; }}
-    location /to-hostile/ {{ return 302 {}/redirect-file/x; }}
-  )X", hostile.url("").substr(0, hostile.url("").size() - 1)));
+  auto& hostile = fx.hostile;
   const fs::path cache = fx.new_cache();
   auto client = fx.client(cache);
   const std::string https = fx.nginx->https_url();
@@ -238,13 +262,12 @@ TEST_CASE("redirects: https -> http, -> file:, -> javascript: are refused for pa
 
 TEST_CASE("huge and endless bodies: page size limit, endless chunked page and download end quickly") {
   Fixture fx;
-  HostileServer hostile(fx.root, fx.root / "hostile.log");
+  auto& hostile = fx.hostile;
   // A 3 MiB static page through nginx over https, read with a 1 MiB limit.
   fs::create_directories(fx.root / "simple" / "huge");
   std::string big = "<html><body>\n";
   while (big.size() < (3u << 20)) big += "<a href=\"/files/huge-1.0-py3-none-any.whl#sha256=00\">huge-1.0-py3-none-any.whl</a>\n";
   util::write_file_atomic(fx.root / "simple" / "huge" / "index.html", big).value();
-  fx.start_nginx();
   const fs::path cache = fx.new_cache();
   auto limited = fx.client(cache, [](IndexClientOptions& o) { o.max_page_bytes = 1 << 20; });
   auto t0 = Clock::now();
@@ -281,7 +304,7 @@ TEST_CASE("huge and endless bodies: page size limit, endless chunked page and do
 
 TEST_CASE("wrong hash and bytes that change between metadata and download: refused, nothing cached") {
   Fixture fx;
-  HostileServer hostile(fx.root, fx.root / "hostile.log");
+  auto& hostile = fx.hostile;
   const auto mut = fx.file("mut");
   const std::string fname = mut["filename"];
   const std::string sha = mut["sha256"];
@@ -322,15 +345,14 @@ TEST_CASE("wrong hash and bytes that change between metadata and download: refus
   auto p = nohash.download(c);
   REQUIRE_MESSAGE(p, (p ? "" : p.error().render()));
   CHECK(util::sha256_file_hex(*p).value() == other_sha);
-  auto staged = wheel::stage_wheel(*p, fx.root / "staging");
+  auto staged = wheel::stage_wheel(*p, fx.dir / "staging");
   REQUIRE_FALSE(staged);
   CHECK(staged.error().render().find("mut/_pad.bin") != std::string::npos);
-  CHECK_FALSE(fs::exists(fx.root / "staging"));
+  CHECK_FALSE(fs::exists(fx.dir / "staging"));
 }
 
 TEST_CASE("credentials in URLs never reach errors, logs, or the cache (names or contents)") {
   Fixture fx;
-  fx.start_nginx();
   const std::string user = fx.nginx->options().basic_user;
   const std::string pw = fx.nginx->options().basic_password;
   const std::string host = fx.nginx->https_url().substr(8);
