@@ -1,15 +1,444 @@
+// envfix matrix [--gpu NAME|sm_XX]... [--framework F] [--version V]: what the knowledge (matrices/) says.
+//   --gpu "RTX 5090"                → which releases/variants run on it (natively or by PTX JIT), minimum driver
+//   --gpu sm_61 --framework torch   → the same for one framework, with the newest release that still runs
+//   --framework torch --version 2.7.0 → variants, archs, companions, Python tags, drivers, index URLs
+#include <algorithm>
+#include <memory>
+
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
+#include "matrices/knowledge.hpp"
 
 namespace envfix::cli {
+namespace {
+
+using nlohmann::json;
+using matrices::Knowledge;
+using matrices::RunKind;
+
+struct ResolvedGpu {
+  std::string query;
+  std::string name;   // product name, "" for a bare arch
+  std::string family; // "" when unknown
+  specs::ComputeCapability cc;
+};
+
+Expected<ResolvedGpu> resolve_gpu(const Knowledge& k, const std::string& query) {
+  if (auto g = k.gpu(query)) return ResolvedGpu{query, g->name, g->family, g->cc};
+  if (auto c = specs::ComputeCapability::parse(query)) {
+    ResolvedGpu r{query, "", "", *c};
+    // A family name for a bare arch: any product of that compute capability.
+    for (const auto& g : k.gpus())
+      if (g.cc == *c) {
+        r.family = g.family;
+        break;
+      }
+    return r;
+  }
+  return make_error(ErrorCode::invalid_input, fmt::format("unknown GPU '{}'", query),
+                    "give an arch (sm_120, 12.0) or a product name (\"RTX 5090\"); new products can be added in "
+                    "'gpus:' of a --matrices override");
+}
+
+std::string platform_of(const Globals& g) {
+  if (g.platform.find("aarch64") != std::string::npos) return "linux_aarch64";
+  if (g.platform.find("win") != std::string::npos) return "windows_x86_64";
+  return "linux_x86_64";
+}
+
+std::string os_of(const std::string& platform) { return platform.starts_with("windows") ? "windows" : "linux"; }
+
+std::vector<std::string> arch_names(const std::optional<std::vector<specs::GpuArch>>& list) {
+  std::vector<std::string> out;
+  if (list)
+    for (const auto& a : *list) out.push_back(a.to_string());
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v, std::string_view sep = " ") {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : std::string(sep)) + s;
+  return out;
+}
+
+json opt_str(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
+
+// The first toolkit (lowest CUDA version) that can build SASS for this compute capability or, failing
+// that, any SASS that runs on it: the oldest driver that can run native code for the GPU.
+const matrices::CudaToolkit* first_toolkit_for(const Knowledge& k, specs::ComputeCapability cc) {
+  const matrices::CudaToolkit* best = nullptr;
+  for (const auto& t : k.toolkits()) {
+    bool ok = std::any_of(t.sass.begin(), t.sass.end(), [&](const specs::GpuArch& a) { return a.runs_on(cc); });
+    if (ok && (!best || t.version < best->version)) best = &t;
+  }
+  return best;
+}
+
+// Every release row of a framework, newest first (by its highest version).
+std::vector<const matrices::Release*> rows_newest_first(const matrices::Framework& f) {
+  std::vector<const matrices::Release*> rows;
+  for (const auto& r : f.releases) rows.push_back(&r);
+  auto top = [](const matrices::Release* r) -> std::optional<specs::Version> {
+    if (!r->versions.empty()) return *std::max_element(r->versions.begin(), r->versions.end());
+    if (r->nightly) return r->nightly;
+    return std::nullopt;
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](auto* a, auto* b) {
+    auto x = top(a), y = top(b);
+    if (x && y) return *x > *y;
+    return x.has_value() && !y.has_value();
+  });
+  return rows;
+}
+
+// A version that represents the row for variants_for(): the newest exact version, the nightly line
+// itself as .dev0, or nothing for a range (handled directly).
+std::vector<matrices::VariantBuild> builds_of(const matrices::Framework& f, const matrices::Release& r,
+                                              const std::string& platform) {
+  std::vector<matrices::VariantBuild> out;
+  for (const auto& rv : r.variants) {
+    const auto* b = rv.platform(platform);
+    if (!b) continue;
+    const auto* var = f.variant(rv.variant);
+    matrices::VariantBuild vb;
+    vb.variant = rv.variant;
+    vb.kind = var ? var->kind : "cuda";
+    vb.cuda = var ? var->cuda : std::nullopt;
+    vb.platform = platform;
+    vb.sass = b->sass;
+    vb.ptx = b->ptx;
+    vb.confidence = b->confidence;
+    vb.verified = b->confidence == matrices::Confidence::verified && b->known();
+    vb.source = b->source;
+    vb.channels = r.channels;
+    out.push_back(std::move(vb));
+  }
+  return out;
+}
+
+json row_json(const matrices::Release& r) {
+  json j;
+  j["label"] = r.label();
+  json versions = json::array();
+  for (const auto& v : r.versions) versions.push_back(v.to_string());
+  j["versions"] = versions;
+  j["nightly"] = r.nightly ? json(r.nightly->to_string()) : json(nullptr);
+  j["range"] = r.range ? json(r.range->to_string()) : json(nullptr);
+  j["channels"] = r.channels;
+  return j;
+}
+
+// --gpu: per GPU, per framework, the builds that run on it.
+int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matrices::Framework*>& fws) {
+  const std::string platform = platform_of(g);
+  const std::string os = os_of(platform);
+  json out;
+  out["platform"] = platform;
+  out["gpus"] = json::array();
+  std::vector<std::string> text;
+  for (const auto& q : g.gpus) {
+    auto rg = resolve_gpu(k, q);
+    if (!rg) {
+      print_error(rg.error());
+      return exit_code_for(rg.error());
+    }
+    json jg;
+    jg["query"] = rg->query;
+    jg["name"] = rg->name.empty() ? json(nullptr) : json(rg->name);
+    jg["cc"] = rg->cc.to_string();
+    jg["arch"] = rg->cc.sm_name();
+    jg["family"] = rg->family.empty() ? json(nullptr) : json(rg->family);
+    const auto* first = first_toolkit_for(k, rg->cc);
+    std::optional<std::string> gpu_min_driver;
+    if (first) gpu_min_driver = os == "windows" ? first->min_driver_windows : first->min_driver_linux;
+    if (gpu_min_driver && gpu_min_driver->empty()) gpu_min_driver.reset();
+    jg["min_driver"] = {{"version", opt_str(gpu_min_driver)},
+                        {"cuda", first ? json(first->version.to_string()) : json(nullptr)},
+                        {"os", os}};
+    text.push_back(styled(fmt::format("{}{} → {} (compute capability {}{})", rg->query,
+                                      rg->name.empty() || rg->name == rg->query ? "" : " = " + rg->name,
+                                      rg->cc.sm_name(), rg->cc.to_string(),
+                                      rg->family.empty() ? "" : ", " + rg->family),
+                          Style::bold));
+    if (first && gpu_min_driver)
+      text.push_back(fmt::format("  minimum driver: {} on {} (CUDA {}, the first toolkit with code for {})",
+                                 *gpu_min_driver, os, first->version.to_string(), rg->cc.sm_name()));
+    else
+      text.push_back("  minimum driver: unknown (no toolkit in the matrices targets this GPU)");
+    jg["frameworks"] = json::array();
+    for (const auto* f : fws) {
+      json jf;
+      jf["name"] = f->name;
+      jf["builds"] = json::array();
+      json newest = {{"native", nullptr}, {"jit", nullptr}};
+      std::vector<std::string> lines;
+      std::size_t unknown = 0;
+      for (const auto* r : rows_newest_first(*f)) {
+        for (const auto& b : builds_of(*f, *r, platform)) {
+          RunKind how = b.runs_on(rg->cc);
+          if (how == RunKind::none) continue;
+          if (how == RunKind::unknown && b.kind != "cuda") continue;
+          json jb = row_json(*r);
+          jb["variant"] = b.variant;
+          jb["cuda"] = b.cuda ? json(b.cuda->to_string()) : json(nullptr);
+          jb["runs"] = matrices::to_string(how);
+          auto via = b.runnable_arch(rg->cc);
+          jb["via"] = via ? json(via->to_string()) : json(nullptr);
+          std::optional<std::string> need = b.cuda ? k.min_driver(*b.cuda, os) : std::nullopt;
+          std::optional<std::string> floor = b.cuda ? k.minor_compat_driver(*b.cuda, os) : std::nullopt;
+          jb["min_driver"] = opt_str(need);
+          jb["minor_compat_driver"] = opt_str(floor);
+          jb["confidence"] = matrices::to_string(b.confidence);
+          jb["verified"] = b.verified;
+          if (!g.driver.empty() && b.cuda) {
+            // PTX JIT of a newer ISA needs the toolkit's own driver; SASS can use minor compatibility.
+            jb["driver_ok"] = k.driver_supports(g.driver, *b.cuda, how == RunKind::native, os);
+          }
+          jf["builds"].push_back(jb);
+          if (how == RunKind::unknown) {
+            ++unknown;
+            continue;
+          }
+          auto& slot = newest[matrices::to_string(how)];
+          bool stable = std::find(r->channels.begin(), r->channels.end(), "stable") != r->channels.end();
+          if (slot.is_null() && stable && !r->versions.empty()) {
+            auto top = *std::max_element(r->versions.begin(), r->versions.end());
+            slot = {{"version", top.to_string()}, {"variant", b.variant}, {"channel", "stable"}};
+          }
+          lines.push_back(fmt::format(
+              "    {:<22} {:<7} {} via {}{}{}", r->label() + (stable ? "" : " (" + join(r->channels, ",") + ")"),
+              b.variant, how == RunKind::native ? styled("native", Style::green) : styled("PTX JIT", Style::yellow),
+              via ? via->to_string() : "?", need ? fmt::format("; driver ≥ {}", *need) : "",
+              b.verified ? "" : styled(fmt::format(" [{}]", matrices::to_string(b.confidence)), Style::dim)));
+        }
+      }
+      jf["newest"] = newest;
+      jg["frameworks"].push_back(jf);
+      if (lines.empty() && unknown == 0) {
+        text.push_back(fmt::format("  {}: no release in the matrices runs on {}", f->name, rg->cc.sm_name()));
+        continue;
+      }
+      std::string head = fmt::format("  {}:", f->name);
+      if (!newest["native"].is_null())
+        head += fmt::format(" newest stable release with {} code: {} ({})", rg->cc.sm_name(),
+                            newest["native"]["version"].get<std::string>(), newest["native"]["variant"].get<std::string>());
+      else if (!newest["jit"].is_null())
+        head += fmt::format(" no native code; newest stable release by PTX JIT: {} ({})",
+                            newest["jit"]["version"].get<std::string>(), newest["jit"]["variant"].get<std::string>());
+      text.push_back(head);
+      for (auto& l : lines) text.push_back(std::move(l));
+      if (unknown > 0)
+        text.push_back(fmt::format("    {} build{} without arch data (unknown; checked after download)", unknown,
+                                   unknown == 1 ? "" : "s"));
+    }
+    out["gpus"].push_back(jg);
+  }
+  if (g.format == "json") machine(out.dump(2));
+  else
+    for (const auto& l : text) human(l);
+  return 0;
+}
+
+// --framework F --version V: everything about one release.
+int release_query(const Knowledge& k, const Globals& g, const matrices::Framework& f, const std::string& version_text) {
+  auto v = specs::Version::parse(version_text);
+  if (!v) {
+    print_error(Error(v.error()).context(fmt::format("--version {}", version_text)));
+    return 1;
+  }
+  const matrices::Release* r = f.release(*v);
+  if (!r) {
+    std::vector<std::string> known;
+    for (const auto* row : rows_newest_first(f)) known.push_back(row->label());
+    Error e{ErrorCode::not_found, fmt::format("{} {} is not in the matrices", f.name, v->to_string()), {},
+            fmt::format("known: {}; add a release with --matrices DIR (matrices/README.md)", join(known, "; "))};
+    print_error(e);
+    return exit_code_for(e);
+  }
+  std::vector<ResolvedGpu> gpus;
+  for (const auto& q : g.gpus) {
+    auto rg = resolve_gpu(k, q);
+    if (!rg) {
+      print_error(rg.error());
+      return exit_code_for(rg.error());
+    }
+    gpus.push_back(*rg);
+  }
+  const std::string channel = r->channels.empty() ? "stable" : r->channels.front();
+  json out;
+  out["framework"] = f.name;
+  out["main_package"] = f.main_package;
+  out["version"] = v->to_string();
+  out["release"] = row_json(*r);
+  out["release"]["python"] = r->python;
+  out["release"]["pypi_default"] = r->pypi_default.empty() ? json(nullptr) : json(r->pypi_default);
+  out["release"]["source"] = r->source;
+  json comps = json::object();
+  for (const auto* list : {&f.companions, &f.optional_companions})
+    for (const auto& c : *list) comps[c] = opt_str(k.companion_version(f.name, *v, c));
+  out["companions"] = comps;
+  out["variants"] = json::array();
+
+  std::vector<std::string> text;
+  text.push_back(styled(fmt::format("{} {} ({}; channel {})", f.name, v->to_string(), r->label(), join(r->channels, ",")),
+                        Style::bold));
+  std::vector<std::string> comp_text;
+  for (auto it = comps.begin(); it != comps.end(); ++it)
+    comp_text.push_back(fmt::format("{} {}", it.key(), it->is_null() ? "(none coupled)" : it->get<std::string>()));
+  text.push_back(fmt::format("  companions: {}", comp_text.empty() ? "none" : join(comp_text, ", ")));
+  text.push_back(fmt::format("  python: {}", join(r->python)));
+  if (!r->pypi_default.empty()) text.push_back(fmt::format("  pypi.org default variant: {}", r->pypi_default));
+
+  for (const auto& rv : r->variants) {
+    const auto* var = f.variant(rv.variant);
+    json jv;
+    jv["name"] = rv.variant;
+    jv["kind"] = var ? var->kind : "cuda";
+    jv["cuda"] = var && var->cuda ? json(var->cuda->to_string()) : json(nullptr);
+    auto url = f.index_url(channel, rv.variant, g.mirror);
+    jv["index_url"] = url ? json(*url) : json(nullptr);
+    std::string drivers;
+    if (var && var->cuda) {
+      jv["min_driver"] = {{"linux", opt_str(k.min_driver(*var->cuda, "linux"))},
+                          {"windows", opt_str(k.min_driver(*var->cuda, "windows"))}};
+      jv["minor_compat_driver"] = {{"linux", opt_str(k.minor_compat_driver(*var->cuda, "linux"))},
+                                   {"windows", opt_str(k.minor_compat_driver(*var->cuda, "windows"))}};
+      auto lin = k.min_driver(*var->cuda, "linux");
+      auto floor = k.minor_compat_driver(*var->cuda, "linux");
+      drivers = fmt::format("CUDA {}; Linux driver ≥ {}{}", var->cuda->to_string(), lin.value_or("?"),
+                            floor ? fmt::format(" (≥ {} with minor-version compatibility)", *floor) : "");
+    } else {
+      drivers = var ? var->kind : "unknown";
+    }
+    text.push_back(fmt::format("  {}: {}{}", styled(rv.variant, Style::bold), drivers, url ? "; index " + *url : ""));
+    jv["platforms"] = json::array();
+    for (const auto& b : rv.platforms) {
+      json jp;
+      jp["platform"] = b.platform;
+      jp["sass"] = b.sass ? json(arch_names(b.sass)) : json(nullptr);
+      jp["ptx"] = b.ptx ? json(arch_names(b.ptx)) : json(nullptr);
+      jp["confidence"] = matrices::to_string(b.confidence);
+      jp["verified"] = b.confidence == matrices::Confidence::verified && b.known();
+      jp["source"] = b.source;
+      std::string runs;
+      if (!gpus.empty()) {
+        json jr = json::object();
+        auto builds = k.variants_for(f.name, *v, b.platform);
+        auto it = std::find_if(builds.begin(), builds.end(), [&](const auto& x) { return x.variant == rv.variant; });
+        for (const auto& rg : gpus) {
+          RunKind how = it == builds.end() ? RunKind::unknown : it->runs_on(rg.cc);
+          jr[rg.cc.sm_name()] = matrices::to_string(how);
+          runs += fmt::format(" {}:{}", rg.cc.sm_name(), matrices::to_string(how));
+        }
+        jp["runs_on"] = jr;
+      }
+      jv["platforms"].push_back(jp);
+      std::string archs = b.known() ? fmt::format("SASS {}; PTX {}", b.sass->empty() ? "none" : join(arch_names(b.sass)),
+                                                  b.ptx->empty() ? "none" : join(arch_names(b.ptx)))
+                                    : "archs unknown";
+      text.push_back(fmt::format("    {:<15} {}{}{}", b.platform, archs,
+                                 b.confidence == matrices::Confidence::verified
+                                     ? ""
+                                     : styled(fmt::format(" [{}]", matrices::to_string(b.confidence)), Style::dim),
+                                 runs.empty() ? "" : " →" + runs));
+      if (g.verbose > 0) text.push_back(styled(fmt::format("      source: {}", b.source), Style::dim));
+    }
+    out["variants"].push_back(jv);
+  }
+  if (g.format == "json") machine(out.dump(2));
+  else
+    for (const auto& l : text) human(l);
+  return 0;
+}
+
+// --framework F alone: its release rows; nothing at all: an overview.
+int overview(const Knowledge& k, const Globals& g, const std::vector<const matrices::Framework*>& fws) {
+  json out;
+  out["frameworks"] = json::array();
+  std::vector<std::string> text;
+  for (const auto* f : fws) {
+    json jf;
+    jf["name"] = f->name;
+    jf["main_package"] = f->main_package;
+    jf["companions"] = f->companions;
+    jf["optional_companions"] = f->optional_companions;
+    jf["channels"] = f->channel_templates;
+    jf["default_mirror"] = f->default_mirror;
+    jf["releases"] = json::array();
+    text.push_back(styled(fmt::format("{} (package {}; companions: {})", f->name, f->main_package,
+                                      f->companions.empty() ? "none" : join(f->companions, ", ")),
+                          Style::bold));
+    for (const auto* r : rows_newest_first(*f)) {
+      json jr = row_json(*r);
+      std::vector<std::string> vs;
+      for (const auto& rv : r->variants) vs.push_back(rv.variant);
+      jr["variants"] = vs;
+      jf["releases"].push_back(jr);
+      bool stable = std::find(r->channels.begin(), r->channels.end(), "stable") != r->channels.end();
+      text.push_back(fmt::format("  {:<24} {}", r->label() + (stable ? "" : " (" + join(r->channels, ",") + ")"), join(vs)));
+    }
+    out["frameworks"].push_back(jf);
+  }
+  out["cuda_toolkits"] = json::array();
+  std::vector<std::string> tk;
+  for (const auto& t : k.toolkits()) {
+    out["cuda_toolkits"].push_back({{"cuda", t.version.to_string()},
+                                    {"min_driver", {{"linux", t.min_driver_linux},
+                                                    {"windows", t.min_driver_windows.empty() ? json(nullptr) : json(t.min_driver_windows)}}},
+                                    {"minor_compat_driver", t.minor_compat_linux},
+                                    {"confidence", matrices::to_string(t.confidence)}});
+    tk.push_back(fmt::format("{} ≥ {}", t.version.to_string(), t.min_driver_linux));
+  }
+  if (fws.size() > 1) text.push_back(fmt::format("CUDA toolkits (Linux driver): {}", join(tk, ", ")));
+  if (g.format == "json") machine(out.dump(2));
+  else
+    for (const auto& l : text) human(l);
+  return 0;
+}
+
+} // namespace
 
 void add_matrix_command(CLI::App& app, Globals& g) {
-  auto* cmd = app.add_subcommand("matrix", "(not yet implemented)");
-  cmd->callback([&g] {
-    print_error(Error{ErrorCode::internal, "'envfix matrix' is not implemented yet", {}, ""});
-    g.exit_code = 2;
+  auto* cmd = app.add_subcommand("matrix", "What the knowledge says: GPUs, framework releases, variants, drivers");
+  auto version = std::make_shared<std::string>();
+  cmd->add_option("--version", *version, "A framework release (with --framework), e.g. 2.7.0");
+  cmd->footer("Examples:\n"
+              "  envfix matrix --gpu \"RTX 5090\"               which releases run on it, minimum driver\n"
+              "  envfix matrix --gpu sm_61 --framework torch  newest torch that still runs on a GTX 1080\n"
+              "  envfix matrix --framework torch --version 2.7.0\n"
+              "Data: embedded, plus --matrices DIR / ENVFIX_MATRICES (matrices/README.md).");
+  cmd->callback([&app, &g, version] {
+    auto k = Knowledge::load_default(g.matrices_dir);
+    if (!k) {
+      print_error(k.error());
+      g.exit_code = exit_code_for(k.error());
+      return;
+    }
+    // --framework has a default (torch); only an explicit one narrows the GPU view.
+    const auto* fw_opt = app.get_option_no_throw("--framework");
+    bool framework_given = fw_opt && fw_opt->count() > 0;
+    std::vector<const matrices::Framework*> fws;
+    if (framework_given || !version->empty()) {
+      const auto* f = k->framework(g.framework);
+      if (!f) {
+        std::vector<std::string> names;
+        for (const auto& x : k->frameworks()) names.push_back(x.name);
+        Error e{ErrorCode::not_found, fmt::format("unknown framework '{}'", g.framework), {},
+                fmt::format("known: {}", join(names, ", "))};
+        print_error(e);
+        g.exit_code = exit_code_for(e);
+        return;
+      }
+      fws.push_back(f);
+    } else {
+      for (const auto& f : k->frameworks()) fws.push_back(&f);
+    }
+    if (!version->empty()) g.exit_code = release_query(*k, g, *fws.front(), *version);
+    else if (!g.gpus.empty()) g.exit_code = gpu_query(*k, g, fws);
+    else g.exit_code = overview(*k, g, fws);
   });
 }
 

@@ -1,0 +1,204 @@
+// `envfix matrix`, run as a real process (ENVFIX_BIN, set by ctest).
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "util/fs.hpp"
+#include "util/subprocess.hpp"
+
+using namespace envfix;
+using nlohmann::json;
+
+namespace {
+
+std::string envfix_bin() {
+  if (const char* b = std::getenv("ENVFIX_BIN"); b && *b) return b;
+  return std::string(ENVFIX_BINARY_DIR) + "/cli/envfix";
+}
+
+util::SubprocessResult run(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+  args.insert(args.begin(), envfix_bin());
+  util::SubprocessOptions o;
+  o.set_env = std::move(env);
+  o.set_env["NO_COLOR"] = "1";
+  if (!o.set_env.contains("ENVFIX_MATRICES")) o.unset_env = {"ENVFIX_MATRICES"};
+  auto r = util::run_process(args, o);
+  REQUIRE_MESSAGE(r, (r ? "" : r.error().render()));
+  return *r;
+}
+
+json run_json(std::vector<std::string> args) {
+  args.push_back("--format");
+  args.push_back("json");
+  auto r = run(args);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+
+const json* find_build(const json& builds, std::string_view version, std::string_view variant) {
+  for (const auto& b : builds) {
+    if (b["variant"] != variant) continue;
+    for (const auto& v : b["versions"])
+      if (v == version) return &b;
+  }
+  return nullptr;
+}
+
+} // namespace
+
+TEST_SUITE("cli") {
+
+TEST_CASE("matrix --gpu \"RTX 5090\": releases that run on sm_120 and the minimum driver") {
+  json j = run_json({"matrix", "--gpu", "RTX 5090"});
+  REQUIRE(j["gpus"].size() == 1);
+  const json& g = j["gpus"][0];
+  CHECK(g["name"] == "GeForce RTX 5090");
+  CHECK(g["cc"] == "12.0");
+  CHECK(g["arch"] == "sm_120");
+  CHECK(g["family"] == "blackwell");
+  CHECK(g["min_driver"]["version"] == "570.26");
+  CHECK(g["min_driver"]["cuda"] == "12.8");
+  const json* torch = nullptr;
+  for (const auto& f : g["frameworks"])
+    if (f["name"] == "torch") torch = &f;
+  REQUIRE(torch);
+  const json* b = find_build((*torch)["builds"], "2.7.0", "cu128");
+  REQUIRE(b);
+  CHECK((*b)["runs"] == "native");
+  CHECK((*b)["via"] == "sm_120");
+  CHECK((*b)["min_driver"] == "570.26");
+  CHECK(find_build((*torch)["builds"], "2.7.0", "cu126") == nullptr); // no sm_120: not listed
+  CHECK((*torch)["newest"]["native"]["version"] == "2.13.0");
+  // TensorFlow runs only by JIT of its compute_90 PTX.
+  for (const auto& f : g["frameworks"])
+    if (f["name"] == "tensorflow") {
+      CHECK(f["newest"]["native"].is_null());
+      CHECK(f["builds"][0]["runs"] == "jit");
+    }
+}
+
+TEST_CASE("matrix --gpu sm_61 --framework torch: the newest release for a GTX 1080 (text and JSON)") {
+  json j = run_json({"matrix", "--gpu", "sm_61", "--framework", "torch"});
+  const json& g = j["gpus"][0];
+  CHECK(g["cc"] == "6.1");
+  CHECK(g["name"].is_null());
+  REQUIRE(g["frameworks"].size() == 1);
+  CHECK(g["frameworks"][0]["newest"]["native"]["version"] == "2.13.0");
+  CHECK(g["frameworks"][0]["newest"]["native"]["variant"] == "cu126");
+  for (const auto& b : g["frameworks"][0]["builds"]) CHECK(b["variant"] != "cu130");
+
+  auto t = run({"matrix", "--gpu", "GTX 1080", "--framework", "torch"});
+  CAPTURE(t.err);
+  CHECK(t.exit_code == 0);
+  CHECK(t.out.empty()); // human output goes to stderr
+  CHECK(t.err.find("GTX 1080 = GeForce GTX 1080 → sm_61 (compute capability 6.1, pascal)") != std::string::npos);
+  CHECK(t.err.find("torch: newest stable release with sm_61 code: 2.13.0 (cu126)") != std::string::npos);
+}
+
+TEST_CASE("matrix --framework torch --version 2.7.0: variants, archs, companions, Python tags, drivers") {
+  json j = run_json({"matrix", "--framework", "torch", "--version", "2.7.0"});
+  CHECK(j["version"] == "2.7.0");
+  CHECK(j["companions"]["torchvision"] == "0.22.0");
+  CHECK(j["companions"]["torchaudio"] == "2.7.0");
+  CHECK(j["release"]["python"].size() == 6);
+  CHECK(j["release"]["pypi_default"] == "cu126");
+  REQUIRE(j["variants"].size() == 3);
+  bool seen128 = false;
+  for (const auto& v : j["variants"]) {
+    if (v["name"] != "cu128") continue;
+    seen128 = true;
+    CHECK(v["cuda"] == "12.8");
+    CHECK(v["index_url"] == "https://download.pytorch.org/whl/cu128");
+    CHECK(v["min_driver"]["linux"] == "570.26");
+    CHECK(v["minor_compat_driver"]["linux"] == "525.60.13");
+    const auto& lin = v["platforms"][0];
+    CHECK(lin["platform"] == "linux_x86_64");
+    CHECK(lin["sass"] == json::array({"sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"}));
+    CHECK(lin["ptx"] == json::array({"compute_120"}));
+    CHECK(lin["verified"] == true);
+  }
+  CHECK(seen128);
+  // --mirror rewrites the index URLs; --gpu adds a verdict per platform.
+  json m = run_json({"matrix", "--framework", "torch", "--version", "2.7.0+cu128", "--mirror", "https://m.example/whl",
+                     "--gpu", "RTX 5090"});
+  for (const auto& v : m["variants"]) {
+    CHECK(v["index_url"].get<std::string>().starts_with("https://m.example/whl/"));
+    CHECK(v["platforms"][0]["runs_on"]["sm_120"] == (v["name"] == "cu128" ? "native" : "none"));
+  }
+  auto t = run({"matrix", "--framework", "torch", "--version", "2.7.0"});
+  CHECK(t.exit_code == 0);
+  CHECK(t.err.find("companions: torchvision 0.22.0, torchaudio 2.7.0, torchcodec 0.4.0") != std::string::npos);
+  CHECK(t.err.find("SASS sm_75 sm_80 sm_86 sm_90 sm_100 sm_120; PTX compute_120") != std::string::npos);
+}
+
+TEST_CASE("matrix errors: unknown GPU, framework, version → exit 1 with a hint") {
+  auto g = run({"matrix", "--gpu", "RTX 9999"});
+  CHECK(g.exit_code == 1);
+  CHECK(g.err.find("error: unknown GPU 'RTX 9999'") != std::string::npos);
+  CHECK(g.err.find("hint: ") != std::string::npos);
+  auto f = run({"matrix", "--framework", "nope", "--version", "1.0"});
+  CHECK(f.exit_code == 1);
+  CHECK(f.err.find("unknown framework 'nope'") != std::string::npos);
+  auto v = run({"matrix", "--framework", "torch", "--version", "2.99.0"});
+  CHECK(v.exit_code == 1);
+  CHECK(v.err.find("torch 2.99.0 is not in the matrices") != std::string::npos);
+}
+
+TEST_CASE("matrix with a bad override: every problem with its location, exit 1, no fallback") {
+  auto dir = util::make_temp_dir({}, "envfix-matrix-cli").value();
+  REQUIRE(util::write_file_atomic(dir / "a.yaml", R"y(schema: 1
+frameworks:
+  torch:
+    releases:
+      - versions: ["2.7.0"]
+        python: [cp312]
+        source: "dup"
+        variants:
+          cu128:
+            linux_x86_64: {sass: [sm_1200], ptx: [], confidence: verified, source: "x"}
+      - versions: ["9.9.9"]
+        python: cp312
+        colour: blue
+        source: "x"
+        variants: {}
+)y"));
+  REQUIRE(util::write_file_atomic(dir / "b.yaml", "schema: 1\ngpus: [\n"));
+  for (bool via_env : {false, true}) {
+    CAPTURE(via_env);
+    auto r = via_env ? run({"matrix", "--gpu", "sm_90"}, {{"ENVFIX_MATRICES", dir.string()}})
+                     : run({"matrix", "--gpu", "sm_90", "--matrices", dir.string()});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    std::string a = (dir / "a.yaml").string(), b = (dir / "b.yaml").string();
+    CHECK(r.err.find("error: invalid matrices data: 5 problems") != std::string::npos);
+    CHECK(r.err.find("caused by: " + a + ":10:35: frameworks.torch.releases[0].variants.cu128.linux_x86_64.sass[0]: unknown arch") != std::string::npos);
+    CHECK(r.err.find("caused by: " + a + ":5:9: frameworks.torch.releases[0]: duplicate release 2.7.0") != std::string::npos);
+    CHECK(r.err.find("caused by: " + a + ":12:17: frameworks.torch.releases[1].python: expected a list, found a scalar") != std::string::npos);
+    CHECK(r.err.find("caused by: " + a + ":13:9: frameworks.torch.releases[1]: unknown key 'colour'") != std::string::npos);
+    CHECK(r.err.find("caused by: " + b + ":") != std::string::npos);
+    CHECK(r.err.find("YAML syntax error") != std::string::npos);
+  }
+  auto missing = run({"matrix", "--matrices", (dir / "nope").string()});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find("does not exist") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("matrix with the tinyfw override: a framework defined entirely by a file") {
+  std::string dir = std::string(ENVFIX_SOURCE_DIR) + "/tests/matrices/fixtures/tinyfw";
+  auto r = run({"matrix", "--matrices", dir, "--framework", "tinyfw", "--version", "1.1.0.dev20261120", "--format", "json"});
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  json j = json::parse(r.out);
+  CHECK(j["companions"]["tinyfw-vision"] == "0.2.0.dev20261120");
+  CHECK(j["variants"][0]["index_url"] == "https://example.invalid/tinyfw/whl/nightly/cu130");
+  auto g = run({"matrix", "--matrices", dir, "--framework", "tinyfw", "--gpu", "H200", "--format", "json"});
+  REQUIRE(g.exit_code == 0);
+  json jg = json::parse(g.out);
+  CHECK(jg["gpus"][0]["frameworks"][0]["newest"]["jit"]["version"] == "1.0.0");
+  CHECK(jg["gpus"][0]["frameworks"][0]["newest"]["native"].is_null()); // only the nightly is native on 9.0
+}
+
+} // TEST_SUITE
