@@ -283,7 +283,7 @@ void check_framework(Report& r, const std::string& framework) {
   std::set<std::string> urls, installers;
   for (const auto& p : r.packages) {
     if (!p.source.starts_with("installer:")) urls.insert(p.source);
-    installers.insert(p.dist->installer);
+    if (!p.dist->installer.empty()) installers.insert(p.dist->installer);
   }
   if (urls.size() > 1)
     add(r, "mixed-sources", "warning", fmt::format("the {} packages came from different indexes: {}", framework,
@@ -625,8 +625,9 @@ void render_text(const Report& r, const Globals& g) {
   head("1. Hardware and base environment");
   if (r.facts.gpus.empty()) human("   GPU      none");
   for (const auto& gpu : r.facts.gpus)
-    human(fmt::format("   GPU {}    {} ({}{}){}", gpu.index, gpu.name, gpu.cc.sm_name(), human_bytes(gpu.memory_bytes),
-                      r.facts.gpus_planned ? styled(" [planned]", Style::dim) : std::string()));
+    human(r.facts.gpus_planned
+              ? fmt::format("   GPU {}    {} {}", gpu.index, gpu.cc.sm_name(), styled("[planned]", Style::dim))
+              : fmt::format("   GPU {}    {} ({}{})", gpu.index, gpu.name, gpu.cc.sm_name(), human_bytes(gpu.memory_bytes)));
   if (r.facts.driver)
     human(fmt::format("   driver   {}{} [{}]", r.facts.driver->version,
                       r.facts.driver->cuda ? fmt::format(", supports CUDA {}", r.facts.driver->cuda->to_string()) : "",
@@ -665,7 +666,9 @@ void render_text(const Report& r, const Globals& g) {
       human(fmt::format("     {}: {}/{} modules runnable ({} sass, {} ptx-jit)", c.arch, c.runnable, c.total,
                         c.via_sass, c.via_ptx));
   }
-  if (!any) human("   no GPU code found in the installed framework binaries");
+  bool read = std::any_of(r.packages.begin(), r.packages.end(), [](auto& p) { return p.kernels.has_value(); });
+  if (!read) human("   kernels not read (--no-kernels, or no RECORD lists the binaries)");
+  else if (!any) human("   no GPU code found in the installed framework binaries");
   if (g.verbose > 0)
     for (const auto& n : r.facts.notes) human(styled("   note: " + n, Style::dim));
   head("Findings");

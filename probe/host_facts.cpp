@@ -55,7 +55,14 @@ void survey_path(HostFacts& facts) {
       facts.pip_on_path = *pip;
       if (auto head = util::read_file(*pip)) {
         auto h = std::string_view(*head).substr(0, 4096);
-        if (auto interp = parse_shebang_interpreter(h)) facts.pip_interpreter = *interp;
+        // Only a Python named in the shebang says where pip installs; a wrapper (pyenv's shim is
+        // `#!/usr/bin/env bash`) decides at run time, so it tells us nothing.
+        if (auto interp = parse_shebang_interpreter(h)) {
+          auto base = interp->filename().string();
+          if (base.starts_with("python") || base.starts_with("pypy")) facts.pip_interpreter = *interp;
+          else facts.notes.push_back(fmt::format("{} is a wrapper ({}): its interpreter is chosen at run time",
+                                                 pip->string(), interp->string()));
+        }
       }
       break;
     }

@@ -356,6 +356,8 @@ TEST_CASE("doctor: kernels read from nvcc-built shared objects listed in RECORD"
     CHECK(k["sass"] == json::array({"sm_80", "sm_90"}));
     CHECK(k["coverage"]["sm_90"]["runnable"].get<int>() < k["coverage"]["sm_90"]["total"].get<int>());
     CHECK(k["coverage"]["sm_90"]["via_sass"].get<int>() >= 1);
+    CHECK(k["coverage"]["sm_90"]["via_sass"].get<int>() + k["coverage"]["sm_90"]["via_ptx"].get<int>() ==
+          k["coverage"]["sm_90"]["runnable"].get<int>());
   }
   SUBCASE("sm_120: no module has code → arch-not-covered from the binaries") {
     auto j = parse(env.run({"--gpu", "sm_120", "--driver", "580.159.04", "--no-repro"}));
