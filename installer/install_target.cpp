@@ -121,6 +121,16 @@ std::vector<fs::path> InstallTarget::roots() const {
   return out;
 }
 
+std::vector<fs::path> InstallTarget::prune_stops() const {
+  std::vector<fs::path> out;
+  auto hdr = headers.lexically_normal();
+  bool venv_headers = is_venv && !prefix.empty() && hdr == (prefix / "include" / "site" / hdr.filename()).lexically_normal();
+  for (const auto& r : roots())
+    if (!(venv_headers && r == hdr)) out.push_back(r);
+  if (venv_headers) out.push_back((prefix / "include").lexically_normal());
+  return out;
+}
+
 Expected<void> check_externally_managed(const InstallTarget& target, bool break_system_packages) {
   if (target.is_venv || !target.externally_managed || break_system_packages) return {};
   std::string msg = target.externally_managed_message.empty()

@@ -38,6 +38,9 @@ struct InstallTarget {
   [[nodiscard]] std::filesystem::path headers_for(std::string_view dist_name) const;
   // The scheme directories (purelib, platlib, scripts, data, headers), absolute, deduplicated.
   [[nodiscard]] std::vector<std::filesystem::path> roots() const;
+  // Where pruning empty directories stops: the scheme directories, except that in a venv the
+  // headers base (include/site/pythonX.Y) may go again, up to prefix/include.
+  [[nodiscard]] std::vector<std::filesystem::path> prune_stops() const;
   // prefix/.envfix
   [[nodiscard]] std::filesystem::path state_dir() const { return prefix / ".envfix"; }
 };

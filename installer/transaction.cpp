@@ -610,7 +610,7 @@ Expected<TransactionResult> Transaction::run() {
   const unsigned dir_mode = 0777 & ~current_umask();
   for (std::size_t i = 0; i < remove_files.size(); ++i)
     meta.ops.push_back({TxnOp::Kind::move, remove_files[i], txn_dir / "backup" / std::to_string(i), 0});
-  for (const auto& d : dirs_left_empty(remove_files, m_target.roots(), install_dests)) {
+  for (const auto& d : dirs_left_empty(remove_files, m_target.prune_stops(), install_dests)) {
     struct stat st;
     unsigned mode = ::lstat(d.c_str(), &st) == 0 ? (st.st_mode & 07777) : dir_mode;
     meta.ops.push_back({TxnOp::Kind::rmdir, d, {}, mode});

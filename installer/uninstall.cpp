@@ -231,8 +231,7 @@ Expected<UninstallPlan> plan_uninstall(const fs::path& dist_info_in, const Insta
       for (const auto& ep : *eps) add((target.scripts / ep.name).lexically_normal());
   }
   plan.files.assign(files.begin(), files.end());
-  std::vector<fs::path> walk_roots = roots;
-  plan.dirs = dirs_left_empty(plan.files, walk_roots);
+  plan.dirs = dirs_left_empty(plan.files, target.prune_stops());
   return plan;
 }
 

@@ -54,8 +54,11 @@ util::SubprocessResult pip(const Venv& v, std::vector<std::string> args) {
   return *r;
 }
 
+// Runs with byte-code writing on (the test environment sets PYTHONDONTWRITEBYTECODE), as users do.
 util::SubprocessResult run(const std::vector<std::string>& argv) {
-  auto r = util::run_process(argv);
+  util::SubprocessOptions opt;
+  opt.unset_env = {"PYTHONDONTWRITEBYTECODE"};
+  auto r = util::run_process(argv, opt);
   REQUIRE(r);
   return *r;
 }
