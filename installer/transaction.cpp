@@ -234,18 +234,41 @@ Expected<TxnMeta> read_meta(const fs::path& txn_dir) {
   }
 }
 
-Expected<void> write_meta(const fs::path& txn_dir, const TxnMeta& m) {
+// Temp file + rename; fsync'd (file and directory) when durable.
+Expected<void> write_journal_file(const fs::path& path, std::string_view text, bool durable) {
+  if (durable) return util::write_file_atomic(path, text);
+  auto tmp = path;
+  tmp += ".tmp";
+  {
+    util::Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd.valid()) return fail(ErrorCode::io, "cannot write {}: {}", tmp.string(), std::strerror(errno));
+    std::size_t off = 0;
+    while (off < text.size()) {
+      auto n = ::write(fd.get(), text.data() + off, text.size() - off);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return fail(ErrorCode::io, "cannot write {}: {}", tmp.string(), std::strerror(errno));
+      }
+      off += static_cast<std::size_t>(n);
+    }
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return fail(ErrorCode::io, "cannot rename {}: {}", tmp.string(), std::strerror(errno));
+  return {};
+}
+
+Expected<void> write_meta(const fs::path& txn_dir, const TxnMeta& m, bool durable = true) {
   std::string text;
   try {
     text = to_json(m).dump(1);
   } catch (const std::exception& e) {
     return fail(ErrorCode::invalid_input, "cannot record the transaction (a path is not UTF-8?): {}", e.what());
   }
-  return util::write_file_atomic(txn_dir / "ops.json", text);
+  return write_journal_file(txn_dir / "ops.json", text, durable);
 }
 
-Expected<void> write_state(const fs::path& txn_dir, TxnState s) {
-  return util::write_file_atomic(txn_dir / "journal", std::string(to_string(s)) + "\n");
+Expected<void> write_state(const fs::path& txn_dir, TxnState s, bool durable = true) {
+  return write_journal_file(txn_dir / "journal", std::string(to_string(s)) + "\n", durable);
 }
 
 std::optional<TxnState> read_state(const fs::path& txn_dir) {
@@ -354,6 +377,7 @@ struct ExecHooks {
   std::function<Expected<void>(std::string_view, std::size_t)> fault;
   std::function<void(std::string_view)> progress;
   bool handle_signals = true;
+  bool durable = true;
 };
 
 // Runs prepared → removing → installing → verifying → committed; on any failure undoes and
@@ -363,21 +387,21 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
   SignalGuard signals(hooks.handle_signals);
   std::size_t done = 0;
   auto step = [&]() -> Expected<void> {
-    TRY_VOID(write_state(txn_dir, TxnState::removing));
+    TRY_VOID(write_state(txn_dir, TxnState::removing, hooks.durable));
     if (hooks.progress) hooks.progress(fmt::format("removing {} file(s)", meta.split));
     for (; done < meta.split; ++done) {
       TRY_VOID(check_interrupted());
       if (hooks.fault) TRY_VOID(hooks.fault("remove", done));
       TRY_VOID(do_op(meta.ops[done]));
     }
-    TRY_VOID(write_state(txn_dir, TxnState::installing));
+    TRY_VOID(write_state(txn_dir, TxnState::installing, hooks.durable));
     if (hooks.progress) hooks.progress(fmt::format("installing {} file(s)", meta.ops.size() - meta.split));
     for (; done < meta.ops.size(); ++done) {
       TRY_VOID(check_interrupted());
       if (hooks.fault) TRY_VOID(hooks.fault("install", done - meta.split));
       TRY_VOID(do_op(meta.ops[done]));
     }
-    TRY_VOID(write_state(txn_dir, TxnState::verifying));
+    TRY_VOID(write_state(txn_dir, TxnState::verifying, hooks.durable));
     TRY_VOID(check_interrupted());
     if (hooks.fault) TRY_VOID(hooks.fault("verify", 0));
     if (hooks.verify) {
@@ -387,8 +411,8 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
     TRY_VOID(check_interrupted());
     // Undo decides per step from what exists, so renames need not be durable before the journal
     // moves on, except here: "committed" must never outlive renames lost in a power cut.
-    sync_fs(sync_at);
-    return write_state(txn_dir, TxnState::committed);
+    if (hooks.durable) sync_fs(sync_at);
+    return write_state(txn_dir, TxnState::committed, hooks.durable);
   };
   auto r = step();
   if (r) return {};
@@ -403,7 +427,7 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
     e.hint = fmt::format("the journal is {}; run 'envfix recover' to retry", (txn_dir / "journal").string());
     return std::unexpected(std::move(e));
   }
-  (void)write_state(txn_dir, TxnState::rolled_back);
+  (void)write_state(txn_dir, TxnState::rolled_back, hooks.durable);
   remove_tree(txn_dir);
   if (err.code != ErrorCode::rollback_failed)
     return std::unexpected(std::move(err).context("the transaction was rolled back; the environment is unchanged"));
@@ -638,10 +662,11 @@ Expected<TransactionResult> Transaction::run() {
   for (const auto& p : plans) result.warnings.insert(result.warnings.end(), p.warnings.begin(), p.warnings.end());
 
   // 3. Journal, then change the environment.
-  TRY_VOID(write_meta(txn_dir, meta));
-  TRY_VOID(write_state(txn_dir, TxnState::prepared));
+  TRY_VOID(write_meta(txn_dir, meta, m_options.durable));
+  TRY_VOID(write_state(txn_dir, TxnState::prepared, m_options.durable));
   discard.armed = false;
-  ExecHooks hooks{m_options.verify, m_options.fault, m_options.progress, m_options.handle_signals};
+  ExecHooks hooks{m_options.verify, m_options.fault, m_options.progress, m_options.handle_signals,
+                  m_options.durable};
   TRY_VOID(execute(txn_dir, meta, m_target.prefix, hooks));
 
   // 4. Committed: drop staging, keep (or drop) the backup, forget older backups.
@@ -789,11 +814,11 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
         if (armed) remove_tree(dir);
       }
     } discard{txn_dir};
-    TRY_VOID(write_meta(txn_dir, meta));
-    TRY_VOID(write_state(txn_dir, TxnState::prepared));
+    TRY_VOID(write_meta(txn_dir, meta, options.durable));
+    TRY_VOID(write_state(txn_dir, TxnState::prepared, options.durable));
     discard.armed = false;
   }
-  ExecHooks hooks{options.verify, options.fault, options.progress, options.handle_signals};
+  ExecHooks hooks{options.verify, options.fault, options.progress, options.handle_signals, options.durable};
   TRY_VOID(execute(txn_dir, meta, target.prefix, hooks));
   RollbackResult r;
   r.id = old.id;

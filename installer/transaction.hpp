@@ -47,6 +47,9 @@ struct TransactionOptions {
   bool keep_backup = true;                     // false: `--no-backup`, nothing to roll back to later
   bool wait_for_lock = true;                   // false: fail at once when another envfix holds it
   bool handle_signals = true;                  // SIGINT/SIGTERM during the transaction → rollback
+  // fsync the journal on every state change (power-loss safety). false keeps crash (SIGKILL)
+  // safety, which needs only atomic renames; for tests on slow disks.
+  bool durable = true;
   wheel::StagingOptions staging;               // limits, strict RECORD
   // Receives every staged shared object before anything is removed (the coordinator plugs in
   // wheel::read_kernels_file + coverage); an error refuses the whole transaction.

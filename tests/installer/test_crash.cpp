@@ -54,8 +54,8 @@ TEST_CASE("SIGKILL at random moments, then recover: old set or new set, never a 
   std::vector<std::string> old_args = {"apply", venv.string(), "3.11", "0"};
   std::vector<std::string> new_args = {"apply", venv.string(), "3.11", "200"};
   for (int i = 0; i < 3; ++i) {
-    old_args.push_back(test::make_wheel(test::demo_spec(i, "1.0", 30), root / "old").string());
-    new_args.push_back(test::make_wheel(test::demo_spec(i, "2.0", 30), root / "new").string());
+    old_args.push_back(test::make_wheel(test::demo_spec(i, "1.0", 12), root / "old").string());
+    new_args.push_back(test::make_wheel(test::demo_spec(i, "2.0", 12), root / "new").string());
   }
   // The interpreter's own layout must be the one the driver assumes.
   auto t = installer::InstallTarget::from_interpreter(*py);
@@ -81,10 +81,10 @@ TEST_CASE("SIGKILL at random moments, then recover: old set or new set, never a 
   std::mt19937 rng(12345);
   std::uniform_int_distribution<long> when(0, full_us * 11 / 10);
   int kills = 0, saw_old = 0, saw_new = 0, undone_mid_way = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
   std::vector<std::string> spawn_args = {TXN_DRIVER};
   spawn_args.insert(spawn_args.end(), new_args.begin(), new_args.end());
-  for (int k = 0; k < 60 && std::chrono::steady_clock::now() < deadline; ++k) {
+  for (int k = 0; k < 50 && std::chrono::steady_clock::now() < deadline; ++k) {
     pid_t pid = spawn(spawn_args);
     REQUIRE(pid > 0);
     std::this_thread::sleep_for(std::chrono::microseconds(when(rng)));

@@ -34,7 +34,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "rollback" && argc == 4) {
-    auto r = rollback(target_for(prefix, argv[3]));
+    TransactionOptions opt;
+    opt.durable = false;
+    auto r = rollback(target_for(prefix, argv[3]), opt);
     if (!r) {
       std::fprintf(stderr, "%s", r.error().render().c_str());
       return 1;
@@ -43,6 +45,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "apply" && argc >= 5) {
     TransactionOptions opt;
+    opt.durable = false; // SIGKILL safety needs atomic renames only; skip fsync on a busy test disk
     useconds_t delay = static_cast<useconds_t>(std::stoul(argv[4]));
     // Slow each environment step down so that kills land inside the remove/install phases too.
     opt.fault = [delay](std::string_view step, std::size_t) -> envfix::Expected<void> {
