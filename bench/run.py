@@ -90,7 +90,9 @@ def rmtree(path):
 # ---------------------------------------------------------------- nginx over HTTPS
 
 class Nginx:
-    def __init__(self, root, prefix):
+    """nginx over HTTPS on loopback (or bench/serve.py when nginx is absent or kind == "python")."""
+
+    def __init__(self, root, prefix, kind="auto"):
         self.prefix = prefix
         os.makedirs(os.path.join(prefix, "logs"), exist_ok=True)
         os.makedirs(os.path.join(prefix, "tmp"), exist_ok=True)
@@ -109,6 +111,19 @@ class Nginx:
                           p("san.ext")]):
                 run_ok(argv)
         self.ca = p("ca.pem")
+        if kind == "python" or (kind == "auto" and not os.path.exists("/usr/sbin/nginx")):
+            self.kind = "python (bench/serve.py, HTTP/1.1 + TLS)"
+            self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "serve.py"), root, p("server.pem"),
+                                          p("server.key")], stdout=subprocess.PIPE, text=True,
+                                         stderr=open(p("logs/stderr.log"), "wb"))
+            line = self.proc.stdout.readline()
+            if not line.startswith("PORT "):
+                raise RuntimeError("bench/serve.py did not start: " + open(p("logs/stderr.log")).read())
+            self.port = int(line.split()[1])
+            self.url = f"https://127.0.0.1:{self.port}"
+            return
+        self.kind = "nginx " + subprocess.run(["/usr/sbin/nginx", "-v"], capture_output=True,
+                                               text=True).stderr.strip().split("/")[-1] + " (HTTP/2 + TLS)"
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
         self.port = s.getsockname()[1]
@@ -188,7 +203,7 @@ class Bench:
         log(f"generating workload at scale {scale:g} in {self.data}")
         self.manifest = workload.generate(self.data, scale, f"cp{mm}", jobs=min(4, os.cpu_count() or 1))
         log(f"workload ready ({time.time() - t0:.0f}s)")
-        self.server = Nginx(self.data, os.path.join(WORK, "nginx"))
+        self.server = Nginx(self.data, os.path.join(WORK, "nginx"), args.server)
         self.ca = self.server.ca
         self.index = {s: f"{self.server.url}/{s}/simple" for s in workload.SETS}
         self.env = dict(os.environ)
@@ -533,6 +548,8 @@ def rss_table(all_results):
 
 
 def plot(ratios_by_label, png):
+    if not any(ratios_by_label.values()):
+        return "No ratios to plot (envfix and another tool must both have run)."
     if not shutil.which("gnuplot"):
         return "gnuplot not found (apt-get install -y gnuplot-nox): no plot."
     dat = png + ".dat"
@@ -620,6 +637,7 @@ def write_report(a, runs, path, extra_notes):
         lines += [f"## Machine: {label}", "", f"- {run['machine']}",
                   "- tools: " + ", ".join(f"{k} = {v}" for k, v in run["versions"].items()),
                   f"- load average before / after: {run['load_before']} / {run['load_after']}",
+                  f"- index server: {run.get('server', '?')} on loopback, a CA made by the run",
                   f"- rounds: {run['rounds']} per tool, alternating tools within each round after one untimed "
                   "warm-up round; cells are median (min–max) wall time", "",
                   "Command:", "", "```", run["command"], "```", ""]
@@ -629,8 +647,6 @@ def write_report(a, runs, path, extra_notes):
             if s == max(run["scales"], key=float):
                 ratios_by_label[f"{label} (scale {s})"] = ratios
             lines += [f"### Scale {s}", "", describe_workload(sd) + ".", "", table, ""]
-            for t, ms in ((t, ms) for wl in sd["results"].values() for t, ms in wl.items()):
-                pass
             failed = [(wl, t, ms["failed"]) for wl, r in sd["results"].items() for t, ms in r.items()
                       if isinstance(ms, dict)]
             for wl, t, msg in failed:
@@ -679,6 +695,8 @@ def main():
     ap.add_argument("--envfix", default=os.path.join(SRC, "build", "bench", "cli", "envfix"))
     ap.add_argument("--uv", default=shutil.which("uv") or "/usr/local/bin/uv")
     ap.add_argument("--python", default=sys.executable, help="interpreter for the venvs and for pip")
+    ap.add_argument("--server", default="auto", choices=["auto", "nginx", "python"],
+                    help="HTTPS index server: nginx (default when installed) or bench/serve.py")
     ap.add_argument("--inspect-dir", default="/usr/local/cuda/lib64")
     ap.add_argument("--work", default=WORK, help="where workloads, venvs and caches go (large)")
     ap.add_argument("--label", default=platform.node() or "this machine")
@@ -711,6 +729,7 @@ def main():
             try:
                 for wl in wls:
                     b.run_workload(wl, tools)
+                run["server"] = b.server.kind
                 run["scales"][f"{s:g}"] = {"results": b.results, "manifest": {
                     "sets": b.manifest["sets"], "wheels": b.manifest["wheels"]}}
                 if a.profile and s == min(scales) and "envfix" in tools:
