@@ -286,8 +286,9 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
   text.push_back(styled(fmt::format("{} {} ({}; channel {})", f.name, v->to_string(), r->label(), join(r->channels, ",")),
                         Style::bold));
   std::vector<std::string> comp_text;
-  for (auto it = comps.begin(); it != comps.end(); ++it)
-    comp_text.push_back(fmt::format("{} {}", it.key(), it->is_null() ? "(none coupled)" : it->get<std::string>()));
+  for (const auto* list : {&f.companions, &f.optional_companions}) // framework order, not JSON's sorted keys
+    for (const auto& c : *list)
+      comp_text.push_back(fmt::format("{} {}", c, comps[c].is_null() ? "(none coupled)" : comps[c].get<std::string>()));
   text.push_back(fmt::format("  companions: {}", comp_text.empty() ? "none" : join(comp_text, ", ")));
   text.push_back(fmt::format("  python: {}", join(r->python)));
   if (!r->pypi_default.empty()) text.push_back(fmt::format("  pypi.org default variant: {}", r->pypi_default));
