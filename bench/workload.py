@@ -75,6 +75,21 @@ def _random_pool(n):
     return _POOL[n]
 
 
+def elf_header(size):
+    """A valid ELF64 x86-64 shared-object header for a member of `size` bytes: a section table with
+    .shstrtab and one .rodata section covering the payload (no CUDA kernels), so kernel readers
+    (envfix's pre-install check) parse it like a real library."""
+    import struct
+    shstr = b"\0.shstrtab\0.rodata\0".ljust(64, b"\0")
+    shoff, payload = 128, 128 + 3 * 64
+    eh = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
+    eh += struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 56, 0, 64, 3, 1)
+    sh = bytes(64)  # SHN_UNDEF
+    sh += struct.pack("<IIQQQQIIQQ", 1, 3, 0, 0, 64, len(shstr), 0, 0, 1, 0)          # .shstrtab
+    sh += struct.pack("<IIQQQQIIQQ", 11, 1, 2, 0, payload, max(0, size - payload), 0, 0, 16, 0)  # .rodata
+    return (eh + shstr + sh)[:size]
+
+
 class WheelWriter:
     """Streams members into a wheel, hashing each for RECORD."""
 
@@ -102,7 +117,10 @@ class WheelWriter:
         nrand = int(BLOCK * RANDOM_FRACTION)
         pool = _random_pool(nrand)
         with self.zip.open(self._info(arc, 1), "w", force_zip64=size > 2**31) as f:
-            left = size
+            head = elf_header(size)
+            f.write(head)
+            h.update(head)
+            left = size - len(head)
             while left > 0:
                 n = min(BLOCK, left)
                 # A random chunk from a 16 MiB pool: repeats are far beyond deflate's 32 KiB window,
@@ -258,7 +276,7 @@ def _job(args):
 def generate(out, scale, pytag, torch_noise=8000, other_noise=300, jobs=2):
     """Builds everything under `out` (skips work when `out/manifest.json` matches). Returns the manifest."""
     key = {"scale": scale, "pytag": pytag, "torch_noise": torch_noise, "other_noise": other_noise, "seed": SEED,
-           "format": 3}
+           "format": 4}
     mpath = os.path.join(out, "manifest.json")
     if os.path.exists(mpath):
         with open(mpath) as f:
