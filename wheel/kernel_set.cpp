@@ -352,6 +352,9 @@ Expected<std::vector<std::pair<std::string, KernelSet>>> read_kernels_in_wheel(c
 }
 
 Expected<KernelSet> read_kernels_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    return make_error(ErrorCode::not_found, fmt::format("{}: no such file", path.string()));
   if (path.extension() == ".whl") {
     auto members = ENVFIX_TRY(read_kernels_in_wheel(path));
     KernelSet ks;
