@@ -421,11 +421,7 @@ class Bench:
                     plan = [x for x in plan if x != t]
                     continue
                 if wl in ("cold", "warm", "replace") and t == "envfix":
-                    try:
-                        with open(os.path.join(self.dir, "last-stdout.txt")) as f:
-                            m["json"] = json.load(f).get("applied", {}).get("timings")
-                    except (OSError, ValueError, AttributeError):
-                        pass
+                    m["json"] = envfix_phases(os.path.join(self.dir, "last-stdout.txt"), m["tail"])
                 m.pop("tail", None)
                 if r >= 0:
                     res[t].append(m)
@@ -465,6 +461,23 @@ class Bench:
 
     def close(self):
         self.server.stop()
+
+
+def envfix_phases(stdout_path, stderr_tail):
+    """Phase seconds of one `envfix apply`: resolve and prepare from its stderr lines, the rest from JSON."""
+    import re
+    out = {}
+    for key, pat in (("resolve_s", r"Resolved \d+ packages? in ([0-9.]+)(ms|s)"),
+                     ("prepare_s", r"Prepared \d+ packages? in ([0-9.]+)(ms|s)")):
+        mt = re.search(pat, stderr_tail)
+        if mt:
+            out[key] = float(mt.group(1)) / (1000 if mt.group(2) == "ms" else 1)
+    try:
+        with open(stdout_path) as f:
+            out.update(json.load(f).get("applied", {}).get("timings") or {})
+    except (OSError, ValueError, AttributeError):
+        pass
+    return out or None
 
 
 def inspect_files(d):
@@ -598,8 +611,12 @@ def machine_info():
 def tool_versions(a):
     v = {}
     try:
-        v["envfix"] = subprocess.run([a.envfix, "--version"], capture_output=True, text=True).stdout.strip()
-        v["envfix"] += " (git " + subprocess.run(["git", "-C", SRC, "rev-parse", "--short", "HEAD"], capture_output=True,
+        bt = ""
+        cache = os.path.join(os.path.dirname(os.path.dirname(a.envfix)), "CMakeCache.txt")
+        if os.path.exists(cache):
+            bt = ", " + next((ln.split("=", 1)[1].strip() for ln in open(cache)
+                              if ln.startswith("CMAKE_BUILD_TYPE:")), "?") + " build"
+        v["envfix"] = f"{a.envfix}{bt} (git " + subprocess.run(["git", "-C", SRC, "rev-parse", "--short", "HEAD"], capture_output=True,
                                                 text=True).stdout.strip() + ")"
     except OSError:
         pass
@@ -654,8 +671,9 @@ def write_report(a, runs, path, extra_notes):
             phases = [m.get("json") for m in sd["results"].get("cold", {}).get("envfix", []) if isinstance(m, dict)
                       and m.get("json")] if isinstance(sd["results"].get("cold", {}).get("envfix"), list) else []
             if phases:
-                lines += ["", "envfix cold install phases (median, from `apply --format json`): " + ", ".join(
-                    f"{k} {statistics.median(p[k] for p in phases):.2f} s" for k in phases[0]), ""]
+                lines += ["", "envfix cold install phases (median; resolve/prepare from its stderr, install/uninstall "
+                          "from `apply --format json`): " + ", ".join(
+                              f"{k} {statistics.median(p[k] for p in phases if k in p):.2f} s" for k in phases[0]), ""]
             lines += [""]
         lines += ["### Peak RSS (median of the rounds; whole process tree)", "", rss_table(run["scales"]), ""]
         if run.get("profile"):

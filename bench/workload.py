@@ -184,8 +184,8 @@ def build_nvidia(out, name, mb, sos, version, tag, scale):
     w = WheelWriter(os.path.join(out, fn), name, version, tag)
     short = name.split("-")[1] if not name.startswith("nvidia-cuda-") else name.split("-")[2]
     base = f"nvidia/{short}"
-    w.add_bytes("nvidia/__init__.py", b"")
-    w.add_bytes(f"{base}/__init__.py", b"")
+    # Like the current wheels (nvidia_cudnn_cu13 9.19 in shared/fixtures): a namespace package, no
+    # nvidia/__init__.py (older cu12 wheels each shipped one; envfix refuses such overlaps, pip does not).
     for i in range(max(2, int(60 * scale))):  # headers
         w.add_bytes(f"{base}/include/h{i}.h", py_source(rng, i, 2000 + rng.randrange(20000)))
     total = max(64 * 1024, int(mb * 1024 * 1024 * scale))
@@ -276,7 +276,7 @@ def _job(args):
 def generate(out, scale, pytag, torch_noise=8000, other_noise=300, jobs=2):
     """Builds everything under `out` (skips work when `out/manifest.json` matches). Returns the manifest."""
     key = {"scale": scale, "pytag": pytag, "torch_noise": torch_noise, "other_noise": other_noise, "seed": SEED,
-           "format": 4}
+           "format": 5}
     mpath = os.path.join(out, "manifest.json")
     if os.path.exists(mpath):
         with open(mpath) as f:
