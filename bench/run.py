@@ -658,10 +658,11 @@ def write_report(a, runs, path, extra_notes):
                   f"- rounds: {run['rounds']} per tool, alternating tools within each round after one untimed "
                   "warm-up round; cells are median (min–max) wall time", "",
                   "Command:", "", "```", run["command"], "```", ""]
-        for s in sorted(run["scales"], key=float, reverse=True):
+        main_scale = run.get("main_scale") or max(run["scales"], key=float)
+        for s in [main_scale] + [x for x in run["scales"] if x != main_scale]:
             sd = run["scales"][s]
             table, ratios = workload_table(sd["results"])
-            if s == max(run["scales"], key=float):
+            if s == main_scale:
                 ratios_by_label[f"{label} (scale {s})"] = ratios
             lines += [f"### Scale {s}", "", describe_workload(sd) + ".", "", table, ""]
             failed = [(wl, t, ms["failed"]) for wl, r in sd["results"].items() for t, ms in r.items()
@@ -708,6 +709,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", default="1,0.05", help="comma-separated scales (1 = full); the first is the main table")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--other-scales-tools", default="",
+                    help="tools for the scales after the first (default: all of --tools), e.g. envfix,floor "
+                    "to show envfix's memory at a second scale without re-timing pip")
     ap.add_argument("--tools", default="envfix,pip,uv,floor")
     ap.add_argument("--workloads", default=",".join(ALL_WORKLOADS))
     ap.add_argument("--envfix", default=os.path.join(SRC, "build", "bench", "cli", "envfix"))
@@ -742,11 +746,13 @@ def main():
             f"{x:.1f}" for x in os.getloadavg()), "rounds": a.rounds, "scales": {},
             "command": "bench/run.py " + " ".join(sys.argv[1:])}
         scales = [float(s) for s in a.scale.split(",")]
+        run["main_scale"] = f"{scales[0]:g}"
+        other_tools = [t for t in (a.other_scales_tools or ",".join(tools)).split(",") if t in tools]
         for s in scales:
             b = Bench(a, s)
             try:
                 for wl in wls:
-                    b.run_workload(wl, tools)
+                    b.run_workload(wl, tools if s == scales[0] else other_tools)
                 run["server"] = b.server.kind
                 run["scales"][f"{s:g}"] = {"results": b.results, "manifest": {
                     "sets": b.manifest["sets"], "wheels": b.manifest["wheels"]}}
