@@ -453,7 +453,7 @@ class Bench:
                 rep = subprocess.run(["perf", "report", "-i", pd, "--stdio", "--no-children", "--sort",
                                       "dso,symbol", "--percent-limit", "1.5"],
                                      capture_output=True, text=True)
-                out["perf"] = "\n".join(line for line in rep.stdout.splitlines()
+                out["perf"] = "\n".join(" ".join(line.split())[:110] for line in rep.stdout.splitlines()
                                         if line.strip() and not line.startswith("#"))[:4000]
             else:
                 out["perf"] = "perf record failed: " + r.stderr[-500:]
@@ -514,7 +514,7 @@ def workload_table(res):
         cells = []
         for t in ALL_TOOLS:
             ms = res[wl].get(t)
-            if ms is None:
+            if ms is None or ms == []:
                 cells.append("–")
             elif isinstance(ms, dict):
                 cells.append("failed")
