@@ -527,8 +527,12 @@ void check_kernels(Report& r, const DoctorOptions& opt) {
 // ---------------------------------------------------------------- verdict, fix, rendering
 
 void conclude(Report& r, const Globals& g, const std::string& framework) {
+  // Advice about the user's shell, not the environment: shown as a warning, but a healthy
+  // environment stays healthy (a `pip` on PATH that belongs elsewhere breaks nothing installed).
+  static const std::set<std::string> advisory = {"pip-other-interpreter"};
   bool error = false, warning = false;
   for (const auto& f : r.findings) {
+    if (advisory.count(f.code)) continue;
     error = error || f.severity == "error";
     warning = warning || f.severity == "warning";
   }

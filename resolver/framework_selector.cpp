@@ -16,6 +16,7 @@ struct MainCandidate {
   ProjectFile file;
   std::size_t index_pos = 0; // position in the channel's index order (newest CUDA first)
   std::vector<std::string> warnings;
+  bool ptx_only = false;     // some GPU runs it only through PTX JIT
 };
 
 std::string arch_list(const std::vector<specs::GpuArch>& archs) {
@@ -79,6 +80,10 @@ Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const 
   bool any_index = false;
 
   auto reject = [&](Rejection r) { out.rejected.push_back(std::move(r)); };
+  // Native SASS in any channel ranks above PTX JIT: a JIT-only set that resolves is kept as the
+  // fallback while the later channels are searched for a build with SASS for every GPU.
+  std::optional<FrameworkChoice> jit_fallback;
+  std::optional<Rejection> jit_rejection;
 
   for (const auto& channel : channels) {
     std::vector<FrameworkIndex> indexes;
@@ -170,6 +175,7 @@ Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const 
               reject(std::move(r));
               continue;
             }
+            mc.ptx_only = !cov.ptx_only.empty();
             if (!cov.ptx_only.empty())
               mc.warnings.push_back(fmt::format("{} {} runs on {} only through PTX JIT compilation (slow first start, "
                                                 "possibly lower performance)", main, f.version.to_string(), gpu_list(cov.ptx_only)));
@@ -261,8 +267,23 @@ Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const 
                                                    host.driver_version.empty() ? "" : ", driver " + host.driver_version + " runs it")
                                      : "",
                             cover);
+      if (mc.ptx_only) {
+        if (!jit_fallback) {
+          jit_fallback = out;
+          jit_rejection = Rejection{main, v.to_string(), idx.url, RejectReason::ptx_jit_only,
+                                    "runs only through PTX JIT; a build with native SASS ranks above it",
+                                    mc.file.file.filename};
+        }
+        continue;
+      }
+      if (jit_rejection) out.rejected.push_back(*jit_rejection);
       return out;
     }
+  }
+  if (jit_fallback) {
+    jit_fallback->rejected = out.rejected;
+    jit_fallback->why += "; no build with native SASS for every GPU was found, so this one runs by PTX JIT";
+    return *jit_fallback;
   }
 
   // Nothing fits: say why plainly.

@@ -18,6 +18,7 @@ std::string_view to_string(RejectReason r) {
   case RejectReason::hash_missing: return "hash-missing";
   case RejectReason::invalid: return "invalid";
   case RejectReason::conflict: return "conflict";
+  case RejectReason::ptx_jit_only: return "ptx-jit-only";
   }
   return "invalid";
 }

@@ -20,6 +20,7 @@ enum class RejectReason {
   hash_missing,          // the index gives no sha256 (refused unless --allow-unhashed)
   invalid,               // unparseable filename/version, not a wheel
   conflict,              // a dependency conflict excluded it during resolution
+  ptx_jit_only,          // runs only by PTX JIT; ranked below a build with native SASS that was chosen
 };
 
 [[nodiscard]] std::string_view to_string(RejectReason r);

@@ -283,7 +283,10 @@ TEST_CASE("doctor: pip on PATH belongs to another interpreter") {
   CHECK(f->at("message").get<std::string>().find("/opt/other-venv") != std::string::npos);
   // pip of the venv itself is fine.
   write(env.venv() / "bin/pip", "#!" + env.python().string() + "\n", 0755);
-  CHECK(!codes(parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro"}))).count("pip-other-interpreter"));
+  auto j2 = parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro"}));
+  CHECK(!codes(j2).count("pip-other-interpreter"));
+  // Advice about the shell: the verdict is the same with or without it.
+  CHECK(j.at("verdict") == j2.at("verdict"));
 }
 
 TEST_CASE("doctor: an externally managed (PEP 668) system interpreter") {

@@ -47,7 +47,7 @@ env -u PIP_FIND_LINKS python3 -m pip --python "$PY1" install -q --no-cache-dir -
   && pass "pip installed the stable (sm_80) build" || failm "pip install (see pip-broken.log)"
 "$PY1" -c "import tinyfw; tinyfw.to_device(); tinyfw.axpy_check()" >"$out/repro-broken.log" 2>&1
 if grep -q "no kernel image is available for execution on the device" "$out/repro-broken.log"; then
-  pass "the real CUDA error: $(grep -o 'RuntimeError.*' "$out/repro-broken.log" | head -1)"
+  pass "the real CUDA error: $(grep -o 'RuntimeError: .*' "$out/repro-broken.log" | head -1)"
 else failm "expected 'no kernel image' (see repro-broken.log)"; fi
 
 # 4. doctor on the broken venv.
