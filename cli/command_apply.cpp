@@ -1,15 +1,611 @@
+// envfix apply [REQ...]: plan, prepare (download + hash + kernel check), transaction, smoke test,
+// lockfile (design.md §4, §5, §6). `--locked` installs exactly a lockfile target instead.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
 
 #include "cli/globals.hpp"
+#include "cli/pipeline.hpp"
 #include "cli/render.hpp"
+#include "cli/smoke.hpp"
+#include "installer/install_target.hpp"
+#include "installer/transaction.hpp"
+#include "lockfile/lockfile.hpp"
+#include "specs/name.hpp"
+#include "util/fs.hpp"
+#include "util/sha256.hpp"
+#include "util/subprocess.hpp"
+#include "wheel/kernel_set.hpp"
 
 namespace envfix::cli {
 
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct ApplyOptions {
+  std::vector<std::string> requests;
+  bool yes = false;
+  bool locked = false;
+  bool no_verify = false;
+  bool no_rollback = false;
+  bool no_backup = false;
+  bool break_system_packages = false;
+  bool allow_unhashed = false;
+  bool pre = false;
+  std::string venv;
+  std::string link_mode = "copy";
+  int smoke_timeout = 600;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Kernel check: every staged shared object against every GPU (design.md §3.1), before anything is
+// removed. Records what each package's binaries hold for the lockfile (verified: true).
+
+struct KernelCheck {
+  const Host* host = nullptr;
+  std::vector<std::string> names; // install order (staging index) → normalized package name
+  std::map<std::string, std::set<std::string>> sass, ptx;
+  std::vector<std::string> warnings;
+
+  // Staged files live in <txn>/staging/<i>/tree/<path in wheel>.
+  std::pair<std::string, std::string> owner_of(const fs::path& so) const {
+    std::vector<fs::path> parts(so.begin(), so.end());
+    for (std::size_t i = 0; i + 2 < parts.size(); ++i)
+      if (parts[i] == "staging" && parts[i + 2] == "tree") {
+        std::size_t idx = std::strtoul(parts[i + 1].c_str(), nullptr, 10);
+        fs::path rel;
+        for (std::size_t j = i + 3; j < parts.size(); ++j) rel /= parts[j];
+        return {idx < names.size() ? names[idx] : "?", rel.string()};
+      }
+    return {"?", so.filename().string()};
+  }
+
+  Expected<void> operator()(const std::vector<fs::path>& sos) {
+    for (const auto& so : sos) {
+      auto [pkg, rel] = owner_of(so);
+      auto ks = wheel::read_kernels_file(so);
+      if (!ks) return std::unexpected(std::move(ks.error()).context(fmt::format("{}: reading the kernels of {}", pkg, rel)));
+      if (ks->empty()) continue;
+      for (auto& s : ks->sass()) sass[pkg].insert(s);
+      for (auto& s : ks->ptx()) ptx[pkg].insert(s);
+      for (const auto& [gname, cc] : host->gpus) {
+        auto c = ks->coverage(cc);
+        bool ok = c.total > 0 ? c.runnable == c.total : (c.embedded_total == 0 || c.embedded_runnable > 0);
+        if (!ok) {
+          std::size_t total = c.total > 0 ? c.total : c.embedded_total;
+          std::size_t runnable = c.total > 0 ? c.runnable : c.embedded_runnable;
+          auto sass_list = ks->sass(), ptx_list = ks->ptx();
+          std::string have;
+          for (const auto& a : sass_list) have += (have.empty() ? "" : " ") + a;
+          for (const auto& a : ptx_list) have += (have.empty() ? "" : " ") + a;
+          return std::unexpected(Error{
+              ErrorCode::unsatisfiable,
+              fmt::format("{}: {} has no code for GPU {} ({}): {} of {} kernel modules lack {}", pkg, rel, gname,
+                          cc.sm_name(), total - runnable, total, cc.sm_name()),
+              {fmt::format("the binary holds: {}", have.empty() ? "(nothing runnable)" : have)},
+              "the matrices claimed this build covers the GPU but its binary does not; pick another version or "
+              "--variant, or report the matrices row"});
+        }
+        if (c.via_sass == 0 && c.via_ptx > 0)
+          warnings.push_back(fmt::format("{}: {} runs on {} ({}) only by PTX JIT compilation (slow first start)", pkg, rel,
+                                         gname, cc.sm_name()));
+      }
+      if (ks->has_zstd() && host->driver_cuda && *host->driver_cuda < specs::CudaVersion{12, 4})
+        warnings.push_back(fmt::format("{}: {} has ZSTD-compressed kernels, which need a driver for CUDA >= 12.4", pkg, rel));
+    }
+    return {};
+  }
+
+  std::map<std::string, lockfile::LockedKernels> locked() const {
+    std::map<std::string, lockfile::LockedKernels> out;
+    std::set<std::string> pkgs;
+    for (const auto& [p, _] : sass) pkgs.insert(p);
+    for (const auto& [p, _] : ptx) pkgs.insert(p);
+    for (const auto& p : pkgs) {
+      lockfile::LockedKernels k;
+      if (auto it = sass.find(p); it != sass.end()) k.sass.assign(it->second.begin(), it->second.end());
+      if (auto it = ptx.find(p); it != ptx.end()) k.ptx.assign(it->second.begin(), it->second.end());
+      k.verified = true;
+      out[p] = std::move(k);
+    }
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+
+bool confirm(const ApplyOptions& o, const Globals& g) {
+  if (o.yes) return true;
+  if (g.format == "json" || !::isatty(STDIN_FILENO) || !::isatty(STDERR_FILENO)) {
+    human(styled("no TTY: proceeding without confirmation (pass --yes to silence this note)", Style::dim));
+    return true;
+  }
+  std::fputs("Proceed? [y/N] ", stderr);
+  std::fflush(stderr);
+  std::string line;
+  if (!std::getline(std::cin, line)) return false;
+  return line == "y" || line == "Y" || line == "yes";
+}
+
+// The interpreter to install into: --venv creates (or reuses) a venv from --python / python3.
+Expected<void> prepare_venv(Globals& g, const ApplyOptions& o) {
+  if (o.venv.empty()) return {};
+  fs::path base = g.python.empty() ? util::find_in_path("python3").value_or("python3") : fs::path(g.python);
+  auto py = ENVFIX_TRY(installer::create_venv(o.venv, base));
+  human(fmt::format("Using venv {} ({})", o.venv, py.string()));
+  g.python = py.string();
+  return {};
+}
+
+struct RunResult {
+  installer::TransactionResult txn;
+  double t_uninstall = 0, t_install = 0;
+  std::vector<std::string> smoke_passed;
+  std::string smoke_note;
+  std::optional<Error> smoke_failure_kept; // --no-rollback
+};
+
+// Runs the transaction with the kernel check and the smoke test wired in.
+Expected<RunResult> run_transaction(const Host& host, const installer::InstallTarget& target,
+                                    const std::vector<installer::WheelToInstall>& wheels,
+                                    const std::vector<std::string>& wheel_names,
+                                    const std::vector<fs::path>& removals, const ApplyOptions& o,
+                                    const matrices::Framework* framework, KernelCheck& kc) {
+  RunResult rr;
+  installer::TransactionOptions to;
+  to.break_system_packages = o.break_system_packages;
+  to.keep_backup = !o.no_backup;
+  kc.host = &host;
+  kc.names = wheel_names;
+  to.kernel_check = [&kc](const std::vector<fs::path>& sos) { return kc(sos); };
+  Clock::time_point t_rm{}, t_in{}, t_ver{};
+  to.progress = [&](std::string_view s) {
+    if (s.starts_with("removing")) t_rm = Clock::now();
+    else if (s.starts_with("installing")) t_in = Clock::now();
+    else if (s == "verifying") t_ver = Clock::now();
+  };
+  // The smoke test: only with a framework that has one, a GPU to run it on, and not --no-verify.
+  std::vector<SmokeStep> steps;
+  if (framework && !o.no_verify) {
+    std::vector<std::string> present;
+    for (const auto& n : wheel_names) present.push_back(n);
+    for (const auto& i : host.installed_names) present.push_back(i);
+    steps = smoke_steps(framework->smoke, present);
+  }
+  if (o.no_verify) rr.smoke_note = "smoke test skipped (--no-verify)";
+  else if (!framework) rr.smoke_note = "no framework: smoke test skipped (plain requirement set)";
+  else if (host.gpus.empty()) { rr.smoke_note = "no GPU: smoke test skipped"; steps.clear(); }
+  else if (steps.empty()) rr.smoke_note = fmt::format("{} has no smoke test in the matrices", framework->name);
+  if (!steps.empty()) {
+    fs::path python = target.python;
+    auto timeout = std::chrono::milliseconds(std::chrono::seconds(o.smoke_timeout));
+    to.verify = [&rr, &o, steps, python, timeout]() -> Expected<void> {
+      auto r = run_smoke(python, steps, timeout);
+      if (r) {
+        rr.smoke_passed = r->passed;
+        return {};
+      }
+      if (o.no_rollback) {
+        rr.smoke_failure_kept = r.error();
+        return {};
+      }
+      return std::unexpected(r.error());
+    };
+  }
+  installer::Transaction txn(target, to);
+  for (const auto& d : removals) txn.remove(d);
+  for (const auto& w : wheels) txn.install(w);
+  auto t0 = Clock::now();
+  auto res = txn.run();
+  if (!res) return std::unexpected(std::move(res.error()));
+  auto end = t_ver != Clock::time_point{} ? t_ver : Clock::now();
+  if (t_rm != Clock::time_point{} && t_in != Clock::time_point{})
+    rr.t_uninstall = std::chrono::duration<double>(t_in - t_rm).count();
+  if (t_in != Clock::time_point{}) rr.t_install = std::chrono::duration<double>(end - t_in).count();
+  else rr.t_install = since(t0);
+  rr.txn = std::move(*res);
+  return rr;
+}
+
+void print_result(const RunResult& rr, const std::vector<std::pair<std::string, std::string>>& removed_lines,
+                  const std::vector<std::pair<std::string, std::string>>& installed_lines) {
+  human(styled(fmt::format("Uninstalled {} package{} in {}", rr.txn.removed.size(), rr.txn.removed.size() == 1 ? "" : "s",
+                           human_duration(rr.t_uninstall)), Style::dim));
+  human(styled(fmt::format("Installed {} package{} in {}", rr.txn.installed.size(), rr.txn.installed.size() == 1 ? "" : "s",
+                           human_duration(rr.t_install)), Style::dim));
+  for (const auto& [n, v] : removed_lines) human(fmt::format(" {} {}=={}", styled("-", Style::red), n, v));
+  for (const auto& [n, v] : installed_lines) human(fmt::format(" {} {}=={}", styled("+", Style::green), n, v));
+  for (const auto& w : rr.txn.warnings) warn(w);
+  if (!rr.smoke_passed.empty()) {
+    std::string s;
+    for (const auto& p : rr.smoke_passed) s += (s.empty() ? "" : ", ") + p;
+    human(fmt::format("Smoke test passed: {}", s));
+  } else if (!rr.smoke_note.empty()) {
+    human(styled(rr.smoke_note, Style::dim));
+  }
+  if (rr.txn.backup_bytes > 0)
+    human(styled(fmt::format("Backup kept for `envfix rollback`: {}", human_size(rr.txn.backup_bytes)), Style::dim));
+}
+
+json result_json(const RunResult& rr) {
+  json j;
+  j["transaction"] = rr.txn.id;
+  j["installed"] = json::array();
+  for (const auto& d : rr.txn.installed) j["installed"].push_back({{"name", d.name}, {"version", d.version}});
+  j["removed"] = json::array();
+  for (const auto& d : rr.txn.removed) j["removed"].push_back({{"name", d.name}, {"version", d.version}});
+  j["backup_bytes"] = rr.txn.backup_bytes;
+  j["warnings"] = rr.txn.warnings;
+  j["smoke"] = {{"passed", rr.smoke_passed}, {"note", rr.smoke_note}};
+  j["timings"] = {{"uninstall_s", rr.t_uninstall}, {"install_s", rr.t_install}};
+  return j;
+}
+
+// Downloads (or finds in the cache) every file, in parallel; the first failure names the package.
+Expected<std::vector<fs::path>> download_all(index::IndexClient& client, const std::vector<index::Candidate>& cands,
+                                             const std::function<std::string(std::size_t)>& where) {
+  auto results = client.download_many(cands);
+  std::vector<fs::path> paths;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (!results[i]) return std::unexpected(std::move(results[i].error()).context(where(i)));
+    paths.push_back(*results[i]);
+  }
+  return paths;
+}
+
+// dist-info folders of installed projects named in `names` (normalized), any version.
+std::vector<fs::path> installed_dist_infos(const Host& host, const std::set<std::string>& names) {
+  std::vector<fs::path> out;
+  for (const auto& d : host.facts.installed)
+    if (names.contains(d.normalized_name())) out.push_back(d.dist_info);
+  return out;
+}
+
+// Write or update the lockfile after a commit.
+Expected<std::string> update_lockfile(const Globals& g, const PlanContext& ctx, const std::vector<std::string>& request,
+                                      const std::map<std::string, lockfile::LockedKernels>& verified,
+                                      const std::map<std::string, LocalFile>& local) {
+  fs::path path = g.lockfile;
+  lockfile::LockFile lock;
+  std::string framework = ctx.framework_mode() ? ctx.spec->name : "";
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    auto old = lockfile::LockFile::read(path);
+    if (!old) return std::unexpected(std::move(old.error()).context(fmt::format("not updating {}", path.string())));
+    if (old->framework == framework && old->request == request) lock = std::move(*old);
+  }
+  lock.created_by = created_by();
+  lock.framework = framework;
+  lock.request = request;
+  // Kernels: read from the binaries just checked, else what the old lock or the matrices say.
+  auto kernels = claimed_kernels(ctx);
+  auto id = lockfile::make_target_id(lock_host(ctx));
+  if (const auto* old_t = lock.find(id))
+    for (const auto& p : old_t->packages)
+      if (p.kernels)
+        if (const auto* pin = ctx.resolution.find(p.name); pin && pin->file.filename == p.filename) kernels[p.name] = *p.kernels;
+  for (const auto& [n, k] : verified) kernels[n] = k;
+  auto target = ENVFIX_TRY(make_lock_target(ctx, kernels, local));
+  lock.upsert(std::move(target));
+  ENVFIX_CLI_TRY_VOID(lock.write(path));
+  return path.string();
+}
+
+std::vector<std::string> lock_request(const PlanContext& ctx, const ApplyOptions& o) {
+  if (!o.requests.empty() || !ctx.framework_mode()) return o.requests;
+  std::vector<std::string> r;
+  for (const auto& n : resolver::framework_family(*ctx.spec))
+    if (ctx.resolution.find(n)) r.push_back(n);
+  return r;
+}
+
+Expected<int> run_apply(Globals g, const ApplyOptions& o) {
+  ENVFIX_CLI_TRY_VOID(prepare_venv(g, o));
+  auto ctx = ENVFIX_TRY(build_plan(g, o.requests, PlanFlags{o.pre, o.allow_unhashed}));
+  const auto& plan = ctx.plan;
+  const Host& host = ctx.host;
+  auto target = installer::InstallTarget::from_python_info(*host.facts.python);
+  ENVFIX_CLI_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
+  const bool json_out = g.format == "json";
+
+  human(host_line(host));
+  if (!plan.channel.empty()) human(fmt::format("{} {} ({})", styled("chose:", Style::bold), plan.why, plan.index));
+  for (const auto& w : plan.warnings) warn(w);
+  human(styled(fmt::format("Resolved {} packages in {}", ctx.resolved, human_duration(ctx.seconds)), Style::dim));
+
+  auto request = lock_request(ctx, o);
+  if (plan.empty()) {
+    human("Nothing to do: the environment already matches the plan.");
+    auto lp = update_lockfile(g, ctx, request, {}, {});
+    if (!lp) warn(fmt::format("lockfile not written: {}", lp.error().message));
+    if (json_out) {
+      auto j = plan_json(plan, host);
+      j["applied"] = nullptr;
+      j["lockfile"] = lp ? json(*lp) : json(nullptr);
+      machine(j.dump(2));
+    }
+    return 0;
+  }
+  const bool ask = !o.yes && !json_out && ::isatty(STDIN_FILENO) && ::isatty(STDERR_FILENO);
+  if (ask) {
+    for (const auto& r : plan.remove) human(fmt::format(" {} {}=={}", styled("-", Style::red), r.name, r.version));
+    for (const auto& i : plan.install) human(fmt::format(" {} {}=={}", styled("+", Style::green), i.name, i.version));
+  }
+  if (!confirm(o, g)) {
+    human("Aborted; nothing was changed.");
+    return 1;
+  }
+
+  // Prepare: every file into the cache, hash-verified.
+  auto t_prep = Clock::now();
+  std::vector<index::Candidate> cands;
+  for (const auto& i : plan.install) {
+    const auto* pin = ctx.resolution.find(i.name);
+    if (!pin) return make_error(ErrorCode::internal, fmt::format("{}: planned but not in the resolution", i.name));
+    cands.push_back(pin->file);
+  }
+  auto paths = ENVFIX_TRY(download_all(*ctx.client, cands, [&](std::size_t i) {
+    return fmt::format("could not download {}=={} ({})", plan.install[i].name, plan.install[i].version, index::redact_url(cands[i].url));
+  }));
+  std::map<std::string, LocalFile> local;
+  std::vector<installer::WheelToInstall> wheels;
+  std::vector<std::string> names;
+  std::set<std::string> requested;
+  for (const auto& r : ctx.request) requested.insert(r.normalized_name());
+  if (ctx.request.empty() && ctx.framework_mode())
+    for (const auto& n : resolver::framework_family(*ctx.spec)) requested.insert(n);
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    installer::WheelToInstall w;
+    w.wheel = paths[i];
+    w.sha256 = cands[i].sha256;
+    w.size = cands[i].size;
+    w.requested = requested.contains(plan.install[i].name);
+    if (!w.sha256) {
+      auto h = ENVFIX_TRY(util::sha256_file_hex(paths[i]));
+      std::error_code ec;
+      local[plan.install[i].name] = {h, static_cast<std::uint64_t>(fs::file_size(paths[i], ec))};
+    } else if (!w.size) {
+      std::error_code ec;
+      local[plan.install[i].name] = {*w.sha256, static_cast<std::uint64_t>(fs::file_size(paths[i], ec))};
+    }
+    wheels.push_back(std::move(w));
+    names.push_back(plan.install[i].name);
+  }
+  human(styled(fmt::format("Prepared {} package{} in {}", wheels.size(), wheels.size() == 1 ? "" : "s", human_duration(since(t_prep))),
+               Style::dim));
+
+  std::vector<fs::path> removals;
+  for (const auto& r : plan.remove)
+    for (const auto& d : host.facts.installed)
+      if (d.normalized_name() == r.name && d.version.to_string() == r.version) removals.push_back(d.dist_info);
+
+  const matrices::Framework* fw = ctx.framework_mode() && ctx.knowledge ? ctx.knowledge->framework(ctx.spec->name) : nullptr;
+  KernelCheck kc;
+  auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, kc));
+
+  std::vector<std::pair<std::string, std::string>> rm_lines, in_lines;
+  for (const auto& d : rr.txn.removed) rm_lines.emplace_back(specs::normalize_name(d.name), d.version);
+  for (const auto& d : rr.txn.installed) in_lines.emplace_back(specs::normalize_name(d.name), d.version);
+  print_result(rr, rm_lines, in_lines);
+  for (const auto& w : kc.warnings) warn(w);
+
+  if (rr.smoke_failure_kept) {
+    print_error(*rr.smoke_failure_kept);
+    human(fmt::format("The new set was left installed (--no-rollback); `envfix rollback` undoes transaction {}.", rr.txn.id));
+    if (json_out) {
+      auto j = plan_json(plan, host);
+      j["applied"] = result_json(rr);
+      j["applied"]["smoke"]["error"] = rr.smoke_failure_kept->message;
+      machine(j.dump(2));
+    }
+    return 2;
+  }
+  auto lp = update_lockfile(g, ctx, request, kc.locked(), local);
+  if (lp) human(styled(fmt::format("Wrote {}", *lp), Style::dim));
+  else warn(fmt::format("lockfile not written: {}", lp.error().message));
+  if (json_out) {
+    auto j = plan_json(plan, host);
+    j["applied"] = result_json(rr);
+    j["lockfile"] = lp ? json(*lp) : json(nullptr);
+    machine(j.dump(2));
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// --locked
+
+// 1-based line of the first occurrence of `needle` in `text` (0 when absent).
+std::size_t line_of(const std::string& text, std::string_view needle) {
+  auto pos = text.find(needle);
+  if (pos == std::string::npos) return 0;
+  return static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n')) + 1;
+}
+
+// Why `t` does not fit `host` ("" when it does).
+std::vector<std::string> target_mismatch(const lockfile::LockTarget& t, const Host& host) {
+  std::vector<std::string> why;
+  std::set<std::string> hg, tg(t.host.gpus.begin(), t.host.gpus.end());
+  for (const auto& [n, cc] : host.gpus) hg.insert(cc.sm_name());
+  auto join = [](const std::set<std::string>& s) {
+    std::string o;
+    for (const auto& x : s) o += (o.empty() ? "" : "+") + x;
+    return o.empty() ? std::string("none") : o;
+  };
+  if (hg != tg) why.push_back(fmt::format("gpus {} (host: {})", join(tg), join(hg)));
+  if (t.host.python != host.python_mm) why.push_back(fmt::format("python {} (host: {})", t.host.python, host.python_mm));
+  bool platform_ok = false;
+  for (const auto& tag : host.python.tags)
+    if (tag.platform == t.host.platform) { platform_ok = true; break; }
+  if (!platform_ok) why.push_back(fmt::format("platform {} (not supported by the host interpreter)", t.host.platform));
+  if (!t.host.driver_min.empty()) {
+    if (host.driver.empty()) why.push_back(fmt::format("driver >= {} (host: no driver)", t.host.driver_min));
+    else if (matrices::compare_driver_versions(host.driver, t.host.driver_min) < 0)
+      why.push_back(fmt::format("driver >= {} (host: {})", t.host.driver_min, host.driver));
+  }
+  return why;
+}
+
+Expected<int> run_locked(Globals g, const ApplyOptions& o) {
+  if (!o.requests.empty())
+    return make_error(ErrorCode::invalid_input, "--locked installs the lockfile's set; it takes no requirements",
+                      "drop the requirements, or run `envfix apply REQ...` to re-resolve");
+  ENVFIX_CLI_TRY_VOID(prepare_venv(g, o));
+  auto text = util::read_file(g.lockfile);
+  if (!text) return make_error(ErrorCode::not_found, fmt::format("cannot read the lockfile {}", g.lockfile), "run `envfix lock` or `envfix apply` first, or pass --lockfile PATH");
+  auto lock = ENVFIX_TRY(lockfile::LockFile::parse(*text, g.lockfile));
+  auto knowledge = ENVFIX_TRY(load_knowledge(g));
+  auto host = ENVFIX_TRY(make_host(g, knowledge.get()));
+  human(host_line(host));
+
+  const lockfile::LockTarget* chosen = nullptr;
+  std::vector<std::string> diffs;
+  for (const auto& t : lock.targets) {
+    auto why = target_mismatch(t, host);
+    if (why.empty()) {
+      chosen = &t;
+      break;
+    }
+    std::string s;
+    for (const auto& w : why) s += (s.empty() ? "" : "; ") + w;
+    diffs.push_back(fmt::format("target {} needs {}", t.id, s));
+  }
+  if (!chosen)
+    return std::unexpected(Error{ErrorCode::not_found,
+                                 fmt::format("no target in {} matches this host ({} target{})", g.lockfile, lock.targets.size(),
+                                             lock.targets.size() == 1 ? "" : "s"),
+                                 diffs, "run `envfix lock --target ...` for this host, or plan for it with --gpu/--python-version"});
+  human(fmt::format("{} {} from {}", styled("locked:", Style::bold), chosen->id, g.lockfile));
+
+  auto target = installer::InstallTarget::from_python_info(*host.facts.python);
+  ENVFIX_CLI_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
+  auto client = ENVFIX_TRY(make_index_client(g));
+
+  std::vector<index::Candidate> cands;
+  std::set<std::string> lock_names;
+  for (const auto& p : chosen->packages) {
+    index::Candidate c;
+    c.project = p.name;
+    c.filename = p.filename;
+    c.url = p.url;
+    c.sha256 = p.sha256;
+    if (p.size > 0) c.size = p.size;
+    c.index_url = chosen->index;
+    for (const auto& dir : g.find_links) {
+      std::error_code ec;
+      fs::path f = fs::path(dir) / p.filename;
+      if (fs::is_regular_file(f, ec)) {
+        c.url = "file://" + fs::absolute(f, ec).string();
+        break;
+      }
+    }
+    cands.push_back(std::move(c));
+    lock_names.insert(p.name);
+  }
+  if (!confirm(o, g)) {
+    human("Aborted; nothing was changed.");
+    return 1;
+  }
+  auto t_prep = Clock::now();
+  auto paths = ENVFIX_TRY(download_all(*client, cands, [&](std::size_t i) {
+    const auto& p = chosen->packages[i];
+    std::size_t line = line_of(*text, p.url);
+    return fmt::format("locked package {}=={} ({}:{}): {}", p.name, p.version, g.lockfile, line, index::redact_url(cands[i].url));
+  }));
+  std::vector<installer::WheelToInstall> wheels;
+  std::vector<std::string> names;
+  std::set<std::string> requested;
+  for (const auto& r : lock.request)
+    if (auto req = specs::Requirement::parse(r)) requested.insert(req->normalized_name());
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    installer::WheelToInstall w;
+    w.wheel = paths[i];
+    w.sha256 = cands[i].sha256;
+    w.size = cands[i].size;
+    w.requested = requested.contains(chosen->packages[i].name);
+    wheels.push_back(std::move(w));
+    names.push_back(chosen->packages[i].name);
+  }
+  human(styled(fmt::format("Prepared {} package{} in {}", wheels.size(), wheels.size() == 1 ? "" : "s", human_duration(since(t_prep))),
+               Style::dim));
+
+  // Remove the framework family members the lock does not have (same names are replaced anyway).
+  const matrices::Framework* fw = nullptr;
+  std::set<std::string> family;
+  if (!lock.framework.empty() && knowledge) {
+    fw = knowledge->framework(lock.framework);
+    if (fw) {
+      family.insert(specs::normalize_name(fw->main_package));
+      for (const auto& c : fw->companions) family.insert(specs::normalize_name(c));
+      for (const auto& c : fw->optional_companions) family.insert(specs::normalize_name(c));
+    }
+  }
+  for (const auto& n : lock_names) family.erase(n);
+  auto removals = installed_dist_infos(host, family);
+
+  KernelCheck kc;
+  auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, kc));
+  std::vector<std::pair<std::string, std::string>> rm_lines, in_lines;
+  for (const auto& d : rr.txn.removed) rm_lines.emplace_back(specs::normalize_name(d.name), d.version);
+  for (const auto& d : rr.txn.installed) in_lines.emplace_back(specs::normalize_name(d.name), d.version);
+  print_result(rr, rm_lines, in_lines);
+  for (const auto& w : kc.warnings) warn(w);
+  if (rr.smoke_failure_kept) {
+    print_error(*rr.smoke_failure_kept);
+    human(fmt::format("The locked set was left installed (--no-rollback); `envfix rollback` undoes transaction {}.", rr.txn.id));
+    return 2;
+  }
+  if (g.format == "json") {
+    json j;
+    j["lockfile"] = g.lockfile;
+    j["target"] = chosen->id;
+    j["applied"] = result_json(rr);
+    machine(j.dump(2));
+  }
+  return 0;
+}
+
+} // namespace
+
 void add_apply_command(CLI::App& app, Globals& g) {
-  auto* cmd = app.add_subcommand("apply", "(not yet implemented)");
-  cmd->callback([&g] {
-    print_error(Error{ErrorCode::internal, "'envfix apply' is not implemented yet", {}, ""});
-    g.exit_code = 2;
+  auto o = std::make_shared<ApplyOptions>();
+  auto* cmd = app.add_subcommand("apply", "Resolve, install as one transaction, verify, and write the lockfile");
+  cmd->add_option("requirements", o->requests, "Requirements (default: the framework packages installed)");
+  cmd->add_flag("-y,--yes", o->yes, "Do not ask for confirmation");
+  cmd->add_flag("--locked", o->locked, "Install exactly the lockfile target that matches this host");
+  cmd->add_flag("--no-verify", o->no_verify, "Skip the smoke test after installing");
+  cmd->add_flag("--no-rollback", o->no_rollback, "Leave the new set installed when the smoke test fails");
+  cmd->add_flag("--no-backup", o->no_backup, "Do not keep the removed files for `envfix rollback`");
+  cmd->add_flag("--break-system-packages", o->break_system_packages, "Allow modifying an externally managed (PEP 668) interpreter");
+  cmd->add_option("--venv", o->venv, "Create (or reuse) a venv at PATH and install into it");
+  cmd->add_option("--link-mode", o->link_mode, "How files get into place: copy (extracted, then renamed into place)")
+      ->check(CLI::IsMember({"copy"}));
+  cmd->add_flag("--allow-unhashed", o->allow_unhashed, "Accept files whose index gives no sha256 (hashed after download)");
+  cmd->add_flag("--pre", o->pre, "Allow pre-releases for every package");
+  cmd->add_option("--smoke-timeout", o->smoke_timeout, "Seconds each smoke-test step may run (default 600)");
+  cmd->callback([&g, o] {
+    auto rc = o->locked ? run_locked(g, *o) : run_apply(g, *o);
+    if (!rc) {
+      print_error(rc.error());
+      g.exit_code = exit_code_for(rc.error());
+      return;
+    }
+    g.exit_code = *rc;
   });
 }
 

@@ -1,15 +1,118 @@
+// envfix export --format pylock|requirements [-o FILE] [--target ID] [--all]: a lockfile target as
+// PEP 751 pylock.toml or as pip requirements with --hash lines (design.md §6).
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <set>
 
 #include "cli/globals.hpp"
+#include "cli/pipeline.hpp"
 #include "cli/render.hpp"
+#include "lockfile/lockfile.hpp"
+#include "util/fs.hpp"
 
 namespace envfix::cli {
 
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct ExportOptions {
+  std::string format;
+  std::string output;
+  std::string target;
+  bool all = false;
+};
+
+// Does target `t` describe `host`? (GPUs set-equal, python X.Y, platform supported.)
+bool matches(const lockfile::LockTarget& t, const Host& host) {
+  std::set<std::string> hg, tg(t.host.gpus.begin(), t.host.gpus.end());
+  for (const auto& [n, cc] : host.gpus) hg.insert(cc.sm_name());
+  if (hg != tg || t.host.python != host.python_mm) return false;
+  for (const auto& tag : host.python.tags)
+    if (tag.platform == t.host.platform) return true;
+  return false;
+}
+
+Expected<int> run_export(const Globals& g, const ExportOptions& o) {
+  auto lock = ENVFIX_TRY(lockfile::LockFile::read(g.lockfile));
+  if (lock.targets.empty()) return make_error(ErrorCode::invalid_input, fmt::format("{} has no targets", g.lockfile));
+  std::vector<const lockfile::LockTarget*> chosen;
+  if (o.all) {
+    for (const auto& t : lock.targets) chosen.push_back(&t);
+  } else if (!o.target.empty()) {
+    const auto* t = lock.find(o.target);
+    if (!t) {
+      std::string ids;
+      for (const auto& x : lock.targets) ids += (ids.empty() ? "" : ", ") + x.id;
+      return make_error(ErrorCode::not_found, fmt::format("{} has no target '{}'", g.lockfile, o.target), fmt::format("targets: {}", ids));
+    }
+    chosen.push_back(t);
+  } else if (lock.targets.size() == 1) {
+    chosen.push_back(&lock.targets.front());
+  } else {
+    auto knowledge = ENVFIX_TRY(load_knowledge(g));
+    auto host = ENVFIX_TRY(make_host(g, knowledge.get()));
+    for (const auto& t : lock.targets)
+      if (matches(t, host)) {
+        chosen.push_back(&t);
+        break;
+      }
+    if (chosen.empty()) {
+      std::string ids;
+      for (const auto& x : lock.targets) ids += (ids.empty() ? "" : ", ") + x.id;
+      return make_error(ErrorCode::not_found, fmt::format("no target in {} matches this host", g.lockfile),
+                        fmt::format("pick one with --target ID ({}) or export them all with --all", ids));
+    }
+  }
+  const bool pylock = o.format == "pylock";
+  json written = json::array();
+  for (const auto* t : chosen) {
+    std::string text = pylock ? lockfile::to_pylock_toml(lock, *t) : lockfile::to_requirements_txt(lock, *t);
+    std::string out = o.output;
+    if (o.all) {
+      // One file per target: pylock.<id>.toml (PEP 751 names), requirements-<id>.txt.
+      fs::path base = o.output.empty() ? fs::path(".") : fs::path(o.output);
+      out = (base / (pylock ? fmt::format("pylock.{}.toml", t->id) : fmt::format("requirements-{}.txt", t->id))).string();
+    } else if (out.empty()) {
+      out = pylock ? "pylock.toml" : "-";
+    }
+    if (out == "-") {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    } else {
+      ENVFIX_CLI_TRY_VOID(util::write_file_atomic(out, text, 0644));
+      human(fmt::format("Wrote {} (target {}, {} packages)", out, t->id, t->packages.size()));
+    }
+    written.push_back({{"target", t->id}, {"path", out}});
+  }
+  if (g.format == "json") machine(json{{"format", o.format}, {"files", written}}.dump(2));
+  return 0;
+}
+
+} // namespace
+
 void add_export_command(CLI::App& app, Globals& g) {
-  auto* cmd = app.add_subcommand("export", "(not yet implemented)");
-  cmd->callback([&g] {
-    print_error(Error{ErrorCode::internal, "'envfix export' is not implemented yet", {}, ""});
-    g.exit_code = 2;
+  auto o = std::make_shared<ExportOptions>();
+  auto* cmd = app.add_subcommand("export", "Write a lockfile target as pylock.toml (PEP 751) or hashed requirements");
+  // Shadows the global --format (text|json) inside this subcommand; `envfix --format json export …`
+  // still selects JSON output.
+  cmd->add_option("--format", o->format, "pylock | requirements")->required()->check(CLI::IsMember({"pylock", "requirements"}));
+  cmd->add_option("-o,--output", o->output, "File to write ('-' = stdout; with --all: a directory)");
+  cmd->add_option("--target", o->target, "Target id in the lockfile (default: the one matching this host, or the only one)");
+  cmd->add_flag("--all", o->all, "Every target, one file each (pylock.<id>.toml, requirements-<id>.txt)");
+  cmd->callback([&g, o] {
+    auto rc = run_export(g, *o);
+    if (!rc) {
+      print_error(rc.error());
+      g.exit_code = exit_code_for(rc.error());
+      return;
+    }
+    g.exit_code = *rc;
   });
 }
 

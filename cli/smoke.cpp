@@ -1,0 +1,84 @@
+#include "cli/smoke.hpp"
+
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "specs/name.hpp"
+#include "util/fs.hpp"
+#include "util/subprocess.hpp"
+
+namespace envfix::cli {
+
+namespace fs = std::filesystem;
+
+std::vector<SmokeStep> smoke_steps(const matrices::SmokeTest& smoke, const std::vector<std::string>& present) {
+  std::vector<SmokeStep> steps;
+  if (!smoke.step_a.empty()) steps.push_back({"step A", smoke.step_a});
+  if (!smoke.step_b.empty()) steps.push_back({"step B", smoke.step_b});
+  for (const auto& [companion, code] : smoke.companions) {
+    auto n = specs::normalize_name(companion);
+    for (const auto& p : present)
+      if (p == n) {
+        steps.push_back({companion, code});
+        break;
+      }
+  }
+  return steps;
+}
+
+namespace {
+
+// The last `n` non-empty lines of a text: the exception and its message, not the whole traceback.
+std::vector<std::string> tail_lines(const std::string& text, std::size_t n) {
+  std::vector<std::string> lines;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    auto j = text.find('\n', i);
+    if (j == std::string::npos) j = text.size();
+    if (j > i) lines.push_back(text.substr(i, j - i));
+    i = j + 1;
+  }
+  if (lines.size() > n) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(n));
+  return lines;
+}
+
+} // namespace
+
+Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeStep>& steps,
+                                std::chrono::milliseconds timeout) {
+  SmokeReport report;
+  // Run from an empty directory so nothing in the caller's cwd shadows the installed packages.
+  auto dir = ENVFIX_TRY(util::make_temp_dir({}, "envfix-smoke"));
+  struct Cleanup {
+    fs::path d;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  } cleanup{dir};
+  for (const auto& s : steps) {
+    util::SubprocessOptions o;
+    o.timeout = timeout;
+    o.cwd = dir;
+    o.set_env["CUDA_LAUNCH_BLOCKING"] = "1";
+    o.set_env["PYTHONDONTWRITEBYTECODE"] = "1";
+    o.unset_env = {"PYTHONPATH", "PYTHONHOME"};
+    auto r = ENVFIX_TRY(util::run_process({python.string(), "-c", s.code}, o));
+    if (r.ok()) {
+      report.passed.push_back(s.name);
+      continue;
+    }
+    Error e{ErrorCode::subprocess,
+            r.timed_out ? fmt::format("smoke test {} timed out after {}s in {}", s.name,
+                                      std::chrono::duration_cast<std::chrono::seconds>(timeout).count(), python.string())
+                        : fmt::format("smoke test {} failed in {} (exit {})", s.name, python.string(),
+                                      r.term_signal ? fmt::format("signal {}", r.term_signal) : std::to_string(r.exit_code)),
+            tail_lines(r.err.empty() ? r.out : r.err, 6),
+            "the new files were removed again; run `envfix doctor` for a diagnosis"};
+    return std::unexpected(std::move(e));
+  }
+  return report;
+}
+
+} // namespace envfix::cli

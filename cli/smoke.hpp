@@ -1,0 +1,33 @@
+#pragma once
+// The framework's smoke test (matrices SmokeTest: step A moves memory to the device, step B runs a
+// real kernel, then each companion's own check), run in the target interpreter in a subprocess with
+// CUDA_LAUNCH_BLOCKING=1 and a timeout. Used by `apply` as the transaction's verify step.
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "matrices/knowledge.hpp"
+#include "util/error.hpp"
+
+namespace envfix::cli {
+
+struct SmokeStep {
+  std::string name;   // "step A", "step B", "torchvision"
+  std::string code;   // Python source
+};
+
+struct SmokeReport {
+  std::vector<std::string> passed; // step names, in order
+};
+
+// The steps to run: A, B, then the check of every companion in `present` (normalized names).
+[[nodiscard]] std::vector<SmokeStep> smoke_steps(const matrices::SmokeTest& smoke,
+                                                 const std::vector<std::string>& present);
+
+// Runs the steps in order; the first failure is an ErrorCode::subprocess error whose causes carry the
+// framework's own error text (the last lines of its stderr).
+[[nodiscard]] Expected<SmokeReport> run_smoke(const std::filesystem::path& python, const std::vector<SmokeStep>& steps,
+                                              std::chrono::milliseconds timeout);
+
+} // namespace envfix::cli

@@ -1,0 +1,555 @@
+// envfix apply / apply --locked / lock / export / cache, end to end: the real envfix binary, nginx
+// serving indexes made by tests/support/index_builder.py over HTTPS (a CA made for the test), real
+// venvs, and the host's pip 23.2.1 as the reference for what an install should look like.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/nginx_server.hpp"
+#include "util/fs.hpp"
+#include "util/sha256.hpp"
+#include "util/subprocess.hpp"
+
+using namespace envfix;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+fs::path envfix_bin() {
+  const char* b = std::getenv("ENVFIX_BIN");
+  return b ? fs::path(b) : fs::path(ENVFIX_BINARY_DIR) / "cli/envfix";
+}
+
+std::string python3() { return util::find_in_path("python3").value_or("python3").string(); }
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  REQUIRE(util::write_file_atomic(p, text, 0644));
+}
+
+std::string slurp(const fs::path& p) {
+  auto t = util::read_file(p);
+  REQUIRE_MESSAGE(t, p.string());
+  return *t;
+}
+
+// Every path under a venv with its content hash (symlinks by target); envfix's own .envfix/ state
+// (lock, journals, kept backups) is not part of the environment.
+std::map<std::string, std::string> manifest(const fs::path& root) {
+  std::map<std::string, std::string> m;
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+    auto rel = fs::relative(it->path(), root).string();
+    if (rel == ".envfix") {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_symlink()) m[rel] = "link:" + fs::read_symlink(it->path()).string();
+    else if (it->is_directory()) m[rel] = "dir";
+    else m[rel] = util::sha256_file_hex(it->path()).value();
+  }
+  return m;
+}
+
+struct Run {
+  int rc = -1;
+  std::string out, err;
+};
+
+// One test's world: a temp dir, an index served by nginx, a cache, a lockfile path.
+class World {
+public:
+  explicit World(const std::string& spec_json) {
+    m_root = util::make_temp_dir({}, "envfix-apply-test").value();
+    m_index = m_root / "index";
+    auto s = testing::build_index(m_index, spec_json);
+    REQUIRE_MESSAGE(s, (s ? "" : s.error().render()));
+    auto n = testing::NginxServer::start({.root = m_index});
+    REQUIRE_MESSAGE(n, (n ? "" : n.error().render()));
+    m_nginx = std::move(*n);
+  }
+  ~World() {
+    m_nginx.reset();
+    std::error_code ec;
+    fs::remove_all(m_root, ec);
+  }
+  const fs::path& root() const { return m_root; }
+  std::string index_url() const { return m_nginx->https_url() + "/simple"; }
+  std::string base_url() const { return m_nginx->https_url(); }
+  // pip gets the same tree over plain HTTP on loopback (a secure origin for pip): its TLS stack does
+  // not take this test's CA through --python re-execution.
+  std::string pip_index_url() const { return m_nginx->http_url() + "/simple"; }
+  std::string http_base() const { return m_nginx->http_url(); }
+  fs::path lockfile() const { return m_root / "envfix.lock"; }
+  fs::path cache() const { return m_root / "cache"; }
+
+  fs::path venv(const std::string& name) {
+    auto dir = m_root / name;
+    auto r = util::run_process({python3(), "-m", "venv", "--without-pip", dir.string()}, {.timeout = std::chrono::seconds(120)}).value();
+    REQUIRE_MESSAGE(r.ok(), r.err);
+    return dir;
+  }
+
+  Run envfix(std::vector<std::string> args, std::map<std::string, std::string> env = {}, const fs::path& cache = {}) {
+    std::vector<std::string> argv{envfix_bin().string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back("--cache-dir");
+    argv.push_back((cache.empty() ? this->cache() : cache).string());
+    util::SubprocessOptions o;
+    o.timeout = std::chrono::seconds(300);
+    o.cwd = m_root;
+    o.set_env = std::move(env);
+    o.set_env["SSL_CERT_FILE"] = m_nginx->ca_file().string();
+    o.unset_env = {"REQUESTS_CA_BUNDLE", "PIP_FIND_LINKS", "VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER",
+                   "ENVFIX_INDEX_URL", "ENVFIX_MATRICES", "ENVFIX_CACHE_DIR", "ENVFIX_OFFLINE"};
+    auto r = util::run_process(argv, o);
+    REQUIRE(r);
+    std::string cmd;
+    for (const auto& a : args) cmd += " " + a;
+    MESSAGE("envfix" << cmd << " -> " << r->exit_code << "\n" << r->err);
+    return {r->timed_out ? -2 : r->exit_code, r->out, r->err};
+  }
+
+  // The host's pip, pointed at a venv with --python, trusting this test's CA only.
+  util::SubprocessResult pip(const fs::path& venv, std::vector<std::string> args) {
+    std::vector<std::string> argv{python3(), "-m", "pip", "--python", (venv / "bin/python").string(), "--cert",
+                                  m_nginx->ca_file().string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    util::SubprocessOptions o;
+    o.timeout = std::chrono::seconds(300);
+    o.set_env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1";
+    o.set_env["PIP_NO_CACHE_DIR"] = "1";
+    o.unset_env = {"PIP_FIND_LINKS", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
+                   "PIP_CONFIG_FILE"};
+    return util::run_process(argv, o).value();
+  }
+
+  // name -> version as `pip list` reports it.
+  std::map<std::string, std::string> pip_list(const fs::path& venv) {
+    auto r = pip(venv, {"list", "--format", "json"});
+    REQUIRE_MESSAGE(r.ok(), r.err);
+    std::map<std::string, std::string> m;
+    for (const auto& e : json::parse(r.out)) m[e["name"].get<std::string>()] = e["version"].get<std::string>();
+    return m;
+  }
+
+  void rebuild_index(const std::string& spec_json) {
+    auto s = testing::build_index(m_index, spec_json);
+    REQUIRE_MESSAGE(s, (s ? "" : s.error().render()));
+  }
+  fs::path index_dir() const { return m_index; }
+
+private:
+  fs::path m_root, m_index;
+  std::unique_ptr<testing::NginxServer> m_nginx;
+};
+
+// A small plain set: alpha needs beta>=1.5 and (by marker, never here) gamma; beta has three
+// versions; delta is an unrelated package with an entry point.
+constexpr const char* kPlainIndex = R"({"packages": [
+  {"name": "alpha", "version": "1.0", "requires_dist": ["beta>=1.5", "gamma; python_version < '3'"],
+   "files": {"alpha/__init__.py": "import beta\nVALUE = 1\n"}},
+  {"name": "alpha", "version": "1.1", "requires_dist": ["beta>=2.0,<3", "delta==0.3"],
+   "files": {"alpha/__init__.py": "import beta\nVALUE = 2\n"}},
+  {"name": "beta", "version": "1.0"},
+  {"name": "beta", "version": "2.0"},
+  {"name": "beta", "version": "3.0rc1"},
+  {"name": "gamma", "version": "1.0"},
+  {"name": "delta", "version": "0.3", "files": {"delta/__init__.py": "def main():\n    print('delta')\n",
+   "delta-0.3.dist-info/entry_points.txt": "[console_scripts]\ndelta-cli = delta:main\n"}}
+]})";
+
+} // namespace
+
+TEST_SUITE("integration") {
+
+TEST_CASE("apply of a plain set installs what pip installs, and writes the lockfile") {
+  World w(kPlainIndex);
+  auto ve = w.venv("venv-envfix");
+  auto r = w.envfix({"apply", "alpha", "--index-url", w.index_url(), "--python", (ve / "bin/python").string(), "--yes",
+                     "--lockfile", w.lockfile().string()});
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.find("Resolved 3 packages in") != std::string::npos);
+  CHECK(r.err.find("Prepared 3 packages in") != std::string::npos);
+  CHECK(r.err.find("Installed 3 packages in") != std::string::npos);
+  CHECK(r.err.find(" + alpha==1.1") != std::string::npos);
+  CHECK(r.err.find(" + beta==2.0") != std::string::npos);
+  CHECK(r.err.find(" + delta==0.3") != std::string::npos);
+  CHECK(r.err.find("plain requirement set") != std::string::npos); // smoke test skipped, said so
+
+  auto vp = w.venv("venv-pip");
+  auto p = w.pip(vp, {"install", "--index-url", w.pip_index_url(), "alpha"});
+  REQUIRE_MESSAGE(p.ok(), p.err);
+  auto mine = w.pip_list(ve), theirs = w.pip_list(vp);
+  CHECK(mine == theirs);
+  CHECK(mine.at("alpha") == "1.1");
+  auto check = w.pip(ve, {"check"});
+  CHECK_MESSAGE(check.ok(), (check.out + check.err));
+  // The launcher works and the package imports in the target interpreter.
+  auto cli = util::run_process({(ve / "bin/delta-cli").string()}).value();
+  CHECK(cli.ok());
+  CHECK(cli.out == "delta\n");
+
+  // The lockfile holds the whole set with hashes, for this (GPU-less) host.
+  auto lock = slurp(w.lockfile());
+  CHECK(lock.find("lock-version: 1") != std::string::npos);
+  CHECK(lock.find("name: alpha") != std::string::npos);
+  CHECK(lock.find("id: cpu-cp311-") != std::string::npos);
+  CHECK(lock.find("sha256: ") != std::string::npos);
+
+  // Again: nothing to do, environment unchanged.
+  auto before = manifest(ve);
+  auto again = w.envfix({"apply", "alpha", "--index-url", w.index_url(), "--python", (ve / "bin/python").string(), "--yes",
+                         "--lockfile", w.lockfile().string()});
+  CHECK(again.rc == 0);
+  CHECK(again.err.find("Nothing to do") != std::string::npos);
+  CHECK(manifest(ve) == before);
+
+  // A pin downgrades alpha alone: beta 2.0 still satisfies alpha 1.0's beta>=1.5, delta stays.
+  auto down = w.envfix({"--format", "json", "apply", "alpha==1.0", "--index-url", w.index_url(), "--python",
+                        (ve / "bin/python").string(), "--yes", "--lockfile", (w.root() / "other.lock").string()});
+  REQUIRE(down.rc == 0);
+  auto j = json::parse(down.out);
+  REQUIRE(j["applied"]["installed"].size() == 1);
+  CHECK(j["applied"]["installed"][0]["version"] == "1.0");
+  CHECK(j["applied"]["removed"][0]["version"] == "1.1");
+  CHECK(j["install"][0]["sha256"].get<std::string>().size() == 64);
+  auto after = w.pip_list(ve);
+  CHECK(after.at("alpha") == "1.0");
+  CHECK(after.at("beta") == "2.0");
+  CHECK(after.at("delta") == "0.3");
+  CHECK(w.pip(ve, {"check"}).ok());
+}
+
+TEST_CASE("lock -> apply --locked round trip; lock is deterministic; --check; exports install with pip") {
+  World w(kPlainIndex);
+  auto ve = w.venv("venv-a");
+  auto py = (ve / "bin/python").string();
+  auto r = w.envfix({"lock", "alpha", "--index-url", w.index_url(), "--python", py, "-o", w.lockfile().string()});
+  REQUIRE(r.rc == 0);
+  auto first = slurp(w.lockfile());
+  auto r2 = w.envfix({"lock", "alpha", "--index-url", w.index_url(), "--python", py, "-o", w.lockfile().string()});
+  REQUIRE(r2.rc == 0);
+  CHECK(slurp(w.lockfile()) == first); // byte-identical
+  auto chk = w.envfix({"lock", "alpha", "--index-url", w.index_url(), "--python", py, "-o", w.lockfile().string(), "--check"});
+  CHECK(chk.rc == 0);
+  CHECK(chk.err.find("up to date") != std::string::npos);
+  auto stale = w.envfix({"lock", "alpha==1.0", "--index-url", w.index_url(), "--python", py, "-o", w.lockfile().string(), "--check"});
+  CHECK(stale.rc == 1);
+  CHECK(stale.err.find("stale") != std::string::npos);
+  CHECK(slurp(w.lockfile()) == first); // --check writes nothing
+
+  // Nothing was installed by lock.
+  CHECK(w.pip_list(ve).count("alpha") == 0);
+
+  // --locked into a fresh venv: exactly the lock's set.
+  auto fresh = w.venv("venv-locked");
+  auto l = w.envfix({"apply", "--locked", "--lockfile", w.lockfile().string(), "--python", (fresh / "bin/python").string(), "--yes"},
+                    {}, w.root() / "cache-2");
+  REQUIRE(l.rc == 0);
+  auto installed = w.pip_list(fresh);
+  std::map<std::string, std::string> locked;
+  {
+    // name/version pairs from the lockfile's text (two-space YAML emitted by envfix).
+    auto t = slurp(w.lockfile());
+    std::string name;
+    for (std::size_t i = 0; i < t.size();) {
+      auto e = t.find('\n', i);
+      if (e == std::string::npos) e = t.size();
+      auto line = t.substr(i, e - i);
+      i = e + 1;
+      auto col = line.find_first_not_of(" -");
+      if (col == std::string::npos) continue;
+      auto trim = line.substr(col);
+      auto unquote = [](std::string v) { return v.size() >= 2 && v.front() == '"' ? v.substr(1, v.size() - 2) : v; };
+      if (trim.starts_with("name: ")) name = unquote(trim.substr(6));
+      else if (trim.starts_with("version: ") && !name.empty()) locked[name] = unquote(trim.substr(9));
+    }
+  }
+  CHECK(locked.size() == 3);
+  std::map<std::string, std::string> inst;
+  for (const auto& [n, v] : installed)
+    if (n != "pip" && n != "setuptools") inst[n] = v;
+  CHECK(inst == locked);
+  CHECK(w.pip(fresh, {"check"}).ok());
+
+  // requirements export installs with pip --require-hashes into another fresh venv.
+  auto req = w.envfix({"export", "--format", "requirements", "-o", (w.root() / "req.txt").string(), "--lockfile", w.lockfile().string()});
+  REQUIRE(req.rc == 0);
+  auto reqtxt = slurp(w.root() / "req.txt");
+  CHECK(reqtxt.find("--hash=sha256:") != std::string::npos);
+  // Same server over HTTP for pip (see pip_index_url); hashes and files are unchanged.
+  for (std::size_t at; (at = reqtxt.find(w.base_url())) != std::string::npos;) reqtxt.replace(at, w.base_url().size(), w.http_base());
+  write(w.root() / "req.txt", reqtxt);
+  auto vr = w.venv("venv-req");
+  auto p = w.pip(vr, {"install", "--require-hashes", "--no-deps", "-r", (w.root() / "req.txt").string()});
+  CHECK_MESSAGE(p.ok(), (p.out + p.err));
+  std::map<std::string, std::string> viareq;
+  for (const auto& [n, v] : w.pip_list(vr))
+    if (n != "pip" && n != "setuptools") viareq[n] = v;
+  CHECK(viareq == locked);
+
+  // pylock.toml parses with tomllib and has PEP 751's required fields.
+  auto pl = w.envfix({"export", "--format", "pylock", "--lockfile", w.lockfile().string()});
+  REQUIRE(pl.rc == 0);
+  const char* check = R"PY(
+import sys, tomllib
+d = tomllib.load(open(sys.argv[1], "rb"))
+assert d["lock-version"] == "1.0", d.get("lock-version")
+assert d["created-by"].startswith("envfix")
+pk = d["packages"]
+assert len(pk) == 3, pk
+for p in pk:
+    assert p["name"] and p["version"]
+    for wh in p["wheels"]:
+        assert wh["name"].endswith(".whl") and len(wh["hashes"]["sha256"]) == 64 and wh["url"]
+print("ok")
+)PY";
+  auto t = util::run_process({python3(), "-c", check, (w.root() / "pylock.toml").string()}).value();
+  CHECK_MESSAGE(t.ok(), t.err);
+}
+
+TEST_CASE("apply --locked refuses tampered lockfiles and changed files; the venv stays as it was") {
+  World w(kPlainIndex);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  // Something installed first, so "unchanged" means something.
+  REQUIRE(w.envfix({"apply", "beta==1.0", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile",
+                    (w.root() / "first.lock").string()}).rc == 0);
+  REQUIRE(w.envfix({"lock", "alpha", "--index-url", w.index_url(), "--python", py, "-o", w.lockfile().string()}).rc == 0);
+  const auto good = slurp(w.lockfile());
+  const auto before = manifest(ve);
+  int n = 0;
+  auto locked = [&](const std::string& text) {
+    auto f = w.root() / fmt::format("t{}.lock", n++);
+    write(f, text);
+    // A fresh cache each time: a cached good copy must not hide a changed server file.
+    return w.envfix({"apply", "--locked", "--lockfile", f.string(), "--python", py, "--yes"}, {},
+                    w.root() / fmt::format("cache-t{}", n));
+  };
+
+  SUBCASE("malformed") {
+    auto text = good;
+    text.replace(text.find("targets:"), 8, "targets: [unclosed");
+    auto r = locked(text);
+    CHECK(r.rc == 1);
+    CHECK(r.err.find(".lock:") != std::string::npos); // file:line
+  }
+  SUBCASE("newer lock-version") {
+    auto text = good;
+    text.replace(text.find("lock-version: 1"), 15, "lock-version: 7");
+    auto r = locked(text);
+    CHECK(r.rc == 1);
+    CHECK(r.err.find("newer envfix") != std::string::npos);
+  }
+  SUBCASE("edited hash") {
+    auto text = good;
+    auto at = text.find("sha256: ", text.find("name: beta"));
+    REQUIRE(at != std::string::npos);
+    text.replace(at + 8, 64, std::string(64, 'e'));
+    auto r = locked(text);
+    CHECK((r.rc == 1 || r.rc == 2));
+    CHECK(r.err.find("beta") != std::string::npos);
+    CHECK(r.err.find(fmt::format("t{}.lock:", n - 1)) != std::string::npos); // names the file and line
+  }
+  SUBCASE("the URL now serves other bytes") {
+    // Replace delta's wheel on the server with another valid wheel of the same name.
+    fs::path served;
+    for (auto& e : fs::recursive_directory_iterator(w.index_dir()))
+      if (e.path().filename().string().starts_with("delta-0.3-") && e.path().extension() == ".whl") served = e.path();
+    REQUIRE(!served.empty());
+    auto other = util::make_temp_dir(w.root(), "other").value();
+    REQUIRE(testing::build_index(other, R"({"packages":[{"name":"delta","version":"0.3","files":{"delta/__init__.py":"EVIL = 1\n"}}]})"));
+    fs::copy_file(other / "files" / served.filename(), served, fs::copy_options::overwrite_existing);
+    auto r = locked(good);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("delta") != std::string::npos);
+  }
+  SUBCASE("no target for this host") {
+    auto text = good;
+    text.replace(text.find("python: \""), 14, "python: \"3.99\"");
+    auto r = locked(text);
+    CHECK(r.rc == 1);
+    CHECK(r.err.find("python 3.99 (host: 3.11)") != std::string::npos);
+  }
+  CHECK(manifest(ve) == before);
+}
+
+
+// A fixture framework, "fixfw", described by a matrices override written here: one stable cu128
+// index, builds claimed to carry sm_90 SASS, and a smoke test of plain Python. 1.1.0's step A fails
+// when FIXFW_FAIL is set; 2.0.0 ships a real CUDA shared object built by nvcc for sm_80 only, so the
+// matrices claim (sm_90) is a lie the kernel check must catch.
+constexpr const char* kFixfwMatrices = R"YAML(schema: 1
+frameworks:
+  fixfw:
+    main_package: fixfw
+    default_mirror: "https://fixfw.invalid"
+    channels:
+      stable: "{mirror}/whl/{variant}"
+    source: "envfix tests/apply/test_apply.cpp"
+    variants:
+      cu128: {cuda: "12.8"}
+    smoke:
+      step_a: "import fixfw; fixfw.check(); print('step A ok')"
+      step_b: "import fixfw; fixfw.kernel(); print('step B ok')"
+    releases:
+      - versions: ["1.0.0", "1.1.0", "2.0.0"]
+        python: [cp311, cp312]
+        source: "test fixture"
+        variants:
+          cu128:
+            linux_x86_64: {sass: [sm_90], ptx: [], confidence: verified, source: "test claim"}
+)YAML";
+
+std::string fixfw_init(bool can_fail) {
+  std::string s = "import os\n__all__ = ['check', 'kernel']\n\ndef check():\n";
+  if (can_fail)
+    s += "    if os.environ.get('FIXFW_FAIL'):\n"
+         "        raise RuntimeError('CUDA error: an illegal memory access was encountered (fixfw fixture)')\n";
+  s += "    return True\n\ndef kernel():\n    return True\n";
+  return s;
+}
+
+std::string byte_list(const std::string& data) {
+  std::string o = "[";
+  for (std::size_t i = 0; i < data.size(); ++i) o += (i ? "," : "") + std::to_string(static_cast<unsigned char>(data[i]));
+  return o + "]";
+}
+
+// A real CUDA shared object with sm_80 SASS only, built once per test process by nvcc.
+const std::string& sm80_shared_object() {
+  static std::string cached;
+  if (!cached.empty()) return cached;
+  auto work = util::make_temp_dir({}, "envfix-fixfw-so").value();
+  write(work / "k.cu",
+        "extern \"C\" __global__ void fixfw_scale(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }\n"
+        "extern \"C\" int fixfw_launch(float* x, int n) { fixfw_scale<<<(n + 255) / 256, 256>>>(x, 2.0f, n); return 0; }\n");
+  auto nvcc = util::run_process({"/usr/local/cuda/bin/nvcc", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-gencode",
+                                 "arch=compute_80,code=sm_80", (work / "k.cu").string(), "-o", (work / "libk.so").string()},
+                                {.timeout = std::chrono::seconds(300)});
+  REQUIRE(nvcc);
+  REQUIRE_MESSAGE(nvcc->ok(), nvcc->err);
+  cached = slurp(work / "libk.so");
+  fs::remove_all(work);
+  return cached;
+}
+
+TEST_CASE("framework apply: smoke test passes, a failing smoke test rolls back, the kernel check refuses a lying build") {
+  const std::string& so = sm80_shared_object();
+
+  std::string spec = fmt::format(R"({{"simple_dir": "whl/cu128", "files_dir": "whl/files", "packages": [
+    {{"name": "fixfw", "version": "1.0.0+cu128", "files": {{"fixfw/__init__.py": {}}}}},
+    {{"name": "fixfw", "version": "1.1.0+cu128", "files": {{"fixfw/__init__.py": {}}}}},
+    {{"name": "fixfw", "version": "2.0.0+cu128", "tags": ["py3-none-manylinux_2_17_x86_64"],
+      "files": {{"fixfw/__init__.py": {}, "fixfw/lib/libfixfw_kernels.so": {}}}}}
+  ]}})",
+                                 json(fixfw_init(false)).dump(), json(fixfw_init(true)).dump(), json(fixfw_init(false)).dump(),
+                                 byte_list(so));
+  World w(spec);
+  write(w.root() / "matrices/fixfw.yaml", kFixfwMatrices);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  auto fw = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a{"apply", "--framework", "fixfw", "--matrices", (w.root() / "matrices").string(), "--mirror", w.base_url(),
+                               "--gpu", "sm_90", "--driver", "580.65.06", "--python", py, "--yes", "--lockfile", w.lockfile().string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+
+  auto ok = w.envfix(fw({"fixfw==1.0.0"}));
+  REQUIRE(ok.rc == 0);
+  CHECK(ok.err.find("Smoke test passed: step A, step B") != std::string::npos);
+  CHECK(ok.err.find(" + fixfw==1.0.0+cu128") != std::string::npos);
+  CHECK(w.pip_list(ve).at("fixfw") == "1.0.0+cu128");
+  auto lock = slurp(w.lockfile());
+  CHECK(lock.find("framework: fixfw") != std::string::npos);
+  CHECK(lock.find("id: sm_90-cp311-") != std::string::npos);
+  CHECK(lock.find("driver-min: \"570.26\"") != std::string::npos); // CUDA 12.8's minimum driver
+  CHECK(lock.find("variant: cu128") != std::string::npos);
+  const auto before = manifest(ve);
+
+  SUBCASE("a failing smoke test rolls back to a byte-identical venv, with the framework's own error") {
+    auto bad = w.envfix(fw({"fixfw==1.1.0"}), {{"FIXFW_FAIL", "1"}});
+    CHECK(bad.rc == 2);
+    CHECK(bad.err.find("smoke test step A failed") != std::string::npos);
+    CHECK(bad.err.find("an illegal memory access was encountered (fixfw fixture)") != std::string::npos);
+    CHECK(manifest(ve) == before);
+    CHECK(w.pip_list(ve).at("fixfw") == "1.0.0+cu128");
+    CHECK(slurp(w.lockfile()) == lock); // no lockfile update for a failed apply
+
+    // --no-verify skips the smoke test: the same build installs.
+    auto nv = w.envfix(fw({"fixfw==1.1.0", "--no-verify"}), {{"FIXFW_FAIL", "1"}});
+    CHECK(nv.rc == 0);
+    CHECK(nv.err.find("smoke test skipped (--no-verify)") != std::string::npos);
+    CHECK(w.pip_list(ve).at("fixfw") == "1.1.0+cu128");
+  }
+  SUBCASE("the kernel check refuses a .so without code for the GPU, before anything is removed") {
+    auto k = w.envfix(fw({"fixfw==2.0.0"}));
+    CHECK(k.rc == 1);
+    CHECK(k.err.find("libfixfw_kernels.so has no code for GPU") != std::string::npos);
+    CHECK(k.err.find("sm_90") != std::string::npos);
+    CHECK(k.err.find("the binary holds: sm_80") != std::string::npos);
+    CHECK(manifest(ve) == before);
+    // The same build is fine for an sm_80 GPU... but the matrices say it is sm_90 only, so plan refuses.
+    auto p = w.envfix({"plan", "fixfw==2.0.0", "--framework", "fixfw", "--matrices", (w.root() / "matrices").string(), "--mirror",
+                       w.base_url(), "--gpu", "sm_86", "--driver", "580.65.06", "--python", py});
+    CHECK(p.rc == 1);
+  }
+  SUBCASE("lock for two hosts, deterministic; export picks by --target") {
+    auto l = [&] {
+      return w.envfix({"lock", "--framework", "fixfw", "--matrices", (w.root() / "matrices").string(), "--mirror", w.base_url(),
+                       "--python", py, "--target", "gpu=sm_90,python=3.11,driver=580.65.06", "--target",
+                       "gpu=sm_90,python=3.12,driver=575.51", "-o", (w.root() / "multi.lock").string()});
+    };
+    REQUIRE(l().rc == 0);
+    auto a = slurp(w.root() / "multi.lock");
+    REQUIRE(l().rc == 0);
+    CHECK(slurp(w.root() / "multi.lock") == a);
+    CHECK(a.find("id: sm_90-cp311-") != std::string::npos);
+    CHECK(a.find("id: sm_90-cp312-") != std::string::npos);
+    CHECK(a.find("version: 2.0.0+cu128") != std::string::npos); // newest claimed-good build, for both
+    CHECK(a.find("verified: false") != std::string::npos);       // kernels from the matrices only
+    CHECK(manifest(ve) == before);                                // lock installs nothing
+    auto ex = w.envfix({"export", "--format", "pylock", "--lockfile", (w.root() / "multi.lock").string(), "--all", "-o",
+                        w.root().string()});
+    CHECK(ex.rc == 0);
+    CHECK(fs::exists(w.root() / "pylock.sm_90-cp312-manylinux_2_17_x86_64.toml"));
+  }
+}
+
+} // TEST_SUITE
+
+TEST_SUITE("cli") {
+
+TEST_CASE("cache dir, size and clean") {
+  auto root = util::make_temp_dir({}, "envfix-cache-test").value();
+  write(root / "c/wheels/ab/x.whl", std::string(3000, 'x'));
+  write(root / "c/pages/p", std::string(100, 'y'));
+  auto run = [&](std::vector<std::string> a) {
+    std::vector<std::string> argv{envfix_bin().string()};
+    argv.insert(argv.end(), a.begin(), a.end());
+    return util::run_process(argv).value();
+  };
+  auto d = run({"cache", "dir", "--cache-dir", (root / "c").string()});
+  CHECK(d.ok());
+  CHECK(d.out == (root / "c").string() + "\n");
+  auto s = run({"--format", "json", "cache", "size", "--cache-dir", (root / "c").string()});
+  REQUIRE(s.ok());
+  auto j = json::parse(s.out);
+  CHECK(j["bytes"] == 3100);
+  CHECK(j["files"] == 2);
+  auto c = run({"cache", "clean", "--cache-dir", (root / "c").string()});
+  CHECK(c.ok());
+  CHECK(fs::exists(root / "c"));
+  CHECK(fs::is_empty(root / "c"));
+  fs::remove_all(root);
+}
+
+} // TEST_SUITE
