@@ -224,8 +224,9 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
 
 void print_result(const RunResult& rr, const std::vector<std::pair<std::string, std::string>>& removed_lines,
                   const std::vector<std::pair<std::string, std::string>>& installed_lines) {
-  human(styled(fmt::format("Uninstalled {} package{} in {}", rr.txn.removed.size(), rr.txn.removed.size() == 1 ? "" : "s",
-                           human_duration(rr.t_uninstall)), Style::dim));
+  if (!rr.txn.removed.empty())
+    human(styled(fmt::format("Uninstalled {} package{} in {}", rr.txn.removed.size(), rr.txn.removed.size() == 1 ? "" : "s",
+                             human_duration(rr.t_uninstall)), Style::dim));
   human(styled(fmt::format("Installed {} package{} in {}", rr.txn.installed.size(), rr.txn.installed.size() == 1 ? "" : "s",
                            human_duration(rr.t_install)), Style::dim));
   for (const auto& [n, v] : removed_lines) human(fmt::format(" {} {}=={}", styled("-", Style::red), n, v));
