@@ -19,11 +19,6 @@
 #include "util/sha256.hpp"
 
 // ENVFIX_TRY for Expected<void>.
-#define INDEX_TRY_VOID(expr)                                                                   \
-  do {                                                                                         \
-    if (auto r_ = (expr); !r_) return std::unexpected(std::move(r_).error());                  \
-  } while (0)
-
 namespace envfix::index {
 
 namespace fs = std::filesystem;
@@ -220,14 +215,14 @@ struct IndexClient::Impl {
   }
 
   Expected<void> store_page(const std::string& key, const CachedPage& p) {
-    INDEX_TRY_VOID(util::create_directories(page_dir()));
+    ENVFIX_TRY_VOID(util::create_directories(page_dir()));
     nlohmann::json j = {{"content_type", p.content_type}, {"etag", p.etag},
                         {"last_modified", p.last_modified}, {"final_url", p.final_url},
                         {"stored_at", p.stored_at}, {"no_cache", p.no_cache},
                         {"body_sha256", util::sha256_hex(p.body)}};
     if (p.max_age) j["max_age"] = *p.max_age;
-    INDEX_TRY_VOID(util::write_file_atomic(page_dir() / (key + ".body"), p.body));
-    INDEX_TRY_VOID(util::write_file_atomic(page_dir() / (key + ".json"), j.dump()));
+    ENVFIX_TRY_VOID(util::write_file_atomic(page_dir() / (key + ".body"), p.body));
+    ENVFIX_TRY_VOID(util::write_file_atomic(page_dir() / (key + ".json"), j.dump()));
     return {};
   }
 
@@ -393,7 +388,7 @@ struct IndexClient::Impl {
                   redact_url(c.url), *c.size, size);
     }
     fs::path dest = wheel_path(actual, c.filename);
-    INDEX_TRY_VOID(util::create_directories(dest.parent_path()));
+    ENVFIX_TRY_VOID(util::create_directories(dest.parent_path()));
     fs::rename(tmp, dest, ec);
     if (ec) {
       fs::remove(tmp, ec);
@@ -401,14 +396,14 @@ struct IndexClient::Impl {
     }
     (void)util::fsync_path(dest.parent_path());
     if (!c.sha256) {
-      INDEX_TRY_VOID(util::create_directories(url_map_path(c.url).parent_path()));
+      ENVFIX_TRY_VOID(util::create_directories(url_map_path(c.url).parent_path()));
       (void)util::write_file_atomic(url_map_path(c.url), actual);
     }
     return dest;
   }
 
   Expected<fs::path> prepare_tmp(fs::path& tmp) {
-    INDEX_TRY_VOID(util::create_directories(tmp_dir()));
+    ENVFIX_TRY_VOID(util::create_directories(tmp_dir()));
     tmp = tmp_dir() / (random_suffix() + ".part");
     return tmp;
   }
@@ -582,7 +577,7 @@ struct IndexClient::Impl {
 
 Expected<IndexClient> IndexClient::create(IndexClientOptions options) {
   if (options.cache_dir.empty()) options.cache_dir = ENVFIX_TRY(default_cache_dir());
-  if (!options.offline) INDEX_TRY_VOID(util::create_directories(options.cache_dir));
+  if (!options.offline) ENVFIX_TRY_VOID(util::create_directories(options.cache_dir));
   options.http.parallel = std::max<std::size_t>(options.parallelism, 1);
   auto impl = std::make_unique<Impl>(std::move(options));
   impl->cache = impl->options.cache_dir;

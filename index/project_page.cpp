@@ -10,11 +10,6 @@
 #include "index/url.hpp"
 
 // ENVFIX_TRY for Expected<void>.
-#define INDEX_TRY_VOID(expr)                                                                   \
-  do {                                                                                         \
-    if (auto r_ = (expr); !r_) return std::unexpected(std::move(r_).error());                  \
-  } while (0)
-
 namespace envfix::index {
 
 namespace {
@@ -179,7 +174,7 @@ Expected<ProjectPage> parse_html_page(std::string_view html, const PageContext& 
       auto* name = attr(el, "name");
       auto* content = attr(el, "content");
       if (name && content && std::string_view(name->value) == "pypi:repository-version")
-        INDEX_TRY_VOID(check_api_version(content->value, ctx, page));
+        ENVFIX_TRY_VOID(check_api_version(content->value, ctx, page));
     }
     for (unsigned i = el.children.length; i-- > 0;)
       stack.push_back(static_cast<const GumboNode*>(el.children.data[i]));
@@ -224,7 +219,7 @@ Expected<ProjectPage> parse_json_page(std::string_view text, const PageContext& 
   if (auto m = doc.find("meta"); m != doc.end() && m->is_object()) {
     if (auto v = m->find("api-version"); v != m->end()) {
       if (!v->is_string()) return bad("meta.api-version is not a string");
-      INDEX_TRY_VOID(check_api_version(v->get_ref<const std::string&>(), ctx, page));
+      ENVFIX_TRY_VOID(check_api_version(v->get_ref<const std::string&>(), ctx, page));
     }
   }
   auto files = doc.find("files");

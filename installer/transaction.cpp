@@ -24,12 +24,6 @@
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
 
-#define TRY_VOID(expr)                                                        \
-  do {                                                                        \
-    if (auto try_void_result_ = (expr); !try_void_result_)                    \
-      return std::unexpected(std::move(try_void_result_).error());            \
-  } while (0)
-
 namespace envfix::installer {
 
 namespace fs = std::filesystem;
@@ -140,7 +134,7 @@ class EnvLock {
 public:
   static Expected<EnvLock> acquire(const fs::path& prefix, bool wait) {
     auto dir = prefix / ".envfix";
-    TRY_VOID(util::create_directories(dir));
+    ENVFIX_TRY_VOID(util::create_directories(dir));
     auto path = dir / "lock";
     util::Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
     if (!fd.valid()) return fail(ErrorCode::io, "cannot open {}: {}", path.string(), std::strerror(errno));
@@ -387,28 +381,28 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
   SignalGuard signals(hooks.handle_signals);
   std::size_t done = 0;
   auto step = [&]() -> Expected<void> {
-    TRY_VOID(write_state(txn_dir, TxnState::removing, hooks.durable));
+    ENVFIX_TRY_VOID(write_state(txn_dir, TxnState::removing, hooks.durable));
     if (hooks.progress) hooks.progress(fmt::format("removing {} file(s)", meta.split));
     for (; done < meta.split; ++done) {
-      TRY_VOID(check_interrupted());
-      if (hooks.fault) TRY_VOID(hooks.fault("remove", done));
-      TRY_VOID(do_op(meta.ops[done]));
+      ENVFIX_TRY_VOID(check_interrupted());
+      if (hooks.fault) ENVFIX_TRY_VOID(hooks.fault("remove", done));
+      ENVFIX_TRY_VOID(do_op(meta.ops[done]));
     }
-    TRY_VOID(write_state(txn_dir, TxnState::installing, hooks.durable));
+    ENVFIX_TRY_VOID(write_state(txn_dir, TxnState::installing, hooks.durable));
     if (hooks.progress) hooks.progress(fmt::format("installing {} file(s)", meta.ops.size() - meta.split));
     for (; done < meta.ops.size(); ++done) {
-      TRY_VOID(check_interrupted());
-      if (hooks.fault) TRY_VOID(hooks.fault("install", done - meta.split));
-      TRY_VOID(do_op(meta.ops[done]));
+      ENVFIX_TRY_VOID(check_interrupted());
+      if (hooks.fault) ENVFIX_TRY_VOID(hooks.fault("install", done - meta.split));
+      ENVFIX_TRY_VOID(do_op(meta.ops[done]));
     }
-    TRY_VOID(write_state(txn_dir, TxnState::verifying, hooks.durable));
-    TRY_VOID(check_interrupted());
-    if (hooks.fault) TRY_VOID(hooks.fault("verify", 0));
+    ENVFIX_TRY_VOID(write_state(txn_dir, TxnState::verifying, hooks.durable));
+    ENVFIX_TRY_VOID(check_interrupted());
+    if (hooks.fault) ENVFIX_TRY_VOID(hooks.fault("verify", 0));
     if (hooks.verify) {
       if (hooks.progress) hooks.progress("verifying");
       if (auto v = hooks.verify(); !v) return std::unexpected(std::move(v.error()).context("verification failed"));
     }
-    TRY_VOID(check_interrupted());
+    ENVFIX_TRY_VOID(check_interrupted());
     // Undo decides per step from what exists, so renames need not be durable before the journal
     // moves on, except here: "committed" must never outlive renames lost in a power cut.
     if (hooks.durable) sync_fs(sync_at);
@@ -474,7 +468,7 @@ Expected<std::vector<std::string>> recover_locked(const fs::path& prefix) {
         e.hint = fmt::format("inspect {} and the backup next to it", (dir / "journal").string());
         return std::unexpected(std::move(e));
       }
-      TRY_VOID(write_state(dir, TxnState::rolled_back));
+      ENVFIX_TRY_VOID(write_state(dir, TxnState::rolled_back));
       remove_tree(dir);
       actions.push_back(fmt::format("undid interrupted {} {} (it was {})", meta->kind, id, to_string(*state)));
       break;
@@ -511,7 +505,7 @@ void Transaction::install(WheelToInstall wheel) { m_install.push_back(std::move(
 void Transaction::remove(fs::path dist_info) { m_remove.push_back(std::move(dist_info)); }
 
 Expected<TransactionResult> Transaction::run() {
-  TRY_VOID(check_externally_managed(m_target, m_options.break_system_packages));
+  ENVFIX_TRY_VOID(check_externally_managed(m_target, m_options.break_system_packages));
   auto progress = [&](std::string_view s) {
     if (m_options.progress) m_options.progress(s);
   };
@@ -525,7 +519,7 @@ Expected<TransactionResult> Transaction::run() {
   result.id = meta.id;
   const fs::path txn_dir = m_target.prefix / ".envfix" / "txn" / meta.id;
   result.txn_dir = txn_dir;
-  TRY_VOID(util::create_directories(txn_dir / "backup"));
+  ENVFIX_TRY_VOID(util::create_directories(txn_dir / "backup"));
   // Until the journal exists, nothing in the environment has changed: failing = deleting txn_dir.
   struct Discard {
     fs::path dir;
@@ -571,7 +565,7 @@ Expected<TransactionResult> Transaction::run() {
       auto v = s.shared_objects();
       sos.insert(sos.end(), v.begin(), v.end());
     }
-    if (m_options.fault) TRY_VOID(m_options.fault("kernel-check", 0));
+    if (m_options.fault) ENVFIX_TRY_VOID(m_options.fault("kernel-check", 0));
     if (m_options.kernel_check) {
       progress(fmt::format("checking kernels in {} shared object(s)", sos.size()));
       if (auto k = m_options.kernel_check(sos); !k)
@@ -662,12 +656,12 @@ Expected<TransactionResult> Transaction::run() {
   for (const auto& p : plans) result.warnings.insert(result.warnings.end(), p.warnings.begin(), p.warnings.end());
 
   // 3. Journal, then change the environment.
-  TRY_VOID(write_meta(txn_dir, meta, m_options.durable));
-  TRY_VOID(write_state(txn_dir, TxnState::prepared, m_options.durable));
+  ENVFIX_TRY_VOID(write_meta(txn_dir, meta, m_options.durable));
+  ENVFIX_TRY_VOID(write_state(txn_dir, TxnState::prepared, m_options.durable));
   discard.armed = false;
   ExecHooks hooks{m_options.verify, m_options.fault, m_options.progress, m_options.handle_signals,
                   m_options.durable};
-  TRY_VOID(execute(txn_dir, meta, m_target.prefix, hooks));
+  ENVFIX_TRY_VOID(execute(txn_dir, meta, m_target.prefix, hooks));
 
   // 4. Committed: drop staging, keep (or drop) the backup, forget older backups.
   remove_tree(txn_dir / "staging");
@@ -739,7 +733,7 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
   meta.installed = old.removed;
   meta.removed = old.installed;
   const fs::path txn_dir = target.prefix / ".envfix" / "txn" / meta.id;
-  TRY_VOID(util::create_directories(txn_dir / "backup"));
+  ENVFIX_TRY_VOID(util::create_directories(txn_dir / "backup"));
   std::size_t n = 0;
   auto trash = [&] { return txn_dir / "backup" / std::to_string(n++); };
   std::set<fs::path> created, installed_paths;
@@ -814,12 +808,12 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
         if (armed) remove_tree(dir);
       }
     } discard{txn_dir};
-    TRY_VOID(write_meta(txn_dir, meta, options.durable));
-    TRY_VOID(write_state(txn_dir, TxnState::prepared, options.durable));
+    ENVFIX_TRY_VOID(write_meta(txn_dir, meta, options.durable));
+    ENVFIX_TRY_VOID(write_state(txn_dir, TxnState::prepared, options.durable));
     discard.armed = false;
   }
   ExecHooks hooks{options.verify, options.fault, options.progress, options.handle_signals, options.durable};
-  TRY_VOID(execute(txn_dir, meta, target.prefix, hooks));
+  ENVFIX_TRY_VOID(execute(txn_dir, meta, target.prefix, hooks));
   RollbackResult r;
   r.id = old.id;
   r.restored = old.removed;

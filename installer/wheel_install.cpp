@@ -16,12 +16,6 @@
 #include "util/sha256.hpp"
 #include "wheel/record.hpp"
 
-#define TRY_VOID(expr)                                                        \
-  do {                                                                        \
-    if (auto try_void_result_ = (expr); !try_void_result_)                    \
-      return std::unexpected(std::move(try_void_result_).error());            \
-  } while (0)
-
 namespace envfix::installer {
 
 namespace fs = std::filesystem;
@@ -45,7 +39,7 @@ unsigned current_umask() {
 
 // Writes a new file (never replacing one) with exactly `mode`.
 Expected<void> write_new(const fs::path& path, std::string_view content, unsigned mode) {
-  TRY_VOID(util::create_directories(path.parent_path()));
+  ENVFIX_TRY_VOID(util::create_directories(path.parent_path()));
   util::Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd.valid()) return fail(ErrorCode::io, "cannot create {}: {}", path.string(), std::strerror(errno));
   std::size_t off = 0;
@@ -204,7 +198,7 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
         } else {
           content = ENVFIX_TRY(util::read_file(f.staged));
         }
-        TRY_VOID(write_new(rewritten, content, exec_mode));
+        ENVFIX_TRY_VOID(write_new(rewritten, content, exec_mode));
         from = rewritten;
         hash = wheel::RecordEntry::for_content("", content).hash_field();
         size = content.size();
@@ -235,7 +229,7 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
                     sw.wheel.filename().string(), it->second, f.member, dest.string());
       metadata_moves.push_back({from, dest});
     } else {
-      TRY_VOID(add_move(from, dest, f.member));
+      ENVFIX_TRY_VOID(add_move(from, dest, f.member));
     }
   }
 
@@ -243,7 +237,7 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
   for (const auto& ep : eps) {
     auto text = launcher_script(ep, target.python);
     fs::path g = gen / "launchers" / ep.name;
-    TRY_VOID(write_new(g, text, file_mode | 0555));
+    ENVFIX_TRY_VOID(write_new(g, text, file_mode | 0555));
     fs::path dest = target.scripts / ep.name;
     dest_owner.erase(dest.lexically_normal()); // a launcher clobbers a same-named script
     plan.moves.erase(std::remove_if(plan.moves.begin(), plan.moves.end(),
@@ -252,7 +246,7 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
     record.erase(std::remove_if(record.begin(), record.end(),
                                 [&](const wheel::RecordEntry& r) { return r.path == record_path(dest, root); }),
                  record.end());
-    TRY_VOID(add_move(g, dest, "entry point " + ep.name));
+    ENVFIX_TRY_VOID(add_move(g, dest, "entry point " + ep.name));
     record.push_back(wheel::RecordEntry::for_content(record_path(dest, root), text));
   }
 
@@ -260,15 +254,15 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
   plan.moves.insert(plan.moves.end(), metadata_moves.begin(), metadata_moves.end());
   auto add_generated = [&](const std::string& name, const std::string& content) -> Expected<void> {
     fs::path g = gen / "dist-info" / name;
-    TRY_VOID(write_new(g, content, file_mode));
+    ENVFIX_TRY_VOID(write_new(g, content, file_mode));
     fs::path dest = plan.dist_info / name;
     plan.moves.push_back({g, dest});
     record.push_back(wheel::RecordEntry::for_content(record_path(dest, root), content));
     return {};
   };
-  TRY_VOID(add_generated("INSTALLER", options.installer + "\n"));
-  if (options.requested) TRY_VOID(add_generated("REQUESTED", ""));
-  if (options.direct_url) TRY_VOID(add_generated("direct_url.json", *options.direct_url));
+  ENVFIX_TRY_VOID(add_generated("INSTALLER", options.installer + "\n"));
+  if (options.requested) ENVFIX_TRY_VOID(add_generated("REQUESTED", ""));
+  if (options.direct_url) ENVFIX_TRY_VOID(add_generated("direct_url.json", *options.direct_url));
   wheel::RecordEntry self;
   self.path = record_path(plan.dist_info / "RECORD", root);
   record.push_back(self);
@@ -276,7 +270,7 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
             [](const wheel::RecordEntry& a, const wheel::RecordEntry& b) { return a.path < b.path; });
   wheel::Record rec{record};
   fs::path g = gen / "dist-info" / "RECORD";
-  TRY_VOID(write_new(g, rec.to_string(), file_mode));
+  ENVFIX_TRY_VOID(write_new(g, rec.to_string(), file_mode));
   plan.moves.push_back({g, plan.dist_info / "RECORD"});
   plan.warnings = sw.warnings;
   return plan;
@@ -286,7 +280,7 @@ Expected<WheelInstallPlan> install_wheel(const wheel::StagedWheel& staged, const
                                          const InstallOptions& options) {
   auto plan = ENVFIX_TRY(plan_wheel_install(staged, target, options));
   for (const auto& m : plan.moves) {
-    TRY_VOID(util::create_directories(m.to.parent_path()));
+    ENVFIX_TRY_VOID(util::create_directories(m.to.parent_path()));
     // rename() replaces an existing file atomically: processes that mapped the old .so keep it (R6.10).
     if (::rename(m.from.c_str(), m.to.c_str()) != 0)
       return fail(ErrorCode::io, "installing {}: rename {} → {}: {}", plan.name, m.from.string(), m.to.string(),

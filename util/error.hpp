@@ -69,4 +69,11 @@ template <class... Args>
     std::move(*envfix_try_result_);                                                          \
   })
 
+// The same for Expected<void>: ENVFIX_TRY_VOID(write_file(...));
+#define ENVFIX_TRY_VOID(expr)                                                                \
+  do {                                                                                       \
+    if (auto envfix_try_void_ = (expr); !envfix_try_void_)                                   \
+      return std::unexpected(std::move(envfix_try_void_).error());                           \
+  } while (0)
+
 } // namespace envfix

@@ -17,12 +17,6 @@
 #include "wheel/wheel_info.hpp"
 
 // ENVFIX_TRY for Expected<void>.
-#define TRY_VOID(expr)                                                        \
-  do {                                                                        \
-    if (auto try_void_result_ = (expr); !try_void_result_)                    \
-      return std::unexpected(std::move(try_void_result_).error());            \
-  } while (0)
-
 namespace envfix::wheel {
 
 namespace fs = std::filesystem;
@@ -377,7 +371,7 @@ Expected<StagedWheel> stage_wheel(const fs::path& wheel, const fs::path& staging
   std::error_code ec;
   if (fs::exists(staging_dir, ec) && !fs::is_empty(staging_dir, ec))
     return fail(ErrorCode::io, "staging directory {} is not empty", staging_dir.string());
-  TRY_VOID(util::create_directories(staging_dir));
+  ENVFIX_TRY_VOID(util::create_directories(staging_dir));
   sw.tree = fs::absolute(staging_dir);
   // Remove what we wrote if anything below fails.
   struct Cleanup {
@@ -389,7 +383,7 @@ Expected<StagedWheel> stage_wheel(const fs::path& wheel, const fs::path& staging
     }
   } cleanup{sw.tree};
 
-  if (opt.fault) TRY_VOID(opt.fault("unpack"));
+  if (opt.fault) ENVFIX_TRY_VOID(opt.fault("unpack"));
   const unsigned umask_bits = current_umask();
   const std::string record_name = sw.dist_info + "/RECORD";
   std::set<std::string> created_dirs;
@@ -400,7 +394,7 @@ Expected<StagedWheel> stage_wheel(const fs::path& wheel, const fs::path& staging
     fs::path dest = sw.tree / e.name;
     auto parent = dest.parent_path().string();
     if (!created_dirs.contains(parent)) {
-      TRY_VOID(util::create_directories(parent));
+      ENVFIX_TRY_VOID(util::create_directories(parent));
       created_dirs.insert(parent);
     }
     bool exec = (e.mode & 0111) != 0;
@@ -452,7 +446,7 @@ Expected<StagedWheel> stage_wheel(const fs::path& wheel, const fs::path& staging
     if (it != record.end() && it->second.size && *it->second.size != f.size)
       return fail(ErrorCode::hash_mismatch, "{}: '{}' has {} bytes, RECORD says {}", wname, f.member, f.size,
                   *it->second.size);
-    if (opt.fault) TRY_VOID(opt.fault("hash"));
+    if (opt.fault) ENVFIX_TRY_VOID(opt.fault("hash"));
   }
   cleanup.armed = false;
   return sw;

@@ -10,12 +10,6 @@
 #include <system_error>
 
 // ENVFIX_TRY for Expected<void>.
-#define TRY_VOID(expr)                                                        \
-  do {                                                                        \
-    if (auto try_void_result_ = (expr); !try_void_result_)                    \
-      return std::unexpected(std::move(try_void_result_).error());            \
-  } while (0)
-
 namespace envfix::wheel {
 
 namespace {
@@ -145,7 +139,7 @@ Expected<WheelArchive> WheelArchive::open(const std::filesystem::path& path, Arc
   auto sz = std::filesystem::file_size(path, ec);
   if (ec) return fail(ErrorCode::not_found, "{}: {}", w.m_name, ec.message());
   w.m_archive_size = sz;
-  TRY_VOID(w.list());
+  ENVFIX_TRY_VOID(w.list());
   return w;
 }
 
@@ -156,7 +150,7 @@ Expected<WheelArchive> WheelArchive::open_memory(std::span<const std::uint8_t> b
   w.m_name = std::move(name_for_errors);
   w.m_limits = limits;
   w.m_archive_size = bytes.size();
-  TRY_VOID(w.list());
+  ENVFIX_TRY_VOID(w.list());
   return w;
 }
 
@@ -209,7 +203,7 @@ const ArchiveEntry* WheelArchive::find(std::string_view member) const {
 Expected<std::string> WheelArchive::read_member(std::string_view member) const {
   std::string out;
   bool found = false;
-  TRY_VOID(stream([&](const ArchiveEntry& e) -> Expected<std::optional<DataSink>> {
+  ENVFIX_TRY_VOID(stream([&](const ArchiveEntry& e) -> Expected<std::optional<DataSink>> {
     if (found || e.name != member || e.type != ArchiveEntry::Type::file) return std::nullopt;
     found = true;
     return DataSink([&](std::string_view chunk) -> Expected<void> {
@@ -259,7 +253,7 @@ Expected<void> WheelArchive::stream(const EntryVisitor& visit) const {
                           fmt::format("{}: uncompressed data exceeds {} bytes (at member '{}')", m_name,
                                       m_limits.max_total_size, entry.name),
                           "this looks like a zip bomb");
-      TRY_VOID((*sink)(std::string_view(buf, static_cast<std::size_t>(n))));
+      ENVFIX_TRY_VOID((*sink)(std::string_view(buf, static_cast<std::size_t>(n))));
     }
     if (entry.size_known && produced != entry.size)
       return fail(ErrorCode::invalid_input, "{}: member '{}' has {} bytes, the directory says {}",
