@@ -608,9 +608,11 @@ def machine_info():
     return f"{platform.node()}: {os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, {platform.platform()}"
 
 
-def tool_versions(a):
+def tool_versions(a, tools):
     v = {}
     try:
+        if "envfix" not in tools:
+            raise OSError
         bt = ""
         cache = os.path.join(os.path.dirname(os.path.dirname(a.envfix)), "CMakeCache.txt")
         if os.path.exists(cache):
@@ -621,7 +623,7 @@ def tool_versions(a):
     except OSError:
         pass
     v["pip"] = subprocess.run([a.python, "-m", "pip", "--version"], capture_output=True, text=True).stdout.split(" from")[0]
-    if a.uv and shutil.which(a.uv):
+    if "uv" in tools and a.uv and shutil.which(a.uv):
         v["uv"] = subprocess.run([a.uv, "--version"], capture_output=True, text=True).stdout.strip()
     v["python"] = subprocess.run([a.python, "--version"], capture_output=True, text=True).stdout.strip()
     return v
@@ -742,7 +744,7 @@ def main():
             sys.exit(f"envfix binary not found: {a.envfix} (cmake -S . -B build/bench -G Ninja "
                      "-DCMAKE_BUILD_TYPE=Release -DENVFIX_TESTS=OFF && cmake --build build/bench --target envfix)")
         wls = [w for w in a.workloads.split(",") if w]
-        run = {"machine": machine_info(), "versions": tool_versions(a), "load_before": " ".join(
+        run = {"machine": machine_info(), "versions": tool_versions(a, tools), "load_before": " ".join(
             f"{x:.1f}" for x in os.getloadavg()), "rounds": a.rounds, "scales": {},
             "command": "bench/run.py " + " ".join(sys.argv[1:])}
         scales = [float(s) for s in a.scale.split(",")]
