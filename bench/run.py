@@ -19,7 +19,6 @@ venv, caches populated), replace (set A installed -> the other variant, warm cac
 and CPU allow: parallel unzip / cp -r / parallel read / parallel curl of the pages).
 """
 import argparse
-import concurrent.futures
 import datetime
 import glob
 import json
@@ -31,8 +30,8 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
-import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
@@ -63,16 +62,54 @@ def timed(argv, env=None, cwd=None, stdout_path=None):
     errf = open(os.path.join(WORK, "last-stderr.txt"), "wb")
     t0 = time.perf_counter()
     p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=errf, stdin=subprocess.DEVNULL)
+    peak_anon = [0]
+    done = threading.Event()
+    sampler = threading.Thread(target=sample_anon, args=(p.pid, done, peak_anon), daemon=True)
+    sampler.start()
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
+    done.set()
+    sampler.join()
     p.returncode = os.waitstatus_to_exitcode(status)
     errf.close()
     if stdout_path:
         out.close()
     with open(os.path.join(WORK, "last-stderr.txt"), "rb") as f:
         tail = f.read()[-3000:].decode(errors="replace")
-    return {"wall": wall, "rss_kib": ru.ru_maxrss, "cpu": ru.ru_utime + ru.ru_stime, "rc": p.returncode,
+    return {"wall": wall, "rss_kib": ru.ru_maxrss, "anon_kib": peak_anon[0], "cpu": ru.ru_utime + ru.ru_stime, "rc": p.returncode,
             "tail": tail}
+
+
+def _tree(pid):
+    pids, todo = [], [pid]
+    while todo:
+        q = todo.pop()
+        pids.append(q)
+        try:
+            for t in os.listdir(f"/proc/{q}/task"):
+                with open(f"/proc/{q}/task/{t}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return pids
+
+
+def sample_anon(pid, done, peak):
+    """Peak anonymous RSS (heap, stacks: not file-backed mappings) of the process tree, sampled every 20 ms.
+    ru_maxrss also counts mmap'd file pages (wheels, libraries), which are reclaimable."""
+    while not done.is_set():
+        total = 0
+        for q in _tree(pid):
+            try:
+                with open(f"/proc/{q}/status") as f:
+                    for line in f:
+                        if line.startswith("RssAnon:"):
+                            total += int(line.split()[1])
+                            break
+            except OSError:
+                pass
+        peak[0] = max(peak[0], total)
+        done.wait(0.02)
 
 
 def run_ok(argv, **kw):
@@ -551,7 +588,8 @@ def rss_table(all_results):
             for s in scales:
                 ms = all_results[s]["results"].get(wl, {}).get(t)
                 if isinstance(ms, list) and ms:
-                    cells.append(f"{med(ms, 'rss_kib') / 1024:.0f} MiB")
+                    anon = f" (anon {med(ms, 'anon_kib') / 1024:.0f})" if all("anon_kib" in m for m in ms) else ""
+                    cells.append(f"{med(ms, 'rss_kib') / 1024:.0f} MiB{anon}")
                     any_ = True
                 else:
                     cells.append("–")
@@ -678,7 +716,10 @@ def write_report(a, runs, path, extra_notes):
                           "from `apply --format json`): " + ", ".join(
                               f"{k} {statistics.median(p[k] for p in phases if k in p):.2f} s" for k in phases[0]), ""]
             lines += [""]
-        lines += ["### Peak RSS (median of the rounds; whole process tree)", "", rss_table(run["scales"]), ""]
+        lines += ["### Peak RSS (median of the rounds; whole process tree)", "",
+                  "`ru_maxrss` from wait4; in parentheses the peak anonymous RSS (heap and stacks, sampled every "
+                  "20 ms from /proc), which leaves out mmap'd wheels and libraries (file-backed, reclaimable).", "",
+                  rss_table(run["scales"]), ""]
         if run.get("profile"):
             pr = run["profile"]
             lines += [f"### Profile of one cold envfix install (scale {pr['scale']})", ""]
