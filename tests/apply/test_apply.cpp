@@ -227,6 +227,25 @@ TEST_CASE("apply of a plain set installs what pip installs, and writes the lockf
   CHECK(w.pip(ve, {"check"}).ok());
 }
 
+TEST_CASE("apply --venv creates the venv and installs into it; a second apply reuses it") {
+  World w(kPlainIndex);
+  auto dir = w.root() / "made-by-envfix";
+  auto r = w.envfix({"apply", "beta==1.0", "--venv", dir.string(), "--index-url", w.index_url(), "--yes", "--lockfile",
+                     w.lockfile().string()});
+  REQUIRE(r.rc == 0);
+  CHECK(fs::exists(dir / "pyvenv.cfg"));
+  CHECK(w.pip_list(dir).at("beta") == "1.0");
+  auto again = w.envfix({"apply", "beta==2.0", "--venv", dir.string(), "--index-url", w.index_url(), "--yes", "--lockfile",
+                         w.lockfile().string()});
+  REQUIRE(again.rc == 0);
+  CHECK(again.err.find(" - beta==1.0") != std::string::npos);
+  CHECK(w.pip_list(dir).at("beta") == "2.0");
+  // The lockfile follows the last apply of the same request shape: one target, beta 2.0.
+  auto lock = slurp(w.lockfile());
+  CHECK(lock.find("version: \"2.0\"") != std::string::npos);
+  CHECK(lock.find("version: \"1.0\"") == std::string::npos);
+}
+
 TEST_CASE("lock -> apply --locked round trip; lock is deterministic; --check; exports install with pip") {
   World w(kPlainIndex);
   auto ve = w.venv("venv-a");
