@@ -622,7 +622,7 @@ set logscale y 10
 set yrange [0.005:20]
 set grid ytics
 set xtics rotate by -35 scale 0
-set key top left
+set key below
 set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb "#aa0000"
 plot for [i=2:{len(labels) + 1}] "{dat}" using i:xtic(1) title columnheader(i)
 """
