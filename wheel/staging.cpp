@@ -11,6 +11,7 @@
 #include <set>
 #include <system_error>
 
+#include "specs/name.hpp"
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
 #include "wheel/record.hpp"
@@ -47,22 +48,6 @@ bool valid_utf8(std::string_view s) {
     i += n + 1;
   }
   return true;
-}
-
-// PEP 503 normalization (kept local: staging only needs equality of names).
-std::string normalize(std::string_view name) {
-  std::string out;
-  bool sep = false;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      sep = true;
-      continue;
-    }
-    if (sep && !out.empty()) out += '-';
-    sep = false;
-    out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  }
-  return out;
 }
 
 std::string lower(std::string_view s) {
@@ -287,12 +272,12 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
   sw.version = md.contains("version") ? md["version"] : "";
   if (sw.name.empty() || sw.version.empty())
     return fail(ErrorCode::invalid_input, "{}: {}/METADATA lacks Name or Version", wname, sw.dist_info);
-  if (normalize(sw.name) != normalize(fn.name) || !same_version(sw.version, fn.version))
+  if (specs::normalize_name(sw.name) != specs::normalize_name(fn.name) || !same_version(sw.version, fn.version))
     return fail(ErrorCode::invalid_input, "{}: METADATA says {} {}, the file name says {} {}", wname,
                 sw.name, sw.version, fn.name, fn.version);
   bool stem_ok = false;
   for (std::size_t dash = stem.find('-'); dash != std::string::npos; dash = stem.find('-', dash + 1))
-    stem_ok = stem_ok || (normalize(stem.substr(0, dash)) == normalize(sw.name) &&
+    stem_ok = stem_ok || (specs::normalize_name(stem.substr(0, dash)) == specs::normalize_name(sw.name) &&
                           same_version(stem.substr(dash + 1), sw.version));
   if (!stem_ok)
     return fail(ErrorCode::invalid_input, "{}: dist-info '{}' does not match {} {}", wname, sw.dist_info,
