@@ -222,15 +222,16 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
   return rr;
 }
 
-void print_result(const RunResult& rr, const std::vector<std::pair<std::string, std::string>>& removed_lines,
-                  const std::vector<std::pair<std::string, std::string>>& installed_lines) {
+void print_result(const RunResult& rr, const KernelCheck& kc) {
   if (!rr.txn.removed.empty())
     human(styled(fmt::format("Uninstalled {} package{} in {}", rr.txn.removed.size(), rr.txn.removed.size() == 1 ? "" : "s",
                              human_duration(rr.t_uninstall)), Style::dim));
   human(styled(fmt::format("Installed {} package{} in {}", rr.txn.installed.size(), rr.txn.installed.size() == 1 ? "" : "s",
                            human_duration(rr.t_install)), Style::dim));
-  for (const auto& [n, v] : removed_lines) human(fmt::format(" {} {}=={}", styled("-", Style::red), n, v));
-  for (const auto& [n, v] : installed_lines) human(fmt::format(" {} {}=={}", styled("+", Style::green), n, v));
+  for (const auto& d : rr.txn.removed)
+    human(fmt::format(" {} {}=={}", styled("-", Style::red), specs::normalize_name(d.name), d.version));
+  for (const auto& d : rr.txn.installed)
+    human(fmt::format(" {} {}=={}", styled("+", Style::green), specs::normalize_name(d.name), d.version));
   for (const auto& w : rr.txn.warnings) warn(w);
   if (!rr.smoke_passed.empty()) {
     std::string s;
@@ -241,6 +242,7 @@ void print_result(const RunResult& rr, const std::vector<std::pair<std::string, 
   }
   if (rr.txn.backup_bytes > 0)
     human(styled(fmt::format("Backup kept for `envfix rollback`: {}", human_size(rr.txn.backup_bytes)), Style::dim));
+  for (const auto& w : kc.warnings) warn(w);
 }
 
 json result_json(const RunResult& rr) {
@@ -399,11 +401,7 @@ Expected<int> run_apply(Globals g, const ApplyOptions& o) {
   KernelCheck kc;
   auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, kc));
 
-  std::vector<std::pair<std::string, std::string>> rm_lines, in_lines;
-  for (const auto& d : rr.txn.removed) rm_lines.emplace_back(specs::normalize_name(d.name), d.version);
-  for (const auto& d : rr.txn.installed) in_lines.emplace_back(specs::normalize_name(d.name), d.version);
-  print_result(rr, rm_lines, in_lines);
-  for (const auto& w : kc.warnings) warn(w);
+  print_result(rr, kc);
 
   if (rr.smoke_failure_kept) {
     print_error(*rr.smoke_failure_kept);
@@ -561,11 +559,7 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
 
   KernelCheck kc;
   auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, kc));
-  std::vector<std::pair<std::string, std::string>> rm_lines, in_lines;
-  for (const auto& d : rr.txn.removed) rm_lines.emplace_back(specs::normalize_name(d.name), d.version);
-  for (const auto& d : rr.txn.installed) in_lines.emplace_back(specs::normalize_name(d.name), d.version);
-  print_result(rr, rm_lines, in_lines);
-  for (const auto& w : kc.warnings) warn(w);
+  print_result(rr, kc);
   if (rr.smoke_failure_kept) {
     print_error(*rr.smoke_failure_kept);
     human(fmt::format("The locked set was left installed (--no-rollback); `envfix rollback` undoes transaction {}.", rr.txn.id));
