@@ -20,8 +20,10 @@
 #include "cli/smoke.hpp"
 #include "installer/install_target.hpp"
 #include "installer/transaction.hpp"
+#include "installer/unpacked_cache.hpp"
 #include "lockfile/lockfile.hpp"
 #include "specs/name.hpp"
+#include "util/env.hpp"
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
 #include "util/subprocess.hpp"
@@ -48,7 +50,7 @@ struct ApplyOptions {
   bool allow_unhashed = false;
   bool pre = false;
   std::string venv;
-  std::string link_mode = "copy";
+  std::string link_mode; // empty: $ENVFIX_LINK_MODE, else auto
   int smoke_timeout = 600;
 };
 
@@ -165,11 +167,18 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
                                     const std::vector<installer::WheelToInstall>& wheels,
                                     const std::vector<std::string>& wheel_names,
                                     const std::vector<fs::path>& removals, const ApplyOptions& o,
-                                    const matrices::Framework* framework, KernelCheck& kc) {
+                                    const matrices::Framework* framework, KernelCheck& kc,
+                                    const fs::path& unpacked_cache) {
   RunResult rr;
   installer::TransactionOptions to;
   to.break_system_packages = o.break_system_packages;
   to.keep_backup = !o.no_backup;
+  to.unpacked_cache = unpacked_cache;
+  std::string mode = !o.link_mode.empty() ? o.link_mode : util::get_env("ENVFIX_LINK_MODE").value_or("auto");
+  auto link_mode = installer::parse_link_mode(mode);
+  if (!link_mode) return std::unexpected(std::move(link_mode.error()).context(o.link_mode.empty() ? "$ENVFIX_LINK_MODE" : "--link-mode"));
+  to.link_mode = *link_mode;
+  if (auto t = util::get_env("ENVFIX_THREADS")) to.threads = static_cast<unsigned>(std::strtoul(t->c_str(), nullptr, 10));
   kc.host = &host;
   kc.names = wheel_names;
   to.kernel_check = [&kc](const std::vector<fs::path>& sos) { return kc(sos); };
@@ -226,8 +235,12 @@ void print_result(const RunResult& rr, const KernelCheck& kc) {
   if (!rr.txn.removed.empty())
     human(styled(fmt::format("Uninstalled {} package{} in {}", rr.txn.removed.size(), rr.txn.removed.size() == 1 ? "" : "s",
                              human_duration(rr.t_uninstall)), Style::dim));
-  human(styled(fmt::format("Installed {} package{} in {}", rr.txn.installed.size(), rr.txn.installed.size() == 1 ? "" : "s",
-                           human_duration(rr.t_install)), Style::dim));
+  std::string how;
+  if (rr.txn.link_mode)
+    how = fmt::format(" ({}{})", installer::to_string(*rr.txn.link_mode),
+                      rr.txn.cache_hits ? fmt::format(", {} from the unpacked cache", rr.txn.cache_hits) : "");
+  human(styled(fmt::format("Installed {} package{} in {}{}", rr.txn.installed.size(), rr.txn.installed.size() == 1 ? "" : "s",
+                           human_duration(rr.t_install), how), Style::dim));
   for (const auto& d : rr.txn.removed)
     human(fmt::format(" {} {}=={}", styled("-", Style::red), specs::normalize_name(d.name), d.version));
   for (const auto& d : rr.txn.installed)
@@ -256,19 +269,41 @@ json result_json(const RunResult& rr) {
   j["warnings"] = rr.txn.warnings;
   j["smoke"] = {{"passed", rr.smoke_passed}, {"note", rr.smoke_note}};
   j["timings"] = {{"uninstall_s", rr.t_uninstall}, {"install_s", rr.t_install}};
+  j["link_mode"] = rr.txn.link_mode ? json(installer::to_string(*rr.txn.link_mode)) : json(nullptr);
+  j["unpacked_cache_hits"] = rr.txn.cache_hits;
   return j;
 }
 
-// Downloads (or finds in the cache) every file, in parallel; the first failure names the package.
-Expected<std::vector<fs::path>> download_all(index::IndexClient& client, const std::vector<index::Candidate>& cands,
-                                             const std::function<std::string(std::size_t)>& where) {
-  auto results = client.download_many(cands);
-  std::vector<fs::path> paths;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    if (!results[i]) return std::unexpected(std::move(results[i].error()).context(where(i)));
-    paths.push_back(*results[i]);
+// <cache>/unpacked-v1: wheels unpacked once, linked into every later install.
+fs::path unpacked_cache_dir(const index::IndexClient& client) { return client.cache_dir() / "unpacked-v1"; }
+
+// Every file ready for the transaction: a wheel already in the unpacked cache needs nothing more
+// (no download, no archive hash); the others are downloaded (or found in the wheel cache) in
+// parallel, hash-verified. The first failure names the package.
+Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClient& client,
+                                                                const std::vector<index::Candidate>& cands,
+                                                                const std::function<std::string(std::size_t)>& where) {
+  std::vector<installer::WheelToInstall> wheels(cands.size());
+  installer::UnpackedCache cache(unpacked_cache_dir(client));
+  std::vector<index::Candidate> fetch;
+  std::vector<std::size_t> fetch_index;
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    wheels[i].sha256 = cands[i].sha256;
+    wheels[i].size = cands[i].size;
+    if (cands[i].sha256) wheels[i].cached = cache.find(*cands[i].sha256);
+    if (!wheels[i].cached) {
+      fetch.push_back(cands[i]);
+      fetch_index.push_back(i);
+    }
   }
-  return paths;
+  auto results = client.download_many(fetch);
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    if (!results[k]) return std::unexpected(std::move(results[k].error()).context(where(fetch_index[k])));
+    auto& w = wheels[fetch_index[k]];
+    w.wheel = *results[k];
+    w.sha256_verified = w.sha256.has_value(); // download_many checked it against the index's hash
+  }
+  return wheels;
 }
 
 // dist-info folders of installed projects named in `names` (normalized), any version.
@@ -362,31 +397,27 @@ Expected<int> run_apply(Globals g, const ApplyOptions& o) {
     if (!pin) return make_error(ErrorCode::internal, fmt::format("{}: planned but not in the resolution", i.name));
     cands.push_back(pin->file);
   }
-  auto paths = ENVFIX_TRY(download_all(*ctx.client, cands, [&](std::size_t i) {
+  auto wheels = ENVFIX_TRY(prepare_wheels(*ctx.client, cands, [&](std::size_t i) {
     return fmt::format("could not download {}=={} ({})", plan.install[i].name, plan.install[i].version, index::redact_url(cands[i].url));
   }));
   std::map<std::string, LocalFile> local;
-  std::vector<installer::WheelToInstall> wheels;
   std::vector<std::string> names;
   std::set<std::string> requested;
   for (const auto& r : ctx.request) requested.insert(r.normalized_name());
   if (ctx.request.empty() && ctx.framework_mode())
     for (const auto& n : resolver::framework_family(*ctx.spec)) requested.insert(n);
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    installer::WheelToInstall w;
-    w.wheel = paths[i];
-    w.sha256 = cands[i].sha256;
-    w.size = cands[i].size;
+  for (std::size_t i = 0; i < wheels.size(); ++i) {
+    auto& w = wheels[i];
     w.requested = requested.contains(plan.install[i].name);
     if (!w.sha256) {
-      auto h = ENVFIX_TRY(util::sha256_file_hex(paths[i]));
+      auto h = ENVFIX_TRY(util::sha256_file_hex(w.wheel));
       std::error_code ec;
-      local[plan.install[i].name] = {h, static_cast<std::uint64_t>(fs::file_size(paths[i], ec))};
+      local[plan.install[i].name] = {h, static_cast<std::uint64_t>(fs::file_size(w.wheel, ec))};
     } else if (!w.size) {
       std::error_code ec;
-      local[plan.install[i].name] = {*w.sha256, static_cast<std::uint64_t>(fs::file_size(paths[i], ec))};
+      auto size = w.cached ? w.cached->archive_size : static_cast<std::uint64_t>(fs::file_size(w.wheel, ec));
+      local[plan.install[i].name] = {*w.sha256, size};
     }
-    wheels.push_back(std::move(w));
     names.push_back(plan.install[i].name);
   }
   human(styled(fmt::format("Prepared {} package{} in {}", wheels.size(), wheels.size() == 1 ? "" : "s", human_duration(since(t_prep))),
@@ -399,7 +430,8 @@ Expected<int> run_apply(Globals g, const ApplyOptions& o) {
 
   const matrices::Framework* fw = ctx.framework_mode() && ctx.knowledge ? ctx.knowledge->framework(ctx.spec->name) : nullptr;
   KernelCheck kc;
-  auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, kc));
+  auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, kc,
+                                       unpacked_cache_dir(*ctx.client)));
 
   print_result(rr, kc);
 
@@ -521,23 +553,17 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
     return 1;
   }
   auto t_prep = Clock::now();
-  auto paths = ENVFIX_TRY(download_all(*client, cands, [&](std::size_t i) {
+  auto wheels = ENVFIX_TRY(prepare_wheels(*client, cands, [&](std::size_t i) {
     const auto& p = chosen->packages[i];
     std::size_t line = line_of(*text, p.url);
     return fmt::format("locked package {}=={} ({}:{}): {}", p.name, p.version, g.lockfile, line, index::redact_url(cands[i].url));
   }));
-  std::vector<installer::WheelToInstall> wheels;
   std::vector<std::string> names;
   std::set<std::string> requested;
   for (const auto& r : lock.request)
     if (auto req = specs::Requirement::parse(r)) requested.insert(req->normalized_name());
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    installer::WheelToInstall w;
-    w.wheel = paths[i];
-    w.sha256 = cands[i].sha256;
-    w.size = cands[i].size;
-    w.requested = requested.contains(chosen->packages[i].name);
-    wheels.push_back(std::move(w));
+  for (std::size_t i = 0; i < wheels.size(); ++i) {
+    wheels[i].requested = requested.contains(chosen->packages[i].name);
     names.push_back(chosen->packages[i].name);
   }
   human(styled(fmt::format("Prepared {} package{} in {}", wheels.size(), wheels.size() == 1 ? "" : "s", human_duration(since(t_prep))),
@@ -558,7 +584,8 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
   auto removals = installed_dist_infos(host, family);
 
   KernelCheck kc;
-  auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, kc));
+  auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, kc,
+                                       unpacked_cache_dir(*client)));
   print_result(rr, kc);
   if (rr.smoke_failure_kept) {
     print_error(*rr.smoke_failure_kept);
@@ -588,8 +615,9 @@ void add_apply_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--no-backup", o->no_backup, "Do not keep the removed files for `envfix rollback`");
   cmd->add_flag("--break-system-packages", o->break_system_packages, "Allow modifying an externally managed (PEP 668) interpreter");
   cmd->add_option("--venv", o->venv, "Create (or reuse) a venv at PATH and install into it");
-  cmd->add_option("--link-mode", o->link_mode, "How files get into place: copy (extracted, then renamed into place)")
-      ->check(CLI::IsMember({"copy"}));
+  cmd->add_option("--link-mode", o->link_mode,
+                  "How files come from the unpacked cache: auto (clone, else hardlink, else copy), clone, hardlink, copy")
+      ->check(CLI::IsMember({"auto", "clone", "hardlink", "copy"}));
   cmd->add_flag("--allow-unhashed", o->allow_unhashed, "Accept files whose index gives no sha256 (hashed after download)");
   cmd->add_flag("--pre", o->pre, "Allow pre-releases for every package");
   cmd->add_option("--smoke-timeout", o->smoke_timeout, "Seconds each smoke-test step may run (default 600)");

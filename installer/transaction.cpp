@@ -22,6 +22,7 @@
 #include "installer/uninstall.hpp"
 #include "specs/name.hpp"
 #include "util/fs.hpp"
+#include "util/parallel.hpp"
 #include "util/sha256.hpp"
 
 namespace envfix::installer {
@@ -504,6 +505,162 @@ Transaction::Transaction(InstallTarget target, TransactionOptions options)
 void Transaction::install(WheelToInstall wheel) { m_install.push_back(std::move(wheel)); }
 void Transaction::remove(fs::path dist_info) { m_remove.push_back(std::move(dist_info)); }
 
+// Prepares every wheel's staged tree without touching the environment: archive size and hash
+// checks, then unpacking (into the unpacked cache when there is one, else straight into staging)
+// with large wheels split over several readers, then linking cached trees into staging. Runs on
+// `threads` threads; with a fault hook everything runs in order on one thread so that tests can
+// aim at a precise step.
+Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path& staging_root,
+                                                                 TransactionResult& result) {
+  const std::size_t n = m_install.size();
+  unsigned threads = m_options.threads ? m_options.threads : util::default_threads();
+  if (m_options.fault) threads = 1;
+  auto progress = [&](std::string_view s) {
+    if (m_options.progress) m_options.progress(s);
+  };
+  std::optional<UnpackedCache> cache;
+  if (!m_options.unpacked_cache.empty()) cache.emplace(m_options.unpacked_cache);
+  auto name_of = [&](std::size_t i) {
+    const auto& w = m_install[i];
+    return w.cached ? w.cached->wheel.filename().string() : w.wheel.filename().string();
+  };
+
+  // (a) What each wheel needs: a cache entry to link, or an archive to check and unpack.
+  std::vector<std::optional<wheel::StagedWheel>> from_cache(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& w = m_install[i];
+    if (w.cached) from_cache[i] = w.cached;
+    else if (cache && w.sha256) from_cache[i] = cache->find(*w.sha256);
+  }
+  ENVFIX_TRY_VOID(util::parallel_for(n, threads, [&](std::size_t i) -> Expected<void> {
+    const auto& w = m_install[i];
+    if (from_cache[i]) return {};
+    const auto wname = name_of(i);
+    if (w.size) {
+      std::error_code ec;
+      auto sz = fs::file_size(w.wheel, ec);
+      if (ec) return fail(ErrorCode::not_found, "{}: {}", w.wheel.string(), ec.message());
+      if (sz != *w.size)
+        return fail(ErrorCode::hash_mismatch, "{}: size {} differs from the expected {}", wname, sz, *w.size);
+    }
+    if (w.sha256 && !w.sha256_verified) {
+      auto h = ENVFIX_TRY(archive_sha256(w.wheel));
+      if (h != *w.sha256)
+        return make_error(ErrorCode::hash_mismatch,
+                          fmt::format("{}: sha256 {} differs from the expected {}", wname, h, *w.sha256),
+                          "the file is corrupt or was replaced; clear it from the cache and download it again");
+    }
+    return {};
+  }));
+
+  // (b) Unpack what is not cached: validate each archive, then extract all groups of all wheels
+  // over one set of threads (a 1 GB wheel is split, a dozen small ones run side by side).
+  struct Unpack {
+    std::size_t index;
+    wheel::WheelStager stager;
+    fs::path cache_temp; // empty: staged straight into the transaction
+  };
+  std::vector<std::size_t> todo;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!from_cache[i]) todo.push_back(i);
+  std::vector<std::optional<Unpack>> unpacks(todo.size());
+  ENVFIX_TRY_VOID(util::parallel_for(todo.size(), threads, [&](std::size_t k) -> Expected<void> {
+    std::size_t i = todo[k];
+    const auto& w = m_install[i];
+    auto sopt = m_options.staging;
+    if (m_options.fault) {
+      auto outer = m_options.fault;
+      sopt.fault = [outer, i](std::string_view step) { return outer(step, i); };
+    }
+    fs::path temp, tree;
+    if (cache && w.sha256) {
+      temp = ENVFIX_TRY(cache->make_temp());
+      tree = temp / "tree";
+    } else {
+      tree = staging_root / std::to_string(i) / "tree";
+    }
+    auto stager = wheel::WheelStager::prepare(w.wheel, tree, sopt);
+    if (!stager) {
+      if (!temp.empty()) {
+        std::error_code ec;
+        fs::remove_all(temp, ec);
+      }
+      return std::unexpected(std::move(stager.error()));
+    }
+    unpacks[k].emplace(Unpack{i, std::move(*stager), temp});
+    return {};
+  }));
+  struct Group {
+    std::size_t unpack, group;
+  };
+  std::vector<Group> groups;
+  std::uint64_t unpack_bytes = 0;
+  for (std::size_t k = 0; k < unpacks.size(); ++k) {
+    unpack_bytes += unpacks[k]->stager.payload_bytes();
+    std::size_t g = unpacks[k]->stager.split(threads, 16ull << 20);
+    for (std::size_t j = 0; j < g; ++j) groups.push_back({k, j});
+  }
+  // Biggest groups first so that the large wheel does not start last.
+  std::stable_sort(groups.begin(), groups.end(), [&](const Group& a, const Group& b) {
+    return unpacks[a.unpack]->stager.payload_bytes() > unpacks[b.unpack]->stager.payload_bytes();
+  });
+  if (!unpacks.empty())
+    progress(fmt::format("unpacking {} wheel(s), {} bytes", unpacks.size(), unpack_bytes));
+  ENVFIX_TRY_VOID(util::parallel_for(groups.size(), threads, [&](std::size_t k) {
+    return unpacks[groups[k].unpack]->stager.extract(groups[k].group);
+  }));
+  std::vector<std::optional<wheel::StagedWheel>> staged(n);
+  for (auto& u : unpacks) {
+    auto sw = u->stager.finish();
+    if (!sw) {
+      if (!u->cache_temp.empty()) {
+        std::error_code ec;
+        fs::remove_all(u->cache_temp, ec);
+      }
+      return std::unexpected(std::move(sw.error()));
+    }
+    result.warnings.insert(result.warnings.end(), sw->warnings.begin(), sw->warnings.end());
+    if (u->cache_temp.empty()) {
+      staged[u->index] = std::move(*sw);
+    } else {
+      from_cache[u->index] = ENVFIX_TRY(cache->add(*m_install[u->index].sha256, std::move(*sw), u->cache_temp));
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    bool unpacked_now = std::find(todo.begin(), todo.end(), i) != todo.end();
+    if (!unpacked_now) {
+      ++result.cache_hits;
+      result.warnings.insert(result.warnings.end(), from_cache[i]->warnings.begin(), from_cache[i]->warnings.end());
+    }
+  }
+
+  // (c) Cached trees into the staging directory, on the environment's filesystem.
+  std::vector<std::size_t> links;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!staged[i]) links.push_back(i);
+  std::vector<std::optional<LinkResult>> linked(links.size());
+  unsigned per_wheel = std::max(1u, threads / static_cast<unsigned>(std::max<std::size_t>(1, links.size())));
+  ENVFIX_TRY_VOID(util::parallel_for(links.size(), threads, [&](std::size_t k) -> Expected<void> {
+    std::size_t i = links[k];
+    auto r = ENVFIX_TRY(link_tree(*from_cache[i], staging_root / std::to_string(i) / "tree", m_options.link_mode,
+                                  per_wheel));
+    linked[k] = std::move(r);
+    return {};
+  }));
+  for (std::size_t k = 0; k < links.size(); ++k) {
+    auto& r = *linked[k];
+    if (r.fallback && std::find(result.warnings.begin(), result.warnings.end(), *r.fallback) == result.warnings.end())
+      result.warnings.push_back(*r.fallback);
+    // The weakest mode used is the one to report.
+    if (!result.link_mode || static_cast<int>(r.used) > static_cast<int>(*result.link_mode)) result.link_mode = r.used;
+    r.staged.wheel = from_cache[links[k]]->wheel;
+    staged[links[k]] = std::move(r.staged);
+  }
+  std::vector<wheel::StagedWheel> out;
+  for (auto& s : staged) out.push_back(std::move(*s));
+  return out;
+}
+
 Expected<TransactionResult> Transaction::run() {
   ENVFIX_TRY_VOID(check_externally_managed(m_target, m_options.break_system_packages));
   auto progress = [&](std::string_view s) {
@@ -530,35 +687,7 @@ Expected<TransactionResult> Transaction::run() {
   } discard{txn_dir};
 
   // 1. Hash, stage (RECORD verified), kernel check.
-  std::vector<wheel::StagedWheel> staged;
-  for (std::size_t i = 0; i < m_install.size(); ++i) {
-    const auto& w = m_install[i];
-    auto wname = w.wheel.filename().string();
-    if (w.size) {
-      std::error_code ec;
-      auto sz = fs::file_size(w.wheel, ec);
-      if (ec) return fail(ErrorCode::not_found, "{}: {}", w.wheel.string(), ec.message());
-      if (sz != *w.size)
-        return fail(ErrorCode::hash_mismatch, "{}: size {} differs from the expected {}", wname, sz, *w.size);
-    }
-    if (w.sha256) {
-      auto h = ENVFIX_TRY(archive_sha256(w.wheel));
-      if (h != *w.sha256)
-        return make_error(ErrorCode::hash_mismatch,
-                          fmt::format("{}: sha256 {} differs from the expected {}", wname, h, *w.sha256),
-                          "the file is corrupt or was replaced; clear it from the cache and download it again");
-    }
-    progress(fmt::format("staging {}", wname));
-    auto sopt = m_options.staging;
-    if (m_options.fault) {
-      auto outer = m_options.fault;
-      sopt.fault = [outer, i](std::string_view step) { return outer(step, i); };
-    }
-    auto sw = wheel::stage_wheel(w.wheel, txn_dir / "staging" / std::to_string(i) / "tree", sopt);
-    if (!sw) return std::unexpected(std::move(sw.error()));
-    result.warnings.insert(result.warnings.end(), sw->warnings.begin(), sw->warnings.end());
-    staged.push_back(std::move(*sw));
-  }
+  std::vector<wheel::StagedWheel> staged = ENVFIX_TRY(stage_all(txn_dir / "staging", result));
   {
     std::vector<fs::path> sos;
     for (const auto& s : staged) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "installer/install_target.hpp"
+#include "installer/unpacked_cache.hpp"
 #include "installer/wheel_install.hpp"
 #include "util/error.hpp"
 #include "wheel/staging.hpp"
@@ -26,9 +27,13 @@ enum class TxnState { prepared, removing, installing, verifying, committed, roll
 [[nodiscard]] std::optional<TxnState> parse_txn_state(std::string_view text);
 
 struct WheelToInstall {
-  std::filesystem::path wheel;                 // local .whl (already downloaded)
+  std::filesystem::path wheel;                 // local .whl (already downloaded); unused when `cached`
   std::optional<std::string> sha256;           // hex; checked before staging when given
+  bool sha256_verified = false;                // the caller hashed `wheel` already (a verified download)
   std::optional<std::uint64_t> size;
+  // The wheel's entry in the unpacked cache (UnpackedCache::find), when the caller looked it up:
+  // nothing is read from `wheel` then.
+  std::optional<wheel::StagedWheel> cached;
   bool requested = true;                       // REQUESTED file
   std::optional<std::string> direct_url;       // direct_url.json content (direct URL installs only)
 };
@@ -51,6 +56,11 @@ struct TransactionOptions {
   // safety, which needs only atomic renames; for tests on slow disks.
   bool durable = true;
   wheel::StagingOptions staging;               // limits, strict RECORD
+  // <cache>/unpacked-v1: wheels with a sha256 are unpacked there once and linked into staging with
+  // `link_mode`. Empty: every wheel is unpacked straight into the staging directory.
+  std::filesystem::path unpacked_cache;
+  LinkMode link_mode = LinkMode::automatic;
+  unsigned threads = 0;                        // unpack/link/hash threads; 0 = one per core
   // Receives every staged shared object before anything is removed (the coordinator plugs in
   // wheel::read_kernels_file + coverage); an error refuses the whole transaction.
   std::function<Expected<void>(const std::vector<std::filesystem::path>&)> kernel_check;
@@ -73,6 +83,8 @@ struct TransactionResult {
   std::vector<DistRef> installed, removed;
   std::size_t files_installed = 0, files_removed = 0;
   std::uint64_t backup_bytes = 0;              // disk held by the backup kept for rollback
+  std::size_t cache_hits = 0;                  // wheels linked from the unpacked cache as they were
+  std::optional<LinkMode> link_mode;           // how files came from the unpacked cache, if they did
   std::vector<std::string> warnings;
   std::vector<std::string> recovered;          // what the automatic recover() did first
 };
@@ -87,6 +99,8 @@ public:
   [[nodiscard]] Expected<TransactionResult> run();
 
 private:
+  [[nodiscard]] Expected<std::vector<wheel::StagedWheel>> stage_all(const std::filesystem::path& staging_root,
+                                                                    TransactionResult& result);
   InstallTarget m_target;
   TransactionOptions m_options;
   std::vector<WheelToInstall> m_install;

@@ -13,6 +13,8 @@ const std::vector<EnvVar>& known_env_vars() {
       {"ENVFIX_DRIVER", "driver version to plan for instead of probing (570.86.10)"},
       {"ENVFIX_PYTHON", "target interpreter (like --python)"},
       {"ENVFIX_OFFLINE", "1: serve only from the cache"},
+      {"ENVFIX_LINK_MODE", "how apply places files from the unpacked cache: auto|clone|hardlink|copy (like --link-mode)"},
+      {"ENVFIX_THREADS", "threads for unpacking, linking and hashing (default: one per core)"},
       {"ENVFIX_INDEX_URL", "use exactly this index (like --index-url)"},
       {"ENVFIX_MIRROR", "replace the official base URL in every index template"},
       {"ENVFIX_NO_NVML", "1: do not load NVML/libcuda (probe GPUs as absent); for tests"},

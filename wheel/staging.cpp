@@ -13,6 +13,7 @@
 
 #include "specs/name.hpp"
 #include "util/fs.hpp"
+#include "util/parallel.hpp"
 #include "util/sha256.hpp"
 #include "wheel/record.hpp"
 #include "wheel/wheel_info.hpp"
@@ -346,95 +347,203 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
 
 } // namespace
 
-Expected<StagedWheel> stage_wheel(const fs::path& wheel, const fs::path& staging_dir,
-                                  const StagingOptions& opt) {
-  auto ar = ENVFIX_TRY(WheelArchive::open(wheel, opt.limits));
+// ---- WheelStager ----------------------------------------------------------------------------
+
+struct WheelStager::Impl {
+  WheelArchive archive;
+  StagingOptions options;
+  StagedWheel sw;
   std::map<std::string, RecordEntry> record;
-  auto sw = ENVFIX_TRY(validate(ar, wheel, opt, record));
-  const std::string wname = wheel.filename().string();
+  std::string wname;
+  unsigned umask_bits = 022;
+  // Per archive entry: the slot in sw.files it fills, -1 for RECORD and its signatures (written,
+  // not hashed), -2 for entries that are not regular files.
+  std::vector<long> slot_of_entry;
+  std::vector<std::string> digests;   // per sw.files slot, raw sha256
+  std::vector<std::uint64_t> written; // per sw.files slot
+  std::vector<std::size_t> group_start; // entry index where each group of the current split begins
+  bool finished = false;
+
+  explicit Impl(WheelArchive a) : archive(std::move(a)) {}
+};
+
+WheelStager::WheelStager(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+WheelStager::WheelStager(WheelStager&&) noexcept = default;
+WheelStager& WheelStager::operator=(WheelStager&&) noexcept = default;
+WheelStager::~WheelStager() {
+  if (m_impl && !m_impl->finished && !m_impl->sw.tree.empty()) {
+    std::error_code e;
+    fs::remove_all(m_impl->sw.tree, e);
+  }
+}
+
+Expected<WheelStager> WheelStager::prepare(const fs::path& wheel, const fs::path& staging_dir,
+                                           const StagingOptions& opt) {
+  auto ar = ENVFIX_TRY(WheelArchive::open(wheel, opt.limits));
+  auto impl = std::make_unique<Impl>(std::move(ar));
+  impl->options = opt;
+  impl->sw = ENVFIX_TRY(validate(impl->archive, wheel, opt, impl->record));
+  impl->wname = wheel.filename().string();
+  impl->sw.archive_size = impl->archive.archive_size();
 
   std::error_code ec;
   if (fs::exists(staging_dir, ec) && !fs::is_empty(staging_dir, ec))
     return fail(ErrorCode::io, "staging directory {} is not empty", staging_dir.string());
   ENVFIX_TRY_VOID(util::create_directories(staging_dir));
-  sw.tree = fs::absolute(staging_dir);
-  // Remove what we wrote if anything below fails.
-  struct Cleanup {
-    fs::path dir;
-    bool armed = true;
-    ~Cleanup() {
-      std::error_code e;
-      if (armed) fs::remove_all(dir, e);
-    }
-  } cleanup{sw.tree};
+  WheelStager stager(std::move(impl));
+  auto& m = *stager.m_impl;
+  m.sw.tree = fs::absolute(staging_dir); // from here on the destructor removes it on failure
 
   if (opt.fault) ENVFIX_TRY_VOID(opt.fault("unpack"));
-  const unsigned umask_bits = current_umask();
-  const std::string record_name = sw.dist_info + "/RECORD";
-  std::set<std::string> created_dirs;
-  std::vector<std::shared_ptr<util::Sha256>> hashers; // parallel to sw.files
-
-  auto result = ar.stream([&](const ArchiveEntry& e) -> Expected<std::optional<DataSink>> {
-    if (e.type != ArchiveEntry::Type::file) return std::nullopt;
-    fs::path dest = sw.tree / e.name;
+  m.umask_bits = current_umask();
+  const std::string record_name = m.sw.dist_info + "/RECORD";
+  // Every directory up front, so that concurrent groups only create files.
+  std::set<std::string> dirs;
+  for (const auto& e : m.archive.entries()) {
+    if (e.type != ArchiveEntry::Type::file) {
+      m.slot_of_entry.push_back(-2);
+      continue;
+    }
+    fs::path dest = m.sw.tree / e.name;
     auto parent = dest.parent_path().string();
-    if (!created_dirs.contains(parent)) {
-      ENVFIX_TRY_VOID(util::create_directories(parent));
-      created_dirs.insert(parent);
-    }
-    bool exec = (e.mode & 0111) != 0;
-    int fd = ::open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, exec ? 0777 : 0666);
-    if (fd < 0)
-      return fail(ErrorCode::io, "{}: cannot create {}: {}", wname, dest.string(), std::strerror(errno));
-    if (exec) ::fchmod(fd, (0777 & ~umask_bits) | 0111);
-    auto file = std::make_shared<util::Fd>(fd);
+    if (dirs.insert(parent).second) ENVFIX_TRY_VOID(util::create_directories(parent));
     bool is_record = e.name == record_name || e.name == record_name + ".jws" || e.name == record_name + ".p7s";
-    std::shared_ptr<util::Sha256> hasher;
-    if (!is_record) {
-      sw.files.push_back({e.name, dest, "", 0, exec});
-      hasher = std::make_shared<util::Sha256>();
-      hashers.push_back(hasher);
+    if (is_record) {
+      m.slot_of_entry.push_back(-1);
+      continue;
     }
-    return DataSink([=](std::string_view chunk) -> Expected<void> {
-      if (hasher) hasher->update(chunk);
-      const char* p = chunk.data();
-      std::size_t left = chunk.size();
-      while (left > 0) {
-        auto n = ::write(file->get(), p, left);
-        if (n < 0) {
-          if (errno == EINTR) continue;
-          return fail(ErrorCode::io, "{}: writing {}: {}", wname, dest.string(), std::strerror(errno));
-        }
-        p += n;
-        left -= static_cast<std::size_t>(n);
-      }
-      return {};
-    });
-  });
-  if (!result) return std::unexpected(std::move(result.error()).context(fmt::format("unpacking {}", wname)));
+    m.slot_of_entry.push_back(static_cast<long>(m.sw.files.size()));
+    m.sw.files.push_back({e.name, dest, "", 0, (e.mode & 0111) != 0});
+  }
+  m.digests.resize(m.sw.files.size());
+  m.written.resize(m.sw.files.size());
+  return stager;
+}
 
-  // Hash check (R6.4): digests were computed over exactly the bytes written to disk.
+std::uint64_t WheelStager::payload_bytes() const { return m_impl->archive.total_size(); }
+const std::string& WheelStager::filename() const { return m_impl->wname; }
+
+std::size_t WheelStager::split(std::size_t max_groups, std::uint64_t min_group_bytes) {
+  const auto& entries = m_impl->archive.entries();
+  std::uint64_t total = 0;
+  for (const auto& e : entries) total += e.size;
+  std::size_t groups = std::max<std::size_t>(1, std::min<std::size_t>(
+                                                     max_groups, min_group_bytes ? total / min_group_bytes : max_groups));
+  // Contiguous ranges of about equal uncompressed size keep each reader's access sequential.
+  auto& starts = m_impl->group_start;
+  starts.assign(1, 0);
+  std::uint64_t acc = 0;
+  for (std::size_t i = 0; i < entries.size() && starts.size() < groups; ++i) {
+    acc += entries[i].size;
+    if (acc * groups >= total * starts.size() && i + 1 < entries.size()) starts.push_back(i + 1);
+  }
+  return starts.size();
+}
+
+Expected<void> WheelStager::extract(std::size_t group) {
+  auto& m = *m_impl;
+  if (m.group_start.empty()) m.group_start.assign(1, 0);
+  if (group >= m.group_start.size())
+    return fail(ErrorCode::internal, "{}: extract group {} of {}", m.wname, group, m.group_start.size());
+  std::size_t begin = m.group_start[group];
+  std::size_t end = group + 1 < m.group_start.size() ? m.group_start[group + 1] : m.archive.entries().size();
+  const std::string& wname = m.wname;
+  const unsigned umask_bits = m.umask_bits;
+  auto result = m.archive.stream(
+      [&](const ArchiveEntry& e) -> Expected<std::optional<DataSink>> {
+        if (e.index >= m.slot_of_entry.size() || m.slot_of_entry[e.index] == -2) return std::nullopt;
+        long slot = m.slot_of_entry[e.index];
+        fs::path dest = m.sw.tree / e.name;
+        bool exec = (e.mode & 0111) != 0;
+        int fd = ::open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, exec ? 0777 : 0666);
+        if (fd < 0)
+          return make_error(ErrorCode::io,
+                            fmt::format("{}: cannot create {}: {}", wname, dest.string(), std::strerror(errno)),
+                            errno == ENOSPC || errno == EDQUOT ? "the disk is full; free space and retry"
+                                                               : "");
+        if (exec) ::fchmod(fd, (0777 & ~umask_bits) | 0111);
+        auto file = std::make_shared<util::Fd>(fd);
+        std::shared_ptr<util::Sha256> hasher;
+        if (slot >= 0) hasher = std::make_shared<util::Sha256>();
+        auto bytes = std::make_shared<std::uint64_t>(0);
+        // The digest lands in its slot when the sink is destroyed after the member's last chunk.
+        struct Finish {
+          Impl* m;
+          long slot;
+          std::shared_ptr<util::Sha256> hasher;
+          std::shared_ptr<std::uint64_t> bytes;
+          ~Finish() {
+            if (slot >= 0 && hasher) {
+              m->digests[static_cast<std::size_t>(slot)] = hasher->raw_digest();
+              m->written[static_cast<std::size_t>(slot)] = *bytes;
+            }
+          }
+        };
+        auto finish = std::make_shared<Finish>(Finish{&m, slot, hasher, bytes});
+        return DataSink([=](std::string_view chunk) -> Expected<void> {
+          (void)finish;
+          if (hasher) hasher->update(chunk);
+          *bytes += chunk.size();
+          const char* p = chunk.data();
+          std::size_t left = chunk.size();
+          while (left > 0) {
+            auto n = ::write(file->get(), p, left);
+            if (n < 0) {
+              if (errno == EINTR) continue;
+              int err = errno;
+              return make_error(ErrorCode::io,
+                                fmt::format("{}: writing {}: {}", wname, dest.string(), std::strerror(err)),
+                                err == ENOSPC || err == EDQUOT || err == EFBIG
+                                    ? "the disk is full (or the file size limit was reached); free space and retry"
+                                    : "");
+            }
+            p += n;
+            left -= static_cast<std::size_t>(n);
+          }
+          return {};
+        });
+      },
+      begin, end);
+  if (!result) return std::unexpected(std::move(result.error()).context(fmt::format("unpacking {}", wname)));
+  return {};
+}
+
+Expected<StagedWheel> WheelStager::finish() {
+  auto& m = *m_impl;
+  const std::string& wname = m.wname;
+  auto& sw = m.sw;
+  // Hash check (R6.4): digests were computed over exactly the bytes written to disk. A member the
+  // passes never reached (empty members have no data callback) hashes as empty.
   for (std::size_t i = 0; i < sw.files.size(); ++i) {
     auto& f = sw.files[i];
-    f.hash = "sha256=" + util::base64url_nopad(hashers[i]->raw_digest());
-    std::error_code sec;
-    f.size = fs::file_size(f.staged, sec);
-    auto it = record.find(f.member);
-    if (it != record.end() && it->second.hash_algo == "sha256" && it->second.hash_field() != f.hash) {
+    if (m.digests[i].empty()) m.digests[i] = util::Sha256().raw_digest();
+    f.hash = "sha256=" + util::base64url_nopad(m.digests[i]);
+    f.size = m.written[i];
+    auto it = m.record.find(f.member);
+    if (it != m.record.end() && it->second.hash_algo == "sha256" && it->second.hash_field() != f.hash) {
       auto err = make_error(ErrorCode::hash_mismatch,
                             fmt::format("{}: '{}' does not match its RECORD hash (RECORD {}, file {})", wname,
                                         f.member, it->second.hash_field(), f.hash),
                             "the wheel is corrupt or was tampered with; re-download it");
-      if (opt.strict_record) return err;
+      if (m.options.strict_record) return err;
       sw.warnings.push_back(err.error().message);
     }
-    if (it != record.end() && it->second.size && *it->second.size != f.size)
+    if (it != m.record.end() && it->second.size && *it->second.size != f.size)
       return fail(ErrorCode::hash_mismatch, "{}: '{}' has {} bytes, RECORD says {}", wname, f.member, f.size,
                   *it->second.size);
-    if (opt.fault) ENVFIX_TRY_VOID(opt.fault("hash"));
+    if (m.options.fault) ENVFIX_TRY_VOID(m.options.fault("hash"));
   }
-  cleanup.armed = false;
+  m.finished = true;
   return sw;
+}
+
+Expected<StagedWheel> stage_wheel(const fs::path& wheel, const fs::path& staging_dir,
+                                  const StagingOptions& opt) {
+  auto stager = ENVFIX_TRY(WheelStager::prepare(wheel, staging_dir, opt));
+  // Groups of at least 8 MiB: below that a second reader costs more than it saves.
+  std::size_t groups = stager.split(std::max(1u, opt.threads), 8ull << 20);
+  ENVFIX_TRY_VOID(util::parallel_for(groups, opt.threads, [&](std::size_t g) { return stager.extract(g); }));
+  return stager.finish();
 }
 
 } // namespace envfix::wheel

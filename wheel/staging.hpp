@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,7 @@ struct StagedFile {
 
 struct StagedWheel {
   std::filesystem::path wheel;      // the .whl it came from
+  std::uint64_t archive_size = 0;   // bytes of the .whl
   std::filesystem::path tree;       // staging root of the extracted members
   std::string name;                 // METADATA Name, as written
   std::string version;              // METADATA Version, as written
@@ -50,6 +52,8 @@ struct StagingOptions {
   // Test hook called at "unpack" (before the first write) and "hash" (after each member's hash
   // check); an error aborts staging like a real failure.
   std::function<Expected<void>(std::string_view step)> fault;
+  // Readers used to unpack one wheel (stage_wheel splits large wheels into this many groups).
+  unsigned threads = 1;
 };
 
 // "sha256=<b64>" of bytes / of a file.
@@ -58,6 +62,33 @@ struct StagingOptions {
 
 // Checks a member name (R6.3): UTF-8, relative, '/' separators, no '.', '..' or empty components.
 [[nodiscard]] Expected<void> check_member_name(std::string_view name);
+
+// Staging in three steps, so a caller can spread the extraction of many wheels over one set of
+// threads: prepare (validate, create the directories), extract every group (distinct groups may
+// run concurrently), finish (check every hash and size against RECORD). Until finish() succeeds
+// the destructor removes the staging directory.
+class WheelStager {
+public:
+  [[nodiscard]] static Expected<WheelStager> prepare(const std::filesystem::path& wheel,
+                                                     const std::filesystem::path& staging_dir,
+                                                     const StagingOptions& options = {});
+  WheelStager(WheelStager&&) noexcept;
+  WheelStager& operator=(WheelStager&&) noexcept;
+  ~WheelStager();
+
+  [[nodiscard]] std::uint64_t payload_bytes() const;  // declared uncompressed total
+  [[nodiscard]] const std::string& filename() const;
+  // Splits the members into at most max_groups contiguous ranges of about equal size, none
+  // smaller than min_group_bytes (a single group when the wheel is small). Returns the count.
+  std::size_t split(std::size_t max_groups, std::uint64_t min_group_bytes);
+  [[nodiscard]] Expected<void> extract(std::size_t group);
+  [[nodiscard]] Expected<StagedWheel> finish();
+
+private:
+  struct Impl;
+  explicit WheelStager(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> m_impl;
+};
 
 // Validates the whole wheel, then extracts it into `staging_dir` (created; must not exist or be
 // empty). On error the staging directory is removed again.

@@ -218,16 +218,20 @@ Expected<std::string> WheelArchive::read_member(std::string_view member) const {
   return out;
 }
 
-Expected<void> WheelArchive::stream(const EntryVisitor& visit) const {
+Expected<void> WheelArchive::stream(const EntryVisitor& visit, std::size_t begin, std::size_t end) const {
   auto a = ENVFIX_TRY(open_reader(m_path, m_bytes, m_name));
   struct archive_entry* e = nullptr;
   std::uint64_t total = 0;
-  for (std::size_t i = 0;; ++i) {
+  for (std::size_t i = 0; i < end; ++i) {
     int rc = archive_read_next_header(a.get(), &e);
     if (rc == ARCHIVE_EOF) break;
     if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN)
       return fail(ErrorCode::invalid_input, "{}: corrupt ZIP member {}: {}", m_name, i,
                   archive_message(a.get()));
+    if (i < begin) {
+      archive_read_data_skip(a.get()); // the seekable reader seeks past it
+      continue;
+    }
     auto entry = to_entry(e, i);
     auto sink = ENVFIX_TRY(visit(entry));
     if (!sink) {

@@ -59,9 +59,11 @@ public:
 
   // The whole content of one member (at most limits.max_member_read bytes).
   [[nodiscard]] Expected<std::string> read_member(std::string_view member) const;
-  // One pass over all members in archive order; bytes produced are counted against the declared
-  // size of each member and the total limit, whatever the headers claim.
-  [[nodiscard]] Expected<void> stream(const EntryVisitor& visit) const;
+  // One pass over the members [begin, end) in archive order; bytes produced are counted against
+  // the declared size of each member and the total limit, whatever the headers claim. Passes over
+  // disjoint ranges may run concurrently (each opens its own reader).
+  [[nodiscard]] Expected<void> stream(const EntryVisitor& visit, std::size_t begin = 0,
+                                      std::size_t end = static_cast<std::size_t>(-1)) const;
 
 private:
   WheelArchive() = default;

@@ -6,12 +6,14 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <fstream>
 #include <set>
 #include <sys/wait.h>
 
 #include "installer/install_target.hpp"
 #include "installer/transaction.hpp"
 #include "installer/uninstall.hpp"
+#include "installer/unpacked_cache.hpp"
 #include "installer/wheel_install.hpp"
 #include "tests/installer/wheel_factory.hpp"
 #include "util/fs.hpp"
@@ -452,5 +454,142 @@ TEST_CASE("the environment lock: a second envfix fails clearly when asked not to
   CHECK_FALSE(fs::exists(v.target.purelib / "demo_pkg_0"));
   auto r2 = apply_wheels(v.target, w, opt);
   CHECK(r2);
+}
+}
+
+namespace {
+
+std::string tree_diff(const InstalledTree& a, const InstalledTree& b) {
+  std::string diff;
+  for (const auto& [k, v] : a.files)
+    if (!b.files.contains(k)) diff += "only envfix: " + k + "\n";
+    else if (b.files.at(k) != v) diff += "differs: " + k + "\n  envfix: " + v + "\n  pip:    " + b.files.at(k) + "\n";
+  for (const auto& [k, v] : b.files)
+    if (!a.files.contains(k)) diff += "only pip: " + k + "\n";
+  if (a.record_paths != b.record_paths) diff += "RECORD paths differ\n";
+  return diff;
+}
+
+std::vector<WheelToInstall> hashed(const std::vector<fs::path>& wheels) {
+  std::vector<WheelToInstall> out;
+  for (const auto& w : wheels) {
+    WheelToInstall t{w};
+    t.sha256 = util::sha256_file_hex(w).value();
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Expected<TransactionResult> apply_to(const InstallTarget& t, const std::vector<WheelToInstall>& wheels,
+                                     TransactionOptions opt) {
+  Transaction txn(t, std::move(opt));
+  for (const auto& w : wheels) txn.install(w);
+  return txn.run();
+}
+
+ino_t inode_of(const fs::path& p) {
+  struct stat st;
+  REQUIRE(::stat(p.c_str(), &st) == 0);
+  return st.st_ino;
+}
+
+} // namespace
+
+TEST_SUITE("integration") {
+TEST_CASE("unpacked cache: every link mode installs pip's tree, the first time and from the cache") {
+  Venv ref("linkref");
+  auto wheels_dir = ref.root / "wheels";
+  fs::create_directories(wheels_dir);
+  const int n = 3;
+  auto wheels = make_demo_wheels(wheels_dir, n, "1.0", 4);
+  auto before_ref = test::manifest(ref.dir);
+  std::vector<std::string> args = {"install", "--no-deps", "--no-compile", "--no-index", "--find-links", wheels_dir.string()};
+  for (int i = 0; i < n; ++i) args.push_back("demo-pkg-" + std::to_string(i));
+  auto p = pip(ref, args);
+  INFO(p.out, p.err);
+  REQUIRE(p.ok());
+  const auto pip_tree = installed_tree(ref, before_ref);
+  const auto to_install = hashed(wheels);
+
+  for (LinkMode mode : {LinkMode::copy, LinkMode::hardlink, LinkMode::clone, LinkMode::automatic}) {
+    CAPTURE(to_string(mode));
+    const fs::path cache = ref.root / (std::string("cache-") + to_string(mode));
+    for (int round = 0; round < 2; ++round) {
+      CAPTURE(round);
+      Venv v(std::string("link-") + to_string(mode));
+      auto before = test::manifest(v.dir);
+      TransactionOptions opt;
+      opt.unpacked_cache = cache;
+      opt.link_mode = mode;
+      opt.threads = 3;
+      auto r = apply_to(v.target, to_install, opt);
+      REQUIRE_MESSAGE(r, (r ? "" : r.error().render()));
+      CHECK(r->installed.size() == n);
+      // Round 0 unpacks into the cache, round 1 only links from it.
+      CHECK(r->cache_hits == static_cast<std::size_t>(round == 0 ? 0 : n));
+      REQUIRE(r->link_mode);
+      if (mode == LinkMode::copy || mode == LinkMode::hardlink) CHECK(*r->link_mode == mode);
+      auto diff = tree_diff(installed_tree(v, before), pip_tree);
+      CHECK_MESSAGE(diff.empty(), diff);
+      auto run_ep = run({(v.dir / "bin" / "demo-0").string()});
+      CHECK(run_ep.out == "hello from demo_pkg_0 1.0\n");
+      // Hard links share the cache's inode; copies do not.
+      auto sha = *to_install[0].sha256;
+      auto cached_file = cache / sha / "tree" / "demo_pkg_0" / "__init__.py";
+      REQUIRE(fs::exists(cached_file));
+      bool same = inode_of(cached_file) == inode_of(v.target.purelib / "demo_pkg_0" / "__init__.py");
+      CHECK(same == (*r->link_mode == LinkMode::hardlink));
+    }
+  }
+}
+
+TEST_CASE("unpacked cache: an entry edited through a hard link is not trusted again") {
+  Venv a("cache-edit");
+  auto wheels_dir = a.root / "wheels";
+  fs::create_directories(wheels_dir);
+  auto wheels = make_demo_wheels(wheels_dir, 1, "1.0");
+  auto to_install = hashed(wheels);
+  TransactionOptions opt;
+  opt.unpacked_cache = a.root / "cache";
+  opt.link_mode = LinkMode::hardlink;
+  auto r = apply_to(a.target, to_install, opt);
+  REQUIRE_MESSAGE(r, (r ? "" : r.error().render()));
+  const auto installed = a.target.purelib / "demo_pkg_0" / "__init__.py";
+  const auto original = util::read_file(installed).value();
+  UnpackedCache cache(opt.unpacked_cache);
+  REQUIRE(cache.find(*to_install[0].sha256));
+  // An in-place edit (an editor, a sed -i that keeps the inode) reaches the cache file too.
+  {
+    std::ofstream out(installed, std::ios::app);
+    out << "EDITED = True\n";
+  }
+  CHECK_FALSE(cache.find(*to_install[0].sha256));
+
+  Venv b("cache-edit-2");
+  auto r2 = apply_to(b.target, to_install, opt);
+  REQUIRE_MESSAGE(r2, (r2 ? "" : r2.error().render()));
+  CHECK(r2->cache_hits == 0); // unpacked again from the archive
+  CHECK(util::read_file(b.target.purelib / "demo_pkg_0" / "__init__.py").value() == original);
+  CHECK(cache.find(*to_install[0].sha256));
+}
+
+TEST_CASE("unpacked cache: a wrong archive hash refuses the wheel and caches nothing") {
+  Venv a("cache-hash");
+  auto wheels_dir = a.root / "wheels";
+  fs::create_directories(wheels_dir);
+  auto wheels = make_demo_wheels(wheels_dir, 1, "1.0");
+  auto to_install = hashed(wheels);
+  to_install[0].sha256 = std::string(64, 'a');
+  TransactionOptions opt;
+  opt.unpacked_cache = a.root / "cache";
+  const auto before = test::manifest(a.dir);
+  auto r = apply_to(a.target, to_install, opt);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == ErrorCode::hash_mismatch);
+  CHECK(test::manifest(a.dir) == before);
+  std::error_code ec;
+  std::size_t entries = 0;
+  for (fs::directory_iterator it(opt.unpacked_cache, ec), end; !ec && it != end; it.increment(ec)) ++entries;
+  CHECK(entries == 0);
 }
 }

@@ -1,0 +1,328 @@
+#include "installer/unpacked_cache.hpp"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "util/fs.hpp"
+#include "util/parallel.hpp"
+
+namespace envfix::installer {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const char* to_string(LinkMode mode) {
+  switch (mode) {
+  case LinkMode::automatic: return "auto";
+  case LinkMode::clone: return "clone";
+  case LinkMode::hardlink: return "hardlink";
+  case LinkMode::copy: return "copy";
+  }
+  return "?";
+}
+
+Expected<LinkMode> parse_link_mode(std::string_view text) {
+  if (text == "auto") return LinkMode::automatic;
+  if (text == "clone") return LinkMode::clone;
+  if (text == "hardlink") return LinkMode::hardlink;
+  if (text == "copy") return LinkMode::copy;
+  return make_error(ErrorCode::invalid_input, fmt::format("unknown link mode '{}'", text),
+                    "use one of auto, clone, hardlink, copy");
+}
+
+namespace {
+
+constexpr const char* manifest_name = "manifest.json";
+constexpr int manifest_version = 1;
+
+std::int64_t mtime_ns(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+bool valid_sha256(std::string_view s) {
+  if (s.size() != 64) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+std::string random_suffix() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}", rd(), rd());
+}
+
+void remove_quietly(const fs::path& p) {
+  std::error_code ec;
+  fs::remove_all(p, ec);
+}
+
+// ---- linking one file ---------------------------------------------------------------------------
+
+// errno values that mean "this filesystem (pair) cannot do that", as opposed to a real failure.
+bool unsupported(int err, LinkMode mode) {
+  if (mode == LinkMode::clone) return err == EOPNOTSUPP || err == EINVAL || err == EXDEV || err == ENOTTY || err == ENOSYS || err == EPERM;
+  if (mode == LinkMode::hardlink) return err == EXDEV || err == EPERM || err == EMLINK || err == EOPNOTSUPP;
+  return false;
+}
+
+// Returns 0 or the errno of the failing call; `dest` does not exist afterwards on failure.
+int clone_file(const fs::path& src, const fs::path& dest, mode_t mode) {
+  util::Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in.valid()) return errno;
+  util::Fd out(::open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!out.valid()) return errno;
+  if (::ioctl(out.get(), FICLONE, in.get()) != 0) {
+    int err = errno;
+    ::unlink(dest.c_str());
+    return err;
+  }
+  ::fchmod(out.get(), mode);
+  return 0;
+}
+
+int copy_file(const fs::path& src, const fs::path& dest, mode_t mode) {
+  util::Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in.valid()) return errno;
+  util::Fd out(::open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!out.valid()) return errno;
+  auto fail_with = [&](int err) {
+    ::unlink(dest.c_str());
+    return err;
+  };
+  bool use_range = true;
+  char buf[1 << 16];
+  for (;;) {
+    if (use_range) {
+      auto n = ::copy_file_range(in.get(), nullptr, out.get(), nullptr, 1 << 30, 0);
+      if (n > 0) continue;
+      if (n == 0) break;
+      if (errno == EINTR) continue;
+      if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP) return fail_with(errno);
+      use_range = false; // older kernels / some filesystem pairs: plain read/write
+    }
+    auto n = ::read(in.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail_with(errno);
+    }
+    if (n == 0) break;
+    for (ssize_t off = 0; off < n;) {
+      auto w = ::write(out.get(), buf + off, static_cast<std::size_t>(n - off));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return fail_with(errno);
+      }
+      off += w;
+    }
+  }
+  ::fchmod(out.get(), mode);
+  return 0;
+}
+
+int link_one(LinkMode mode, const fs::path& src, const fs::path& dest, mode_t file_mode) {
+  switch (mode) {
+  case LinkMode::clone: return clone_file(src, dest, file_mode);
+  case LinkMode::hardlink: return ::link(src.c_str(), dest.c_str()) == 0 ? 0 : errno;
+  default: return copy_file(src, dest, file_mode);
+  }
+}
+
+} // namespace
+
+// ---- the cache ------------------------------------------------------------------------------------
+
+std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256) const {
+  if (!valid_sha256(sha256)) return std::nullopt;
+  const fs::path entry = m_root / std::string(sha256);
+  auto text = util::read_file(entry / manifest_name);
+  if (!text) return std::nullopt;
+  try {
+    auto j = json::parse(*text);
+    if (j.value("manifest", 0) != manifest_version) return std::nullopt;
+    wheel::StagedWheel sw;
+    sw.wheel = entry / j.at("filename").get<std::string>();
+    sw.tree = entry / "tree";
+    sw.archive_size = j.at("archive_size").get<std::uint64_t>();
+    sw.name = j.at("name").get<std::string>();
+    sw.version = j.at("version").get<std::string>();
+    sw.dist_info = j.at("dist_info").get<std::string>();
+    sw.data_dir = j.at("data_dir").get<std::string>();
+    sw.root_is_purelib = j.at("root_is_purelib").get<bool>();
+    sw.wheel_version = j.at("wheel_version").get<std::string>();
+    sw.metadata = j.at("metadata").get<std::string>();
+    sw.entry_points = j.at("entry_points").get<std::string>();
+    sw.warnings = j.at("warnings").get<std::vector<std::string>>();
+    for (const auto& f : j.at("files")) {
+      wheel::StagedFile sf;
+      sf.member = f.at(0).get<std::string>();
+      sf.hash = f.at(1).get<std::string>();
+      sf.size = f.at(2).get<std::uint64_t>();
+      sf.executable = f.at(3).get<bool>();
+      auto mtime = f.at(4).get<std::int64_t>();
+      sf.staged = sw.tree / sf.member;
+      // Intact = the very files the manifest describes (an in-place edit through a hard link
+      // changes size or mtime).
+      struct stat st;
+      if (::lstat(sf.staged.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+          static_cast<std::uint64_t>(st.st_size) != sf.size || mtime_ns(st) != mtime)
+        return std::nullopt;
+      sw.files.push_back(std::move(sf));
+    }
+    return sw;
+  } catch (const std::exception&) {
+    return std::nullopt; // unreadable manifest: treated as absent, the wheel is unpacked again
+  }
+}
+
+Expected<fs::path> UnpackedCache::make_temp() const {
+  ENVFIX_TRY_VOID(util::create_directories(m_root));
+  return util::make_temp_dir(m_root, ".tmp-");
+}
+
+Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::StagedWheel staged,
+                                                const fs::path& temp) const {
+  if (!valid_sha256(sha256))
+    return fail(ErrorCode::internal, "unpacked cache: '{}' is not a sha256", sha256);
+  json files = json::array();
+  for (const auto& f : staged.files) {
+    struct stat st;
+    if (::lstat(f.staged.c_str(), &st) != 0)
+      return fail(ErrorCode::io, "unpacked cache: {}: {}", f.staged.string(), std::strerror(errno));
+    files.push_back(json::array({f.member, f.hash, f.size, f.executable, mtime_ns(st)}));
+  }
+  json j = {{"manifest", manifest_version},
+            {"filename", staged.wheel.filename().string()},
+            {"archive_size", staged.archive_size},
+            {"name", staged.name},
+            {"version", staged.version},
+            {"dist_info", staged.dist_info},
+            {"data_dir", staged.data_dir},
+            {"root_is_purelib", staged.root_is_purelib},
+            {"wheel_version", staged.wheel_version},
+            {"metadata", staged.metadata},
+            {"entry_points", staged.entry_points},
+            {"warnings", staged.warnings},
+            {"files", std::move(files)}};
+  std::string text;
+  try {
+    text = j.dump();
+  } catch (const std::exception& e) {
+    return fail(ErrorCode::invalid_input, "{}: cannot record the unpacked wheel (a name is not UTF-8?): {}",
+                staged.wheel.filename().string(), e.what());
+  }
+  // Not fsync'd: a cache entry lost to a power cut is unpacked again (find() checks every file).
+  {
+    util::Fd fd(::open((temp / manifest_name).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd.valid() || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+      return fail(ErrorCode::io, "unpacked cache: cannot write {}: {}", (temp / manifest_name).string(),
+                  std::strerror(errno));
+  }
+  const fs::path entry = m_root / std::string(sha256);
+  if (::rename(temp.c_str(), entry.c_str()) != 0) {
+    if (errno != ENOTEMPTY && errno != EEXIST)
+      return fail(ErrorCode::io, "unpacked cache: rename {} → {}: {}", temp.string(), entry.string(),
+                  std::strerror(errno));
+    // An entry is already there: a damaged one (find() refused it) or a concurrent run's. Swap it
+    // out atomically and drop it; a reader holding its paths keeps working on unlinked files.
+    const fs::path trash = m_root / (".old-" + random_suffix());
+    if (::rename(entry.c_str(), trash.c_str()) != 0 || ::rename(temp.c_str(), entry.c_str()) != 0) {
+      remove_quietly(temp);
+      if (auto existing = find(sha256)) return *existing;
+      return fail(ErrorCode::io, "unpacked cache: cannot replace {}: {}", entry.string(), std::strerror(errno));
+    }
+    remove_quietly(trash);
+  }
+  auto added = find(sha256);
+  if (!added) return fail(ErrorCode::io, "unpacked cache: {} vanished or changed while being added", entry.string());
+  return *added;
+}
+
+// ---- link_tree --------------------------------------------------------------------------------------
+
+Expected<LinkResult> link_tree(const wheel::StagedWheel& cached, const fs::path& dest_tree, LinkMode mode,
+                               unsigned threads) {
+  LinkResult out;
+  out.staged = cached;
+  out.staged.tree = dest_tree;
+  std::error_code ec;
+  if (fs::exists(dest_tree, ec)) return fail(ErrorCode::io, "{} already exists", dest_tree.string());
+  ENVFIX_TRY_VOID(util::create_directories(dest_tree));
+  struct Cleanup {
+    fs::path dir;
+    bool armed = true;
+    ~Cleanup() {
+      if (armed) remove_quietly(dir);
+    }
+  } cleanup{dest_tree};
+
+  std::set<fs::path> dirs;
+  std::vector<mode_t> modes(cached.files.size());
+  for (std::size_t i = 0; i < cached.files.size(); ++i) {
+    auto& f = out.staged.files[i];
+    f.staged = dest_tree / f.member;
+    auto parent = f.staged.parent_path();
+    if (dirs.insert(parent).second) ENVFIX_TRY_VOID(util::create_directories(parent));
+    struct stat st;
+    if (::stat(cached.files[i].staged.c_str(), &st) != 0)
+      return fail(ErrorCode::io, "unpacked cache: {}: {}", cached.files[i].staged.string(), std::strerror(errno));
+    modes[i] = st.st_mode & 07777;
+  }
+  if (cached.files.empty()) {
+    out.used = mode == LinkMode::automatic ? LinkMode::copy : mode;
+    cleanup.armed = false;
+    return out;
+  }
+
+  // The first file decides what this filesystem pair can do.
+  std::vector<LinkMode> order;
+  if (mode == LinkMode::automatic || mode == LinkMode::clone) order.push_back(LinkMode::clone);
+  if (mode == LinkMode::automatic || mode == LinkMode::clone || mode == LinkMode::hardlink) order.push_back(LinkMode::hardlink);
+  order.push_back(LinkMode::copy);
+  int first_err = 0;
+  for (auto m : order) {
+    int err = link_one(m, cached.files[0].staged, out.staged.files[0].staged, modes[0]);
+    if (err == 0) {
+      out.used = m;
+      break;
+    }
+    if (!unsupported(err, m))
+      return fail(ErrorCode::io, "{} {} → {}: {}", to_string(m), cached.files[0].staged.string(),
+                  out.staged.files[0].staged.string(), std::strerror(err));
+    if (!first_err) first_err = err;
+  }
+  if (mode != LinkMode::automatic && out.used != mode)
+    out.fallback = fmt::format("link mode {} is not possible from {} to {} ({}); used {}", to_string(mode),
+                               cached.tree.string(), dest_tree.string(), std::strerror(first_err), to_string(out.used));
+
+  const LinkMode used = out.used;
+  constexpr std::size_t chunk = 256;
+  const std::size_t n = cached.files.size() - 1;
+  ENVFIX_TRY_VOID(util::parallel_for((n + chunk - 1) / chunk, threads, [&](std::size_t c) -> Expected<void> {
+    for (std::size_t k = 1 + c * chunk; k < std::min(cached.files.size(), 1 + (c + 1) * chunk); ++k) {
+      int err = link_one(used, cached.files[k].staged, out.staged.files[k].staged, modes[k]);
+      if (err != 0 && unsupported(err, used)) err = copy_file(cached.files[k].staged, out.staged.files[k].staged, modes[k]);
+      if (err != 0)
+        return make_error(ErrorCode::io,
+                          fmt::format("{} {} → {}: {}", to_string(used), cached.files[k].staged.string(),
+                                      out.staged.files[k].staged.string(), std::strerror(err)),
+                          err == ENOSPC || err == EDQUOT ? "the disk is full; free space and retry" : "");
+    }
+    return {};
+  }));
+  cleanup.armed = false;
+  return out;
+}
+
+} // namespace envfix::installer
