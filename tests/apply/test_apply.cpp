@@ -203,6 +203,22 @@ TEST_CASE("apply of a plain set installs what pip installs, and writes the lockf
   CHECK(lock.find("id: cpu-cp311-") != std::string::npos);
   CHECK(lock.find("sha256: ") != std::string::npos);
 
+  // A second venv: every wheel comes from the unpacked cache, nothing is downloaded or unpacked.
+  auto ve2 = w.venv("venv-envfix-2");
+  auto warm = w.envfix({"--format", "json", "apply", "alpha", "--index-url", w.index_url(), "--python",
+                        (ve2 / "bin/python").string(), "--yes", "--link-mode", "copy", "--lockfile",
+                        (w.root() / "warm.lock").string()});
+  REQUIRE_MESSAGE(warm.rc == 0, warm.err);
+  auto wj = json::parse(warm.out);
+  CHECK(wj["applied"]["unpacked_cache_hits"] == 3);
+  CHECK(wj["applied"]["link_mode"] == "copy");
+  CHECK(w.pip_list(ve2) == theirs);
+  auto bad_mode = w.envfix({"apply", "alpha==1.0", "--index-url", w.index_url(), "--python", (ve2 / "bin/python").string(),
+                            "--yes"}, {{"ENVFIX_LINK_MODE", "symlink"}});
+  CHECK(bad_mode.rc != 0);
+  CHECK(bad_mode.err.find("unknown link mode 'symlink'") != std::string::npos);
+  CHECK(w.pip_list(ve2).at("alpha") == "1.1"); // refused before anything changed
+
   // Again: nothing to do, environment unchanged.
   auto before = manifest(ve);
   auto again = w.envfix({"apply", "alpha", "--index-url", w.index_url(), "--python", (ve / "bin/python").string(), "--yes",
