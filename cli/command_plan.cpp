@@ -64,6 +64,10 @@ void add_plan_command(CLI::App& app, Globals& g) {
     auto rc = run_plan(g, *opts);
     if (!rc) {
       print_error(rc.error());
+      // --format json: the error as one document too (causes stay a list: the derivation chain is the message).
+      if (g.format == "json")
+        machine(json{{"error", {{"code", to_string(rc.error().code)}, {"message", rc.error().message},
+                                {"causes", rc.error().causes}, {"hint", rc.error().hint}}}}.dump(2));
       g.exit_code = exit_code_for(rc.error());
       return;
     }

@@ -196,6 +196,7 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
       const auto* kp = &knowledge;
       std::string drv = host.driver;
       target.driver_supports = [kp, drv](const specs::CudaVersion& c) { return kp->driver_supports(drv, c); };
+      target.driver_native = [kp, drv](const specs::CudaVersion& c) { return kp->driver_supports(drv, c, false); };
     } else if (!host.gpus.empty()) {
       target.driver_supports = [](const specs::CudaVersion&) { return false; };
     }

@@ -245,37 +245,56 @@ struct IndexClient::Impl {
     return f == PageFormat::json ? parse_json_page(p.body, ctx) : parse_html_page(p.body, ctx);
   }
 
-  Expected<ProjectPage> remote_page(const std::string& url, const PageContext& ctx) {
-    std::string key = util::sha256_hex(strip_credentials(url));
-    auto cached = load_page(key);
+  // A page fetch in two halves so that many can share one multi handle (project_candidates_many).
+  struct PageFetch {
+    std::string url, key;
+    PageContext ctx;
+    std::optional<CachedPage> cached;
+    std::optional<Expected<ProjectPage>> done; // answered from the cache (or failed) without a request
+  };
+
+  PageFetch begin_page(const std::string& url, const PageContext& ctx) {
+    PageFetch f{url, util::sha256_hex(strip_credentials(url)), ctx, std::nullopt, std::nullopt};
+    f.cached = load_page(f.key);
     if (options.offline) {
-      if (!cached)
-        return make_error(ErrorCode::not_found,
-                          fmt::format("offline: no cached copy of {}", redact_url(url)),
-                          "run once without --offline to fill the cache, or use --find-links with local wheels");
-      bump(&IndexStats::page_offline_hits);
-      return parse_page(*cached, url, ctx);
+      if (!f.cached)
+        f.done = make_error(ErrorCode::not_found, fmt::format("offline: no cached copy of {}", redact_url(url)),
+                            "run once without --offline to fill the cache, or use --find-links with local wheels");
+      else {
+        bump(&IndexStats::page_offline_hits);
+        f.done = parse_page(*f.cached, url, ctx);
+      }
+      return f;
     }
-    if (cached && !options.refresh && !cached->no_cache && cached->max_age &&
-        now_seconds() - cached->stored_at < *cached->max_age) {
+    if (f.cached && !options.refresh && !f.cached->no_cache && f.cached->max_age &&
+        now_seconds() - f.cached->stored_at < *f.cached->max_age) {
       bump(&IndexStats::page_fresh_hits);
-      return parse_page(*cached, url, ctx);
+      f.done = parse_page(*f.cached, url, ctx);
     }
+    return f;
+  }
+
+  HttpRequest page_request(const PageFetch& f) {
     HttpRequest req;
-    req.url = url;
+    req.url = f.url;
     req.headers.emplace_back(accept_header);
     req.accept_compressed = true;
     req.max_body = options.max_page_bytes;
-    if (cached && !cached->etag.empty()) req.headers.push_back("If-None-Match: " + cached->etag);
-    if (cached && !cached->last_modified.empty()) req.headers.push_back("If-Modified-Since: " + cached->last_modified);
+    if (f.cached && !f.cached->etag.empty()) req.headers.push_back("If-None-Match: " + f.cached->etag);
+    if (f.cached && !f.cached->last_modified.empty()) req.headers.push_back("If-Modified-Since: " + f.cached->last_modified);
     bump(&IndexStats::page_requests);
-    auto resp = http.perform(std::move(req));
+    return req;
+  }
+
+  Expected<ProjectPage> finish_page(PageFetch& f, Expected<HttpResponse> resp) {
+    const std::string& url = f.url;
+    const PageContext& ctx = f.ctx;
     if (!resp) return std::unexpected(std::move(resp.error()).context(fmt::format("fetching the project page {}", redact_url(url))));
-    if (resp->status == 304 && cached) {
+    if (resp->status == 304 && f.cached) {
       bump(&IndexStats::page_revalidated);
-      cached->stored_at = now_seconds();
-      (void)store_page(key, *cached); // refreshing the timestamp is best effort
-      return parse_page(*cached, url, ctx);
+      f.cached->stored_at = now_seconds();
+      (void)store_page(f.key, *f.cached); // refreshing the timestamp is best effort
+      return parse_page(*f.cached, url, ctx);
     }
     if (resp->status == 404)
       return make_error(ErrorCode::not_found,
@@ -296,8 +315,14 @@ struct IndexClient::Impl {
     p.max_age = policy.max_age;
     p.no_cache = policy.no_cache;
     auto page = parse_page(p, strip_credentials(resp->url) == strip_credentials(url) ? url : resp->url, ctx);
-    if (page && !policy.no_store) (void)store_page(key, p); // an unwritable cache must not fail the run
+    if (page && !policy.no_store) (void)store_page(f.key, p); // an unwritable cache must not fail the run
     return page;
+  }
+
+  Expected<ProjectPage> remote_page(const std::string& url, const PageContext& ctx) {
+    PageFetch f = begin_page(url, ctx);
+    if (f.done) return std::move(*f.done);
+    return finish_page(f, http.perform(page_request(f)));
   }
 
   Expected<ProjectPage> local_index(fs::path root, const std::string& location, const std::string& project) {
@@ -599,6 +624,40 @@ Expected<std::vector<Candidate>> IndexClient::project_candidates(const std::stri
   return std::move(page.candidates);
 }
 
+std::vector<Expected<std::vector<Candidate>>> IndexClient::project_candidates_many(const std::string& index_url,
+                                                                              std::span<const std::string> projects) {
+  std::vector<std::optional<Expected<std::vector<Candidate>>>> slots(projects.size());
+  std::string scheme = url_scheme(index_url);
+  if (local_path_of(index_url) || (scheme != "http" && scheme != "https")) {
+    for (std::size_t i = 0; i < projects.size(); ++i) slots[i] = project_candidates(index_url, projects[i]);
+  } else {
+    std::vector<Impl::PageFetch> fetches;
+    std::vector<std::size_t> which;
+    std::vector<HttpRequest> reqs;
+    for (std::size_t i = 0; i < projects.size(); ++i) {
+      PageContext ctx{.page_url = "", .project = projects[i], .index_url = index_url, .filter_by_project = false};
+      auto f = m_impl->begin_page(project_page_url(index_url, projects[i]), ctx);
+      if (f.done) {
+        slots[i] = f.done->has_value() ? Expected<std::vector<Candidate>>(std::move((*f.done)->candidates))
+                                       : std::unexpected(f.done->error());
+        continue;
+      }
+      reqs.push_back(m_impl->page_request(f));
+      fetches.push_back(std::move(f));
+      which.push_back(i);
+    }
+    auto results = m_impl->http.perform_many(std::move(reqs)); // one multi handle: HTTP/2 streams on one connection
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      auto page = m_impl->finish_page(fetches[k], std::move(results[k]));
+      slots[which[k]] = page ? Expected<std::vector<Candidate>>(std::move(page->candidates)) : std::unexpected(page.error());
+    }
+  }
+  std::vector<Expected<std::vector<Candidate>>> out;
+  out.reserve(slots.size());
+  for (auto& s : slots) out.push_back(std::move(*s));
+  return out;
+}
+
 Expected<std::vector<Candidate>> IndexClient::find_links_candidates(const std::string& location,
                                                                     const std::string& project) {
   auto page = ENVFIX_TRY(m_impl->project_page(location, project, true));
@@ -617,13 +676,50 @@ std::vector<Expected<std::string>> IndexClient::fetch_metadata_many(std::span<co
   // Each metadata fetch is a short chain of dependent requests; run chains on worker threads, each
   // with its own client (curl handles are not shared across threads).
   std::vector<std::optional<Expected<std::string>>> slots(cs.size());
+  // PEP 658 files first, as one batch on the shared multi handle (reused connections, HTTP/2 streams);
+  // whatever that does not answer takes the per-candidate chain below.
+  if (!m_impl->options.offline) {
+    std::vector<HttpRequest> reqs;
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      const Candidate& c = cs[i];
+      if (!c.has_metadata || !c.is_wheel() || candidate_local_path(c.url)) continue;
+      fs::path mpath = m_impl->metadata_path(c);
+      if (auto m = util::read_file(mpath)) {
+        m_impl->bump(&IndexStats::metadata_cache);
+        slots[i] = std::move(*m);
+        continue;
+      }
+      HttpRequest req;
+      req.url = c.metadata_url();
+      reqs.push_back(std::move(req));
+      which.push_back(i);
+    }
+    auto results = m_impl->http.perform_many(std::move(reqs));
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      const Candidate& c = cs[which[k]];
+      if (!results[k] || !results[k]->ok()) continue;
+      auto body = m_impl->check_metadata_hash(c, std::move(results[k]->body));
+      if (!body) {
+        slots[which[k]] = std::unexpected(body.error());
+        continue;
+      }
+      m_impl->bump(&IndexStats::metadata_pep658);
+      fs::path mpath = m_impl->metadata_path(c);
+      if (util::create_directories(mpath.parent_path())) (void)util::write_file_atomic(mpath, *body);
+      slots[which[k]] = std::move(*body);
+    }
+  }
+  std::vector<std::size_t> rest;
+  for (std::size_t i = 0; i < cs.size(); ++i)
+    if (!slots[i]) rest.push_back(i);
   std::atomic<std::size_t> next{0};
-  std::size_t workers = std::min(std::max<std::size_t>(m_impl->options.parallelism, 1), cs.size());
+  std::size_t workers = std::min(std::max<std::size_t>(m_impl->options.parallelism, 1), rest.size());
   auto work = [&] {
     HttpOptions ho = m_impl->options.http;
     ho.parallel = 1;
     HttpClient client(ho);
-    for (std::size_t i; (i = next.fetch_add(1)) < cs.size();) slots[i] = m_impl->fetch_metadata(client, cs[i], nullptr);
+    for (std::size_t k; (k = next.fetch_add(1)) < rest.size();) slots[rest[k]] = m_impl->fetch_metadata(client, cs[rest[k]], nullptr);
   };
   std::vector<std::thread> threads;
   for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(work);

@@ -56,6 +56,10 @@ public:
   // index, a local directory (PEP 503 tree or flat find-links folder), or a local .whl path.
   [[nodiscard]] Expected<std::vector<Candidate>> project_candidates(const std::string& index_url,
                                                                     const std::string& project);
+  // The pages of several projects of one index at once (HTTP: one multi handle, so the requests share
+  // connections and HTTP/2 streams); results in the order of `projects`.
+  [[nodiscard]] std::vector<Expected<std::vector<Candidate>>> project_candidates_many(const std::string& index_url,
+                                                                                     std::span<const std::string> projects);
   // Same, with page warnings (skipped anchors, api-version).
   [[nodiscard]] Expected<ProjectPage> project_page(const std::string& index_url, const std::string& project);
   // A find-links location: a directory of files or an HTML page listing files of many projects.
@@ -67,6 +71,7 @@ public:
   // Path of the verified file in the cache (<cache>/wheels/<sha256[:2]>/<sha256>/<filename>).
   [[nodiscard]] Expected<std::filesystem::path> download(const Candidate& candidate, ProgressFn progress = {});
 
+  // PEP 658 files are fetched as one batch on the shared connection(s); the rest in parallel chains.
   [[nodiscard]] std::vector<Expected<std::string>> fetch_metadata_many(std::span<const Candidate> candidates);
   // progress(index into candidates, done, total)
   using ManyProgressFn = std::function<void(std::size_t, std::uint64_t, std::optional<std::uint64_t>)>;

@@ -57,7 +57,15 @@ bool is_remote(std::string_view page_url) {
 
 // Builds a Candidate from an href (already entity-decoded) and the page context. Returns nullopt
 // (with a warning) for anchors that must be skipped.
-std::optional<Candidate> candidate_from_href(std::string_view href, const PageContext& ctx,
+// Per-page values every anchor shares (computed once: pages have thousands of anchors).
+struct PageConstants {
+  std::string project; // normalized
+  std::string index_url; // credentials stripped
+  explicit PageConstants(const PageContext& ctx)
+      : project(normalize_project_name(ctx.project)), index_url(strip_credentials(ctx.index_url)) {}
+};
+
+std::optional<Candidate> candidate_from_href(std::string_view href, const PageContext& ctx, const PageConstants& k,
                                              ProjectPage& page) {
   auto resolved = resolve_url(ctx.page_url, href);
   if (!resolved) {
@@ -81,10 +89,10 @@ std::optional<Candidate> candidate_from_href(std::string_view href, const PageCo
     page.warnings.push_back(fmt::format("skipped anchor without a file name: {}", redact_url(url)));
     return std::nullopt;
   }
-  c.project = normalize_project_name(ctx.project);
+  c.project = k.project;
   if (ctx.filter_by_project && project_of_filename(c.filename) != c.project) return std::nullopt;
   c.url = std::move(url);
-  c.index_url = strip_credentials(ctx.index_url);
+  c.index_url = k.index_url;
   // R1.8: hash from the (percent-decoded) fragment; "#egg=…" and others are ignored.
   std::string frag = percent_decode(fragment);
   std::size_t pos = 0;
@@ -180,10 +188,11 @@ Expected<ProjectPage> parse_html_page(std::string_view html, const PageContext& 
       stack.push_back(static_cast<const GumboNode*>(el.children.data[i]));
   }
   page.candidates.reserve(anchors.size());
+  const PageConstants k(local);
   for (const GumboElement* el : anchors) {
     auto* href = attr(*el, "href");
     if (!href) continue;
-    auto c = candidate_from_href(href->value, local, page);
+    auto c = candidate_from_href(href->value, local, k, page);
     if (!c) continue;
     if (auto* rp = attr(*el, "data-requires-python")) c->requires_python = std::string(rp->value);
     if (auto* y = attr(*el, "data-yanked")) {
@@ -225,6 +234,7 @@ Expected<ProjectPage> parse_json_page(std::string_view text, const PageContext& 
   auto files = doc.find("files");
   if (files == doc.end() || !files->is_array()) return bad("\"files\" is missing or not a list");
   page.candidates.reserve(files->size());
+  const PageConstants k(ctx);
   std::size_t index = 0;
   for (const json& f : *files) {
     ++index;
@@ -232,7 +242,7 @@ Expected<ProjectPage> parse_json_page(std::string_view text, const PageContext& 
     auto url = f.find("url");
     if (url == f.end() || !url->is_string())
       return bad(fmt::format("files[{}].url is missing or not a string", index - 1));
-    auto c = candidate_from_href(url->get_ref<const std::string&>(), ctx, page);
+    auto c = candidate_from_href(url->get_ref<const std::string&>(), ctx, k, page);
     if (!c) continue;
     if (auto fn = f.find("filename"); fn != f.end() && fn->is_string() && !fn->get_ref<const std::string&>().empty())
       c->filename = fn->get<std::string>();

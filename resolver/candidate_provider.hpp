@@ -1,6 +1,7 @@
 #pragma once
 // Where the resolver gets its facts: the files an index offers for a project and the core metadata of
 // one of them. Tests and scenarios feed a MemoryProvider; the CLI uses IndexProvider (index::IndexClient).
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,17 @@ public:
   [[nodiscard]] virtual Expected<specs::CoreMetadata> metadata(const index::Candidate& candidate) = 0;
   // Where candidates come from, for messages ("https://…/simple", "find-links /dir").
   [[nodiscard]] virtual std::string describe() const = 0;
+
+  // Hints: the resolver is about to ask for these; a provider may fetch them concurrently and keep
+  // them. Failures are not reported here (the later candidates()/metadata() call reports them).
+  virtual void prefetch_candidates(std::span<const std::string> projects) { (void)projects; }
+  virtual void prefetch_metadata(std::span<const index::Candidate> files) { (void)files; }
+  // A local file (file:// URL) is usable without an index hash: the file is its own source of truth.
+  // The resolver asks for the sha256 of such a file only when it ends up in the result.
+  [[nodiscard]] virtual Expected<void> complete_hash(index::Candidate& file) {
+    (void)file;
+    return {};
+  }
 };
 
 } // namespace envfix::resolver

@@ -56,8 +56,12 @@ CoverageVerdict check_coverage(const std::vector<specs::GpuArch>& archs, const s
   return v;
 }
 
-Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const HostTarget& host,
-                                               const FrameworkRequest& request, const ProviderFor& provider_for) {
+namespace {
+
+// One selection pass; `native_only`: variants the driver runs only through minor-version
+// compatibility are rejected (driver-too-old) instead of tried.
+Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarget& host, const FrameworkRequest& request,
+                                      const ProviderFor& provider_for, bool native_only) {
   FrameworkChoice out;
   const std::string main = specs::normalize_name(spec.main_package);
   const bool gpu_host = !host.gpus.empty();
@@ -105,6 +109,14 @@ Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const 
         r.reason = RejectReason::driver_too_old;
         r.detail = fmt::format("CUDA {} needs a newer driver than {}", i.cuda->to_string(),
                                host.driver_version.empty() ? "the host's" : host.driver_version);
+        reject(std::move(r));
+        continue;
+      }
+      if (native_only && i.cuda && host.driver_native && !host.driver_native(*i.cuda)) {
+        r.reason = RejectReason::driver_too_old;
+        r.detail = fmt::format("CUDA {} needs a newer driver than {} natively; it runs there only through minor-version "
+                               "compatibility, tried only when no natively supported variant gives a set",
+                               i.cuda->to_string(), host.driver_version.empty() ? "the host's" : host.driver_version);
         reject(std::move(r));
         continue;
       }
@@ -317,6 +329,25 @@ Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const 
   }
   e.causes.push_back("`envfix plan --explain` lists every rejected file");
   return std::unexpected(e);
+}
+
+} // namespace
+
+Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const HostTarget& host,
+                                               const FrameworkRequest& request, const ProviderFor& provider_for) {
+  bool compat_only_exists = false;
+  if (host.driver_native && host.driver_supports)
+    for (const auto& i : spec.indexes)
+      if (i.cuda && host.driver_supports(*i.cuda) && !host.driver_native(*i.cuda)) compat_only_exists = true;
+  if (!compat_only_exists) return select_pass(spec, host, request, provider_for, false);
+  auto native = select_pass(spec, host, request, provider_for, true);
+  if (native || native.error().code != ErrorCode::unsatisfiable) return native;
+  auto compat = select_pass(spec, host, request, provider_for, false);
+  if (compat && compat->index.cuda && !host.driver_native(*compat->index.cuda))
+    compat->warnings.push_back(fmt::format("CUDA {} runs on driver {} only through minor-version compatibility (no JIT of "
+                                           "newer PTX; some features need the toolkit's own driver)",
+                                           compat->index.cuda->to_string(), host.driver_version));
+  return compat;
 }
 
 } // namespace envfix::resolver

@@ -39,6 +39,10 @@ struct HostTarget {
   std::string driver_version;                   // "" = none/unknown
   // Can this driver run that CUDA (minor-version compatibility)? Unset: every CUDA is allowed.
   std::function<bool(const specs::CudaVersion&)> driver_supports;
+  // Can it run that CUDA without minor-version compatibility (the toolkit's own minimum driver)?
+  // Unset: same as driver_supports. Variants the driver runs natively are tried first; variants it
+  // runs only through minor-version compatibility only when no native variant gives a set.
+  std::function<bool(const specs::CudaVersion&)> driver_native;
   TargetEnvironment python;
 };
 

@@ -16,16 +16,13 @@ std::string IndexProvider::describe() const {
   return s.empty() ? "no index" : s;
 }
 
-Expected<std::vector<index::Candidate>> IndexProvider::candidates(const std::string& project) {
-  if (auto it = m_pages.find(project); it != m_pages.end()) return it->second;
+Expected<std::vector<index::Candidate>> IndexProvider::assemble(const std::string& project,
+                                                                Expected<std::vector<index::Candidate>> page) {
   std::vector<index::Candidate> out;
-  if (!m_index_url.empty()) {
-    auto page = m_client.project_candidates(m_index_url, project);
-    if (!page) {
-      if (page.error().code != ErrorCode::not_found) return std::unexpected(page.error());
-    } else {
-      out = std::move(*page);
-    }
+  if (!page) {
+    if (page.error().code != ErrorCode::not_found) return std::unexpected(page.error());
+  } else {
+    out = std::move(*page);
   }
   for (const auto& loc : m_find_links) {
     auto files = m_client.find_links_candidates(loc, project);
@@ -35,20 +32,55 @@ Expected<std::vector<index::Candidate>> IndexProvider::candidates(const std::str
     }
     for (auto& c : *files) out.push_back(std::move(c));
   }
-  // Local files carry no index hash: the file itself is the source of truth, so hash it here.
-  for (auto& c : out) {
-    if (c.sha256) continue;
-    if (auto path = index::file_url_to_path(c.url)) {
-      auto h = util::sha256_file_hex(*path);
-      if (h) c.sha256 = *h;
-    }
-  }
+  // Local files carry no index hash; they are hashed only if chosen (complete_hash), not here:
+  // hashing every wheel of a find-links folder dominated resolve time.
   m_pages.emplace(project, out);
   return out;
 }
 
+Expected<std::vector<index::Candidate>> IndexProvider::candidates(const std::string& project) {
+  if (auto it = m_pages.find(project); it != m_pages.end()) return it->second;
+  if (m_index_url.empty()) return assemble(project, std::vector<index::Candidate>{});
+  return assemble(project, m_client.project_candidates(m_index_url, project));
+}
+
+void IndexProvider::prefetch_candidates(std::span<const std::string> projects) {
+  std::vector<std::string> missing;
+  for (const auto& p : projects)
+    if (!m_pages.contains(p) && std::find(missing.begin(), missing.end(), p) == missing.end()) missing.push_back(p);
+  if (missing.size() < 2 || m_index_url.empty()) return; // nothing to overlap
+  auto pages = m_client.project_candidates_many(m_index_url, missing);
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    // Errors other than 404 are left for candidates() to report (and retry).
+    if (!pages[i] && pages[i].error().code != ErrorCode::not_found) continue;
+    (void)assemble(missing[i], std::move(pages[i]));
+  }
+}
+
+void IndexProvider::prefetch_metadata(std::span<const index::Candidate> files) {
+  std::vector<index::Candidate> todo;
+  for (const auto& f : files)
+    if (!m_metadata.contains(f.url) && !index::file_url_to_path(f.url)) todo.push_back(f);
+  if (todo.size() < 2) return;
+  auto texts = m_client.fetch_metadata_many(todo);
+  for (std::size_t i = 0; i < todo.size(); ++i)
+    if (texts[i]) m_metadata.emplace(todo[i].url, std::move(*texts[i]));
+}
+
+Expected<void> IndexProvider::complete_hash(index::Candidate& file) {
+  if (file.sha256) return {};
+  auto path = index::file_url_to_path(file.url);
+  if (!path) return {};
+  auto h = util::sha256_file_hex(*path);
+  if (!h) return std::unexpected(std::move(h).error().context(fmt::format("hashing {}", file.filename)));
+  file.sha256 = *h;
+  return {};
+}
+
 Expected<specs::CoreMetadata> IndexProvider::metadata(const index::Candidate& candidate) {
-  auto text = ENVFIX_TRY(m_client.fetch_metadata(candidate));
+  std::string text;
+  if (auto it = m_metadata.find(candidate.url); it != m_metadata.end()) text = it->second;
+  else text = ENVFIX_TRY(m_client.fetch_metadata(candidate));
   auto md = specs::CoreMetadata::parse(text);
   if (!md) return std::unexpected(std::move(md).error().context(fmt::format("METADATA of {}", candidate.filename)));
   return md;

@@ -18,12 +18,19 @@ public:
   [[nodiscard]] Expected<std::vector<index::Candidate>> candidates(const std::string& project) override;
   [[nodiscard]] Expected<specs::CoreMetadata> metadata(const index::Candidate& candidate) override;
   [[nodiscard]] std::string describe() const override;
+  void prefetch_candidates(std::span<const std::string> projects) override;
+  void prefetch_metadata(std::span<const index::Candidate> files) override;
+  [[nodiscard]] Expected<void> complete_hash(index::Candidate& file) override;
 
 private:
   index::IndexClient& m_client;
   std::string m_index_url;
   std::vector<std::string> m_find_links;
+  // The index page's result (with find-links files added) → the candidates list.
+  [[nodiscard]] Expected<std::vector<index::Candidate>> assemble(const std::string& project,
+                                                                 Expected<std::vector<index::Candidate>> page);
   std::map<std::string, std::vector<index::Candidate>> m_pages;
+  std::map<std::string, std::string> m_metadata; // url → METADATA text (prefetched)
 };
 
 } // namespace envfix::resolver

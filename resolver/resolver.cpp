@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "index/url.hpp"
 #include "specs/name.hpp"
 #include "specs/specifier.hpp"
 
@@ -183,7 +184,8 @@ ProjectFiles classify_files(const std::vector<index::Candidate>& files, const Re
         continue;
       }
     }
-    if (!options.allow_unhashed && (!f.sha256 || f.sha256->empty())) {
+    // A local file is its own source of truth: it is hashed if chosen (CandidateProvider::complete_hash).
+    if (!options.allow_unhashed && (!f.sha256 || f.sha256->empty()) && !index::file_url_to_path(f.url)) {
       rej.reason = RejectReason::hash_missing;
       rej.detail = "the index gives no sha256 for this file (use --allow-unhashed to accept it)";
       out.rejected.push_back(std::move(rej));
@@ -403,6 +405,9 @@ struct Resolver::Impl {
   // resolvelib _add_to_criteria: false (and last_conflict) when nothing would satisfy the key.
   Expected<bool> add_to_criteria(OrderedMap<Criterion>& criteria, int req_id, int parent) {
     const std::string key = reqs[req_id].key;
+    auto& seen = requirers[key];
+    if (std::none_of(seen.begin(), seen.end(), [&](const Info& i) { return i.req == req_id && i.parent == parent; }))
+      seen.push_back(Info{req_id, parent});
     const Criterion* existing = criteria.get(key);
     std::vector<int> incompat = existing ? existing->incompatibilities : std::vector<int>{};
     std::vector<int> req_ids = reqs_of(criteria, key);
@@ -474,6 +479,7 @@ struct Resolver::Impl {
     for (int cand : criterion.candidates) {
       OrderedMap<Criterion> criteria = state().criteria;
       auto deps = ENVFIX_TRY(dependencies(cand));
+      prefetch(deps);
       bool ok = true;
       for (int d : deps) {
         if (!ENVFIX_TRY(add_to_criteria(criteria, d, cand))) {
@@ -483,6 +489,7 @@ struct Resolver::Impl {
         }
       }
       if (!ok) continue;
+      prefetch_best(criteria);
       state().criteria = std::move(criteria);
       state().mapping.erase(key);
       state().mapping.set(key, cand);
@@ -533,10 +540,184 @@ struct Resolver::Impl {
     return false;
   }
 
+  // Tell the provider what comes next so it can fetch concurrently: the pages of projects not yet
+  // listed, then the metadata of the most likely candidate of each criterion (its first match).
+  std::set<std::string> metadata_hinted;
+  void prefetch(const std::vector<int>& req_ids) {
+    std::vector<std::string> names;
+    for (int r : req_ids)
+      if (!reqs[r].python && !projects.contains(reqs[r].name) &&
+          std::find(names.begin(), names.end(), reqs[r].name) == names.end())
+        names.push_back(reqs[r].name);
+    if (!names.empty()) provider.prefetch_candidates(names);
+  }
+  void prefetch_best(const OrderedMap<Criterion>& criteria) {
+    std::vector<index::Candidate> files;
+    for (const auto& [key, c] : criteria) {
+      if (c.candidates.empty()) continue;
+      const Node& n = nodes[c.candidates.front()];
+      if (n.file < 0) continue;
+      auto pit = projects.find(n.name);
+      if (pit == projects.end() || pit->second.metadata.contains(n.file)) continue;
+      const auto& f = pit->second.files.usable[static_cast<std::size_t>(n.file)].file;
+      if (metadata_hinted.insert(f.url).second) files.push_back(f);
+    }
+    if (!files.empty()) provider.prefetch_metadata(files);
+  }
+
+  // Every requirement seen per key, for tracing a conflict back to the request.
+  std::map<std::string, std::vector<Info>> requirers;
+  std::string unusable_phrase(const std::string& name, const specs::SpecifierSet& spec);
+  std::string derivation(const std::vector<Info>& causes);
   Error explain(const std::vector<Info>& causes);
   Expected<Resolution> build_result(std::size_t rounds);
   Expected<Resolution> resolve(const std::vector<specs::Requirement>& requirements);
 };
+
+namespace {
+
+std::string join_and(const std::vector<std::string>& items) {
+  std::string s;
+  for (std::size_t i = 0; i < items.size(); ++i) s += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  return s;
+}
+
+} // namespace
+
+// Why no file of `name` satisfies `spec` on this target, from the files the classification rejected
+// ("has no wheel for cp313"); empty when no rejected file matches the spec either.
+std::string Resolver::Impl::unusable_phrase(const std::string& name, const specs::SpecifierSet& spec) {
+  auto pit = projects.find(name);
+  if (pit == projects.end()) return "";
+  std::set<std::string> versions, phrases;
+  for (const auto& r : pit->second.files.rejected) {
+    auto v = specs::Version::parse(r.version);
+    if (!v || !spec.contains(*v, true)) continue;
+    versions.insert(v->to_string());
+    const auto& tags = options.target.tags;
+    switch (r.reason) {
+    case RejectReason::python_tag:
+      phrases.insert(fmt::format("has no wheel for {}", tags.empty() ? "this interpreter" : tags.front().interpreter));
+      break;
+    case RejectReason::platform:
+      phrases.insert(fmt::format("has no wheel for the platform {}", tags.empty() ? "of the target" : tags.front().platform));
+      break;
+    case RejectReason::requires_python: {
+      // detail: "Requires-Python >=3.12 excludes Python 3.11.7"
+      auto at = r.detail.find(" excludes Python ");
+      if (r.detail.starts_with("Requires-Python ") && at != std::string::npos)
+        phrases.insert(fmt::format("requires Python {} (the target is Python {})", r.detail.substr(16, at - 16),
+                                   r.detail.substr(at + 17)));
+      else
+        phrases.insert(r.detail);
+      break;
+    }
+    case RejectReason::hash_missing: phrases.insert("has no sha256 on the index (--allow-unhashed accepts it)"); break;
+    case RejectReason::yanked: phrases.insert("is yanked"); break;
+    default: phrases.insert(fmt::format("is rejected ({}: {})", to_string(r.reason), r.detail));
+    }
+  }
+  for (const auto& r : rejected) // yanked files are rejected while matching, not while classifying
+    if (r.name == name && r.reason == RejectReason::yanked)
+      if (auto v = specs::Version::parse(r.version); v && spec.contains(*v, true)) {
+        versions.insert(v->to_string());
+        phrases.insert("is yanked");
+      }
+  if (phrases.empty()) return "";
+  std::vector<std::string> list(phrases.begin(), phrases.end());
+  std::string subject = versions.size() == 1 ? name + "==" + *versions.begin() : name + spec.to_string();
+  return subject + " " + join_and(list);
+}
+
+// A derivation chain in the style of uv's PubGrub reports: why the conflicting requirements cannot
+// be met, which packages that rules out, and how those trace back to the request.
+std::string Resolver::Impl::derivation(const std::vector<Info>& causes) {
+  std::map<std::string, std::vector<const Info*>> by_key;
+  std::vector<std::string> order;
+  for (const auto& c : causes) {
+    const auto& k = reqs[c.req].key;
+    if (!by_key.contains(k)) order.push_back(k);
+    by_key[k].push_back(&c);
+  }
+  auto who = [&](const Info& i) {
+    return i.parent >= 0 ? fmt::format("{} depends on {}", node_text(i.parent), reqs[i.req].text)
+                         : fmt::format("you require {}", reqs[i.req].text);
+  };
+  std::vector<std::string> because;     // the facts of the first sentence
+  std::vector<int> ruled_out;           // parents that cannot be used
+  bool from_request = false;
+  for (const auto& k : order) {
+    std::vector<std::string> whos;
+    for (const Info* i : by_key[k]) {
+      whos.push_back(who(*i));
+      if (i->parent >= 0) {
+        if (std::find(ruled_out.begin(), ruled_out.end(), i->parent) == ruled_out.end()) ruled_out.push_back(i->parent);
+      } else {
+        from_request = true;
+      }
+    }
+    const Req& any = reqs[by_key[k].front()->req];
+    if (any.python) {
+      because.push_back(fmt::format("{} and the target is Python {}", join_and(whos), options.target.python_full_version.to_string()));
+      continue;
+    }
+    auto pit = projects.find(any.name);
+    bool missing = pit == projects.end() || (pit->second.files.usable.empty() && pit->second.files.rejected.empty());
+    if (missing) {
+      because.push_back(fmt::format("{} and {} is not on {}", join_and(whos), any.name, provider.describe()));
+      continue;
+    }
+    if (by_key[k].size() == 1) {
+      auto phrase = unusable_phrase(any.name, any.spec);
+      because.push_back(fmt::format("{} and {}", whos.front(),
+                                    phrase.empty() ? fmt::format("no version of {} matches {}", any.name,
+                                                                 any.spec.empty() ? "(any)" : any.spec.to_string())
+                                                   : phrase));
+      continue;
+    }
+    // Several requirements that no single usable version meets (say why when files exist but are unusable).
+    specs::SpecifierSet all;
+    for (const Info* i : by_key[k]) all = all.intersect(reqs[i->req].spec);
+    auto phrase = unusable_phrase(any.name, all);
+    because.push_back(phrase.empty() ? join_and(whos) : fmt::format("{}, and {}", join_and(whos), phrase));
+  }
+  std::string text = "Because " + join_and(because) + ", ";
+  if (ruled_out.empty()) return text + "no solution exists.";
+  std::vector<std::string> names;
+  for (int n : ruled_out) names.push_back(node_text(n));
+  text += join_and(names) + (names.size() > 1 && !from_request ? " cannot be used together." : " cannot be used.");
+  // Trace each ruled-out package back to the request through whoever required it.
+  std::set<std::string> done;
+  std::vector<int> frontier = ruled_out;
+  std::vector<std::string> roots;
+  for (int depth = 0; depth < 8 && !frontier.empty(); ++depth) {
+    std::vector<std::string> parents_text, who_next;
+    std::vector<int> next;
+    for (int n : frontier) {
+      const std::string& key = nodes[n].key;
+      if (!done.insert(key).second) continue;
+      auto it = requirers.find(key);
+      if (it == requirers.end() || it->second.empty()) continue;
+      const Info* pick = &it->second.front();
+      for (const auto& i : it->second)
+        if (i.parent < 0) { pick = &i; break; }
+      if (pick->parent < 0) {
+        if (std::find(roots.begin(), roots.end(), reqs[pick->req].text) == roots.end()) roots.push_back(reqs[pick->req].text);
+      } else {
+        parents_text.push_back(fmt::format("{} depends on {}", node_text(pick->parent), reqs[pick->req].text));
+        if (std::find(next.begin(), next.end(), pick->parent) == next.end()) {
+          next.push_back(pick->parent);
+          who_next.push_back(node_text(pick->parent));
+        }
+      }
+    }
+    if (!parents_text.empty())
+      text += fmt::format(" And because {}, {} cannot be used.", join_and(parents_text), join_and(who_next));
+    frontier = next;
+  }
+  if (roots.empty()) return text + " So no solution exists.";
+  return text + fmt::format(" And because you require {}, no solution exists.", join_and(roots));
+}
 
 Error Resolver::Impl::explain(const std::vector<Info>& causes) {
   // Group the conflicting requirements by the project they constrain.
@@ -597,9 +778,7 @@ Error Resolver::Impl::explain(const std::vector<Info>& causes) {
     e.hint = "the package may only exist on another index; envfix resolves a set from one index "
              "(add it with --find-links, or choose an index that has it with --index-url)";
   } else {
-    std::string keys;
-    for (std::size_t i = 0; i < order.size(); ++i) keys += (i ? ", " : "") + order[i];
-    e.message = fmt::format("no set of packages satisfies the request: the requirements on {} cannot all be met", keys);
+    e.message = derivation(causes);
     e.hint = "relax one of the requirements above; `--explain` lists every rejected file";
   }
   return e;
@@ -646,6 +825,7 @@ Expected<Resolution> Resolver::Impl::build_result(std::size_t rounds) {
   }
   for (auto& [name, p] : pins) {
     std::sort(p.extras.begin(), p.extras.end());
+    ENVFIX_TRY_VOID(provider.complete_hash(p.file));
     res.pins.push_back(std::move(p));
   }
   res.rejected = rejected;
@@ -662,10 +842,12 @@ Expected<Resolution> Resolver::Impl::resolve(const std::vector<specs::Requiremen
     user_requested.emplace(reqs[id].name, user_requested.size());
     roots.push_back(id);
   }
+  prefetch(roots);
   for (int id : roots) {
     if (!ENVFIX_TRY(add_to_criteria(state().criteria, id, -1)))
       return std::unexpected(explain(last_conflict->criterion.information));
   }
+  prefetch_best(state().criteria);
   states.push_back(states.back());
   for (std::size_t round = 0; round < options.max_rounds; ++round) {
     std::vector<std::string> unsatisfied;

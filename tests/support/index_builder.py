@@ -12,6 +12,7 @@ SPEC (JSON):
      "build": "1",                                    # optional build tag
      "requires_dist": ["numpy>=1.21", "triton==3.3.0; platform_system == 'Linux'"],
      "requires_python": ">=3.9",
+     "index_requires_python": ">=3.9" | null,        # page data-requires-python (default: requires_python)
      "provides_extra": ["opt"],
      "metadata_extra": {"Summary": "..."},            # more METADATA headers
      "files": {"torch/__init__.py": "x = 1\n"},       # extra members (text); "@@random:N" = N random bytes
@@ -155,7 +156,7 @@ def build(spec, out):
                          published_sha256=None if pkg.get("omit_hash") else published,
                          published_metadata_sha256=published_meta,
                          has_metadata=bool(pkg.get("metadata_file", True)),
-                         requires_python=pkg.get("requires_python"), yanked=pkg.get("yanked", False))
+                         requires_python=pkg.get("index_requires_python", pkg.get("requires_python")), yanked=pkg.get("yanked", False))
             by_project.setdefault(entry["project"], []).append(entry)
             summary.append({k: entry[k] for k in ("project", "filename", "path", "sha256", "size",
                                                    "metadata_sha256", "url_path")})
