@@ -522,4 +522,45 @@ TEST_CASE("faults: every injected failure ends in success after retry or a clear
   no_wrong_file();
   (void)size;
 }
+
+TEST_CASE("many pages and metadata at once: one batch on the shared connection, same answers as one by one") {
+  Fixture fx(standard_spec);
+  fx.start_nginx();
+  const std::string index = fx.nginx->https_url() + "/simple";
+  std::vector<std::string> projects{"demo", "nohash", "ghost", "htmlonly"};
+  auto many_client = fx.client();
+  auto many = many_client.project_candidates_many(index, projects);
+  REQUIRE(many.size() == projects.size());
+  CHECK(many_client.stats().page_requests == 4);
+  auto one_client = fx.client();
+  for (std::size_t i = 0; i < projects.size(); ++i) {
+    CAPTURE(projects[i]);
+    auto one = one_client.project_candidates(index, projects[i]);
+    REQUIRE(one.has_value() == many[i].has_value());
+    if (one) CHECK(*one == *many[i]);
+    else CHECK(one.error().code == many[i].error().code);
+  }
+  CHECK_FALSE(many[2].has_value()); // ghost: 404
+  CHECK(many[2].error().code == ErrorCode::not_found);
+  // Fresh pages come from the cache without a request.
+  auto again = many_client.project_candidates_many(index, projects);
+  CHECK(again[0].has_value());
+
+  // Metadata of every demo file and nometa (no PEP 658 file: falls back to range reads) in one call.
+  std::vector<Candidate> files = *many[0];
+  auto nometa = many_client.project_candidates(index, "nometa");
+  REQUIRE(nometa);
+  files.push_back(nometa->front());
+  auto texts = many_client.fetch_metadata_many(files);
+  REQUIRE(texts.size() == files.size());
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    CAPTURE(files[i].filename);
+    REQUIRE(texts[i].has_value());
+    CHECK(texts[i]->find("Name: ") != std::string::npos);
+  }
+  auto st = many_client.stats();
+  CHECK(st.metadata_pep658 >= 2);
+  CHECK(st.metadata_range == 1);
+  CHECK(fx.nginx->access_log_text().find("HTTP/2.0") != std::string::npos);
+}
 }

@@ -67,6 +67,13 @@ Outcome run_scenario(const YAML::Node& s) {
     auto max = *specs::CudaVersion::parse(host["driver_cuda"].as<std::string>());
     target.driver_supports = [max](const specs::CudaVersion& c) { return c <= max; };
   }
+  if (host && host["driver_compat"]) {
+    // Minor-version compatibility: the driver also runs builds up to this CUDA, but not natively.
+    auto native = target.driver_supports;
+    auto max = *specs::CudaVersion::parse(host["driver_compat"].as<std::string>());
+    target.driver_supports = [max](const specs::CudaVersion& c) { return c <= max; };
+    target.driver_native = native;
+  }
   const auto opt = s["options"];
   auto flag = [&](const char* k) { return opt && opt[k] && opt[k].as<bool>(); };
 

@@ -368,8 +368,9 @@ TEST_CASE("scenario corpus through nginx and the real `envfix plan`") {
   REQUIRE_MESSAGE(nginx.has_value(), (nginx ? "" : nginx.error().render()));
   c.nginx = std::move(*nginx);
 
-  MESSAGE("not expressible through the CLI (see tests/scenarios/README.md): host.driver_cuda (the binary "
-          "derives it from --driver and the matrices' toolkit table), per-file size (real wheels)");
+  MESSAGE("not expressible through the CLI (see tests/scenarios/README.md): host.driver_cuda and "
+          "host.driver_compat (the binary derives both from --driver and the matrices' toolkit table), "
+          "per-file size (real wheels)");
   for (const auto& [id, s] : c.scenarios) {
     CAPTURE(id);
     write_installed(c, s);
