@@ -174,6 +174,8 @@ struct TxnMeta {
   std::vector<TxnOp> ops;
   std::size_t split = 0;              // ops[0, split) remove, ops[split, n) install
   std::vector<DistRef> installed, removed;
+  // Directories outside the transaction directory that belong to it (see AuxDirs).
+  std::vector<fs::path> aux;
 };
 
 json to_json(const TxnMeta& m) {
@@ -190,9 +192,11 @@ json to_json(const TxnMeta& m) {
     for (const auto& d : v) a.push_back({{"name", d.name}, {"version", d.version}});
     return a;
   };
+  json aux = json::array();
+  for (const auto& a : m.aux) aux.push_back(a.string());
   return {{"format", 1},       {"id", m.id},         {"kind", m.kind},
           {"rolls_back", m.rolls_back}, {"started", m.started}, {"split", m.split},
-          {"installed", refs(m.installed)}, {"removed", refs(m.removed)}, {"ops", ops}};
+          {"installed", refs(m.installed)}, {"removed", refs(m.removed)}, {"ops", ops}, {"aux", aux}};
 }
 
 Expected<TxnMeta> read_meta(const fs::path& txn_dir) {
@@ -208,6 +212,8 @@ Expected<TxnMeta> read_meta(const fs::path& txn_dir) {
     m.split = j.at("split").get<std::size_t>();
     for (const auto& d : j.at("installed")) m.installed.push_back({d.at("name"), d.at("version")});
     for (const auto& d : j.at("removed")) m.removed.push_back({d.at("name"), d.at("version")});
+    if (j.contains("aux"))
+      for (const auto& a : j.at("aux")) m.aux.push_back(a.get<std::string>());
     for (const auto& o : j.at("ops")) {
       TxnOp op;
       auto kind = o.at(0).get<std::string>();
@@ -227,6 +233,100 @@ Expected<TxnMeta> read_meta(const fs::path& txn_dir) {
   } catch (const std::exception& e) {
     return fail(ErrorCode::invalid_input, "{}: unreadable transaction file: {}", path.string(), e.what());
   }
+}
+
+// Deletes a transaction: its directory and the auxiliary directories its journal names.
+void discard_txn(const fs::path& txn_dir) {
+  if (auto meta = read_meta(txn_dir))
+    for (const auto& a : meta->aux) remove_tree(a);
+  remove_tree(txn_dir);
+}
+
+// Disk held by a transaction's backup, wherever it lives.
+std::uint64_t backup_bytes_of(const fs::path& txn_dir) {
+  std::uint64_t n = tree_bytes(txn_dir / "backup");
+  if (auto meta = read_meta(txn_dir))
+    for (const auto& a : meta->aux) n += tree_bytes(a / "backup");
+  return n;
+}
+
+// rename() cannot cross filesystems. A file on another filesystem than <prefix>/.envfix (a
+// site-packages or bin/ mounted or symlinked elsewhere) gets its backup, and a new file its
+// staged copy, in <scheme root>/.envfix-txn-<id>/ on its own filesystem, so that every step of
+// the transaction is still one rename.
+class AuxDirs {
+public:
+  AuxDirs(const InstallTarget& target, const fs::path& txn_dir, std::string id)
+      : m_txn_dir(txn_dir), m_id(std::move(id)) {
+    m_txn_dev = device_of(txn_dir);
+    for (const auto& r : target.prune_stops()) m_roots.push_back(r.lexically_normal());
+    // Longest first: the most specific root wins.
+    std::sort(m_roots.begin(), m_roots.end(),
+              [](const fs::path& a, const fs::path& b) { return a.string().size() > b.string().size(); });
+  }
+  // Where backup number i of `file` goes.
+  fs::path backup_for(const fs::path& file, std::size_t i) {
+    auto dev = device_of(file.parent_path());
+    if (!dev || dev == m_txn_dev) return m_txn_dir / "backup" / std::to_string(i);
+    return aux_for(file, *dev) / "backup" / std::to_string(i);
+  }
+  // Where a staged file must be copied before it can be renamed to `dest`, if anywhere.
+  std::optional<fs::path> stage_for(const fs::path& dest, std::size_t k) {
+    auto dev = device_of(dest.parent_path());
+    if (!dev || dev == m_txn_dev) return std::nullopt;
+    return aux_for(dest, *dev) / "stage" / std::to_string(k);
+  }
+  [[nodiscard]] std::vector<fs::path> dirs() const { return {m_used.begin(), m_used.end()}; }
+
+  // Device of the nearest existing ancestor (stat follows a symlinked site-packages).
+  static std::optional<dev_t> device_of(fs::path p) {
+    for (p = p.lexically_normal(); !p.empty(); p = p.parent_path()) {
+      struct stat st;
+      if (::stat(p.c_str(), &st) == 0) return st.st_dev;
+      if (p == p.root_path()) break;
+    }
+    return std::nullopt;
+  }
+
+private:
+  fs::path aux_for(const fs::path& p, dev_t dev) {
+    fs::path base;
+    auto n = p.lexically_normal().string();
+    for (const auto& r : m_roots) {
+      auto rs = r.string();
+      if (n.size() > rs.size() && n.compare(0, rs.size(), rs) == 0 && n[rs.size()] == '/' && device_of(r) == dev) {
+        base = r;
+        break;
+      }
+    }
+    if (base.empty()) base = p.parent_path(); // outside every scheme root: next to the file
+    auto dir = base / (".envfix-txn-" + m_id);
+    m_used.insert(dir);
+    return dir;
+  }
+  fs::path m_txn_dir;
+  std::string m_id;
+  std::optional<dev_t> m_txn_dev;
+  std::vector<fs::path> m_roots;
+  std::set<fs::path> m_used;
+};
+
+// Creates the auxiliary directories and copies staged files across filesystems. Runs after the
+// journal says "prepared" (a crash here is discarded by recovery, aux directories included).
+Expected<void> prepare_aux(const std::vector<fs::path>& aux, const std::vector<std::pair<fs::path, fs::path>>& copies) {
+  for (const auto& a : aux) {
+    ENVFIX_TRY_VOID(util::create_directories(a / "backup"));
+    ENVFIX_TRY_VOID(util::create_directories(a / "stage"));
+  }
+  for (const auto& [from, to] : copies) {
+    struct stat st;
+    if (::stat(from.c_str(), &st) != 0)
+      return fail(ErrorCode::io, "cannot read {}: {}", from.string(), std::strerror(errno));
+    if (int err = util::copy_file_exclusive(from, to, st.st_mode & 07777); err != 0)
+      return make_error(ErrorCode::io, fmt::format("cannot copy {} → {}: {}", from.string(), to.string(), std::strerror(err)),
+                        err == ENOSPC || err == EDQUOT ? "the disk is full; free space and retry" : "");
+  }
+  return {};
 }
 
 // Temp file + rename; fsync'd (file and directory) when durable.
@@ -423,7 +523,7 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
     return std::unexpected(std::move(e));
   }
   (void)write_state(txn_dir, TxnState::rolled_back, hooks.durable);
-  remove_tree(txn_dir);
+  discard_txn(txn_dir);
   if (err.code != ErrorCode::rollback_failed)
     return std::unexpected(std::move(err).context("the transaction was rolled back; the environment is unchanged"));
   return std::unexpected(std::move(err));
@@ -449,14 +549,14 @@ Expected<std::vector<std::string>> recover_locked(const fs::path& prefix) {
     auto state = read_state(dir);
     if (!meta || !state) {
       // Crashed while preparing: nothing in the environment was touched yet.
-      remove_tree(dir);
+      discard_txn(dir);
       actions.push_back(fmt::format("discarded unfinished preparation {}", id));
       continue;
     }
     switch (*state) {
     case TxnState::prepared:
     case TxnState::rolled_back:
-      remove_tree(dir);
+      discard_txn(dir);
       actions.push_back(fmt::format("discarded transaction {} ({})", id, to_string(*state)));
       break;
     case TxnState::removing:
@@ -470,24 +570,25 @@ Expected<std::vector<std::string>> recover_locked(const fs::path& prefix) {
         return std::unexpected(std::move(e));
       }
       ENVFIX_TRY_VOID(write_state(dir, TxnState::rolled_back));
-      remove_tree(dir);
+      discard_txn(dir);
       actions.push_back(fmt::format("undid interrupted {} {} (it was {})", meta->kind, id, to_string(*state)));
       break;
     }
     case TxnState::committed:
       if (meta->kind == "rollback") {
-        if (!meta->rolls_back.empty()) remove_tree(dir.parent_path() / meta->rolls_back);
-        remove_tree(dir);
+        if (!meta->rolls_back.empty()) discard_txn(dir.parent_path() / meta->rolls_back);
+        discard_txn(dir);
         actions.push_back(fmt::format("finished rollback {}", id));
       } else {
         remove_tree(dir / "staging");
+        for (const auto& a : meta->aux) remove_tree(a / "stage");
       }
       break;
     }
   }
   // Pass 2: only the newest committed transaction keeps its backup.
   auto dirs = txn_dirs(prefix);
-  for (std::size_t i = 0; i + 1 < dirs.size(); ++i) remove_tree(dirs[i]);
+  for (std::size_t i = 0; i + 1 < dirs.size(); ++i) discard_txn(dirs[i]);
   return actions;
 }
 
@@ -755,8 +856,10 @@ Expected<TransactionResult> Transaction::run() {
     }
   }
   const unsigned dir_mode = 0777 & ~current_umask();
+  AuxDirs aux(m_target, txn_dir, meta.id);
+  std::vector<std::pair<fs::path, fs::path>> aux_copies;
   for (std::size_t i = 0; i < remove_files.size(); ++i)
-    meta.ops.push_back({TxnOp::Kind::move, remove_files[i], txn_dir / "backup" / std::to_string(i), 0});
+    meta.ops.push_back({TxnOp::Kind::move, remove_files[i], aux.backup_for(remove_files[i], i), 0});
   for (const auto& d : dirs_left_empty(remove_files, m_target.prune_stops(), install_dests)) {
     struct stat st;
     unsigned mode = ::lstat(d.c_str(), &st) == 0 ? (st.st_mode & 07777) : dir_mode;
@@ -775,9 +878,15 @@ Expected<TransactionResult> Transaction::run() {
         made.insert(*it);
         meta.ops.push_back({TxnOp::Kind::mkdir, *it, {}, dir_mode});
       }
-      meta.ops.push_back({TxnOp::Kind::move, m.from, m.to.lexically_normal(), 0});
+      fs::path from = m.from;
+      if (auto copy = aux.stage_for(m.to, aux_copies.size())) {
+        aux_copies.emplace_back(m.from, *copy);
+        from = *copy;
+      }
+      meta.ops.push_back({TxnOp::Kind::move, from, m.to.lexically_normal(), 0});
     }
   }
+  meta.aux = aux.dirs();
   result.files_removed = remove_files.size();
   result.files_installed = install_dests.size();
   result.installed = meta.installed;
@@ -788,19 +897,30 @@ Expected<TransactionResult> Transaction::run() {
   ENVFIX_TRY_VOID(write_meta(txn_dir, meta, m_options.durable));
   ENVFIX_TRY_VOID(write_state(txn_dir, TxnState::prepared, m_options.durable));
   discard.armed = false;
+  if (!meta.aux.empty()) {
+    if (auto a = prepare_aux(meta.aux, aux_copies); !a) {
+      discard_txn(txn_dir);
+      return std::unexpected(std::move(a.error()).context("preparing files on another filesystem"));
+    }
+  }
   ExecHooks hooks{m_options.verify, m_options.fault, m_options.progress, m_options.handle_signals,
                   m_options.durable};
   ENVFIX_TRY_VOID(execute(txn_dir, meta, m_target.prefix, hooks));
 
   // 4. Committed: drop staging, keep (or drop) the backup, forget older backups.
   remove_tree(txn_dir / "staging");
+  for (const auto& a : meta.aux) {
+    remove_tree(a / "stage");
+    std::error_code ec;
+    if (fs::is_empty(a / "backup", ec)) remove_tree(a); // nothing kept there: no clutter in site-packages
+  }
   if (!m_options.keep_backup) {
-    remove_tree(txn_dir);
+    discard_txn(txn_dir);
   } else {
-    result.backup_bytes = tree_bytes(txn_dir / "backup");
+    result.backup_bytes = backup_bytes_of(txn_dir);
   }
   for (const auto& d : txn_dirs(m_target.prefix))
-    if (d.filename() != meta.id) remove_tree(d);
+    if (d.filename() != meta.id) discard_txn(d);
   return result;
 }
 
@@ -822,7 +942,7 @@ Expected<std::optional<BackupInfo>> last_backup(const fs::path& prefix) {
     BackupInfo b;
     b.id = meta->id;
     b.txn_dir = *it;
-    b.bytes = tree_bytes(*it / "backup");
+    b.bytes = backup_bytes_of(*it);
     b.installed = meta->installed;
     b.removed = meta->removed;
     return std::optional<BackupInfo>(std::move(b));
@@ -838,7 +958,9 @@ Expected<std::uint64_t> drop_backups(const fs::path& prefix) {
   std::uint64_t freed = 0;
   for (const auto& d : txn_dirs(prefix)) {
     freed += tree_bytes(d);
-    remove_tree(d);
+    if (auto meta = read_meta(d))
+      for (const auto& a : meta->aux) freed += tree_bytes(a);
+    discard_txn(d);
   }
   return freed;
 }
@@ -864,12 +986,15 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
   const fs::path txn_dir = target.prefix / ".envfix" / "txn" / meta.id;
   ENVFIX_TRY_VOID(util::create_directories(txn_dir / "backup"));
   std::size_t n = 0;
-  auto trash = [&] { return txn_dir / "backup" / std::to_string(n++); };
+  AuxDirs aux(target, txn_dir, meta.id);
+  auto trash = [&](const fs::path& file) { return aux.backup_for(file, n++); };
+  std::set<fs::path> old_backups{old_backup};
+  for (const auto& a : old.aux) old_backups.insert((a / "backup").lexically_normal());
+  auto is_backup = [&](const fs::path& p) { return old_backups.contains(p.lexically_normal().parent_path()); };
   std::set<fs::path> created, installed_paths;
   for (const auto& op : old.ops) {
     if (op.kind == TxnOp::Kind::mkdir) created.insert(op.path);
-    if (op.kind == TxnOp::Kind::move && op.dest.lexically_normal().parent_path() != old_backup)
-      installed_paths.insert(op.dest.lexically_normal());
+    if (op.kind == TxnOp::Kind::move && !is_backup(op.dest)) installed_paths.insert(op.dest.lexically_normal());
   }
 
   // Reverse and invert: what was installed moves into this rollback's backup, created directories
@@ -879,7 +1004,7 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
     const auto& op = *it;
     switch (op.kind) {
     case TxnOp::Kind::move:
-      if (op.dest.lexically_normal().parent_path() == old_backup) {
+      if (is_backup(op.dest)) {
         if (exists_nofollow(op.path) && !installed_paths.contains(op.path.lexically_normal())) {
           remove_tree(txn_dir);
           return make_error(ErrorCode::invalid_input,
@@ -894,7 +1019,7 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
                             fmt::format("cannot roll back {}: {} is gone", old.id, op.dest.string()),
                             "something changed the environment after that transaction");
         }
-        undo_part.push_back({TxnOp::Kind::move, op.dest, trash(), 0});
+        undo_part.push_back({TxnOp::Kind::move, op.dest, trash(op.dest), 0});
         if (op.dest.extension() == ".py") {
           // Byte-code compiled from the new sources since.
           std::error_code ec;
@@ -902,7 +1027,7 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
           for (fs::directory_iterator d(op.dest.parent_path() / "__pycache__", ec), end; !ec && d != end; d.increment(ec)) {
             auto nm = d->path().filename().string();
             if (nm.starts_with(stem + ".") && nm.ends_with(".pyc"))
-              undo_part.push_back({TxnOp::Kind::move, d->path(), trash(), 0});
+              undo_part.push_back({TxnOp::Kind::move, d->path(), trash(d->path()), 0});
           }
         }
       }
@@ -929,6 +1054,7 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
   meta.ops = std::move(undo_part);
   meta.split = meta.ops.size();
   meta.ops.insert(meta.ops.end(), restore_part.begin(), restore_part.end());
+  meta.aux = aux.dirs();
   {
     struct Discard {
       fs::path dir;
@@ -941,6 +1067,10 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
     ENVFIX_TRY_VOID(write_state(txn_dir, TxnState::prepared, options.durable));
     discard.armed = false;
   }
+  if (auto a = prepare_aux(meta.aux, {}); !a) {
+    discard_txn(txn_dir);
+    return std::unexpected(std::move(a.error()));
+  }
   ExecHooks hooks{options.verify, options.fault, options.progress, options.handle_signals, options.durable};
   ENVFIX_TRY_VOID(execute(txn_dir, meta, target.prefix, hooks));
   RollbackResult r;
@@ -948,9 +1078,11 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
   r.restored = old.removed;
   r.removed = old.installed;
   r.freed_bytes = tree_bytes(last->txn_dir) + tree_bytes(txn_dir);
+  for (const auto& a : old.aux) r.freed_bytes += tree_bytes(a);
+  for (const auto& a : meta.aux) r.freed_bytes += tree_bytes(a);
   (void)write_state(last->txn_dir, TxnState::rolled_back);
-  remove_tree(last->txn_dir);
-  remove_tree(txn_dir);
+  discard_txn(last->txn_dir);
+  discard_txn(txn_dir);
   return r;
 }
 

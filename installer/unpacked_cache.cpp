@@ -92,50 +92,11 @@ int clone_file(const fs::path& src, const fs::path& dest, mode_t mode) {
   return 0;
 }
 
-int copy_file(const fs::path& src, const fs::path& dest, mode_t mode) {
-  util::Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!in.valid()) return errno;
-  util::Fd out(::open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
-  if (!out.valid()) return errno;
-  auto fail_with = [&](int err) {
-    ::unlink(dest.c_str());
-    return err;
-  };
-  bool use_range = true;
-  char buf[1 << 16];
-  for (;;) {
-    if (use_range) {
-      auto n = ::copy_file_range(in.get(), nullptr, out.get(), nullptr, 1 << 30, 0);
-      if (n > 0) continue;
-      if (n == 0) break;
-      if (errno == EINTR) continue;
-      if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP) return fail_with(errno);
-      use_range = false; // older kernels / some filesystem pairs: plain read/write
-    }
-    auto n = ::read(in.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail_with(errno);
-    }
-    if (n == 0) break;
-    for (ssize_t off = 0; off < n;) {
-      auto w = ::write(out.get(), buf + off, static_cast<std::size_t>(n - off));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return fail_with(errno);
-      }
-      off += w;
-    }
-  }
-  ::fchmod(out.get(), mode);
-  return 0;
-}
-
 int link_one(LinkMode mode, const fs::path& src, const fs::path& dest, mode_t file_mode) {
   switch (mode) {
   case LinkMode::clone: return clone_file(src, dest, file_mode);
   case LinkMode::hardlink: return ::link(src.c_str(), dest.c_str()) == 0 ? 0 : errno;
-  default: return copy_file(src, dest, file_mode);
+  default: return util::copy_file_exclusive(src, dest, file_mode);
   }
 }
 
@@ -312,7 +273,7 @@ Expected<LinkResult> link_tree(const wheel::StagedWheel& cached, const fs::path&
   ENVFIX_TRY_VOID(util::parallel_for((n + chunk - 1) / chunk, threads, [&](std::size_t c) -> Expected<void> {
     for (std::size_t k = 1 + c * chunk; k < std::min(cached.files.size(), 1 + (c + 1) * chunk); ++k) {
       int err = link_one(used, cached.files[k].staged, out.staged.files[k].staged, modes[k]);
-      if (err != 0 && unsupported(err, used)) err = copy_file(cached.files[k].staged, out.staged.files[k].staged, modes[k]);
+      if (err != 0 && unsupported(err, used)) err = util::copy_file_exclusive(cached.files[k].staged, out.staged.files[k].staged, modes[k]);
       if (err != 0)
         return make_error(ErrorCode::io,
                           fmt::format("{} {} → {}: {}", to_string(used), cached.files[k].staged.string(),

@@ -90,6 +90,45 @@ Expected<void> create_directories(const fs::path& path) {
   return {};
 }
 
+int copy_file_exclusive(const fs::path& src, const fs::path& dest, unsigned mode) {
+  util::Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in.valid()) return errno;
+  util::Fd out(::open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!out.valid()) return errno;
+  auto fail_with = [&](int err) {
+    ::unlink(dest.c_str());
+    return err;
+  };
+  bool use_range = true;
+  char buf[1 << 16];
+  for (;;) {
+    if (use_range) {
+      auto n = ::copy_file_range(in.get(), nullptr, out.get(), nullptr, 1 << 30, 0);
+      if (n > 0) continue;
+      if (n == 0) break;
+      if (errno == EINTR) continue;
+      if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP) return fail_with(errno);
+      use_range = false; // older kernels / some filesystem pairs: plain read/write
+    }
+    auto n = ::read(in.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail_with(errno);
+    }
+    if (n == 0) break;
+    for (ssize_t off = 0; off < n;) {
+      auto w = ::write(out.get(), buf + off, static_cast<std::size_t>(n - off));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return fail_with(errno);
+      }
+      off += w;
+    }
+  }
+  ::fchmod(out.get(), static_cast<mode_t>(mode));
+  return 0;
+}
+
 Expected<fs::path> make_temp_dir(const fs::path& parent, std::string_view prefix) {
   std::error_code ec;
   fs::path base = parent.empty() ? fs::temp_directory_path(ec) : parent;

@@ -18,6 +18,10 @@ namespace fs = std::filesystem;
                                                unsigned mode = 0644);
 [[nodiscard]] Expected<void> create_directories(const fs::path& path);
 [[nodiscard]] Expected<void> fsync_path(const fs::path& path);
+// Copies the bytes of `src` into the new file `dest` (O_EXCL) with `mode`: copy_file_range where
+// the kernel can, read/write where it cannot. Returns 0 or the errno of the failing call; `dest`
+// does not exist after a failure.
+[[nodiscard]] int copy_file_exclusive(const fs::path& src, const fs::path& dest, unsigned mode);
 // A fresh, empty directory under `parent` (or the system temp dir) named prefix-XXXXXX.
 [[nodiscard]] Expected<fs::path> make_temp_dir(const fs::path& parent, std::string_view prefix);
 

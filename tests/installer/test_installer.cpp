@@ -593,3 +593,79 @@ TEST_CASE("unpacked cache: a wrong archive hash refuses the wheel and caches not
   CHECK(entries == 0);
 }
 }
+
+TEST_SUITE("integration") {
+TEST_CASE("site-packages on another filesystem: replace, a failure, and rollback work by rename on that filesystem") {
+  // /dev/shm is a tmpfs; the venv lives on the disk. Moving site-packages there behind a symlink
+  // makes every rename between .envfix/ and site-packages cross filesystems (EXDEV).
+  struct stat shm, tmp;
+  if (::stat("/dev/shm", &shm) != 0 || ::stat(fs::temp_directory_path().c_str(), &tmp) != 0 || shm.st_dev == tmp.st_dev) {
+    MESSAGE("SKIP: needs /dev/shm on another filesystem than the temp directory");
+    return;
+  }
+  Venv v("xfs");
+  auto other = util::make_temp_dir("/dev/shm", "envfix-xfs");
+  REQUIRE(other);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } cleanup{*other};
+  const fs::path real_sp = *other / "site-packages";
+  REQUIRE(util::run_process({"mv", v.target.purelib.string(), real_sp.string()}).value().ok());
+  fs::create_directory_symlink(real_sp, v.target.purelib);
+
+  auto wd = v.root / "wheels";
+  fs::create_directories(wd / "old");
+  fs::create_directories(wd / "new");
+  auto old_wheels = make_demo_wheels(wd / "old", 2, "1.0");
+  auto new_wheels = make_demo_wheels(wd / "new", 2, "2.0");
+  auto r0 = apply_wheels(v.target, old_wheels);
+  REQUIRE_MESSAGE(r0, (r0 ? "" : r0.error().render()));
+  CHECK(fs::exists(real_sp / "demo_pkg_0" / "__init__.py"));
+  auto leftovers = [&] {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(real_sp))
+      if (e.path().filename().string().starts_with(".envfix-txn-")) out.push_back(e.path().filename().string());
+    return out;
+  };
+  // The backup of that first transaction is empty (nothing removed); older ones are pruned.
+  const auto before = test::manifest(real_sp, {".envfix-txn-never"});
+  const auto before_venv = test::manifest(v.dir);
+
+  // A failure in the middle of installing: everything back by rename, no auxiliary directory left.
+  {
+    TransactionOptions opt;
+    opt.fault = [](std::string_view step, std::size_t i) -> Expected<void> {
+      if (step == "install" && i == 5) return fail(ErrorCode::io, "injected at install 5");
+      return {};
+    };
+    auto r = apply_wheels(v.target, new_wheels, opt);
+    REQUIRE_FALSE(r);
+    auto now = test::manifest(real_sp, {".envfix-txn-never"});
+    CHECK_MESSAGE(now == before, test::manifest_diff(before, now));
+    CHECK(test::manifest(v.dir) == before_venv);
+    CHECK(leftovers().empty());
+  }
+
+  auto r1 = apply_wheels(v.target, new_wheels);
+  REQUIRE_MESSAGE(r1, (r1 ? "" : r1.error().render()));
+  CHECK(r1->backup_bytes > 0);
+  CHECK(util::read_file(real_sp / "demo_pkg_0-2.0.dist-info" / "INSTALLER").value() == "envfix\n");
+  CHECK_FALSE(fs::exists(real_sp / "demo_pkg_0-1.0.dist-info"));
+  CHECK(leftovers().size() == 1); // the backup, kept for rollback, on site-packages' filesystem
+  auto ep = run({(v.dir / "bin" / "demo-0").string()});
+  CHECK(ep.out == "hello from demo_pkg_0 2.0\n");
+
+  auto rb = rollback(v.target);
+  REQUIRE_MESSAGE(rb, (rb ? "" : rb.error().render()));
+  auto after = test::manifest(real_sp, {".envfix-txn-never"});
+  for (auto it = after.begin(); it != after.end();)
+    it = it->first.find("__pycache__") != std::string::npos ? after.erase(it) : std::next(it);
+  CHECK_MESSAGE(after == before, test::manifest_diff(before, after));
+  CHECK(leftovers().empty());
+  CHECK(run({(v.dir / "bin" / "demo-0").string()}).out == "hello from demo_pkg_0 1.0\n");
+}
+}
