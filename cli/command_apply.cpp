@@ -232,6 +232,8 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
 }
 
 void print_result(const RunResult& rr, const KernelCheck& kc) {
+  // An earlier envfix was killed mid-transaction (or mid-preparation): say what was undone first.
+  for (const auto& a : rr.txn.recovered) warn(fmt::format("recovered from an interrupted envfix run: {}", a));
   if (!rr.txn.removed.empty())
     human(styled(fmt::format("Uninstalled {} package{} in {}", rr.txn.removed.size(), rr.txn.removed.size() == 1 ? "" : "s",
                              human_duration(rr.t_uninstall)), Style::dim));

@@ -1,9 +1,13 @@
 #include "cli/render.hpp"
 
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <unistd.h>
 
 #include "cli/globals.hpp"
+#include "installer/transaction.hpp"
 #include "util/env.hpp"
 
 namespace envfix::cli {
@@ -55,10 +59,41 @@ void warn(std::string_view text) {
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
+namespace {
+
+// What to do about the errors the OS names (they arrive as strerror text from many modules): a full
+// disk, a file-size limit, a read-only filesystem, a file even root may not change.
+std::string os_hint(const Error& e) {
+  auto has = [&e](int err) {
+    std::string_view t = std::strerror(err);
+    if (e.message.find(t) != std::string::npos) return true;
+    for (const auto& c : e.causes)
+      if (c.find(t) != std::string::npos) return true;
+    return false;
+  };
+  if (has(ENOSPC) || has(EDQUOT))
+    return "disk full: free space on the filesystem of the file named above (the environment, the cache, or "
+           "TMPDIR) and run the same command again";
+  if (has(EFBIG))
+    return "file too large: a file-size limit (`ulimit -f`) or the filesystem refused it; raise the limit and "
+           "run the same command again";
+  if (has(EROFS)) return "that file is on a read-only filesystem (or mount); remount it read-write first";
+  if (has(EXDEV))
+    return "that file is on another mount than the environment (a bind mount inside it?); envfix moves files by "
+           "rename within one filesystem: unmount it first";
+  if (has(EPERM) && ::geteuid() == 0)
+    return "even root may not change that file: check `lsattr` for the immutable (i) or append-only (a) "
+           "attribute and clear it with `chattr -i`/`chattr -a`";
+  return {};
+}
+
+} // namespace
+
 void print_error(const Error& e) {
   std::string out = styled("error", Style::red) + ": " + e.message + "\n";
   for (const auto& c : e.causes) out += "  " + styled("caused by", Style::red) + ": " + c + "\n";
-  if (!e.hint.empty()) out += styled("hint", Style::cyan) + ": " + e.hint + "\n";
+  auto hint = e.hint.empty() ? os_hint(e) : e.hint;
+  if (!hint.empty()) out += styled("hint", Style::cyan) + ": " + hint + "\n";
   std::fwrite(out.data(), 1, out.size(), stderr);
 }
 
@@ -68,6 +103,8 @@ int exit_code_for(const Error& e) {
     case ErrorCode::not_found:
     case ErrorCode::unsatisfiable: return 1;
     case ErrorCode::rollback_failed: return 3;
+    // Rolled back after SIGINT/SIGTERM: the shell's convention for "killed by signal N", 128 + N.
+    case ErrorCode::interrupted: return 128 + (installer::interrupt_signal() ? installer::interrupt_signal() : SIGINT);
     default: return 2;
   }
 }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "installer/transaction.hpp"
 #include "specs/name.hpp"
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
@@ -64,7 +65,11 @@ Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeS
     o.set_env["CUDA_LAUNCH_BLOCKING"] = "1";
     o.set_env["PYTHONDONTWRITEBYTECODE"] = "1";
     o.unset_env = {"PYTHONPATH", "PYTHONHOME"};
+    // SIGINT/SIGTERM to envfix (the smoke test runs in its own process group, so a terminal's ^C
+    // does not reach it) stops the step at once instead of after the timeout.
+    o.cancel = [] { return installer::interrupt_signal() != 0; };
     auto r = ENVFIX_TRY(util::run_process({python.string(), "-c", s.code}, o));
+    if (r.cancelled) return fail(ErrorCode::interrupted, "smoke test {} stopped: envfix was interrupted", s.name);
     if (r.ok()) {
       report.passed.push_back(s.name);
       continue;

@@ -501,7 +501,10 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
     if (hooks.fault) ENVFIX_TRY_VOID(hooks.fault("verify", 0));
     if (hooks.verify) {
       if (hooks.progress) hooks.progress("verifying");
-      if (auto v = hooks.verify(); !v) return std::unexpected(std::move(v.error()).context("verification failed"));
+      if (auto v = hooks.verify(); !v) {
+        ENVFIX_TRY_VOID(check_interrupted()); // a verify cut short by the signal fails because of it
+        return std::unexpected(std::move(v.error()).context("verification failed"));
+      }
     }
     ENVFIX_TRY_VOID(check_interrupted());
     // Undo decides per step from what exists, so renames need not be durable before the journal
@@ -595,6 +598,8 @@ Expected<std::vector<std::string>> recover_locked(const fs::path& prefix) {
 Expected<std::string> archive_sha256(const fs::path& p) { return util::sha256_file_hex(p); }
 
 } // namespace
+
+int interrupt_signal() { return static_cast<int>(g_interrupted); }
 
 Expected<void> undo_ops(const std::vector<TxnOp>& ops) { return undo_range(ops, ops.size(), 0); }
 

@@ -133,6 +133,10 @@ struct RollbackResult {
 // Deletes kept backups (frees disk; rollback becomes impossible). Returns the bytes freed.
 [[nodiscard]] Expected<std::uint64_t> drop_backups(const std::filesystem::path& prefix);
 
+// The signal (SIGINT/SIGTERM) that interrupted the running (or last) transaction, 0 if none. A verify
+// hook that waits on a child polls it to stop waiting at once.
+[[nodiscard]] int interrupt_signal();
+
 // Executes ops[begin, end) forward / undoes ops[0, end) in reverse. Exposed for tests.
 [[nodiscard]] Expected<void> undo_ops(const std::vector<TxnOp>& ops);
 

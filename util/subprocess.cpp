@@ -110,7 +110,12 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
       ::kill(-pid, SIGKILL);
       break;
     }
-    int pr = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (o.cancel && o.cancel()) {
+      res.cancelled = true;
+      ::kill(-pid, SIGKILL);
+      break;
+    }
+    int pr = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(std::min<long long>(left.count(), o.cancel ? 100 : 1000)));
     if (pr < 0 && errno != EINTR) break;
     for (int i = 0; i < n; ++i) {
       if (!fds[i].revents) continue;

@@ -1,6 +1,7 @@
 #pragma once
 // Run a child process with captured output and a timeout. No shell is involved.
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,15 +19,19 @@ struct SubprocessOptions {
   std::vector<std::string> unset_env;           // removed in the child
   std::optional<std::string> stdin_data;        // written to the child's stdin, then closed
   bool merge_stderr = false;                     // stderr into stdout
+  // Polled while the child runs (at least every 100 ms, and whenever a signal interrupts the wait):
+  // true kills the child's process group, like the timeout does (SubprocessResult::cancelled).
+  std::function<bool()> cancel;
 };
 
 struct SubprocessResult {
   int exit_code = -1;     // valid when !signaled
   int term_signal = 0;    // signal that ended the child, 0 if none
   bool timed_out = false; // killed by us after the timeout
+  bool cancelled = false; // killed by us because options.cancel said so
   std::string out;
   std::string err;
-  [[nodiscard]] bool ok() const { return !timed_out && term_signal == 0 && exit_code == 0; }
+  [[nodiscard]] bool ok() const { return !timed_out && !cancelled && term_signal == 0 && exit_code == 0; }
 };
 
 // Fails only when the process could not be started; a non-zero exit is data in the result.
