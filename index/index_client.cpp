@@ -111,6 +111,42 @@ std::string random_suffix() {
   return fmt::format("{:016x}", rng());
 }
 
+// Cache entries are written to a temp file and renamed, without fsync: losing one on power loss only
+// costs a refetch, and readers validate what they read (page bodies against their recorded sha256,
+// metadata against its published hash or its header). Two fsyncs per page and per metadata file were
+// most of a cold resolve's wall time.
+Expected<void> write_cache_file(const fs::path& path, std::string_view content) {
+  fs::path tmp = path;
+  tmp += "." + random_suffix() + ".tmp";
+  util::Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd.valid()) return fail(ErrorCode::io, "cannot create {}: {}", tmp.string(), std::strerror(errno));
+  for (std::size_t off = 0; off < content.size();) {
+    ssize_t w = ::write(fd.get(), content.data() + off, content.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      int err = errno;
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return fail(ErrorCode::io, "writing {}: {}", tmp.string(), std::strerror(err));
+    }
+    off += static_cast<std::size_t>(w);
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return fail(ErrorCode::io, "cannot rename into {}: {}", path.string(), ec.message());
+  }
+  return {};
+}
+
+// A cached METADATA file is used only when it is whole: its published hash matches, or (no hash) it
+// has the header every METADATA starts with.
+bool cached_metadata_ok(const Candidate& c, const std::string& text) {
+  if (c.metadata_sha256) return util::sha256_hex(text) == *c.metadata_sha256;
+  return text.starts_with("Metadata-Version:") && text.find("\nName:") != std::string::npos;
+}
+
 // Local path named by a location that is not http(s): "file://…" or a plain path.
 std::optional<fs::path> local_path_of(std::string_view location) {
   std::string scheme = url_scheme(location);
@@ -221,8 +257,8 @@ struct IndexClient::Impl {
                         {"stored_at", p.stored_at}, {"no_cache", p.no_cache},
                         {"body_sha256", util::sha256_hex(p.body)}};
     if (p.max_age) j["max_age"] = *p.max_age;
-    ENVFIX_TRY_VOID(util::write_file_atomic(page_dir() / (key + ".body"), p.body));
-    ENVFIX_TRY_VOID(util::write_file_atomic(page_dir() / (key + ".json"), j.dump()));
+    ENVFIX_TRY_VOID(write_cache_file(page_dir() / (key + ".body"), p.body));
+    ENVFIX_TRY_VOID(write_cache_file(page_dir() / (key + ".json"), j.dump()));
     return {};
   }
 
@@ -542,13 +578,13 @@ struct IndexClient::Impl {
       if (source) *source = s;
     };
     fs::path mpath = metadata_path(c);
-    if (auto m = util::read_file(mpath)) {
+    if (auto m = util::read_file(mpath); m && cached_metadata_ok(c, *m)) {
       bump(&IndexStats::metadata_cache);
       set(MetadataSource::cache);
       return *m;
     }
     auto remember = [&](std::string text) -> Expected<std::string> {
-      if (util::create_directories(mpath.parent_path())) (void)util::write_file_atomic(mpath, text);
+      if (util::create_directories(mpath.parent_path())) (void)write_cache_file(mpath, text);
       return text;
     };
     if (auto local = candidate_local_path(c.url)) {
@@ -685,7 +721,7 @@ std::vector<Expected<std::string>> IndexClient::fetch_metadata_many(std::span<co
       const Candidate& c = cs[i];
       if (!c.has_metadata || !c.is_wheel() || candidate_local_path(c.url)) continue;
       fs::path mpath = m_impl->metadata_path(c);
-      if (auto m = util::read_file(mpath)) {
+      if (auto m = util::read_file(mpath); m && cached_metadata_ok(c, *m)) {
         m_impl->bump(&IndexStats::metadata_cache);
         slots[i] = std::move(*m);
         continue;
@@ -706,7 +742,7 @@ std::vector<Expected<std::string>> IndexClient::fetch_metadata_many(std::span<co
       }
       m_impl->bump(&IndexStats::metadata_pep658);
       fs::path mpath = m_impl->metadata_path(c);
-      if (util::create_directories(mpath.parent_path())) (void)util::write_file_atomic(mpath, *body);
+      if (util::create_directories(mpath.parent_path())) (void)write_cache_file(mpath, *body);
       slots[which[k]] = std::move(*body);
     }
   }

@@ -34,8 +34,7 @@ Expected<std::vector<index::Candidate>> IndexProvider::assemble(const std::strin
   }
   // Local files carry no index hash; they are hashed only if chosen (complete_hash), not here:
   // hashing every wheel of a find-links folder dominated resolve time.
-  m_pages.emplace(project, out);
-  return out;
+  return m_pages.emplace(project, std::move(out)).first->second; // one copy to the caller, not two
 }
 
 Expected<std::vector<index::Candidate>> IndexProvider::candidates(const std::string& project) {
