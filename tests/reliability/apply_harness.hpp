@@ -1,0 +1,94 @@
+#pragma once
+// Shared by the fault tests of `envfix apply` (tests/reliability/test_apply_*.cpp): a served index of a
+// small fixture framework ("bulk", many files, a configurable smoke test), venvs, the real envfix binary
+// run to completion or in the background (to signal it, or with an RLIMIT_FSIZE), and a manifest of a
+// venv (every path, type, mode and sha256) to prove "byte-identical".
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace envfix::testing {
+
+class NginxServer;
+
+// path (relative) -> "type mode sha256|target"; envfix's own <prefix>/.envfix state is left out.
+using Manifest = std::map<std::string, std::string>;
+[[nodiscard]] Manifest manifest(const std::filesystem::path& root);
+// A short description of how two manifests differ (first few paths), for failure messages.
+[[nodiscard]] std::string manifest_diff(const Manifest& a, const Manifest& b);
+
+struct EnvfixRun {
+  int rc = -1;          // exit code, or -1 when killed by a signal
+  int term_signal = 0;  // the signal that killed it
+  bool timed_out = false;
+  std::string out, err;
+};
+
+struct SpawnOptions {
+  std::map<std::string, std::string> env;     // added to the test's environment
+  std::optional<unsigned long> fsize_limit;   // RLIMIT_FSIZE in bytes; SIGXFSZ ignored so write() gets EFBIG
+};
+
+// A running envfix started by BackgroundEnvfix::start; stdout/stderr go to files.
+class BackgroundEnvfix {
+public:
+  static std::unique_ptr<BackgroundEnvfix> start(const std::vector<std::string>& argv, const SpawnOptions& o,
+                                                 const std::filesystem::path& log_dir);
+  ~BackgroundEnvfix();
+  pid_t pid() const { return m_pid; }
+  bool exited();                                       // reaps when it has
+  EnvfixRun wait(std::chrono::milliseconds timeout);   // SIGKILL at the timeout (timed_out = true)
+
+private:
+  pid_t m_pid = -1;
+  bool m_reaped = false;
+  int m_status = 0;
+  std::filesystem::path m_out, m_err;
+};
+
+// One test's world: temp dir, the "bulk" index served by nginx over HTTPS, matrices for the framework.
+//   bulk 1.0.0+cu128: 300 files in bulk/a..c/ + 16 KiB pad
+//   bulk 2.0.0+cu128: 400 files in bulk/a..h/ + 1 MiB pad, requires helper==1.0
+//   helper 1.0: 40 files
+// The smoke test (step A) writes its pid to $SMOKE_PIDFILE when set, sleeps $SMOKE_SLEEP seconds,
+// and fails when $SMOKE_FAIL is set.
+class ApplyWorld {
+public:
+  ApplyWorld();
+  ~ApplyWorld();
+  const std::filesystem::path& root() const { return m_root; }
+  std::filesystem::path cache() const { return m_root / "cache"; }
+  std::filesystem::path venv(const std::string& name);          // python -m venv --without-pip
+  std::filesystem::path make_venv_at(const std::filesystem::path& dir);
+  // argv for `envfix apply bulk==<version> …` into the venv (framework mode, fake sm_90 GPU).
+  std::vector<std::string> apply_argv(const std::filesystem::path& venv, const std::string& version,
+                                      const std::filesystem::path& cache = {},
+                                      std::vector<std::string> extra = {}) const;
+  std::vector<std::string> envfix_argv(std::vector<std::string> args) const; // binary + args
+  EnvfixRun run(const std::vector<std::string>& argv, const SpawnOptions& o = {},
+                std::chrono::seconds timeout = std::chrono::seconds(120));
+  std::unique_ptr<BackgroundEnvfix> spawn(const std::vector<std::string>& argv, const SpawnOptions& o = {});
+  std::map<std::string, std::string> base_env() const;
+
+private:
+  std::filesystem::path m_root;
+  std::unique_ptr<NginxServer> m_nginx;
+  int m_spawned = 0;
+};
+
+// The state of the newest transaction under <venv>/.envfix/txn that is not `ignore`:
+// "" (none), "preparing" (directory without a journal), or the journal's state.
+[[nodiscard]] std::string txn_phase(const std::filesystem::path& venv, const std::string& ignore_id = {});
+// The ids of the transaction directories now present.
+[[nodiscard]] std::vector<std::string> txn_ids(const std::filesystem::path& venv);
+
+// A private mount namespace for this test process (mounts vanish when it exits), or the reason why
+// not. Idempotent.
+[[nodiscard]] std::optional<std::string> enter_private_mount_namespace();
+
+} // namespace envfix::testing
