@@ -25,6 +25,7 @@
 #include "specs/name.hpp"
 #include "util/env.hpp"
 #include "util/fs.hpp"
+#include "util/parallel.hpp"
 #include "util/sha256.hpp"
 #include "util/subprocess.hpp"
 #include "wheel/kernel_set.hpp"
@@ -77,10 +78,20 @@ struct KernelCheck {
     return {"?", so.filename().string()};
   }
 
+  unsigned threads = 1;
+
   Expected<void> operator()(const std::vector<fs::path>& sos) {
-    for (const auto& so : sos) {
+    // Reading is the slow part (hundreds of MB of shared objects): all files at once, then the
+    // verdicts in order so that the first error is always the same one.
+    std::vector<std::optional<Expected<wheel::KernelSet>>> read(sos.size());
+    (void)util::parallel_for(sos.size(), threads, [&](std::size_t i) -> Expected<void> {
+      read[i] = wheel::read_kernels_file(sos[i]);
+      return {};
+    });
+    for (std::size_t i = 0; i < sos.size(); ++i) {
+      const auto& so = sos[i];
       auto [pkg, rel] = owner_of(so);
-      auto ks = wheel::read_kernels_file(so);
+      auto& ks = *read[i];
       if (!ks) return std::unexpected(std::move(ks.error()).context(fmt::format("{}: reading the kernels of {}", pkg, rel)));
       if (ks->empty()) continue;
       for (auto& s : ks->sass()) sass[pkg].insert(s);
@@ -156,6 +167,8 @@ Expected<void> prepare_venv(Globals& g, const ApplyOptions& o) {
 
 struct RunResult {
   installer::TransactionResult txn;
+  double t_download = 0;                 // set by the caller: downloads (or cache lookups)
+  double t_stage = 0, t_kernels = 0;     // inside the transaction, before the environment changes
   double t_uninstall = 0, t_install = 0;
   std::vector<std::string> smoke_passed;
   std::string smoke_note;
@@ -179,12 +192,14 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
   if (!link_mode) return std::unexpected(std::move(link_mode.error()).context(o.link_mode.empty() ? "$ENVFIX_LINK_MODE" : "--link-mode"));
   to.link_mode = *link_mode;
   if (auto t = util::get_env("ENVFIX_THREADS")) to.threads = static_cast<unsigned>(std::strtoul(t->c_str(), nullptr, 10));
+  kc.threads = to.threads ? to.threads : util::default_threads();
   kc.host = &host;
   kc.names = wheel_names;
   to.kernel_check = [&kc](const std::vector<fs::path>& sos) { return kc(sos); };
-  Clock::time_point t_rm{}, t_in{}, t_ver{};
+  Clock::time_point t_rm{}, t_in{}, t_ver{}, t_kc{};
   to.progress = [&](std::string_view s) {
-    if (s.starts_with("removing")) t_rm = Clock::now();
+    if (s.starts_with("checking kernels")) t_kc = Clock::now();
+    else if (s.starts_with("removing")) t_rm = Clock::now();
     else if (s.starts_with("installing")) t_in = Clock::now();
     else if (s == "verifying") t_ver = Clock::now();
   };
@@ -223,6 +238,12 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
   auto res = txn.run();
   if (!res) return std::unexpected(std::move(res.error()));
   auto end = t_ver != Clock::time_point{} ? t_ver : Clock::now();
+  auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  if (t_rm != Clock::time_point{}) {
+    auto staged = t_kc != Clock::time_point{} ? t_kc : t_rm;
+    rr.t_stage = secs(t0, staged);
+    rr.t_kernels = secs(staged, t_rm);
+  }
   if (t_rm != Clock::time_point{} && t_in != Clock::time_point{})
     rr.t_uninstall = std::chrono::duration<double>(t_in - t_rm).count();
   if (t_in != Clock::time_point{}) rr.t_install = std::chrono::duration<double>(end - t_in).count();
@@ -232,6 +253,10 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
 }
 
 void print_result(const RunResult& rr, const KernelCheck& kc) {
+  // uv's meaning of "prepared": downloaded, unpacked and checked, ready to go into place.
+  const auto n_prep = rr.txn.installed.size();
+  human(styled(fmt::format("Prepared {} package{} in {}", n_prep, n_prep == 1 ? "" : "s",
+                           human_duration(rr.t_download + rr.t_stage + rr.t_kernels)), Style::dim));
   // An earlier envfix was killed mid-transaction (or mid-preparation): say what was undone first.
   for (const auto& a : rr.txn.recovered) warn(fmt::format("recovered from an interrupted envfix run: {}", a));
   if (!rr.txn.removed.empty())
@@ -270,7 +295,9 @@ json result_json(const RunResult& rr) {
   j["backup_bytes"] = rr.txn.backup_bytes;
   j["warnings"] = rr.txn.warnings;
   j["smoke"] = {{"passed", rr.smoke_passed}, {"note", rr.smoke_note}};
-  j["timings"] = {{"uninstall_s", rr.t_uninstall}, {"install_s", rr.t_install}};
+  j["timings"] = {{"download_s", rr.t_download}, {"unpack_s", rr.t_stage},     {"kernel_check_s", rr.t_kernels},
+                  {"prepare_s", rr.t_download + rr.t_stage + rr.t_kernels},
+                  {"uninstall_s", rr.t_uninstall},  {"install_s", rr.t_install}};
   j["link_mode"] = rr.txn.link_mode ? json(installer::to_string(*rr.txn.link_mode)) : json(nullptr);
   j["unpacked_cache_hits"] = rr.txn.cache_hits;
   return j;
@@ -422,8 +449,7 @@ Expected<int> run_apply(Globals g, const ApplyOptions& o) {
     }
     names.push_back(plan.install[i].name);
   }
-  human(styled(fmt::format("Prepared {} package{} in {}", wheels.size(), wheels.size() == 1 ? "" : "s", human_duration(since(t_prep))),
-               Style::dim));
+  const double t_download = since(t_prep);
 
   std::vector<fs::path> removals;
   for (const auto& r : plan.remove)
@@ -434,6 +460,7 @@ Expected<int> run_apply(Globals g, const ApplyOptions& o) {
   KernelCheck kc;
   auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, kc,
                                        unpacked_cache_dir(*ctx.client)));
+  rr.t_download = t_download;
 
   print_result(rr, kc);
 
@@ -568,8 +595,7 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
     wheels[i].requested = requested.contains(chosen->packages[i].name);
     names.push_back(chosen->packages[i].name);
   }
-  human(styled(fmt::format("Prepared {} package{} in {}", wheels.size(), wheels.size() == 1 ? "" : "s", human_duration(since(t_prep))),
-               Style::dim));
+  const double t_download = since(t_prep);
 
   // Remove the framework family members the lock does not have (same names are replaced anyway).
   const matrices::Framework* fw = nullptr;
@@ -588,6 +614,7 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
   KernelCheck kc;
   auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, kc,
                                        unpacked_cache_dir(*client)));
+  rr.t_download = t_download;
   print_result(rr, kc);
   if (rr.smoke_failure_kept) {
     print_error(*rr.smoke_failure_kept);
