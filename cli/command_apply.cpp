@@ -369,7 +369,7 @@ Expected<std::string> update_lockfile(const Globals& g, const PlanContext& ctx, 
   for (const auto& [n, k] : verified) kernels[n] = k;
   auto target = ENVFIX_TRY(make_lock_target(ctx, kernels, local));
   lock.upsert(std::move(target));
-  ENVFIX_CLI_TRY_VOID(lock.write(path));
+  ENVFIX_TRY_VOID(lock.write(path));
   return path.string();
 }
 
@@ -382,12 +382,12 @@ std::vector<std::string> lock_request(const PlanContext& ctx, const ApplyOptions
 }
 
 Expected<int> run_apply(Globals g, const ApplyOptions& o) {
-  ENVFIX_CLI_TRY_VOID(prepare_venv(g, o));
+  ENVFIX_TRY_VOID(prepare_venv(g, o));
   auto ctx = ENVFIX_TRY(build_plan(g, o.requests, PlanFlags{o.pre, o.allow_unhashed}));
   const auto& plan = ctx.plan;
   const Host& host = ctx.host;
   auto target = installer::InstallTarget::from_python_info(*host.facts.python);
-  ENVFIX_CLI_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
+  ENVFIX_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
   const bool json_out = g.format == "json";
 
   human(host_line(host));
@@ -525,7 +525,7 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
   if (!o.requests.empty())
     return make_error(ErrorCode::invalid_input, "--locked installs the lockfile's set; it takes no requirements",
                       "drop the requirements, or run `envfix apply REQ...` to re-resolve");
-  ENVFIX_CLI_TRY_VOID(prepare_venv(g, o));
+  ENVFIX_TRY_VOID(prepare_venv(g, o));
   auto text = util::read_file(g.lockfile);
   if (!text) return make_error(ErrorCode::not_found, fmt::format("cannot read the lockfile {}", g.lockfile), "run `envfix lock` or `envfix apply` first, or pass --lockfile PATH");
   auto lock = ENVFIX_TRY(lockfile::LockFile::parse(*text, g.lockfile));
@@ -553,7 +553,7 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
   human(fmt::format("{} {} from {}", styled("locked:", Style::bold), chosen->id, g.lockfile));
 
   auto target = installer::InstallTarget::from_python_info(*host.facts.python);
-  ENVFIX_CLI_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
+  ENVFIX_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
   auto client = ENVFIX_TRY(make_index_client(g));
 
   std::vector<index::Candidate> cands;
@@ -651,13 +651,7 @@ void add_apply_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--pre", o->pre, "Allow pre-releases for every package");
   cmd->add_option("--smoke-timeout", o->smoke_timeout, "Seconds each smoke-test step may run (default 600)");
   cmd->callback([&g, o] {
-    auto rc = o->locked ? run_locked(g, *o) : run_apply(g, *o);
-    if (!rc) {
-      print_error(rc.error());
-      g.exit_code = exit_code_for(rc.error());
-      return;
-    }
-    g.exit_code = *rc;
+    g.exit_code = finish_command(o->locked ? run_locked(g, *o) : run_apply(g, *o));
   });
 }
 

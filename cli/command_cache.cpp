@@ -79,13 +79,7 @@ void add_cache_command(CLI::App& app, Globals& g) {
   auto* cmd = app.add_subcommand("cache", "The download/page cache: dir, size, clean");
   cmd->add_option("action", *action, "dir | size | clean")->required()->check(CLI::IsMember({"dir", "size", "clean"}));
   cmd->callback([&g, action] {
-    auto rc = run_cache(g, *action);
-    if (!rc) {
-      print_error(rc.error());
-      g.exit_code = exit_code_for(rc.error());
-      return;
-    }
-    g.exit_code = *rc;
+    g.exit_code = finish_command(run_cache(g, *action));
   });
 }
 

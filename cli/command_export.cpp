@@ -85,7 +85,7 @@ Expected<int> run_export(const Globals& g, const ExportOptions& o) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);
     } else {
-      ENVFIX_CLI_TRY_VOID(util::write_file_atomic(out, text, 0644));
+      ENVFIX_TRY_VOID(util::write_file_atomic(out, text, 0644));
       human(fmt::format("Wrote {} (target {}, {} packages)", out, t->id, t->packages.size()));
     }
     written.push_back({{"target", t->id}, {"path", out}});
@@ -106,13 +106,7 @@ void add_export_command(CLI::App& app, Globals& g) {
   cmd->add_option("--target", o->target, "Target id in the lockfile (default: the one matching this host, or the only one)");
   cmd->add_flag("--all", o->all, "Every target, one file each (pylock.<id>.toml, requirements-<id>.txt)");
   cmd->callback([&g, o] {
-    auto rc = run_export(g, *o);
-    if (!rc) {
-      print_error(rc.error());
-      g.exit_code = exit_code_for(rc.error());
-      return;
-    }
-    g.exit_code = *rc;
+    g.exit_code = finish_command(run_export(g, *o));
   });
 }
 

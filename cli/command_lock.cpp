@@ -221,7 +221,7 @@ Expected<int> run_lock(const Globals& g, const LockOptions& o) {
     if (g.format == "json") machine(json{{"lockfile", out.string()}, {"stale", true}, {"differences", diff}}.dump(2));
     return 1;
   }
-  ENVFIX_CLI_TRY_VOID(util::write_file_atomic(out, yaml, 0644));
+  ENVFIX_TRY_VOID(util::write_file_atomic(out, yaml, 0644));
   human(fmt::format("Wrote {} ({} target{})", out.string(), lock.targets.size(), lock.targets.size() == 1 ? "" : "s"));
   if (g.format == "json") {
     json j{{"lockfile", out.string()}, {"targets", json::array()}, {"notes", notes}};
@@ -248,13 +248,7 @@ void add_lock_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--pre", o->pre, "Allow pre-releases for every package");
   cmd->add_flag("--allow-unhashed", o->allow_unhashed, "Accept files whose index gives no sha256");
   cmd->callback([&g, o] {
-    auto rc = run_lock(g, *o);
-    if (!rc) {
-      print_error(rc.error());
-      g.exit_code = exit_code_for(rc.error());
-      return;
-    }
-    g.exit_code = *rc;
+    g.exit_code = finish_command(run_lock(g, *o));
   });
 }
 

@@ -23,13 +23,6 @@
 #include "resolver/plan.hpp"
 #include "util/error.hpp"
 
-// ENVFIX_TRY for Expected<void>: propagate the error, no value.
-#define ENVFIX_CLI_TRY_VOID(expr)                                                              \
-  do {                                                                                         \
-    auto&& envfix_try_void_ = (expr);                                                          \
-    if (!envfix_try_void_) return std::unexpected(std::move(envfix_try_void_).error());        \
-  } while (0)
-
 namespace envfix::cli {
 
 [[nodiscard]] std::vector<std::string> split_commas(const std::string& s);

@@ -97,6 +97,12 @@ void print_error(const Error& e) {
   std::fwrite(out.data(), 1, out.size(), stderr);
 }
 
+int finish_command(const Expected<int>& rc) {
+  if (rc) return *rc;
+  print_error(rc.error());
+  return exit_code_for(rc.error());
+}
+
 int exit_code_for(const Error& e) {
   switch (e.code) {
     case ErrorCode::invalid_input:

@@ -26,5 +26,7 @@ void warn(std::string_view text);
 
 // Exit code for an error (design.md §4).
 [[nodiscard]] int exit_code_for(const Error& e);
+// A command's result as its exit code; an error is printed first.
+[[nodiscard]] int finish_command(const Expected<int>& rc);
 
 } // namespace envfix::cli

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Packs the libFuzzer targets (built by scripts/fuzz.sh: clang-19, ASan+UBSan) with the shared
+# libraries they need and the seed corpora, for a long run on a bigger machine (the GPU machine has
+# 16 cores and no clang). Usage: scripts/fuzz-bundle.sh OUT.tar.gz
+# On the other machine: tar -xzf OUT.tar.gz && fuzz-bundle/run.sh SECONDS WORKERS RESULT_DIR
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=$(realpath -m "${1:?usage: scripts/fuzz-bundle.sh OUT.tar.gz}")
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+b="$stage/fuzz-bundle"
+mkdir -p "$b/bin" "$b/lib" "$b/corpus"
+for t in "$root"/build/fuzz/fuzz/fuzz_*; do
+  [ -x "$t" ] || continue
+  cp "$t" "$b/bin/"
+  strip --strip-debug "$b/bin/$(basename "$t")"
+  # Everything but the C runtime and libstdc++/libgcc (the other machine's newer ones serve).
+  ldd "$t" | awk '/=> \//{print $3}' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libresolv.so*|libstdc++.so*|libgcc_s.so*|ld-linux*) ;;
+      *) cp -nL "$lib" "$b/lib/" ;;
+    esac
+  done
+done
+cp -r "$root/fuzz/corpus/." "$b/corpus/"
+cat > "$b/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# run.sh SECONDS WORKERS RESULT_DIR: every target at once, WORKERS processes each (libFuzzer -fork),
+# then one line per target with the executions summed over its workers.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+secs=$1 workers=$2 res=$3
+mkdir -p "$res"
+export LD_LIBRARY_PATH="$here/lib"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+pids=()
+for t in "$here"/bin/fuzz_*; do
+  n=$(basename "$t"); c="$here/corpus/${n#fuzz_}"; mkdir -p "$c" "$res/$n"
+  ( cd "$res/$n" && "$t" -fork="$workers" -ignore_crashes=0 -max_total_time="$secs" -rss_limit_mb=2048 \
+      -timeout=10 -print_final_stats=1 -artifact_prefix="$res/$n/" "$c" > "$res/$n/log.txt" 2>&1
+    echo "exit=$?" >> "$res/$n/log.txt" ) &
+  pids+=($!)
+done
+wait "${pids[@]}"
+for t in "$here"/bin/fuzz_*; do
+  n=$(basename "$t"); log="$res/$n/log.txt"
+  # -fork prints per-job "stat::number_of_executed_units" and a running "#N" total.
+  execs=$(grep -Eo '^#[0-9]+' "$log" | tr -d '#' | sort -n | tail -1)
+  crashes=$(ls "$res/$n" | grep -Ec '^(crash|leak|timeout|oom)-' || true)
+  echo "$n executions=${execs:-?} crashes=$crashes $(tail -1 "$log")"
+done
+RUN
+chmod +x "$b/run.sh"
+tar -czf "$out" -C "$stage" fuzz-bundle
+echo "wrote $out ($(du -h "$out" | cut -f1))"
