@@ -16,6 +16,7 @@
 
 #include "cli/globals.hpp"
 #include "cli/pipeline.hpp"
+#include "cli/progress.hpp"
 #include "cli/render.hpp"
 #include "cli/smoke.hpp"
 #include "installer/install_target.hpp"
@@ -181,8 +182,9 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
                                     const std::vector<std::string>& wheel_names,
                                     const std::vector<fs::path>& removals, const ApplyOptions& o,
                                     const matrices::Framework* framework, KernelCheck& kc,
-                                    const fs::path& unpacked_cache) {
+                                    const fs::path& unpacked_cache, const Globals& g) {
   RunResult rr;
+  ProgressLine unpack_bar(g, "Unpacking");
   installer::TransactionOptions to;
   to.break_system_packages = o.break_system_packages;
   to.keep_backup = !o.no_backup;
@@ -197,8 +199,9 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
   kc.names = wheel_names;
   to.kernel_check = [&kc](const std::vector<fs::path>& sos) { return kc(sos); };
   Clock::time_point t_rm{}, t_in{}, t_ver{}, t_kc{};
+  to.unpack_progress = [&unpack_bar](std::uint64_t done, std::uint64_t total) { unpack_bar.update(done, total); };
   to.progress = [&](std::string_view s) {
-    if (s.starts_with("checking kernels")) t_kc = Clock::now();
+    if (s.starts_with("checking kernels")) { unpack_bar.clear(); t_kc = Clock::now(); }
     else if (s.starts_with("removing")) t_rm = Clock::now();
     else if (s.starts_with("installing")) t_in = Clock::now();
     else if (s == "verifying") t_ver = Clock::now();
@@ -309,7 +312,7 @@ fs::path unpacked_cache_dir(const index::IndexClient& client) { return client.ca
 // Every file ready for the transaction: a wheel already in the unpacked cache needs nothing more
 // (no download, no archive hash); the others are downloaded (or found in the wheel cache) in
 // parallel, hash-verified. The first failure names the package.
-Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClient& client,
+Expected<std::vector<installer::WheelToInstall>> prepare_wheels(const Globals& g, index::IndexClient& client,
                                                                 const std::vector<index::Candidate>& cands,
                                                                 const std::function<std::string(std::size_t)>& where) {
   std::vector<installer::WheelToInstall> wheels(cands.size());
@@ -325,7 +328,22 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
       fetch_index.push_back(i);
     }
   }
-  auto results = client.download_many(fetch);
+  // Bytes, rate and ETA over all downloads together; sizes the index did not publish join the
+  // total when their transfer announces them.
+  ProgressLine bar(g, "Downloading");
+  std::vector<std::uint64_t> done(fetch.size()), total(fetch.size());
+  for (std::size_t k = 0; k < fetch.size(); ++k) total[k] = fetch[k].size.value_or(0);
+  auto results = client.download_many(fetch, [&](std::size_t k, std::uint64_t d, std::optional<std::uint64_t> t) {
+    done[k] = d;
+    if (t && *t > total[k]) total[k] = *t;
+    std::uint64_t sd = 0, st = 0;
+    for (std::size_t j = 0; j < fetch.size(); ++j) {
+      sd += done[j];
+      st += total[j];
+    }
+    bar.update(sd, st);
+  });
+  bar.clear();
   for (std::size_t k = 0; k < results.size(); ++k) {
     if (!results[k]) return std::unexpected(std::move(results[k].error()).context(where(fetch_index[k])));
     auto& w = wheels[fetch_index[k]];
@@ -426,7 +444,7 @@ Expected<int> run_apply(Globals g, const ApplyOptions& o) {
     if (!pin) return make_error(ErrorCode::internal, fmt::format("{}: planned but not in the resolution", i.name));
     cands.push_back(pin->file);
   }
-  auto wheels = ENVFIX_TRY(prepare_wheels(*ctx.client, cands, [&](std::size_t i) {
+  auto wheels = ENVFIX_TRY(prepare_wheels(g, *ctx.client, cands, [&](std::size_t i) {
     return fmt::format("could not download {}=={} ({})", plan.install[i].name, plan.install[i].version, index::redact_url(cands[i].url));
   }));
   std::map<std::string, LocalFile> local;
@@ -459,7 +477,7 @@ Expected<int> run_apply(Globals g, const ApplyOptions& o) {
   const matrices::Framework* fw = ctx.framework_mode() && ctx.knowledge ? ctx.knowledge->framework(ctx.spec->name) : nullptr;
   KernelCheck kc;
   auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, kc,
-                                       unpacked_cache_dir(*ctx.client)));
+                                       unpacked_cache_dir(*ctx.client), g));
   rr.t_download = t_download;
 
   print_result(rr, kc);
@@ -582,7 +600,7 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
     return 1;
   }
   auto t_prep = Clock::now();
-  auto wheels = ENVFIX_TRY(prepare_wheels(*client, cands, [&](std::size_t i) {
+  auto wheels = ENVFIX_TRY(prepare_wheels(g, *client, cands, [&](std::size_t i) {
     const auto& p = chosen->packages[i];
     std::size_t line = line_of(*text, p.url);
     return fmt::format("locked package {}=={} ({}:{}): {}", p.name, p.version, g.lockfile, line, index::redact_url(cands[i].url));
@@ -613,7 +631,7 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
 
   KernelCheck kc;
   auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, kc,
-                                       unpacked_cache_dir(*client)));
+                                       unpacked_cache_dir(*client), g));
   rr.t_download = t_download;
   print_result(rr, kc);
   if (rr.smoke_failure_kept) {

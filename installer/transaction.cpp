@@ -700,10 +700,12 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
     std::size_t unpack, group;
   };
   std::vector<Group> groups;
+  std::vector<std::uint64_t> group_bytes(unpacks.size()); // for progress: a wheel's bytes over its groups
   std::uint64_t unpack_bytes = 0;
   for (std::size_t k = 0; k < unpacks.size(); ++k) {
     unpack_bytes += unpacks[k]->stager.payload_bytes();
     std::size_t g = unpacks[k]->stager.split(threads, 16ull << 20);
+    group_bytes[k] = unpacks[k]->stager.payload_bytes() / g;
     for (std::size_t j = 0; j < g; ++j) groups.push_back({k, j});
   }
   // Biggest groups first so that the large wheel does not start last.
@@ -712,9 +714,14 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
   });
   if (!unpacks.empty())
     progress(fmt::format("unpacking {} wheel(s), {} bytes", unpacks.size(), unpack_bytes));
-  ENVFIX_TRY_VOID(util::parallel_for(groups.size(), threads, [&](std::size_t k) {
-    return unpacks[groups[k].unpack]->stager.extract(groups[k].group);
-  }));
+  std::atomic<std::uint64_t> unpacked{0};
+  auto extracted = util::parallel_for(groups.size(), threads, [&](std::size_t k) -> Expected<void> {
+    ENVFIX_TRY_VOID(unpacks[groups[k].unpack]->stager.extract(groups[k].group));
+    auto done = unpacked.fetch_add(group_bytes[groups[k].unpack]) + group_bytes[groups[k].unpack];
+    if (m_options.unpack_progress) m_options.unpack_progress(done, unpack_bytes);
+    return {};
+  });
+  if (!extracted) return std::unexpected(std::move(extracted.error()));
   std::vector<std::optional<wheel::StagedWheel>> staged(n);
   for (auto& u : unpacks) {
     auto sw = u->stager.finish();

@@ -71,6 +71,8 @@ struct TransactionOptions {
   std::function<Expected<void>(std::string_view step, std::size_t index)> fault;
   // Progress notes for the caller to render (phases, counts); never required.
   std::function<void(std::string_view)> progress;
+  // Bytes unpacked so far of the total, from the unpacking threads (the caller serializes).
+  std::function<void(std::uint64_t done, std::uint64_t total)> unpack_progress;
 };
 
 struct DistRef {

@@ -88,6 +88,7 @@ public:
   std::string http_base() const { return m_nginx->http_url(); }
   fs::path lockfile() const { return m_root / "envfix.lock"; }
   fs::path cache() const { return m_root / "cache"; }
+  fs::path ca_file() const { return m_nginx->ca_file(); }
 
   fs::path venv(const std::string& name) {
     auto dir = m_root / name;
@@ -241,6 +242,41 @@ TEST_CASE("apply of a plain set installs what pip installs, and writes the lockf
   CHECK(after.at("beta") == "2.0");
   CHECK(after.at("delta") == "0.3");
   CHECK(w.pip(ve, {"check"}).ok());
+}
+
+TEST_CASE("progress bars: drawn on a terminal, absent when stderr is not one") {
+  World w(kPlainIndex);
+  if (!util::find_in_path("script")) {
+    MESSAGE("SKIP: script(1) from util-linux is needed to give envfix a terminal");
+    return;
+  }
+  auto ve = w.venv("venv-tty");
+  // script(1) runs envfix on a pseudo-terminal; its stdout carries what envfix drew there.
+  std::string cmd = envfix_bin().string();
+  for (const auto& a : std::vector<std::string>{"apply", "alpha", "--index-url", w.index_url(), "--python",
+                                                (ve / "bin/python").string(), "--yes", "--cache-dir",
+                                                w.cache().string(), "--lockfile", w.lockfile().string()})
+    cmd += " '" + a + "'";
+  util::SubprocessOptions o;
+  o.timeout = std::chrono::seconds(120);
+  o.set_env = {{"SSL_CERT_FILE", w.ca_file().string()}};
+  o.unset_env = {"REQUESTS_CA_BUNDLE", "PIP_FIND_LINKS", "VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_CACHE_DIR"};
+  auto r = util::run_process({"script", "-qfec", cmd, "/dev/null"}, o);
+  REQUIRE(r);
+  INFO(r->out, r->err);
+  REQUIRE(r->exit_code == 0);
+  CHECK(r->out.find("Downloading  [") != std::string::npos);
+  CHECK(r->out.find("Unpacking    [") != std::string::npos);
+  CHECK(r->out.find("\x1b[2K") != std::string::npos); // each frame erases the line it redraws
+  CHECK(r->out.find("Installed 3 packages in") != std::string::npos);
+  // Not a terminal (the other tests' runs): no bar, no escape codes.
+  auto ve2 = w.venv("venv-notty");
+  auto plain = w.envfix({"apply", "alpha", "--index-url", w.index_url(), "--python", (ve2 / "bin/python").string(),
+                         "--yes", "--lockfile", w.lockfile().string()}, {}, w.root() / "cache-notty");
+  REQUIRE(plain.rc == 0);
+  CHECK(plain.err.find("Prepared 3 packages") != std::string::npos);
+  CHECK(plain.err.find("Downloading") == std::string::npos);
+  CHECK(plain.err.find("\x1b[2K") == std::string::npos);
 }
 
 TEST_CASE("apply --venv creates the venv and installs into it; a second apply reuses it") {

@@ -1,0 +1,61 @@
+#include "cli/progress.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli/globals.hpp"
+#include "cli/pipeline.hpp"
+
+namespace envfix::cli {
+
+std::string progress_text(std::string_view label, std::uint64_t done, std::uint64_t total, double seconds,
+                          int width) {
+  std::string out = fmt::format("{:<12}", label);
+  if (total > 0) {
+    double f = std::min(1.0, static_cast<double>(done) / static_cast<double>(total));
+    int fill = static_cast<int>(f * width);
+    std::string bar(static_cast<std::size_t>(width), ' ');
+    for (int i = 0; i < fill; ++i) bar[static_cast<std::size_t>(i)] = '=';
+    if (fill < width) bar[static_cast<std::size_t>(fill)] = '>';
+    out += fmt::format(" [{}] {}/{}", bar, human_size(done), human_size(total));
+  } else {
+    out += " " + human_size(done);
+  }
+  if (seconds > 0.2 && done > 0) {
+    double rate = static_cast<double>(done) / seconds;
+    out += fmt::format(" {}/s", human_size(static_cast<std::uint64_t>(rate)));
+    if (total > done) out += fmt::format(" ETA {:.0f}s", static_cast<double>(total - done) / rate);
+  }
+  return out;
+}
+
+ProgressLine::ProgressLine(const Globals& g, std::string label)
+    : m_enabled(!g.no_progress && !g.quiet && g.format != "json" && ::isatty(STDERR_FILENO)),
+      m_label(std::move(label)),
+      m_start(std::chrono::steady_clock::now()) {}
+
+void ProgressLine::update(std::uint64_t done, std::uint64_t total) {
+  if (!m_enabled) return;
+  std::lock_guard lock(m_mutex);
+  auto now = std::chrono::steady_clock::now();
+  if (m_drawn && now - m_last < std::chrono::milliseconds(100) && done < total) return;
+  m_last = now;
+  auto line = progress_text(m_label, done, total, std::chrono::duration<double>(now - m_start).count());
+  std::fprintf(stderr, "\r\033[2K%s", line.c_str());
+  std::fflush(stderr);
+  m_drawn = true;
+}
+
+void ProgressLine::clear() {
+  if (!m_enabled) return;
+  std::lock_guard lock(m_mutex);
+  if (!m_drawn) return;
+  std::fputs("\r\033[2K", stderr);
+  std::fflush(stderr);
+  m_drawn = false;
+}
+
+} // namespace envfix::cli

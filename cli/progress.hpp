@@ -1,0 +1,38 @@
+#pragma once
+// One-line progress bars on stderr (downloads, unpacking), like uv's: only on a terminal, never with
+// --format json, -q or --no-progress, redrawn at most ten times a second, erased when done so the
+// summary lines ("Prepared 33 packages in 1.2s") stay the only trace.
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace envfix::cli {
+
+struct Globals;
+
+// "Downloading [=====>     ] 120.3 MiB/386.0 MiB 95.2 MiB/s ETA 3s" (`total` 0: no bar, no ETA).
+[[nodiscard]] std::string progress_text(std::string_view label, std::uint64_t done, std::uint64_t total,
+                                        double seconds, int width = 24);
+
+class ProgressLine {
+public:
+  ProgressLine(const Globals& g, std::string label);
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  ~ProgressLine() { clear(); }
+  // Thread-safe; cheap when disabled or called faster than the redraw rate.
+  void update(std::uint64_t done, std::uint64_t total);
+  void clear();
+  [[nodiscard]] bool enabled() const { return m_enabled; }
+
+private:
+  bool m_enabled = false;
+  bool m_drawn = false;
+  std::string m_label;
+  std::mutex m_mutex;
+  std::chrono::steady_clock::time_point m_start, m_last;
+};
+
+} // namespace envfix::cli
