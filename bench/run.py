@@ -238,7 +238,7 @@ class Bench:
         mm = run_ok([self.python, "-c", "import sys;print(f'{sys.version_info[0]}{sys.version_info[1]}')"]).strip()
         t0 = time.time()
         log(f"generating workload at scale {scale:g} in {self.data}")
-        self.manifest = workload.generate(self.data, scale, f"cp{mm}", jobs=min(4, os.cpu_count() or 1))
+        self.manifest = workload.generate(self.data, scale, f"cp{mm}", jobs=min(16, os.cpu_count() or 1))
         log(f"workload ready ({time.time() - t0:.0f}s)")
         self.server = Nginx(self.data, os.path.join(WORK, "nginx"), args.server)
         self.ca = self.server.ca
