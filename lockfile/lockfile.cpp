@@ -33,7 +33,8 @@ bool looks_special(std::string_view s) {
     return true;
   }
   // A leading indicator or ": " / " #" sequences need quotes; the allowed set above excludes spaces.
-  return std::string_view("-:@%~").find(s.front()) != std::string_view::npos;
+  // A trailing ':' would make the value read as a mapping key (found by fuzzing).
+  return std::string_view("-:@%~").find(s.front()) != std::string_view::npos || s.back() == ':';
 }
 
 std::string scalar(std::string_view s) {

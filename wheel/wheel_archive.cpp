@@ -176,6 +176,11 @@ Expected<void> WheelArchive::list() {
     if (i >= m_limits.max_entries)
       return fail(ErrorCode::invalid_input, "{}: more than {} members", m_name, m_limits.max_entries);
     auto entry = to_entry(e, i);
+    // libarchive can hand back an empty name for one it could not convert; every such member
+    // would alias every other (found by fuzzing).
+    if (entry.name.empty())
+      return fail(ErrorCode::invalid_input, "{}: member {} ('{}') has an empty or undecodable name", m_name, i,
+                  i < m_raw_names.size() ? m_raw_names[i] : std::string("?"));
     m_total_size += entry.size;
     if (m_total_size > m_limits.max_total_size)
       return make_error(ErrorCode::invalid_input,

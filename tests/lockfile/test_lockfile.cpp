@@ -56,6 +56,20 @@ TEST_CASE("lockfile round trip is exact and deterministic") {
   CHECK(back->targets[0].host.driver_min == "570.26");
 }
 
+TEST_CASE("values that YAML would misread are quoted and read back equal (fuzz finding)") {
+  LockFile l = sample();
+  // A trailing ':' made `python: 3.10us:` a mapping key on the way back.
+  for (std::string odd : {"3.10us:", "a:", "x: y", "#c", "-x", "a #b"}) {
+    CAPTURE(odd);
+    l.targets[0].host.python = odd;
+    l.framework = odd;
+    auto back = LockFile::parse(l.to_yaml(), "envfix.lock");
+    REQUIRE_MESSAGE(back, (back ? "" : back.error().render()));
+    CHECK(back->targets[0].host.python == odd);
+    CHECK(back->framework == odd);
+  }
+}
+
 TEST_CASE("credentials never reach the lockfile") {
   std::string y = sample().to_yaml();
   CHECK(y.find("secret") == std::string::npos);

@@ -287,3 +287,14 @@ TEST_CASE("a large wheel split over several readers stages the same bytes, and s
   CHECK(f.refuse(bad, threaded).find("'demo_pkg/lib2.so' does not match its RECORD hash") != std::string::npos);
 }
 }
+
+TEST_SUITE("unit") {
+TEST_CASE("a member whose name libarchive cannot decode is refused, not aliased (fuzz finding)") {
+  auto bytes = util::read_file(fs::path(ENVFIX_SOURCE_DIR) / "fuzz/corpus/wheel_archive/regress-empty-name.zip");
+  REQUIRE(bytes);
+  std::span<const std::uint8_t> span(reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size());
+  auto ar = wheel::WheelArchive::open_memory(span, "regress.whl");
+  REQUIRE_FALSE(ar);
+  CHECK(ar.error().message.find("has an empty or undecodable name") != std::string::npos);
+}
+}
