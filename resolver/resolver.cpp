@@ -568,6 +568,18 @@ struct Resolver::Impl {
   // Every requirement seen per key, for tracing a conflict back to the request.
   std::map<std::string, std::vector<Info>> requirers;
   std::string unusable_phrase(const std::string& name, const specs::SpecifierSet& spec);
+  // The conflicting requirements grouped by the project they constrain, in first-seen order.
+  std::pair<std::map<std::string, std::vector<const Info*>>, std::vector<std::string>> group_by_key(
+      const std::vector<Info>& causes) const {
+    std::map<std::string, std::vector<const Info*>> by_key;
+    std::vector<std::string> order;
+    for (const auto& c : causes) {
+      const auto& k = reqs[c.req].key;
+      if (!by_key.contains(k)) order.push_back(k);
+      by_key[k].push_back(&c);
+    }
+    return {std::move(by_key), std::move(order)};
+  }
   std::string derivation(const std::vector<Info>& causes);
   Error explain(const std::vector<Info>& causes);
   Expected<Resolution> build_result(std::size_t rounds);
@@ -632,13 +644,7 @@ std::string Resolver::Impl::unusable_phrase(const std::string& name, const specs
 // A derivation chain in the style of uv's PubGrub reports: why the conflicting requirements cannot
 // be met, which packages that rules out, and how those trace back to the request.
 std::string Resolver::Impl::derivation(const std::vector<Info>& causes) {
-  std::map<std::string, std::vector<const Info*>> by_key;
-  std::vector<std::string> order;
-  for (const auto& c : causes) {
-    const auto& k = reqs[c.req].key;
-    if (!by_key.contains(k)) order.push_back(k);
-    by_key[k].push_back(&c);
-  }
+  auto [by_key, order] = group_by_key(causes);
   auto who = [&](const Info& i) {
     return i.parent >= 0 ? fmt::format("{} depends on {}", node_text(i.parent), reqs[i.req].text)
                          : fmt::format("you require {}", reqs[i.req].text);
@@ -720,14 +726,7 @@ std::string Resolver::Impl::derivation(const std::vector<Info>& causes) {
 }
 
 Error Resolver::Impl::explain(const std::vector<Info>& causes) {
-  // Group the conflicting requirements by the project they constrain.
-  std::map<std::string, std::vector<const Info*>> by_key;
-  std::vector<std::string> order;
-  for (const auto& c : causes) {
-    const auto& k = reqs[c.req].key;
-    if (!by_key.contains(k)) order.push_back(k);
-    by_key[k].push_back(&c);
-  }
+  auto [by_key, order] = group_by_key(causes);
   Error e{ErrorCode::unsatisfiable, "", {}, ""};
   bool all_missing = true;
   std::vector<std::string> missing;
