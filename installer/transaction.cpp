@@ -637,6 +637,10 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
     const auto& w = m_install[i];
     if (w.cached) from_cache[i] = w.cached;
     else if (cache && w.sha256) from_cache[i] = cache->find(*w.sha256);
+    if (from_cache[i]) {
+      ++result.cache_hits;
+      result.warnings.insert(result.warnings.end(), from_cache[i]->warnings.begin(), from_cache[i]->warnings.end());
+    }
   }
   ENVFIX_TRY_VOID(util::parallel_for(n, threads, [&](std::size_t i) -> Expected<void> {
     const auto& w = m_install[i];
@@ -739,14 +743,6 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
       from_cache[u->index] = ENVFIX_TRY(cache->add(*m_install[u->index].sha256, std::move(*sw), u->cache_temp));
     }
   }
-  for (std::size_t i = 0; i < n; ++i) {
-    bool unpacked_now = std::find(todo.begin(), todo.end(), i) != todo.end();
-    if (!unpacked_now) {
-      ++result.cache_hits;
-      result.warnings.insert(result.warnings.end(), from_cache[i]->warnings.begin(), from_cache[i]->warnings.end());
-    }
-  }
-
   // (c) Cached trees into the staging directory, on the environment's filesystem.
   std::vector<std::size_t> links;
   for (std::size_t i = 0; i < n; ++i)
