@@ -88,7 +88,6 @@ public:
   std::string http_base() const { return m_nginx->http_url(); }
   fs::path lockfile() const { return m_root / "envfix.lock"; }
   fs::path cache() const { return m_root / "cache"; }
-  fs::path ca_file() const { return m_nginx->ca_file(); }
 
   fs::path venv(const std::string& name) {
     auto dir = m_root / name;
@@ -97,11 +96,8 @@ public:
     return dir;
   }
 
-  Run envfix(std::vector<std::string> args, std::map<std::string, std::string> env = {}, const fs::path& cache = {}) {
-    std::vector<std::string> argv{envfix_bin().string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    argv.push_back("--cache-dir");
-    argv.push_back((cache.empty() ? this->cache() : cache).string());
+  // How every envfix of this world runs: in its root, trusting its CA only, no ambient ENVFIX_* settings.
+  util::SubprocessOptions envfix_options(std::map<std::string, std::string> env = {}) const {
     util::SubprocessOptions o;
     o.timeout = std::chrono::seconds(300);
     o.cwd = m_root;
@@ -109,7 +105,15 @@ public:
     o.set_env["SSL_CERT_FILE"] = m_nginx->ca_file().string();
     o.unset_env = {"REQUESTS_CA_BUNDLE", "PIP_FIND_LINKS", "VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER",
                    "ENVFIX_INDEX_URL", "ENVFIX_MATRICES", "ENVFIX_CACHE_DIR", "ENVFIX_OFFLINE"};
-    auto r = util::run_process(argv, o);
+    return o;
+  }
+
+  Run envfix(std::vector<std::string> args, std::map<std::string, std::string> env = {}, const fs::path& cache = {}) {
+    std::vector<std::string> argv{envfix_bin().string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back("--cache-dir");
+    argv.push_back((cache.empty() ? this->cache() : cache).string());
+    auto r = util::run_process(argv, envfix_options(std::move(env)));
     REQUIRE(r);
     std::string cmd;
     for (const auto& a : args) cmd += " " + a;
@@ -257,11 +261,7 @@ TEST_CASE("progress bars: drawn on a terminal, absent when stderr is not one") {
                                                 (ve / "bin/python").string(), "--yes", "--cache-dir",
                                                 w.cache().string(), "--lockfile", w.lockfile().string()})
     cmd += " '" + a + "'";
-  util::SubprocessOptions o;
-  o.timeout = std::chrono::seconds(120);
-  o.set_env = {{"SSL_CERT_FILE", w.ca_file().string()}};
-  o.unset_env = {"REQUESTS_CA_BUNDLE", "PIP_FIND_LINKS", "VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_CACHE_DIR"};
-  auto r = util::run_process({"script", "-qfec", cmd, "/dev/null"}, o);
+  auto r = util::run_process({"script", "-qfec", cmd, "/dev/null"}, w.envfix_options());
   REQUIRE(r);
   INFO(r->out, r->err);
   REQUIRE(r->exit_code == 0);
