@@ -1,7 +1,9 @@
 #pragma once
 // Reading a wheel's ZIP (ZIP64 included) through libarchive: the member listing from the central
-// directory, single members, and a streaming pass over every member. Untrusted input: sizes are
-// bounded and counted while decompressing; policy (which names are acceptable) lives in staging.
+// directory, single members, and streaming passes over ranges of members. Untrusted input: sizes
+// are bounded and counted while decompressing; policy (which names are acceptable) lives in staging.
+// A pass reads only the bytes of its members (from their local-header offsets in the central
+// directory), so memory per pass does not grow with the member count and no pass walks from member 0.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -23,7 +25,7 @@ struct ArchiveEntry {
   bool size_known = false;
   unsigned mode = 0;           // permission bits (external_attr >> 16), 0 when the zip has none
   std::string link_target;     // for symlinks/hardlinks
-  std::size_t index = 0;       // position in the archive
+  std::size_t index = 0;       // position in the archive (local-header order)
 };
 
 struct ArchiveLimits {
@@ -57,9 +59,11 @@ public:
   [[nodiscard]] std::uint64_t archive_size() const { return m_archive_size; }
   [[nodiscard]] std::uint64_t total_size() const { return m_total_size; }
 
-  // The whole content of one member (at most limits.max_member_read bytes).
+  // The whole content of one member (at most limits.max_member_read bytes); reads only its bytes.
   [[nodiscard]] Expected<std::string> read_member(std::string_view member) const;
-  // One pass over the members [begin, end) in archive order; bytes produced are counted against
+  // One pass over the members [begin, end) in archive order, reading only their byte range. The
+  // visitor gets the central directory's entry (authoritative type, mode, size); each local header
+  // must sit where the directory says and carry the same name. Bytes produced are counted against
   // the declared size of each member and the total limit, whatever the headers claim. Passes over
   // disjoint ranges may run concurrently (each opens its own reader).
   [[nodiscard]] Expected<void> stream(const EntryVisitor& visit, std::size_t begin = 0,
@@ -76,6 +80,9 @@ private:
   std::uint64_t m_total_size = 0;
   std::vector<ArchiveEntry> m_entries;
   std::vector<std::string> m_raw_names;
+  // Local-header offset of m_entries[i], ascending; one more at the end: the central directory's
+  // start. Member i's bytes (header, data, descriptor) lie in [m_offsets[i], m_offsets[i+1]).
+  std::vector<std::uint64_t> m_offsets;
 };
 
 // The names in a ZIP central directory (ZIP64 aware, bounds-checked), in order.
