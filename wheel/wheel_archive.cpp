@@ -172,6 +172,16 @@ Expected<CentralDirectory> parse_central_directory(std::span<const std::uint8_t>
   return out;
 }
 
+// A name libarchive decoded from a local header against the central directory's bytes: equal up
+// to what libarchive itself normalizes (DOS backslashes, the '/' it appends to directories).
+bool same_member_name(std::string_view decoded, std::string_view raw) {
+  if (decoded.size() == raw.size() + 1 && decoded.back() == '/') decoded.remove_suffix(1);
+  if (decoded.size() != raw.size()) return false;
+  for (std::size_t i = 0; i < raw.size(); ++i)
+    if (decoded[i] != raw[i] && !(raw[i] == '\\' && decoded[i] == '/')) return false;
+  return true;
+}
+
 // Local-header fields a pass checks: fixed part, then the name and extra lengths.
 constexpr std::uint64_t local_header_size = 30;
 // Bytes a reader may look at past the last member of its range: libarchive reads up to 24 bytes
@@ -294,6 +304,13 @@ Expected<void> WheelArchive::list() {
     if (entry.name.empty())
       return fail(ErrorCode::invalid_input, "{}: member {} ('{}') has an empty or undecodable name", m_name, i,
                   raw());
+    // libarchive names the member from its local header; it must be the directory's record for
+    // that offset (passes find member i by that offset and check the name again).
+    if (i < recs.size() && !same_member_name(entry.name, raw()))
+      return make_error(ErrorCode::invalid_input,
+                        fmt::format("{}: local header of member {} ('{}') disagrees with the central directory ('{}')",
+                                    m_name, i, entry.name, raw()),
+                        "overlapping or lying local/central headers: the archive is corrupt or hostile");
     m_total_size += entry.size;
     if (m_total_size > m_limits.max_total_size)
       return make_error(ErrorCode::invalid_input,
@@ -453,7 +470,10 @@ Expected<void> WheelArchive::stream(const EntryVisitor& visit, std::size_t begin
     const char* utf8 = archive_entry_pathname_utf8(e);
     const char* raw = archive_entry_pathname(e);
     std::string_view local_name = utf8 ? utf8 : (raw ? raw : "");
-    if (local_name != entry.name)
+    // The streaming reader does not know the directory's mode, so it may not append the '/'.
+    bool dir_slash = entry.type == ArchiveEntry::Type::directory && local_name.size() + 1 == entry.name.size() &&
+                     entry.name.starts_with(local_name);
+    if (local_name != entry.name && !dir_slash)
       return make_error(ErrorCode::invalid_input,
                         fmt::format("{}: local header of member {} ('{}') disagrees with the central directory ('{}')",
                                     m_name, i, local_name, entry.name),
