@@ -232,6 +232,28 @@ TEST_CASE("central directory in another order than the local headers") {
   CHECK(ar->read_member("p/b.txt").value() == "BB");
 }
 
+TEST_CASE("ZIP64 extra fields give the sizes and the local-header offset") {
+  Dir d;
+  auto zip = raw_zip(d, "zip64.zip", R"({"members": [{"name": "p/a.txt", "data": "A"},
+      {"name": "p/b.txt", "data": "BBBB", "zip64": true}, {"name": "p/c.txt", "data": "C"}]})");
+  auto ar = wheel::WheelArchive::open(zip);
+  REQUIRE_MESSAGE(ar, error_of(ar));
+  REQUIRE(ar->entries().size() == 3);
+  CHECK(ar->entries()[1].size == 4);
+  Collected all;
+  REQUIRE(collect(*ar, all));
+  CHECK(all.data == std::map<std::size_t, std::string>{{0, "A"}, {1, "BBBB"}, {2, "C"}});
+  CHECK(ar->read_member("p/b.txt").value() == "BBBB");
+  CHECK(ar->read_member("p/c.txt").value() == "C");
+
+  auto short_extra = raw_zip(d, "zip64-short.zip", R"({"members": [{"name": "p/a.txt", "data": "A"},
+      {"name": "p/b.txt", "data": "BBBB", "zip64": true, "zip64_short": true}]})");
+  auto bad = wheel::WheelArchive::open(short_extra);
+  REQUIRE_FALSE(bad);
+  CHECK_MESSAGE(bad.error().message.find("ZIP64 extra field of member 1 is too short") != std::string::npos,
+                bad.error().render());
+}
+
 TEST_CASE("lying local and central headers are refused, naming the member") {
   Dir d;
   SUBCASE("a local header whose name differs from the central one") {

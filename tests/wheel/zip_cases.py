@@ -13,7 +13,9 @@
                     "fake_header": "EVIL",       # then a whole member of the same name with this data
                     "cd_offset_from": 0,         # CD offset: that member's local header instead
                     "cd_offset": 99999,          # CD offset: this value instead
-                    "cd_size_delta": 10}],       # added to the CD's compressed size
+                    "cd_size_delta": 10,         # added to the CD's compressed size
+                    "zip64": true,               # sizes (and CD offset) in ZIP64 extra fields
+                    "zip64_short": true}],       # ... with the CD's field cut short by 8 bytes
        "reverse_cd": false}                      # central directory in reverse order
 """
 import json, struct, sys, zipfile, zlib
@@ -72,9 +74,11 @@ def raw(out, spec):
     body = bytearray()
     offsets = []
 
-    def local(name, data):
-        return struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, zlib.crc32(data), len(data), len(data),
-                           len(name), 0) + name + data
+    def local(name, data, zip64=False):
+        size = 0xFFFFFFFF if zip64 else len(data)
+        extra = struct.pack("<HHQQ", 1, 16, len(data), len(data)) if zip64 else b""
+        return struct.pack("<IHHHHHIIIHH", 0x04034B50, 45 if zip64 else 20, 0, 0, 0, 0, zlib.crc32(data), size,
+                           size, len(name), len(extra)) + name + extra + data
 
     for m in members:
         body += m.get("gap", "").encode("latin-1")
@@ -82,15 +86,22 @@ def raw(out, spec):
         if "fake_header" in m:
             body += local(name, m["fake_header"].encode())
         offsets.append(len(body))
-        body += local(name, m.get("data", "").encode())
+        body += local(name, m.get("data", "").encode(), m.get("zip64", False))
     records = []
     for i, m in enumerate(members):
         data = m.get("data", "").encode()
         name = m["name"].encode()
         off = offsets[m["cd_offset_from"]] if "cd_offset_from" in m else m.get("cd_offset", offsets[i])
-        records.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 0x031E, 20, 0, 0, 0, 0, zlib.crc32(data),
-                                   len(data) + m.get("cd_size_delta", 0), len(data), len(name), 0, 0, 0, 0,
-                                   0o100644 << 16, off) + name)
+        csize, usize, extra = len(data) + m.get("cd_size_delta", 0), len(data), b""
+        if m.get("zip64"):
+            extra = struct.pack("<QQQ", usize, csize, off)
+            if m.get("zip64_short"):
+                extra = extra[:16]
+            extra = struct.pack("<HH", 1, len(extra)) + extra
+            csize = usize = off = 0xFFFFFFFF
+        records.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 0x031E, 45 if extra else 20, 0, 0, 0, 0,
+                                   zlib.crc32(data), csize, usize, len(name), len(extra), 0, 0, 0,
+                                   0o100644 << 16, off) + name + extra)
     if spec.get("reverse_cd"):
         records.reverse()
     cd = b"".join(records)
