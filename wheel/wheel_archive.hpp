@@ -64,8 +64,11 @@ public:
   // One pass over the members [begin, end) in archive order, reading only their byte range. The
   // visitor gets the central directory's entry (authoritative type, mode, size); each local header
   // must sit where the directory says and carry the same name. Bytes produced are counted against
-  // the declared size of each member and the total limit, whatever the headers claim. Passes over
-  // disjoint ranges may run concurrently (each opens its own reader).
+  // the declared size of each member and the total limit, whatever the headers claim. Members
+  // with a data descriptor (flag bit 3) read back whole, stored ones included: the reader ends a
+  // stored member at the first descriptor signature followed by its CRC, and a false match fails
+  // the declared-size check. Passes over disjoint ranges may run concurrently (each opens its own
+  // reader).
   [[nodiscard]] Expected<void> stream(const EntryVisitor& visit, std::size_t begin = 0,
                                       std::size_t end = static_cast<std::size_t>(-1)) const;
 
