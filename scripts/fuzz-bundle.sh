@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Packs the libFuzzer targets (built by scripts/fuzz.sh: clang-19, ASan+UBSan) with the shared
 # libraries they need and the seed corpora, for a long run on a bigger machine (the GPU machine has
-# 16 cores and no clang). Usage: scripts/fuzz-bundle.sh OUT.tar.gz
+# 16 cores and no clang). Usage: scripts/fuzz-bundle.sh OUT.tar.gz [BUILD_DIR]   (default build/fuzz;
+# build/fuzz-fast = the `fuzz-fast` preset: the same targets without sanitizers, for throughput)
 # On the other machine: tar -xzf OUT.tar.gz && fuzz-bundle/run.sh SECONDS WORKERS RESULT_DIR
+# WORKERS is a number for every target, or per-target counts: "lockfile=8,matrices=6,*=1".
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$(realpath -m "${1:?usage: scripts/fuzz-bundle.sh OUT.tar.gz}")
@@ -10,7 +12,8 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 b="$stage/fuzz-bundle"
 mkdir -p "$b/bin" "$b/lib" "$b/corpus"
-for t in "$root"/build/fuzz/fuzz/fuzz_*; do
+build=$(realpath -m "${2:-$root/build/fuzz}")
+for t in "$build"/fuzz/fuzz_*; do
   [ -x "$t" ] || continue
   cp "$t" "$b/bin/"
   strip --strip-debug "$b/bin/$(basename "$t")"
@@ -25,8 +28,9 @@ done
 cp -r "$root/fuzz/corpus/." "$b/corpus/"
 cat > "$b/run.sh" <<'RUN'
 #!/usr/bin/env bash
-# run.sh SECONDS WORKERS RESULT_DIR: every target at once, WORKERS processes each (libFuzzer -fork),
-# then one line per target with the executions summed over its workers.
+# run.sh SECONDS WORKERS RESULT_DIR: every target at once, WORKERS processes each (libFuzzer -fork;
+# "name=N,…,*=M" gives per-target counts), then one line per target with the executions summed over
+# its workers.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 secs=$1 workers=$2 res=$3
@@ -34,9 +38,19 @@ mkdir -p "$res"
 export LD_LIBRARY_PATH="$here/lib"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 pids=()
+ workers_for() { # target short name -> worker count
+  local w=$workers default=1 kv
+  [[ $w =~ ^[0-9]+$ ]] && { echo "$w"; return; }
+  IFS=, read -ra kvs <<< "$w"
+  for kv in "${kvs[@]}"; do
+    [ "${kv%%=*}" = "$1" ] && { echo "${kv#*=}"; return; }
+    [ "${kv%%=*}" = "*" ] && default=${kv#*=}
+  done
+  echo "$default"
+}
 for t in "$here"/bin/fuzz_*; do
   n=$(basename "$t"); c="$here/corpus/${n#fuzz_}"; mkdir -p "$c" "$res/$n"
-  ( cd "$res/$n" && "$t" -fork="$workers" -ignore_crashes=0 -max_total_time="$secs" -rss_limit_mb=2048 \
+  ( cd "$res/$n" && "$t" -fork="$(workers_for "${n#fuzz_}")" -ignore_crashes=0 -max_total_time="$secs" -rss_limit_mb=2048 \
       -timeout=10 -print_final_stats=1 -artifact_prefix="$res/$n/" "$c" > "$res/$n/log.txt" 2>&1
     echo "exit=$?" >> "$res/$n/log.txt" ) &
   pids+=($!)
