@@ -172,6 +172,8 @@ struct RunResult {
   double t_stage = 0, t_kernels = 0;     // inside the transaction, before the environment changes
   double t_uninstall = 0, t_install = 0;
   std::vector<std::string> smoke_passed;
+  std::string smoke_device;              // "gpu" | "cpu" when the smoke test ran
+  std::string smoke_cpu_why;             // "no GPU" | "CPU build"
   std::string smoke_note;
   std::optional<Error> smoke_failure_kept; // --no-rollback
 };
@@ -181,7 +183,7 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
                                     const std::vector<installer::WheelToInstall>& wheels,
                                     const std::vector<std::string>& wheel_names,
                                     const std::vector<fs::path>& removals, const ApplyOptions& o,
-                                    const matrices::Framework* framework, KernelCheck& kc,
+                                    const matrices::Framework* framework, std::string_view variant, KernelCheck& kc,
                                     const fs::path& unpacked_cache, const Globals& g) {
   RunResult rr;
   ProgressLine unpack_bar(g, "Unpacking");
@@ -206,18 +208,28 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
     else if (s.starts_with("installing")) t_in = Clock::now();
     else if (s == "verifying") t_ver = Clock::now();
   };
-  // The smoke test: only with a framework that has one, a GPU to run it on, and not --no-verify.
+  // The smoke test, unless --no-verify: on the GPU; on the CPU when the host has none or the new set
+  // is a CPU build (a CUDA step would fail there for the wrong reason).
+  const auto* v = framework ? framework->variant(variant) : nullptr;
+  const bool cpu_build = v && v->kind == "cpu";
+  const bool on_cpu = host.gpus.empty() || cpu_build;
+  const std::string why_cpu = host.gpus.empty() ? "no GPU" : "CPU build";
   std::vector<SmokeStep> steps;
   if (framework && !o.no_verify) {
     std::vector<std::string> present;
     for (const auto& n : wheel_names) present.push_back(n);
     for (const auto& i : host.installed_names) present.push_back(i);
-    steps = smoke_steps(framework->smoke, present);
+    steps = smoke_steps(framework->smoke, present, on_cpu ? SmokeDevice::cpu : SmokeDevice::gpu);
   }
   if (o.no_verify) rr.smoke_note = "smoke test skipped (--no-verify)";
   else if (!framework) rr.smoke_note = "no framework: smoke test skipped (plain requirement set)";
-  else if (host.gpus.empty()) { rr.smoke_note = "no GPU: smoke test skipped"; steps.clear(); }
+  else if (steps.empty() && on_cpu)
+    rr.smoke_note = fmt::format("{}: smoke test skipped ({} has no CPU smoke test in the matrices)", why_cpu, framework->name);
   else if (steps.empty()) rr.smoke_note = fmt::format("{} has no smoke test in the matrices", framework->name);
+  else if (on_cpu) {
+    rr.smoke_note = fmt::format("{}: smoke test ran on the CPU", why_cpu);
+    rr.smoke_cpu_why = why_cpu;
+  }
   if (!steps.empty()) {
     fs::path python = target.python;
     auto timeout = std::chrono::milliseconds(std::chrono::seconds(o.smoke_timeout));
@@ -225,6 +237,7 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
       auto r = run_smoke(python, steps, timeout);
       if (r) {
         rr.smoke_passed = r->passed;
+        rr.smoke_device = steps.front().device == SmokeDevice::cpu ? "cpu" : "gpu";
         return {};
       }
       if (o.no_rollback) {
@@ -279,7 +292,8 @@ void print_result(const RunResult& rr, const KernelCheck& kc) {
   if (!rr.smoke_passed.empty()) {
     std::string s;
     for (const auto& p : rr.smoke_passed) s += (s.empty() ? "" : ", ") + p;
-    human(fmt::format("Smoke test passed: {}", s));
+    if (rr.smoke_device == "cpu") human(fmt::format("Smoke test passed on the CPU ({}): {}", rr.smoke_cpu_why, s));
+    else human(fmt::format("Smoke test passed: {}", s));
   } else if (!rr.smoke_note.empty()) {
     human(styled(rr.smoke_note, Style::dim));
   }
@@ -297,7 +311,9 @@ json result_json(const RunResult& rr) {
   for (const auto& d : rr.txn.removed) j["removed"].push_back({{"name", d.name}, {"version", d.version}});
   j["backup_bytes"] = rr.txn.backup_bytes;
   j["warnings"] = rr.txn.warnings;
-  j["smoke"] = {{"passed", rr.smoke_passed}, {"note", rr.smoke_note}};
+  j["smoke"] = {{"passed", rr.smoke_passed},
+                {"device", rr.smoke_device.empty() ? json(nullptr) : json(rr.smoke_device)},
+                {"note", rr.smoke_note}};
   j["timings"] = {{"download_s", rr.t_download}, {"unpack_s", rr.t_stage},     {"kernel_check_s", rr.t_kernels},
                   {"prepare_s", rr.t_download + rr.t_stage + rr.t_kernels},
                   {"uninstall_s", rr.t_uninstall},  {"install_s", rr.t_install}};
@@ -476,7 +492,7 @@ Expected<int> run_apply(Globals g, const ApplyOptions& o) {
 
   const matrices::Framework* fw = ctx.framework_mode() && ctx.knowledge ? ctx.knowledge->framework(ctx.spec->name) : nullptr;
   KernelCheck kc;
-  auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, kc,
+  auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, plan.variant, kc,
                                        unpacked_cache_dir(*ctx.client), g));
   rr.t_download = t_download;
 
@@ -630,7 +646,7 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
   auto removals = installed_dist_infos(host, family);
 
   KernelCheck kc;
-  auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, kc,
+  auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, chosen->variant, kc,
                                        unpacked_cache_dir(*client), g));
   rr.t_download = t_download;
   print_result(rr, kc);

@@ -368,6 +368,9 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
     jf["optional_companions"] = f->optional_companions;
     jf["channels"] = f->channel_templates;
     jf["default_mirror"] = f->default_mirror;
+    // What `apply` runs after installing: on the GPU, or on the CPU without one.
+    jf["smoke"] = {{"step_a", f->smoke.step_a}, {"step_b", f->smoke.step_b}, {"companions", f->smoke.companions},
+                   {"cpu", f->smoke.cpu.empty() ? json(nullptr) : json(f->smoke.cpu)}, {"cpu_companions", f->smoke.cpu_companions}};
     jf["releases"] = json::array();
     text.push_back(styled(fmt::format("{} (package {}; companions: {})", f->name, f->main_package,
                                       f->companions.empty() ? "none" : join(f->companions, ", ")),

@@ -13,15 +13,22 @@ namespace envfix::cli {
 
 namespace fs = std::filesystem;
 
-std::vector<SmokeStep> smoke_steps(const matrices::SmokeTest& smoke, const std::vector<std::string>& present) {
+std::vector<SmokeStep> smoke_steps(const matrices::SmokeTest& smoke, const std::vector<std::string>& present,
+                                   SmokeDevice device) {
   std::vector<SmokeStep> steps;
-  if (!smoke.step_a.empty()) steps.push_back({"step A", smoke.step_a});
-  if (!smoke.step_b.empty()) steps.push_back({"step B", smoke.step_b});
-  for (const auto& [companion, code] : smoke.companions) {
+  const bool cpu = device == SmokeDevice::cpu;
+  if (cpu) {
+    if (smoke.cpu.empty()) return steps;
+    steps.push_back({"CPU step", smoke.cpu, device});
+  } else {
+    if (!smoke.step_a.empty()) steps.push_back({"step A", smoke.step_a, device});
+    if (!smoke.step_b.empty()) steps.push_back({"step B", smoke.step_b, device});
+  }
+  for (const auto& [companion, code] : cpu ? smoke.cpu_companions : smoke.companions) {
     auto n = specs::normalize_name(companion);
     for (const auto& p : present)
       if (p == n) {
-        steps.push_back({companion, code});
+        steps.push_back({cpu ? companion + " (CPU)" : companion, code, device});
         break;
       }
   }
@@ -64,6 +71,7 @@ Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeS
     o.cwd = dir;
     o.set_env["CUDA_LAUNCH_BLOCKING"] = "1";
     o.set_env["PYTHONDONTWRITEBYTECODE"] = "1";
+    if (s.device == SmokeDevice::cpu) o.set_env["CUDA_VISIBLE_DEVICES"] = "";
     o.unset_env = {"PYTHONPATH", "PYTHONHOME"};
     // SIGINT/SIGTERM to envfix (the smoke test runs in its own process group, so a terminal's ^C
     // does not reach it) stops the step at once instead of after the timeout.

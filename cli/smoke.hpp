@@ -12,20 +12,25 @@
 
 namespace envfix::cli {
 
+enum class SmokeDevice { gpu, cpu };
+
 struct SmokeStep {
-  std::string name;   // "step A", "step B", "torchvision"
+  std::string name;   // "step A", "step B", "torchvision"; on the CPU: "CPU step", "torchvision (CPU)"
   std::string code;   // Python source
+  SmokeDevice device = SmokeDevice::gpu;
 };
 
 struct SmokeReport {
   std::vector<std::string> passed; // step names, in order
 };
 
-// The steps to run: A, B, then the check of every companion in `present` (normalized names).
-[[nodiscard]] std::vector<SmokeStep> smoke_steps(const matrices::SmokeTest& smoke,
-                                                 const std::vector<std::string>& present);
+// The steps to run on the GPU: A, B, then the check of every companion in `present` (normalized
+// names). On the CPU: the framework's CPU step, then the CPU check of every present companion; empty
+// when the matrices define no CPU step.
+[[nodiscard]] std::vector<SmokeStep> smoke_steps(const matrices::SmokeTest& smoke, const std::vector<std::string>& present,
+                                                 SmokeDevice device = SmokeDevice::gpu);
 
-// Runs the steps in order; the first failure is an ErrorCode::subprocess error whose causes carry the
+// Runs the steps in order (CPU steps with CUDA_VISIBLE_DEVICES="", so they cannot touch a GPU); the first failure is an ErrorCode::subprocess error whose causes carry the
 // framework's own error text (the last lines of its stderr).
 [[nodiscard]] Expected<SmokeReport> run_smoke(const std::filesystem::path& python, const std::vector<SmokeStep>& steps,
                                               std::chrono::milliseconds timeout);

@@ -115,6 +115,10 @@ struct SmokeTest {
   std::string step_a; // Python source: the device is visible, memory moves
   std::string step_b; // Python source: a real kernel runs
   std::map<std::string, std::string> companions; // companion -> Python source running its own GPU kernel
+  // Hosts without a GPU, and CPU builds: the framework computes on the CPU and each companion runs its
+  // own CPU op. Optional: without it a CPU-only apply says that no smoke test ran.
+  std::string cpu;
+  std::map<std::string, std::string> cpu_companions;
 };
 
 struct Framework {

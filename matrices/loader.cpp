@@ -440,17 +440,24 @@ private:
 
   void load_smoke(Framework& f, const YAML::Node& n, const std::string& path) {
     if (!expect_map(n, path)) return;
-    each_key(n, path, {"step_a", "step_b", "companions"}, [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
+    each_key(n, path, {"step_a", "step_b", "companions", "cpu"}, [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
       std::string p = path + "." + k;
       if (k == "step_a") f.smoke.step_a = nonempty(v, p);
       else if (k == "step_b") f.smoke.step_b = nonempty(v, p);
-      else if (k == "companions") {
+      else if (k == "companions") load_checks(f.smoke.companions, v, p);
+      else if (k == "cpu") {
         if (!expect_map(v, p)) return;
-        each_entry(v, p, [&](const std::string& c, const YAML::Node& cv, const YAML::Node&) {
-          f.smoke.companions[c] = nonempty(cv, p + "." + c);
+        each_key(v, p, {"step", "companions"}, [&](const std::string& ck, const YAML::Node& cv, const YAML::Node&) {
+          if (ck == "step") f.smoke.cpu = nonempty(cv, p + ".step");
+          else load_checks(f.smoke.cpu_companions, cv, p + ".companions");
         });
       }
     });
+  }
+
+  void load_checks(std::map<std::string, std::string>& out, const YAML::Node& n, const std::string& path) {
+    if (!expect_map(n, path)) return;
+    each_entry(n, path, [&](const std::string& c, const YAML::Node& cv, const YAML::Node&) { out[c] = nonempty(cv, path + "." + c); });
   }
 
   void load_release(Framework& f, const YAML::Node& n, const std::string& path) {
@@ -612,6 +619,12 @@ void Loader::validate() {
       if (!contains(f.companions, c) && !contains(f.optional_companions, c))
         at(f.where, fmt::format("{}.smoke.companions: '{}' is not a companion of {}", path, c, f.name));
     }
+    for (const auto& [c, code] : f.smoke.cpu_companions) {
+      if (!contains(f.companions, c) && !contains(f.optional_companions, c))
+        at(f.where, fmt::format("{}.smoke.cpu.companions: '{}' is not a companion of {}", path, c, f.name));
+    }
+    if (f.smoke.cpu.empty() && !f.smoke.cpu_companions.empty())
+      at(f.where, path + ".smoke.cpu: companion checks need a 'step' for the framework itself");
     for (const auto& c : f.companions)
       if (!f.smoke.companions.contains(c))
         at(f.where, fmt::format("{}.smoke: no check for companion '{}' (each companion runs its own GPU kernel)", path, c));

@@ -595,6 +595,101 @@ TEST_CASE("framework apply: smoke test passes, a failing smoke test rolls back, 
   }
 }
 
+
+// "cpufw" has a CUDA variant and a CPU variant. Its GPU steps always fail, so a pass proves that the
+// CPU step ran instead; the CPU step checks that it cannot see a GPU, and fails when CPUFW_FAIL is set.
+constexpr const char* kCpufwMatrices = R"YAML(schema: 1
+frameworks:
+  cpufw:
+    main_package: cpufw
+    default_mirror: "https://cpufw.invalid"
+    channels:
+      stable: "{mirror}/whl/{variant}"
+    source: "envfix tests/apply/test_apply.cpp"
+    variants:
+      cu128: {cuda: "12.8"}
+      cpu: {kind: cpu}
+    smoke:
+      step_a: "raise SystemExit('step A ran on the GPU path')"
+      step_b: "raise SystemExit('step B ran on the GPU path')"
+      cpu:
+        step: "import os, cpufw; assert os.environ.get('CUDA_VISIBLE_DEVICES') == '', 'a GPU is visible'; print(cpufw.compute())"
+    releases:
+      - versions: ["1.0.0", "1.1.0"]
+        python: [cp311, cp312]
+        source: "test fixture"
+        variants:
+          cu128:
+            linux_x86_64: {sass: [sm_90], ptx: [], confidence: verified, source: "test claim"}
+          cpu:
+            linux_x86_64: {confidence: verified, source: "test claim"}
+)YAML";
+
+std::string cpufw_spec(const std::string& variant) {
+  auto init = [](bool can_fail) {
+    std::string s = "import os\n\ndef compute():\n";
+    if (can_fail) s += "    if os.environ.get('CPUFW_FAIL'):\n        raise RuntimeError('cpufw: wrong result on the CPU (fixture)')\n";
+    return s + "    return sum(i * i for i in range(256))\n";
+  };
+  return fmt::format(R"({{"simple_dir": "whl/{0}", "files_dir": "whl/files", "packages": [
+    {{"name": "cpufw", "version": "1.0.0+{0}", "files": {{"cpufw/__init__.py": {1}}}}},
+    {{"name": "cpufw", "version": "1.1.0+{0}", "files": {{"cpufw/__init__.py": {2}}}}}
+  ]}})",
+                     variant, json(init(false)).dump(), json(init(true)).dump());
+}
+
+TEST_CASE("framework apply without a GPU, or of a CPU build: the smoke test runs on the CPU, and its failure rolls back") {
+  World w(cpufw_spec("cu128"));
+  w.rebuild_index(cpufw_spec("cpu"));
+  write(w.root() / "matrices/cpufw.yaml", kCpufwMatrices);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  const std::map<std::string, std::string> no_gpu{{"ENVFIX_NO_NVML", "1"}};
+  auto fw = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a{"apply", "--framework", "cpufw", "--matrices", (w.root() / "matrices").string(), "--mirror", w.base_url(),
+                               "--python", py, "--yes", "--lockfile", w.lockfile().string(), "--format", "json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+
+  // No GPU on the host, the CUDA build: the CPU step runs, with the reason said.
+  auto ok = w.envfix(fw({"cpufw==1.0.0", "--variant", "cu128"}), no_gpu);
+  REQUIRE(ok.rc == 0);
+  CHECK(ok.err.find("Smoke test passed on the CPU (no GPU): CPU step") != std::string::npos);
+  CHECK(ok.err.find("ran on the GPU path") == std::string::npos);
+  auto j = json::parse(ok.out);
+  CHECK(j["applied"]["smoke"]["device"] == "cpu");
+  CHECK(j["applied"]["smoke"]["passed"] == json::array({"CPU step"}));
+  CHECK(j["applied"]["smoke"]["note"] == "no GPU: smoke test ran on the CPU");
+  CHECK(w.pip_list(ve).at("cpufw") == "1.0.0+cu128");
+  const auto before = manifest(ve);
+
+  SUBCASE("a failing CPU smoke test rolls back to a byte-identical venv, with the framework's error") {
+    auto bad = w.envfix(fw({"cpufw==1.1.0", "--variant", "cu128"}), {{"ENVFIX_NO_NVML", "1"}, {"CPUFW_FAIL", "1"}});
+    CHECK(bad.rc == 2);
+    CHECK(bad.err.find("smoke test CPU step failed") != std::string::npos);
+    CHECK(bad.err.find("cpufw: wrong result on the CPU (fixture)") != std::string::npos);
+    CHECK(manifest(ve) == before);
+    CHECK(w.pip_list(ve).at("cpufw") == "1.0.0+cu128");
+  }
+  SUBCASE("a CPU build on a GPU host is smoke-tested on the CPU, not with the GPU steps") {
+    auto cpu = w.envfix(fw({"cpufw==1.1.0", "--variant", "cpu", "--allow-cpu", "--gpu", "sm_90", "--driver", "580.65.06"}));
+    CHECK(cpu.rc == 0);
+    CHECK(cpu.err.find("Smoke test passed on the CPU (CPU build): CPU step") != std::string::npos);
+    CHECK(w.pip_list(ve).at("cpufw") == "1.1.0+cpu");
+  }
+  SUBCASE("without a CPU step in the matrices, a GPU-less apply says that no smoke test ran") {
+    auto text = std::string(kCpufwMatrices);
+    auto at = text.find("      cpu:\n        step:");
+    text.erase(at, text.find("    releases:") - at);
+    write(w.root() / "matrices/cpufw.yaml", text);
+    auto r = w.envfix(fw({"cpufw==1.1.0", "--variant", "cu128"}), no_gpu);
+    CHECK(r.rc == 0);
+    CHECK(r.err.find("no GPU: smoke test skipped (cpufw has no CPU smoke test in the matrices)") != std::string::npos);
+    CHECK(json::parse(r.out)["applied"]["smoke"]["device"].is_null());
+  }
+}
+
 } // TEST_SUITE
 
 TEST_SUITE("cli") {

@@ -90,6 +90,35 @@ PY2="$work/venv2/bin/python"
 "$PY2" -c "import tinyfw; tinyfw.axpy_check(); print(tinyfw.__version__)" >"$out/after-locked.log" 2>&1 \
   && pass "the kernel runs in the locked venv ($(cat "$out/after-locked.log"))" || failm "kernel in the locked venv"
 
+# 8b. No GPU as far as envfix knows (ENVFIX_NO_NVML=1): the smoke test runs on the CPU and says so.
+mkvenv "$work/venv3"
+PY3="$work/venv3/bin/python"
+ENVFIX_NO_NVML=1 "$ENVFIX" apply --yes --python "$PY3" "${COMMON[@]}" --lockfile "$work/cpu.lock" --color never >"$out/apply-cpu.out" 2>"$out/apply-cpu.txt"
+rc=$?
+if [ $rc = 0 ] && grep -q "Smoke test passed on the CPU (no GPU): CPU step, tinyfw-vision (CPU)" "$out/apply-cpu.txt"; then
+  pass "apply without a GPU: $(grep 'Smoke test passed' "$out/apply-cpu.txt")"
+else failm "apply without a GPU, CPU smoke test (exit $rc, see apply-cpu.txt)"; fi
+
+# 8c. The torch CPU smoke steps of the embedded matrices, on this machine's real torch, GPU hidden.
+"$ENVFIX" matrix --framework torch --format json >"$out/matrix-torch.json" 2>/dev/null
+python3 - "$out/matrix-torch.json" >"$out/torch-cpu-smoke.txt" 2>&1 <<'PY'
+import importlib.util, json, os, subprocess, sys
+s = json.load(open(sys.argv[1]))["frameworks"][0]["smoke"]
+steps = [("CPU step", "torch", s["cpu"])] + [(c + " (CPU)", c, code) for c, code in sorted(s["cpu_companions"].items())]
+env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+bad = 0
+for name, module, code in steps:
+    if importlib.util.find_spec(module) is None:
+        print(f"SKIP {name}: {module} is not installed here")
+        continue
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    out = (r.stdout.strip().splitlines() or [""])[-1] if r.returncode == 0 else (r.stderr.strip().splitlines() or ["?"])[-1]
+    print(("PASS" if r.returncode == 0 else "FAIL"), name, "->", out)
+    bad += r.returncode != 0
+sys.exit(1 if bad else 0)
+PY
+if [ $? = 0 ]; then pass "torch CPU smoke steps on the real torch: $(tr '\n' ';' <"$out/torch-cpu-smoke.txt")"; else failm "torch CPU smoke steps: $(tr '\n' ';' <"$out/torch-cpu-smoke.txt")"; fi
+
 # 9. The machine's own torch environment.
 TPY=$(command -v python3)
 t0=$(now)

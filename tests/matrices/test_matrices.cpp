@@ -97,6 +97,10 @@ TEST_CASE("invariants: companions map to releases, CUDA has drivers, archs build
     CHECK(!f.smoke.step_a.empty());
     CHECK(!f.smoke.step_b.empty());
     for (const auto& c : f.companions) CHECK_MESSAGE(f.smoke.companions.contains(c), "smoke check for " << c);
+    // Every shipped framework can be smoke-tested on a host without a GPU.
+    CHECK(!f.smoke.cpu.empty());
+    CHECK(f.smoke.cpu.find("cuda") == std::string::npos);
+    for (const auto& [c, code] : f.smoke.cpu_companions) CHECK_MESSAGE(code.find("cuda") == std::string::npos, c);
     for (const auto& c : f.coupling) {
       ++coupling_rows;
       CHECK(!c.source.empty());
@@ -492,6 +496,36 @@ frameworks:
                         "no check for companion 'half-vision'"})
     CHECK_MESSAGE(all.find(s) != std::string::npos, s);
   CHECK(all.find("f.yaml:3:3: frameworks.half") != std::string::npos);
+}
+
+TEST_CASE("smoke.cpu: the CPU step and companion checks load; unknown keys and stray companions are errors") {
+  const auto& torch = *embedded().framework("torch");
+  CHECK(torch.smoke.cpu.find("torch.randn(256, 256)") != std::string::npos);
+  CHECK(torch.smoke.cpu_companions.at("torchvision").find("nms") != std::string::npos);
+  CHECK(torch.smoke.cpu_companions.size() == torch.smoke.companions.size());
+  auto fw = [](const std::string& cpu) {
+    return "schema: 1\nframeworks:\n  f:\n    main_package: f\n    companions: [f-vision]\n    default_mirror: \"https://x\"\n"
+           "    channels: {stable: \"{mirror}/{variant}\"}\n    source: s\n    variants: {cpu: {kind: cpu}}\n"
+           "    smoke:\n      step_a: a\n      step_b: b\n      companions: {f-vision: v}\n" + cpu +
+           "    releases:\n      - versions: [\"1.0\"]\n        python: [cp312]\n        source: s\n"
+           "        variants: {cpu: {linux_x86_64: {confidence: verified, source: s}}}\n";
+  };
+  auto ok = Knowledge::load_from({{"f.yaml", fw("      cpu: {step: c, companions: {f-vision: cv}}\n")}});
+  REQUIRE_MESSAGE(ok, (ok ? "" : all_causes(ok.error())));
+  CHECK(ok->framework("f")->smoke.cpu == "c");
+  CHECK(ok->framework("f")->smoke.cpu_companions.at("f-vision") == "cv");
+  auto none = Knowledge::load_from({{"f.yaml", fw("")}});
+  REQUIRE(none);
+  CHECK(none->framework("f")->smoke.cpu.empty());
+  auto stray = Knowledge::load_from({{"f.yaml", fw("      cpu: {step: c, companions: {g-audio: x}}\n")}});
+  REQUIRE(!stray);
+  CHECK(all_causes(stray.error()).find("smoke.cpu.companions: 'g-audio' is not a companion of f") != std::string::npos);
+  auto no_step = Knowledge::load_from({{"f.yaml", fw("      cpu: {companions: {f-vision: cv}}\n")}});
+  REQUIRE(!no_step);
+  CHECK(all_causes(no_step.error()).find("companion checks need a 'step'") != std::string::npos);
+  auto typo = Knowledge::load_from({{"f.yaml", fw("      cpu: {stepp: c}\n")}});
+  REQUIRE(!typo);
+  CHECK(all_causes(typo.error()).find("stepp") != std::string::npos);
 }
 
 TEST_CASE("load(dir): a corrupt or missing override never falls back silently") {

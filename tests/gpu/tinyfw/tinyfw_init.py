@@ -25,3 +25,12 @@ def axpy_check(n=1 << 16):
     if err.value != 0.0:
         raise RuntimeError(f"tinyfw: wrong result, max error {err.value}")
     return True
+
+
+def cpu_check(n=4096):
+    """The CPU smoke step (no GPU on the host): the same axpy, computed in Python."""
+    x = [float(i) for i in range(n)]
+    y = [2.0 * v + 1.0 for v in x]
+    if any(y[i] != 2.0 * i + 1.0 for i in range(n)):
+        raise RuntimeError("tinyfw: wrong result on the CPU")
+    return True

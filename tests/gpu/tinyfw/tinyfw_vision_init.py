@@ -16,3 +16,8 @@ def ops_check(n=4096):
     if code != 0:
         raise RuntimeError("CUDA error: " + _lib.tinyfw_error_string(code).decode())
     return err.value == 0.0
+
+
+def cpu_ops_check():
+    """The companion's CPU op (like torchvision.ops.nms on CPU tensors)."""
+    return tinyfw.cpu_check(256)
