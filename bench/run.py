@@ -39,6 +39,12 @@ sys.path.insert(0, HERE)
 import workload  # noqa: E402
 
 ALL_WORKLOADS = ["resolve", "resolve-findlinks", "cold", "warm", "replace", "inspect"]
+def pip_invocation(a):
+    """`-m pip`, or the path of a pip package directory (python runs its __main__.py, which puts
+    the directory's parent first on sys.path), to compare against a given pip release."""
+    return [a.pip_dir] if getattr(a, "pip_dir", "") else ["-m", "pip"]
+
+
 ALL_TOOLS = ["envfix", "pip", "uv", "floor"]
 TARGETS = {  # workload -> {"pip": max ratio, "uv": ..., "floor": ...} from the issue
     "resolve": {"pip": 0.1},
@@ -297,7 +303,7 @@ class Bench:
         return [self.a.envfix, *args]
 
     def pip(self, *args):
-        return [self.python, "-m", "pip", "--python", os.path.join(self.venv, "bin", "python"), *args,
+        return [self.python, *pip_invocation(self.a), "--python", os.path.join(self.venv, "bin", "python"), *args,
                 "--cert", self.ca]
 
     def uv(self, *args):
@@ -661,7 +667,7 @@ def tool_versions(a, tools):
                                                 text=True).stdout.strip() + ")"
     except OSError:
         pass
-    v["pip"] = subprocess.run([a.python, "-m", "pip", "--version"], capture_output=True, text=True).stdout.split(" from")[0]
+    v["pip"] = subprocess.run([a.python, *pip_invocation(a), "--version"], capture_output=True, text=True).stdout.split(" from")[0]
     if "uv" in tools and a.uv and shutil.which(a.uv):
         v["uv"] = subprocess.run([a.uv, "--version"], capture_output=True, text=True).stdout.strip()
     v["python"] = subprocess.run([a.python, "--version"], capture_output=True, text=True).stdout.strip()
@@ -761,6 +767,8 @@ def main():
     ap.add_argument("--envfix", default=os.path.join(SRC, "build", "bench", "cli", "envfix"))
     ap.add_argument("--uv", default=shutil.which("uv") or "/usr/local/bin/uv")
     ap.add_argument("--python", default=sys.executable, help="interpreter for the venvs and for pip")
+    ap.add_argument("--pip-dir", default="", help="run pip from this unpacked pip package directory "
+                    "(e.g. a copy of pip 23.2.1's site-packages/pip) instead of `python -m pip`")
     ap.add_argument("--server", default="auto", choices=["auto", "nginx", "python"],
                     help="HTTPS index server: nginx (default when installed) or bench/serve.py")
     ap.add_argument("--inspect-dir", default="/usr/local/cuda/lib64")

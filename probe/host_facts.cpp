@@ -1,5 +1,7 @@
 #include "probe/host_facts.hpp"
 
+#include <future>
+
 #include <unistd.h>
 
 #include <set>
@@ -92,20 +94,44 @@ Expected<fs::path> default_interpreter(const std::optional<fs::path>& explicit_p
 
 Expected<HostFacts> probe_host(const ProbeOptions& options) {
   HostFacts facts;
-  if (options.gpus) {
-    auto gpus = probe_gpus(&facts.notes);
-    if (gpus) facts.gpus = std::move(*gpus);
-    else facts.notes.push_back(gpus.error().message);
-    auto drv = probe_driver(&facts.notes);
-    if (drv) facts.driver = std::move(*drv);
-    else facts.notes.push_back(drv.error().message);
-  }
+  // The GPU side (NVML initialisation can take a good part of a second on a data-centre GPU) runs
+  // while the interpreter is probed; the two share nothing.
+  struct GpuSide {
+    std::vector<GpuInfo> gpus;
+    std::optional<DriverInfo> driver;
+    std::vector<std::string> notes;
+  };
+  std::future<GpuSide> gpu_side;
+  if (options.gpus)
+    gpu_side = std::async(std::launch::async, [] {
+      GpuSide g;
+      auto gpus = probe_gpus(&g.notes);
+      if (gpus) g.gpus = std::move(*gpus);
+      else g.notes.push_back(gpus.error().message);
+      auto drv = probe_driver(&g.notes);
+      if (drv) g.driver = std::move(*drv);
+      else g.notes.push_back(drv.error().message);
+      return g;
+    });
+  auto join_gpu_side = [&] {
+    if (!gpu_side.valid()) return;
+    auto g = gpu_side.get();
+    facts.gpus = std::move(g.gpus);
+    facts.driver = std::move(g.driver);
+    facts.notes.insert(facts.notes.begin(), g.notes.begin(), g.notes.end());
+  };
   if (options.interpreter) {
-    auto exe = ENVFIX_TRY(default_interpreter(options.python));
-    auto info = ENVFIX_TRY(probe_python(exe, options.cache_dir, options.python_timeout));
-    if (options.installed) facts.installed = ENVFIX_TRY(scan_installed(info));
-    facts.python = std::move(info);
+    auto interpreter = [&]() -> Expected<void> {
+      auto exe = ENVFIX_TRY(default_interpreter(options.python));
+      auto info = ENVFIX_TRY(probe_python(exe, options.cache_dir, options.python_timeout));
+      if (options.installed) facts.installed = ENVFIX_TRY(scan_installed(info));
+      facts.python = std::move(info);
+      return {};
+    }();
+    join_gpu_side(); // before any return: the thread must not outlive the call
+    ENVFIX_TRY_VOID(interpreter);
   }
+  join_gpu_side();
   if (options.survey_path) survey_path(facts);
   return facts;
 }
