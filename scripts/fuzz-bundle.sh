@@ -49,8 +49,10 @@ pids=()
   echo "$default"
 }
 for t in "$here"/bin/fuzz_*; do
-  n=$(basename "$t"); c="$here/corpus/${n#fuzz_}"; mkdir -p "$c" "$res/$n"
-  ( cd "$res/$n" && "$t" -fork="$(workers_for "${n#fuzz_}")" -ignore_crashes=0 -max_total_time="$secs" -rss_limit_mb=2048 \
+  n=$(basename "$t"); c="$here/corpus/${n#fuzz_}"; w=$(workers_for "${n#fuzz_}")
+  [ "$w" = 0 ] && continue   # "name=0" leaves a target out
+  mkdir -p "$c" "$res/$n"
+  ( cd "$res/$n" && "$t" -fork="$w" -ignore_crashes=0 -max_total_time="$secs" -rss_limit_mb=2048 \
       -timeout=10 -print_final_stats=1 -artifact_prefix="$res/$n/" "$c" > "$res/$n/log.txt" 2>&1
     echo "exit=$?" >> "$res/$n/log.txt" ) &
   pids+=($!)
@@ -58,6 +60,7 @@ done
 wait "${pids[@]}"
 for t in "$here"/bin/fuzz_*; do
   n=$(basename "$t"); log="$res/$n/log.txt"
+  [ -f "$log" ] || continue
   # -fork prints per-job "stat::number_of_executed_units" and a running "#N" total.
   execs=$(grep -Eo '^#[0-9]+' "$log" | tr -d '#' | sort -n | tail -1)
   crashes=$(ls "$res/$n" | grep -Ec '^(crash|leak|timeout|oom)-' || true)
