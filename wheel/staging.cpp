@@ -472,19 +472,14 @@ Expected<void> WheelStager::extract(std::size_t group) {
           long slot;
           std::shared_ptr<util::Sha256> hasher;
           std::shared_ptr<std::uint64_t> bytes;
-          std::shared_ptr<util::Fd> file;
           ~Finish() {
             if (slot >= 0 && hasher) {
               m->digests[static_cast<std::size_t>(slot)] = hasher->raw_digest();
               m->written[static_cast<std::size_t>(slot)] = *bytes;
             }
-            // Start the write-back of a large file now, without waiting for it: the transaction's
-            // syncfs before commit then finds most data already on disk instead of flushing
-            // gigabytes at once. Best effort (not every filesystem supports it).
-            if (*bytes >= (1u << 20)) (void)::sync_file_range(file->get(), 0, 0, SYNC_FILE_RANGE_WRITE);
           }
         };
-        auto finish = std::make_shared<Finish>(Finish{&m, slot, hasher, bytes, file});
+        auto finish = std::make_shared<Finish>(Finish{&m, slot, hasher, bytes});
         return DataSink([=](std::string_view chunk) -> Expected<void> {
           (void)finish;
           if (hasher) hasher->update(chunk);
