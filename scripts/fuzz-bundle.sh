@@ -65,6 +65,10 @@ for t in "$here"/bin/fuzz_*; do
   execs=$(grep -Eo '^#[0-9]+' "$log" | tr -d '#' | sort -n | tail -1)
   crashes=$(ls "$res/$n" | grep -Ec '^(crash|leak|timeout|oom)-' || true)
   echo "$n executions=${execs:-?} crashes=$crashes $(tail -1 "$log")"
+  # The inputs themselves, so that a crash found on a machine that is given back is not lost.
+  for a in $(ls "$res/$n" | grep -E '^(crash|leak|timeout|oom)-' | head -3); do
+    echo "  $a base64: $(base64 -w0 "$res/$n/$a" | head -c 20000)"
+  done
 done
 RUN
 chmod +x "$b/run.sh"
