@@ -172,8 +172,7 @@ struct RunResult {
   double t_stage = 0, t_kernels = 0;     // inside the transaction, before the environment changes
   double t_uninstall = 0, t_install = 0;
   std::vector<std::string> smoke_passed;
-  std::string smoke_device;              // "gpu" | "cpu" when the smoke test ran
-  std::string smoke_cpu_why;             // "no GPU" | "CPU build"
+  std::string smoke_cpu_why;             // "no GPU" | "CPU build" when the smoke test runs on the CPU
   std::string smoke_note;
   std::optional<Error> smoke_failure_kept; // --no-rollback
 };
@@ -237,7 +236,6 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
       auto r = run_smoke(python, steps, timeout);
       if (r) {
         rr.smoke_passed = r->passed;
-        rr.smoke_device = steps.front().device == SmokeDevice::cpu ? "cpu" : "gpu";
         return {};
       }
       if (o.no_rollback) {
@@ -292,7 +290,7 @@ void print_result(const RunResult& rr, const KernelCheck& kc) {
   if (!rr.smoke_passed.empty()) {
     std::string s;
     for (const auto& p : rr.smoke_passed) s += (s.empty() ? "" : ", ") + p;
-    if (rr.smoke_device == "cpu") human(fmt::format("Smoke test passed on the CPU ({}): {}", rr.smoke_cpu_why, s));
+    if (!rr.smoke_cpu_why.empty()) human(fmt::format("Smoke test passed on the CPU ({}): {}", rr.smoke_cpu_why, s));
     else human(fmt::format("Smoke test passed: {}", s));
   } else if (!rr.smoke_note.empty()) {
     human(styled(rr.smoke_note, Style::dim));
@@ -312,7 +310,7 @@ json result_json(const RunResult& rr) {
   j["backup_bytes"] = rr.txn.backup_bytes;
   j["warnings"] = rr.txn.warnings;
   j["smoke"] = {{"passed", rr.smoke_passed},
-                {"device", rr.smoke_device.empty() ? json(nullptr) : json(rr.smoke_device)},
+                {"device", rr.smoke_passed.empty() ? json(nullptr) : json(rr.smoke_cpu_why.empty() ? "gpu" : "cpu")},
                 {"note", rr.smoke_note}};
   j["timings"] = {{"download_s", rr.t_download}, {"unpack_s", rr.t_stage},     {"kernel_check_s", rr.t_kernels},
                   {"prepare_s", rr.t_download + rr.t_stage + rr.t_kernels},

@@ -30,8 +30,9 @@ struct SmokeReport {
 [[nodiscard]] std::vector<SmokeStep> smoke_steps(const matrices::SmokeTest& smoke, const std::vector<std::string>& present,
                                                  SmokeDevice device = SmokeDevice::gpu);
 
-// Runs the steps in order (CPU steps with CUDA_VISIBLE_DEVICES="", so they cannot touch a GPU); the first failure is an ErrorCode::subprocess error whose causes carry the
-// framework's own error text (the last lines of its stderr).
+// Runs the steps in order (CPU steps with CUDA_VISIBLE_DEVICES="", so they cannot touch a GPU); the
+// first failure is an ErrorCode::subprocess error whose causes carry the framework's own error text
+// (the last lines of its stderr).
 [[nodiscard]] Expected<SmokeReport> run_smoke(const std::filesystem::path& python, const std::vector<SmokeStep>& steps,
                                               std::chrono::milliseconds timeout);
 
