@@ -113,25 +113,23 @@ Expected<HostFacts> probe_host(const ProbeOptions& options) {
       else g.notes.push_back(drv.error().message);
       return g;
     });
-  auto join_gpu_side = [&] {
-    if (!gpu_side.valid()) return;
-    auto g = gpu_side.get();
-    facts.gpus = std::move(g.gpus);
-    facts.driver = std::move(g.driver);
-    facts.notes.insert(facts.notes.begin(), g.notes.begin(), g.notes.end());
-  };
-  if (options.interpreter) {
-    auto interpreter = [&]() -> Expected<void> {
+  Expected<void> interpreter;
+  if (options.interpreter)
+    interpreter = [&]() -> Expected<void> {
       auto exe = ENVFIX_TRY(default_interpreter(options.python));
       auto info = ENVFIX_TRY(probe_python(exe, options.cache_dir, options.python_timeout));
       if (options.installed) facts.installed = ENVFIX_TRY(scan_installed(info));
       facts.python = std::move(info);
       return {};
     }();
-    join_gpu_side(); // before any return: the thread must not outlive the call
-    ENVFIX_TRY_VOID(interpreter);
+  // Joined before any return: the thread must not outlive the call.
+  if (gpu_side.valid()) {
+    auto g = gpu_side.get();
+    facts.gpus = std::move(g.gpus);
+    facts.driver = std::move(g.driver);
+    facts.notes.insert(facts.notes.begin(), g.notes.begin(), g.notes.end());
   }
-  join_gpu_side();
+  ENVFIX_TRY_VOID(interpreter);
   if (options.survey_path) survey_path(facts);
   return facts;
 }
