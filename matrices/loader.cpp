@@ -615,14 +615,11 @@ void Loader::validate() {
     if (f.releases.empty()) at(f.where, path + ": no 'releases'");
     if (f.source.empty()) at(f.where, path + ": missing key 'source'");
     if (f.smoke.step_a.empty() || f.smoke.step_b.empty()) at(f.where, path + ": 'smoke' needs step_a and step_b");
-    for (const auto& [c, code] : f.smoke.companions) {
-      if (!contains(f.companions, c) && !contains(f.optional_companions, c))
-        at(f.where, fmt::format("{}.smoke.companions: '{}' is not a companion of {}", path, c, f.name));
-    }
-    for (const auto& [c, code] : f.smoke.cpu_companions) {
-      if (!contains(f.companions, c) && !contains(f.optional_companions, c))
-        at(f.where, fmt::format("{}.smoke.cpu.companions: '{}' is not a companion of {}", path, c, f.name));
-    }
+    for (const auto& [key, checks] : {std::pair{"smoke.companions", &f.smoke.companions},
+                                      std::pair{"smoke.cpu.companions", &f.smoke.cpu_companions}})
+      for (const auto& [c, code] : *checks)
+        if (!contains(f.companions, c) && !contains(f.optional_companions, c))
+          at(f.where, fmt::format("{}.{}: '{}' is not a companion of {}", path, key, c, f.name));
     if (f.smoke.cpu.empty() && !f.smoke.cpu_companions.empty())
       at(f.where, path + ".smoke.cpu: companion checks need a 'step' for the framework itself");
     for (const auto& c : f.companions)

@@ -343,15 +343,12 @@ const ArchiveEntry* WheelArchive::find(std::string_view member) const {
 
 Expected<std::string> WheelArchive::read_member(std::string_view member) const {
   // The first regular file of that name, as a full pass would have found it.
-  const ArchiveEntry* target = find(member);
-  if (target && target->type != ArchiveEntry::Type::file) {
-    target = nullptr;
-    for (const auto& e : m_entries)
-      if (e.name == member && e.type == ArchiveEntry::Type::file) {
-        target = &e;
-        break;
-      }
-  }
+  const ArchiveEntry* target = nullptr;
+  for (const auto& e : m_entries)
+    if (e.name == member && e.type == ArchiveEntry::Type::file) {
+      target = &e;
+      break;
+    }
   if (!target) return fail(ErrorCode::not_found, "{}: no member '{}'", m_name, member);
   if (target->size_known && target->size > m_limits.max_member_read)
     return fail(ErrorCode::invalid_input, "{}: member '{}' is larger than {} bytes", m_name, member,
