@@ -15,6 +15,8 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
@@ -53,10 +55,11 @@ namespace {
 
 // ---- small helpers --------------------------------------------------------------------------
 
-bool exists_nofollow(const fs::path& p) {
+bool exists_nofollow(const char* p) {
   struct stat st;
-  return ::lstat(p.c_str(), &st) == 0;
+  return ::lstat(p, &st) == 0;
 }
+bool exists_nofollow(const std::string& p) { return exists_nofollow(p.c_str()); }
 
 unsigned current_umask() {
   std::ifstream in("/proc/self/status");
@@ -182,9 +185,9 @@ json to_json(const TxnMeta& m) {
   json ops = json::array();
   for (const auto& o : m.ops) {
     switch (o.kind) {
-    case TxnOp::Kind::move: ops.push_back({"move", o.path.string(), o.dest.string()}); break;
-    case TxnOp::Kind::mkdir: ops.push_back({"mkdir", o.path.string(), o.mode}); break;
-    case TxnOp::Kind::rmdir: ops.push_back({"rmdir", o.path.string(), o.mode}); break;
+    case TxnOp::Kind::move: ops.push_back({"move", o.path, o.dest}); break;
+    case TxnOp::Kind::mkdir: ops.push_back({"mkdir", o.path, o.mode}); break;
+    case TxnOp::Kind::rmdir: ops.push_back({"rmdir", o.path, o.mode}); break;
     }
   }
   auto refs = [](const std::vector<DistRef>& v) {
@@ -385,17 +388,17 @@ Expected<void> do_op(const TxnOp& op) {
   switch (op.kind) {
   case TxnOp::Kind::move:
     if (::rename(op.path.c_str(), op.dest.c_str()) != 0)
-      return fail(ErrorCode::io, "rename {} → {}: {}", op.path.string(), op.dest.string(), std::strerror(errno));
+      return fail(ErrorCode::io, "rename {} → {}: {}", op.path, op.dest, std::strerror(errno));
     return {};
   case TxnOp::Kind::mkdir:
     if (::mkdir(op.path.c_str(), 0700) != 0)
-      return fail(ErrorCode::io, "mkdir {}: {}", op.path.string(), std::strerror(errno));
+      return fail(ErrorCode::io, "mkdir {}: {}", op.path, std::strerror(errno));
     if (::chmod(op.path.c_str(), op.mode) != 0)
-      return fail(ErrorCode::io, "chmod {}: {}", op.path.string(), std::strerror(errno));
+      return fail(ErrorCode::io, "chmod {}: {}", op.path, std::strerror(errno));
     return {};
   case TxnOp::Kind::rmdir:
     if (::rmdir(op.path.c_str()) != 0)
-      return fail(ErrorCode::io, "rmdir {}: {}", op.path.string(), std::strerror(errno));
+      return fail(ErrorCode::io, "rmdir {}: {}", op.path, std::strerror(errno));
     return {};
   }
   return {};
@@ -434,23 +437,23 @@ Expected<void> undo_one(const TxnOp& op, std::int64_t since) {
     bool src = exists_nofollow(op.path), dst = exists_nofollow(op.dest);
     if (src || !dst) return {}; // never done (or already undone)
     if (::rename(op.dest.c_str(), op.path.c_str()) != 0)
-      return fail(ErrorCode::rollback_failed, "cannot move {} back to {}: {}", op.dest.string(), op.path.string(),
+      return fail(ErrorCode::rollback_failed, "cannot move {} back to {}: {}", op.dest, op.path,
                   std::strerror(errno));
-    if (op.dest.extension() == ".py") drop_new_bytecode(op.dest, since);
+    if (op.dest.ends_with(".py")) drop_new_bytecode(op.dest, since);
     return {};
   }
   case TxnOp::Kind::mkdir: {
     if (!exists_nofollow(op.path)) return {};
     drop_bytecode_dirs(op.path);
     if (::rmdir(op.path.c_str()) != 0 && errno != ENOENT)
-      return fail(ErrorCode::rollback_failed, "cannot remove directory {} again: {}", op.path.string(),
+      return fail(ErrorCode::rollback_failed, "cannot remove directory {} again: {}", op.path,
                   std::strerror(errno));
     return {};
   }
   case TxnOp::Kind::rmdir: {
     if (exists_nofollow(op.path)) return {};
     if (::mkdir(op.path.c_str(), 0700) != 0 || ::chmod(op.path.c_str(), op.mode) != 0)
-      return fail(ErrorCode::rollback_failed, "cannot recreate directory {}: {}", op.path.string(),
+      return fail(ErrorCode::rollback_failed, "cannot recreate directory {}: {}", op.path,
                   std::strerror(errno));
     return {};
   }
@@ -737,10 +740,13 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
       return std::unexpected(std::move(sw.error()));
     }
     result.warnings.insert(result.warnings.end(), sw->warnings.begin(), sw->warnings.end());
-    if (u->cache_temp.empty()) {
-      staged[u->index] = std::move(*sw);
+    const std::size_t index = u->index;
+    const fs::path cache_temp = u->cache_temp;
+    u.reset(); // the spent stager's archive directory and RECORD map
+    if (cache_temp.empty()) {
+      staged[index] = std::move(*sw);
     } else {
-      from_cache[u->index] = ENVFIX_TRY(cache->add(*m_install[u->index].sha256, std::move(*sw), u->cache_temp));
+      from_cache[index] = ENVFIX_TRY(cache->add(*m_install[index].sha256, std::move(*sw), cache_temp));
     }
   }
   // (c) Cached trees into the staging directory, on the environment's filesystem.
@@ -751,8 +757,8 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
   unsigned per_wheel = std::max(1u, threads / static_cast<unsigned>(std::max<std::size_t>(1, links.size())));
   ENVFIX_TRY_VOID(util::parallel_for(links.size(), threads, [&](std::size_t k) -> Expected<void> {
     std::size_t i = links[k];
-    auto r = ENVFIX_TRY(link_tree(*from_cache[i], staging_root / std::to_string(i) / "tree", m_options.link_mode,
-                                  per_wheel));
+    auto r = ENVFIX_TRY(link_tree(std::move(*from_cache[i]), staging_root / std::to_string(i) / "tree",
+                                  m_options.link_mode, per_wheel));
     linked[k] = std::move(r);
     return {};
   }));
@@ -762,7 +768,6 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
       result.warnings.push_back(*r.fallback);
     // The weakest mode used is the one to report.
     if (!result.link_mode || static_cast<int>(r.used) > static_cast<int>(*result.link_mode)) result.link_mode = r.used;
-    r.staged.wheel = from_cache[links[k]]->wheel;
     staged[links[k]] = std::move(r.staged);
   }
   std::vector<wheel::StagedWheel> out;
@@ -828,78 +833,95 @@ Expected<TransactionResult> Transaction::run() {
   for (const auto& p : plans)
     for (const auto& d : ENVFIX_TRY(find_dist_infos(m_target, p.name))) add_removal(d);
 
-  std::vector<fs::path> remove_files;
-  std::set<fs::path> remove_set;
+  // Per-file bookkeeping is plain strings (FileMove::to is already lexically normal) and the
+  // staged wheels and plans are released once the journal's steps exist: peak memory stays a
+  // few hundred bytes per file.
+  std::vector<std::string> remove_files;
+  std::unordered_set<std::string> remove_set;
   for (const auto& d : removals) {
     UninstallOptions uo;
     uo.also_removing = removals;
     auto up = ENVFIX_TRY(plan_uninstall(d, m_target, uo));
     meta.removed.push_back({up.name, up.version});
     result.warnings.insert(result.warnings.end(), up.warnings.begin(), up.warnings.end());
-    for (const auto& f : up.files)
-      if (remove_set.insert(f).second) remove_files.push_back(f);
+    for (auto& f : up.files)
+      if (remove_set.insert(f).second) remove_files.push_back(std::move(f));
   }
-  std::vector<fs::path> install_dests;
-  std::map<fs::path, std::string> dest_owner;
-  for (const auto& p : plans) {
-    meta.installed.push_back({p.name, p.version});
-    for (const auto& m : p.moves) {
-      auto to = m.to.lexically_normal();
-      auto [it, inserted] = dest_owner.emplace(to, p.name);
-      if (!inserted)
-        return fail(ErrorCode::invalid_input, "{} and {} both install {}", it->second, p.name, to.string());
-      install_dests.push_back(to);
-      struct stat st;
-      if (::lstat(to.c_str(), &st) == 0) {
-        if (S_ISDIR(st.st_mode))
-          return fail(ErrorCode::invalid_input, "{} installs the file {}, which exists as a directory", p.name,
-                      to.string());
-        // A file no removed distribution owns: stashed like the others so rollback restores it.
-        if (remove_set.insert(to).second) {
-          remove_files.push_back(to);
-          result.warnings.push_back(fmt::format("{} replaces {}, which no removed distribution owned", p.name,
-                                                to.string()));
+  std::vector<std::string> install_dests;
+  {
+    std::unordered_map<std::string_view, std::size_t> dest_owner; // views into plans' moves
+    for (std::size_t pi = 0; pi < plans.size(); ++pi) {
+      const auto& p = plans[pi];
+      meta.installed.push_back({p.name, p.version});
+      for (const auto& m : p.moves) {
+        const std::string& to = m.to;
+        auto [it, inserted] = dest_owner.emplace(to, pi);
+        if (!inserted)
+          return fail(ErrorCode::invalid_input, "{} and {} both install {}", plans[it->second].name, p.name, to);
+        install_dests.push_back(to);
+        struct stat st;
+        if (::lstat(to.c_str(), &st) == 0) {
+          if (S_ISDIR(st.st_mode))
+            return fail(ErrorCode::invalid_input, "{} installs the file {}, which exists as a directory", p.name, to);
+          // A file no removed distribution owns: stashed like the others so rollback restores it.
+          if (remove_set.insert(to).second) {
+            remove_files.push_back(to);
+            result.warnings.push_back(
+                fmt::format("{} replaces {}, which no removed distribution owned", p.name, to));
+          }
         }
       }
     }
   }
+  remove_set = {};
   const unsigned dir_mode = 0777 & ~current_umask();
   AuxDirs aux(m_target, txn_dir, meta.id);
   std::vector<std::pair<fs::path, fs::path>> aux_copies;
+  meta.ops.reserve(remove_files.size() + install_dests.size());
   for (std::size_t i = 0; i < remove_files.size(); ++i)
-    meta.ops.push_back({TxnOp::Kind::move, remove_files[i], aux.backup_for(remove_files[i], i), 0});
+    meta.ops.push_back({TxnOp::Kind::move, remove_files[i], aux.backup_for(remove_files[i], i).string(), 0});
   for (const auto& d : dirs_left_empty(remove_files, m_target.prune_stops(), install_dests)) {
     struct stat st;
     unsigned mode = ::lstat(d.c_str(), &st) == 0 ? (st.st_mode & 07777) : dir_mode;
-    meta.ops.push_back({TxnOp::Kind::rmdir, d, {}, mode});
+    meta.ops.push_back({TxnOp::Kind::rmdir, d.string(), {}, mode});
   }
   meta.split = meta.ops.size();
-  std::set<fs::path> made;
-  for (const auto& p : plans) {
-    for (const auto& m : p.moves) {
-      std::vector<fs::path> missing;
-      for (auto d = m.to.lexically_normal().parent_path(); !d.empty() && d != d.root_path(); d = d.parent_path()) {
-        if (made.contains(d) || exists_nofollow(d)) break;
-        missing.push_back(d);
+  result.files_removed = remove_files.size();
+  result.files_installed = install_dests.size();
+  remove_files = {};
+  install_dests = {};
+  {
+    std::unordered_set<std::string> made;
+    for (auto& p : plans) {
+      for (auto& m : p.moves) {
+        // Parents that do not exist yet, created before the file (nearest existing one stops the walk).
+        std::vector<std::string_view> missing;
+        std::string_view to(m.to);
+        for (auto slash = to.rfind('/'); slash != std::string_view::npos && slash > 0; slash = to.rfind('/', slash - 1)) {
+          auto d = to.substr(0, slash);
+          if (made.contains(std::string(d)) || exists_nofollow(std::string(d))) break;
+          missing.push_back(d);
+        }
+        for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+          made.emplace(*it);
+          meta.ops.push_back({TxnOp::Kind::mkdir, std::string(*it), {}, dir_mode});
+        }
+        std::string from = std::move(m.from);
+        if (auto copy = aux.stage_for(m.to, aux_copies.size())) {
+          aux_copies.emplace_back(from, *copy);
+          from = copy->string();
+        }
+        meta.ops.push_back({TxnOp::Kind::move, std::move(from), std::move(m.to), 0});
       }
-      for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-        made.insert(*it);
-        meta.ops.push_back({TxnOp::Kind::mkdir, *it, {}, dir_mode});
-      }
-      fs::path from = m.from;
-      if (auto copy = aux.stage_for(m.to, aux_copies.size())) {
-        aux_copies.emplace_back(m.from, *copy);
-        from = *copy;
-      }
-      meta.ops.push_back({TxnOp::Kind::move, from, m.to.lexically_normal(), 0});
+      p.moves = {};
     }
   }
   meta.aux = aux.dirs();
-  result.files_removed = remove_files.size();
-  result.files_installed = install_dests.size();
   result.installed = meta.installed;
   result.removed = meta.removed;
   for (const auto& p : plans) result.warnings.insert(result.warnings.end(), p.warnings.begin(), p.warnings.end());
+  plans = {};
+  staged = {};
 
   // 3. Journal, then change the environment.
   ENVFIX_TRY_VOID(write_meta(txn_dir, meta, m_options.durable));
@@ -995,14 +1017,15 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
   ENVFIX_TRY_VOID(util::create_directories(txn_dir / "backup"));
   std::size_t n = 0;
   AuxDirs aux(target, txn_dir, meta.id);
-  auto trash = [&](const fs::path& file) { return aux.backup_for(file, n++); };
+  auto trash = [&](const fs::path& file) { return aux.backup_for(file, n++).string(); };
   std::set<fs::path> old_backups{old_backup};
   for (const auto& a : old.aux) old_backups.insert((a / "backup").lexically_normal());
   auto is_backup = [&](const fs::path& p) { return old_backups.contains(p.lexically_normal().parent_path()); };
-  std::set<fs::path> created, installed_paths;
+  std::unordered_set<std::string> created, installed_paths;
   for (const auto& op : old.ops) {
     if (op.kind == TxnOp::Kind::mkdir) created.insert(op.path);
-    if (op.kind == TxnOp::Kind::move && !is_backup(op.dest)) installed_paths.insert(op.dest.lexically_normal());
+    if (op.kind == TxnOp::Kind::move && !is_backup(op.dest))
+      installed_paths.insert(fs::path(op.dest).lexically_normal().string());
   }
 
   // Reverse and invert: what was installed moves into this rollback's backup, created directories
@@ -1013,10 +1036,10 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
     switch (op.kind) {
     case TxnOp::Kind::move:
       if (is_backup(op.dest)) {
-        if (exists_nofollow(op.path) && !installed_paths.contains(op.path.lexically_normal())) {
+        if (exists_nofollow(op.path) && !installed_paths.contains(fs::path(op.path).lexically_normal().string())) {
           remove_tree(txn_dir);
           return make_error(ErrorCode::invalid_input,
-                            fmt::format("cannot roll back {}: {} exists again", old.id, op.path.string()),
+                            fmt::format("cannot roll back {}: {} exists again", old.id, op.path),
                             "something changed the environment after that transaction");
         }
         restore_part.push_back({TxnOp::Kind::move, op.dest, op.path, 0});
@@ -1024,24 +1047,25 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
         if (!exists_nofollow(op.dest)) {
           remove_tree(txn_dir);
           return make_error(ErrorCode::invalid_input,
-                            fmt::format("cannot roll back {}: {} is gone", old.id, op.dest.string()),
+                            fmt::format("cannot roll back {}: {} is gone", old.id, op.dest),
                             "something changed the environment after that transaction");
         }
         undo_part.push_back({TxnOp::Kind::move, op.dest, trash(op.dest), 0});
-        if (op.dest.extension() == ".py") {
+        if (op.dest.ends_with(".py")) {
           // Byte-code compiled from the new sources since.
           std::error_code ec;
-          auto stem = op.dest.stem().string();
-          for (fs::directory_iterator d(op.dest.parent_path() / "__pycache__", ec), end; !ec && d != end; d.increment(ec)) {
+          const fs::path dest(op.dest);
+          auto stem = dest.stem().string();
+          for (fs::directory_iterator d(dest.parent_path() / "__pycache__", ec), end; !ec && d != end; d.increment(ec)) {
             auto nm = d->path().filename().string();
             if (nm.starts_with(stem + ".") && nm.ends_with(".pyc"))
-              undo_part.push_back({TxnOp::Kind::move, d->path(), trash(d->path()), 0});
+              undo_part.push_back({TxnOp::Kind::move, d->path().string(), trash(d->path()), 0});
           }
         }
       }
       break;
     case TxnOp::Kind::mkdir: {
-      auto cache = op.path / "__pycache__";
+      auto cache = op.path + "/__pycache__";
       std::error_code ec;
       if (!created.contains(cache) && fs::is_directory(cache, ec)) {
         struct stat st;

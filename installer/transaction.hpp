@@ -38,12 +38,12 @@ struct WheelToInstall {
   std::optional<std::string> direct_url;       // direct_url.json content (direct URL installs only)
 };
 
-// One reversible step, in execution order.
+// One reversible step, in execution order. Paths are plain strings (see FileMove).
 struct TxnOp {
   enum class Kind { move, mkdir, rmdir };
   Kind kind = Kind::move;
-  std::filesystem::path path;                  // move: source; mkdir/rmdir: the directory
-  std::filesystem::path dest;                  // move: destination
+  std::string path;                            // move: source; mkdir/rmdir: the directory
+  std::string dest;                            // move: destination
   unsigned mode = 0755;                        // mkdir/rmdir: directory mode to create/restore
 };
 

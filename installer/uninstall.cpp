@@ -1,11 +1,13 @@
 #include "installer/uninstall.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <unordered_set>
 #include <system_error>
 
 #include "installer/wheel_install.hpp"
@@ -19,18 +21,31 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool exists_nofollow(const fs::path& p) {
-  std::error_code ec;
-  return fs::symlink_status(p, ec).type() != fs::file_type::not_found && !ec;
+bool exists_nofollow(const std::string& p) {
+  struct stat st;
+  return ::lstat(p.c_str(), &st) == 0;
 }
 
-bool is_under(const fs::path& p, const fs::path& root) {
-  auto pi = p.begin();
-  for (auto ri = root.begin(); ri != root.end(); ++ri, ++pi) {
-    if (ri->empty()) continue; // trailing separator
-    if (pi == p.end() || *pi != *ri) return false;
-  }
-  return true;
+// Paths here are absolute and lexically normal, kept as plain strings: a removal plan has one
+// per file (12,000 for torch) and a std::filesystem::path also stores its component list.
+std::string normal(const fs::path& p) {
+  auto s = p.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+// p is root or below it (both normal).
+bool is_under(std::string_view p, std::string_view root) {
+  if (root == "/") return !p.empty() && p.front() == '/';
+  return p.starts_with(root) && (p.size() == root.size() || p[root.size()] == '/');
+}
+
+// "/a/b/c" → "/a/b"; "/a" → "/"; "/" → "".
+std::string_view parent_of(std::string_view p) {
+  if (p.size() <= 1) return {};
+  auto slash = p.rfind('/');
+  if (slash == std::string_view::npos) return {};
+  return slash == 0 ? p.substr(0, 1) : p.substr(0, slash);
 }
 
 std::string header_value(std::string_view text, std::string_view key) {
@@ -74,14 +89,15 @@ std::pair<std::string, std::string> dist_identity(const fs::path& dist_info) {
 }
 
 // Absolute, normalized paths named by a dist-info's RECORD (no existence check).
-Expected<std::vector<fs::path>> record_paths(const fs::path& dist_info) {
+Expected<std::vector<std::string>> record_paths(const fs::path& dist_info) {
   auto text = ENVFIX_TRY(util::read_file(dist_info / "RECORD"));
   auto rec = ENVFIX_TRY(wheel::Record::parse(text, (dist_info / "RECORD").string()));
-  std::vector<fs::path> out;
+  std::vector<std::string> out;
+  out.reserve(rec.entries.size());
   const auto base = dist_info.parent_path();
   for (const auto& e : rec.entries) {
     fs::path p(e.path);
-    out.push_back((p.is_absolute() ? p : base / p).lexically_normal());
+    out.push_back(normal(p.is_absolute() ? p : base / p));
   }
   return out;
 }
@@ -118,43 +134,47 @@ Expected<std::vector<fs::path>> find_dist_infos(const InstallTarget& target, std
   return out;
 }
 
-std::vector<fs::path> dirs_left_empty(const std::vector<fs::path>& removed, const std::vector<fs::path>& roots,
-                                      const std::vector<fs::path>& keep) {
-  std::set<fs::path> gone(removed.begin(), removed.end());
-  std::set<fs::path> kept_dirs;
+std::vector<fs::path> dirs_left_empty(const std::vector<std::string>& removed, const std::vector<fs::path>& roots,
+                                      const std::vector<std::string>& keep) {
+  std::unordered_set<std::string_view> gone(removed.begin(), removed.end());
+  std::unordered_set<std::string_view> kept_dirs; // views into `keep`
   for (const auto& k : keep)
-    for (auto p = k.lexically_normal().parent_path(); !p.empty() && p != p.root_path(); p = p.parent_path())
+    for (auto p = parent_of(k); p.size() > 1; p = parent_of(p))
       if (!kept_dirs.insert(p).second) break;
-  std::set<fs::path> candidates;
+  std::vector<std::string> root_strs;
+  for (const auto& r : roots) root_strs.push_back(normal(r));
+  std::unordered_set<std::string_view> candidates; // views into `removed`
   for (const auto& r : removed) {
-    const fs::path* root = nullptr;
-    for (const auto& rt : roots)
-      if (is_under(r, rt) && (!root || rt.native().size() > root->native().size())) root = &rt;
+    const std::string* root = nullptr;
+    for (const auto& rt : root_strs)
+      if (is_under(r, rt) && (!root || rt.size() > root->size())) root = &rt;
     if (!root) continue;
-    for (auto p = r.parent_path(); p.native().size() > root->lexically_normal().native().size() && is_under(p, *root);
-         p = p.parent_path())
+    for (auto p = parent_of(r); p.size() > root->size() && is_under(p, *root); p = parent_of(p))
       if (!candidates.insert(p).second) break;
   }
-  std::vector<fs::path> ordered(candidates.begin(), candidates.end());
-  std::stable_sort(ordered.begin(), ordered.end(), [](const fs::path& a, const fs::path& b) {
-    return std::distance(a.begin(), a.end()) > std::distance(b.begin(), b.end());
+  // Deepest first, then by name (the output order is part of the journal: keep it stable).
+  std::vector<std::string_view> ordered(candidates.begin(), candidates.end());
+  auto depth = [](std::string_view s) { return std::count(s.begin(), s.end(), '/'); };
+  std::sort(ordered.begin(), ordered.end(), [&](std::string_view a, std::string_view b) {
+    auto da = depth(a), db = depth(b);
+    return da != db ? da > db : a < b;
   });
   std::vector<fs::path> out;
-  std::set<fs::path> emptied;
-  for (const auto& d : ordered) {
+  std::unordered_set<std::string> emptied;
+  for (const auto d : ordered) {
     if (kept_dirs.contains(d)) continue;
     std::error_code ec;
-    fs::directory_iterator it(d, ec), end;
+    fs::directory_iterator it(fs::path(d), ec), end;
     if (ec) continue;
     bool empty = true;
     for (; it != end; it.increment(ec)) {
       if (ec) { empty = false; break; }
-      auto p = it->path().lexically_normal();
+      auto p = it->path().string(); // d is normal and a listing adds one name: still normal
       if (!gone.contains(p) && !emptied.contains(p)) { empty = false; break; }
     }
     if (!empty) continue;
-    emptied.insert(d);
-    out.push_back(d);
+    emptied.emplace(d);
+    out.emplace_back(d);
   }
   return out;
 }
@@ -181,56 +201,60 @@ Expected<UninstallPlan> plan_uninstall(const fs::path& dist_info_in, const Insta
                       hint);
   }
   auto paths = ENVFIX_TRY(record_paths(plan.dist_info));
-  const auto roots = target.roots();
-  const auto prefix = target.prefix.lexically_normal();
+  std::vector<std::string> roots;
+  for (const auto& r : target.roots()) roots.push_back(normal(r));
+  const auto prefix = target.prefix.empty() ? std::string() : normal(target.prefix);
 
   // Files other installed distributions list (namespace packages, nvidia/ subpackages).
   std::set<fs::path> skip_dists{plan.dist_info};
   for (const auto& d : options.also_removing) skip_dists.insert(d.lexically_normal());
-  std::set<fs::path> others;
+  std::unordered_set<std::string> others;
   for (const auto& d : ENVFIX_TRY(list_dist_infos(target))) {
     if (skip_dists.contains(d)) continue;
-    if (auto rp = record_paths(d)) others.insert(rp->begin(), rp->end());
+    if (auto rp = record_paths(d))
+      for (auto& p : *rp) others.insert(std::move(p));
   }
 
-  std::set<fs::path> files;
-  auto add = [&](const fs::path& p) {
+  std::set<std::string> files;
+  auto add = [&](std::string p) {
     if (!exists_nofollow(p)) return;
     if (others.contains(p)) {
       plan.shared.push_back(p);
       return;
     }
-    files.insert(p);
+    files.insert(std::move(p));
   };
-  for (const auto& p : paths) {
-    bool inside = std::any_of(roots.begin(), roots.end(), [&](const fs::path& r) { return is_under(p, r); });
+  for (auto& p : paths) {
+    bool inside = std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return is_under(p, r); });
     if (!inside || (target.is_venv && !prefix.empty() && !is_under(p, prefix))) {
       plan.warnings.push_back(fmt::format("{}: not removing {} (outside the install scheme)",
-                                          plan.dist_info.filename().string(), p.string()));
+                                          plan.dist_info.filename().string(), p));
       continue;
     }
-    add(p);
     // Byte-code of every optimization level and interpreter, plus legacy x.pyc/x.pyo (R7.3).
-    if (p.extension() == ".py") {
-      auto stem = p.stem().string();
-      add(p.parent_path() / (stem + ".pyc"));
-      add(p.parent_path() / (stem + ".pyo"));
-      fs::directory_iterator it(p.parent_path() / "__pycache__", ec), end;
+    if (p.ends_with(".py")) {
+      const std::string dir(parent_of(p));
+      const std::string stem = p.substr(dir.size() + 1, p.size() - dir.size() - 4);
+      add(dir + "/" + stem + ".pyc");
+      add(dir + "/" + stem + ".pyo");
+      fs::directory_iterator it(dir + "/__pycache__", ec), end;
       for (; !ec && it != end; it.increment(ec)) {
         auto n = it->path().filename().string();
-        if (n.starts_with(stem + ".") && n.ends_with(".pyc")) add(it->path().lexically_normal());
+        if (n.starts_with(stem + ".") && n.ends_with(".pyc")) add(normal(it->path()));
       }
     }
+    add(std::move(p));
   }
+  paths.clear();
   // Everything inside the dist-info goes, listed or not (pip removes the folder).
   for (fs::recursive_directory_iterator it(plan.dist_info, ec), end; !ec && it != end; it.increment(ec))
-    if (!it->is_directory(ec)) add(it->path().lexically_normal());
+    if (!it->is_directory(ec)) add(normal(it->path()));
   // Launchers even when RECORD omits them.
   if (auto ep_text = util::read_file(plan.dist_info / "entry_points.txt"); ep_text && !target.scripts.empty()) {
     if (auto eps = parse_entry_points(*ep_text, (plan.dist_info / "entry_points.txt").string()))
-      for (const auto& ep : *eps) add((target.scripts / ep.name).lexically_normal());
+      for (const auto& ep : *eps) add(normal(target.scripts / ep.name));
   }
-  plan.files.assign(files.begin(), files.end());
+  plan.files.assign(std::make_move_iterator(files.begin()), std::make_move_iterator(files.end()));
   plan.dirs = dirs_left_empty(plan.files, target.prune_stops());
   return plan;
 }
@@ -239,7 +263,7 @@ Expected<UninstallPlan> uninstall(const fs::path& dist_info, const InstallTarget
   auto plan = ENVFIX_TRY(plan_uninstall(dist_info, target));
   for (const auto& f : plan.files)
     if (::unlink(f.c_str()) != 0 && errno != ENOENT)
-      return fail(ErrorCode::io, "uninstalling {}: cannot remove {}: {}", plan.name, f.string(), std::strerror(errno));
+      return fail(ErrorCode::io, "uninstalling {}: cannot remove {}: {}", plan.name, f, std::strerror(errno));
   for (const auto& d : plan.dirs)
     if (::rmdir(d.c_str()) != 0 && errno != ENOENT)
       return fail(ErrorCode::io, "uninstalling {}: cannot remove directory {}: {}", plan.name, d.string(),

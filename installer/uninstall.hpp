@@ -14,7 +14,7 @@ struct UninstallPlan {
   std::string name;                              // METADATA Name (or from the folder name)
   std::string version;
   std::filesystem::path dist_info;
-  std::vector<std::filesystem::path> files;      // existing files/symlinks to remove, sorted
+  std::vector<std::string> files;                // existing files/symlinks to remove: absolute, normal, sorted
   std::vector<std::filesystem::path> dirs;       // directories left empty, deepest first
   std::vector<std::filesystem::path> shared;     // kept: another installed distribution owns them
   std::vector<std::string> warnings;             // RECORD rows refused (outside the scheme) etc.
@@ -40,10 +40,11 @@ struct UninstallOptions {
                                                      const UninstallOptions& options = {});
 
 // Directories among the ancestors of `removed` (below `roots`) that hold nothing once `removed` is
-// gone; deepest first. `keep` names paths that will exist afterwards (new installs).
+// gone; deepest first. `keep` names paths that will exist afterwards (new installs). `removed` and
+// `keep` are absolute and lexically normal (as plan_uninstall and FileMove::to give them).
 [[nodiscard]] std::vector<std::filesystem::path> dirs_left_empty(
-    const std::vector<std::filesystem::path>& removed, const std::vector<std::filesystem::path>& roots,
-    const std::vector<std::filesystem::path>& keep = {});
+    const std::vector<std::string>& removed, const std::vector<std::filesystem::path>& roots,
+    const std::vector<std::string>& keep = {});
 
 // Deletes what plan_uninstall() lists (no backup; Transaction is the reversible form).
 [[nodiscard]] Expected<UninstallPlan> uninstall(const std::filesystem::path& dist_info,

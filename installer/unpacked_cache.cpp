@@ -78,7 +78,7 @@ bool unsupported(int err, LinkMode mode) {
 }
 
 // Returns 0 or the errno of the failing call; `dest` does not exist afterwards on failure.
-int clone_file(const fs::path& src, const fs::path& dest, mode_t mode) {
+int clone_file(const std::string& src, const std::string& dest, mode_t mode) {
   util::Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
   if (!in.valid()) return errno;
   util::Fd out(::open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
@@ -92,7 +92,7 @@ int clone_file(const fs::path& src, const fs::path& dest, mode_t mode) {
   return 0;
 }
 
-int link_one(LinkMode mode, const fs::path& src, const fs::path& dest, mode_t file_mode) {
+int link_one(LinkMode mode, const std::string& src, const std::string& dest, mode_t file_mode) {
   switch (mode) {
   case LinkMode::clone: return clone_file(src, dest, file_mode);
   case LinkMode::hardlink: return ::link(src.c_str(), dest.c_str()) == 0 ? 0 : errno;
@@ -132,7 +132,7 @@ std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256) c
       sf.size = f.at(2).get<std::uint64_t>();
       sf.executable = f.at(3).get<bool>();
       auto mtime = f.at(4).get<std::int64_t>();
-      sf.staged = sw.tree / sf.member;
+      sf.staged = (sw.tree / sf.member).string();
       // Intact = the very files the manifest describes (an in-place edit through a hard link
       // changes size or mtime).
       struct stat st;
@@ -160,7 +160,7 @@ Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::
   for (const auto& f : staged.files) {
     struct stat st;
     if (::lstat(f.staged.c_str(), &st) != 0)
-      return fail(ErrorCode::io, "unpacked cache: {}: {}", f.staged.string(), std::strerror(errno));
+      return fail(ErrorCode::io, "unpacked cache: {}: {}", f.staged, std::strerror(errno));
     files.push_back(json::array({f.member, f.hash, f.size, f.executable, mtime_ns(st)}));
   }
   json j = {{"manifest", manifest_version},
@@ -212,11 +212,16 @@ Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::
 
 // ---- link_tree --------------------------------------------------------------------------------------
 
-Expected<LinkResult> link_tree(const wheel::StagedWheel& cached, const fs::path& dest_tree, LinkMode mode,
+Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_tree, LinkMode mode,
                                unsigned threads) {
+  // The entry is rewritten in place (every path moves to dest_tree) rather than copied: it holds
+  // one record per file. Sources are kept as indexes into `src` only while linking.
   LinkResult out;
-  out.staged = cached;
+  const std::string src_tree = cached.tree.string();
+  out.staged = std::move(cached);
   out.staged.tree = dest_tree;
+  const auto& files = out.staged.files;
+  auto src = [&](std::size_t k) { return src_tree + "/" + files[k].member; };
   std::error_code ec;
   if (fs::exists(dest_tree, ec)) return fail(ErrorCode::io, "{} already exists", dest_tree.string());
   ENVFIX_TRY_VOID(util::create_directories(dest_tree));
@@ -228,19 +233,22 @@ Expected<LinkResult> link_tree(const wheel::StagedWheel& cached, const fs::path&
     }
   } cleanup{dest_tree};
 
-  std::set<fs::path> dirs;
-  std::vector<mode_t> modes(cached.files.size());
-  for (std::size_t i = 0; i < cached.files.size(); ++i) {
+  std::set<std::string> dirs;
+  std::vector<mode_t> modes(files.size());
+  const std::string dest_root = dest_tree.string();
+  for (std::size_t i = 0; i < files.size(); ++i) {
     auto& f = out.staged.files[i];
-    f.staged = dest_tree / f.member;
-    auto parent = f.staged.parent_path();
-    if (dirs.insert(parent).second) ENVFIX_TRY_VOID(util::create_directories(parent));
+    const std::string from = src(i);
     struct stat st;
-    if (::stat(cached.files[i].staged.c_str(), &st) != 0)
-      return fail(ErrorCode::io, "unpacked cache: {}: {}", cached.files[i].staged.string(), std::strerror(errno));
+    if (::stat(from.c_str(), &st) != 0)
+      return fail(ErrorCode::io, "unpacked cache: {}: {}", from, std::strerror(errno));
     modes[i] = st.st_mode & 07777;
+    f.staged = dest_root + "/" + f.member;
+    auto parent = f.staged.substr(0, f.staged.rfind('/'));
+    if (dirs.insert(parent).second) ENVFIX_TRY_VOID(util::create_directories(parent));
   }
-  if (cached.files.empty()) {
+  dirs.clear();
+  if (files.empty()) {
     out.used = mode == LinkMode::automatic ? LinkMode::copy : mode;
     cleanup.armed = false;
     return out;
@@ -253,31 +261,30 @@ Expected<LinkResult> link_tree(const wheel::StagedWheel& cached, const fs::path&
   order.push_back(LinkMode::copy);
   int first_err = 0;
   for (auto m : order) {
-    int err = link_one(m, cached.files[0].staged, out.staged.files[0].staged, modes[0]);
+    int err = link_one(m, src(0), files[0].staged, modes[0]);
     if (err == 0) {
       out.used = m;
       break;
     }
     if (!unsupported(err, m))
-      return fail(ErrorCode::io, "{} {} → {}: {}", to_string(m), cached.files[0].staged.string(),
-                  out.staged.files[0].staged.string(), std::strerror(err));
+      return fail(ErrorCode::io, "{} {} → {}: {}", to_string(m), src(0), files[0].staged, std::strerror(err));
     if (!first_err) first_err = err;
   }
   if (mode != LinkMode::automatic && out.used != mode)
     out.fallback = fmt::format("link mode {} is not possible from {} to {} ({}); used {}", to_string(mode),
-                               cached.tree.string(), dest_tree.string(), std::strerror(first_err), to_string(out.used));
+                               src_tree, dest_tree.string(), std::strerror(first_err), to_string(out.used));
 
   const LinkMode used = out.used;
   constexpr std::size_t chunk = 256;
-  const std::size_t n = cached.files.size() - 1;
+  const std::size_t n = files.size() - 1;
   ENVFIX_TRY_VOID(util::parallel_for((n + chunk - 1) / chunk, threads, [&](std::size_t c) -> Expected<void> {
-    for (std::size_t k = 1 + c * chunk; k < std::min(cached.files.size(), 1 + (c + 1) * chunk); ++k) {
-      int err = link_one(used, cached.files[k].staged, out.staged.files[k].staged, modes[k]);
-      if (err != 0 && unsupported(err, used)) err = util::copy_file_exclusive(cached.files[k].staged, out.staged.files[k].staged, modes[k]);
+    for (std::size_t k = 1 + c * chunk; k < std::min(files.size(), 1 + (c + 1) * chunk); ++k) {
+      const std::string from = src(k);
+      int err = link_one(used, from, files[k].staged, modes[k]);
+      if (err != 0 && unsupported(err, used)) err = util::copy_file_exclusive(from, files[k].staged, modes[k]);
       if (err != 0)
         return make_error(ErrorCode::io,
-                          fmt::format("{} {} → {}: {}", to_string(used), cached.files[k].staged.string(),
-                                      out.staged.files[k].staged.string(), std::strerror(err)),
+                          fmt::format("{} {} → {}: {}", to_string(used), from, files[k].staged, std::strerror(err)),
                           err == ENOSPC || err == EDQUOT ? "the disk is full; free space and retry" : "");
     }
     return {};

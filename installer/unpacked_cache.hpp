@@ -51,8 +51,9 @@ struct LinkResult {
   std::optional<std::string> fallback; // why the requested mode was not possible, if it was not
 };
 // Recreates the tree of `cached` at `dest_tree` (must not exist) with `mode`, on up to `threads`
-// threads. Falls back clone → hardlink → copy when the filesystem refuses.
-[[nodiscard]] Expected<LinkResult> link_tree(const wheel::StagedWheel& cached,
+// threads. Falls back clone → hardlink → copy when the filesystem refuses. Takes the entry by
+// value and returns it rewritten (pass it with std::move when it is not needed again).
+[[nodiscard]] Expected<LinkResult> link_tree(wheel::StagedWheel cached,
                                              const std::filesystem::path& dest_tree, LinkMode mode,
                                              unsigned threads = 1);
 

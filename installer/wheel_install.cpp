@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <unordered_map>
 #include <system_error>
 
 #include "util/fs.hpp"
@@ -150,20 +151,21 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
   }
 
   std::vector<wheel::RecordEntry> record;
-  std::map<fs::path, std::string> dest_owner; // destination → member, to catch collisions
-  auto add_move = [&](const fs::path& from, const fs::path& to, const std::string& member) -> Expected<void> {
-    auto [it, inserted] = dest_owner.emplace(to.lexically_normal(), member);
+  std::unordered_map<std::string, std::string> dest_owner; // destination → member, to catch collisions
+  auto add_move = [&](std::string from, const fs::path& to_path, const std::string& member) -> Expected<void> {
+    std::string to = to_path.lexically_normal().string();
+    auto [it, inserted] = dest_owner.emplace(to, member);
     if (!inserted)
       return fail(ErrorCode::invalid_input, "{}: members '{}' and '{}' both install to {}",
-                  sw.wheel.filename().string(), it->second, member, to.string());
-    plan.moves.push_back({from, to});
+                  sw.wheel.filename().string(), it->second, member, to);
+    plan.moves.push_back({std::move(from), std::move(to)});
     return {};
   };
   std::vector<FileMove> metadata_moves; // dist-info files go after the payload
 
   for (const auto& f : sw.files) {
     fs::path dest;
-    fs::path from = f.staged;
+    std::string from = f.staged;
     std::string hash = f.hash;
     std::uint64_t size = f.size;
     if (f.member.starts_with(sw.data_dir + "/")) {
@@ -199,7 +201,7 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
           content = ENVFIX_TRY(util::read_file(f.staged));
         }
         ENVFIX_TRY_VOID(write_new(rewritten, content, exec_mode));
-        from = rewritten;
+        from = rewritten.string();
         hash = wheel::RecordEntry::for_content("", content).hash_field();
         size = content.size();
       } else {
@@ -223,13 +225,14 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
     re.size = size;
     record.push_back(std::move(re));
     if (f.member.starts_with(sw.dist_info + "/")) {
-      auto [it, inserted] = dest_owner.emplace(dest.lexically_normal(), f.member);
+      std::string to = dest.lexically_normal().string();
+      auto [it, inserted] = dest_owner.emplace(to, f.member);
       if (!inserted)
         return fail(ErrorCode::invalid_input, "{}: members '{}' and '{}' both install to {}",
-                    sw.wheel.filename().string(), it->second, f.member, dest.string());
-      metadata_moves.push_back({from, dest});
+                    sw.wheel.filename().string(), it->second, f.member, to);
+      metadata_moves.push_back({std::move(from), std::move(to)});
     } else {
-      ENVFIX_TRY_VOID(add_move(from, dest, f.member));
+      ENVFIX_TRY_VOID(add_move(std::move(from), dest, f.member));
     }
   }
 
@@ -239,14 +242,15 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
     fs::path g = gen / "launchers" / ep.name;
     ENVFIX_TRY_VOID(write_new(g, text, file_mode | 0555));
     fs::path dest = target.scripts / ep.name;
-    dest_owner.erase(dest.lexically_normal()); // a launcher clobbers a same-named script
+    const std::string dest_norm = dest.lexically_normal().string();
+    dest_owner.erase(dest_norm); // a launcher clobbers a same-named script
     plan.moves.erase(std::remove_if(plan.moves.begin(), plan.moves.end(),
-                                    [&](const FileMove& m) { return m.to == dest; }),
+                                    [&](const FileMove& m) { return m.to == dest_norm; }),
                      plan.moves.end());
     record.erase(std::remove_if(record.begin(), record.end(),
                                 [&](const wheel::RecordEntry& r) { return r.path == record_path(dest, root); }),
                  record.end());
-    ENVFIX_TRY_VOID(add_move(g, dest, "entry point " + ep.name));
+    ENVFIX_TRY_VOID(add_move(g.string(), dest, "entry point " + ep.name));
     record.push_back(wheel::RecordEntry::for_content(record_path(dest, root), text));
   }
 
@@ -256,7 +260,7 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
     fs::path g = gen / "dist-info" / name;
     ENVFIX_TRY_VOID(write_new(g, content, file_mode));
     fs::path dest = plan.dist_info / name;
-    plan.moves.push_back({g, dest});
+    plan.moves.push_back({g.string(), dest.lexically_normal().string()});
     record.push_back(wheel::RecordEntry::for_content(record_path(dest, root), content));
     return {};
   };
@@ -271,7 +275,7 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
   wheel::Record rec{record};
   fs::path g = gen / "dist-info" / "RECORD";
   ENVFIX_TRY_VOID(write_new(g, rec.to_string(), file_mode));
-  plan.moves.push_back({g, plan.dist_info / "RECORD"});
+  plan.moves.push_back({g.string(), (plan.dist_info / "RECORD").lexically_normal().string()});
   plan.warnings = sw.warnings;
   return plan;
 }
@@ -280,10 +284,10 @@ Expected<WheelInstallPlan> install_wheel(const wheel::StagedWheel& staged, const
                                          const InstallOptions& options) {
   auto plan = ENVFIX_TRY(plan_wheel_install(staged, target, options));
   for (const auto& m : plan.moves) {
-    ENVFIX_TRY_VOID(util::create_directories(m.to.parent_path()));
+    ENVFIX_TRY_VOID(util::create_directories(fs::path(m.to).parent_path()));
     // rename() replaces an existing file atomically: processes that mapped the old .so keep it (R6.10).
     if (::rename(m.from.c_str(), m.to.c_str()) != 0)
-      return fail(ErrorCode::io, "installing {}: rename {} → {}: {}", plan.name, m.from.string(), m.to.string(),
+      return fail(ErrorCode::io, "installing {}: rename {} → {}: {}", plan.name, m.from, m.to,
                   std::strerror(errno));
   }
   return plan;

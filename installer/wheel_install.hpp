@@ -14,9 +14,11 @@
 
 namespace envfix::installer {
 
+// Plain strings, not std::filesystem::path: a plan holds one move per file of the wheel (12,000
+// for torch), and a path keeps a list of its components besides the text.
 struct FileMove {
-  std::filesystem::path from;   // staged file
-  std::filesystem::path to;     // final absolute path
+  std::string from;             // staged file
+  std::string to;               // final absolute path, lexically normal
 };
 
 struct InstallOptions {

@@ -183,7 +183,8 @@ Expected<void> check_member_name(std::string_view name) {
 std::vector<fs::path> StagedWheel::shared_objects() const {
   std::vector<fs::path> out;
   for (const auto& f : files) {
-    auto base = f.staged.filename().string();
+    auto slash = f.staged.rfind('/');
+    std::string_view base = slash == std::string::npos ? std::string_view(f.staged) : std::string_view(f.staged).substr(slash + 1);
     if (base.size() > 3 && (base.ends_with(".so") || base.find(".so.") != std::string::npos))
       out.push_back(f.staged);
   }
@@ -404,8 +405,8 @@ Expected<WheelStager> WheelStager::prepare(const fs::path& wheel, const fs::path
       m.slot_of_entry.push_back(-2);
       continue;
     }
-    fs::path dest = m.sw.tree / e.name;
-    auto parent = dest.parent_path().string();
+    std::string dest = (m.sw.tree / e.name).string();
+    auto parent = dest.substr(0, dest.rfind('/'));
     if (dirs.insert(parent).second) ENVFIX_TRY_VOID(util::create_directories(parent));
     bool is_record = e.name == record_name || e.name == record_name + ".jws" || e.name == record_name + ".p7s";
     if (is_record) {
@@ -413,7 +414,7 @@ Expected<WheelStager> WheelStager::prepare(const fs::path& wheel, const fs::path
       continue;
     }
     m.slot_of_entry.push_back(static_cast<long>(m.sw.files.size()));
-    m.sw.files.push_back({e.name, dest, "", 0, (e.mode & 0111) != 0});
+    m.sw.files.push_back({e.name, std::move(dest), "", 0, (e.mode & 0111) != 0});
   }
   m.digests.resize(m.sw.files.size());
   m.written.resize(m.sw.files.size());
@@ -534,7 +535,8 @@ Expected<StagedWheel> WheelStager::finish() {
     if (m.options.fault) ENVFIX_TRY_VOID(m.options.fault("hash"));
   }
   m.finished = true;
-  return sw;
+  // Moved out: the stager is spent, and a copy would hold the file list twice.
+  return std::move(sw);
 }
 
 Expected<StagedWheel> stage_wheel(const fs::path& wheel, const fs::path& staging_dir,
