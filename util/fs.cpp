@@ -1,5 +1,6 @@
 #include "util/fs.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -151,6 +152,18 @@ Expected<MappedFile> MappedFile::open(const fs::path& path) {
   if (p == MAP_FAILED) return errno_error("cannot map", path, errno);
   m.m_data = static_cast<const std::uint8_t*>(p);
   return m;
+}
+
+void MappedFile::drop(std::size_t offset, std::size_t length) const {
+  if (!m_data || offset >= m_size) return;
+  length = std::min(length, m_size - offset);
+  static const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto base = reinterpret_cast<std::uintptr_t>(m_data);
+  std::uintptr_t begin = (base + offset + page - 1) & ~(page - 1);
+  std::uintptr_t end = base + offset + length;
+  // The mapping's last page is wholly ours (the tail past the file's end is zero fill).
+  end = offset + length == m_size ? (end + page - 1) & ~(page - 1) : end & ~(page - 1);
+  if (begin < end) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept : m_data(o.m_data), m_size(o.m_size) {

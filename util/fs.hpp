@@ -43,6 +43,8 @@ private:
 };
 
 // Read-only memory map of a whole file (empty files map to an empty span).
+// Touched pages count in the process's resident set until unmapped or dropped: readers of large
+// files drop what they have finished with (drop) so that their peak stays flat.
 class MappedFile {
 public:
   [[nodiscard]] static Expected<MappedFile> open(const fs::path& path);
@@ -56,6 +58,10 @@ public:
   [[nodiscard]] std::string_view view() const {
     return {reinterpret_cast<const char*>(m_data), m_size};
   }
+  // Releases the resident pages wholly inside [offset, offset + length) (clamped to the file):
+  // madvise(MADV_DONTNEED) on the page-aligned interior. The bytes stay readable and unchanged,
+  // since this is a read-only file mapping: a later read faults them in again from the file.
+  void drop(std::size_t offset, std::size_t length) const;
 private:
   MappedFile() = default;
   const std::uint8_t* m_data = nullptr;

@@ -1,5 +1,11 @@
 #include "util/sha256.hpp"
 
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <openssl/evp.h>
 
 #include "util/fs.hpp"
@@ -42,10 +48,32 @@ std::string sha256_hex(std::string_view bytes) {
   return h.hex_digest();
 }
 
+// read() into one fixed buffer, not mmap: mapped pages stay resident until unmapped, so hashing
+// a 4 GB wheel would raise the peak RSS by 4 GB.
 Expected<std::string> sha256_file_hex(const std::filesystem::path& path) {
-  auto m = MappedFile::open(path);
-  if (!m) return std::unexpected(std::move(m).error());
-  return sha256_hex(m->view());
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  auto io_error = [&](std::string_view what, int err) {
+    return make_error(ErrorCode::io, fmt::format("{} {}: {}", what, path.string(), std::strerror(err)));
+  };
+  if (!fd.valid()) return io_error("cannot open", errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return io_error("cannot stat", errno);
+  if (!S_ISREG(st.st_mode))
+    return make_error(ErrorCode::invalid_input, fmt::format("{} is not a regular file", path.string()));
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  constexpr std::size_t buf_size = std::size_t{1} << 20;
+  auto buf = std::make_unique_for_overwrite<char[]>(buf_size);
+  Sha256 h;
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf.get(), buf_size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return io_error("cannot read", errno);
+    }
+    if (n == 0) break;
+    h.update(buf.get(), static_cast<std::size_t>(n));
+  }
+  return h.hex_digest();
 }
 
 std::string base64url_nopad(std::string_view raw) {

@@ -1,5 +1,7 @@
 #include "wheel/fatbin.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "wheel/elf.hpp"
@@ -17,6 +19,30 @@ std::size_t find_magic(const std::uint8_t* b, std::size_t from, std::size_t end)
 }
 
 } // namespace
+
+namespace {
+// The first multiple of `window` past `pos`, counting from `start` (saturating).
+std::size_t next_edge(std::size_t start, std::size_t window, std::size_t pos) {
+  const std::size_t rest = window - (pos - start) % window;
+  return rest > SIZE_MAX - pos ? SIZE_MAX : pos + rest;
+}
+} // namespace
+
+Releaser::Releaser(const ReadOptions& options, std::size_t start)
+    : m_release(options.release), m_window(std::max<std::size_t>(options.window, 1)), m_start(start),
+      m_done(start), m_next(next_edge(start, m_window, start)) {}
+
+void Releaser::advance(std::size_t pos) {
+  if (!m_release || pos < m_next) return;
+  finish(pos);
+  m_next = next_edge(m_start, m_window, pos);
+}
+
+void Releaser::finish(std::size_t pos) {
+  if (!m_release || pos <= m_done) return;
+  m_release(m_done, pos - m_done);
+  m_done = pos;
+}
 
 Expected<std::size_t> parse_container(std::span<const std::uint8_t> bytes, std::size_t pos,
                                       std::string_view name, FatbinContainer& out) {
@@ -96,15 +122,18 @@ Expected<std::size_t> parse_container(std::span<const std::uint8_t> bytes, std::
 }
 
 Expected<void> walk_fatbin_section(std::span<const std::uint8_t> bytes, std::size_t off, std::size_t size,
-                                   std::string_view section, std::string_view name, KernelSet& out) {
+                                   std::string_view section, std::string_view name, KernelSet& out,
+                                   const ReadOptions& options) {
   const std::uint8_t* b = bytes.data();
   if (off > bytes.size() || size > bytes.size() - off)
     return fail(ErrorCode::invalid_input, "{}: section {} [{:#x}, +{:#x}) is past the end", name, section, off, size);
   const std::size_t end = off + size;
   // Parse within the section only: a container may not spill out of it.
   auto region = bytes.first(end);
+  Releaser released(options, off);
   std::size_t pos = off;
   while (pos < end) {
+    released.advance(pos); // only headers are read, but a 2 GB section has many of them
     if (end - pos >= 4 && load_u32(b + pos) == fatbin_magic) {
       FatbinContainer c;
       c.section = std::string(section);
@@ -125,26 +154,41 @@ Expected<void> walk_fatbin_section(std::span<const std::uint8_t> bytes, std::siz
                                        next - pos, pos, section));
     pos = next;
   }
+  released.finish(end);
   return {};
 }
 
 void scan_region(std::span<const std::uint8_t> bytes, std::size_t off, std::size_t size,
-                 std::string_view section, KernelSet& out) {
+                 std::string_view section, KernelSet& out, const ReadOptions& options) {
   if (off > bytes.size() || size > bytes.size() - off) return;
   const std::size_t end = off + size;
+  const std::size_t window = std::max<std::size_t>(options.window, 1);
   auto region = bytes.first(end);
-  std::size_t pos = find_magic(bytes.data(), off, end);
+  Releaser released(options, off);
+  std::size_t pos = off;
   while (pos < end) {
-    FatbinContainer c;
-    auto next = parse_container(region, pos, "", c);
-    if (next && !c.entries.empty()) {
-      c.section = std::string(section);
-      out.containers.push_back(std::move(c));
-      pos = find_magic(bytes.data(), *next, end);
+    // Magics that start in [pos, stop); reading 3 bytes past `stop` finds one across its edge.
+    // Windows lie on a fixed grid from `off`, the releaser's, so that a container parsed across a
+    // window's edge does not let the next window start late and two windows stay resident.
+    const std::size_t stop = std::min(end, next_edge(off, window, pos));
+    const std::size_t limit = std::min(end, stop + 3);
+    const std::size_t hit = find_magic(bytes.data(), pos, limit);
+    if (hit == limit) {
+      pos = stop;
     } else {
-      pos = find_magic(bytes.data(), pos + 1, end);
+      FatbinContainer c;
+      auto next = parse_container(region, hit, "", c);
+      if (next && !c.entries.empty()) {
+        c.section = std::string(section);
+        out.containers.push_back(std::move(c));
+        pos = *next;
+      } else {
+        pos = hit + 1;
+      }
     }
+    released.advance(pos);
   }
+  released.finish(end);
 }
 
 } // namespace envfix::wheel

@@ -75,22 +75,23 @@ Expected<KernelSet> read_cubin(const ElfFile& elf, std::size_t size, std::string
   return ks;
 }
 
-Expected<KernelSet> read_elf(std::span<const std::uint8_t> bytes, std::string_view name) {
+Expected<KernelSet> read_elf(std::span<const std::uint8_t> bytes, std::string_view name,
+                             const ReadOptions& options) {
   auto elf = ENVFIX_TRY(ElfFile::parse(bytes, name));
   if (elf.machine == em_cuda) return read_cubin(elf, bytes.size(), name);
   KernelSet ks;
   if (elf.sections.empty()) {
     for (const auto& seg : elf.segments)
-      if (seg.type == pt_load) scan_region(bytes, seg.offset, seg.filesz, "PT_LOAD", ks);
+      if (seg.type == pt_load) scan_region(bytes, seg.offset, seg.filesz, "PT_LOAD", ks, options);
     return ks;
   }
   for (const auto& s : elf.sections) {
     if (s.name == ".nv_fatbin" || s.name == "__nv_relfatbin") {
       if (s.type == sht_nobits) continue;
-      if (auto r = walk_fatbin_section(bytes, s.offset, s.size, s.name, name, ks); !r)
+      if (auto r = walk_fatbin_section(bytes, s.offset, s.size, s.name, name, ks, options); !r)
         return std::unexpected(std::move(r.error()));
     } else if (!skip_scan(s)) {
-      scan_region(bytes, s.offset, s.size, s.name, ks);
+      scan_region(bytes, s.offset, s.size, s.name, ks, options);
     }
   }
   return ks;
@@ -101,13 +102,16 @@ std::string_view trim_right(std::string_view s) {
   return s;
 }
 
-Expected<KernelSet> read_archive(std::span<const std::uint8_t> bytes, std::string_view name) {
+Expected<KernelSet> read_archive(std::span<const std::uint8_t> bytes, std::string_view name,
+                                 const ReadOptions& options) {
   const auto* b = reinterpret_cast<const char*>(bytes.data());
   const std::size_t size = bytes.size();
-  std::string_view long_names;
+  std::string long_names; // a copy: the bytes it came from are released with the headers
   KernelSet ks;
   std::size_t pos = ar_magic.size();
+  Releaser released(options, 0); // member headers; the members release their own bytes
   while (pos < size) {
+    released.advance(pos);
     if (size - pos < 60)
       return fail(ErrorCode::invalid_input, "{}: truncated archive member header at offset {:#x}", name, pos);
     std::string_view hdr(b + pos, 60);
@@ -134,7 +138,7 @@ Expected<KernelSet> read_archive(std::span<const std::uint8_t> bytes, std::strin
     if (raw_name == "/" || raw_name == "/SYM64/" || raw_name == "__.SYMDEF" || raw_name == "__.SYMDEF SORTED") {
       // symbol table
     } else if (raw_name == "//") {
-      long_names = std::string_view(b + data, msize);
+      long_names.assign(b + data, msize);
     } else {
       if (raw_name.starts_with("#1/")) { // BSD: the name precedes the data
         std::uint64_t n = 0;
@@ -151,7 +155,7 @@ Expected<KernelSet> read_archive(std::span<const std::uint8_t> bytes, std::strin
         if (n >= long_names.size())
           return fail(ErrorCode::invalid_input, "{}: archive member at offset {:#x} names long-name offset {} "
                       "outside the // table ({} bytes)", name, pos, n, long_names.size());
-        std::string_view rest = long_names.substr(n);
+        std::string_view rest = std::string_view(long_names).substr(n);
         member = rest.substr(0, std::min(rest.find("/\n"), rest.find('\n')));
       } else {
         member = raw_name.ends_with('/') ? raw_name.substr(0, raw_name.size() - 1) : raw_name;
@@ -159,13 +163,17 @@ Expected<KernelSet> read_archive(std::span<const std::uint8_t> bytes, std::strin
       auto mbytes = bytes.subspan(body, body_size);
       if (is_elf(mbytes) || is_fatbin(mbytes)) {
         std::string mname = fmt::format("{}({})", name, member);
-        auto sub = ENVFIX_TRY(read_kernels(mbytes, mname));
+        ReadOptions sub_options{{}, options.window};
+        if (options.release)
+          sub_options.release = [&options, body](std::size_t off, std::size_t len) { options.release(body + off, len); };
+        auto sub = ENVFIX_TRY(read_kernels(mbytes, mname, sub_options));
         shift_offsets(sub, body, member);
         ks.append(std::move(sub));
       }
     }
     pos = data + msize + (msize & 1);
   }
+  released.finish(size);
   return ks;
 }
 
@@ -262,8 +270,9 @@ void KernelSet::append(KernelSet&& other) {
                   std::make_move_iterator(other.warnings.end()));
 }
 
-Expected<KernelSet> read_kernels(std::span<const std::uint8_t> bytes, std::string_view name) {
-  if (starts_with(bytes, ar_magic)) return read_archive(bytes, name);
+Expected<KernelSet> read_kernels(std::span<const std::uint8_t> bytes, std::string_view name,
+                                 const ReadOptions& options) {
+  if (starts_with(bytes, ar_magic)) return read_archive(bytes, name, options);
   if (starts_with(bytes, thin_ar_magic)) {
     KernelSet ks;
     ks.warnings.push_back(fmt::format("{}: thin archive; its members are separate files, inspect those", name));
@@ -271,11 +280,11 @@ Expected<KernelSet> read_kernels(std::span<const std::uint8_t> bytes, std::strin
   }
   if (is_fatbin(bytes)) {
     KernelSet ks;
-    if (auto r = walk_fatbin_section(bytes, 0, bytes.size(), "", name, ks); !r)
+    if (auto r = walk_fatbin_section(bytes, 0, bytes.size(), "", name, ks, options); !r)
       return std::unexpected(std::move(r.error()));
     return ks;
   }
-  if (is_elf(bytes)) return read_elf(bytes, name);
+  if (is_elf(bytes)) return read_elf(bytes, name, options);
   return make_error(ErrorCode::invalid_input,
                     fmt::format("{}: not an ELF file, static archive or fatbin (offset 0)", name),
                     "envfix inspect reads .so, .o, .a, .cubin, .fatbin and .whl files");
@@ -362,7 +371,9 @@ Expected<KernelSet> read_kernels_file(const std::filesystem::path& path) {
     return ks;
   }
   auto map = ENVFIX_TRY(util::MappedFile::open(path));
-  return read_kernels(std::span<const std::uint8_t>(map.data(), map.size()), path.string());
+  ReadOptions options;
+  options.release = [&map](std::size_t off, std::size_t len) { map.drop(off, len); };
+  return read_kernels(std::span<const std::uint8_t>(map.data(), map.size()), path.string(), options);
 }
 
 } // namespace envfix::wheel

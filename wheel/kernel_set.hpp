@@ -3,6 +3,7 @@
 // Only headers are read (never payloads, never decompressed), so compressed entries cost nothing.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -75,11 +76,27 @@ struct KernelSet {
   void append(KernelSet&& other);
 };
 
+// How a reader of a large file mapping keeps its resident set bounded.
+struct ReadOptions {
+  // Told of each range [offset, offset + length) of the input that the reader is done with, so
+  // that a file mapping can drop those pages (MappedFile::drop). The reader does not read them
+  // again (short of a malformed ELF whose sections overlap), so dropping costs no re-reads; the
+  // bytes must stay readable all the same. Empty: nobody is told (in-memory input).
+  std::function<void(std::size_t offset, std::size_t length)> release;
+  // Data sections are searched for embedded fatbins this many bytes at a time, each window
+  // released once searched; a fatbin section is released whenever this much has been walked.
+  std::size_t window = std::size_t{32} << 20;
+};
+
 // Reads an ELF file (.so, executable, .o, raw .cubin), a static archive or a raw .fatbin.
-// `name_for_errors` names the input in messages (errors carry the byte offset).
+// `name_for_errors` names the input in messages (errors carry the byte offset). The result does
+// not depend on `options`.
 [[nodiscard]] Expected<KernelSet> read_kernels(std::span<const std::uint8_t> bytes,
-                                               std::string_view name_for_errors);
-// The same on a file, memory-mapped; a .whl is read with read_kernels_in_wheel and merged.
+                                               std::string_view name_for_errors,
+                                               const ReadOptions& options = {});
+// The same on a file, memory-mapped, with pages dropped as they are finished with, so the peak
+// resident set stays within a few windows whatever the file's size; a .whl is read with
+// read_kernels_in_wheel and merged.
 [[nodiscard]] Expected<KernelSet> read_kernels_file(const std::filesystem::path& path);
 // Member path → kernels for every member of a wheel (zip) that contains GPU code. Members are
 // streamed and read into memory one at a time; the wheel is never copied.

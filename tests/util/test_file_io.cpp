@@ -1,0 +1,90 @@
+// sha256_file_hex reads in fixed buffers; MappedFile::drop gives back resident pages.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "util/fs.hpp"
+#include "util/sha256.hpp"
+
+using namespace envfix;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string pattern(std::size_t n, unsigned seed) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131 + seed) % 256);
+  return s;
+}
+
+long rss_kib() { // current resident set, from /proc/self/statm (pages)
+  std::ifstream f("/proc/self/statm");
+  long size = 0, resident = 0;
+  f >> size >> resident;
+  return resident * (::sysconf(_SC_PAGESIZE) / 1024);
+}
+
+} // namespace
+
+TEST_SUITE("unit") {
+TEST_CASE("sha256_file_hex equals sha256_hex for empty, small and multi-buffer files") {
+  auto dir = util::make_temp_dir({}, "envfix-sha").value();
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1} << 20, (std::size_t{1} << 20) + 1,
+                        (std::size_t{3} << 20) + 7}) {
+    CAPTURE(n);
+    const std::string s = pattern(n, static_cast<unsigned>(n));
+    auto p = dir / fmt::format("f{}", n);
+    REQUIRE(util::write_file_atomic(p, s));
+    auto h = util::sha256_file_hex(p);
+    REQUIRE(h);
+    CHECK(*h == util::sha256_hex(s));
+  }
+  CHECK(util::sha256_file_hex(dir / "f0").value() ==
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sha256_file_hex errors name the file") {
+  auto dir = util::make_temp_dir({}, "envfix-sha").value();
+  auto missing = util::sha256_file_hex(dir / "missing-1.0.whl");
+  REQUIRE(!missing);
+  CHECK(missing.error().code == ErrorCode::io);
+  CHECK(missing.error().message.find("missing-1.0.whl") != std::string::npos);
+  auto is_dir = util::sha256_file_hex(dir);
+  REQUIRE(!is_dir);
+  CHECK(is_dir.error().message.find(dir.string()) != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("MappedFile::drop releases resident pages and keeps the bytes readable") {
+  auto dir = util::make_temp_dir({}, "envfix-map").value();
+  const std::size_t size = (std::size_t{32} << 20) + 123; // a partial last page
+  const std::string s = pattern(size, 7);
+  auto p = dir / "big.bin";
+  REQUIRE(util::write_file_atomic(p, s));
+  auto map = util::MappedFile::open(p).value();
+  REQUIRE(map.size() == size);
+  auto touch = [&] {
+    unsigned sum = 0;
+    for (std::size_t i = 0; i < size; i += 1024) sum += map.data()[i];
+    return sum;
+  };
+  const long before = rss_kib();
+  const unsigned sum = touch();
+  const long touched = rss_kib();
+  CHECK(touched - before > 30 * 1024);
+  // Unaligned ends: only whole pages inside go; the tail page of the file goes with the end.
+  map.drop(100, size - 100);
+  map.drop(0, 0);
+  map.drop(size, 10);        // past the end: nothing
+  map.drop(size - 1, 1 << 30); // clamped
+  const long dropped = rss_kib();
+  CHECK(touched - dropped > 30 * 1024);
+  CHECK(map.view() == s); // faulted in again from the file, unchanged
+  CHECK(touch() == sum);
+  fs::remove_all(dir);
+}
+} // TEST_SUITE unit
