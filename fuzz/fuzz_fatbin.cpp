@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "wheel/kernel_set.hpp"
 
@@ -16,6 +18,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)ks->has_zstd();
     (void)ks->coverage({9, 0});
     (void)ks->coverage({12, 0});
+  }
+  // Windowed reading with a release hook (what read_kernels_file does) must find the same, and
+  // release only bytes of the input.
+  envfix::wheel::ReadOptions o;
+  o.window = 1 + (size ? data[size / 2] : 0) % 97;
+  o.release = [&](std::size_t off, std::size_t len) {
+    if (off > size || len > size - off) __builtin_trap();
+  };
+  auto windowed = envfix::wheel::read_kernels(std::span<const std::uint8_t>(data, size), "fuzz-input", o);
+  if (ks.has_value() != windowed.has_value()) __builtin_trap();
+  if (ks) {
+    auto flat = [](const envfix::wheel::KernelSet& k) {
+      std::vector<std::string> out = k.warnings;
+      for (const auto& c : k.containers) {
+        out.push_back(c.section + "@" + std::to_string(c.offset) + "/" + c.member);
+        for (const auto& e : c.entries) out.push_back(e.arch.to_string() + "@" + std::to_string(e.offset));
+      }
+      return out;
+    };
+    if (flat(*ks) != flat(*windowed)) __builtin_trap();
+  } else if (ks.error().message != windowed.error().message) {
+    __builtin_trap();
   }
   return 0;
 }
