@@ -85,8 +85,11 @@ struct KernelCheck {
     // Reading is the slow part (hundreds of MB of shared objects): all files at once, then the
     // verdicts in order so that the first error is always the same one.
     std::vector<std::optional<Expected<wheel::KernelSet>>> read(sos.size());
+    // Each reader keeps about one window of its file resident: 128 MiB in all, whatever the cores.
+    const std::size_t window = std::clamp<std::size_t>((std::size_t{128} << 20) / std::max(1u, threads),
+                                                       std::size_t{4} << 20, std::size_t{32} << 20);
     (void)util::parallel_for(sos.size(), threads, [&](std::size_t i) -> Expected<void> {
-      read[i] = wheel::read_kernels_file(sos[i]);
+      read[i] = wheel::read_kernels_file(sos[i], window);
       return {};
     });
     for (std::size_t i = 0; i < sos.size(); ++i) {

@@ -360,7 +360,7 @@ Expected<std::vector<std::pair<std::string, KernelSet>>> read_kernels_in_wheel(c
   return out;
 }
 
-Expected<KernelSet> read_kernels_file(const std::filesystem::path& path) {
+Expected<KernelSet> read_kernels_file(const std::filesystem::path& path, std::size_t window) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     return make_error(ErrorCode::not_found, fmt::format("{}: no such file", path.string()));
@@ -373,6 +373,7 @@ Expected<KernelSet> read_kernels_file(const std::filesystem::path& path) {
   auto map = ENVFIX_TRY(util::MappedFile::open(path));
   ReadOptions options;
   options.release = [&map](std::size_t off, std::size_t len) { map.drop(off, len); };
+  options.window = window;
   return read_kernels(std::span<const std::uint8_t>(map.data(), map.size()), path.string(), options);
 }
 

@@ -96,8 +96,9 @@ struct ReadOptions {
                                                const ReadOptions& options = {});
 // The same on a file, memory-mapped, with pages dropped as they are finished with, so the peak
 // resident set stays within a few windows whatever the file's size; a .whl is read with
-// read_kernels_in_wheel and merged.
-[[nodiscard]] Expected<KernelSet> read_kernels_file(const std::filesystem::path& path);
+// read_kernels_in_wheel and merged. Callers reading many files at once pass a smaller window.
+[[nodiscard]] Expected<KernelSet> read_kernels_file(const std::filesystem::path& path,
+                                                    std::size_t window = ReadOptions{}.window);
 // Member path → kernels for every member of a wheel (zip) that contains GPU code. Members are
 // streamed and read into memory one at a time; the wheel is never copied.
 [[nodiscard]] Expected<std::vector<std::pair<std::string, KernelSet>>>
