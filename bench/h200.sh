@@ -17,9 +17,10 @@ PIP=$PWD/.device/pip-23.2.1/pip
 common=(--envfix "$E" --pip-dir "$PIP" --server python --work /tmp/bw)
 label="H200 machine (16 cores)"
 case $piece in
-mem)    python3 bench/run.py "${common[@]}" --scale 1,0.5,0.25,0.1 --rounds 1 --tools envfix \
-          --workloads cold,warm,replace --label "$label, memory by scale" \
-          --report "$out/mem.md" --results "$out/results-mem.json" ;;
+mem)    for s in 0.1 0.25 0.5 1; do  # one results file per scale: a cut call keeps the smaller ones
+          python3 bench/run.py "${common[@]}" --scale $s --rounds 1 --tools envfix --workloads cold,warm,replace \
+            --label "$label, memory at scale $s" --report "$out/mem-$s.md" --results "$out/results-mem-$s.json"
+        done ;;
 s1cold) python3 bench/run.py "${common[@]}" --scale 1 --rounds "$rounds" --tools envfix,uv,pip,floor \
           --workloads cold --label "$label, scale 1 cold" --report "$out/s1cold.md" --results "$out/results-s1cold.json" ;;
 s1warm) python3 bench/run.py "${common[@]}" --scale 1 --rounds "$rounds" --tools envfix,uv,pip,floor \
