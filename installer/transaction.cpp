@@ -202,11 +202,16 @@ json to_json(const TxnMeta& m) {
           {"installed", refs(m.installed)}, {"removed", refs(m.removed)}, {"ops", ops}, {"aux", aux}};
 }
 
-Expected<TxnMeta> read_meta(const fs::path& txn_dir) {
+// `with_ops` false skips the steps (one per file) without building them: discarding a journal,
+// sizing a backup or listing what a transaction did needs only the header.
+Expected<TxnMeta> read_meta(const fs::path& txn_dir, bool with_ops = true) {
   auto path = txn_dir / "ops.json";
   auto text = ENVFIX_TRY(util::read_file(path));
   try {
-    auto j = json::parse(text);
+    auto j = with_ops ? json::parse(text)
+                      : json::parse(text, [](int depth, json::parse_event_t event, json& parsed) {
+                          return !(depth == 1 && event == json::parse_event_t::key && parsed == "ops");
+                        });
     TxnMeta m;
     m.id = j.at("id").get<std::string>();
     m.kind = j.at("kind").get<std::string>();
@@ -217,6 +222,8 @@ Expected<TxnMeta> read_meta(const fs::path& txn_dir) {
     for (const auto& d : j.at("removed")) m.removed.push_back({d.at("name"), d.at("version")});
     if (j.contains("aux"))
       for (const auto& a : j.at("aux")) m.aux.push_back(a.get<std::string>());
+    if (!with_ops) return m;
+    m.ops.reserve(j.at("ops").size());
     for (const auto& o : j.at("ops")) {
       TxnOp op;
       auto kind = o.at(0).get<std::string>();
@@ -240,7 +247,7 @@ Expected<TxnMeta> read_meta(const fs::path& txn_dir) {
 
 // Deletes a transaction: its directory and the auxiliary directories its journal names.
 void discard_txn(const fs::path& txn_dir) {
-  if (auto meta = read_meta(txn_dir))
+  if (auto meta = read_meta(txn_dir, false))
     for (const auto& a : meta->aux) remove_tree(a);
   remove_tree(txn_dir);
 }
@@ -248,7 +255,7 @@ void discard_txn(const fs::path& txn_dir) {
 // Disk held by a transaction's backup, wherever it lives.
 std::uint64_t backup_bytes_of(const fs::path& txn_dir) {
   std::uint64_t n = tree_bytes(txn_dir / "backup");
-  if (auto meta = read_meta(txn_dir))
+  if (auto meta = read_meta(txn_dir, false))
     for (const auto& a : meta->aux) n += tree_bytes(a / "backup");
   return n;
 }
@@ -551,8 +558,11 @@ Expected<std::vector<std::string>> recover_locked(const fs::path& prefix) {
   // Pass 1: unfinished transactions are undone; finished rollbacks clean up after themselves.
   for (const auto& dir : txn_dirs(prefix)) {
     auto id = dir.filename().string();
-    auto meta = read_meta(dir);
     auto state = read_state(dir);
+    // The steps are needed only to undo; a committed journal (the usual case) is read without them.
+    const bool undo = state && (*state == TxnState::removing || *state == TxnState::installing ||
+                                *state == TxnState::verifying);
+    auto meta = read_meta(dir, undo);
     if (!meta || !state) {
       // Crashed while preparing: nothing in the environment was touched yet.
       discard_txn(dir);
@@ -967,7 +977,7 @@ Expected<std::optional<BackupInfo>> last_backup(const fs::path& prefix) {
   auto dirs = txn_dirs(prefix);
   for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
     if (read_state(*it) != TxnState::committed) continue;
-    auto meta = read_meta(*it);
+    auto meta = read_meta(*it, false);
     if (!meta || meta->kind != "apply") continue;
     BackupInfo b;
     b.id = meta->id;
@@ -988,7 +998,7 @@ Expected<std::uint64_t> drop_backups(const fs::path& prefix) {
   std::uint64_t freed = 0;
   for (const auto& d : txn_dirs(prefix)) {
     freed += tree_bytes(d);
-    if (auto meta = read_meta(d))
+    if (auto meta = read_meta(d, false))
       for (const auto& a : meta->aux) freed += tree_bytes(a);
     discard_txn(d);
   }
