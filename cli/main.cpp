@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   using namespace envfix::cli;
   CLI::App app{"envfix: repair and lock GPU deep-learning environments"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "envfix " ENVFIX_VERSION);
   app.fallthrough(true); // common options may follow the command name
   Globals g;
   add_global_options(app, g);

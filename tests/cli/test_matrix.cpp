@@ -49,6 +49,13 @@ const json* find_build(const json& builds, std::string_view version, std::string
 
 TEST_SUITE("cli") {
 
+TEST_CASE("envfix --version prints the version and needs no command") {
+  auto r = run({"--version"});
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == std::string("envfix ") + ENVFIX_TEST_VERSION + "\n");
+}
+
 TEST_CASE("matrix --gpu \"RTX 5090\": releases that run on sm_120 and the minimum driver") {
   json j = run_json({"matrix", "--gpu", "RTX 5090"});
   REQUIRE(j["gpus"].size() == 1);

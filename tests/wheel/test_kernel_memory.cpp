@@ -305,7 +305,17 @@ TEST_CASE("peak RSS of read_kernels_file and sha256_file_hex stays flat on a 256
   REQUIRE(read);
   REQUIRE(control);
 
-  const long limit_kib = 64 * 1024; // far less than the file's 256 MiB
+  // Far less than the file's 256 MiB. Under AddressSanitizer the same read peaks about 36 MiB
+  // higher (CI's build: its interceptors check every scanned range against the shadow, an eighth
+  // of the bytes scanned), so the allowance grows by that eighth there.
+  long limit_kib = 64 * 1024;
+#if defined(__SANITIZE_ADDRESS__)
+  limit_kib += static_cast<long>(total / 8 / 1024);
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  limit_kib += static_cast<long>(total / 8 / 1024);
+#endif
+#endif
   for (const auto* r : {&*hashed, &*read, &*control}) {
     // The baseline is the child's own, not a high-water mark inherited from this process.
     CHECK(r->baseline_maxrss - r->baseline_rss < 16 * 1024);
