@@ -55,11 +55,7 @@ namespace {
 
 // ---- small helpers --------------------------------------------------------------------------
 
-bool exists_nofollow(const char* p) {
-  struct stat st;
-  return ::lstat(p, &st) == 0;
-}
-bool exists_nofollow(const std::string& p) { return exists_nofollow(p.c_str()); }
+using util::exists_nofollow;
 
 unsigned current_umask() {
   std::ifstream in("/proc/self/status");

@@ -1,6 +1,5 @@
 #include "installer/uninstall.hpp"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,10 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool exists_nofollow(const std::string& p) {
-  struct stat st;
-  return ::lstat(p.c_str(), &st) == 0;
-}
+using util::exists_nofollow;
 
 // Paths here are absolute and lexically normal, kept as plain strings: a removal plan has one
 // per file (12,000 for torch) and a std::filesystem::path also stores its component list.

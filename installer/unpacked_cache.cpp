@@ -215,7 +215,7 @@ Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::
 Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_tree, LinkMode mode,
                                unsigned threads) {
   // The entry is rewritten in place (every path moves to dest_tree) rather than copied: it holds
-  // one record per file. Sources are kept as indexes into `src` only while linking.
+  // one record per file. A file's source path in the cache is rebuilt from its member name.
   LinkResult out;
   const std::string src_tree = cached.tree.string();
   out.staged = std::move(cached);

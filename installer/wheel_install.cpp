@@ -152,16 +152,17 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
 
   std::vector<wheel::RecordEntry> record;
   std::unordered_map<std::string, std::string> dest_owner; // destination → member, to catch collisions
-  auto add_move = [&](std::string from, const fs::path& to_path, const std::string& member) -> Expected<void> {
+  std::vector<FileMove> metadata_moves; // dist-info files go after the payload
+  auto add_move = [&](std::string from, const fs::path& to_path, const std::string& member,
+                      std::vector<FileMove>& moves) -> Expected<void> {
     std::string to = to_path.lexically_normal().string();
     auto [it, inserted] = dest_owner.emplace(to, member);
     if (!inserted)
       return fail(ErrorCode::invalid_input, "{}: members '{}' and '{}' both install to {}",
                   sw.wheel.filename().string(), it->second, member, to);
-    plan.moves.push_back({std::move(from), std::move(to)});
+    moves.push_back({std::move(from), std::move(to)});
     return {};
   };
-  std::vector<FileMove> metadata_moves; // dist-info files go after the payload
 
   for (const auto& f : sw.files) {
     fs::path dest;
@@ -224,16 +225,8 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
     re.hash_b64 = eq == std::string::npos ? "" : hash.substr(eq + 1);
     re.size = size;
     record.push_back(std::move(re));
-    if (f.member.starts_with(sw.dist_info + "/")) {
-      std::string to = dest.lexically_normal().string();
-      auto [it, inserted] = dest_owner.emplace(to, f.member);
-      if (!inserted)
-        return fail(ErrorCode::invalid_input, "{}: members '{}' and '{}' both install to {}",
-                    sw.wheel.filename().string(), it->second, f.member, to);
-      metadata_moves.push_back({std::move(from), std::move(to)});
-    } else {
-      ENVFIX_TRY_VOID(add_move(std::move(from), dest, f.member));
-    }
+    const bool metadata = f.member.starts_with(sw.dist_info + "/");
+    ENVFIX_TRY_VOID(add_move(std::move(from), dest, f.member, metadata ? metadata_moves : plan.moves));
   }
 
   // Launchers (R6.8).
@@ -250,7 +243,7 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
     record.erase(std::remove_if(record.begin(), record.end(),
                                 [&](const wheel::RecordEntry& r) { return r.path == record_path(dest, root); }),
                  record.end());
-    ENVFIX_TRY_VOID(add_move(g.string(), dest, "entry point " + ep.name));
+    ENVFIX_TRY_VOID(add_move(g.string(), dest, "entry point " + ep.name, plan.moves));
     record.push_back(wheel::RecordEntry::for_content(record_path(dest, root), text));
   }
 

@@ -91,6 +91,11 @@ Expected<void> create_directories(const fs::path& path) {
   return {};
 }
 
+bool exists_nofollow(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
 int copy_file_exclusive(const fs::path& src, const fs::path& dest, unsigned mode) {
   util::Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
   if (!in.valid()) return errno;

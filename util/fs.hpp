@@ -22,6 +22,9 @@ namespace fs = std::filesystem;
 // the kernel can, read/write where it cannot. Returns 0 or the errno of the failing call; `dest`
 // does not exist after a failure.
 [[nodiscard]] int copy_file_exclusive(const fs::path& src, const fs::path& dest, unsigned mode);
+// lstat() succeeds: the path exists, a dangling symlink included. Takes a plain string because the
+// installer keeps its per-file paths as strings.
+[[nodiscard]] bool exists_nofollow(const std::string& path);
 // A fresh, empty directory under `parent` (or the system temp dir) named prefix-XXXXXX.
 [[nodiscard]] Expected<fs::path> make_temp_dir(const fs::path& parent, std::string_view prefix);
 
