@@ -184,8 +184,9 @@ def build_nvidia(out, name, mb, sos, version, tag, scale):
     w = WheelWriter(os.path.join(out, fn), name, version, tag)
     short = name.split("-")[1] if not name.startswith("nvidia-cuda-") else name.split("-")[2]
     base = f"nvidia/{short}"
-    # Like the current wheels (nvidia_cudnn_cu13 9.19 in shared/fixtures): a namespace package, no
-    # nvidia/__init__.py (older cu12 wheels each shipped one; envfix refuses such overlaps, pip does not).
+    # Like the current wheels (nvidia_cudnn_cu13 9.19 in tests/fixtures/gpu-h200/dist-info): a
+    # namespace package, no nvidia/__init__.py (older cu12 wheels each shipped one; envfix refuses
+    # such overlaps, pip does not).
     for i in range(max(2, int(60 * scale))):  # headers
         w.add_bytes(f"{base}/include/h{i}.h", py_source(rng, i, 2000 + rng.randrange(20000)))
     total = max(64 * 1024, int(mb * 1024 * 1024 * scale))

@@ -1,5 +1,6 @@
 // envfix apply [REQ...]: plan, prepare (download + hash + kernel check), transaction, smoke test,
-// lockfile (design.md §4, §5, §6). `--locked` installs exactly a lockfile target instead.
+// lockfile (docs/architecture.md, The transaction; docs/json.md "apply"; docs/lockfile.md).
+// `--locked` installs exactly a lockfile target instead.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@
 #include "cli/render.hpp"
 #include "cli/smoke.hpp"
 #include "installer/install_target.hpp"
+#include "installer/kernel_gate.hpp"
 #include "installer/transaction.hpp"
 #include "installer/unpacked_cache.hpp"
 #include "lockfile/lockfile.hpp"
@@ -29,7 +31,8 @@
 #include "util/parallel.hpp"
 #include "util/sha256.hpp"
 #include "util/subprocess.hpp"
-#include "wheel/kernel_set.hpp"
+#include "specs/wheel_filename.hpp"
+#include "wheel/kernel_evidence.hpp"
 
 namespace envfix::cli {
 
@@ -57,92 +60,46 @@ struct ApplyOptions {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Kernel check: every staged shared object against every GPU (design.md §3.1), before anything is
-// removed. Records what each package's binaries hold for the lockfile (verified: true).
+// The kernel gate (installer/kernel_gate.hpp) for the wheels about to be installed: each package's
+// evidence key (wheel name + the index's variant) and whether it is a framework package.
 
-struct KernelCheck {
-  const Host* host = nullptr;
-  std::vector<std::string> names; // install order (staging index) → normalized package name
-  std::map<std::string, std::set<std::string>> sass, ptx;
-  std::vector<std::string> warnings;
-
-  // Staged files live in <txn>/staging/<i>/tree/<path in wheel>.
-  std::pair<std::string, std::string> owner_of(const fs::path& so) const {
-    std::vector<fs::path> parts(so.begin(), so.end());
-    for (std::size_t i = 0; i + 2 < parts.size(); ++i)
-      if (parts[i] == "staging" && parts[i + 2] == "tree") {
-        std::size_t idx = std::strtoul(parts[i + 1].c_str(), nullptr, 10);
-        fs::path rel;
-        for (std::size_t j = i + 3; j < parts.size(); ++j) rel /= parts[j];
-        return {idx < names.size() ? names[idx] : "?", rel.string()};
-      }
-    return {"?", so.filename().string()};
-  }
-
-  unsigned threads = 1;
-
-  Expected<void> operator()(const std::vector<fs::path>& sos) {
-    // Reading is the slow part (hundreds of MB of shared objects): all files at once, then the
-    // verdicts in order so that the first error is always the same one.
-    std::vector<std::optional<Expected<wheel::KernelSet>>> read(sos.size());
-    // Each reader keeps about one window of its file resident: 128 MiB in all, whatever the cores.
-    const std::size_t window = std::clamp<std::size_t>((std::size_t{128} << 20) / std::max(1u, threads),
-                                                       std::size_t{4} << 20, std::size_t{32} << 20);
-    (void)util::parallel_for(sos.size(), threads, [&](std::size_t i) -> Expected<void> {
-      read[i] = wheel::read_kernels_file(sos[i], window);
-      return {};
-    });
-    for (std::size_t i = 0; i < sos.size(); ++i) {
-      const auto& so = sos[i];
-      auto [pkg, rel] = owner_of(so);
-      auto& ks = *read[i];
-      if (!ks) return std::unexpected(std::move(ks.error()).context(fmt::format("{}: reading the kernels of {}", pkg, rel)));
-      if (ks->empty()) continue;
-      for (auto& s : ks->sass()) sass[pkg].insert(s);
-      for (auto& s : ks->ptx()) ptx[pkg].insert(s);
-      for (const auto& [gname, cc] : host->gpus) {
-        auto c = ks->coverage(cc);
-        bool ok = c.total > 0 ? c.runnable == c.total : (c.embedded_total == 0 || c.embedded_runnable > 0);
-        if (!ok) {
-          std::size_t total = c.total > 0 ? c.total : c.embedded_total;
-          std::size_t runnable = c.total > 0 ? c.runnable : c.embedded_runnable;
-          auto sass_list = ks->sass(), ptx_list = ks->ptx();
-          std::string have;
-          for (const auto& a : sass_list) have += (have.empty() ? "" : " ") + a;
-          for (const auto& a : ptx_list) have += (have.empty() ? "" : " ") + a;
-          return std::unexpected(Error{
-              ErrorCode::unsatisfiable,
-              fmt::format("{}: {} has no code for GPU {} ({}): {} of {} kernel modules lack {}", pkg, rel, gname,
-                          cc.sm_name(), total - runnable, total, cc.sm_name()),
-              {fmt::format("the binary holds: {}", have.empty() ? "(nothing runnable)" : have)},
-              "the matrices claimed this build covers the GPU but its binary does not; pick another version or "
-              "--variant, or report the matrices row"});
-        }
-        if (c.via_sass == 0 && c.via_ptx > 0)
-          warnings.push_back(fmt::format("{}: {} runs on {} ({}) only by PTX JIT compilation (slow first start)", pkg, rel,
-                                         gname, cc.sm_name()));
-      }
-      if (ks->has_zstd() && host->driver_cuda && *host->driver_cuda < specs::CudaVersion{12, 4})
-        warnings.push_back(fmt::format("{}: {} has ZSTD-compressed kernels, which need a driver for CUDA >= 12.4", pkg, rel));
-    }
-    return {};
-  }
-
-  std::map<std::string, lockfile::LockedKernels> locked() const {
-    std::map<std::string, lockfile::LockedKernels> out;
-    std::set<std::string> pkgs;
-    for (const auto& [p, _] : sass) pkgs.insert(p);
-    for (const auto& [p, _] : ptx) pkgs.insert(p);
-    for (const auto& p : pkgs) {
-      lockfile::LockedKernels k;
-      if (auto it = sass.find(p); it != sass.end()) k.sass.assign(it->second.begin(), it->second.end());
-      if (auto it = ptx.find(p); it != ptx.end()) k.ptx.assign(it->second.begin(), it->second.end());
-      k.verified = true;
-      out[p] = std::move(k);
-    }
-    return out;
-  }
+struct GateInput {
+  std::string name, version, filename;
 };
+
+installer::KernelGate make_gate(const Host& host, const std::vector<GateInput>& wheels, std::string_view variant,
+                                const std::set<std::string>& family, const wheel::EvidenceStore* store,
+                                bool refuse_partial, std::set<wheel::BuildKey> accept_partial) {
+  std::vector<installer::GatePackage> pkgs;
+  for (const auto& w : wheels) {
+    installer::GatePackage p{w.name, w.version, {}, family.contains(w.name)};
+    if (auto wf = specs::WheelFilename::parse(w.filename)) p.key = wheel::build_key(*wf, variant);
+    pkgs.push_back(std::move(p));
+  }
+  installer::GateOptions go;
+  for (const auto& [name, cc] : host.gpus) go.gpus.push_back({name, cc});
+  go.driver_cuda = host.driver_cuda;
+  go.evidence = store;
+  go.refuse_partial_framework = refuse_partial;
+  go.accept_partial = std::move(accept_partial);
+  go.threads = util::default_threads();
+  if (auto t = util::get_env("ENVFIX_THREADS")) go.threads = static_cast<unsigned>(std::strtoul(t->c_str(), nullptr, 10));
+  return installer::KernelGate(std::move(pkgs), std::move(go));
+}
+
+// What the binaries just checked hold, for the lockfile (verified: true).
+std::map<std::string, lockfile::LockedKernels> locked_kernels(const installer::KernelGate& gate) {
+  std::map<std::string, lockfile::LockedKernels> out;
+  for (const auto& r : gate.reports()) {
+    if (r.files.empty()) continue;
+    lockfile::LockedKernels k;
+    k.sass = r.sass();
+    k.ptx = r.ptx();
+    k.verified = true;
+    out[r.package.name] = std::move(k);
+  }
+  return out;
+}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -185,8 +142,8 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
                                     const std::vector<installer::WheelToInstall>& wheels,
                                     const std::vector<std::string>& wheel_names,
                                     const std::vector<fs::path>& removals, const ApplyOptions& o,
-                                    const matrices::Framework* framework, std::string_view variant, KernelCheck& kc,
-                                    const fs::path& unpacked_cache, const Globals& g) {
+                                    const matrices::Framework* framework, std::string_view variant,
+                                    installer::KernelGate& gate, const fs::path& unpacked_cache, const Globals& g) {
   RunResult rr;
   ProgressLine unpack_bar(g, "Unpacking");
   installer::TransactionOptions to;
@@ -198,10 +155,7 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
   if (!link_mode) return std::unexpected(std::move(link_mode.error()).context(o.link_mode.empty() ? "$ENVFIX_LINK_MODE" : "--link-mode"));
   to.link_mode = *link_mode;
   if (auto t = util::get_env("ENVFIX_THREADS")) to.threads = static_cast<unsigned>(std::strtoul(t->c_str(), nullptr, 10));
-  kc.threads = to.threads ? to.threads : util::default_threads();
-  kc.host = &host;
-  kc.names = wheel_names;
-  to.kernel_check = [&kc](const std::vector<fs::path>& sos) { return kc(sos); };
+  to.kernel_check = [&gate](const std::vector<installer::StagedObject>& sos) { return gate(sos); };
   Clock::time_point t_rm{}, t_in{}, t_ver{}, t_kc{};
   to.unpack_progress = [&unpack_bar](std::uint64_t done, std::uint64_t total) { unpack_bar.update(done, total); };
   to.progress = [&](std::string_view s) {
@@ -269,7 +223,7 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
   return rr;
 }
 
-void print_result(const RunResult& rr, const KernelCheck& kc) {
+void print_result(const RunResult& rr, const installer::KernelGate& gate, const Globals& g) {
   // uv's meaning of "prepared": downloaded, unpacked and checked, ready to go into place.
   const auto n_prep = rr.txn.installed.size();
   human(styled(fmt::format("Prepared {} package{} in {}", n_prep, n_prep == 1 ? "" : "s",
@@ -300,7 +254,9 @@ void print_result(const RunResult& rr, const KernelCheck& kc) {
   }
   if (rr.txn.backup_bytes > 0)
     human(styled(fmt::format("Backup kept for `envfix rollback`: {}", human_size(rr.txn.backup_bytes)), Style::dim));
-  for (const auto& w : kc.warnings) warn(w);
+  for (const auto& w : gate.warnings()) warn(w);
+  if (g.verbose > 0)
+    for (const auto& n : gate.notes()) human(styled(n, Style::dim));
 }
 
 json result_json(const RunResult& rr) {
@@ -416,8 +372,22 @@ std::vector<std::string> lock_request(const PlanContext& ctx, const ApplyOptions
   return r;
 }
 
-Expected<int> run_apply(Globals g, const ApplyOptions& o) {
-  ENVFIX_TRY_VOID(prepare_venv(g, o));
+// What the kernel gate refused so far in this run, in order: apply falls through to the next
+// candidate after each (the resolver sees the refused build's evidence), and lists them when none fits.
+struct FallThrough {
+  std::vector<std::string> refused;
+  std::set<wheel::BuildKey> seen;
+  std::set<wheel::BuildKey> accept_partial; // partly covered builds the resolver chose again: nothing better
+  [[nodiscard]] Error decorate(Error e) const {
+    for (auto it = refused.rbegin(); it != refused.rend(); ++it)
+      e.causes.insert(e.causes.begin(), "refused by the kernel check in this run: " + *it);
+    return e;
+  }
+};
+
+// One attempt: plan, prepare, transaction. nullopt when the kernel gate refused a candidate that
+// the next plan can avoid (recorded in `ft`).
+Expected<std::optional<int>> apply_attempt(const Globals& g, const ApplyOptions& o, FallThrough& ft, bool& confirmed) {
   auto ctx = ENVFIX_TRY(build_plan(g, o.requests, PlanFlags{o.pre, o.allow_unhashed}));
   const auto& plan = ctx.plan;
   const Host& host = ctx.host;
@@ -425,7 +395,7 @@ Expected<int> run_apply(Globals g, const ApplyOptions& o) {
   ENVFIX_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
   const bool json_out = g.format == "json";
 
-  human(host_line(host));
+  if (!confirmed) human(host_line(host));
   if (!plan.channel.empty()) human(fmt::format("{} {} ({})", styled("chose:", Style::bold), plan.why, plan.index));
   for (const auto& w : plan.warnings) warn(w);
   human(styled(fmt::format("Resolved {} packages in {}", ctx.resolved, human_duration(ctx.seconds)), Style::dim));
@@ -444,14 +414,15 @@ Expected<int> run_apply(Globals g, const ApplyOptions& o) {
     return 0;
   }
   const bool ask = !o.yes && !json_out && ::isatty(STDIN_FILENO) && ::isatty(STDERR_FILENO);
-  if (ask) {
+  if (ask && !confirmed) {
     for (const auto& r : plan.remove) human(fmt::format(" {} {}=={}", styled("-", Style::red), r.name, r.version));
     for (const auto& i : plan.install) human(fmt::format(" {} {}=={}", styled("+", Style::green), i.name, i.version));
   }
-  if (!confirm(o, g)) {
+  if (!confirmed && !confirm(o, g)) {
     human("Aborted; nothing was changed.");
     return 1;
   }
+  confirmed = true;
 
   // Prepare: every file into the cache, hash-verified.
   auto t_prep = Clock::now();
@@ -466,10 +437,13 @@ Expected<int> run_apply(Globals g, const ApplyOptions& o) {
   }));
   std::map<std::string, LocalFile> local;
   std::vector<std::string> names;
+  std::vector<GateInput> gate_in;
   std::set<std::string> requested;
   for (const auto& r : ctx.request) requested.insert(r.normalized_name());
-  if (ctx.request.empty() && ctx.framework_mode())
-    for (const auto& n : resolver::framework_family(*ctx.spec)) requested.insert(n);
+  std::set<std::string> family;
+  if (ctx.framework_mode())
+    for (const auto& n : resolver::framework_family(*ctx.spec)) family.insert(n);
+  if (ctx.request.empty()) requested.insert(family.begin(), family.end());
   for (std::size_t i = 0; i < wheels.size(); ++i) {
     auto& w = wheels[i];
     w.requested = requested.contains(plan.install[i].name);
@@ -483,6 +457,7 @@ Expected<int> run_apply(Globals g, const ApplyOptions& o) {
       local[plan.install[i].name] = {*w.sha256, size};
     }
     names.push_back(plan.install[i].name);
+    gate_in.push_back({plan.install[i].name, plan.install[i].version, plan.install[i].filename});
   }
   const double t_download = since(t_prep);
 
@@ -492,34 +467,58 @@ Expected<int> run_apply(Globals g, const ApplyOptions& o) {
       if (d.normalized_name() == r.name && d.version.to_string() == r.version) removals.push_back(d.dist_info);
 
   const matrices::Framework* fw = ctx.framework_mode() && ctx.knowledge ? ctx.knowledge->framework(ctx.spec->name) : nullptr;
-  KernelCheck kc;
-  auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, plan.variant, kc,
-                                       unpacked_cache_dir(*ctx.client), g));
-  rr.t_download = t_download;
+  auto store = evidence_store(*ctx.client);
+  auto gate = make_gate(host, gate_in, plan.variant, family, &store, ctx.framework_mode(), ft.accept_partial);
+  auto rr = run_transaction(host, target, wheels, names, removals, o, fw, plan.variant, gate, unpacked_cache_dir(*ctx.client), g);
+  if (!rr) {
+    const auto& ref = gate.refusal();
+    // A framework set falls through to the next candidate: the refused build's evidence is now in
+    // the store, so the next plan ranks it out (or, when only partly covered, below a full one).
+    if (ref && ctx.framework_mode() && ft.seen.insert(ref->package.key).second) {
+      auto text = fmt::format("{} ({} {})", ref->message(), plan.channel, plan.variant);
+      warn(fmt::format("kernel check refused {}; trying the next candidate", text));
+      ft.refused.push_back(std::move(text));
+      if (ref->partial) ft.accept_partial.insert(ref->package.key);
+      return std::optional<int>{};
+    }
+    return std::unexpected(ft.decorate(std::move(rr.error())));
+  }
+  rr->t_download = t_download;
+  print_result(*rr, gate, g);
 
-  print_result(rr, kc);
-
-  if (rr.smoke_failure_kept) {
-    print_error(*rr.smoke_failure_kept);
-    human(fmt::format("The new set was left installed (--no-rollback); `envfix rollback` undoes transaction {}.", rr.txn.id));
+  if (rr->smoke_failure_kept) {
+    print_error(*rr->smoke_failure_kept);
+    human(fmt::format("The new set was left installed (--no-rollback); `envfix rollback` undoes transaction {}.", rr->txn.id));
     if (json_out) {
       auto j = plan_json(plan, host);
-      j["applied"] = result_json(rr);
-      j["applied"]["smoke"]["error"] = rr.smoke_failure_kept->message;
+      j["applied"] = result_json(*rr);
+      j["applied"]["smoke"]["error"] = rr->smoke_failure_kept->message;
       machine(j.dump(2));
     }
     return 2;
   }
-  auto lp = update_lockfile(g, ctx, request, kc.locked(), local);
+  auto lp = update_lockfile(g, ctx, request, locked_kernels(gate), local);
   if (lp) human(styled(fmt::format("Wrote {}", *lp), Style::dim));
   else warn(fmt::format("lockfile not written: {}", lp.error().message));
   if (json_out) {
     auto j = plan_json(plan, host);
-    j["applied"] = result_json(rr);
+    j["applied"] = result_json(*rr);
+    j["applied"]["kernel_refusals"] = ft.refused;
     j["lockfile"] = lp ? json(*lp) : json(nullptr);
     machine(j.dump(2));
   }
   return 0;
+}
+
+Expected<int> run_apply(Globals g, const ApplyOptions& o) {
+  ENVFIX_TRY_VOID(prepare_venv(g, o));
+  FallThrough ft;
+  bool confirmed = false;
+  while (true) {
+    auto r = apply_attempt(g, o, ft, confirmed);
+    if (!r) return std::unexpected(ft.decorate(std::move(r.error())));
+    if (*r) return **r;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -646,11 +645,20 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
   for (const auto& n : lock_names) family.erase(n);
   auto removals = installed_dist_infos(host, family);
 
-  KernelCheck kc;
-  auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, chosen->variant, kc,
+  std::vector<GateInput> gate_in;
+  for (const auto& p : chosen->packages) gate_in.push_back({p.name, p.version, p.filename});
+  std::set<std::string> fw_family;
+  if (fw) {
+    fw_family.insert(specs::normalize_name(fw->main_package));
+    for (const auto& c : fw->companions) fw_family.insert(specs::normalize_name(c));
+  }
+  auto store = evidence_store(*client);
+  // A lockfile is exact: a refusal is final, and partial coverage is a warning.
+  auto gate = make_gate(host, gate_in, chosen->variant, fw_family, &store, false, {});
+  auto rr = ENVFIX_TRY(run_transaction(host, target, wheels, names, removals, o, fw, chosen->variant, gate,
                                        unpacked_cache_dir(*client), g));
   rr.t_download = t_download;
-  print_result(rr, kc);
+  print_result(rr, gate, g);
   if (rr.smoke_failure_kept) {
     print_error(*rr.smoke_failure_kept);
     human(fmt::format("The locked set was left installed (--no-rollback); `envfix rollback` undoes transaction {}.", rr.txn.id));

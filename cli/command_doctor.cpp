@@ -1,4 +1,6 @@
-// envfix doctor: the four diagnostic steps of design.md §4, ending in a verdict and the exact
+// envfix doctor: four diagnostic steps (1 hardware and driver, 2 framework version, variant,
+// companions and their sources, 3 a minimal repro in the target interpreter, 4 the matrices and the
+// kernels really present; docs/json.md "doctor"), ending in a verdict and the exact
 // `envfix apply` that fixes what was found. Facts come from probe/, knowledge from matrices/,
 // kernels from wheel/; this file only compares them and renders the result.
 #include <algorithm>
@@ -19,7 +21,10 @@
 #include "probe/python_probe.hpp"
 #include "specs/name.hpp"
 #include "util/env.hpp"
+#include "util/parallel.hpp"
 #include "util/subprocess.hpp"
+#include "wheel/coverage.hpp"
+#include "wheel/kernel_evidence.hpp"
 
 namespace envfix::cli {
 
@@ -43,13 +48,12 @@ struct Finding {
 
 struct GpuCoverage {
   std::string arch;          // "sm_90"
-  std::size_t runnable = 0, total = 0, via_sass = 0, via_ptx = 0;
-  std::vector<std::string> partial_files; // "libtorch_cuda.so: 435/444"
-  std::vector<std::string> uncovered_files;
+  wheel::PackageCoverage coverage; // the one coverage model (wheel/coverage.hpp)
 };
 
 struct KernelSummary {
-  std::size_t files = 0, scanned = 0, containers = 0;
+  std::size_t files = 0, scanned = 0, containers = 0, from_evidence = 0;
+  std::vector<wheel::ProfiledFile> profiles;
   std::set<std::string> sass, ptx;
   bool zstd = false;
   std::vector<GpuCoverage> per_gpu;
@@ -79,6 +83,7 @@ struct Report {
   std::vector<Finding> findings;
   std::string verdict;
   std::string fix;
+  std::string zstd_driver; // the minimum driver for CUDA 12.4 (ZSTD-compressed kernels), from the matrices
 };
 
 void add(Report& r, std::string code, std::string severity, std::string message, std::string hint = {}) {
@@ -402,26 +407,33 @@ void run_repro(Report& r, const DoctorOptions& opt) {
     if (rp.error.empty()) rp.error = fmt::format("exit code {}", res->exit_code);
     return false;
   };
+  // "No kernel image" is the missing-arch class whichever step raises it (a step A that launched a
+  // kernel would fail so on a build without the GPU's arch).
+  auto no_image = [&] {
+    return rp.error.find("no kernel image") != std::string::npos || rp.error.find("NO_BINARY_FOR_GPU") != std::string::npos;
+  };
+  auto missing_arch = [&](std::string_view step) {
+    std::vector<std::string> archs;
+    for (auto& g : r.facts.gpus) archs.push_back(g.cc.sm_name());
+    add(r, "arch-not-covered", "error",
+        fmt::format("the installed build has no kernel image for {} ({}: \"no kernel image is available\")",
+                    join(archs, ", "), step),
+        "install a build whose kernels include this architecture (see the fix command below)");
+  };
   if (!run(r.fw->smoke.step_a, rp.step_a)) {
-    add(r, "repro-failed", "error",
-        fmt::format("step A (move a tensor to the GPU) failed: {}", rp.error),
-        "the framework cannot reach the GPU: check the driver, CUDA_VISIBLE_DEVICES and a CPU-only build");
+    const bool arch = no_image();
+    add(r, "repro-failed", "error", fmt::format("step A (move a tensor to the GPU) failed: {}", rp.error),
+        arch ? "the installed build has no kernels for this GPU's architecture"
+             : "the framework cannot reach the GPU: check the driver, CUDA_VISIBLE_DEVICES and a CPU-only build");
+    if (arch) missing_arch("step A");
     return;
   }
   if (!run(r.fw->smoke.step_b, rp.step_b)) {
-    bool no_image = rp.error.find("no kernel image") != std::string::npos ||
-                    rp.error.find("NO_BINARY_FOR_GPU") != std::string::npos;
+    const bool arch = no_image();
     add(r, "repro-failed", "error", fmt::format("step B (run a matmul on the GPU) failed: {}", rp.error),
-        no_image ? "the installed build has no kernels for this GPU's architecture"
-                 : "a kernel failed on the GPU; rerun with -v for the details");
-    if (no_image) {
-      std::vector<std::string> archs;
-      for (auto& g : r.facts.gpus) archs.push_back(g.cc.sm_name());
-      add(r, "arch-not-covered", "error",
-          fmt::format("the installed build has no kernel image for {} (step B: \"no kernel image is available\")",
-                      join(archs, ", ")),
-          "install a build whose kernels include this architecture (see the fix command below)");
-    }
+        arch ? "the installed build has no kernels for this GPU's architecture"
+             : "a kernel failed on the GPU; rerun with -v for the details");
+    if (arch) missing_arch("step B");
   }
 }
 
@@ -461,11 +473,22 @@ void check_matrices(Report& r) {
   }
 }
 
-void check_kernels(Report& r, const DoctorOptions& opt) {
+std::string base_name(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::vector<std::string> base_names(const std::vector<std::string>& v) {
+  std::vector<std::string> out;
+  for (const auto& s : v) out.push_back(base_name(s));
+  return out;
+}
+
+void check_kernels(Report& r, const DoctorOptions& opt, const wheel::EvidenceStore* store) {
   if (opt.no_kernels) return;
   for (auto& p : r.packages) {
     if (!p.dist->has_record) continue;
-    auto ik = probe::read_installed_kernels(*p.dist);
+    auto ik = probe::read_installed_kernels(*p.dist, store, util::default_threads());
     if (!ik) {
       r.facts.notes.push_back(ik.error().message);
       continue;
@@ -473,42 +496,36 @@ void check_kernels(Report& r, const DoctorOptions& opt) {
     for (auto& n : ik->notes) r.facts.notes.push_back(n);
     KernelSummary ks;
     ks.scanned = ik->scanned;
+    ks.from_evidence = ik->from_evidence;
     ks.files = ik->files.size();
-    for (auto& [path, set] : ik->files) {
-      for (auto& s : set.sass()) ks.sass.insert(s);
-      for (auto& s : set.ptx()) ks.ptx.insert(s);
-      ks.containers += set.containers.size();
-      ks.zstd = ks.zstd || set.has_zstd();
+    for (const auto& f : ik->files) {
+      for (auto& s : f.profile.sass()) ks.sass.insert(s);
+      for (auto& s : f.profile.ptx()) ks.ptx.insert(s);
+      ks.containers += f.profile.containers();
+      ks.zstd = ks.zstd || f.profile.zstd;
     }
+    ks.profiles = std::move(ik->files);
+    if (store && !ks.profiles.empty()) // what the installed binaries say, for plan and `envfix matrix`
+      (void)store->put_build({probe::installed_build_key(*p.dist),
+                              fmt::format("installed in {}", p.dist->dist_info.parent_path().string()), ks.profiles});
     for (const auto& g : r.facts.gpus) {
-      GpuCoverage gc;
-      gc.arch = g.cc.sm_name();
-      for (auto& [path, set] : ik->files) {
-        auto c = set.coverage(g.cc);
-        gc.runnable += c.runnable;
-        gc.total += c.total;
-        gc.via_sass += c.via_sass;
-        gc.via_ptx += c.via_ptx;
-        if (c.total == 0) continue;
-        if (c.runnable == 0) gc.uncovered_files.push_back(path.filename().string());
-        else if (c.runnable < c.total)
-          gc.partial_files.push_back(fmt::format("{}: {}/{}", path.filename().string(), c.runnable, c.total));
-      }
-      if (gc.total > 0) {
+      GpuCoverage gc{g.cc.sm_name(), wheel::package_coverage(ks.profiles, g.cc)};
+      const auto& c = gc.coverage;
+      if (c.has_gpu_code()) {
         auto label = fmt::format("{} {}", p.dist->name, p.dist->version.to_string());
-        if (gc.runnable == 0)
+        if (c.verdict == wheel::Verdict::none)
           add(r, "arch-not-covered", "error",
-              fmt::format("{}: none of its {} GPU modules has code for {} (binaries read: {})", label, gc.total,
-                          gc.arch, join(gc.uncovered_files, ", ")),
+              fmt::format("{}: none of its {} GPU modules has code for {} (binaries read: {})", label, c.total(),
+                          gc.arch, join(base_names(c.none_files), ", ")),
               "install a build that covers this GPU (see the fix command below)");
-        else if (gc.runnable < gc.total)
-          add(r, "arch-partly-covered", "error",
+        else if (c.verdict == wheel::Verdict::partial)
+          add(r, "arch-partly-covered", "warning",
               fmt::format("{}: {} of {} GPU modules lack code for {} — a small test may pass and the full app fail "
                           "({})",
-                          label, gc.total - gc.runnable, gc.total, gc.arch,
-                          join(gc.partial_files.empty() ? gc.uncovered_files : gc.partial_files, ", ")),
+                          label, c.total() - c.runnable(), c.total(), gc.arch,
+                          join(base_names(c.none_files.empty() ? c.partial_files : c.none_files), ", ")),
               "install a build with full coverage for this GPU (see the fix command below)");
-        else if (gc.via_sass == 0 && gc.via_ptx > 0)
+        else if (c.jit_only)
           add(r, "ptx-jit-only", "warning",
               fmt::format("{}: runs on {} only by JIT-compiling PTX", label, gc.arch),
               "a build with SASS for this GPU starts faster");
@@ -519,7 +536,7 @@ void check_kernels(Report& r, const DoctorOptions& opt) {
       add(r, "zstd-needs-newer-driver", "error",
           fmt::format("{} has ZSTD-compressed kernels, which need a driver for CUDA >= 12.4 (this one: CUDA {})",
                       p.dist->name, r.facts.driver->cuda->to_string()),
-          "upgrade the driver (>= 550.54.14)");
+          fmt::format("upgrade the driver (>= {})", r.zstd_driver.empty() ? "one for CUDA 12.4" : r.zstd_driver));
     p.kernels = std::move(ks);
   }
 }
@@ -560,6 +577,18 @@ void conclude(Report& r, const Globals& g, const std::string& framework) {
   for (const auto& gpu : g.gpus) args.insert(args.end(), {"--gpu", gpu});
   if (!g.driver.empty()) args.insert(args.end(), {"--driver", g.driver});
   if (!g.matrices_dir.empty()) args.insert(args.end(), {"--matrices", g.matrices_dir});
+  // Every option that shaped the diagnosis or names where builds come from, so that the command
+  // runs as printed against the same indexes and knowledge.
+  if (!g.mirror.empty()) args.insert(args.end(), {"--mirror", g.mirror});
+  if (!g.index_url.empty()) args.insert(args.end(), {"--index-url", g.index_url});
+  for (const auto& d : g.find_links) args.insert(args.end(), {"--find-links", d});
+  if (g.channel != "auto") args.insert(args.end(), {"--channel", g.channel});
+  if (!g.variant.empty()) args.insert(args.end(), {"--variant", g.variant});
+  if (!g.cache_dir.empty()) args.insert(args.end(), {"--cache-dir", g.cache_dir});
+  if (!g.python_version.empty()) args.insert(args.end(), {"--python-version", g.python_version});
+  if (!g.platform.empty()) args.insert(args.end(), {"--platform", g.platform});
+  if (g.offline) args.push_back("--offline");
+  if (g.allow_cpu) args.push_back("--allow-cpu");
   for (auto& a : args)
     if (a.find_first_of(" \t'\"$`\\") != std::string::npos) a = "'" + a + "'";
   r.fix = join(args, " ");
@@ -599,10 +628,18 @@ json to_json(const Report& r) {
                {"dist_info", p.dist->dist_info.string()}};
     if (p.kernels) {
       json cov = json::object();
-      for (const auto& c : p.kernels->per_gpu)
-        cov[c.arch] = {{"runnable", c.runnable}, {"total", c.total}, {"via_sass", c.via_sass}, {"via_ptx", c.via_ptx}};
+      for (const auto& c : p.kernels->per_gpu) {
+        const auto& pc = c.coverage;
+        cov[c.arch] = {{"verdict", pc.has_gpu_code() ? json(wheel::to_string(pc.verdict)) : json(nullptr)},
+                       {"runnable", pc.runnable()}, {"total", pc.total()},
+                       {"via_sass", pc.registered.sass + pc.embedded.sass}, {"via_ptx", pc.registered.ptx + pc.embedded.ptx},
+                       {"newer_only", pc.registered.newer_only + pc.embedded.newer_only},
+                       {"older_only", pc.registered.older_only + pc.embedded.older_only},
+                       {"embedded_total", pc.embedded.total()},
+                       {"none_files", pc.none_files}, {"partial_files", pc.partial_files}};
+      }
       pj["kernels"] = {{"files", p.kernels->files}, {"scanned", p.kernels->scanned},
-                       {"containers", p.kernels->containers},
+                       {"containers", p.kernels->containers}, {"from_evidence", p.kernels->from_evidence},
                        {"sass", std::vector<std::string>(p.kernels->sass.begin(), p.kernels->sass.end())},
                        {"ptx", std::vector<std::string>(p.kernels->ptx.begin(), p.kernels->ptx.end())},
                        {"zstd", p.kernels->zstd}, {"coverage", cov}};
@@ -666,9 +703,16 @@ void render_text(const Report& r, const Globals& g) {
     human(fmt::format("   {}: {} files with GPU code, {} modules; sass [{}] ptx [{}]", p.dist->name, p.kernels->files,
                       p.kernels->containers, join({p.kernels->sass.begin(), p.kernels->sass.end()}, " "),
                       join({p.kernels->ptx.begin(), p.kernels->ptx.end()}, " ")));
-    for (const auto& c : p.kernels->per_gpu)
-      human(fmt::format("     {}: {}/{} modules runnable ({} sass, {} ptx-jit)", c.arch, c.runnable, c.total,
-                        c.via_sass, c.via_ptx));
+    for (const auto& c : p.kernels->per_gpu) {
+      const auto& pc = c.coverage;
+      human(fmt::format("     {} {}: {}/{} modules runnable ({} sass, {} ptx-jit)", c.arch, wheel::to_string(pc.verdict),
+                        pc.runnable(), pc.total(), pc.registered.sass + pc.embedded.sass, pc.registered.ptx + pc.embedded.ptx));
+      if (g.verbose > 0)
+        for (const auto& f : p.kernels->profiles) {
+          auto fc = wheel::coverage(f.profile, specs::ComputeCapability::parse(c.arch).value_or(specs::ComputeCapability{}));
+          human(styled(fmt::format("       {} {}: {}/{}", f.path, wheel::to_string(fc.verdict), fc.runnable(), fc.total()), Style::dim));
+        }
+    }
   }
   bool read = std::any_of(r.packages.begin(), r.packages.end(), [](auto& p) { return p.kernels.has_value(); });
   if (!read) human("   kernels not read (--no-kernels, or no RECORD lists the binaries)");
@@ -748,7 +792,10 @@ Expected<Report> diagnose(const Globals& g, const DoctorOptions& opt) {
   // Step 3 and 4.
   run_repro(r, opt);
   check_matrices(r);
-  check_kernels(r, opt);
+  if (kp) r.zstd_driver = kp->min_driver(specs::CudaVersion{12, 4}).value_or("");
+  std::optional<wheel::EvidenceStore> store;
+  if (!po.cache_dir.empty()) store.emplace(po.cache_dir / "evidence-v1");
+  check_kernels(r, opt, store ? &*store : nullptr);
   // Errors first, then warnings, then info; stable within a severity.
   auto rank = [](const std::string& s) { return s == "error" ? 0 : s == "warning" ? 1 : 2; };
   std::stable_sort(r.findings.begin(), r.findings.end(),

@@ -1,5 +1,5 @@
 // envfix export --format pylock|requirements [-o FILE] [--target ID] [--all]: a lockfile target as
-// PEP 751 pylock.toml or as pip requirements with --hash lines (design.md §6).
+// PEP 751 pylock.toml or as pip requirements with --hash lines (docs/lockfile.md, "export").
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 

@@ -1,5 +1,6 @@
 // envfix inspect FILE... [--gpu sm_XX|9.0 ...]: the GPU code in binaries, and per-GPU coverage
-// counted in fatbin containers (design.md §3.1, §4; reference/fatbin.md).
+// counted in fatbin containers (docs/architecture.md, Kernel coverage; docs/json.md "inspect";
+// docs/kernels.md).
 #include <chrono>
 #include <filesystem>
 
@@ -9,6 +10,7 @@
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
 #include "specs/gpu_arch.hpp"
+#include "wheel/coverage.hpp"
 #include "wheel/kernel_set.hpp"
 
 namespace envfix::cli {
@@ -31,21 +33,46 @@ std::string summary_line(const std::string& path, const wheel::KernelSet& ks) {
   return line;
 }
 
-std::string coverage_line(const specs::ComputeCapability& cc, const wheel::Coverage& c) {
-  std::string name = cc.sm_name();
-  std::string embedded;
-  if (c.embedded_total > 0)
-    embedded = fmt::format("; embedded (loaded by the library itself): {}/{} have code", c.embedded_runnable,
-                           c.embedded_total);
-  if (c.total == 0) return fmt::format("  {}: no registered GPU code{}", name, embedded);
-  std::string how;
-  if (c.via_ptx > 0) how = fmt::format(", {} only by PTX JIT", c.via_ptx);
-  how += embedded;
-  if (c.full())
-    return fmt::format("  {}: {}/{} containers runnable{}{}", styled(name, Style::green), c.runnable, c.total,
-                       c.via_ptx > 0 ? "" : " via SASS", how);
-  return fmt::format("  {}: {}/{} containers runnable ({} lack code){}", styled(name, Style::red), c.runnable,
-                     c.total, c.total - c.runnable, how);
+std::string counts_text(const wheel::ContainerCounts& c) {
+  std::vector<std::string> parts;
+  if (c.sass) parts.push_back(fmt::format("{} by SASS", c.sass));
+  if (c.ptx) parts.push_back(fmt::format("{} only by PTX JIT", c.ptx));
+  if (c.newer_only) parts.push_back(fmt::format("{} only for newer archs", c.newer_only));
+  if (c.older_only) parts.push_back(fmt::format("{} only for older archs", c.older_only));
+  if (c.other) parts.push_back(fmt::format("{} other", c.other));
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+std::string coverage_line(const specs::ComputeCapability& cc, const wheel::FileCoverage& c) {
+  const auto v = wheel::to_string(c.verdict);
+  auto name = styled(fmt::format("{} {}", cc.sm_name(), v),
+                     c.verdict == wheel::Verdict::full ? Style::green : c.verdict == wheel::Verdict::none ? Style::red : Style::yellow);
+  std::string line = fmt::format("  {}: {}/{} containers runnable", name, c.runnable(), c.total());
+  if (c.registered.total()) line += fmt::format("; registered {}/{} ({})", c.registered.runnable(), c.registered.total(), counts_text(c.registered));
+  if (c.embedded.total())
+    line += fmt::format("; embedded, loaded by the library itself {}/{} ({})", c.embedded.runnable(), c.embedded.total(),
+                        counts_text(c.embedded));
+  return line;
+}
+
+nlohmann::json counts_json(const wheel::ContainerCounts& c) {
+  return {{"runnable", c.runnable()}, {"total", c.total()},       {"sass", c.sass},           {"ptx", c.ptx},
+          {"newer_only", c.newer_only}, {"older_only", c.older_only}, {"other", c.other}};
+}
+
+nlohmann::json coverage_json(const wheel::FileCoverage& c) {
+  return {{"verdict", wheel::to_string(c.verdict)},
+          {"runnable", c.registered.runnable()},
+          {"total", c.registered.total()},
+          {"via", c.via()},
+          {"via_sass", c.registered.sass},
+          {"via_ptx", c.registered.ptx},
+          {"embedded_runnable", c.embedded.runnable()},
+          {"embedded_total", c.embedded.total()},
+          {"registered", counts_json(c.registered)},
+          {"embedded", counts_json(c.embedded)}};
 }
 
 } // namespace
@@ -54,8 +81,9 @@ void add_inspect_command(CLI::App& app, Globals& g) {
   auto* cmd = app.add_subcommand("inspect", "Kernels in .so/.whl/.a/.o/.cubin/.fatbin files, and GPU coverage");
   auto files = std::make_shared<std::vector<std::string>>();
   cmd->add_option("files", *files, "Files to read")->required();
-  cmd->footer("Use --gpu sm_XX or --gpu 9.0 (repeatable) to judge coverage. Exit 0 when every GPU is\n"
-              "fully covered in every file, 1 when not or a file is bad, 2 on a runtime error.");
+  cmd->footer("Use --gpu sm_XX or --gpu 9.0 (repeatable) to judge coverage: per file and GPU a verdict\n"
+              "full, partial (normal in vendor libraries) or none (no entry runs). Exit 0 when no file is\n"
+              "`none` for a GPU, 1 when one is or a file is bad, 2 on a runtime error.");
   cmd->callback([&g, files] {
     std::vector<specs::ComputeCapability> gpus;
     for (const auto& s : g.gpus) {
@@ -82,12 +110,12 @@ void add_inspect_command(CLI::App& app, Globals& g) {
       }
       nlohmann::json cov = nlohmann::json::object();
       std::vector<std::string> lines;
+      const auto profile = wheel::KernelProfile::of(*ks);
       for (const auto& cc : gpus) {
-        auto c = ks->coverage(cc);
-        if (!c.full()) rc = std::max(rc, 1);
-        cov[cc.sm_name()] = {{"runnable", c.runnable}, {"total", c.total}, {"via", c.via()},
-                             {"via_sass", c.via_sass}, {"via_ptx", c.via_ptx},
-                             {"embedded_runnable", c.embedded_runnable}, {"embedded_total", c.embedded_total}};
+        if (profile.empty()) continue; // no GPU code: nothing to judge
+        auto c = wheel::coverage(profile, cc);
+        if (c.verdict == wheel::Verdict::none) rc = std::max(rc, 1);
+        cov[cc.sm_name()] = coverage_json(c);
         lines.push_back(coverage_line(cc, c));
       }
       if (json) {

@@ -1,5 +1,5 @@
 // envfix lock [REQ...] [--target SPEC]... [-o FILE] [--check]: resolve for one or more hosts without
-// installing anything and write envfix.lock (design.md §6). Deterministic: the same indexes and
+// installing anything and write envfix.lock (docs/lockfile.md). Deterministic: the same indexes and
 // arguments give the same bytes.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

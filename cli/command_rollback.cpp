@@ -1,5 +1,5 @@
-// envfix rollback | recover (design.md §5): undo the last committed transaction from its backup,
-// or finish/undo a transaction a crash left behind.
+// envfix rollback | recover (docs/architecture.md, The transaction): undo the last committed
+// transaction from its backup, or finish/undo a transaction a crash left behind.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -45,6 +45,9 @@ void add_rollback_command(CLI::App& app, Globals& g) {
   auto drop = std::make_shared<bool>(false);
   rb->add_flag("--dry-run", *dry, "Only say what would be undone and how much backup is kept");
   rb->add_flag("--no-backup", *drop, "Delete the kept backup instead (frees disk; rollback becomes impossible)");
+  // Rollback asks nothing; -y/--yes is accepted so that scripts written for apply work unchanged.
+  auto yes = std::make_shared<bool>(false);
+  rb->add_flag("-y,--yes", *yes, "Accepted for symmetry with apply; rollback does not ask");
   rb->callback([&g, dry, drop] {
     auto target = target_of(g);
     if (!target) {

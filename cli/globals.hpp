@@ -1,5 +1,5 @@
 #pragma once
-// Options shared by every command (design.md §4 "Common options").
+// Options shared by every command (README.md, "Commands"; docs/environment.md for their variables).
 #include <optional>
 #include <string>
 #include <vector>

@@ -15,10 +15,12 @@
 #include "cli/render.hpp"
 #include "specs/wheel_filename.hpp"
 
+#include "probe/installed_kernels.hpp"
 #include "resolver/index_provider.hpp"
 #include "resolver/knowledge_adapter.hpp"
 #include "specs/name.hpp"
 #include "util/env.hpp"
+#include "util/parallel.hpp"
 
 namespace envfix::cli {
 
@@ -144,9 +146,43 @@ Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Globals& g
   return std::make_unique<index::IndexClient>(std::move(client));
 }
 
+wheel::EvidenceStore evidence_store(const index::IndexClient& client) {
+  return wheel::EvidenceStore(client.cache_dir() / "evidence-v1");
+}
+
 std::string plain_index_url(const Globals& g) {
   return g.index_url.empty() ? util::get_env("ENVFIX_INDEX_URL").value_or("") : g.index_url;
 }
+
+namespace {
+
+// Evidence beats tables: what binaries said about a build, before the matrices. The installed set's
+// own framework binaries count (read once per file, kept by RECORD hash), then every build the
+// kernel gate read before (wheel/kernel_evidence.hpp).
+void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const index::IndexClient& client) {
+  auto store = std::make_shared<wheel::EvidenceStore>(evidence_store(client));
+  auto installed = std::make_shared<std::map<wheel::BuildKey, resolver::BuildFacts>>();
+  if (!host.gpus.empty()) {
+    auto family = resolver::framework_family(spec);
+    for (const auto& d : host.facts.installed) {
+      if (std::find(family.begin(), family.end(), d.normalized_name()) == family.end()) continue;
+      auto ik = probe::read_installed_kernels(d, store.get(), util::default_threads());
+      if (!ik || ik->files.empty()) continue;
+      auto key = probe::installed_build_key(d);
+      resolver::BuildFacts facts{std::move(ik->files), fmt::format("installed in {}", d.dist_info.parent_path().string())};
+      (void)store->put_build({key, facts.source, facts.files});
+      (*installed)[key] = std::move(facts);
+    }
+  }
+  spec.evidence = [store, installed](const specs::WheelFilename& wf, std::string_view variant) -> std::optional<resolver::BuildFacts> {
+    auto key = wheel::build_key(wf, variant);
+    if (auto it = installed->find(key); it != installed->end()) return it->second;
+    if (auto e = store->build(key)) return resolver::BuildFacts{std::move(e->files), std::move(e->source)};
+    return std::nullopt;
+  };
+}
+
+} // namespace
 
 Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string>& requests, PlanFlags flags) {
   auto t0 = std::chrono::steady_clock::now();
@@ -187,6 +223,7 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
     std::string mirror = g.mirror.empty() ? util::get_env("ENVFIX_MIRROR").value_or("") : g.mirror;
     ctx.spec = std::make_unique<resolver::FrameworkSpec>(
         ENVFIX_TRY(resolver::framework_spec_from(knowledge, g.framework, mirror, host.platform)));
+    attach_evidence(*ctx.spec, host, client);
     const auto& spec = *ctx.spec;
     resolver::HostTarget target;
     for (const auto& [name, cc] : host.gpus) target.gpus.push_back(cc);

@@ -1,8 +1,8 @@
 #pragma once
-// The pipeline shared by plan, apply and lock (design.md §1): probe the host (or take the planned
-// one from --gpu/--driver/--python-version/--platform), load the matrices, resolve over one index or
-// the framework's indexes, and diff against the installed set. cli/ only: it wires modules, it does
-// not print.
+// The pipeline shared by plan, apply and lock (docs/architecture.md, Pipeline): probe the host (or
+// take the planned one from --gpu/--driver/--python-version/--platform), load the matrices, resolve
+// over one index or the framework's indexes, and diff against the installed set. cli/ only: it
+// wires modules, it does not print.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -22,6 +22,7 @@
 #include "resolver/framework_selector.hpp"
 #include "resolver/plan.hpp"
 #include "util/error.hpp"
+#include "wheel/kernel_evidence.hpp"
 
 namespace envfix::cli {
 
@@ -68,6 +69,8 @@ struct PlanContext {
 
 [[nodiscard]] Expected<std::unique_ptr<matrices::Knowledge>> load_knowledge(const Globals& g);
 [[nodiscard]] Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Globals& g);
+// <cache>/evidence-v1: the kernel facts read from binaries (wheel/kernel_evidence.hpp).
+[[nodiscard]] wheel::EvidenceStore evidence_store(const index::IndexClient& client);
 // --index-url or ENVFIX_INDEX_URL.
 [[nodiscard]] std::string plain_index_url(const Globals& g);
 
@@ -80,7 +83,7 @@ struct PlanContext {
 // "host: NVIDIA H200 (sm_90); driver 580.1; Python 3.11.7 (cp311, glibc 2.36)"
 [[nodiscard]] std::string host_line(const Host& h);
 
-// --- lockfile targets (design.md §6) ---
+// --- lockfile targets (docs/lockfile.md, "Fields of a target") ---
 // The host part of a lock target: GPUs as sorted sm names, python X.Y, the platform tag the set needs
 // (--platform when given, else the most demanding manylinux tag among the wheels, else linux_ARCH),
 // driver-min from the matrices for the chosen CUDA variant ("" for plain sets).

@@ -24,7 +24,7 @@ void machine(std::string_view json_text);  // one document to stdout
 void print_error(const Error& e);
 void warn(std::string_view text);
 
-// Exit code for an error (design.md §4).
+// Exit code for an error (docs/architecture.md, JSON and exit codes).
 [[nodiscard]] int exit_code_for(const Error& e);
 // A command's result as its exit code; an error is printed first.
 [[nodiscard]] int finish_command(const Expected<int>& rc);

@@ -31,7 +31,7 @@ function(envfix_test module)
   target_link_libraries(${t} PRIVATE envfix_doctest_main ${T_DEPS})
   target_compile_definitions(${t} PRIVATE
     ENVFIX_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    ENVFIX_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared"
+    ENVFIX_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/tests/fixtures"
     ENVFIX_BINARY_DIR="${PROJECT_BINARY_DIR}")
   envfix_warnings(${t})
   if(NOT T_LABELS)

@@ -143,7 +143,7 @@ bool decide_target(Transfer& t) {
   t.to_file = true;
   if (t.resume_from > 0) {
     if (code == 206) {
-      // R11.1: the 206 must start exactly where we stopped.
+      // A resumed download: the 206's Content-Range must start exactly where we stopped.
       auto cr = find_header(t.resp_headers, "content-range");
       std::optional<std::uint64_t> start;
       if (cr && cr->starts_with("bytes ")) start = parse_u64(std::string_view(*cr).substr(6, cr->find('-') - 6));

@@ -50,7 +50,7 @@ struct HttpRequest {
   std::optional<std::filesystem::path> dest; // stream a 2xx body into this file (truncated first)
   std::uint64_t max_body = 0;                // 0: HttpOptions::max_body_bytes (memory bodies only)
   std::uint64_t max_file = 0;                // dest transfers: fail once the file passes this (0: no limit)
-  bool accept_compressed = false;            // pages may be gzip'd; files never (R11.3)
+  bool accept_compressed = false;            // pages may be gzip'd; files never (hashes are of the wire bytes)
   ProgressFn progress;
 };
 

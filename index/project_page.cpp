@@ -29,7 +29,8 @@ bool is_hex(std::string_view s) {
   return true;
 }
 
-// R1.4: "1.1" -> ok; major > 1 fails; minor > implemented warns.
+// PEP 629 repository version (PEP 691 `meta.api-version`): "1.1" -> ok; major > 1 fails; minor >
+// implemented warns.
 Expected<void> check_api_version(std::string_view v, const PageContext& ctx, ProjectPage& page) {
   page.api_version = std::string(v);
   int major = 0, minor = 0;
@@ -93,7 +94,8 @@ std::optional<Candidate> candidate_from_href(std::string_view href, const PageCo
   if (ctx.filter_by_project && project_of_filename(c.filename) != c.project) return std::nullopt;
   c.url = std::move(url);
   c.index_url = k.index_url;
-  // R1.8: hash from the (percent-decoded) fragment; "#egg=…" and others are ignored.
+  // PEP 503 `#<hashname>=<hex>`: hash from the (percent-decoded) fragment; "#egg=…" and others
+  // are ignored.
   std::string frag = percent_decode(fragment);
   std::size_t pos = 0;
   while (pos <= frag.size()) {
@@ -106,7 +108,8 @@ std::optional<Candidate> candidate_from_href(std::string_view href, const PageCo
   return c;
 }
 
-// "true" | "sha256=<hex>" | "false"/absent (R1.11).
+// "true" | "sha256=<hex>" | "false"/absent (PEP 658 `data-dist-info-metadata`, PEP 714
+// `data-core-metadata`).
 void apply_core_metadata(std::string_view value, Candidate& c) {
   std::string v = lower(value);
   if (v == "false") return;

@@ -11,7 +11,7 @@
 namespace envfix::index {
 
 struct PageContext {
-  std::string page_url;  // final URL after redirects: relative hrefs resolve against it (R1.7)
+  std::string page_url;  // final URL after redirects: relative hrefs resolve against it (RFC 3986; a <base href> wins)
   std::string project;   // the project asked for (normalized into Candidate::project)
   std::string index_url; // recorded in Candidate::index_url (credentials stripped)
   // Keep only files whose filename names `project` (find-links pages list many projects).
@@ -24,7 +24,7 @@ struct ProjectPage {
   std::vector<std::string> warnings; // skipped anchors, newer minor api-version, …
 };
 
-// Content types of the simple API (R1.13).
+// Content types of the simple API (PEP 691 content negotiation).
 inline constexpr std::string_view accept_header =
     "Accept: application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
     "text/html;q=0.01";

@@ -31,7 +31,8 @@ struct UrlAndFragment { std::string url; std::string fragment; };
 // PEP 503 name normalization (same rule as specs::normalize_name; kept here so page parsing and its
 // fuzz target have no other dependency).
 [[nodiscard]] std::string normalize_project_name(std::string_view name);
-// Project page URL: base with trailing slashes dropped + "/<normalized>/" (R1.3).
+// Project page URL: base with trailing slashes dropped + "/<normalized>/" (PEP 503: the trailing
+// slash is required, relative hrefs resolve against it).
 [[nodiscard]] std::string project_page_url(std::string_view index_url, std::string_view project);
 
 } // namespace envfix::index

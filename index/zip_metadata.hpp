@@ -1,6 +1,7 @@
 #pragma once
 // Read `<name>.dist-info/METADATA` out of a wheel (a zip) through a random-access reader: the same
-// code serves HTTP range reads (lazy wheel, R11.4) and local files. Bounds-checked, untrusted input.
+// code serves HTTP range reads (pip's "lazy wheel", when there is no PEP 658 metadata file) and
+// local files. Bounds-checked, untrusted input.
 #include <cstdint>
 #include <functional>
 #include <string>

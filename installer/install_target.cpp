@@ -14,7 +14,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Prints the default scheme and the PEP 668 marker as JSON (R6.6, R8.1, R8.2).
+// Prints the default sysconfig scheme and the PEP 668 marker (EXTERNALLY-MANAGED and its
+// message) as JSON.
 constexpr const char* k_scheme_script = R"PY(
 import json, os, sys, sysconfig
 try:

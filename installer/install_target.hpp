@@ -1,6 +1,8 @@
 #pragma once
-// Where a wheel's files go (packaging.md R6.6): the interpreter's install scheme, plus what the
-// installer needs around it (the interpreter for shebangs, the prefix that holds .envfix/, PEP 668).
+// Where a wheel's files go (PEP 427, binary distribution format spec "Installing a wheel": purelib
+// or platlib, `.data/` subdirectories to their scheme paths): the interpreter's install scheme, plus
+// what the installer needs around it (the interpreter for shebangs, the prefix that holds .envfix/,
+// PEP 668).
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -45,7 +47,8 @@ struct InstallTarget {
   [[nodiscard]] std::filesystem::path state_dir() const { return prefix / ".envfix"; }
 };
 
-// PEP 668 (R8.1): refuses an externally managed interpreter unless break_system_packages.
+// PEP 668 (the marker counts outside a venv only): refuses an externally managed interpreter unless
+// break_system_packages.
 [[nodiscard]] Expected<void> check_externally_managed(const InstallTarget& target,
                                                       bool break_system_packages);
 

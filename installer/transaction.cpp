@@ -809,11 +809,9 @@ Expected<TransactionResult> Transaction::run() {
   // 1. Hash, stage (RECORD verified), kernel check.
   std::vector<wheel::StagedWheel> staged = ENVFIX_TRY(stage_all(txn_dir / "staging", result));
   {
-    std::vector<fs::path> sos;
-    for (const auto& s : staged) {
-      auto v = s.shared_objects();
-      sos.insert(sos.end(), v.begin(), v.end());
-    }
+    std::vector<StagedObject> sos;
+    for (std::size_t i = 0; i < staged.size(); ++i)
+      for (const auto* f : staged[i].shared_objects()) sos.push_back({i, f->member, f->staged, f->hash});
     if (m_options.fault) ENVFIX_TRY_VOID(m_options.fault("kernel-check", 0));
     if (m_options.kernel_check) {
       progress(fmt::format("checking kernels in {} shared object(s)", sos.size()));

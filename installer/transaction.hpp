@@ -1,7 +1,8 @@
 #pragma once
-// The install transaction of design.md §5. Everything that can fail without touching the
-// environment happens first (hash, stage, RECORD check, kernel check, planning); then, under an
-// flock on <prefix>/.envfix/lock and with a journal in <prefix>/.envfix/txn/<id>/, the old files
+// The install transaction (docs/architecture.md, The transaction). Everything that can fail
+// without touching the environment happens first (hash, stage, RECORD check, kernel check,
+// planning); then, under an flock on <prefix>/.envfix/lock and with a journal in
+// <prefix>/.envfix/txn/<id>/, the old files
 // are renamed into the transaction's backup and the staged files renamed into place. Any failure,
 // SIGINT/SIGTERM or failed verify undoes the renames in reverse; a crash leaves the journal, and
 // recover() (run at the start of every transaction) undoes it. Every step is a rename that is
@@ -47,6 +48,14 @@ struct TxnOp {
   unsigned mode = 0755;                        // mkdir/rmdir: directory mode to create/restore
 };
 
+// A staged shared object, told to the kernel check with the wheel it came from.
+struct StagedObject {
+  std::size_t wheel = 0; // index into the wheels given to install(), in order
+  std::string member;    // path inside the wheel ("torch/lib/libtorch_cuda.so")
+  std::string path;      // the staged bytes
+  std::string hash;      // RECORD hash of those bytes ("sha256=…"), verified by staging
+};
+
 struct TransactionOptions {
   bool break_system_packages = false;
   bool keep_backup = true;                     // false: `--no-backup`, nothing to roll back to later
@@ -61,9 +70,9 @@ struct TransactionOptions {
   std::filesystem::path unpacked_cache;
   LinkMode link_mode = LinkMode::automatic;
   unsigned threads = 0;                        // unpack/link/hash threads; 0 = one per core
-  // Receives every staged shared object before anything is removed (the coordinator plugs in
-  // wheel::read_kernels_file + coverage); an error refuses the whole transaction.
-  std::function<Expected<void>(const std::vector<std::filesystem::path>&)> kernel_check;
+  // Receives every staged shared object before anything is removed (apply plugs in the
+  // KernelGate, installer/kernel_gate.hpp); an error refuses the whole transaction.
+  std::function<Expected<void>(const std::vector<StagedObject>&)> kernel_check;
   // Runs after the new files are in place (the GPU smoke test); an error rolls back.
   std::function<Expected<void>()> verify;
   // Test hook: called with ("unpack"|"hash"|"kernel-check"|"remove"|"install"|"verify", index) before

@@ -67,7 +67,8 @@ std::string header_value(std::string_view text, std::string_view key) {
   return {};
 }
 
-// Name and version of a dist-info: METADATA first, the folder name as a fallback (R7.1).
+// Name and version of a dist-info: METADATA first, the folder name (possibly unnormalized) as a
+// fallback.
 std::pair<std::string, std::string> dist_identity(const fs::path& dist_info) {
   std::string name, version;
   if (auto md = util::read_file(dist_info / "METADATA")) {
@@ -227,7 +228,8 @@ Expected<UninstallPlan> plan_uninstall(const fs::path& dist_info_in, const Insta
                                           plan.dist_info.filename().string(), p));
       continue;
     }
-    // Byte-code of every optimization level and interpreter, plus legacy x.pyc/x.pyo (R7.3).
+    // Byte-code of every optimization level and interpreter, plus legacy x.pyc/x.pyo (the recording
+    // installed packages spec asks for all of them; pip removes only the current interpreter's).
     if (p.ends_with(".py")) {
       const std::string dir(parent_of(p));
       const std::string stem = p.substr(dir.size() + 1, p.size() - dir.size() - 4);

@@ -1,6 +1,8 @@
 #pragma once
-// Uninstalling through RECORD (packaging.md §7): which files and directories a distribution owns.
-// Planning only reads; Transaction moves the planned files into its backup, uninstall() deletes.
+// Uninstalling through RECORD (PEP 376/627, the recording installed packages spec:
+// https://packaging.python.org/en/latest/specifications/recording-installed-packages/): which files
+// and directories a distribution owns. Planning only reads; Transaction moves the planned files into
+// its backup, uninstall() deletes.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -31,7 +33,7 @@ struct UninstallOptions {
 [[nodiscard]] Expected<std::vector<std::filesystem::path>> find_dist_infos(const InstallTarget& target,
                                                                            std::string_view name);
 
-// R7.1–R7.4: RECORD rows (resolved against the folder holding .dist-info and confined to the
+// PEP 376/627: RECORD rows (resolved against the folder holding .dist-info and confined to the
 // scheme and prefix), their __pycache__ files, launchers from entry_points.txt, then the
 // directories that end up empty (stopping at the scheme roots). A dist-info without RECORD is an
 // error with a hint, as in pip.

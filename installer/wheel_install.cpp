@@ -57,7 +57,8 @@ Expected<void> write_new(const fs::path& path, std::string_view content, unsigne
   return {};
 }
 
-// RECORD paths are relative to the directory holding .dist-info, with '/' (R6.14).
+// RECORD paths are relative to the directory holding .dist-info, with '/' (recording installed
+// packages spec, "The RECORD file").
 std::string record_path(const fs::path& file, const fs::path& root) {
   return file.lexically_normal().lexically_relative(root.lexically_normal()).generic_string();
 }
@@ -182,9 +183,10 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
         if (sub.find('/') != std::string::npos)
           return fail(ErrorCode::invalid_input, "{}: '{}': scripts may not be in subdirectories",
                       sw.wheel.filename().string(), f.member);
-        if (ep_names.contains(sub)) continue; // setuptools wrapper; we generate the launcher (R6.7)
+        if (ep_names.contains(sub)) continue; // setuptools wrapper; we generate the launcher
         dest = target.scripts / sub;
-        // #!python → the target interpreter; scripts always get +x (uv's behaviour, R6.7).
+        // #!python → the target interpreter (binary distribution format spec, "Installing a wheel");
+        // scripts always get +x (uv's behaviour).
         std::string head;
         {
           std::ifstream in(f.staged, std::ios::binary);
@@ -229,7 +231,8 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
     ENVFIX_TRY_VOID(add_move(std::move(from), dest, f.member, metadata ? metadata_moves : plan.moves));
   }
 
-  // Launchers (R6.8).
+  // Launchers (the entry points spec,
+  // https://packaging.python.org/en/latest/specifications/entry-points/).
   for (const auto& ep : eps) {
     auto text = launcher_script(ep, target.python);
     fs::path g = gen / "launchers" / ep.name;
@@ -247,7 +250,8 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
     record.push_back(wheel::RecordEntry::for_content(record_path(dest, root), text));
   }
 
-  // Metadata written at install time (R6.11–R6.14), RECORD last.
+  // Metadata written at install time (INSTALLER, REQUESTED, PEP 610 direct_url.json, RECORD: the
+  // recording installed packages spec), RECORD last.
   plan.moves.insert(plan.moves.end(), metadata_moves.begin(), metadata_moves.end());
   auto add_generated = [&](const std::string& name, const std::string& content) -> Expected<void> {
     fs::path g = gen / "dist-info" / name;
@@ -278,7 +282,7 @@ Expected<WheelInstallPlan> install_wheel(const wheel::StagedWheel& staged, const
   auto plan = ENVFIX_TRY(plan_wheel_install(staged, target, options));
   for (const auto& m : plan.moves) {
     ENVFIX_TRY_VOID(util::create_directories(fs::path(m.to).parent_path()));
-    // rename() replaces an existing file atomically: processes that mapped the old .so keep it (R6.10).
+    // rename() replaces an existing file atomically: processes that mapped the old .so keep it.
     if (::rename(m.from.c_str(), m.to.c_str()) != 0)
       return fail(ErrorCode::io, "installing {}: rename {} → {}: {}", plan.name, m.from, m.to,
                   std::strerror(errno));

@@ -1,7 +1,9 @@
 #pragma once
-// Spreading a staged wheel into an install scheme (packaging.md §6.2, §6.3). Planning writes every
-// generated file (rewritten #!python scripts, entry-point launchers, INSTALLER, REQUESTED,
-// direct_url.json, RECORD) next to the staging tree, so installing is nothing but renames.
+// Spreading a staged wheel into an install scheme (PEP 427, binary distribution format spec
+// "Installing a wheel"; the files written at install time: PEP 376/627 recording installed packages,
+// PEP 610 direct_url.json). Planning writes every generated file (rewritten #!python scripts,
+// entry-point launchers, INSTALLER, REQUESTED, direct_url.json, RECORD) next to the staging tree, so
+// installing is nothing but renames.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -22,27 +24,27 @@ struct FileMove {
 };
 
 struct InstallOptions {
-  std::string installer = "envfix";      // INSTALLER content (R6.11)
-  bool requested = true;                 // write REQUESTED (R6.12)
-  std::optional<std::string> direct_url; // direct_url.json content, only for direct URL installs (R6.13)
+  std::string installer = "envfix";      // INSTALLER content
+  bool requested = true;                 // write REQUESTED
+  std::optional<std::string> direct_url; // direct_url.json content, only for direct URL installs (PEP 610)
 };
 
 struct WheelInstallPlan {
   std::string name;                      // METADATA Name
   std::string version;
   std::filesystem::path dist_info;       // final .dist-info path
-  std::vector<FileMove> moves;           // payload, then launchers, then metadata, RECORD last (R6.17)
+  std::vector<FileMove> moves;           // payload, then launchers, then metadata, RECORD last (no RECORD = broken)
   std::vector<std::string> warnings;
 };
 
-// A console/GUI entry point (R6.8).
+// A console/GUI entry point (entry_points.txt, the entry points spec).
 struct EntryPoint {
   std::string name, module, attr;        // "demo", "demo_pkg.cli", "main"
   bool gui = false;
 };
 [[nodiscard]] Expected<std::vector<EntryPoint>> parse_entry_points(std::string_view text,
                                                                    std::string_view name_for_errors);
-// "#!<python>\n", or the /bin/sh trampoline when the line would pass 127 bytes or has a space (R6.7).
+// "#!<python>\n", or the /bin/sh trampoline when the line would pass 127 bytes or has a space (as pip's launchers do).
 [[nodiscard]] std::string shebang_for(const std::filesystem::path& python);
 // pip's launcher text for an entry point.
 [[nodiscard]] std::string launcher_script(const EntryPoint& ep, const std::filesystem::path& python);

@@ -1,5 +1,6 @@
 #pragma once
-// envfix.lock (design.md §6): the committed record of a working set, one target per host description.
+// envfix.lock (docs/lockfile.md): the committed record of a working set, one target per host
+// description.
 // Deterministic: the same value always prints to the same bytes (sorted, no timestamps).
 #include <cstdint>
 #include <filesystem>

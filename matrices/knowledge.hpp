@@ -18,8 +18,9 @@
 
 namespace envfix::matrices {
 
-// How a row was established (matrices-facts.md legend). Only `verified` rows count as verified;
-// the resolver treats the others as "arch-unverified" and checks the downloaded binary.
+// How a row was established (matrices/README.md, "`confidence` and `source`"). Only `verified`
+// rows count as verified; the resolver treats the others as "arch-unverified" and checks the
+// downloaded binary.
 enum class Confidence { verified, secondary, unverified };
 [[nodiscard]] const char* to_string(Confidence c);
 

@@ -1,6 +1,6 @@
 #pragma once
 // Pure parsers for the text sources of GPU and driver facts (captured real text in
-// ../shared/fixtures/gpu-h200). The I/O shells in gpu_probe.cpp only read and call these.
+// tests/fixtures/gpu-h200). The I/O shells in gpu_probe.cpp only read and call these.
 #include <cstdint>
 #include <optional>
 #include <string>

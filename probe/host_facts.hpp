@@ -1,7 +1,7 @@
 #pragma once
-// HostFacts: what probe/ reads about the machine (design.md §1 step 1). probe/ decides nothing: it
-// reports GPUs, the driver, the target interpreter and what is installed in it; resolver/ and
-// cli/command_doctor.cpp draw the conclusions.
+// HostFacts: what probe/ reads about the machine (docs/architecture.md, Pipeline). probe/ decides
+// nothing: it reports GPUs, the driver, the target interpreter and what is installed in it;
+// resolver/ and cli/command_doctor.cpp draw the conclusions.
 #include <chrono>
 #include <cstdint>
 #include <filesystem>

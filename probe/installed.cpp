@@ -11,6 +11,7 @@
 #include "specs/metadata.hpp"
 #include "specs/name.hpp"
 #include "util/fs.hpp"
+#include "wheel/wheel_info.hpp"
 
 namespace envfix::probe {
 
@@ -196,21 +197,32 @@ std::vector<std::vector<const InstalledDist*>> find_duplicates(const std::vector
   return out;
 }
 
-Expected<std::vector<fs::path>> installed_shared_objects(const InstalledDist& dist) {
-  std::vector<fs::path> out;
+Expected<std::vector<InstalledObject>> installed_shared_objects(const InstalledDist& dist) {
+  std::vector<InstalledObject> out;
   if (!dist.has_record) return out;
   auto text = ENVFIX_TRY(util::read_file(dist.dist_info / "RECORD"));
   auto rows = parse_record(text);
   if (!rows) return std::unexpected(std::move(rows.error()).context((dist.dist_info / "RECORD").string()));
   auto site = dist.dist_info.parent_path();
-  for (const auto& r : *rows) {
+  for (auto& r : *rows) {
     if (!is_shared_object(r.path)) continue;
     fs::path p = fs::path(r.path).is_absolute() ? fs::path(r.path) : (site / r.path).lexically_normal();
     std::error_code ec;
-    if (fs::is_regular_file(p, ec)) out.push_back(std::move(p));
+    if (fs::is_regular_file(p, ec)) out.push_back({std::move(p), std::move(r)});
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+  out.erase(std::unique(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path == b.path; }), out.end());
+  return out;
+}
+
+std::vector<std::string> installed_platform_tags(const InstalledDist& dist) {
+  std::vector<std::string> out;
+  auto text = util::read_file(dist.dist_info / "WHEEL");
+  if (!text) return out;
+  auto info = wheel::WheelInfo::parse(*text, (dist.dist_info / "WHEEL").string());
+  if (!info) return out;
+  for (const auto& t : info->tags)
+    if (std::find(out.begin(), out.end(), t.platform) == out.end()) out.push_back(t.platform);
   return out;
 }
 

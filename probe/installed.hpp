@@ -41,9 +41,17 @@ struct DistInfoName {
 // Groups of dists sharing one normalized name (only groups with two or more members).
 [[nodiscard]] std::vector<std::vector<const InstalledDist*>> find_duplicates(const std::vector<InstalledDist>& dists);
 
+// A shared object a dist installed, with its RECORD row.
+struct InstalledObject {
+  std::filesystem::path path; // resolved against the site directory
+  RecordEntry record;         // path as RECORD gives it, hash, size
+};
 // Shared objects a dist installed: RECORD paths ending in ".so" or containing ".so." that exist,
-// resolved against the site directory (dist_info's parent). Empty without a RECORD.
-[[nodiscard]] Expected<std::vector<std::filesystem::path>> installed_shared_objects(const InstalledDist& dist);
+// resolved against the site directory (dist_info's parent), sorted by path. Empty without a RECORD.
+[[nodiscard]] Expected<std::vector<InstalledObject>> installed_shared_objects(const InstalledDist& dist);
+// The platform tags of the wheel it was installed from (WHEEL's `Tag:` lines), e.g.
+// {"manylinux_2_28_x86_64"}; empty when WHEEL is missing.
+[[nodiscard]] std::vector<std::string> installed_platform_tags(const InstalledDist& dist);
 
 // The URL in direct_url.json ("url" key), or "" when absent or unreadable.
 [[nodiscard]] std::string direct_url_of(const InstalledDist& dist);

@@ -18,7 +18,8 @@ namespace envfix::probe {
 namespace fs = std::filesystem;
 
 std::string_view python_probe_script() {
-  // Appendix A plus: PEP 668 marker (R8.1/R8.2), conda, site directories on sys.path, soabi.
+  // sysconfig scheme and paths, PEP 508 marker values, tag inputs (glibc, Py_DEBUG, Py_GIL_DISABLED),
+  // plus: the PEP 668 marker, conda, site directories on sys.path, soabi.
   static constexpr std::string_view script = R"PY(
 import json, os, platform, struct, sys, sysconfig
 def fv(i):
@@ -137,7 +138,7 @@ Expected<PythonInfo> parse_python_probe_json(const nlohmann::json& j) {
   te.abiflags = str_or(j, "abiflags");
   te.arch = info.markers.values.count("platform_machine") ? info.markers.values["platform_machine"] : "x86_64";
   if (auto it = j.find("glibc"); it != j.end() && it->is_string()) te.glibc = parse_glibc(it->get<std::string>());
-  // PEP 668: the marker counts only outside a venv (R8.1).
+  // PEP 668: the marker counts only outside a venv.
   if (auto it = j.find("externally_managed"); it != j.end() && it->is_object()) {
     if (!info.is_venv) {
       info.externally_managed = true;

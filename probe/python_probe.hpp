@@ -1,6 +1,7 @@
 #pragma once
-// The interpreter probe (reference/packaging.md Appendix A, §8): one run of the target Python with an
-// embedded script that prints one JSON document; parse_python_probe turns that into PythonInfo.
+// The interpreter probe (sysconfig install scheme and paths, marker variables of PEP 508, tag inputs
+// of PEP 425, the PEP 668 marker): one run of the target Python with an embedded script that prints
+// one JSON document; parse_python_probe turns that into PythonInfo.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,8 +15,9 @@ namespace envfix::probe {
 // The script run as `python -c <script>`; works on CPython/PyPy 3.6+.
 [[nodiscard]] std::string_view python_probe_script();
 
-// Parses the script's JSON output (also the captured fixtures/gpu-h200/python-probe.json).
-// Fields the script adds beyond Appendix A (externally_managed, site_paths, conda) are optional.
+// Parses the script's JSON output (also the captured tests/fixtures/gpu-h200/python-probe.json).
+// Fields beyond the sysconfig paths, markers and tag inputs (externally_managed, site_paths, conda)
+// are optional.
 [[nodiscard]] Expected<PythonInfo> parse_python_probe(std::string_view json_text);
 
 // "glibc 2.39" → {2, 39}; nullopt for anything else (musl, empty).

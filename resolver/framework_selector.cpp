@@ -17,7 +17,33 @@ struct MainCandidate {
   std::size_t index_pos = 0; // position in the channel's index order (newest CUDA first)
   std::vector<std::string> warnings;
   bool ptx_only = false;     // some GPU runs it only through PTX JIT
+  bool partial = false;      // its binaries cover some GPU only partly
+  std::string cover;         // why its kernels are believed to run, for the summary line
 };
+
+// The evidence of a build's binaries for every GPU: the first GPU no file runs on, or the GPUs
+// covered only partly / only by PTX JIT.
+struct EvidenceVerdict {
+  std::optional<specs::ComputeCapability> none;
+  wheel::PackageCoverage none_coverage;
+  std::vector<specs::ComputeCapability> partial, jit_only;
+};
+
+EvidenceVerdict judge_evidence(const BuildFacts& facts, const std::vector<specs::ComputeCapability>& gpus) {
+  EvidenceVerdict v;
+  for (const auto& g : gpus) {
+    auto pc = wheel::package_coverage(facts.files, g);
+    if (!pc.has_gpu_code()) continue;
+    if (pc.verdict == wheel::Verdict::none) {
+      if (!v.none) {
+        v.none = g;
+        v.none_coverage = pc;
+      }
+    } else if (pc.verdict == wheel::Verdict::partial) v.partial.push_back(g);
+    if (pc.jit_only) v.jit_only.push_back(g);
+  }
+  return v;
+}
 
 std::string arch_list(const std::vector<specs::GpuArch>& archs) {
   std::string s;
@@ -29,6 +55,13 @@ std::string gpu_list(const std::vector<specs::ComputeCapability>& gpus) {
   std::string s;
   for (const auto& g : gpus) s += (s.empty() ? "" : ", ") + g.sm_name();
   return s;
+}
+
+std::string evidence_archs(const BuildFacts& facts) {
+  std::set<specs::GpuArch> all;
+  for (const auto& f : facts.files)
+    for (const auto& g : f.profile.groups) all.insert(g.archs.begin(), g.archs.end());
+  return arch_list(std::vector<specs::GpuArch>(all.begin(), all.end()));
 }
 
 int cuda_rank(const FrameworkIndex& i) { return i.cuda ? i.cuda->major * 100 + i.cuda->minor : -1; }
@@ -170,9 +203,35 @@ Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarge
           continue;
         }
         MainCandidate mc{f, pos, {}};
-        if (gpu_host && idx.cuda) {
+        auto facts = gpu_host && idx.cuda && spec.evidence ? spec.evidence(f.wheel, idx.variant) : std::nullopt;
+        if (facts) {
+          // What the binaries said outranks any table row.
+          auto ev = judge_evidence(*facts, host.gpus);
+          if (ev.none) {
+            r.reason = RejectReason::arch_not_covered;
+            r.detail = fmt::format("read from the binaries ({}): none of its {} GPU modules runs on {}; they hold {}",
+                                   facts->source, ev.none_coverage.total(), ev.none->sm_name(), evidence_archs(*facts));
+            if (closest_variants.insert(idx.variant).second)
+              closest.push_back(fmt::format("{} {} ({} {}): {}", main, f.version.to_string(), channel, idx.variant, r.detail));
+            reject(std::move(r));
+            continue;
+          }
+          mc.cover = fmt::format("its binaries cover {} ({})", gpu_list(host.gpus), facts->source);
+          if (!ev.partial.empty()) {
+            mc.partial = true;
+            mc.cover = fmt::format("its binaries cover {} only partly ({})", gpu_list(ev.partial), facts->source);
+            mc.warnings.push_back(fmt::format("{} {}: its binaries cover {} only partly (read from {}); a small test may "
+                                              "pass and the full app fail", main, f.version.to_string(),
+                                              gpu_list(ev.partial), facts->source));
+          }
+          mc.ptx_only = !ev.jit_only.empty();
+          if (mc.ptx_only)
+            mc.warnings.push_back(fmt::format("{} {} runs on {} only through PTX JIT compilation (slow first start, "
+                                              "possibly lower performance)", main, f.version.to_string(), gpu_list(ev.jit_only)));
+        } else if (gpu_host && idx.cuda) {
           auto archs = spec.archs ? spec.archs(f.version, idx.variant) : std::nullopt;
           if (!archs) {
+            mc.cover = "no arch data for this build: its kernels are checked after download";
             mc.warnings.push_back(fmt::format("{} {}: no arch data for this build (arch-unverified); its kernels are "
                                               "checked after download", main, f.version.to_string()));
             reject(Rejection{main, f.version.to_string(), idx.url, RejectReason::arch_unverified,
@@ -187,6 +246,7 @@ Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarge
               reject(std::move(r));
               continue;
             }
+            mc.cover = fmt::format("the matrices say its kernels cover {} (checked after download)", gpu_list(host.gpus));
             mc.ptx_only = !cov.ptx_only.empty();
             if (!cov.ptx_only.empty())
               mc.warnings.push_back(fmt::format("{} {} runs on {} only through PTX JIT compilation (slow first start, "
@@ -238,8 +298,18 @@ Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarge
       opts.allow_unhashed = request.allow_unhashed;
       std::string variant = idx.variant;
       std::optional<std::uint64_t> date = v.dev();
-      opts.filter = [members, variant, date, main](const index::Candidate& c, const specs::WheelFilename& wf) -> std::optional<Veto> {
+      const auto* evidence = gpu_host && idx.cuda && spec.evidence ? &spec.evidence : nullptr;
+      const auto gpus = host.gpus;
+      opts.filter = [members, variant, date, main, evidence, gpus](const index::Candidate& c,
+                                                                   const specs::WheelFilename& wf) -> std::optional<Veto> {
         if (!members.contains(c.project) || c.project == main) return std::nullopt;
+        // A companion whose binaries were read and hold nothing for a GPU cannot join the set.
+        if (evidence)
+          if (auto facts = (*evidence)(wf, variant))
+            if (auto ev = judge_evidence(*facts, gpus); ev.none)
+              return Veto{RejectReason::arch_not_covered,
+                          fmt::format("read from the binaries ({}): none of its {} GPU modules runs on {}", facts->source,
+                                      ev.none_coverage.total(), ev.none->sm_name())};
         if (wf.version.has_local() && wf.version.local() != variant)
           return Veto{RejectReason::mixed_variant, fmt::format("+{} build; the set is {}", wf.version.local(), variant)};
         if (date && wf.version.dev() != date)
@@ -272,19 +342,21 @@ Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarge
       out.index = idx;
       out.resolution = std::move(*res);
       out.warnings = mc.warnings;
-      std::string cover = gpu_host ? (idx.cuda ? fmt::format("its kernels cover {}", gpu_list(host.gpus)) : "CPU build (--allow-cpu)")
-                                   : "no GPU on the target";
+      std::string cover = gpu_host ? (idx.cuda ? mc.cover : "CPU build (--allow-cpu)") : "no GPU on the target";
       out.why = fmt::format("{} {} from the {} channel, variant {}{}: {}", main, v.to_string(), channel, idx.variant,
                             idx.cuda ? fmt::format(" (CUDA {}{})", idx.cuda->to_string(),
                                                    host.driver_version.empty() ? "" : ", driver " + host.driver_version + " runs it")
                                      : "",
                             cover);
-      if (mc.ptx_only) {
+      if (mc.ptx_only || mc.partial) {
         if (!jit_fallback) {
           jit_fallback = out;
-          jit_rejection = Rejection{main, v.to_string(), idx.url, RejectReason::ptx_jit_only,
-                                    "runs only through PTX JIT; a build with native SASS ranks above it",
-                                    mc.file.file.filename};
+          jit_rejection = mc.partial ? Rejection{main, v.to_string(), idx.url, RejectReason::arch_partly_covered,
+                                                 "its binaries cover the GPUs only partly; a fully covered build ranks above it",
+                                                 mc.file.file.filename}
+                                     : Rejection{main, v.to_string(), idx.url, RejectReason::ptx_jit_only,
+                                                 "runs only through PTX JIT; a build with native SASS ranks above it",
+                                                 mc.file.file.filename};
         }
         continue;
       }
@@ -294,7 +366,9 @@ Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarge
   }
   if (jit_fallback) {
     jit_fallback->rejected = out.rejected;
-    jit_fallback->why += "; no build with native SASS for every GPU was found, so this one runs by PTX JIT";
+    jit_fallback->why += jit_rejection && jit_rejection->reason == RejectReason::arch_partly_covered
+                             ? "; no fully covered build was found, so this partly covered one is the best there is"
+                             : "; no build with native SASS for every GPU was found, so this one runs by PTX JIT";
     return *jit_fallback;
   }
 

@@ -1,7 +1,8 @@
 #pragma once
-// Framework-set selection (design.md §3.2): the one (channel, variant) index and main-package build
-// whose kernels cover every GPU, its companions from the same index with the coupled version (same
-// build date for nightlies, same variant always), then the dependency closure from that index.
+// Framework-set selection (docs/architecture.md, Choosing the framework set): the one (channel,
+// variant) index and main-package build whose kernels cover every GPU, its companions from the same
+// index with the coupled version (same build date for nightlies, same variant always), then the
+// dependency closure from that index.
 #include <functional>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include "resolver/resolver.hpp"
 #include "specs/cuda_version.hpp"
 #include "specs/gpu_arch.hpp"
+#include "wheel/coverage.hpp"
 
 namespace envfix::resolver {
 
@@ -21,6 +23,12 @@ struct FrameworkIndex {
   std::string url;
 };
 
+// Kernels read from a build's binaries, and where they were read.
+struct BuildFacts {
+  std::vector<wheel::ProfiledFile> files;
+  std::string source; // "installed in /…/site-packages", "downloaded torch 2.11.0+cu130 (…)"
+};
+
 // What the resolver needs to know about a framework (filled from matrices::Knowledge by the CLI, or
 // from fixture data by scenarios).
 struct FrameworkSpec {
@@ -30,6 +38,9 @@ struct FrameworkSpec {
   std::vector<FrameworkIndex> indexes;
   // Kernel archs in a build; nullopt when the data does not know (→ arch-unverified).
   std::function<std::optional<std::vector<specs::GpuArch>>(const specs::Version&, std::string_view variant)> archs;
+  // What the binaries of a build already said (read by apply's kernel gate, or from the installed
+  // set), by wheel and index variant; nullopt when none was read. Evidence beats the table above.
+  std::function<std::optional<BuildFacts>(const specs::WheelFilename&, std::string_view variant)> evidence;
   // The companion version coupled to a main version ("0.22.0" for torchvision and torch 2.7.0).
   std::function<std::optional<std::string>(const specs::Version&, std::string_view companion)> companion_version;
 };
@@ -89,7 +100,8 @@ namespace envfix::resolver {
 [[nodiscard]] std::vector<std::string> framework_family(const FrameworkSpec& spec);
 
 // Split a request into the framework set and other packages. An empty request means the framework
-// packages already installed, else the main package and its companions (design.md §3.2).
+// packages already installed, else the main package and its companions (docs/architecture.md,
+// Choosing the framework set).
 [[nodiscard]] FrameworkRequest split_request(const FrameworkSpec& spec, const std::vector<specs::Requirement>& request,
                                              const std::vector<std::string>& installed_names);
 

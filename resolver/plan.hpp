@@ -1,6 +1,7 @@
 #pragma once
 // The Plan: what to install, remove and keep to go from the installed set to a resolution
-// (design.md §1 step 4, §4 plan JSON). Pure data; cli/ renders it, installer/ executes it.
+// (docs/architecture.md, Pipeline; docs/json.md "plan"). Pure data; cli/ renders it, installer/
+// executes it.
 #include <cstdint>
 #include <optional>
 #include <string>

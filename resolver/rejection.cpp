@@ -19,6 +19,7 @@ std::string_view to_string(RejectReason r) {
   case RejectReason::invalid: return "invalid";
   case RejectReason::conflict: return "conflict";
   case RejectReason::ptx_jit_only: return "ptx-jit-only";
+  case RejectReason::arch_partly_covered: return "arch-partly-covered";
   }
   return "invalid";
 }

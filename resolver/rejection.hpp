@@ -1,5 +1,6 @@
 #pragma once
-// Why a candidate file was not chosen (design.md §3.2 step 7). The codes are stable (JSON, --explain).
+// Why a candidate file was not chosen (docs/architecture.md, Choosing the framework set, step 7;
+// docs/json.md "plan"). The codes are stable (JSON, --explain).
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,7 @@ enum class RejectReason {
   invalid,               // unparseable filename/version, not a wheel
   conflict,              // a dependency conflict excluded it during resolution
   ptx_jit_only,          // runs only by PTX JIT; ranked below a build with native SASS that was chosen
+  arch_partly_covered,   // its binaries cover the GPUs only partly; ranked below a fully covered build
 };
 
 [[nodiscard]] std::string_view to_string(RejectReason r);

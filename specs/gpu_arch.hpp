@@ -1,5 +1,6 @@
 #pragma once
-// GPU compute capabilities and the code targets embedded in CUDA binaries (reference/fatbin.md §3, §7).
+// GPU compute capabilities and the code targets embedded in CUDA binaries (docs/kernels.md, Arch
+// names and Runs-on rules).
 #include <compare>
 #include <string>
 #include <string_view>
@@ -36,7 +37,8 @@ struct GpuArch {
   // From a fatbin entry's decimal arch number (e.g. 120 → 12.0).
   [[nodiscard]] static GpuArch from_number(Kind kind, int number, Variant variant = Variant::plain);
   [[nodiscard]] std::string to_string() const;
-  // Can a device of compute capability `cc` load this code (SASS directly, PTX by JIT)? fatbin.md §7.1.
+  // Can a device of compute capability `cc` load this code (SASS directly, PTX by JIT)?
+  // docs/kernels.md, Runs-on rules.
   [[nodiscard]] bool runs_on(ComputeCapability cc) const;
   [[nodiscard]] ComputeCapability cc() const { return {major, minor}; }
   [[nodiscard]] int number() const { return major * 10 + minor; }

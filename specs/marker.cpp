@@ -30,7 +30,8 @@ constexpr std::array<std::string_view, 11> k_variables = {
     "platform_release",    "platform_system",        "platform_version", "python_full_version",
     "platform_python_implementation", "python_version", "sys_platform"};
 
-// Values compared with PEP 440 semantics when both sides parse (R4.3).
+// Values compared with PEP 440 semantics when both sides parse (dependency specifiers spec,
+// "Environment Markers").
 bool is_version_variable(std::string_view v) {
   return v == "python_version" || v == "python_full_version" || v == "implementation_version" ||
          v == "platform_release";

@@ -1,6 +1,8 @@
 #pragma once
-// PEP 508 environment markers (packaging.md §4), evaluated with the current spec's rules (not pip
-// 23.2.1's): version semantics for version-valued variables when both sides parse, else strings.
+// PEP 508 environment markers (the dependency specifiers spec:
+// https://packaging.python.org/en/latest/specifications/dependency-specifiers/), evaluated with the
+// current spec's rules (not pip 23.2.1's): version semantics for version-valued variables when both
+// sides parse, else strings.
 #include <map>
 #include <memory>
 #include <string>
@@ -25,7 +27,7 @@ struct MarkerNode;
 class Marker {
 public:
   // `python_version >= "3.8" and (sys_platform == 'linux' or extra == "gpu")`. Unknown variables
-  // are a parse error (the requirement is then ineligible, R4.2).
+  // are a parse error (the requirement is then ineligible).
   [[nodiscard]] static Expected<Marker> parse(std::string_view text);
 
   // True when the marker holds. With extras E, true iff it holds with `extra` bound to some e ∈ E

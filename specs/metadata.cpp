@@ -126,7 +126,7 @@ Expected<CoreMetadata> CoreMetadata::parse(std::string_view text) {
 
   md.metadata_version = single[0]->value;
   {
-    // "M.N": fail on a major version we do not know (R5.2).
+    // "M.N": fail on a major version we do not know (core metadata spec, "Metadata-Version").
     const std::string& mv = md.metadata_version;
     std::size_t dot = mv.find('.');
     std::string_view major = std::string_view(mv).substr(0, dot);

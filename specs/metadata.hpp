@@ -1,5 +1,6 @@
 #pragma once
-// Core metadata (METADATA, PKG-INFO, PEP 658 `.metadata`), packaging.md §5.
+// Core metadata (METADATA, PKG-INFO, PEP 658 `.metadata`): the core metadata spec,
+// https://packaging.python.org/en/latest/specifications/core-metadata/.
 #include <optional>
 #include <string>
 #include <string_view>

@@ -1,5 +1,6 @@
 #pragma once
-// PEP 503 project names (packaging.md R1.1, R1.2).
+// PEP 503 project names (normalization and validity: the name normalization spec,
+// https://packaging.python.org/en/latest/specifications/name-normalization/).
 #include <string>
 #include <string_view>
 

@@ -1,5 +1,6 @@
 #pragma once
-// PEP 508 dependency specifiers (packaging.md §4): `name[extras] (spec) ; marker` or `name @ url ; marker`.
+// PEP 508 dependency specifiers (the dependency specifiers spec on packaging.python.org):
+// `name[extras] (spec) ; marker` or `name @ url ; marker`.
 #include <optional>
 #include <string>
 #include <string_view>

@@ -1,5 +1,7 @@
 #pragma once
-// PEP 440 version specifiers (packaging.md §3.2): one clause (Specifier) and their AND (SpecifierSet).
+// PEP 440 version specifiers (the version specifiers spec, "Version specifiers":
+// https://packaging.python.org/en/latest/specifications/version-specifiers/): one clause
+// (Specifier) and their AND (SpecifierSet).
 #include <optional>
 #include <string>
 #include <string_view>

@@ -1,6 +1,8 @@
 #pragma once
 // PEP 425 compatibility tags and the ordered list of tags an interpreter supports
-// (packaging.md §2.2; the order is exactly packaging's `sys_tags()` as vendored in pip 23.2.1).
+// (PEP 425, PEP 600 manylinux, PEP 656 musllinux; the platform compatibility tags spec:
+// https://packaging.python.org/en/latest/specifications/platform-compatibility-tags/; the order is
+// exactly packaging's `sys_tags()` as vendored in pip 23.2.1).
 #include <compare>
 #include <cstddef>
 #include <optional>
@@ -14,7 +16,7 @@
 
 namespace envfix::specs {
 
-// One tag, lower-cased (tags compare case-insensitively, R2.3).
+// One tag, lower-cased (tags compare case-insensitively, as packaging does).
 struct Tag {
   std::string interpreter;
   std::string abi;
@@ -48,11 +50,13 @@ struct TagEnvironment {
 // `manylinux2014_aarch64`, `musllinux_1_2_x86_64`, `linux_x86_64`), for planning another machine.
 [[nodiscard]] Expected<void> apply_platform_tag(TagEnvironment& env, std::string_view platform);
 
-// The platforms, most preferred first (R2.6).
+// The platforms, most preferred first (PEP 600 manylinux, PEP 656 musllinux, then linux_ARCH; the
+// order of pip 23.2.1's packaging).
 [[nodiscard]] std::vector<std::string> platform_tags(const TagEnvironment& env);
-// The ABI tags of a CPython interpreter (R2.5), e.g. {"cp311"} or {"cp311d", "cp311"}.
+// The ABI tags of a CPython interpreter (packaging's `_cpython_abis`), e.g. {"cp311"} or {"cp311d", "cp311"}.
 [[nodiscard]] std::vector<std::string> cpython_abis(const TagEnvironment& env);
-// Every supported tag, most preferred first (R2.7).
+// Every supported tag, most preferred first (packaging's `sys_tags()`: `cpython_tags()` then
+// `compatible_tags()`).
 [[nodiscard]] std::vector<Tag> supported_tags(const TagEnvironment& env);
 
 // Priority lookup over a supported-tag list: rank 0 is the best tag.
@@ -60,7 +64,8 @@ class TagRanking {
 public:
   explicit TagRanking(std::vector<Tag> tags);
   [[nodiscard]] std::optional<std::size_t> rank(const Tag& tag) const;
-  // A wheel's priority is the best (minimum) rank among its tags (R2.9); nullopt if none supported.
+  // A wheel's priority is the best (minimum) rank among its tags (as in pip's candidate sort key);
+  // nullopt if none supported.
   [[nodiscard]] std::optional<std::size_t> best_rank(const std::vector<Tag>& tags) const;
   [[nodiscard]] const std::vector<Tag>& tags() const { return m_tags; }
 

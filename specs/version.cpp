@@ -13,7 +13,8 @@ bool is_alnum(char c) { return is_digit(c) || (c >= 'a' && c <= 'z'); }
 bool is_sep(char c) { return c == '-' || c == '_' || c == '.'; }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
-// Matches the permissive PEP 440 pattern (R3.2) with backtracking over its optional separators,
+// Matches the permissive PEP 440 pattern (the version specifiers spec, "Appendix: Parsing version
+// strings with regular expressions") with backtracking over its optional separators,
 // so that it accepts exactly what packaging's regex accepts. `m_furthest` records how far the
 // meaningful tokens (digits, keywords) reached, which is where an error is reported.
 class VersionMatcher {

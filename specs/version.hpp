@@ -1,5 +1,6 @@
 #pragma once
-// PEP 440 versions (packaging.md §3.1): permissive parse, canonical to_string, packaging's ordering.
+// PEP 440 versions (the version specifiers spec, "Public version identifiers" and "Local version
+// identifiers"): permissive parse, canonical to_string, packaging's ordering.
 #include <compare>
 #include <cstdint>
 #include <optional>

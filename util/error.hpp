@@ -10,7 +10,7 @@
 
 namespace envfix {
 
-// Stable categories; cli/ maps them to exit codes (design.md §4).
+// Stable categories; cli/ maps them to exit codes (docs/architecture.md, JSON and exit codes).
 enum class ErrorCode {
   invalid_input,   // bad user input, malformed file/page/wheel: exit 1, environment unchanged
   not_found,       // a file, package or target that does not exist: exit 1

@@ -32,7 +32,7 @@ struct ElfSegment {
 struct ElfFile {
   std::uint16_t type = 0;      // ET_REL 1, ET_EXEC 2, ET_DYN 3
   std::uint16_t machine = 0;   // EM_X86_64 62, EM_AARCH64 183, EM_CUDA 190
-  std::uint32_t flags = 0;     // e_flags (cubins: the SM, fatbin.md §3.5)
+  std::uint32_t flags = 0;     // e_flags (cubins: the SM, docs/kernels.md, Raw cubins and e_flags)
   std::uint8_t osabi = 0;
   std::uint8_t abiversion = 0;
   std::vector<ElfSection> sections;

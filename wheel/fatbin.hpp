@@ -1,5 +1,6 @@
 #pragma once
-// Fatbin container parsing (reference/fatbin.md §3.2–3.4, §4). Internal to wheel/.
+// Fatbin container parsing (docs/kernels.md, Container layout, Entry layout, Entry flags, Parsing).
+// Internal to wheel/.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -55,7 +56,7 @@ private:
                                                  const ReadOptions& options = {});
 
 // Any other region: accept only containers that parse strictly and hold at least one entry
-// (code sections contain the magic as an immediate; fatbin.md §9.3). Searches options.window
+// (code sections contain the magic as an immediate; docs/kernels.md, Embedded fatbins). Searches options.window
 // bytes at a time and releases each window it has passed; a container that crosses a window's
 // edge is parsed whole (and found whichever side of the edge its magic lies).
 void scan_region(std::span<const std::uint8_t> bytes, std::size_t off, std::size_t size,

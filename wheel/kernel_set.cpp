@@ -27,8 +27,8 @@ bool starts_with(std::span<const std::uint8_t> b, std::string_view s) {
 bool is_fatbin(std::span<const std::uint8_t> b) { return b.size() >= 4 && load_u32(b.data()) == fatbin_magic; }
 
 // Sections that never hold embedded fatbins: symbol/string tables, relocations, debug info,
-// unwind tables, the wrapper array (pointers, fatbin.md §3.1) and executable code, whose
-// immediates can contain the magic (§9.3).
+// unwind tables, the wrapper array (pointers; docs/kernels.md, The wrapper) and executable code,
+// whose immediates can contain the magic (docs/kernels.md, Embedded fatbins).
 bool skip_scan(const ElfSection& s) {
   if (s.type == sht_nobits || s.type == 0 || s.size == 0) return true;
   if (s.flags & shf_execinstr) return true;
@@ -53,7 +53,7 @@ void shift_offsets(KernelSet& ks, std::uint64_t base, const std::string& member)
   }
 }
 
-// A raw cubin (EM_CUDA ELF): the SM comes from e_flags (fatbin.md §3.5).
+// A raw cubin (EM_CUDA ELF): the SM comes from e_flags (docs/kernels.md, Raw cubins and e_flags).
 Expected<KernelSet> read_cubin(const ElfFile& elf, std::size_t size, std::string_view name) {
   int sm = 0;
   bool arch_specific = false;
@@ -192,13 +192,6 @@ bool FatbinContainer::registered() const {
   return section.empty() || section == ".nv_fatbin" || section == "__nv_relfatbin";
 }
 
-std::string Coverage::via() const {
-  if (runnable == 0) return "none";
-  if (via_ptx == 0) return "sass";
-  if (via_sass == 0) return "ptx";
-  return "mixed";
-}
-
 std::vector<GpuArch> KernelSet::archs() const {
   std::set<GpuArch> s;
   for (const auto& c : containers)
@@ -239,28 +232,6 @@ bool KernelSet::has_zstd() const {
     for (const auto& e : c.entries)
       if (e.compression == "zstd" && e.arch.kind != GpuArch::Kind::lto) return true;
   return false;
-}
-
-Coverage KernelSet::coverage(specs::ComputeCapability cc) const {
-  Coverage cov;
-  for (const auto& c : containers) {
-    if (!c.loadable()) continue;
-    bool sass = false, ptx = false;
-    for (const auto& e : c.entries) {
-      if (!e.arch.runs_on(cc)) continue;
-      (e.arch.kind == GpuArch::Kind::sass ? sass : ptx) = true;
-    }
-    if (!c.registered()) {
-      ++cov.embedded_total;
-      cov.embedded_runnable += (sass || ptx) ? 1 : 0;
-      continue;
-    }
-    ++cov.total;
-    if (sass) ++cov.via_sass;
-    else if (ptx) ++cov.via_ptx;
-    if (sass || ptx) ++cov.runnable;
-  }
-  return cov;
 }
 
 void KernelSet::append(KernelSet&& other) {

@@ -1,5 +1,5 @@
 #pragma once
-// The GPU code embedded in a binary: fatbin containers and their entries (reference/fatbin.md).
+// The GPU code embedded in a binary: fatbin containers and their entries (docs/kernels.md).
 // Only headers are read (never payloads, never decompressed), so compressed entries cost nothing.
 #include <cstdint>
 #include <filesystem>
@@ -41,22 +41,7 @@ struct FatbinContainer {
   [[nodiscard]] bool registered() const;
 };
 
-// How many containers (one per translation unit) a device can run. Counts registered, loadable
-// containers: each is one module the runtime must find an image in. Embedded containers are
-// counted apart, since their library loads only those it chose for the device (cuFFT keeps one
-// container per arch in .ldata; per-container coverage of those says nothing).
-struct Coverage {
-  std::size_t runnable = 0;  // containers with at least one entry that runs on the device
-  std::size_t total = 0;     // registered loadable containers
-  std::size_t embedded_runnable = 0; // the same for containers embedded in other sections
-  std::size_t embedded_total = 0;
-  std::size_t via_sass = 0;  // runnable through a matching SASS entry
-  std::size_t via_ptx = 0;   // runnable only by JIT-compiling PTX
-  [[nodiscard]] bool full() const { return total > 0 && runnable == total; }
-  // "sass", "ptx", "mixed" or "none" (how the runnable containers run).
-  [[nodiscard]] std::string via() const;
-};
-
+// Coverage (will this code run on a device?) is judged in one place: wheel/coverage.hpp.
 struct KernelSet {
   std::vector<FatbinContainer> containers;
   std::vector<std::string> warnings; // recoverable oddities (garbage skipped between containers)
@@ -69,9 +54,8 @@ struct KernelSet {
   [[nodiscard]] std::size_t entry_count() const;
   [[nodiscard]] std::size_t compressed_count() const;
   [[nodiscard]] bool any_compressed() const;
-  // ZSTD-compressed SASS/PTX needs a driver for CUDA >= 12.4 to load (fatbin.md §5).
+  // ZSTD-compressed SASS/PTX needs a driver for CUDA >= 12.4 to load (docs/kernels.md, Compression).
   [[nodiscard]] bool has_zstd() const;
-  [[nodiscard]] Coverage coverage(specs::ComputeCapability cc) const;
   [[nodiscard]] bool empty() const { return containers.empty(); }
   void append(KernelSet&& other);
 };

@@ -1,5 +1,6 @@
 #pragma once
-// The RECORD file of a wheel or an installed distribution (packaging.md R6.4, R6.14): a CSV of
+// The RECORD file of a wheel or an installed distribution (PEP 427, binary distribution format spec
+// ".dist-info directory"; PEP 376/627, recording installed packages spec "The RECORD file"): a CSV of
 // `path,hash,size` rows read with Python csv rules (quoted fields, doubled quotes, LF or CRLF).
 #include <cstdint>
 #include <optional>

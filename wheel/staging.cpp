@@ -76,7 +76,7 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b + 1));
 }
 
-// Email-style headers: the first value of each field (R6.2: first Wheel-Version wins).
+// Email-style headers: the first value of each field (the first Wheel-Version wins, as in pip).
 std::map<std::string, std::string> parse_headers(std::string_view text) {
   std::map<std::string, std::string> out;
   std::size_t pos = 0;
@@ -180,13 +180,13 @@ Expected<void> check_member_name(std::string_view name) {
   return {};
 }
 
-std::vector<fs::path> StagedWheel::shared_objects() const {
-  std::vector<fs::path> out;
+std::vector<const StagedFile*> StagedWheel::shared_objects() const {
+  std::vector<const StagedFile*> out;
   for (const auto& f : files) {
     auto slash = f.staged.rfind('/');
     std::string_view base = slash == std::string::npos ? std::string_view(f.staged) : std::string_view(f.staged).substr(slash + 1);
     if (base.size() > 3 && (base.ends_with(".so") || base.find(".so.") != std::string::npos))
-      out.push_back(f.staged);
+      out.push_back(&f);
   }
   return out;
 }
@@ -253,7 +253,7 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
     if (!ar.find(sw.dist_info + "/" + required))
       return fail(ErrorCode::invalid_input, "{}: {}/{} is missing", wname, sw.dist_info, required);
 
-  // WHEEL (R6.2).
+  // WHEEL (PEP 427: refuse a Wheel-Version major above 1).
   auto wheel_text = ENVFIX_TRY(ar.read_member(sw.dist_info + "/WHEEL"));
   auto info = WheelInfo::parse(wheel_text, wname + ":" + sw.dist_info + "/WHEEL");
   if (!info) return std::unexpected(std::move(info.error()));
@@ -287,7 +287,7 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
   if (auto* ep = ar.find(sw.dist_info + "/entry_points.txt"); ep && ep->type == ArchiveEntry::Type::file)
     sw.entry_points = ENVFIX_TRY(ar.read_member(ep->name));
 
-  // RECORD: every member listed, every listed file present (R6.4).
+  // RECORD: every member listed, every listed file present (PEP 427, ".dist-info directory").
   const std::string record_name = sw.dist_info + "/RECORD";
   auto record_text = ENVFIX_TRY(ar.read_member(record_name));
   auto parsed = ENVFIX_TRY(Record::parse(record_text, wname + ":" + record_name));
@@ -301,7 +301,7 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
   };
   for (const auto& e : ar.entries()) {
     if (e.type != ArchiveEntry::Type::file || is_signature(e.name)) continue;
-    // .data keys (R6.6).
+    // .data keys (PEP 427: purelib, platlib, headers, scripts, data).
     if (e.name.starts_with(sw.data_dir + "/")) {
       auto rest = std::string_view(e.name).substr(sw.data_dir.size() + 1);
       auto key = rest.substr(0, rest.find('/'));
@@ -513,8 +513,8 @@ Expected<StagedWheel> WheelStager::finish() {
   auto& m = *m_impl;
   const std::string& wname = m.wname;
   auto& sw = m.sw;
-  // Hash check (R6.4): digests were computed over exactly the bytes written to disk. A member the
-  // passes never reached (empty members have no data callback) hashes as empty.
+  // Hash check (PEP 427, ".dist-info directory"): digests were computed over exactly the bytes
+  // written to disk. A member the passes never reached (empty members have no data callback) hashes as empty.
   for (std::size_t i = 0; i < sw.files.size(); ++i) {
     auto& f = sw.files[i];
     if (m.digests[i].empty()) m.digests[i] = util::Sha256().raw_digest();

@@ -1,7 +1,9 @@
 #pragma once
-// Staged extraction of a wheel (packaging.md §6.1): every check that can refuse a hostile or broken
-// wheel runs before a byte is written, then members are extracted into a private staging directory
-// while their sha256 is computed and compared with RECORD. Nothing outside the staging directory
+// Staged extraction of a wheel (PEP 427, the binary distribution format spec:
+// https://packaging.python.org/en/latest/specifications/binary-distribution-format/; RECORD hashes
+// verified as its ".dist-info directory" section requires): every check that can refuse a hostile
+// or broken wheel runs before a byte is written, then members are extracted into a private staging
+// directory while their sha256 is computed and compared with RECORD. Nothing outside the staging directory
 // is touched; installer/ later moves the staged files into place.
 #include <cstdint>
 #include <filesystem>
@@ -43,7 +45,7 @@ struct StagedWheel {
   std::vector<std::string> warnings;
 
   // Staged shared objects (".so", ".so.N"): what the kernel check inspects before install.
-  [[nodiscard]] std::vector<std::filesystem::path> shared_objects() const;
+  [[nodiscard]] std::vector<const StagedFile*> shared_objects() const;
 };
 
 struct StagingOptions {
@@ -62,7 +64,8 @@ struct StagingOptions {
 [[nodiscard]] std::string record_hash(std::string_view bytes);
 [[nodiscard]] Expected<std::string> record_hash_file(const std::filesystem::path& path);
 
-// Checks a member name (R6.3): UTF-8, relative, '/' separators, no '.', '..' or empty components.
+// Checks a member name (never outside its destination, which pip refuses too): UTF-8, relative,
+// '/' separators, no '.', '..' or empty components.
 [[nodiscard]] Expected<void> check_member_name(std::string_view name);
 
 // Staging in three steps, so a caller can spread the extraction of many wheels over one set of

@@ -1,5 +1,5 @@
 #pragma once
-// The WHEEL file of a wheel's .dist-info (packaging.md R6.2): email-style headers
+// The WHEEL file of a wheel's .dist-info (PEP 427, binary distribution format spec): email-style headers
 // Wheel-Version, Generator, Root-Is-Purelib, Tag (repeated) and Build.
 #include <string>
 #include <string_view>

@@ -494,23 +494,26 @@ std::string byte_list(const std::string& data) {
   return o + "]";
 }
 
-// A real CUDA shared object with sm_80 SASS only, built once per test process by nvcc.
-const std::string& sm80_shared_object() {
-  static std::string cached;
-  if (!cached.empty()) return cached;
+// A real CUDA shared object with SASS for one arch only ("80", "90"), built once per test process by nvcc.
+const std::string& arch_shared_object(const std::string& arch) {
+  static std::map<std::string, std::string> cached;
+  if (auto it = cached.find(arch); it != cached.end()) return it->second;
   auto work = util::make_temp_dir({}, "envfix-fixfw-so").value();
   write(work / "k.cu",
         "extern \"C\" __global__ void fixfw_scale(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }\n"
         "extern \"C\" int fixfw_launch(float* x, int n) { fixfw_scale<<<(n + 255) / 256, 256>>>(x, 2.0f, n); return 0; }\n");
   auto nvcc = util::run_process({"/usr/local/cuda/bin/nvcc", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-gencode",
-                                 "arch=compute_80,code=sm_80", (work / "k.cu").string(), "-o", (work / "libk.so").string()},
+                                 fmt::format("arch=compute_{0},code=sm_{0}", arch), (work / "k.cu").string(), "-o",
+                                 (work / "libk.so").string()},
                                 {.timeout = std::chrono::seconds(300)});
   REQUIRE(nvcc);
   REQUIRE_MESSAGE(nvcc->ok(), nvcc->err);
-  cached = slurp(work / "libk.so");
+  cached[arch] = slurp(work / "libk.so");
   fs::remove_all(work);
-  return cached;
+  return cached[arch];
 }
+
+const std::string& sm80_shared_object() { return arch_shared_object("80"); }
 
 TEST_CASE("framework apply: smoke test passes, a failing smoke test rolls back, the kernel check refuses a lying build") {
   const std::string& so = sm80_shared_object();
@@ -564,14 +567,19 @@ TEST_CASE("framework apply: smoke test passes, a failing smoke test rolls back, 
   SUBCASE("the kernel check refuses a .so without code for the GPU, before anything is removed") {
     auto k = w.envfix(fw({"fixfw==2.0.0"}));
     CHECK(k.rc == 1);
-    CHECK(k.err.find("libfixfw_kernels.so has no code for GPU") != std::string::npos);
-    CHECK(k.err.find("sm_90") != std::string::npos);
-    CHECK(k.err.find("the binary holds: sm_80") != std::string::npos);
+    CHECK(k.err.find("kernel check refused fixfw 2.0.0+cu128: none of its 1 GPU modules (1 file) has code that runs on") !=
+          std::string::npos);
+    CHECK(k.err.find("(sm_90)") != std::string::npos);
+    CHECK(k.err.find("refused by the kernel check in this run") != std::string::npos); // the pin leaves nothing else
+    CHECK(k.err.find("read from the binaries (downloaded fixfw 2.0.0+cu128") != std::string::npos);
+    CHECK(k.err.find("the matrices claimed") == std::string::npos); // no claim the gate cannot know
     CHECK(manifest(ve) == before);
-    // The same build is fine for an sm_80 GPU... but the matrices say it is sm_90 only, so plan refuses.
+    // The matrices say 2.0.0 is sm_90 only, but its binary, read above, holds sm_80 SASS, which runs on
+    // an sm_86 GPU: evidence beats the table, and plan says where it came from.
     auto p = w.envfix({"plan", "fixfw==2.0.0", "--framework", "fixfw", "--matrices", (w.root() / "matrices").string(), "--mirror",
                        w.base_url(), "--gpu", "sm_86", "--driver", "580.65.06", "--python", py});
-    CHECK(p.rc == 1);
+    CHECK(p.rc == 0);
+    CHECK(p.err.find("its binaries cover sm_86 (downloaded fixfw 2.0.0+cu128") != std::string::npos);
   }
   SUBCASE("lock for two hosts, deterministic; export picks by --target") {
     auto l = [&] {
@@ -595,6 +603,136 @@ TEST_CASE("framework apply: smoke test passes, a failing smoke test rolls back, 
   }
 }
 
+
+// "evfw": what the binaries say beats the table. Stable 3.0.0 is claimed to carry sm_90 but its real
+// .so holds sm_80 only; the nightly 3.1.0.dev20261201 holds sm_90. Both are real nvcc objects.
+constexpr const char* kEvfwMatrices = R"YAML(schema: 1
+frameworks:
+  evfw:
+    main_package: evfw
+    default_mirror: "https://evfw.invalid"
+    channels:
+      stable: "{mirror}/whl/{variant}"
+      nightly: "{mirror}/whl/nightly/{variant}"
+    nightly_coupling: same-build-date
+    source: "envfix tests/apply/test_apply.cpp"
+    variants:
+      cu128: {cuda: "12.8"}
+    smoke:
+      step_a: "import evfw; print('step A ok')"
+      step_b: "import evfw; print('step B ok')"
+    releases:
+      - versions: ["3.0.0"]
+        python: [cp311, cp312]
+        source: "test fixture"
+        variants:
+          cu128:
+            linux_x86_64: {sass: [sm_90], ptx: [], confidence: verified, source: "test claim (wrong: the binary holds sm_80)"}
+      - nightly: "3.1.0"
+        python: [cp311, cp312]
+        source: "test fixture"
+        variants:
+          cu128:
+            linux_x86_64: {sass: [sm_90], ptx: [], confidence: verified, source: "test claim"}
+)YAML";
+
+std::string evfw_spec(const std::string& simple_dir, const std::string& version, const std::string& so) {
+  return fmt::format(R"({{"simple_dir": "{}", "files_dir": "whl/files", "packages": [
+    {{"name": "evfw", "version": "{}", "tags": ["py3-none-manylinux_2_17_x86_64"],
+      "files": {{"evfw/__init__.py": "VALUE = 1\n", "evfw/lib/libevfw_kernels.so": {}}}}}
+  ]}})",
+                     simple_dir, version, byte_list(so));
+}
+
+TEST_CASE("evidence first: apply falls through a refused build; installed binaries are never 'nothing to do'; "
+          "doctor's fix, run as printed, heals") {
+  World w(evfw_spec("whl/cu128", "3.0.0+cu128", arch_shared_object("80")));
+  w.rebuild_index(evfw_spec("whl/nightly/cu128", "3.1.0.dev20261201+cu128", arch_shared_object("90")));
+  write(w.root() / "matrices/evfw.yaml", kEvfwMatrices);
+  const std::string m = (w.root() / "matrices").string();
+  auto target = [&](const fs::path& ve) {
+    return std::vector<std::string>{"--framework", "evfw", "--matrices", m, "--mirror", w.base_url(), "--gpu", "sm_90",
+                                    "--driver", "580.65.06", "--python", (ve / "bin/python").string()};
+  };
+  auto with = [](std::vector<std::string> a, std::vector<std::string> b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+
+  SUBCASE("the stable build's downloaded binary lacks sm_90: apply installs the nightly in the same run") {
+    auto ve = w.venv("venv");
+    auto plan = w.envfix(with({"plan", "--format", "json"}, target(ve)));
+    REQUIRE(plan.rc == 0);
+    CHECK(json::parse(plan.out)["install"][0]["version"] == "3.0.0+cu128"); // the table's claim, before any binary is read
+    auto a = w.envfix(with({"apply", "--yes", "--format", "json", "--lockfile", w.lockfile().string()}, target(ve)));
+    REQUIRE(a.rc == 0);
+    CHECK(a.err.find("kernel check refused evfw 3.0.0+cu128: none of its") != std::string::npos);
+    CHECK(a.err.find("trying the next candidate") != std::string::npos);
+    CHECK(a.err.find(" + evfw==3.1.0.dev20261201+cu128") != std::string::npos);
+    auto j = json::parse(a.out);
+    CHECK(j["channel"] == "nightly");
+    REQUIRE(j["applied"]["kernel_refusals"].size() == 1);
+    CHECK(j["applied"]["kernel_refusals"][0].get<std::string>().find("evfw 3.0.0+cu128") != std::string::npos);
+    CHECK(w.pip_list(ve).at("evfw") == "3.1.0.dev20261201+cu128");
+    // The lockfile records what the binary holds, verified.
+    auto lock = slurp(w.lockfile());
+    CHECK(lock.find("sm_90") != std::string::npos);
+    CHECK(lock.find("verified: true") != std::string::npos);
+    // The refused build is now known by its binary: plan skips it, and says why.
+    auto again = w.envfix(with({"plan", "--explain", "--format", "json", "--channel", "stable"}, target(w.venv("other"))));
+    CHECK(again.rc == 1);
+    CHECK(again.err.find("read from the binaries (downloaded evfw 3.0.0+cu128") != std::string::npos);
+  }
+  SUBCASE("the installed set's binaries lack sm_90 though the matrices claim it: plan proposes a change") {
+    auto ve = w.venv("venv");
+    auto pip = w.pip(ve, {"install", "-q", "--index-url", w.http_base() + "/whl/cu128", "evfw"});
+    REQUIRE_MESSAGE(pip.ok(), pip.err);
+    REQUIRE(w.pip_list(ve).at("evfw") == "3.0.0+cu128");
+    const auto before = manifest(ve);
+    auto p = w.envfix(with({"plan", "--format", "json"}, target(ve)), {}, w.root() / "fresh-cache");
+    REQUIRE(p.rc == 0);
+    auto j = json::parse(p.out);
+    REQUIRE(j["install"].size() == 1);
+    CHECK(j["install"][0]["version"] == "3.1.0.dev20261201+cu128");
+    bool rejected = false;
+    for (const auto& r : j["rejected"])
+      if (r["version"] == "3.0.0+cu128" && r["reason"] == "arch-not-covered" &&
+          r["detail"].get<std::string>().find("installed in " + (ve / "lib").string()) != std::string::npos)
+        rejected = true;
+    CHECK(rejected);
+    CHECK(p.err.find("Nothing to do") == std::string::npos);
+    CHECK(manifest(ve) == before);
+
+    // doctor: broken, from the binaries; its fix, run exactly as printed, heals the venv.
+    auto d = w.envfix(with({"doctor", "--format", "json"}, target(ve)), {}, w.root() / "fresh-cache");
+    CHECK(d.rc == 1);
+    auto dj = json::parse(d.out);
+    CHECK(dj["verdict"] == "broken");
+    bool found = false;
+    for (const auto& f : dj["findings"]) found = found || f["code"] == "arch-not-covered";
+    CHECK(found);
+    CHECK(dj["packages"][0]["kernels"]["coverage"]["sm_90"]["verdict"] == "none");
+    auto fix = dj["fix"].get<std::string>();
+    for (const char* opt : {"--mirror", "--matrices", "--framework evfw", "--gpu sm_90", "--driver 580.65.06"})
+      CHECK_MESSAGE(fix.find(opt) != std::string::npos, fix);
+    std::vector<std::string> argv;
+    for (std::size_t i = 0, j2; i < fix.size(); i = j2 + 1) {
+      j2 = fix.find(' ', i);
+      if (j2 == std::string::npos) j2 = fix.size();
+      if (j2 > i) argv.push_back(fix.substr(i, j2 - i));
+    }
+    REQUIRE(argv.at(0) == "envfix");
+    argv[0] = envfix_bin().string(); // exactly as printed (it names the cache dir doctor used)
+    auto healed = util::run_process(argv, w.envfix_options());
+    REQUIRE(healed);
+    MESSAGE(fix << " -> " << healed->exit_code << "\n" << healed->err);
+    CHECK(healed->exit_code == 0);
+    CHECK(w.pip_list(ve).at("evfw") == "3.1.0.dev20261201+cu128");
+    auto d2 = w.envfix(with({"doctor", "--format", "json"}, target(ve)), {}, w.root() / "fresh-cache");
+    CHECK(json::parse(d2.out)["verdict"] == "healthy");
+    CHECK(d2.rc == 0);
+  }
+}
 
 // "cpufw" has a CUDA variant and a CPU variant. Its GPU steps always fail, so a pass proves that the
 // CPU step ran instead; the CPU step checks that it cannot see a GPU, and fails when CPUFW_FAIL is set.

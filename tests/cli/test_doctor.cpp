@@ -355,8 +355,12 @@ TEST_CASE("doctor: kernels read from nvcc-built shared objects listed in RECORD"
     auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro"}));
     auto* f = finding(j, "arch-partly-covered");
     REQUIRE(f);
+    CHECK(f->at("severity") == "warning"); // partial: a warning that names the file, not a refusal
+    CHECK(j["verdict"] == "degraded");
     CHECK(f->at("message").get<std::string>().find("libfake_cuda.so") != std::string::npos);
     auto& k = j["packages"][0]["kernels"];
+    CHECK(k["coverage"]["sm_90"]["verdict"] == "partial");
+    CHECK(k["coverage"]["sm_90"]["older_only"].get<int>() >= 1); // k2 is sm_80 only
     REQUIRE(k.is_object());
     CHECK(k["files"] == 1);
     CHECK(k["sass"] == json::array({"sm_80", "sm_90"}));
@@ -375,6 +379,8 @@ TEST_CASE("doctor: kernels read from nvcc-built shared objects listed in RECORD"
         from_binary = true;
     CHECK(from_binary);
     CHECK(j["packages"][0]["kernels"]["coverage"]["sm_120"]["runnable"] == 0);
+    CHECK(j["packages"][0]["kernels"]["coverage"]["sm_120"]["verdict"] == "none");
+    CHECK(j["verdict"] == "broken");
   }
 }
 

@@ -45,7 +45,7 @@ TEST_CASE("inspect: JSON fields, coverage and exit codes") {
                                                      fake_container({{2, 90, 0x100011}})})},
                              {".rodata", fake_container({{2, 120}})}}));
   auto r = run({"inspect", lib.string(), "--gpu", "sm_90", "--gpu", "8.6", "--format", "json"});
-  CHECK(r.exit_code == 1); // 8.6 is not fully covered
+  CHECK(r.exit_code == 0); // 8.6 is only partly covered: information, not a refusal
   auto j = json::parse(r.out);
   REQUIRE(j["files"].size() == 1);
   auto f = j["files"][0];
@@ -57,11 +57,23 @@ TEST_CASE("inspect: JSON fields, coverage and exit codes") {
   CHECK(f["entries"] == 5);
   CHECK(f["compressed"] == 1);
   CHECK(f["zstd"] == true);
+  auto counts = [](int runnable, int total, int sass, int ptx, int newer, int older, int other) {
+    return json({{"runnable", runnable}, {"total", total}, {"sass", sass}, {"ptx", ptx}, {"newer_only", newer},
+                 {"older_only", older}, {"other", other}});
+  };
+  // sm_90: both registered containers run (sm_90, sm_90a); the embedded sm_120 one is for a newer arch.
   CHECK(f["coverage"]["sm_90"] ==
-        json({{"runnable", 2}, {"total", 2}, {"via", "sass"}, {"via_sass", 2}, {"via_ptx", 0},
-              {"embedded_runnable", 0}, {"embedded_total", 1}}));
+        json({{"verdict", "partial"}, {"runnable", 2}, {"total", 2}, {"via", "sass"}, {"via_sass", 2}, {"via_ptx", 0},
+              {"embedded_runnable", 0}, {"embedded_total", 1}, {"registered", counts(2, 2, 2, 0, 0, 0, 0)},
+              {"embedded", counts(0, 1, 0, 0, 1, 0, 0)}}));
   CHECK(f["coverage"]["sm_86"]["runnable"] == 1);
   CHECK(f["coverage"]["sm_86"]["total"] == 2);
+  CHECK(f["coverage"]["sm_86"]["verdict"] == "partial");
+  CHECK(f["coverage"]["sm_86"]["registered"]["newer_only"] == 1); // the sm_90a module
+  // No entry runs on a 7.5 device: `none`, and the exit code says so.
+  auto r75 = run({"inspect", lib.string(), "--gpu", "7.5", "--format", "json"});
+  CHECK(r75.exit_code == 1);
+  CHECK(json::parse(r75.out)["files"][0]["coverage"]["sm_75"]["verdict"] == "none");
   CHECK(f["sections"][".nv_fatbin"]["containers"] == 2);
 
   r = run({"inspect", lib.string(), "--gpu", "9.0"});

@@ -256,7 +256,8 @@ TEST_CASE("downloads: verified, content-addressed, cached; wrong published hash 
   for (const auto& e : fs::recursive_directory_iterator(fx.cache))
     CHECK(e.path().filename() != bad[0].filename);
 
-  // Missing hash: still downloaded (R1.17), stored under its computed hash, found again by URL.
+  // Missing hash: still downloaded (download.pytorch.org has such entries, pytorch/pytorch#153469),
+  // stored under its computed hash, found again by URL.
   auto nohash = client.project_candidates(index, "nohash").value();
   REQUIRE_FALSE(nohash[0].sha256);
   auto n1 = client.download(nohash[0]);

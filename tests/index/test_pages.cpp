@@ -83,7 +83,7 @@ TEST_CASE("HTML page: hrefs, entities, hashes, yanked, metadata, base href, bad 
   CHECK(page->warnings.size() == 3); // javascript:, ftp:, mailto:
   for (const auto& c : page->candidates) CHECK(c.url.find('#') == std::string::npos);
 
-  // <base href> wins over the page URL (R1.7).
+  // <base href> wins over the page URL (RFC 3986 resolution against the document's base).
   auto based = parse_html_page(R"(<html><head><base href="https://mirror.example/files/"></head>
     <body><a href="x-1.0-py3-none-any.whl">x</a></body></html>)", ctx("https://h/simple/x/", "x"));
   REQUIRE(based);
@@ -152,8 +152,8 @@ TEST_CASE("content type dispatch") {
 }
 
 TEST_CASE("the real download.pytorch.org excerpt") {
-  auto text = util::read_file(std::string(ENVFIX_SHARED_DIR) +
-                              "/fixtures/index-pages/download.pytorch.org_whl_cu128_torch_2.7.0-excerpt.html");
+  auto text = util::read_file(std::string(ENVFIX_FIXTURES_DIR) +
+                              "/index-pages/download.pytorch.org_whl_cu128_torch_2.7.0-excerpt.html");
   REQUIRE(text);
   auto page = parse_html_page(*text, ctx("https://download.pytorch.org/whl/cu128/torch/"));
   REQUIRE(page);

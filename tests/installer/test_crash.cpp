@@ -1,5 +1,6 @@
 // SIGKILL during a transaction, then recover(): the environment holds the old set or the new
-// set, never a mix (design.md §5.7). The transaction runs in tests/installer/txn_driver.
+// set, never a mix (docs/architecture.md, The transaction: Rollback, Recover). The transaction runs
+// in tests/installer/txn_driver.
 #include <doctest/doctest.h>
 
 #include <signal.h>

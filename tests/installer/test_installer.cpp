@@ -358,7 +358,7 @@ TEST_CASE("a failure injected at every step leaves the venv byte-identical") {
   {
     TransactionOptions opt;
     std::size_t seen = 0;
-    opt.kernel_check = [&](const std::vector<fs::path>& sos) -> Expected<void> {
+    opt.kernel_check = [&](const std::vector<StagedObject>& sos) -> Expected<void> {
       seen = sos.size();
       return fail(ErrorCode::unsatisfiable, "libfoo.so lacks sm_120");
     };

@@ -188,7 +188,7 @@ TEST_CASE("spot checks: torch 2.7.0 cu128 carries sm_120, cu126 does not") {
 }
 
 TEST_CASE("spot check: torch 2.11 cu130 equals the archs measured on the H200 (cuobjdump --list-elf)") {
-  auto text = util::read_file(std::string(ENVFIX_SHARED_DIR) + "/fixtures/gpu-h200/libtorch_cuda-2.11.0+cu130.cuobjdump-list-elf.txt");
+  auto text = util::read_file(std::string(ENVFIX_FIXTURES_DIR) + "/gpu-h200/libtorch_cuda-2.11.0+cu130.cuobjdump-list-elf.txt");
   REQUIRE(text);
   std::set<std::string> measured;
   std::regex re(R"(\.(sm_\d+[af]?)\.cubin)");

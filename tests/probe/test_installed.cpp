@@ -142,8 +142,8 @@ TEST_CASE("hand-made site-packages: duplicates, missing RECORD, broken METADATA,
   CHECK(dups[0].size() == 2);
   auto sos = installed_shared_objects(dists[1]).value();
   REQUIRE(sos.size() == 2); // gone.so is listed but absent
-  CHECK(sos[0].filename() == "libgomp.so.1");
-  CHECK(sos[1].filename() == "libtorch_cpu.so");
+  CHECK(sos[0].path.filename() == "libgomp.so.1");
+  CHECK(sos[1].path.filename() == "libtorch_cpu.so");
   CHECK(installed_shared_objects(dists[0]).value().empty()); // no RECORD
   // A folder with neither METADATA nor a version in its name is reported, not fatal.
   test::write(site / "weird.dist-info/INSTALLER", "pip\n");

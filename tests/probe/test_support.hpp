@@ -11,8 +11,8 @@
 
 namespace envfix::test {
 
-inline std::filesystem::path shared_dir() { return std::filesystem::path(ENVFIX_SHARED_DIR); }
-inline std::filesystem::path h200() { return shared_dir() / "fixtures/gpu-h200"; }
+inline std::filesystem::path fixtures_dir() { return std::filesystem::path(ENVFIX_FIXTURES_DIR); }
+inline std::filesystem::path h200() { return fixtures_dir() / "gpu-h200"; }
 inline std::string fixture(const std::string& name) { return util::read_file(h200() / name).value(); }
 
 // Sets (or unsets, with nullopt) an environment variable for the scope.

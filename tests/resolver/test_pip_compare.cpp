@@ -76,8 +76,8 @@ Generated generate(unsigned seed) {
 }
 
 // packaging 21.3 (vendored by pip 23.2.1) filters a SpecifierSet clause by clause, each clause
-// falling back to pre-releases only when *it* matches no final (R3.9, R3.13). The spec falls back when
-// no final satisfies the whole set. True when the two disagree on `chosen` among `available`.
+// falling back to pre-releases only when *it* matches no final. The spec (PEP 440, "Handling of
+// pre-releases") falls back when no final satisfies the whole set. True when the two disagree on `chosen` among `available`.
 bool pip21_excludes(const specs::SpecifierSet& set, const std::vector<specs::Version>& available,
                     const specs::Version& chosen) {
   if (set.clauses().size() < 2 || !chosen.is_prerelease()) return false;

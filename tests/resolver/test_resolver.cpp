@@ -60,7 +60,7 @@ TEST_CASE("pre-releases only when named or when nothing else fits") {
   r = run(p, {"a"}, pre);
   REQUIRE(r.has_value());
   CHECK(pins_text(*r) == "a==2.0b1");
-  // <2.0 excludes 2.0 pre-releases even when allowed (R3.7).
+  // <2.0 excludes 2.0 pre-releases even when allowed (PEP 440, "Exclusive ordered comparison").
   r = run(p, {"a<2.0"}, pre);
   REQUIRE(r.has_value());
   CHECK(pins_text(*r) == "a==1.0");
@@ -79,7 +79,7 @@ TEST_CASE("==X matches X+local; nightlies are pre-releases") {
   r = run(p, {"torch>=2.8.0.dev0"});
   REQUIRE(r.has_value());
   CHECK(pins_text(*r) == "torch==2.8.0.dev20250501+cu128");
-  r = run(p, {"torch>2.7.0"}); // R3.7: > excludes 2.7.0+local; only the nightly is left
+  r = run(p, {"torch>2.7.0"}); // PEP 440: > excludes 2.7.0+local; only the nightly is left
   REQUIRE(r.has_value());
   CHECK(pins_text(*r) == "torch==2.8.0.dev20250501+cu128");
 }

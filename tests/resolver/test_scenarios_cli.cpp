@@ -8,7 +8,8 @@
 //
 // What the CLI cannot express is said in the output and in tests/scenarios/README.md:
 // - host.driver_cuda: the binary derives what a driver runs from --driver and the matrices' CUDA
-//   toolkit table (minimum driver of each toolkit, design.md §3.2 step 1).
+//   toolkit table (minimum driver of each toolkit, docs/architecture.md, Choosing the framework
+//   set, step 1).
 // - per-file `size`: the wheels are real, so sizes are whatever the builder wrote.
 #include <doctest/doctest.h>
 #include <fmt/format.h>

@@ -81,7 +81,7 @@ TEST_CASE("GpuArch rejects bad input") {
   }
 }
 
-// fatbin.md §7.1 and the H200 measurements of §7.2.
+// docs/kernels.md, Runs-on rules, and Measured on an H200.
 TEST_CASE("runs_on follows the compatibility rules") {
   struct Row { const char* arch; const char* device; bool runs; };
   const Row rows[] = {

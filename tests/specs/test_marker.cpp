@@ -22,7 +22,7 @@ Marker M(std::string_view s) {
 
 // The marker environment captured on the H200 machine (CPython 3.12.3, Linux x86_64).
 MarkerEnvironment h200_env() {
-  std::ifstream in(std::string(ENVFIX_SHARED_DIR) + "/fixtures/gpu-h200/python-probe.json");
+  std::ifstream in(std::string(ENVFIX_FIXTURES_DIR) + "/gpu-h200/python-probe.json");
   REQUIRE(in.good());
   auto j = nlohmann::json::parse(in);
   MarkerEnvironment env;

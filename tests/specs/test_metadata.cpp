@@ -14,7 +14,7 @@ using envfix::specs::parse_rfc822;
 
 namespace {
 std::string read_fixture(const std::string& dist_info) {
-  std::ifstream in(std::string(ENVFIX_SHARED_DIR) + "/fixtures/gpu-h200/dist-info/" + dist_info + "/METADATA",
+  std::ifstream in(std::string(ENVFIX_FIXTURES_DIR) + "/gpu-h200/dist-info/" + dist_info + "/METADATA",
                    std::ios::binary);
   REQUIRE(in.good());
   std::stringstream ss;

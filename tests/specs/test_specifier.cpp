@@ -36,7 +36,7 @@ TEST_CASE("specifier set membership table (R3.7, R3.8, R3.10, Appendix B)") {
     bool expected;
   };
   const Row rows[] = {
-      // Appendix B / R3.8: the torch local-label question.
+      // PEP 440 local versions: the torch local-label question (verified against packaging).
       {"==2.7.0", "2.7.0+cu128", kDefault, true},
       {"===2.7.0", "2.7.0+cu128", kDefault, false},
       {"===2.7.0", "2.7.0", kDefault, true},
@@ -102,7 +102,7 @@ TEST_CASE("specifier set membership table (R3.7, R3.8, R3.10, Appendix B)") {
       {"~=1.4.5a4", "1.4.5a5", kDefault, true},
       {"~=1!1.0", "1!1.5", kDefault, true},
       {"~=1!1.0", "1.5", kDefault, false},
-      // Nightlies (R3.10).
+      // Nightlies (dev releases, hence pre-releases under PEP 440).
       {">=2.7", "2.8.0.dev20250501+cu128", kDefault, false},
       {">=2.7", "2.8.0.dev20250501+cu128", true, true},
       {">=2.8.0.dev0", "2.8.0.dev20250501+cu128", kDefault, true},

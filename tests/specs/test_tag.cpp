@@ -107,7 +107,8 @@ TEST_CASE("supported_tags for CPython 3.11, glibc 2.36, x86_64 equals pip debug 
     CAPTURE(i);
     REQUIRE(got[i] == expected[i]);
   }
-  // Spot checks from packaging.md R2.7.
+  // Spot checks: pip's own list (`pip debug --verbose`, tests/fixtures/pip-debug) begins, has tag #36
+  // and ends like this (packaging's sys_tags() order).
   CHECK(got.front() == "cp311-cp311-manylinux_2_36_x86_64");
   CHECK(got[35] == "cp311-cp311-linux_x86_64");
   CHECK(got.back() == "py30-none-any");

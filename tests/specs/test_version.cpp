@@ -91,7 +91,7 @@ TEST_CASE("version accessors and predicates (R3.5)") {
   CHECK(n.public_version().to_string() == "1!2.8.0rc1.post2.dev3");
   CHECK(n.base_version().to_string() == "1!2.8.0");
 
-  CHECK(V("2.8.0.dev20250501+cu128").is_prerelease()); // nightlies are pre-releases (R3.10)
+  CHECK(V("2.8.0.dev20250501+cu128").is_prerelease()); // nightlies are pre-releases (PEP 440 dev releases)
   CHECK(V("2.8.0.dev20250501").dev() == 20250501u);
   CHECK_FALSE(V("2.7.0+cu128").is_prerelease());
   CHECK_FALSE(V("2.7.0.post1").is_prerelease());

@@ -1,5 +1,6 @@
 #pragma once
-// Test helper: compare `cuobjdump --list-elf/--list-ptx` output with a KernelSet (fatbin.md §6.2).
+// Test helper: compare `cuobjdump --list-elf/--list-ptx` output with a KernelSet (docs/kernels.md,
+// Cross-check with cuobjdump).
 #include <map>
 #include <string>
 #include <string_view>

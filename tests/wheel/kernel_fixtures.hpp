@@ -1,5 +1,6 @@
 #pragma once
-// Test helpers: synthetic fatbin/ELF/ar bytes (fatbin.md §3 layouts) for unit tests and fuzz seeds.
+// Test helpers: synthetic fatbin/ELF/ar bytes (docs/kernels.md, Container layout and Entry layout)
+// for unit tests and fuzz seeds.
 #include <cstdint>
 #include <string>
 #include <utility>

@@ -11,13 +11,17 @@
 
 #include "tests/wheel/cuobjdump_listing.hpp"
 #include "tests/wheel/kernel_fixtures.hpp"
+#include "tests/wheel/nvcc_fixtures.hpp"
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
+#include "wheel/coverage.hpp"
 #include "wheel/kernel_set.hpp"
 
 using namespace envfix;
 using namespace envfix::test;
 using wheel::KernelSet;
+using wheel::Verdict;
+using wheel::coverage;
 namespace fs = std::filesystem;
 
 namespace {
@@ -75,24 +79,25 @@ TEST_CASE("coverage is counted per container") {
                    fake_container({{2, 90, 0x100011}}), fake_container({{8, 90, 0x11, 120, 8}})});
   auto ks = parse(b).value();
   REQUIRE(ks.containers.size() == 4);
-  auto c90 = ks.coverage(cc("9.0"));
-  CHECK(c90.total == 3);
-  CHECK(c90.runnable == 3);
-  CHECK(c90.via_sass == 2);
-  CHECK(c90.via_ptx == 1);
+  auto c90 = coverage(ks, cc("9.0"));
+  CHECK(c90.registered.total() == 3);
+  CHECK(c90.registered.runnable() == 3);
+  CHECK(c90.registered.sass == 2);
+  CHECK(c90.registered.ptx == 1);
   CHECK(c90.via() == "mixed");
-  CHECK(c90.full());
-  auto c86 = ks.coverage(cc("8.6"));
-  CHECK(c86.runnable == 2);
+  CHECK(c90.verdict == Verdict::full);
+  auto c86 = coverage(ks, cc("8.6"));
+  CHECK(c86.registered.runnable() == 2);
   CHECK(c86.via() == "sass");
-  CHECK(!c86.full());
-  auto c120 = ks.coverage(cc("12.0"));
-  CHECK(c120.runnable == 1);
+  CHECK(c86.verdict == Verdict::partial);
+  auto c120 = coverage(ks, cc("12.0"));
+  CHECK(c120.registered.runnable() == 1);
   CHECK(c120.via() == "ptx");
-  auto c75 = ks.coverage(cc("7.5"));
-  CHECK(c75.runnable == 0);
+  auto c75 = coverage(ks, cc("7.5"));
+  CHECK(c75.registered.runnable() == 0);
   CHECK(c75.via() == "none");
-  CHECK(KernelSet{}.coverage(cc("9.0")).full() == false);
+  CHECK(c75.verdict == Verdict::none);
+  CHECK(coverage(KernelSet{}, cc("9.0")).verdict == Verdict::none);
 }
 
 TEST_CASE("strict tiling rejects damaged containers with the offset") {
@@ -168,16 +173,16 @@ TEST_CASE("ELF: .nv_fatbin, __nv_relfatbin and embedded fatbins in other section
   CHECK(!ks.containers[3].registered());
   CHECK(ks.sass() == v({"sm_80", "sm_86", "sm_90", "sm_120"}));
   CHECK(ks.ptx() == v({"compute_86", "compute_90"}));
-  auto c = ks.coverage(cc("12.0"));
-  CHECK(c.total == 3);
-  CHECK(c.embedded_total == 1);
-  CHECK(c.embedded_runnable == 1);
-  CHECK(c.runnable == 2); // TU2 and the -rdc object by PTX JIT, TU1 (sm_80, sm_90) not at all
-  CHECK(c.via_ptx == 2);
-  auto c9 = ks.coverage(cc("9.0"));
-  CHECK(c9.runnable == 3);
-  CHECK(c9.via_sass == 1);
-  CHECK(ks.coverage(cc("8.6")).runnable == 3);
+  auto c = coverage(ks, cc("12.0"));
+  CHECK(c.registered.total() == 3);
+  CHECK(c.embedded.total() == 1);
+  CHECK(c.embedded.runnable() == 1);
+  CHECK(c.registered.runnable() == 2); // TU2 and the -rdc object by PTX JIT, TU1 (sm_80, sm_90) not at all
+  CHECK(c.registered.ptx == 2);
+  auto c9 = coverage(ks, cc("9.0"));
+  CHECK(c9.registered.runnable() == 3);
+  CHECK(c9.registered.sass == 1);
+  CHECK(coverage(ks, cc("8.6")).registered.runnable() == 3);
 }
 
 TEST_CASE("ELF errors name the file and the offset") {
@@ -264,13 +269,14 @@ TEST_CASE("may_contain_kernels picks binary members of a wheel") {
 }
 
 TEST_CASE("cuobjdump listing of libtorch_cuda 2.11.0+cu130 parses into the expected multiset") {
-  auto text = util::read_file(fs::path(ENVFIX_SHARED_DIR) / "fixtures/gpu-h200/libtorch_cuda-2.11.0+cu130.cuobjdump-list-elf.txt");
+  auto text = util::read_file(fs::path(ENVFIX_FIXTURES_DIR) / "gpu-h200/libtorch_cuda-2.11.0+cu130.cuobjdump-list-elf.txt");
   REQUIRE(text);
   auto counts = cuobjdump_arch_counts(*text);
   std::size_t total = 0;
   for (auto& [k, n] : counts) total += n;
   CHECK(total == 2789);
-  // fatbin.md §6.2: sm_75/80/86/90/100/120 × 444, sm_100a × 59, sm_103a × 59, sm_90a × 4, sm_89/120a/121a × 1.
+  // docs/kernels.md, Cross-check with cuobjdump: sm_75/80/86/90/100/120 × 444, sm_100a × 59,
+  // sm_103a × 59, sm_90a × 4, sm_89/120a/121a × 1.
   for (const char* a : {"sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"}) CHECK(counts[a] == 444);
   CHECK(counts["sm_100a"] == 59);
   CHECK(counts["sm_103a"] == 59);
@@ -306,11 +312,11 @@ TEST_CASE("libtorch_cuda.so matches cuobjdump --list-elf") {
   auto ks = wheel::read_kernels_file(p);
   REQUIRE(ks);
   MESSAGE("read in ", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), " s");
-  auto text = util::read_file(fs::path(ENVFIX_SHARED_DIR) / "fixtures/gpu-h200/libtorch_cuda-2.11.0+cu130.cuobjdump-list-elf.txt");
+  auto text = util::read_file(fs::path(ENVFIX_FIXTURES_DIR) / "gpu-h200/libtorch_cuda-2.11.0+cu130.cuobjdump-list-elf.txt");
   REQUIRE(text);
   CHECK(diff_counts(cuobjdump_arch_counts(*text), cuobjdump_view(*ks)) == "");
   CHECK(ks->containers.size() == 444);
-  CHECK(ks->coverage(cc("9.0")).full());
+  CHECK(coverage(*ks, cc("9.0")).verdict == Verdict::full);
   CHECK(ks->ptx().empty());
 }
 } // TEST_SUITE gpu
@@ -318,56 +324,8 @@ TEST_CASE("libtorch_cuda.so matches cuobjdump --list-elf") {
 // ---- Real CUDA objects built with nvcc at test time (cached in the build dir) ----
 namespace {
 
-const fs::path nvcc = "/usr/local/cuda/bin/nvcc";
-const fs::path cuda_src = fs::path(ENVFIX_SOURCE_DIR) / "tests/fixtures/cuda";
-const fs::path fixture_dir = fs::path(ENVFIX_BINARY_DIR) / "kernel-fixtures";
-
-void require_nvcc() {
-  if (!fs::exists(nvcc)) {
-    std::fprintf(stderr, "SKIP: %s not found; the nvcc fixture tests need the CUDA toolkit\n", nvcc.c_str());
-    std::exit(77);
-  }
-}
-
-// Runs `argv` (paths relative to the fixture dir) unless `out` is newer than the sources.
-fs::path build(const std::string& out, std::vector<std::string> argv) {
-  require_nvcc();
-  fs::create_directories(fixture_dir);
-  fs::path target = fixture_dir / out;
-  auto newest_src = fs::last_write_time(cuda_src / "k1.cu");
-  for (const char* s : {"k2.cu", "rdc1.cu", "rdc2.cu"})
-    newest_src = std::max(newest_src, fs::last_write_time(cuda_src / s));
-  if (fs::exists(target) && fs::last_write_time(target) > newest_src) return target;
-  util::SubprocessOptions opt;
-  opt.cwd = fixture_dir;
-  opt.timeout = std::chrono::minutes(5);
-  opt.merge_stderr = true;
-  auto r = util::run_process(argv, opt);
-  REQUIRE(r);
-  INFO("command output: ", r->out);
-  REQUIRE(r->ok());
-  REQUIRE(fs::exists(target));
-  return target;
-}
-
-fs::path so(const std::string& out, std::vector<std::string> gencode, std::vector<std::string> extra = {},
-            std::vector<std::string> srcs = {"k1.cu"}) {
-  std::vector<std::string> argv = {nvcc.string(), "-shared", "-Xcompiler", "-fPIC", "-o", out};
-  argv.insert(argv.end(), gencode.begin(), gencode.end());
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  for (auto& s : srcs) argv.push_back((cuda_src / s).string());
-  return build(out, argv);
-}
-
-KernelSet read(const fs::path& p) {
-  auto ks = wheel::read_kernels_file(p);
-  INFO(p.string(), ": ", ks ? "" : ks.error().render());
-  REQUIRE(ks);
-  return *ks;
-}
-
-// The container holding the user's kernels (nvcc also adds a dlink container; fatbin.md §9.5):
-// the one whose entries are exactly `expected`.
+// The container holding the user's kernels (nvcc also adds a dlink container; docs/kernels.md, The
+// dlink container and empty modules): the one whose entries are exactly `expected`.
 bool has_container(const KernelSet& ks, std::vector<std::string> expected) {
   std::sort(expected.begin(), expected.end());
   return std::any_of(ks.containers.begin(), ks.containers.end(),
@@ -385,8 +343,8 @@ TEST_CASE("nvcc: plain sm_80") {
   CHECK(ks.sass() == v({"sm_80"}));
   CHECK(ks.ptx().empty());
   CHECK(has_container(ks, {"sm_80"}));
-  CHECK(ks.coverage(cc("8.6")).full());
-  CHECK(ks.coverage(cc("9.0")).runnable == 0);
+  CHECK(coverage(ks, cc("8.6")).verdict == Verdict::full);
+  CHECK(coverage(ks, cc("9.0")).registered.runnable() == 0);
 }
 
 TEST_CASE("nvcc: every --compress-mode") {
@@ -404,8 +362,8 @@ TEST_CASE("nvcc: every --compress-mode") {
         if (c.entries.size() != 2) continue; // the dlink container
         CHECK(e.compression == (e.arch.kind == specs::GpuArch::Kind::ptx ? m.ptx : m.sass));
       }
-    CHECK(ks.coverage(cc("9.0")).via() == "sass");
-    CHECK(ks.coverage(cc("12.0")).via() == "ptx");
+    CHECK(coverage(ks, cc("9.0")).via() == "sass");
+    CHECK(coverage(ks, cc("12.0")).via() == "ptx");
   }
 }
 
@@ -417,19 +375,19 @@ TEST_CASE("nvcc: arch-specific and family-specific targets") {
   CHECK(ks.sass() == v({"sm_90a", "sm_100a", "sm_100f", "sm_120f"}));
   CHECK(ks.ptx() == v({"compute_90a", "compute_100f"}));
   CHECK(has_container(ks, {"sm_90a", "compute_90a", "sm_100a", "sm_100f", "compute_100f", "sm_120f"}));
-  CHECK(ks.coverage(cc("9.0")).full());
-  CHECK(ks.coverage(cc("10.3")).full()); // sm_100f runs on 10.3; sm_100a does not
-  CHECK(ks.coverage(cc("12.1")).full());
-  CHECK(ks.coverage(cc("8.9")).runnable == 0);
+  CHECK(coverage(ks, cc("9.0")).verdict == Verdict::full);
+  CHECK(coverage(ks, cc("10.3")).verdict == Verdict::full); // sm_100f runs on 10.3; sm_100a does not
+  CHECK(coverage(ks, cc("12.1")).verdict == Verdict::full);
+  CHECK(coverage(ks, cc("8.9")).registered.runnable() == 0);
 }
 
 TEST_CASE("nvcc: PTX only, JIT on later GPUs") {
   auto ks = read(so("ptx80.so", {"-gencode", "arch=compute_80,code=compute_80"}));
   CHECK(ks.sass().empty());
   CHECK(ks.ptx() == v({"compute_80"}));
-  CHECK(ks.coverage(cc("9.0")).via() == "ptx");
-  CHECK(ks.coverage(cc("12.0")).full());
-  CHECK(ks.coverage(cc("7.5")).runnable == 0);
+  CHECK(coverage(ks, cc("9.0")).via() == "ptx");
+  CHECK(coverage(ks, cc("12.0")).verdict == Verdict::full);
+  CHECK(coverage(ks, cc("7.5")).registered.runnable() == 0);
 }
 
 TEST_CASE("nvcc: several translation units in one .so") {
@@ -439,8 +397,8 @@ TEST_CASE("nvcc: several translation units in one .so") {
     return multiset(c) == std::vector<std::string>{"compute_86", "sm_80", "sm_86"};
   });
   CHECK(tus == 2);
-  CHECK(ks.coverage(cc("8.9")).runnable >= 2);
-  CHECK(ks.coverage(cc("8.0")).runnable == ks.coverage(cc("8.0")).total);
+  CHECK(coverage(ks, cc("8.9")).registered.runnable() >= 2);
+  CHECK(coverage(ks, cc("8.0")).registered.runnable() == coverage(ks, cc("8.0")).registered.total());
 }
 
 TEST_CASE("nvcc: -rdc objects, a static archive, an -rdc shared library") {
@@ -469,7 +427,8 @@ TEST_CASE("nvcc: -rdc objects, a static archive, an -rdc shared library") {
   }
   CHECK(rel);
   CHECK(reg);
-  CHECK(s.ptx() == v({"compute_90"})); // only in __nv_relfatbin, which the runtime links at load (§7.3)
+  // Only in __nv_relfatbin, which the runtime links at load (docs/kernels.md, Relocatable device code).
+  CHECK(s.ptx() == v({"compute_90"}));
 }
 
 TEST_CASE("nvcc: a wheel with a .so member, read without extracting") {
@@ -527,7 +486,7 @@ TEST_CASE("real CUDA libraries in /usr/local/cuda/lib64 parse, with sensible arc
         CHECK(std::ranges::count(ks->sass(), std::string(a)) == 1);
     }
     if (n == "libcufft.so") {
-      CHECK(ks->containers.size() == 23984); // 23 983 of them in .ldata (fatbin.md §6.3)
+      CHECK(ks->containers.size() == 23984); // 23 983 of them in .ldata (docs/kernels.md, Embedded fatbins)
       CHECK(ks->sass().size() > 1);
     }
     if (n == "libnccl.so") CHECK(ks->containers.size() == 143);

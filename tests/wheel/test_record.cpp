@@ -11,7 +11,7 @@ using namespace envfix;
 using namespace envfix::wheel;
 
 namespace {
-const std::filesystem::path k_dist_info = ENVFIX_SHARED_DIR "/fixtures/gpu-h200/dist-info";
+const std::filesystem::path k_dist_info = ENVFIX_FIXTURES_DIR "/gpu-h200/dist-info";
 
 std::size_t count_lines(const std::string& s) {
   std::size_t n = 0;

@@ -12,7 +12,7 @@ using namespace envfix::wheel;
 TEST_SUITE("unit") {
 
 TEST_CASE("WheelInfo parses the real WHEEL files of the H200 fixture") {
-  const std::filesystem::path base = ENVFIX_SHARED_DIR "/fixtures/gpu-h200/dist-info";
+  const std::filesystem::path base = ENVFIX_FIXTURES_DIR "/gpu-h200/dist-info";
   auto torch = WheelInfo::parse(util::read_file(base / "torch-2.11.0.dist-info/WHEEL").value(), "torch WHEEL").value();
   CHECK(torch.version_major == 1);
   CHECK(torch.version_minor == 0);

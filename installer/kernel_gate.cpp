@@ -1,0 +1,136 @@
+#include "installer/kernel_gate.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "util/parallel.hpp"
+#include "wheel/kernel_set.hpp"
+
+namespace envfix::installer {
+
+namespace {
+
+std::string join(const std::vector<std::string>& v, std::string_view sep = " ") {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : std::string(sep)) + s;
+  return out;
+}
+
+std::vector<std::string> merged(const std::vector<wheel::ProfiledFile>& files, bool sass) {
+  std::set<specs::GpuArch> all;
+  for (const auto& f : files)
+    for (const auto& name : sass ? f.profile.sass() : f.profile.ptx())
+      if (auto a = specs::GpuArch::parse(name)) all.insert(*a);
+  std::vector<std::string> out;
+  for (const auto& a : all) out.push_back(a.to_string());
+  return out;
+}
+
+std::string label(const GatePackage& p) { return fmt::format("{} {}", p.name, p.version); }
+
+} // namespace
+
+std::string describe_archs(const std::vector<std::string>& sass, const std::vector<std::string>& ptx) {
+  auto all = sass;
+  all.insert(all.end(), ptx.begin(), ptx.end());
+  return all.empty() ? "(nothing runnable)" : join(all);
+}
+
+std::vector<std::string> GatePackageReport::sass() const { return merged(files, true); }
+std::vector<std::string> GatePackageReport::ptx() const { return merged(files, false); }
+
+std::string GateRefusal::message() const {
+  if (partial)
+    return fmt::format("{}: {} of its {} GPU modules have no code for {} ({}): {}", label(package),
+                       coverage.total() - coverage.runnable(), coverage.total(), gpu.name, gpu.cc.sm_name(),
+                       join(coverage.none_files.empty() ? coverage.partial_files : coverage.none_files, ", "));
+  return fmt::format("{}: none of its {} GPU modules ({} file{}) has code that runs on {} ({})", label(package),
+                     coverage.total(), coverage.files, coverage.files == 1 ? "" : "s", gpu.name, gpu.cc.sm_name());
+}
+
+Expected<void> KernelGate::operator()(const std::vector<StagedObject>& objects) {
+  // Reading is the slow part (hundreds of MB of shared objects): all files at once, each reader
+  // keeping about one window resident (128 MiB in all, whatever the cores); a file already read
+  // once (same RECORD hash) comes from the evidence store.
+  std::vector<std::optional<Expected<wheel::KernelProfile>>> profiles(objects.size());
+  std::vector<char> from_store(objects.size(), 0);
+  const unsigned threads = std::max(1u, m_options.threads);
+  const std::size_t window = std::clamp<std::size_t>((std::size_t{128} << 20) / threads, std::size_t{4} << 20,
+                                                     std::size_t{32} << 20);
+  (void)util::parallel_for(objects.size(), threads, [&](std::size_t i) -> Expected<void> {
+    const auto& o = objects[i];
+    if (m_options.evidence && !o.hash.empty())
+      if (auto p = m_options.evidence->file(o.hash)) {
+        profiles[i] = std::move(*p);
+        from_store[i] = 1;
+        return {};
+      }
+    auto ks = wheel::read_kernels_file(o.path, window);
+    if (!ks) profiles[i] = std::unexpected(std::move(ks.error()));
+    else profiles[i] = wheel::KernelProfile::of(*ks);
+    return {};
+  });
+
+  m_reports.clear();
+  for (const auto& p : m_packages) m_reports.push_back({p, {}, {}});
+  for (std::size_t i = 0; i < objects.size(); ++i) {
+    const auto& o = objects[i];
+    auto& p = *profiles[i];
+    const std::string pkg = o.wheel < m_packages.size() ? label(m_packages[o.wheel]) : "?";
+    if (!p) return std::unexpected(std::move(p.error()).context(fmt::format("{}: reading the kernels of {}", pkg, o.member)));
+    if (from_store[i]) ++m_cached;
+    else {
+      ++m_read;
+      if (m_options.evidence && !o.hash.empty()) (void)m_options.evidence->put_file(o.hash, *p);
+    }
+    if (!p->empty() && o.wheel < m_reports.size()) m_reports[o.wheel].files.push_back({o.member, std::move(*p)});
+  }
+  for (auto& r : m_reports) {
+    std::sort(r.files.begin(), r.files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+    judge(r);
+    // What the binaries said is kept whatever the outcome: a refused build is the most useful fact.
+    if (m_options.evidence && !r.package.key.project.empty())
+      (void)m_options.evidence->put_build({r.package.key, fmt::format("downloaded {}", r.package.key.to_string()), r.files});
+  }
+  if (m_refusal)
+    return std::unexpected(Error{ErrorCode::unsatisfiable, m_refusal->message(),
+                                 {fmt::format("its binaries hold: {}", describe_archs(m_refusal->holds, {}))},
+                                 "another build is needed for this GPU"});
+  return {};
+}
+
+void KernelGate::judge(GatePackageReport& r) {
+  if (r.files.empty()) return;
+  const auto& pkg = r.package;
+  bool zstd = false;
+  for (const auto& f : r.files) zstd = zstd || f.profile.zstd;
+  for (const auto& gpu : m_options.gpus) {
+    auto pc = wheel::package_coverage(r.files, gpu.cc);
+    const std::string where = fmt::format("{} ({})", gpu.name, gpu.cc.sm_name());
+    auto refuse = [&](bool partial) {
+      if (m_refusal) return;
+      auto holds = r.sass();
+      auto ptx = r.ptx();
+      holds.insert(holds.end(), ptx.begin(), ptx.end());
+      m_refusal = GateRefusal{pkg, gpu, pc, partial, holds};
+    };
+    if (pc.verdict == wheel::Verdict::none) refuse(false);
+    else if (pc.verdict == wheel::Verdict::partial) {
+      auto files = join(pc.none_files.empty() ? pc.partial_files : pc.none_files, ", ");
+      auto text = fmt::format("{}: {} of {} GPU modules have no code for {} ({})", label(pkg), pc.total() - pc.runnable(),
+                              pc.total(), where, files);
+      if (!pkg.framework) m_notes.push_back(text + "; normal for a vendor library (arch-specialised modules)");
+      else if (m_options.refuse_partial_framework && !m_options.accept_partial.contains(pkg.key)) refuse(true);
+      else m_warnings.push_back(text + " — a small test may pass and the full app fail");
+    }
+    if (pc.jit_only && pkg.framework)
+      m_warnings.push_back(fmt::format("{} runs on {} only by PTX JIT compilation (slow first start)", label(pkg), where));
+    r.per_gpu.emplace_back(gpu, std::move(pc));
+  }
+  if (zstd && m_options.driver_cuda && *m_options.driver_cuda < specs::CudaVersion{12, 4})
+    m_warnings.push_back(fmt::format("{} has ZSTD-compressed kernels, which need a driver for CUDA >= 12.4", label(pkg)));
+}
+
+} // namespace envfix::installer

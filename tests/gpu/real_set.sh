@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Real binaries decide (docs/gpu-validation.md, "Real torch set"): on the GPU machine, real wheels
+# rebuilt from its installed torch/torchvision/torchaudio and their whole closure
+# (tests/gpu/real_index.py), served as a PyTorch-shaped index: stable /whl/cu130 whose torch has its
+# sm_90 entries relabelled as sm_89, nightly /whl/nightly/cu130 with the genuine binaries.
+# Usage (repository root, on the GPU machine):
+#   tests/gpu/real_set.sh BUNDLE.tar.gz [OUTDIR] [SITE_PACKAGES_PYTHON]
+# Every step prints PASS/FAIL; exits non-zero if any expectation fails.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+bundle=${1:?usage: tests/gpu/real_set.sh BUNDLE.tar.gz [OUTDIR] [PYTHON]}
+out=${2:-$(mktemp -d)}
+SRCPY=${3:-/opt/torch/.venv/bin/python}
+mkdir -p "$out"
+work=$(mktemp -d /tmp/envfix-real-XXXXXX)
+fails=0
+summary="$out/real-summary.txt"
+: >"$summary"
+say() { echo "$*" | tee -a "$summary"; }
+pass() { say "PASS $*"; }
+failm() { say "FAIL $*"; fails=$((fails + 1)); }
+now() { date +%s.%N; }
+el() { python3 -c "print(f'{$2 - $1:.1f}')"; }
+jqp() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+unset PIP_FIND_LINKS
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+tar -xzf "$bundle" -C "$work"
+BIN=$(ls -d "$work"/envfix-*/bin)
+export PATH="$BIN:$PATH"
+SITE=$("$SRCPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+say "date: $(date -u +%Y-%m-%dT%H:%M:%SZ); gpu: $(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader | head -1)"
+say "source env: $SITE ($("$SRCPY" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null))"
+
+# 1. The index, rebuilt from the installed binaries.
+t0=$(now)
+"$SRCPY" "$here/real_index.py" "$SITE" "$work/index" >"$out/real-index.json" 2>"$out/real-index.log" \
+  && pass "real wheels rebuilt in $(el $t0 $(now)) s: $(jqp "$out/real-index.json" '"%d wheels, %.2f GB, %d sm_90 entries of torch relabelled; stable %s, nightly %s" % (d["wheels"], d["bytes"]/1e9, d["relabelled_entries"], d["stable"]["torch"], d["nightly"]["torch"])')" \
+  || { failm "real_index.py (see real-index.log)"; exit 1; }
+setsid python3 -m http.server 8766 --bind 127.0.0.1 --directory "$work/index" >"$out/real-http.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null' EXIT
+for _ in $(seq 50); do python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8766/whl/cu130/torch/')" 2>/dev/null && break; sleep 0.1; done
+MIRROR=http://127.0.0.1:8766/whl
+COMMON=(--mirror "$MIRROR" --cache-dir "$work/cache")
+mkvenv() { "$SRCPY" -m venv --without-pip "$1" 2>/dev/null || uv venv -q -p "$SRCPY" "$1"; }
+SEED='import torch; print(torch.__version__, torch.cuda.get_arch_list()); x = torch.randn(64, 64, device="cuda"); print(float((x @ x).sum()))'
+
+# 2. The user's broken install: pip from the stable index.
+mkvenv "$work/venvA"
+PYA="$work/venvA/bin/python"
+t0=$(now)
+"$SRCPY" -m pip --python "$PYA" install -q --no-cache-dir --no-compile --index-url "$MIRROR/cu130" torch torchvision torchaudio \
+  >"$out/real-pip.log" 2>&1 && pass "pip installed the stable set in $(el $t0 $(now)) s" || failm "pip install (see real-pip.log)"
+"$PYA" -c "$SEED" >"$out/real-seed-broken.log" 2>&1
+if grep -q "no kernel image is available for execution on the device" "$out/real-seed-broken.log"; then
+  pass "the seed script fails with the real error: $(grep -o '[A-Za-z.]*Error: CUDA error: no kernel image[^.]*' "$out/real-seed-broken.log" | head -1)"
+else failm "expected 'no kernel image' from the seed script (see real-seed-broken.log)"; fi
+
+# 3. doctor: broken, arch-not-covered from the binaries and from the repro.
+t0=$(now)
+envfix doctor --python "$PYA" "${COMMON[@]}" --format json >"$out/real-doctor-broken.json" 2>"$out/real-doctor-broken.txt"
+say "doctor (broken) exit $? in $(el $t0 $(now)) s"
+[ "$(jqp "$out/real-doctor-broken.json" 'd["verdict"]')" = broken ] && pass "doctor verdict: broken" || failm "doctor verdict (see real-doctor-broken.json)"
+jqp "$out/real-doctor-broken.json" '[f["code"]+": "+f["message"] for f in d["findings"]]' >"$out/real-doctor-findings.txt"
+grep -q "arch-not-covered: torch" "$out/real-doctor-findings.txt" && pass "doctor: $(grep -o 'arch-not-covered: torch[^,]*' "$out/real-doctor-findings.txt" | head -1)" || failm "doctor finding arch-not-covered for torch"
+jqp "$out/real-doctor-broken.json" 'd["repro"]["step_a"] + " " + d["repro"]["step_b"]' | grep -q "passed failed" \
+  && pass "doctor repro: step A (host-to-device copy) passed, step B failed: $(jqp "$out/real-doctor-broken.json" 'd["repro"]["error"]')" \
+  || failm "doctor repro steps: $(jqp "$out/real-doctor-broken.json" 'd["repro"]')"
+FIX=$(jqp "$out/real-doctor-broken.json" 'd["fix"]')
+say "doctor fix: $FIX"
+
+# 4. The printed fix, run as printed (in $work: it writes envfix.lock there).
+cd "$work"
+t0=$(now)
+eval "$FIX" >"$out/real-fix.out" 2>"$out/real-fix.txt"
+rc=$?
+say "fix exit $rc in $(el $t0 $(now)) s"
+[ $rc = 0 ] && pass "the printed fix succeeded" || failm "the printed fix (see real-fix.txt)"
+grep -E "chose:|refused|Smoke test|Installed|Uninstalled" "$out/real-fix.txt" | head -8 | sed 's/^/    /' | tee -a "$summary"
+NV=$(jqp "$out/real-index.json" 'd["nightly"]["torch"]')
+"$PYA" -c 'import torch; print(torch.__version__)' 2>/dev/null | grep -qx "$NV" && pass "torch is now the nightly $NV" || failm "torch version after the fix"
+"$PYA" -c "$SEED" >"$out/real-seed-fixed.log" 2>&1 && pass "the seed script passes: $(tail -1 "$out/real-seed-fixed.log")" || failm "seed script after the fix (see real-seed-fixed.log)"
+envfix doctor --python "$PYA" "${COMMON[@]}" --format json >"$out/real-doctor-fixed.json" 2>/dev/null
+[ "$(jqp "$out/real-doctor-fixed.json" 'd["verdict"]')" = healthy ] && pass "doctor after the fix: healthy" || failm "doctor after the fix: $(jqp "$out/real-doctor-fixed.json" 'd["verdict"], [f["code"] for f in d["findings"]]')"
+
+# 5. apply --locked into a fresh venv.
+mkvenv "$work/venvB"
+t0=$(now)
+envfix apply --locked --yes --python "$work/venvB/bin/python" "${COMMON[@]}" --lockfile "$work/envfix.lock" >"$out/real-locked.out" 2>"$out/real-locked.txt"
+rc=$?
+[ $rc = 0 ] && pass "apply --locked into a fresh venv in $(el $t0 $(now)) s" || failm "apply --locked (see real-locked.txt)"
+"$work/venvB/bin/python" -c "$SEED" >/dev/null 2>&1 && pass "the seed script passes in the locked venv" || failm "seed script in the locked venv"
+
+# 6. rollback restores the broken set.
+envfix rollback --yes --python "$PYA" >"$out/real-rollback.out" 2>"$out/real-rollback.txt" && pass "rollback" || failm "rollback (see real-rollback.txt)"
+SV=$(jqp "$out/real-index.json" 'd["stable"]["torch"]')
+"$PYA" -c 'import torch; print(torch.__version__)' 2>/dev/null | grep -qx "$SV" && pass "rollback restored torch $SV" || failm "torch version after rollback"
+"$PYA" -c "$SEED" >"$out/real-seed-rolledback.log" 2>&1
+grep -q "no kernel image" "$out/real-seed-rolledback.log" && pass "the restored set fails as before (no kernel image)" || failm "restored set (see real-seed-rolledback.log)"
+
+# 7. The genuine set (NVIDIA's own cuBLAS, cuDNN, cuFFT, NCCL, …) into a fresh venv: not refused.
+mkvenv "$work/venvC"
+t0=$(now)
+envfix apply --yes --python "$work/venvC/bin/python" "${COMMON[@]}" --channel nightly --format json >"$out/real-genuine.json" 2>"$out/real-genuine.txt"
+rc=$?
+[ $rc = 0 ] && pass "apply of the genuine set into a fresh venv in $(el $t0 $(now)) s ($(jqp "$out/real-genuine.json" 'len(d["install"])') packages)" || failm "apply of the genuine set (see real-genuine.txt)"
+
+# 8. inspect over the whole installed site-packages of the machine: no package holds nothing runnable.
+find "$SITE" -name '*.so*' -type f >"$work/sos.txt"
+t0=$(now)
+xargs -a "$work/sos.txt" -d '\n' envfix inspect --gpu 9.0 --format json >"$out/real-inspect.json" 2>"$out/real-inspect.txt"
+rc=$?
+say "inspect of $(wc -l <"$work/sos.txt") shared objects in $SITE: exit $rc in $(el $t0 $(now)) s"
+python3 - "$out/real-inspect.json" "$SITE" <<'EOF' | tee -a "$summary"
+import json, sys, collections
+d = json.load(open(sys.argv[1])); site = sys.argv[2]
+by = collections.defaultdict(lambda: collections.Counter())
+for f in d["files"]:
+    v = f.get("coverage", {}).get("sm_90", {}).get("verdict")
+    if v is None: continue
+    top = f["path"][len(site) + 1:].split("/")[0]
+    by[top][v] += 1
+bad = [t for t, c in by.items() if c["full"] + c["partial"] == 0]
+for t, c in sorted(by.items()):
+    print(f"    {t}: {dict(c)}")
+print(("PASS" if not bad else "FAIL") + f" inspect: {len(by)} top-level folders with GPU code; none holds nothing runnable on sm_90" + (f" (but: {bad})" if bad else ""))
+EOF
+grep -q "^FAIL inspect" "$summary" && fails=$((fails + 1))
+
+say "fails: $fails"
+exit $((fails > 0))

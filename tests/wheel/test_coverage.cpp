@@ -1,0 +1,248 @@
+// The one coverage model (wheel/coverage.hpp): per-container classes, file and package verdicts,
+// the kernel profile's JSON round trip, and the evidence store; then the same on real objects built
+// with nvcc: uniform, arch-specialised (one module per arch), embedded-only and relabelled.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/wheel/nvcc_fixtures.hpp"
+#include "util/fs.hpp"
+#include "util/subprocess.hpp"
+#include "wheel/coverage.hpp"
+#include "wheel/kernel_evidence.hpp"
+
+using namespace envfix;
+using namespace envfix::test;
+using wheel::ContainerGroup;
+using wheel::KernelProfile;
+using wheel::Verdict;
+namespace fs = std::filesystem;
+
+namespace {
+
+specs::ComputeCapability cc(const char* s) { return specs::ComputeCapability::parse(s).value(); }
+
+ContainerGroup group(std::initializer_list<const char*> archs, std::uint64_t n, bool registered = true) {
+  ContainerGroup g;
+  for (const char* a : archs) g.archs.push_back(specs::GpuArch::parse(a).value());
+  std::sort(g.archs.begin(), g.archs.end());
+  g.registered = registered;
+  g.count = n;
+  return g;
+}
+
+KernelProfile profile(std::vector<ContainerGroup> groups) {
+  KernelProfile p;
+  p.groups = std::move(groups);
+  std::sort(p.groups.begin(), p.groups.end());
+  return p;
+}
+
+} // namespace
+
+TEST_SUITE("unit") {
+TEST_CASE("coverage: each container is classified for the device") {
+  // A vendor-like library: uniform modules, modules for newer archs only, for an older arch only,
+  // PTX that JITs, and an arch-specific neighbour.
+  auto p = profile({group({"sm_80", "sm_90", "sm_100"}, 10), group({"sm_100", "sm_120"}, 4), group({"sm_75"}, 2),
+                    group({"compute_80"}, 3), group({"sm_89", "sm_100a"}, 1)});
+  auto c = wheel::coverage(p, cc("9.0"));
+  CHECK(c.registered.sass == 10);
+  CHECK(c.registered.ptx == 3);
+  CHECK(c.registered.newer_only == 4);
+  CHECK(c.registered.older_only == 2);
+  CHECK(c.registered.other == 1);
+  CHECK(c.total() == 20);
+  CHECK(c.verdict == Verdict::partial);
+  CHECK(c.via() == "mixed");
+  // On 7.0 nothing runs: sm_75 is newer than 7.0, compute_80 too.
+  auto c70 = wheel::coverage(p, cc("7.0"));
+  CHECK(c70.verdict == Verdict::none);
+  CHECK(c70.registered.newer_only == 20);
+  // On 12.0 the sm_100/sm_120 modules and the PTX run, the sm_80/90/100 modules do not.
+  auto c120 = wheel::coverage(p, cc("12.0"));
+  CHECK(c120.registered.sass == 4);
+  CHECK(c120.registered.ptx == 3);
+  CHECK(c120.verdict == Verdict::partial);
+}
+
+TEST_CASE("coverage: verdicts count embedded containers too") {
+  // cuFFT's shape: one registered container for sm_75 only, the kernels in fatbins embedded in .ldata.
+  auto cufft = profile({group({"sm_75"}, 1), group({"sm_75"}, 5, false), group({"sm_90"}, 5, false), group({"sm_120"}, 5, false)});
+  auto c = wheel::coverage(cufft, cc("9.0"));
+  CHECK(c.registered.runnable() == 0);
+  CHECK(c.embedded.runnable() == 5);
+  CHECK(c.verdict == Verdict::partial);
+  CHECK(wheel::coverage(cufft, cc("7.5")).verdict == Verdict::partial);
+  CHECK(wheel::coverage(cufft, cc("8.0")).verdict == Verdict::none); // sm_75 SASS does not run on 8.0
+  auto uniform = profile({group({"sm_75", "sm_80", "sm_90"}, 444)});
+  CHECK(wheel::coverage(uniform, cc("9.0")).verdict == Verdict::full);
+  CHECK(wheel::coverage(uniform, cc("8.6")).verdict == Verdict::full);
+  CHECK(wheel::coverage(uniform, cc("12.0")).verdict == Verdict::none);
+  CHECK(wheel::coverage(uniform, cc("12.0")).registered.older_only == 444);
+  CHECK(wheel::coverage(KernelProfile{}, cc("9.0")).verdict == Verdict::none);
+}
+
+TEST_CASE("coverage: a package is none only when no file runs") {
+  // libcufftw alone (one sm_75 kernel) is none on 9.0; its package (with libcufft) is partial.
+  std::vector<wheel::ProfiledFile> cufft = {
+      {"nvidia/cufft/lib/libcufft.so.12", profile({group({"sm_75"}, 1), group({"sm_90"}, 5, false)})},
+      {"nvidia/cufft/lib/libcufftw.so.12", profile({group({"sm_75"}, 1)})},
+      {"nvidia/cufft/__init__.py", KernelProfile{}}};
+  auto pc = wheel::package_coverage(cufft, cc("9.0"));
+  CHECK(pc.files == 2);
+  CHECK(pc.verdict == Verdict::partial);
+  CHECK(pc.none_files == std::vector<std::string>{"nvidia/cufft/lib/libcufftw.so.12"});
+  CHECK(pc.partial_files == std::vector<std::string>{"nvidia/cufft/lib/libcufft.so.12: 5/6"});
+  CHECK(wheel::package_coverage(cufft, cc("7.5")).verdict == Verdict::partial);
+  CHECK(wheel::package_coverage(cufft, cc("8.6")).verdict == Verdict::none);
+  // torch 2.11 cu130's shape on a T4: libtorch_cuda_linalg.so starts at sm_80.
+  std::vector<wheel::ProfiledFile> torch = {
+      {"torch/lib/libtorch_cuda.so", profile({group({"sm_75", "sm_80", "sm_90"}, 444)})},
+      {"torch/lib/libtorch_cuda_linalg.so", profile({group({"sm_80", "sm_90"}, 99)})}};
+  auto t75 = wheel::package_coverage(torch, cc("7.5"));
+  CHECK(t75.verdict == Verdict::partial);
+  CHECK(t75.runnable() == 444);
+  CHECK(t75.total() == 543);
+  CHECK(t75.none_files == std::vector<std::string>{"torch/lib/libtorch_cuda_linalg.so"});
+  CHECK(wheel::package_coverage(torch, cc("9.0")).verdict == Verdict::full);
+  CHECK(wheel::package_coverage({}, cc("9.0")).has_gpu_code() == false);
+  // PTX only: runnable, flagged as JIT-only.
+  auto ptx = wheel::package_coverage({{"a.so", profile({group({"compute_80"}, 3)})}}, cc("9.0"));
+  CHECK(ptx.verdict == Verdict::full);
+  CHECK(ptx.jit_only);
+}
+
+TEST_CASE("kernel profile: JSON round trip, hostile JSON refused") {
+  auto p = profile({group({"sm_80", "compute_90", "sm_100a"}, 7), group({"sm_75"}, 2, false)});
+  p.zstd = true;
+  auto back = KernelProfile::from_json(nlohmann::json::parse(p.to_json().dump()));
+  REQUIRE(back);
+  CHECK(*back == p);
+  CHECK(p.sass() == std::vector<std::string>{"sm_75", "sm_80", "sm_100a"});
+  CHECK(p.ptx() == std::vector<std::string>{"compute_90"});
+  CHECK_FALSE(KernelProfile::from_json(nlohmann::json::parse(R"({"groups": [{"archs": ["sm_9x"], "count": 1}]})")));
+  CHECK_FALSE(KernelProfile::from_json(nlohmann::json::parse(R"({"groups": [{"archs": ["sm_90"], "count": -1}]})")));
+  CHECK_FALSE(KernelProfile::from_json(nlohmann::json::parse(R"([1, 2])")));
+}
+
+TEST_CASE("evidence store: by file hash and by build, named by hashes only") {
+  auto dir = util::make_temp_dir(fs::temp_directory_path(), "envfix-evidence-").value();
+  wheel::EvidenceStore store(dir);
+  auto p = profile({group({"sm_89"}, 548)});
+  CHECK_FALSE(store.file("sha256=abc"));
+  REQUIRE(store.put_file("sha256=abc", p));
+  REQUIRE(store.file("sha256=abc"));
+  CHECK(*store.file("sha256=abc") == p);
+  CHECK_FALSE(store.file("sha256=abd"));
+  // A key with path characters in it stays inside the store.
+  wheel::BuildKey key{"torch", "2.11.0+cu130", "../../cu130", "manylinux_2_28_x86_64"};
+  REQUIRE(store.put_build({key, "downloaded", {{"torch/lib/libtorch_cuda.so", p}}}));
+  auto e = store.build(key);
+  REQUIRE(e);
+  CHECK(e->files.size() == 1);
+  CHECK(e->files[0].profile == p);
+  CHECK_FALSE(store.build(wheel::BuildKey{"torch", "2.11.0+cu130", "cu130", "manylinux_2_28_x86_64"}));
+  CHECK(store.builds().size() == 1);
+  for (const auto& f : fs::recursive_directory_iterator(dir)) CHECK(f.path().string().starts_with(dir.string()));
+  // A damaged entry is ignored, not trusted.
+  for (const auto& f : fs::directory_iterator(dir / "builds")) REQUIRE(util::write_file_atomic(f.path(), "{\"key\": 1}"));
+  CHECK_FALSE(store.build(key));
+  fs::remove_all(dir);
+}
+} // TEST_SUITE unit
+
+// ---- Real objects built with nvcc ----
+namespace {
+
+// Two translation units compiled for different archs, linked into one .so: the shape of a vendor
+// library's arch-specialised modules.
+fs::path specialised_so() {
+  auto k1 = build("spec_k1.o", {nvcc.string(), "-c", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_90,code=sm_90", "-o",
+                                "spec_k1.o", (cuda_src / "k1.cu").string()});
+  auto k2 = build("spec_k2.o", {nvcc.string(), "-c", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_80,code=sm_80", "-o",
+                                "spec_k2.o", (cuda_src / "k2.cu").string()});
+  return build("specialised.so", {nvcc.string(), "-shared", "-gencode", "arch=compute_80,code=sm_80", "-gencode",
+                                  "arch=compute_90,code=sm_90", "-o", "specialised.so", k1.string(), k2.string()});
+}
+
+// A fatbin embedded as data in `.ldata` of a host-only shared object (cuFFT's shape): the runtime
+// never registers it; the library loads it itself.
+fs::path embedded_so() {
+  auto fatbin = build("embed.fatbin", {nvcc.string(), "-fatbin", "-gencode", "arch=compute_90,code=sm_90", "-gencode",
+                                       "arch=compute_120,code=sm_120", "-o", "embed.fatbin", (cuda_src / "k1.cu").string()});
+  fs::path s = fixture_dir / "embed.s";
+  {
+    std::ofstream out(s);
+    out << ".section .ldata,\"aw\"\n.balign 8\n.globl envfix_embedded\nenvfix_embedded:\n.incbin \"" << fatbin.string() << "\"\n";
+  }
+  return build("embedded.so", {"gcc", "-shared", "-o", "embedded.so", s.string()});
+}
+
+// A copy of `src` with every sm_90 entry relabelled as sm_89 (tests/support/relabel_fatbin.py).
+fs::path relabelled(const fs::path& src, const std::string& out) {
+  fs::path dst = fixture_dir / out;
+  fs::copy_file(src, dst, fs::copy_options::overwrite_existing);
+  auto r = util::run_process({"python3", std::string(ENVFIX_SOURCE_DIR) + "/tests/support/relabel_fatbin.py", "90", "89",
+                              dst.string()});
+  REQUIRE(r);
+  INFO(r->out, r->err);
+  REQUIRE(r->ok());
+  return dst;
+}
+
+} // namespace
+
+TEST_SUITE("integration") {
+TEST_CASE("nvcc coverage: uniform") {
+  auto ks = read(so("cov_uniform.so", {"-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=sm_90"},
+                    {}, {"k1.cu", "k2.cu"}));
+  CHECK(wheel::coverage(ks, cc("9.0")).verdict == Verdict::full);
+  CHECK(wheel::coverage(ks, cc("8.6")).verdict == Verdict::full);
+  CHECK(wheel::coverage(ks, cc("7.5")).verdict == Verdict::none);
+  CHECK(wheel::coverage(ks, cc("7.5")).registered.newer_only == wheel::coverage(ks, cc("7.5")).total());
+  CHECK(wheel::coverage(ks, cc("12.0")).verdict == Verdict::none);
+  CHECK(wheel::coverage(ks, cc("12.0")).registered.older_only == wheel::coverage(ks, cc("12.0")).total());
+}
+
+TEST_CASE("nvcc coverage: arch-specialised modules are partial, not none") {
+  auto ks = read(specialised_so());
+  auto c90 = wheel::coverage(ks, cc("9.0"));
+  INFO("sass ", ks.sass().size(), " containers ", ks.containers.size());
+  CHECK(c90.verdict == Verdict::partial);
+  CHECK(c90.registered.sass >= 1);
+  CHECK(c90.registered.older_only >= 1); // k2's sm_80-only module
+  auto c80 = wheel::coverage(ks, cc("8.0"));
+  CHECK(c80.verdict == Verdict::partial);
+  CHECK(c80.registered.newer_only >= 1); // k1's sm_90-only module
+  CHECK(wheel::coverage(ks, cc("7.5")).verdict == Verdict::none);
+}
+
+TEST_CASE("nvcc coverage: embedded-only fatbins count") {
+  auto ks = read(embedded_so());
+  REQUIRE_FALSE(ks.containers.empty());
+  for (const auto& c : ks.containers) CHECK_FALSE(c.registered());
+  auto c90 = wheel::coverage(ks, cc("9.0"));
+  CHECK(c90.registered.total() == 0);
+  CHECK(c90.embedded.runnable() == c90.embedded.total());
+  CHECK(c90.verdict == Verdict::full);
+  CHECK(wheel::coverage(ks, cc("12.0")).verdict == Verdict::full);
+  CHECK(wheel::coverage(ks, cc("8.0")).verdict == Verdict::none);
+  CHECK(wheel::coverage(ks, cc("10.0")).verdict == Verdict::none);
+}
+
+TEST_CASE("nvcc coverage: relabelled sm_90 → sm_89 loses the H200") {
+  auto src = so("cov_relabel_src.so", {"-gencode", "arch=compute_90,code=sm_90", "-gencode", "arch=compute_120,code=sm_120"});
+  CHECK(wheel::coverage(read(src), cc("9.0")).verdict == Verdict::full);
+  auto ks = read(relabelled(src, "cov_relabelled.so"));
+  CHECK(ks.sass() == std::vector<std::string>{"sm_89", "sm_120"});
+  auto c = wheel::coverage(ks, cc("9.0"));
+  CHECK(c.verdict == Verdict::none);
+  CHECK(c.registered.other == c.total()); // sm_89 is older, sm_120 newer: neither side alone
+  CHECK(wheel::coverage(ks, cc("8.9")).verdict == Verdict::full);
+  CHECK(wheel::coverage(ks, cc("12.0")).verdict == Verdict::full);
+}
+} // TEST_SUITE integration

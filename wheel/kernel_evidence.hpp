@@ -1,0 +1,55 @@
+#pragma once
+// Kernel facts read from binaries, kept so that later runs (plan, lock, doctor, matrix) use what
+// the binaries said before any table (docs/architecture.md, "Kernel coverage"): by file hash (the
+// RECORD hash of an installed or staged file, so a file once read is not read again) and by build
+// (project, version, variant, platform).
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "specs/wheel_filename.hpp"
+#include "util/error.hpp"
+#include "wheel/coverage.hpp"
+
+namespace envfix::wheel {
+
+struct BuildKey {
+  std::string project;  // normalized name
+  std::string version;  // as in the wheel, local label included ("2.11.0+cu130")
+  std::string variant;  // the index's variant ("cu130"), or "" when unknown
+  std::string platform; // the wheel's platform tags joined with '.', "manylinux_2_28_x86_64"
+  [[nodiscard]] std::string to_string() const; // "torch 2.11.0+cu130 (cu130, manylinux_2_28_x86_64)"
+  auto operator<=>(const BuildKey&) const = default;
+};
+
+// The key of a wheel offered by an index of `variant`.
+[[nodiscard]] BuildKey build_key(const specs::WheelFilename& wf, std::string_view variant);
+// The platform part of a key: the tags joined with '.' ("manylinux_2_27_x86_64.manylinux_2_28_x86_64").
+[[nodiscard]] std::string platform_key(const std::vector<std::string>& platform_tags);
+
+struct BuildEvidence {
+  BuildKey key;
+  std::string source;             // "downloaded torch-2.11.0+cu130-….whl" | "installed in /…/site-packages"
+  std::vector<ProfiledFile> files; // files with GPU code, by path inside the package
+};
+
+// <cache>/evidence-v1: files/<sha256 of the file hash>.json, builds/<sha256 of the key>.json.
+// Entries are named by a hash of their key, never by a name that came from outside.
+class EvidenceStore {
+public:
+  explicit EvidenceStore(std::filesystem::path dir) : m_dir(std::move(dir)) {}
+  [[nodiscard]] const std::filesystem::path& dir() const { return m_dir; }
+
+  [[nodiscard]] std::optional<KernelProfile> file(std::string_view file_hash) const;
+  [[nodiscard]] Expected<void> put_file(std::string_view file_hash, const KernelProfile& p) const;
+  [[nodiscard]] std::optional<BuildEvidence> build(const BuildKey& key) const;
+  [[nodiscard]] Expected<void> put_build(const BuildEvidence& e) const;
+  // Every build recorded, sorted by key (for `envfix matrix`).
+  [[nodiscard]] std::vector<BuildEvidence> builds() const;
+
+private:
+  std::filesystem::path m_dir;
+};
+
+} // namespace envfix::wheel
