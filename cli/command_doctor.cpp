@@ -473,8 +473,9 @@ void check_matrices(Report& r) {
   }
 }
 
+// "torch/lib/libx.so: 2/3" → "libx.so: 2/3" (the count after ": " keeps its slash).
 std::string base_name(const std::string& path) {
-  auto slash = path.rfind('/');
+  auto slash = path.rfind('/', path.find(": "));
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 

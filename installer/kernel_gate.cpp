@@ -41,13 +41,21 @@ std::string describe_archs(const std::vector<std::string>& sass, const std::vect
 std::vector<std::string> GatePackageReport::sass() const { return merged(files, true); }
 std::vector<std::string> GatePackageReport::ptx() const { return merged(files, false); }
 
+namespace {
+// "NVIDIA H200 (sm_90)"; a planned GPU is named by its arch already ("planned sm_90").
+std::string gpu_text(const GateGpu& g) {
+  const auto sm = g.cc.sm_name();
+  return g.name.find(sm) != std::string::npos ? g.name : fmt::format("{} ({})", g.name, sm);
+}
+} // namespace
+
 std::string GateRefusal::message() const {
   if (partial)
-    return fmt::format("{}: {} of its {} GPU modules have no code for {} ({}): {}", label(package),
-                       coverage.total() - coverage.runnable(), coverage.total(), gpu.name, gpu.cc.sm_name(),
+    return fmt::format("{}: {} of its {} GPU modules have no code for {}: {}", label(package),
+                       coverage.total() - coverage.runnable(), coverage.total(), gpu_text(gpu),
                        join(coverage.none_files.empty() ? coverage.partial_files : coverage.none_files, ", "));
-  return fmt::format("{}: none of its {} GPU modules ({} file{}) has code that runs on {} ({})", label(package),
-                     coverage.total(), coverage.files, coverage.files == 1 ? "" : "s", gpu.name, gpu.cc.sm_name());
+  return fmt::format("{}: none of its {} GPU modules ({} file{}) has code that runs on {}", label(package),
+                     coverage.total(), coverage.files, coverage.files == 1 ? "" : "s", gpu_text(gpu));
 }
 
 Expected<void> KernelGate::operator()(const std::vector<StagedObject>& objects) {
@@ -108,7 +116,7 @@ void KernelGate::judge(GatePackageReport& r) {
   for (const auto& f : r.files) zstd = zstd || f.profile.zstd;
   for (const auto& gpu : m_options.gpus) {
     auto pc = wheel::package_coverage(r.files, gpu.cc);
-    const std::string where = fmt::format("{} ({})", gpu.name, gpu.cc.sm_name());
+    const std::string where = gpu_text(gpu);
     auto refuse = [&](bool partial) {
       if (m_refusal) return;
       auto holds = r.sass();

@@ -59,9 +59,15 @@ class _T:
         return self
     def item(self):
         return 1.0
+    def to(self, device):
+        # A host-to-device copy launches no kernel; "noimage_a" stands for a step A that did.
+        if _mode == "noimage_a":
+            raise RuntimeError("CUDA error: no kernel image is available for execution on the device")
+        return self
 def ones(*a, **k):
     return _T()
 randn = ones
+tensor = ones
 )PY";
 
 // A venv with hand-made dist-info folders.
@@ -240,6 +246,16 @@ TEST_CASE("doctor: the repro runs the framework's smoke test in a subprocess and
     CHECK(j["repro"]["error"].get<std::string>().find("AssertionError") != std::string::npos);
     CHECK(finding(j, "repro-failed")->at("message").get<std::string>().find("step A") != std::string::npos);
     CHECK(!codes(j).count("arch-not-covered"));
+  }
+  SUBCASE("step A raising \"no kernel image\" is the missing-arch class too, not a driver problem") {
+    env.fake_torch("noimage_a");
+    auto j = parse(env.run({"--gpu", "sm_120", "--driver", "570.86.10"}));
+    CHECK(j["repro"]["step_a"] == "failed");
+    auto* f = finding(j, "repro-failed");
+    REQUIRE(f);
+    CHECK(f->at("hint").get<std::string>().find("no kernels for this GPU's architecture") != std::string::npos);
+    CHECK(f->at("hint").get<std::string>().find("CUDA_VISIBLE_DEVICES") == std::string::npos);
+    CHECK(codes(j).count("arch-not-covered"));
   }
   SUBCASE("a hanging kernel is cut off by the timeout, not waited for") {
     env.fake_torch("hang_b");

@@ -45,21 +45,24 @@ def norm(name):
 
 
 def closure(roots):
-    seen, todo = {}, list(roots)
+    """The installed distributions ROOTS need, extras followed (cuda-toolkit[cublas,...] → nvidia-*)."""
+    seen, extras, todo = {}, {}, [(r, frozenset()) for r in roots]
     while todo:
-        n = norm(todo.pop())
-        if n in seen:
+        name, want = todo.pop()
+        n = norm(name)
+        if n in seen and want <= extras[n]:
             continue
         try:
-            d = md.distribution(n)
+            d = seen.get(n) or md.distribution(n)
         except md.PackageNotFoundError:
             continue
         seen[n] = d
+        extras[n] = extras.get(n, frozenset()) | want
         for r in d.requires or []:
             req = Requirement(r)
-            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in ("",) + tuple(extras[n])):
                 continue
-            todo.append(req.name)
+            todo.append((req.name, frozenset(req.extras)))
     return seen
 
 
