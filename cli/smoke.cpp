@@ -67,7 +67,9 @@ Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeS
     // does not reach it) stops the step at once instead of after the timeout.
     o.cancel = [] { return installer::interrupt_signal() != 0; };
     // -I from an empty directory: nothing in the caller's cwd shadows the installed packages.
-    auto r = ENVFIX_TRY(util::run_python(python, {"-c", s.code}, o));
+    // -B: -I ignores PYTHONDONTWRITEBYTECODE, and byte-code written into the new set would make a
+    // later rollback find files it did not install.
+    auto r = ENVFIX_TRY(util::run_python(python, {"-B", "-c", s.code}, o));
     if (r.cancelled) return fail(ErrorCode::interrupted, "smoke test {} stopped: envfix was interrupted", s.name);
     if (r.ok()) {
       report.passed.push_back(s.name);
