@@ -295,7 +295,7 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(const Globals& g
   for (std::size_t i = 0; i < cands.size(); ++i) {
     wheels[i].sha256 = cands[i].sha256;
     wheels[i].size = cands[i].size;
-    if (cands[i].sha256) wheels[i].cached = cache.find(*cands[i].sha256);
+    if (cands[i].sha256) wheels[i].cached = cache.find(*cands[i].sha256, util::default_threads());
     if (!wheels[i].cached) {
       fetch.push_back(cands[i]);
       fetch_index.push_back(i);

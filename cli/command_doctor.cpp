@@ -22,6 +22,7 @@
 #include "specs/name.hpp"
 #include "util/env.hpp"
 #include "util/parallel.hpp"
+#include "util/python.hpp"
 #include "util/subprocess.hpp"
 #include "wheel/coverage.hpp"
 #include "wheel/kernel_evidence.hpp"
@@ -392,7 +393,7 @@ void run_repro(Report& r, const DoctorOptions& opt) {
   so.set_env["CUDA_LAUNCH_BLOCKING"] = "1";
   so.unset_env = {"PYTHONPATH", "PYTHONHOME"};
   auto run = [&](const std::string& code, std::string& status) -> bool {
-    auto res = util::run_process({r.facts.python->executable.string(), "-c", code}, so);
+    auto res = util::run_python(r.facts.python->executable, {"-c", code}, so);
     if (!res) {
       status = "failed";
       rp.error = res.error().message;

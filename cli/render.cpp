@@ -9,6 +9,7 @@
 #include "cli/globals.hpp"
 #include "installer/transaction.hpp"
 #include "util/env.hpp"
+#include "util/text.hpp"
 
 namespace envfix::cli {
 
@@ -42,8 +43,11 @@ std::string styled(std::string_view text, Style s) {
   return fmt::format("\x1b[{}m{}\x1b[0m", code, text);
 }
 
-void human(std::string_view text) {
+// Everything printed for people goes through here: text from outside (member names, page text,
+// subprocess output, package metadata) cannot drive the terminal. Our own colours pass.
+void human(std::string_view raw) {
   if (g_quiet) return;
+  const std::string text = util::escape_control(raw, true, true);
   std::fwrite(text.data(), 1, text.size(), stderr);
   std::fputc('\n', stderr);
 }
@@ -55,7 +59,7 @@ void machine(std::string_view json_text) {
 }
 
 void warn(std::string_view text) {
-  std::string line = styled("warning", Style::yellow) + ": " + std::string(text) + "\n";
+  std::string line = styled("warning", Style::yellow) + ": " + util::escape_control(text, true, true) + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
@@ -90,10 +94,11 @@ std::string os_hint(const Error& e) {
 } // namespace
 
 void print_error(const Error& e) {
-  std::string out = styled("error", Style::red) + ": " + e.message + "\n";
-  for (const auto& c : e.causes) out += "  " + styled("caused by", Style::red) + ": " + c + "\n";
+  auto esc = [](std::string_view t) { return util::escape_control(t); };
+  std::string out = styled("error", Style::red) + ": " + esc(e.message) + "\n";
+  for (const auto& c : e.causes) out += "  " + styled("caused by", Style::red) + ": " + esc(c) + "\n";
   auto hint = e.hint.empty() ? os_hint(e) : e.hint;
-  if (!hint.empty()) out += styled("hint", Style::cyan) + ": " + hint + "\n";
+  if (!hint.empty()) out += styled("hint", Style::cyan) + ": " + esc(hint) + "\n";
   std::fwrite(out.data(), 1, out.size(), stderr);
 }
 

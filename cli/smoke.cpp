@@ -7,7 +7,7 @@
 #include "installer/transaction.hpp"
 #include "specs/name.hpp"
 #include "util/fs.hpp"
-#include "util/subprocess.hpp"
+#include "util/python.hpp"
 
 namespace envfix::cli {
 
@@ -56,19 +56,9 @@ std::vector<std::string> tail_lines(const std::string& text, std::size_t n) {
 Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeStep>& steps,
                                 std::chrono::milliseconds timeout) {
   SmokeReport report;
-  // Run from an empty directory so nothing in the caller's cwd shadows the installed packages.
-  auto dir = ENVFIX_TRY(util::make_temp_dir({}, "envfix-smoke"));
-  struct Cleanup {
-    fs::path d;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(d, ec);
-    }
-  } cleanup{dir};
   for (const auto& s : steps) {
     util::SubprocessOptions o;
     o.timeout = timeout;
-    o.cwd = dir;
     o.set_env["CUDA_LAUNCH_BLOCKING"] = "1";
     o.set_env["PYTHONDONTWRITEBYTECODE"] = "1";
     if (s.device == SmokeDevice::cpu) o.set_env["CUDA_VISIBLE_DEVICES"] = "";
@@ -76,7 +66,10 @@ Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeS
     // SIGINT/SIGTERM to envfix (the smoke test runs in its own process group, so a terminal's ^C
     // does not reach it) stops the step at once instead of after the timeout.
     o.cancel = [] { return installer::interrupt_signal() != 0; };
-    auto r = ENVFIX_TRY(util::run_process({python.string(), "-c", s.code}, o));
+    // -I from an empty directory: nothing in the caller's cwd shadows the installed packages.
+    // -B: -I ignores PYTHONDONTWRITEBYTECODE, and byte-code written into the new set would make a
+    // later rollback find files it did not install.
+    auto r = ENVFIX_TRY(util::run_python(python, {"-B", "-c", s.code}, o));
     if (r.cancelled) return fail(ErrorCode::interrupted, "smoke test {} stopped: envfix was interrupted", s.name);
     if (r.ok()) {
       report.passed.push_back(s.name);

@@ -16,6 +16,7 @@
 #include "index/zip_metadata.hpp"
 #include "util/env.hpp"
 #include "util/fs.hpp"
+#include "util/text.hpp"
 #include "util/sha256.hpp"
 
 // ENVFIX_TRY for Expected<void>.
@@ -166,6 +167,21 @@ std::optional<fs::path> local_path_of(std::string_view location) {
 std::optional<fs::path> candidate_local_path(std::string_view url) {
   if (url_scheme(url) != "file") return std::nullopt;
   return local_path_of(url);
+}
+
+// A download lands in <cache>/wheels/<sha>/<filename>, so the file name must be one plain path
+// component: a lockfile or page that says "../../x" or "/etc/x" would otherwise choose where the
+// bytes go, and which local file the cache lookup reads (docs/reliability.md).
+Expected<void> check_cache_filename(const Candidate& c) {
+  std::string_view f = c.filename;
+  bool ok = !f.empty() && f != "." && f != ".." && f.find('/') == std::string_view::npos &&
+            f.find('\\') == std::string_view::npos;
+  for (char ch : f) ok = ok && static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f;
+  if (ok) return {};
+  return make_error(ErrorCode::invalid_input,
+                    fmt::format("refusing to download {}: its file name '{}' is not a plain file name",
+                                redact_url(c.url), util::escape_control(f)),
+                    "the page or lockfile that named it is broken or hostile");
 }
 
 Candidate local_candidate(const fs::path& file, std::string_view project, std::string_view index_url) {
@@ -507,6 +523,7 @@ struct IndexClient::Impl {
   }
 
   Expected<fs::path> download(HttpClient& client, const Candidate& c, ProgressFn progress) {
+    ENVFIX_TRY_VOID(check_cache_filename(c));
     if (auto p = cached_wheel(c)) {
       bump(&IndexStats::download_cache_hits);
       return *p;
@@ -774,7 +791,9 @@ std::vector<Expected<fs::path>> IndexClient::download_many(std::span<const Candi
   std::vector<fs::path> tmps;
   for (std::size_t i = 0; i < cs.size(); ++i) {
     const Candidate& c = cs[i];
-    if (auto p = m_impl->cached_wheel(c)) {
+    if (auto ok = check_cache_filename(c); !ok) {
+      slots[i] = std::unexpected(ok.error());
+    } else if (auto p = m_impl->cached_wheel(c)) {
       m_impl->bump(&IndexStats::download_cache_hits);
       slots[i] = *p;
     } else if (candidate_local_path(c.url) || m_impl->options.offline) {

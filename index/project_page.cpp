@@ -153,61 +153,129 @@ std::string project_of_filename(std::string_view filename) {
   return {};
 }
 
-Expected<ProjectPage> parse_html_page(std::string_view html, const PageContext& ctx) {
-  ProjectPage page;
+namespace {
+
+// Offsets of "<a" followed by whitespace, '/' or '>' (any case): where anchors start. Stops after
+// `limit` + 1, which is enough to refuse the page.
+std::vector<std::size_t> anchor_starts(std::string_view html, std::size_t limit) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = html.find('<'); i != std::string_view::npos && i + 2 < html.size(); i = html.find('<', i + 1)) {
+    char a = html[i + 1], next = html[i + 2];
+    if ((a == 'a' || a == 'A') && (next == ' ' || next == '\t' || next == '\n' || next == '\r' || next == '\f' ||
+                                   next == '/' || next == '>')) {
+      out.push_back(i);
+      if (out.size() > limit) break;
+    }
+  }
+  return out;
+}
+
+bool mentions(std::string_view text, std::string_view tag) {
+  for (std::size_t i = text.find('<'); i != std::string_view::npos; i = text.find('<', i + 1)) {
+    if (text.size() - i - 1 < tag.size()) return false;
+    if (lower(text.substr(i + 1, tag.size())) == tag) return true;
+  }
+  return false;
+}
+
+// Calls fn on every element of one slice, in document order (iteratively: deeply nested junk must
+// not overflow the stack).
+template <class Fn>
+Expected<void> walk_slice(std::string_view slice, const PageContext& ctx, Fn&& fn) {
   std::unique_ptr<GumboOutput, GumboDeleter> out(
-      gumbo_parse_with_options(&kGumboDefaultOptions, html.data(), html.size()));
+      gumbo_parse_with_options(&kGumboDefaultOptions, slice.data(), slice.size()));
   if (!out) return fail(ErrorCode::invalid_input, "{}: HTML parser failed", redact_url(ctx.page_url));
-  PageContext local = ctx;
-  bool have_base = false;
-  // Iterative walk in document order (deeply nested junk must not overflow the stack).
   std::vector<const GumboNode*> stack{out->root};
-  std::vector<const GumboElement*> anchors;
   while (!stack.empty()) {
     const GumboNode* n = stack.back();
     stack.pop_back();
     if (n->type != GUMBO_NODE_ELEMENT && n->type != GUMBO_NODE_TEMPLATE) continue;
     const GumboElement& el = n->v.element;
-    if (el.tag == GUMBO_TAG_A) {
-      anchors.push_back(&el);
-    } else if (el.tag == GUMBO_TAG_BASE && !have_base) {
-      if (auto* h = attr(el, "href")) {
-        if (auto b = resolve_url(ctx.page_url, h->value)) {
-          // <base href="file:///"> on a remote page would turn every anchor into a local path.
-          if (url_scheme(*b) == "file" && is_remote(ctx.page_url))
-            page.warnings.push_back(fmt::format("ignored <base href> {:?} on a remote page", redact_url(*b)));
-          else
-            local.page_url = *b;
-          have_base = true;
-        }
-      }
-    } else if (el.tag == GUMBO_TAG_META) {
-      auto* name = attr(el, "name");
-      auto* content = attr(el, "content");
-      if (name && content && std::string_view(name->value) == "pypi:repository-version")
-        ENVFIX_TRY_VOID(check_api_version(content->value, ctx, page));
-    }
+    ENVFIX_TRY_VOID(fn(el));
     for (unsigned i = el.children.length; i-- > 0;)
       stack.push_back(static_cast<const GumboNode*>(el.children.data[i]));
   }
-  page.candidates.reserve(anchors.size());
-  const PageConstants k(local);
-  for (const GumboElement* el : anchors) {
-    auto* href = attr(*el, "href");
-    if (!href) continue;
-    auto c = candidate_from_href(href->value, local, k, page);
-    if (!c) continue;
-    if (auto* rp = attr(*el, "data-requires-python")) c->requires_python = std::string(rp->value);
-    if (auto* y = attr(*el, "data-yanked")) {
-      c->yanked = true;
-      c->yanked_reason = y->value;
+  return {};
+}
+
+// The first <base href> and the api-version <meta>.
+Expected<void> base_or_meta(const GumboElement& el, const PageContext& ctx, PageContext& local, bool& have_base,
+                            ProjectPage& page) {
+  if (el.tag == GUMBO_TAG_BASE && !have_base) {
+    if (auto* h = attr(el, "href")) {
+      if (auto b = resolve_url(ctx.page_url, h->value)) {
+        // <base href="file:///"> on a remote page would turn every anchor into a local path.
+        if (url_scheme(*b) == "file" && is_remote(ctx.page_url))
+          page.warnings.push_back(fmt::format("ignored <base href> {:?} on a remote page", redact_url(*b)));
+        else
+          local.page_url = *b;
+        have_base = true;
+      }
     }
-    if (auto* m = attr(*el, "data-core-metadata")) apply_core_metadata(m->value, *c);
-    else if (auto* m2 = attr(*el, "data-dist-info-metadata")) apply_core_metadata(m2->value, *c);
-    page.candidates.push_back(std::move(*c));
+  } else if (el.tag == GUMBO_TAG_META) {
+    auto* name = attr(el, "name");
+    auto* content = attr(el, "content");
+    if (name && content && std::string_view(name->value) == "pypi:repository-version")
+      ENVFIX_TRY_VOID(check_api_version(content->value, ctx, page));
   }
+  return {};
+}
+
+
+void add_anchor(const GumboElement& el, const PageContext& local, const PageConstants& k, ProjectPage& page) {
+  auto* href = attr(el, "href");
+  if (!href) return;
+  auto c = candidate_from_href(href->value, local, k, page);
+  if (!c) return;
+  if (auto* rp = attr(el, "data-requires-python")) c->requires_python = std::string(rp->value);
+  if (auto* y = attr(el, "data-yanked")) {
+    c->yanked = true;
+    c->yanked_reason = y->value;
+  }
+  if (auto* m = attr(el, "data-core-metadata")) apply_core_metadata(m->value, *c);
+  else if (auto* m2 = attr(el, "data-dist-info-metadata")) apply_core_metadata(m2->value, *c);
+  page.candidates.push_back(std::move(*c));
+}
+
+} // namespace
+
+Expected<ProjectPage> parse_html_page(std::string_view html, const PageContext& ctx) {
+  ProjectPage page;
+  const auto starts = anchor_starts(html, ctx.max_anchors);
+  if (starts.size() > ctx.max_anchors)
+    return make_error(ErrorCode::invalid_input,
+                      fmt::format("{}: the page lists more than {} anchors", redact_url(ctx.page_url), ctx.max_anchors),
+                      "the index page is broken or hostile; no index needs that many files for one project");
+  // Slice boundaries: every 1024th anchor start.
+  constexpr std::size_t per_slice = 1024;
+  std::vector<std::string_view> slices;
+  std::size_t from = 0;
+  for (std::size_t j = per_slice; j < starts.size(); j += per_slice) {
+    slices.push_back(html.substr(from, starts[j] - from));
+    from = starts[j];
+  }
+  slices.push_back(html.substr(from));
+
+  // Pass 1: <base> and <meta>, in the slices that mention them.
+  PageContext local = ctx;
+  bool have_base = false;
+  for (auto slice : slices) {
+    if (!mentions(slice, "base") && !mentions(slice, "meta")) continue;
+    ENVFIX_TRY_VOID(walk_slice(slice, ctx, [&](const GumboElement& el) -> Expected<void> {
+      return base_or_meta(el, ctx, local, have_base, page);
+    }));
+  }
+  // Pass 2: anchors, one slice's tree at a time.
+  page.candidates.reserve(starts.size());
+  const PageConstants k(local);
+  for (auto slice : slices)
+    ENVFIX_TRY_VOID(walk_slice(slice, ctx, [&](const GumboElement& el) -> Expected<void> {
+      if (el.tag == GUMBO_TAG_A) add_anchor(el, local, k, page);
+      return {};
+    }));
   return page;
 }
+
 
 Expected<ProjectPage> parse_json_page(std::string_view text, const PageContext& ctx) {
   using nlohmann::json;

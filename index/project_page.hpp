@@ -16,6 +16,10 @@ struct PageContext {
   std::string index_url; // recorded in Candidate::index_url (credentials stripped)
   // Keep only files whose filename names `project` (find-links pages list many projects).
   bool filter_by_project = false;
+  // A page with more anchors than this is refused before it is parsed (docs/reliability.md §2:
+  // 16 MiB of short anchors cost 1.9 GB as one parse tree). PyPI's and PyTorch's largest project
+  // pages list tens of thousands of files.
+  std::size_t max_anchors = 250'000;
 };
 
 struct ProjectPage {
@@ -31,6 +35,10 @@ inline constexpr std::string_view accept_header =
 enum class PageFormat { html, json, unknown };
 [[nodiscard]] PageFormat page_format_from_content_type(std::string_view content_type);
 
+// The page is parsed in slices of at most 1024 anchors, each cut just before an anchor's `<a` and
+// parsed as its own document, so the parser's tree never holds more than one slice: memory grows
+// with the candidates found, not with the page's tag count. (<base> and <meta> are looked for in
+// every slice that mentions them; the first <base href> still applies to every anchor.)
 [[nodiscard]] Expected<ProjectPage> parse_html_page(std::string_view html, const PageContext& ctx);
 [[nodiscard]] Expected<ProjectPage> parse_json_page(std::string_view json, const PageContext& ctx);
 

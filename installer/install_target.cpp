@@ -1,12 +1,15 @@
 #include "installer/install_target.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
 
 #include "probe/host_facts.hpp"
-#include "util/subprocess.hpp"
+#include "util/fs.hpp"
+#include "util/python.hpp"
 
 namespace envfix::installer {
 
@@ -46,7 +49,7 @@ Expected<InstallTarget> InstallTarget::from_interpreter(const fs::path& python) 
   util::SubprocessOptions opt;
   opt.timeout = std::chrono::seconds(60);
   opt.unset_env = {"PYTHONPATH", "PYTHONHOME"};
-  auto r = util::run_process({python.string(), "-I", "-c", k_scheme_script}, opt);
+  auto r = util::run_python(python, {"-c", k_scheme_script}, opt);
   if (!r) return std::unexpected(std::move(r.error()).context(fmt::format("running {}", python.string())));
   if (!r->ok())
     return make_error(ErrorCode::subprocess,
@@ -70,6 +73,7 @@ Expected<InstallTarget> InstallTarget::from_interpreter(const fs::path& python) 
     t.python = python.is_absolute() ? python : fs::absolute(python);
     t.externally_managed = j.at("externally_managed").get<bool>();
     t.externally_managed_message = j.at("message").get<std::string>();
+    t.unify_aliases();
     return t;
   } catch (const std::exception& e) {
     return fail(ErrorCode::subprocess, "{}: unreadable scheme report: {}", python.string(), e.what());
@@ -94,6 +98,7 @@ InstallTarget InstallTarget::from_python_info(const probe::PythonInfo& info) {
   t.python = info.executable;
   t.externally_managed = info.externally_managed;
   t.externally_managed_message = info.externally_managed_message;
+  t.unify_aliases();
   return t;
 }
 
@@ -108,6 +113,52 @@ InstallTarget InstallTarget::for_venv_layout(const fs::path& prefix, int major, 
   t.python = prefix / "bin" / "python";
   t.is_venv = true;
   return t;
+}
+
+namespace {
+
+bool under(std::string_view p, std::string_view root) {
+  return !root.empty() && p.starts_with(root) && (p.size() == root.size() || p[root.size()] == '/');
+}
+
+// A component named .envfix-txn-… anywhere in the path.
+bool has_txn_component(std::string_view p) { return p.find("/.envfix-txn-") != std::string_view::npos; }
+
+} // namespace
+
+bool InstallTarget::is_envfix_state(std::string_view path, std::string_view resolved) const {
+  if (has_txn_component(path) || has_txn_component(resolved)) return true;
+  if (prefix.empty()) return false;
+  const std::string state = state_dir().lexically_normal().string();
+  const std::string state_resolved = resolved_state.empty() ? util::resolve_parent(state) : resolved_state;
+  for (const auto& s : {state, state_resolved})
+    if (under(path, s) || under(resolved, s)) return true;
+  return false;
+}
+
+bool InstallTarget::is_interpreter(std::string_view path) const {
+  if (!prefix.empty()) {
+    const auto cfg = (prefix / "pyvenv.cfg").lexically_normal().string();
+    if (path == cfg || util::resolve_parent(path) == util::resolve_parent(cfg)) return true;
+  }
+  if (python.empty()) return false;
+  struct stat a, b;
+  // stat() follows links: bin/python, bin/python3 and the real binary are one file.
+  return ::stat(std::string(path).c_str(), &a) == 0 && ::stat(python.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
+         a.st_ino == b.st_ino;
+}
+
+void InstallTarget::unify_aliases() {
+  if (!prefix.empty()) resolved_state = util::resolve_parent(state_dir().lexically_normal().string());
+  std::vector<std::pair<std::pair<dev_t, ino_t>, fs::path>> seen;
+  for (fs::path* p : {&purelib, &platlib, &scripts, &data, &headers}) {
+    struct stat st;
+    if (p->empty() || ::stat(p->c_str(), &st) != 0) continue;
+    std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == id; });
+    if (it != seen.end()) *p = it->second;
+    else seen.emplace_back(id, *p);
+  }
 }
 
 fs::path InstallTarget::headers_for(std::string_view dist_name) const { return headers / std::string(dist_name); }
@@ -148,12 +199,12 @@ Expected<fs::path> create_venv(const fs::path& dir, const fs::path& base_python,
   auto python = dir / "bin" / "python";
   std::error_code ec;
   if (fs::exists(dir / "pyvenv.cfg", ec) && fs::exists(python, ec)) return python;
-  std::vector<std::string> argv = {base_python.string(), "-m", "venv"};
+  std::vector<std::string> argv = {"-m", "venv"};
   if (!with_pip) argv.push_back("--without-pip");
-  argv.push_back(dir.string());
+  argv.push_back(fs::absolute(dir, ec).string()); // run_python runs it from an empty directory
   util::SubprocessOptions opt;
   opt.timeout = std::chrono::seconds(300);
-  auto r = util::run_process(argv, opt);
+  auto r = util::run_python(base_python, argv, opt);
   if (!r) return std::unexpected(std::move(r.error()));
   if (!r->ok())
     return make_error(ErrorCode::subprocess,

@@ -45,6 +45,21 @@ struct InstallTarget {
   [[nodiscard]] std::vector<std::filesystem::path> prune_stops() const;
   // prefix/.envfix
   [[nodiscard]] std::filesystem::path state_dir() const { return prefix / ".envfix"; }
+  // True for an absolute, lexically normal path inside envfix's own state: <prefix>/.envfix/…
+  // (lock, journals, backups) or any .envfix-txn-*/ directory (backups on another filesystem).
+  // Both the path as written and with its parent resolved are checked. No wheel member and no
+  // RECORD row may install or remove such a path (docs/reliability.md, security model).
+  // `resolved` is util::resolve_parent(path) (callers with many paths use a util::ParentResolver).
+  [[nodiscard]] bool is_envfix_state(std::string_view path, std::string_view resolved) const;
+  // The interpreter itself, anything that resolves to the same file (venv/bin/python3 → /usr/bin/python3.11),
+  // and <prefix>/pyvenv.cfg: never removed, whatever a RECORD says.
+  [[nodiscard]] bool is_interpreter(std::string_view path) const;
+  // Scheme directories that are one directory under two names (lib64 → lib on Fedora, RHEL,
+  // openSUSE, where sys.platlibdir is "lib64") get the first one's name, so every file has one
+  // spelling. Compares device and inode; run once when the target is built.
+  void unify_aliases();
+  // realpath of state_dir(), set by unify_aliases() (computed on use when empty).
+  std::string resolved_state;
 };
 
 // PEP 668 (the marker counts outside a venv only): refuses an externally managed interpreter unless

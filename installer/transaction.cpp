@@ -92,6 +92,26 @@ std::string new_txn_id() {
   return fmt::format("{}.{:06d}-{}", buf, micros, ::getpid());
 }
 
+// What new_txn_id() makes: YYYYMMDDTHHMMSS.uuuuuu-PID. Only directories named so are transactions
+// (and only .envfix-txn-<that id> directories their auxiliaries): a journal that names any other
+// path is not envfix's own and deletes nothing.
+bool is_txn_id(std::string_view id) {
+  auto digits = [&](std::size_t from, std::size_t n) {
+    if (from + n > id.size()) return false;
+    for (std::size_t i = from; i < from + n; ++i)
+      if (id[i] < '0' || id[i] > '9') return false;
+    return true;
+  };
+  if (id.size() < 24 || id.size() > 40) return false;
+  if (!digits(0, 8) || id[8] != 'T' || !digits(9, 6) || id[15] != '.' || !digits(16, 6) || id[22] != '-') return false;
+  return digits(23, id.size() - 23);
+}
+
+bool is_real_dir(const fs::path& p) {
+  struct stat st;
+  return ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 // ---- signals --------------------------------------------------------------------------------
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -136,7 +156,7 @@ public:
     auto dir = prefix / ".envfix";
     ENVFIX_TRY_VOID(util::create_directories(dir));
     auto path = dir / "lock";
-    util::Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    util::Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
     if (!fd.valid()) return fail(ErrorCode::io, "cannot open {}: {}", path.string(), std::strerror(errno));
     for (;;) {
       if (::flock(fd.get(), LOCK_EX | (wait ? 0 : LOCK_NB)) == 0) break;
@@ -241,10 +261,27 @@ Expected<TxnMeta> read_meta(const fs::path& txn_dir, bool with_ops = true) {
   }
 }
 
+// An auxiliary directory the journal of transaction `id` may own: absolute, normal, a real
+// directory named .envfix-txn-<id>.
+bool is_own_aux(const fs::path& a, std::string_view id) {
+  return a.is_absolute() && a == a.lexically_normal() && a.filename() == ".envfix-txn-" + std::string(id) &&
+         is_real_dir(a);
+}
+
+// The journal's auxiliary directories that are really this transaction's (see is_own_aux).
+std::vector<fs::path> own_aux(const TxnMeta& meta, const fs::path& txn_dir) {
+  std::vector<fs::path> out;
+  if (meta.id != txn_dir.filename().string()) return out;
+  for (const auto& a : meta.aux)
+    if (is_own_aux(a, meta.id)) out.push_back(a);
+  return out;
+}
+
 // Deletes a transaction: its directory and the auxiliary directories its journal names.
 void discard_txn(const fs::path& txn_dir) {
+  if (!is_txn_id(txn_dir.filename().string()) || !is_real_dir(txn_dir)) return;
   if (auto meta = read_meta(txn_dir, false))
-    for (const auto& a : meta->aux) remove_tree(a);
+    for (const auto& a : own_aux(*meta, txn_dir)) remove_tree(a);
   remove_tree(txn_dir);
 }
 
@@ -252,7 +289,7 @@ void discard_txn(const fs::path& txn_dir) {
 std::uint64_t backup_bytes_of(const fs::path& txn_dir) {
   std::uint64_t n = tree_bytes(txn_dir / "backup");
   if (auto meta = read_meta(txn_dir, false))
-    for (const auto& a : meta->aux) n += tree_bytes(a / "backup");
+    for (const auto& a : own_aux(*meta, txn_dir)) n += tree_bytes(a / "backup");
   return n;
 }
 
@@ -544,7 +581,7 @@ std::vector<fs::path> txn_dirs(const fs::path& prefix) {
   std::vector<fs::path> out;
   std::error_code ec;
   for (fs::directory_iterator it(prefix / ".envfix" / "txn", ec), end; !ec && it != end; it.increment(ec))
-    if (it->is_directory(ec)) out.push_back(it->path());
+    if (is_txn_id(it->path().filename().string()) && is_real_dir(it->path())) out.push_back(it->path());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -593,7 +630,7 @@ Expected<std::vector<std::string>> recover_locked(const fs::path& prefix) {
         actions.push_back(fmt::format("finished rollback {}", id));
       } else {
         remove_tree(dir / "staging");
-        for (const auto& a : meta->aux) remove_tree(a / "stage");
+        for (const auto& a : own_aux(*meta, dir)) remove_tree(a / "stage");
       }
       break;
     }
@@ -645,7 +682,7 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
   for (std::size_t i = 0; i < n; ++i) {
     const auto& w = m_install[i];
     if (w.cached) from_cache[i] = w.cached;
-    else if (cache && w.sha256) from_cache[i] = cache->find(*w.sha256);
+    else if (cache && w.sha256) from_cache[i] = cache->find(*w.sha256, threads);
     if (from_cache[i]) {
       ++result.cache_hits;
       result.warnings.insert(result.warnings.end(), from_cache[i]->warnings.begin(), from_cache[i]->warnings.end());
@@ -786,6 +823,7 @@ Expected<TransactionResult> Transaction::run() {
   auto progress = [&](std::string_view s) {
     if (m_options.progress) m_options.progress(s);
   };
+  m_target.unify_aliases(); // lib64 and lib: one directory, one spelling of every path
   auto lock = ENVFIX_TRY(EnvLock::acquire(m_target.prefix, m_options.wait_for_lock));
   TransactionResult result;
   result.recovered = ENVFIX_TRY(recover_locked(m_target.prefix));
@@ -867,6 +905,8 @@ Expected<TransactionResult> Transaction::run() {
         if (::lstat(to.c_str(), &st) == 0) {
           if (S_ISDIR(st.st_mode))
             return fail(ErrorCode::invalid_input, "{} installs the file {}, which exists as a directory", p.name, to);
+          if (m_target.is_interpreter(to))
+            return fail(ErrorCode::invalid_input, "{} would replace {}, the environment's interpreter", p.name, to);
           // A file no removed distribution owns: stashed like the others so rollback restores it.
           if (remove_set.insert(to).second) {
             remove_files.push_back(to);
@@ -993,7 +1033,7 @@ Expected<std::uint64_t> drop_backups(const fs::path& prefix) {
   for (const auto& d : txn_dirs(prefix)) {
     freed += tree_bytes(d);
     if (auto meta = read_meta(d, false))
-      for (const auto& a : meta->aux) freed += tree_bytes(a);
+      for (const auto& a : own_aux(*meta, d)) freed += tree_bytes(a);
     discard_txn(d);
   }
   return freed;
@@ -1008,6 +1048,7 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
                       fmt::format("nothing to roll back in {}", target.prefix.string()),
                       "only the last transaction applied with a backup can be rolled back");
   auto old = ENVFIX_TRY(read_meta(last->txn_dir));
+  old.aux = own_aux(old, last->txn_dir);
   const fs::path old_backup = (last->txn_dir / "backup").lexically_normal();
 
   TxnMeta meta;

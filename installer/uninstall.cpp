@@ -1,5 +1,6 @@
 #include "installer/uninstall.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,8 +20,6 @@ namespace envfix::installer {
 namespace fs = std::filesystem;
 
 namespace {
-
-using util::exists_nofollow;
 
 // Paths here are absolute and lexically normal, kept as plain strings: a removal plan has one
 // per file (12,000 for torch) and a std::filesystem::path also stores its component list.
@@ -85,6 +84,35 @@ std::pair<std::string, std::string> dist_identity(const fs::path& dist_info) {
   return {name, version};
 }
 
+// What no RECORD may make envfix remove: the interpreter (any name of the same file) and pyvenv.cfg.
+// InstallTarget::is_interpreter with the interpreter's inode looked up once per plan.
+struct Protected {
+  std::string cfg, cfg_resolved;
+  bool have_python = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  static Protected of(const InstallTarget& t) {
+    Protected k;
+    if (!t.prefix.empty()) {
+      k.cfg = normal(t.prefix / "pyvenv.cfg");
+      k.cfg_resolved = util::resolve_parent(k.cfg);
+    }
+    struct stat st;
+    if (!t.python.empty() && ::stat(t.python.c_str(), &st) == 0) {
+      k.have_python = true;
+      k.dev = st.st_dev;
+      k.ino = st.st_ino;
+    }
+    return k;
+  }
+  // `st` is lstat(p); a symlink is followed to see whether it names the interpreter.
+  [[nodiscard]] bool is_interpreter(const std::string& p, const std::string& rp, struct stat st) const {
+    if (!cfg.empty() && (p == cfg || rp == cfg_resolved)) return true;
+    if (S_ISLNK(st.st_mode) && ::stat(p.c_str(), &st) != 0) return false;
+    return have_python && st.st_dev == dev && st.st_ino == ino;
+  }
+};
+
 // Absolute, normalized paths named by a dist-info's RECORD (no existence check).
 Expected<std::vector<std::string>> record_paths(const fs::path& dist_info) {
   auto text = ENVFIX_TRY(util::read_file(dist_info / "RECORD"));
@@ -103,9 +131,11 @@ Expected<std::vector<std::string>> record_paths(const fs::path& dist_info) {
 
 Expected<std::vector<fs::path>> list_dist_infos(const InstallTarget& target) {
   std::vector<fs::path> out;
-  std::set<fs::path> dirs;
+  // One directory under two names (lib64 -> lib) is listed once: compared by device and inode.
+  std::set<std::pair<dev_t, ino_t>> dirs;
   for (const auto& d : {target.purelib, target.platlib}) {
-    if (d.empty() || !dirs.insert(d.lexically_normal()).second) continue;
+    struct stat st;
+    if (d.empty() || (::stat(d.c_str(), &st) == 0 && !dirs.insert({st.st_dev, st.st_ino}).second)) continue;
     std::error_code ec;
     fs::directory_iterator it(d, ec), end;
     if (ec) {
@@ -198,9 +228,16 @@ Expected<UninstallPlan> plan_uninstall(const fs::path& dist_info_in, const Insta
                       hint);
   }
   auto paths = ENVFIX_TRY(record_paths(plan.dist_info));
-  std::vector<std::string> roots;
-  for (const auto& r : target.roots()) roots.push_back(normal(r));
+  std::vector<std::string> roots, resolved_roots;
+  for (const auto& r : target.roots()) {
+    roots.push_back(normal(r));
+    resolved_roots.push_back(normal(fs::weakly_canonical(r, ec)));
+  }
   const auto prefix = target.prefix.empty() ? std::string() : normal(target.prefix);
+  // Every decision below is also made on the path with its parent resolved: a RECORD row below a
+  // symlinked directory (site-packages/demo/vendored -> /elsewhere) names a file elsewhere.
+  util::ParentResolver resolve;
+  const Protected keep = Protected::of(target);
 
   // Files other installed distributions list (namespace packages, nvidia/ subpackages).
   std::set<fs::path> skip_dists{plan.dist_info};
@@ -209,13 +246,27 @@ Expected<UninstallPlan> plan_uninstall(const fs::path& dist_info_in, const Insta
   for (const auto& d : ENVFIX_TRY(list_dist_infos(target))) {
     if (skip_dists.contains(d)) continue;
     if (auto rp = record_paths(d))
-      for (auto& p : *rp) others.insert(std::move(p));
+      for (auto& p : *rp) {
+        others.insert(resolve(p));
+        others.insert(std::move(p));
+      }
   }
 
   std::set<std::string> files;
+  const std::string dist_name = plan.dist_info.filename().string();
   auto add = [&](std::string p) {
-    if (!exists_nofollow(p)) return;
-    if (others.contains(p)) {
+    struct stat st;
+    if (::lstat(p.c_str(), &st) != 0) return;
+    const std::string rp = resolve(p);
+    auto refuse = [&](std::string_view why) {
+      plan.warnings.push_back(fmt::format("{}: not removing {} ({})", dist_name, p, why));
+    };
+    if (S_ISDIR(st.st_mode)) return refuse("a directory, not a file");
+    if (target.is_envfix_state(p, rp)) return refuse("envfix's own state");
+    if (keep.is_interpreter(p, rp, st)) return refuse("the environment's interpreter or pyvenv.cfg");
+    if (!std::any_of(resolved_roots.begin(), resolved_roots.end(), [&](const std::string& r) { return is_under(rp, r); }))
+      return refuse(fmt::format("it resolves to {}, outside the install scheme", rp));
+    if (others.contains(p) || others.contains(rp)) {
       plan.shared.push_back(p);
       return;
     }

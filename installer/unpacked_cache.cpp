@@ -17,6 +17,7 @@
 
 #include "util/fs.hpp"
 #include "util/parallel.hpp"
+#include "wheel/staging.hpp"
 
 namespace envfix::installer {
 
@@ -45,10 +46,30 @@ Expected<LinkMode> parse_link_mode(std::string_view text) {
 namespace {
 
 constexpr const char* manifest_name = "manifest.json";
-constexpr int manifest_version = 1;
+// 2: every file also records its inode and change time (docs/installing.md, "the unpacked cache").
+constexpr int manifest_version = 2;
 
 std::int64_t mtime_ns(const struct stat& st) {
   return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+std::int64_t ctime_ns(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+}
+
+// The manifest is input like an archive: its names pass staging's rules before any path is built
+// from them (one component for the file and the dist-info, wheel::check_member_name for members).
+bool one_component(std::string_view s) {
+  return !s.empty() && s.find('/') == std::string_view::npos && s != "." && s != ".." &&
+         wheel::check_member_name(s).has_value();
+}
+
+bool valid_manifest_names(const wheel::StagedWheel& sw, std::string_view filename) {
+  constexpr std::string_view di = ".dist-info";
+  if (!one_component(filename) || !filename.ends_with(".whl") || !one_component(sw.dist_info) ||
+      !sw.dist_info.ends_with(di) || sw.dist_info.size() == di.size())
+    return false;
+  return sw.data_dir == sw.dist_info.substr(0, sw.dist_info.size() - di.size()) + ".data";
 }
 
 bool valid_sha256(std::string_view s) {
@@ -104,16 +125,18 @@ int link_one(LinkMode mode, const std::string& src, const std::string& dest, mod
 
 // ---- the cache ------------------------------------------------------------------------------------
 
-std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256) const {
+std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256, unsigned threads) const {
   if (!valid_sha256(sha256)) return std::nullopt;
   const fs::path entry = m_root / std::string(sha256);
   auto text = util::read_file(entry / manifest_name);
   if (!text) return std::nullopt;
+  std::vector<std::size_t> rehash; // files whose inode or change time moved: hashed before use
+  wheel::StagedWheel sw;
   try {
     auto j = json::parse(*text);
     if (j.value("manifest", 0) != manifest_version) return std::nullopt;
-    wheel::StagedWheel sw;
-    sw.wheel = entry / j.at("filename").get<std::string>();
+    const auto filename = j.at("filename").get<std::string>();
+    sw.wheel = entry / filename;
     sw.tree = entry / "tree";
     sw.archive_size = j.at("archive_size").get<std::uint64_t>();
     sw.name = j.at("name").get<std::string>();
@@ -125,26 +148,44 @@ std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256) c
     sw.metadata = j.at("metadata").get<std::string>();
     sw.entry_points = j.at("entry_points").get<std::string>();
     sw.warnings = j.at("warnings").get<std::vector<std::string>>();
+    if (!valid_manifest_names(sw, filename)) return std::nullopt;
+    std::set<std::string_view> members;
+    sw.files.reserve(j.at("files").size());
     for (const auto& f : j.at("files")) {
       wheel::StagedFile sf;
       sf.member = f.at(0).get<std::string>();
       sf.hash = f.at(1).get<std::string>();
       sf.size = f.at(2).get<std::uint64_t>();
       sf.executable = f.at(3).get<bool>();
-      auto mtime = f.at(4).get<std::int64_t>();
+      const auto mtime = f.at(4).get<std::int64_t>();
+      const auto ctime = f.at(5).get<std::int64_t>();
+      const auto ino = f.at(6).get<std::uint64_t>();
+      if (!wheel::check_member_name(sf.member) || sf.member.back() == '/' || !sf.hash.starts_with("sha256="))
+        return std::nullopt;
       sf.staged = (sw.tree / sf.member).string();
-      // Intact = the very files the manifest describes (an in-place edit through a hard link
-      // changes size or mtime).
+      // Intact = the very files the manifest describes. Size and mtime catch ordinary edits; an
+      // edit that keeps both (a write, then utimensat) still moves the change time, which no
+      // program can set back: such a file is hashed again, as is one whose inode changed.
       struct stat st;
       if (::lstat(sf.staged.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
           static_cast<std::uint64_t>(st.st_size) != sf.size || mtime_ns(st) != mtime)
         return std::nullopt;
+      if (ctime_ns(st) != ctime || static_cast<std::uint64_t>(st.st_ino) != ino) rehash.push_back(sw.files.size());
       sw.files.push_back(std::move(sf));
     }
-    return sw;
+    for (const auto& f : sw.files)
+      if (!members.insert(f.member).second) return std::nullopt;
   } catch (const std::exception&) {
     return std::nullopt; // unreadable manifest: treated as absent, the wheel is unpacked again
   }
+  auto checked = util::parallel_for(rehash.size(), std::max(1u, threads), [&](std::size_t k) -> Expected<void> {
+    const auto& f = sw.files[rehash[k]];
+    auto h = wheel::record_hash_file(f.staged);
+    if (!h || *h != f.hash) return fail(ErrorCode::hash_mismatch, "{} changed", f.staged);
+    return {};
+  });
+  if (!checked) return std::nullopt; // changed under us: unpacked again from the archive
+  return sw;
 }
 
 Expected<fs::path> UnpackedCache::make_temp() const {
@@ -161,7 +202,8 @@ Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::
     struct stat st;
     if (::lstat(f.staged.c_str(), &st) != 0)
       return fail(ErrorCode::io, "unpacked cache: {}: {}", f.staged, std::strerror(errno));
-    files.push_back(json::array({f.member, f.hash, f.size, f.executable, mtime_ns(st)}));
+    files.push_back(json::array({f.member, f.hash, f.size, f.executable, mtime_ns(st), ctime_ns(st),
+                                 static_cast<std::uint64_t>(st.st_ino)}));
   }
   json j = {{"manifest", manifest_version},
             {"filename", staged.wheel.filename().string()},

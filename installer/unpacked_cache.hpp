@@ -6,8 +6,10 @@
 // transaction's staging directory, and renamed into place from there as before.
 //
 // Trust: an entry is used only when every file still has the size and mtime the manifest
-// recorded, so a hard-linked file edited in place in some environment (which edits the cache
-// too) invalidates the entry instead of spreading the edit.
+// recorded and either its inode and change time (which a write moves and nothing sets back) or
+// its content hash, so a hard-linked file edited in place in some environment (which edits the
+// cache too) invalidates the entry instead of spreading the edit. Hard-linking a file moves its
+// change time, so entries used with --link-mode hardlink are re-hashed on their next use.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -31,8 +33,10 @@ public:
   explicit UnpackedCache(std::filesystem::path root) : m_root(std::move(root)) {}
   [[nodiscard]] const std::filesystem::path& root() const { return m_root; }
 
-  // The entry for the wheel whose sha256 is `sha256`, when it exists and is intact.
-  [[nodiscard]] std::optional<wheel::StagedWheel> find(std::string_view sha256) const;
+  // The entry for the wheel whose sha256 is `sha256`, when it exists and is intact: its manifest
+  // passes staging's name rules, and every file has the size and mtime recorded, and either the
+  // same inode and change time or (re-hashed on `threads` threads) the RECORD hash.
+  [[nodiscard]] std::optional<wheel::StagedWheel> find(std::string_view sha256, unsigned threads = 1) const;
   // A fresh private directory to stage a wheel into before add().
   [[nodiscard]] Expected<std::filesystem::path> make_temp() const;
   // Turns a wheel staged under `temp` (from make_temp) into the entry for `sha256`; returns the

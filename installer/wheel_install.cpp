@@ -152,11 +152,19 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
   }
 
   std::vector<wheel::RecordEntry> record;
+  util::ParentResolver resolve;
   std::unordered_map<std::string, std::string> dest_owner; // destination → member, to catch collisions
   std::vector<FileMove> metadata_moves; // dist-info files go after the payload
   auto add_move = [&](std::string from, const fs::path& to_path, const std::string& member,
                       std::vector<FileMove>& moves) -> Expected<void> {
     std::string to = to_path.lexically_normal().string();
+    // A wheel that writes into .envfix/ could plant a journal (whose cleanup deletes what it names)
+    // or replace the environment lock (docs/reliability.md, security model).
+    if (target.is_envfix_state(to, resolve(to)))
+      return make_error(ErrorCode::invalid_input,
+                        fmt::format("{}: member '{}' would install into envfix's own state ({})",
+                                    sw.wheel.filename().string(), member, to),
+                        "the wheel is broken or hostile; nothing was installed");
     auto [it, inserted] = dest_owner.emplace(to, member);
     if (!inserted)
       return fail(ErrorCode::invalid_input, "{}: members '{}' and '{}' both install to {}",

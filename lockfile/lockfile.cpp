@@ -10,7 +10,10 @@
 #include <toml++/toml.h>
 #include <yaml-cpp/yaml.h>
 
+#include "specs/name.hpp"
+#include "specs/wheel_filename.hpp"
 #include "util/fs.hpp"
+#include "util/text.hpp"
 
 namespace envfix::lockfile {
 
@@ -66,6 +69,23 @@ void sort_lock(LockFile& lock) {
     std::sort(t.packages.begin(), t.packages.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
     std::sort(t.host.gpus.begin(), t.host.gpus.end());
   }
+}
+
+// A lockfile's filename becomes a path in the download cache: it must be one plain path component
+// that parses as a wheel name of this package (docs/lockfile.md). Returns what is wrong, or "".
+std::string filename_problem(const std::string& filename, const std::string& name) {
+  std::string shown = util::escape_control(filename);
+  if (filename == "." || filename == ".." || filename.find('/') != std::string::npos ||
+      filename.find('\\') != std::string::npos)
+    return fmt::format("filename '{}' must be a file name, not a path", shown);
+  for (char ch : filename)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      return fmt::format("filename '{}' contains a control character", shown);
+  auto wf = specs::WheelFilename::parse(filename);
+  if (!wf) return fmt::format("filename '{}' is not a wheel file name", shown);
+  if (!name.empty() && wf->normalized_name() != specs::normalize_name(name))
+    return fmt::format("filename '{}' is a wheel of {}, not of {}", shown, wf->normalized_name(), name);
+  return {};
 }
 
 // Collects every problem in a lockfile before failing, so the user fixes them in one pass.
@@ -295,6 +315,8 @@ Expected<LockFile> LockFile::parse(std::string_view text, std::string_view sourc
             if (!p.name.empty() && !names.insert(p.name).second) c.problem(pn["name"], "duplicate " + pw);
             p.version = c.str(pn, "version", pw);
             p.filename = c.str(pn, "filename", pw);
+            if (!p.filename.empty())
+              if (auto why = filename_problem(p.filename, p.name); !why.empty()) c.problem(pn["filename"], pw + ": " + why);
             p.url = c.str(pn, "url", pw);
             p.sha256 = c.str(pn, "sha256", pw);
             if (!p.sha256.empty() && !is_hex64(p.sha256))

@@ -11,6 +11,7 @@
 #include "probe/text.hpp"
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
+#include "util/python.hpp"
 #include "util/subprocess.hpp"
 
 namespace envfix::probe {
@@ -237,7 +238,7 @@ Expected<PythonInfo> probe_python(const fs::path& python, const fs::path& cache_
   opt.timeout = timeout;
   // The probe must describe the interpreter, not a PYTHONPATH leaking from our own environment.
   opt.unset_env = {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"};
-  auto r = util::run_process({python.string(), "-c", std::string(python_probe_script())}, opt);
+  auto r = util::run_python(python, {"-c", std::string(python_probe_script())}, opt);
   if (!r) return std::unexpected(std::move(r.error()).context(fmt::format("could not run {}", python.string())));
   if (!r->ok()) {
     auto why = r->timed_out ? std::string("timed out") : fmt::format("exit code {}", r->exit_code);

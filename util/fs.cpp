@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -94,6 +95,39 @@ Expected<void> create_directories(const fs::path& path) {
 bool exists_nofollow(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0;
+}
+
+std::string resolve_parent(std::string_view path) {
+  std::string p(path);
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  auto slash = p.rfind('/');
+  if (slash == std::string::npos) return p;
+  std::string dir = slash == 0 ? "/" : p.substr(0, slash);
+  std::string rest = p.substr(slash); // "/name"
+  // Walk up to an ancestor that exists (an install creates its parents later).
+  for (;;) {
+    char buf[PATH_MAX];
+    if (::realpath(dir.c_str(), buf)) {
+      std::string r(buf);
+      return (r == "/" ? "" : r) + rest;
+    }
+    auto s = dir.rfind('/');
+    if (s == std::string::npos || dir == "/") return p;
+    rest = dir.substr(s) + rest;
+    dir = s == 0 ? "/" : dir.substr(0, s);
+  }
+}
+
+std::string ParentResolver::operator()(std::string_view path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string_view::npos || slash == 0) return resolve_parent(path);
+  std::string dir(path.substr(0, slash));
+  auto it = m_dirs.find(dir);
+  if (it == m_dirs.end()) {
+    auto r = resolve_parent(dir + "/x");
+    it = m_dirs.emplace(std::move(dir), r.substr(0, r.size() - 2)).first;
+  }
+  return it->second + std::string(path.substr(slash));
 }
 
 int copy_file_exclusive(const fs::path& src, const fs::path& dest, unsigned mode) {

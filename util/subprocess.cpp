@@ -1,6 +1,7 @@
 #include "util/subprocess.hpp"
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
@@ -31,6 +32,39 @@ std::vector<std::string> build_env(const SubprocessOptions& o) {
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
 }
+// Keeps the head and the tail of a stream within `cap` bytes (SubprocessOptions::max_output).
+class Capture {
+public:
+  explicit Capture(std::size_t cap) : m_half(std::max<std::size_t>(cap / 2, 1)) {}
+  void add(const char* p, std::size_t n) {
+    std::size_t to_head = std::min(n, m_half - std::min(m_half, m_head.size()));
+    m_head.append(p, to_head);
+    p += to_head;
+    n -= to_head;
+    if (n == 0) return;
+    m_tail.append(p, n);
+    if (m_tail.size() > 2 * m_half) { // amortized: trim only when twice the budget
+      m_dropped += m_tail.size() - m_half;
+      m_tail.erase(0, m_tail.size() - m_half);
+    }
+  }
+  // The text kept, with a line saying how much was left out; the count in `dropped`.
+  std::string take(std::uint64_t& dropped) {
+    if (m_tail.size() > m_half) {
+      m_dropped += m_tail.size() - m_half;
+      m_tail.erase(0, m_tail.size() - m_half);
+    }
+    dropped = m_dropped;
+    if (m_dropped == 0) return std::move(m_head) + m_tail;
+    return fmt::format("{}\n[... {} bytes of output dropped ...]\n{}", m_head, m_dropped, m_tail);
+  }
+
+private:
+  std::size_t m_half;
+  std::string m_head, m_tail;
+  std::uint64_t m_dropped = 0;
+};
+
 } // namespace
 
 std::optional<std::filesystem::path> find_in_path(const std::string& name, const char* path_value) {
@@ -93,6 +127,7 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
   err_w = Fd();
 
   SubprocessResult res;
+  Capture out_cap(o.max_output), err_cap(o.max_output);
   std::string_view to_write = o.stdin_data ? std::string_view(*o.stdin_data) : std::string_view();
   if (to_write.empty()) in_w = Fd();
   else ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
@@ -129,7 +164,7 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
       char buf[65536];
       ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
       bool is_out = out_r.valid() && fds[i].fd == out_r.get();
-      if (r > 0) (is_out ? res.out : res.err).append(buf, static_cast<std::size_t>(r));
+      if (r > 0) (is_out ? out_cap : err_cap).add(buf, static_cast<std::size_t>(r));
       else if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) (is_out ? out_r : err_r) = Fd();
     }
   }
@@ -139,6 +174,8 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
     if (w == pid) break;
     if (w < 0 && errno != EINTR) break;
   }
+  res.out = out_cap.take(res.out_dropped);
+  res.err = err_cap.take(res.err_dropped);
   if (WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) res.term_signal = WTERMSIG(status);
   return res;

@@ -1,6 +1,7 @@
 #pragma once
 // Run a child process with captured output and a timeout. No shell is involved.
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -22,6 +23,10 @@ struct SubprocessOptions {
   // Polled while the child runs (at least every 100 ms, and whenever a signal interrupts the wait):
   // true kills the child's process group, like the timeout does (SubprocessResult::cancelled).
   std::function<bool()> cancel;
+  // Output kept per stream: the first and the last half of this many bytes, with a note of how
+  // much was dropped in between. A child that prints forever (an import in a loop, a "python"
+  // that is `yes`) costs this much memory, not all of it.
+  std::size_t max_output = std::size_t{4} << 20;
 };
 
 struct SubprocessResult {
@@ -31,6 +36,8 @@ struct SubprocessResult {
   bool cancelled = false; // killed by us because options.cancel said so
   std::string out;
   std::string err;
+  std::uint64_t out_dropped = 0; // bytes of stdout / stderr left out by max_output
+  std::uint64_t err_dropped = 0;
   [[nodiscard]] bool ok() const { return !timed_out && !cancelled && term_signal == 0 && exit_code == 0; }
 };
 

@@ -13,6 +13,7 @@
 
 #include "specs/name.hpp"
 #include "util/fs.hpp"
+#include "util/text.hpp"
 #include "util/parallel.hpp"
 #include "util/sha256.hpp"
 #include "wheel/record.hpp"
@@ -155,11 +156,14 @@ Expected<std::string> record_hash_file(const fs::path& path) {
 Expected<void> check_member_name(std::string_view name) {
   if (name.empty()) return fail(ErrorCode::invalid_input, "empty member name");
   if (!valid_utf8(name))
-    return fail(ErrorCode::invalid_input, "member name is not valid UTF-8: '{}'", name);
+    return fail(ErrorCode::invalid_input, "member name is not valid UTF-8: '{}'", util::escape_control(name));
   if (name.find('\\') != std::string_view::npos)
     return fail(ErrorCode::invalid_input, "member '{}' contains a backslash", name);
   if (name.find('\0') != std::string_view::npos)
     return fail(ErrorCode::invalid_input, "member name contains a NUL byte");
+  for (char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return fail(ErrorCode::invalid_input, "member '{}' contains a control character", util::escape_control(name));
   if (name[0] == '/')
     return fail(ErrorCode::invalid_input, "member '{}' is an absolute path", name);
   if (name.size() >= 2 && name[1] == ':')

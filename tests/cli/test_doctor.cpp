@@ -324,7 +324,8 @@ TEST_CASE("doctor: an externally managed (PEP 668) system interpreter") {
                               {"message", "To install Python packages system-wide, try apt install\npython3-xyz."}};
   write(env.root() / "probe.json", pj.dump());
   auto fake = env.root() / "sys/bin/python3";
-  write(fake, "#!/bin/sh\ncase \"$2\" in *sysconfig*) cat '" + (env.root() / "probe.json").string() +
+  // envfix runs every interpreter as `python -I -c SCRIPT` (util/python.hpp): the script is $3.
+  write(fake, "#!/bin/sh\ncase \"$3\" in *sysconfig*) cat '" + (env.root() / "probe.json").string() +
                   "';; *) exec '" + env.python().string() + "' \"$@\";; esac\n",
         0755);
   std::vector<std::string> args = {"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro"};

@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstring>
+#include <fstream>
+#include <string>
 #include <fmt/format.h>
 
 #include "index/project_page.hpp"
@@ -209,5 +212,65 @@ TEST_CASE("hostile HTML does not crash: deep nesting, unterminated tags, NULs") 
   CHECK(p->candidates.size() == 1);
   std::string nul("<a href=\"a\0b-1-py3-none-any.whl\">", 33);
   CHECK(parse_html_page(nul, ctx("https://h/s/x/", "x")));
+}
+}
+
+namespace {
+
+// Peak resident set since the last reset, in bytes (VmHWM), after resetting it to the current RSS.
+std::size_t status_kib(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key, 0) == 0) return static_cast<std::size_t>(std::stoull(line.substr(std::strlen(key))));
+  return 0;
+}
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+} // namespace
+
+TEST_SUITE("unit") {
+// docs/reliability.md §5, case 7: a 16 MiB page of anchors (32 KB gzipped) cost 1.9 GB as one tree.
+TEST_CASE("security 7: a 16 MiB page of anchors is refused with memory bounded by the page") {
+  std::string html = "<html><body>\n";
+  const std::string anchor = "<a href=\"demo-1.0-py3-none-any.whl\">x</a>\n";
+  while (html.size() < (16u << 20)) html += anchor;
+  reset_peak_rss();
+  const std::size_t before = status_kib("VmRSS:");
+  auto page = parse_html_page(html, ctx("https://example.org/simple/demo/", "demo"));
+  const std::size_t peak = status_kib("VmHWM:");
+  REQUIRE_FALSE(page);
+  CHECK(page.error().message.find("more than 250000 anchors") != std::string::npos);
+  MESSAGE("peak RSS growth " << (peak - before) / 1024 << " MiB for a " << html.size() / (1 << 20) << " MiB page");
+  CHECK((peak - before) * 1024 < html.size()); // under one page size on top of the page itself
+}
+
+TEST_CASE("security 7: pages are parsed in slices: every anchor of a large page, one <base>, memory bounded") {
+  std::string html = "<html><head><base href=\"https://mirror.example/files/\"></head><body>\n";
+  const std::size_t n = 100'000;
+  for (std::size_t i = 0; i < n; ++i)
+    html += fmt::format("<a href=\"demo-1.0.{}-py3-none-any.whl#sha256={:064x}\" data-requires-python=\"&gt;=3.8\">demo</a><br/>\n", i, i);
+  reset_peak_rss();
+  const std::size_t before = status_kib("VmRSS:");
+  auto page = parse_html_page(html, ctx("https://example.org/simple/demo/", "demo"));
+  const std::size_t peak = status_kib("VmHWM:");
+  REQUIRE_MESSAGE(page, (page ? "" : page.error().render()));
+  REQUIRE(page->candidates.size() == n);
+  CHECK(page->candidates.front().url == "https://mirror.example/files/demo-1.0.0-py3-none-any.whl");
+  CHECK(page->candidates.back().url == fmt::format("https://mirror.example/files/demo-1.0.{}-py3-none-any.whl", n - 1));
+  CHECK(page->candidates[5000].requires_python == ">=3.8");
+  CHECK(page->candidates[5000].sha256 == fmt::format("{:064x}", 5000));
+  // The candidates themselves (about 600 bytes each here) plus one slice's tree.
+  MESSAGE("peak RSS growth " << (peak - before) / 1024 << " MiB for " << html.size() / (1 << 20) << " MiB, " << n << " anchors");
+#if defined(__SANITIZE_ADDRESS__)
+  const std::size_t factor = 24; // ASan's redzones and its quarantine of freed slice trees
+#else
+  const std::size_t factor = 6;
+#endif
+  CHECK((peak - before) * 1024 < factor * html.size());
+  // A limit of our own choosing applies as documented.
+  auto c = ctx("https://example.org/simple/demo/", "demo");
+  c.max_anchors = n - 1;
+  CHECK_FALSE(parse_html_page(html, c));
 }
 }

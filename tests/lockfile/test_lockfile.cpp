@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
+
+#include <fmt/format.h>
 
 #include "lockfile/lockfile.hpp"
 #include "util/fs.hpp"
@@ -136,6 +139,30 @@ TEST_CASE("broken lockfiles: every problem named with its line") {
     CHECK(!LockFile::parse(z, "l"));
   }
   SUBCASE("not a mapping") { CHECK(!LockFile::parse("- a\n- b\n", "l")); }
+}
+
+// docs/reliability.md §5, case 2: a lockfile's filename became a path in the cache, so "../" or an
+// absolute name chose where `apply --locked` wrote the downloaded bytes.
+TEST_CASE("security 2: a filename that is a path, not a wheel, or another package's is refused with file:line:column") {
+  const std::string y = sample().to_yaml();
+  const std::string good = "torch-2.7.0+cu128-cp310-cp310-manylinux_2_28_x86_64.whl";
+  REQUIRE(y.find("filename: " + good) != std::string::npos);
+  for (std::string bad : {"../../../../tmp/evil-2.7.0-py3-none-any.whl", "/etc/passwd", "/tmp/torch-1-py3-none-any.whl",
+                          "..", "torch.tar.gz", "torchvision-0.22.0-py3-none-any.whl"}) {
+    CAPTURE(bad);
+    std::string z = y;
+    z.replace(z.find(good), good.size(), "\"" + bad + "\"");
+    auto r = LockFile::parse(z, "envfix.lock");
+    REQUIRE(!r);
+    REQUIRE(r.error().causes.size() == 1);
+    const auto& c = r.error().causes[0];
+    CHECK(c.find("envfix.lock:") == 0);
+    CHECK(c.find("filename") != std::string::npos);
+    // file:line:column points at the value.
+    auto line = std::count(z.begin(), z.begin() + static_cast<std::ptrdiff_t>(z.find(bad)), '\n') + 1;
+    CHECK(c.find(fmt::format("envfix.lock:{}:", line)) == 0);
+    CHECK(c.find('\x1b') == std::string::npos);
+  }
 }
 
 TEST_CASE("requirements export has index, pins and hashes") {

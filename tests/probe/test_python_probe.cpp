@@ -157,3 +157,20 @@ TEST_CASE("a broken interpreter is an error that names it, never a crash") {
 }
 
 } // TEST_SUITE integration
+
+TEST_SUITE("integration") {
+// docs/reliability.md §5, case 4: the probe ran `python -c` in the caller's cwd without -I, so a
+// json.py there ran on plan, lock, doctor and apply.
+TEST_CASE("security 4: the interpreter probe does not run a json.py from the current directory") {
+  TempDir dir;
+  const auto marker = dir.path() / "json.py-ran";
+  envfix::test::write(dir.path() / "json.py", "open(" + nlohmann::json(marker.string()).dump() + ", 'w').write('x')\n");
+  const auto old = fs::current_path();
+  fs::current_path(dir.path());
+  auto info = probe_python(util::find_in_path("python3").value(), {}, std::chrono::seconds(60));
+  fs::current_path(old);
+  REQUIRE_MESSAGE(info, (info ? "" : info.error().render()));
+  CHECK_FALSE(fs::exists(marker));
+  CHECK(info->version.release().at(0) == 3);
+}
+} // TEST_SUITE integration

@@ -6,6 +6,7 @@
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
 #include "util/subprocess.hpp"
+#include "util/text.hpp"
 
 using namespace envfix;
 
@@ -72,5 +73,49 @@ TEST_CASE("subprocess captures output, exit codes and timeouts") {
   auto c = util::run_process({"sh", "-c", "cat; printf %s \"$ENVFIX_T\""}, in).value();
   CHECK(c.out == "hellox");
   CHECK(!util::run_process({"/nonexistent/binary"}));
+}
+}
+
+// docs/reliability.md §5, cases 6 and 8.
+TEST_SUITE("unit") {
+TEST_CASE("security 6: escape_control makes terminal escapes visible and keeps text") {
+  using envfix::util::escape_control;
+  CHECK(escape_control("demo/\x1b]0;pwned\x07x.py") == "demo/\\x1b]0;pwned\\x07x.py");
+  CHECK(escape_control("clear\x1b[2J\x1b[H") == "clear\\x1b[2J\\x1b[H");
+  CHECK(escape_control("a\nb\tc") == "a\nb\tc");
+  CHECK(escape_control("a\nb", false) == "a\\x0ab");
+  CHECK(escape_control("caf\xc3\xa9 \xe2\x9c\x93") == "caf\xc3\xa9 \xe2\x9c\x93");
+  CHECK(escape_control("csi\xc2\x9b" "2J") == "csi\\u009b2J");
+  CHECK(escape_control("bad\xff\xfe") == "bad\\xff\\xfe");
+  CHECK(escape_control("del\x7f") == "del\\x7f");
+  // cli's own colours pass when asked; anything else after ESC does not.
+  CHECK(escape_control("\x1b[1;31merror\x1b[0m", true, true) == "\x1b[1;31merror\x1b[0m");
+  CHECK(escape_control("\x1b[2J\x1b]0;t\x07", true, true) == "\\x1b[2J\\x1b]0;t\\x07");
+}
+
+TEST_CASE("security 8: subprocess output is capped, head and tail kept, the drop counted") {
+  envfix::util::SubprocessOptions o;
+  o.timeout = std::chrono::seconds(2);
+  o.max_output = 1 << 20;
+  // `yes` prints forever: it is stopped by the timeout, having written far more than the cap.
+  auto r = envfix::util::run_process({"yes", "envfix"}, o);
+  REQUIRE(r);
+  CHECK(r->timed_out);
+  CHECK(r->out.size() < (1u << 20) + 200);
+  CHECK(r->out_dropped > (4u << 20));
+  CHECK(r->out.starts_with("envfix\nenvfix\n"));
+  CHECK(r->out.find("bytes of output dropped") != std::string::npos);
+  // Small output is untouched.
+  auto small = envfix::util::run_process({"printf", "a\\nb"}, {});
+  REQUIRE(small);
+  CHECK(small->out == "a\nb");
+  CHECK(small->out_dropped == 0);
+  // Tail kept: the last line of a long output is there.
+  o.timeout = std::chrono::seconds(30);
+  auto tail = envfix::util::run_process({"sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo LAST"}, o);
+  REQUIRE(tail);
+  CHECK(tail->ok());
+  CHECK(tail->out.ends_with("LAST\n"));
+  CHECK(tail->out_dropped > 0);
 }
 }
