@@ -359,8 +359,28 @@ lockfile::LockedHost lock_host(const PlanContext& ctx) {
 std::map<std::string, lockfile::LockedKernels> claimed_kernels(const PlanContext& ctx) {
   std::map<std::string, lockfile::LockedKernels> out;
   if (!ctx.spec || !ctx.knowledge || !ctx.framework_index) return out;
+  // What a binary said beats the table: builds read before (by the kernel gate, or installed) are
+  // recorded as verified.
+  if (ctx.client) {
+    auto store = evidence_store(*ctx.client);
+    for (const auto& p : ctx.resolution.pins) {
+      auto wf = specs::WheelFilename::parse(p.file.filename);
+      if (!wf) continue;
+      auto e = store.build(wheel::build_key(*wf, ctx.framework_index->variant));
+      if (!e || e->files.empty()) continue;
+      std::set<specs::GpuArch> sass, ptx;
+      for (const auto& f : e->files)
+        for (const auto& g : f.profile.groups)
+          for (const auto& a : g.archs) (a.kind == specs::GpuArch::Kind::sass ? sass : ptx).insert(a);
+      lockfile::LockedKernels k;
+      for (const auto& a : sass) k.sass.push_back(a.to_string());
+      for (const auto& a : ptx) k.ptx.push_back(a.to_string());
+      k.verified = true;
+      out[p.name] = std::move(k);
+    }
+  }
   const auto* pin = ctx.resolution.find(specs::normalize_name(ctx.spec->main_package));
-  if (!pin) return out;
+  if (!pin || out.contains(pin->name)) return out;
   for (const auto& vb : ctx.knowledge->variants_for(ctx.spec->name, pin->version, ctx.host.platform)) {
     if (vb.variant != ctx.framework_index->variant || (!vb.sass && !vb.ptx)) continue;
     lockfile::LockedKernels k;
