@@ -1076,12 +1076,25 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
   // Reverse and invert: what was installed moves into this rollback's backup, created directories
   // go, removed directories come back, and the old backup returns to its places.
   std::vector<TxnOp> undo_part, restore_part;
+  std::unordered_set<std::string> trashed;
+  auto trash_once = [&](const std::string& path) {
+    if (trashed.insert(fs::path(path).lexically_normal().string()).second)
+      undo_part.push_back({TxnOp::Kind::move, path, trash(path), 0});
+  };
+  // Byte-code the interpreter wrote since the transaction (`import` of the new set regenerates
+  // __pycache__/*.pyc where the old set's were): derived, so it goes with the new set.
+  auto is_bytecode = [](const std::string& p) {
+    return p.ends_with(".pyc") && p.find("/__pycache__/") != std::string::npos;
+  };
   for (auto it = old.ops.rbegin(); it != old.ops.rend(); ++it) {
     const auto& op = *it;
     switch (op.kind) {
     case TxnOp::Kind::move:
       if (is_backup(op.dest)) {
-        if (exists_nofollow(op.path) && !installed_paths.contains(fs::path(op.path).lexically_normal().string())) {
+        if (exists_nofollow(op.path) && is_bytecode(op.path) &&
+            !installed_paths.contains(fs::path(op.path).lexically_normal().string()))
+          trash_once(op.path);
+        else if (exists_nofollow(op.path) && !installed_paths.contains(fs::path(op.path).lexically_normal().string())) {
           remove_tree(txn_dir);
           return make_error(ErrorCode::invalid_input,
                             fmt::format("cannot roll back {}: {} exists again", old.id, op.path),
@@ -1095,7 +1108,7 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
                             fmt::format("cannot roll back {}: {} is gone", old.id, op.dest),
                             "something changed the environment after that transaction");
         }
-        undo_part.push_back({TxnOp::Kind::move, op.dest, trash(op.dest), 0});
+        trash_once(op.dest);
         if (op.dest.ends_with(".py")) {
           // Byte-code compiled from the new sources since.
           std::error_code ec;
@@ -1103,8 +1116,7 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
           auto stem = dest.stem().string();
           for (fs::directory_iterator d(dest.parent_path() / "__pycache__", ec), end; !ec && d != end; d.increment(ec)) {
             auto nm = d->path().filename().string();
-            if (nm.starts_with(stem + ".") && nm.ends_with(".pyc"))
-              undo_part.push_back({TxnOp::Kind::move, d->path().string(), trash(d->path()), 0});
+            if (nm.starts_with(stem + ".") && nm.ends_with(".pyc")) trash_once(d->path().string());
           }
         }
       }
@@ -1120,9 +1132,13 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
       undo_part.push_back({TxnOp::Kind::rmdir, op.path, {}, op.mode});
       break;
     }
-    case TxnOp::Kind::rmdir:
+    case TxnOp::Kind::rmdir: {
+      // A __pycache__ the interpreter made again since (running the new set) is there already.
+      std::error_code ec;
+      if (op.path.ends_with("/__pycache__") && fs::is_directory(op.path, ec) && !fs::is_symlink(op.path, ec)) break;
       restore_part.push_back({TxnOp::Kind::mkdir, op.path, {}, op.mode});
       break;
+    }
     }
   }
   // Restores run parents first: directories in the order they were removed, reversed, then files.

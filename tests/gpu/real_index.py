@@ -82,8 +82,11 @@ def build_wheel(job):
     dist_name = old_di[: -len(".dist-info")].rsplit("-", 1)[0]
     new_di = f"{dist_name}-{job['new_version']}.dist-info"
     wheel_txt = open(os.path.join(dist_info, "WHEEL"), encoding="utf-8").read()
-    tags = [line.split(":", 1)[1].strip() for line in wheel_txt.splitlines() if line.startswith("Tag:")]
-    fname = f"{dist_name}-{job['new_version']}-{tags[0]}.whl"
+    tags = [line.split(":", 1)[1].strip().split("-") for line in wheel_txt.splitlines() if line.startswith("Tag:")]
+    # The compressed tag set, as the original file name had it ("py2.py3-none-any"): WHEEL lists one
+    # Tag line per expanded triple.
+    parts = [".".join(dict.fromkeys(t[i] for t in tags)) for i in range(3)]
+    fname = f"{dist_name}-{job['new_version']}-{'-'.join(parts)}.whl"
     out = os.path.join(job["out"], fname)
     rows = list(csv.reader(open(os.path.join(dist_info, "RECORD"), encoding="utf-8")))
     relabelled = 0

@@ -79,7 +79,8 @@ say "fix exit $rc in $(el $t0 $(now)) s"
 [ $rc = 0 ] && pass "the printed fix succeeded" || failm "the printed fix (see real-fix.txt)"
 grep -E "chose:|refused|Smoke test|Installed|Uninstalled" "$out/real-fix.txt" | head -8 | sed 's/^/    /' | tee -a "$summary"
 NV=$(jqp "$out/real-index.json" 'd["nightly"]["torch"]')
-"$PYA" -c 'import torch; print(torch.__version__)' 2>/dev/null | grep -qx "$NV" && pass "torch is now the nightly $NV" || failm "torch version after the fix"
+distv() { "$1" -c "import importlib.metadata as m; print(m.version('$2'))" 2>/dev/null; }
+[ "$(distv "$PYA" torch)" = "$NV" ] && pass "torch is now the nightly $NV" || failm "torch version after the fix: $(distv "$PYA" torch)"
 "$PYA" -c "$SEED" >"$out/real-seed-fixed.log" 2>&1 && pass "the seed script passes: $(tail -1 "$out/real-seed-fixed.log")" || failm "seed script after the fix (see real-seed-fixed.log)"
 envfix doctor --python "$PYA" "${COMMON[@]}" --format json >"$out/real-doctor-fixed.json" 2>/dev/null
 [ "$(jqp "$out/real-doctor-fixed.json" 'd["verdict"]')" = healthy ] && pass "doctor after the fix: healthy" || failm "doctor after the fix: $(jqp "$out/real-doctor-fixed.json" 'd["verdict"], [f["code"] for f in d["findings"]]')"
@@ -95,7 +96,7 @@ rc=$?
 # 6. rollback restores the broken set.
 envfix rollback --yes --python "$PYA" >"$out/real-rollback.out" 2>"$out/real-rollback.txt" && pass "rollback" || failm "rollback (see real-rollback.txt)"
 SV=$(jqp "$out/real-index.json" 'd["stable"]["torch"]')
-"$PYA" -c 'import torch; print(torch.__version__)' 2>/dev/null | grep -qx "$SV" && pass "rollback restored torch $SV" || failm "torch version after rollback"
+[ "$(distv "$PYA" torch)" = "$SV" ] && pass "rollback restored torch $SV" || failm "torch version after rollback: $(distv "$PYA" torch)"
 "$PYA" -c "$SEED" >"$out/real-seed-rolledback.log" 2>&1
 grep -q "no kernel image" "$out/real-seed-rolledback.log" && pass "the restored set fails as before (no kernel image)" || failm "restored set (see real-seed-rolledback.log)"
 
@@ -113,18 +114,30 @@ xargs -a "$work/sos.txt" -d '\n' envfix inspect --gpu 9.0 --format json >"$out/r
 rc=$?
 say "inspect of $(wc -l <"$work/sos.txt") shared objects in $SITE: exit $rc in $(el $t0 $(now)) s"
 python3 - "$out/real-inspect.json" "$SITE" <<'EOF' | tee -a "$summary"
-import json, sys, collections
+# Group the per-file verdicts by the distribution whose RECORD lists the file (as the kernel gate
+# judges packages): a package "refused" would be one where no file has anything runnable.
+import csv, glob, json, os, sys, collections
 d = json.load(open(sys.argv[1])); site = sys.argv[2]
-by = collections.defaultdict(lambda: collections.Counter())
+owner = {}
+for rec in glob.glob(os.path.join(site, "*.dist-info", "RECORD")):
+    dist = os.path.basename(os.path.dirname(rec))[: -len(".dist-info")]
+    for row in csv.reader(open(rec, encoding="utf-8")):
+        if row:
+            owner[os.path.normpath(os.path.join(site, row[0]))] = dist
+by = collections.defaultdict(collections.Counter)
+none_files = []
 for f in d["files"]:
     v = f.get("coverage", {}).get("sm_90", {}).get("verdict")
-    if v is None: continue
-    top = f["path"][len(site) + 1:].split("/")[0]
-    by[top][v] += 1
+    if v is None:
+        continue
+    by[owner.get(os.path.normpath(f["path"]), "(no RECORD)")][v] += 1
+    if v == "none":
+        none_files.append(os.path.basename(f["path"]))
 bad = [t for t, c in by.items() if c["full"] + c["partial"] == 0]
 for t, c in sorted(by.items()):
     print(f"    {t}: {dict(c)}")
-print(("PASS" if not bad else "FAIL") + f" inspect: {len(by)} top-level folders with GPU code; none holds nothing runnable on sm_90" + (f" (but: {bad})" if bad else ""))
+print(f"    files with verdict none on sm_90 (each inside a package that runs): {none_files}")
+print(("PASS" if not bad else "FAIL") + f" inspect: {len(by)} distributions with GPU code; none holds nothing runnable on sm_90" + (f" (but: {bad})" if bad else ""))
 EOF
 grep -q "^FAIL inspect" "$summary" && fails=$((fails + 1))
 
