@@ -3,6 +3,10 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "specs/wheel_filename.hpp"
+
 namespace envfix::resolver::test {
 
 TargetEnvironment cpython_linux(int minor, int glibc_minor, std::string full) {
@@ -44,6 +48,30 @@ std::string pins_text(const Resolution& r) {
   std::string s;
   for (const auto& p : r.pins) s += (s.empty() ? "" : " ") + p.name + "==" + p.version.to_string();
   return s;
+}
+
+std::vector<wheel::BuildEvidence> scenario_evidence(const YAML::Node& list) {
+  std::vector<wheel::BuildEvidence> out;
+  if (!list) return out;
+  for (const auto& e : list) {
+    auto wf = specs::WheelFilename::parse(e["file"].as<std::string>()).value();
+    wheel::BuildEvidence ev{wheel::build_key(wf, e["variant"].as<std::string>()), e["source"] ? e["source"].as<std::string>() : "scenario", {}};
+    for (const auto& f : e["files"]) {
+      wheel::ProfiledFile pf{f["path"].as<std::string>(), {}};
+      for (const auto& g : f["groups"]) {
+        wheel::ContainerGroup grp;
+        for (const auto& a : g["archs"]) grp.archs.push_back(specs::GpuArch::parse(a.as<std::string>()).value());
+        std::sort(grp.archs.begin(), grp.archs.end());
+        grp.count = g["count"] ? g["count"].as<std::uint64_t>() : 1;
+        grp.registered = !g["registered"] || g["registered"].as<bool>();
+        pf.profile.groups.push_back(std::move(grp));
+      }
+      std::sort(pf.profile.groups.begin(), pf.profile.groups.end());
+      ev.files.push_back(std::move(pf));
+    }
+    out.push_back(std::move(ev));
+  }
+  return out;
 }
 
 } // namespace envfix::resolver::test

@@ -138,6 +138,15 @@ Outcome run_scenario(const YAML::Node& s) {
     }
     return std::nullopt;
   };
+  // What binaries said (evidence beats the `archs` table above).
+  std::map<wheel::BuildKey, BuildFacts> evidence;
+  for (auto& e : test::scenario_evidence(s["evidence"])) evidence[e.key] = BuildFacts{std::move(e.files), std::move(e.source)};
+  if (!evidence.empty())
+    spec.evidence = [evidence](const specs::WheelFilename& wf, std::string_view variant) -> std::optional<BuildFacts> {
+      auto it = evidence.find(wheel::build_key(wf, variant));
+      if (it == evidence.end()) return std::nullopt;
+      return it->second;
+    };
   std::map<std::string, std::map<std::string, std::string>> couple;
   for (const auto& c : fw["couple"])
     for (const auto& x : c.second) couple[c.first.as<std::string>()][x.first.as<std::string>()] = x.second.as<std::string>();

@@ -26,6 +26,7 @@
 #include "specs/cuda_version.hpp"
 #include "specs/name.hpp"
 #include "specs/wheel_filename.hpp"
+#include "tests/resolver/resolver_test_support.hpp"
 #include "tests/support/nginx_server.hpp"
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
@@ -219,8 +220,16 @@ struct CliOutcome {
 
 CliOutcome run_cli(const Corpus& c, const std::string& id, const YAML::Node& s) {
   const auto host = s["host"];
+  // A scenario with `evidence:` gets a cache of its own holding it, as the kernel gate would have
+  // written it (wheel/kernel_evidence.hpp); the others share one.
+  fs::path cache = c.cache;
+  if (s["evidence"]) {
+    cache = c.root / ("cache-" + id);
+    wheel::EvidenceStore store(cache / "evidence-v1");
+    for (const auto& e : resolver::test::scenario_evidence(s["evidence"])) REQUIRE(store.put_build(e).has_value());
+  }
   std::vector<std::string> args{envfix_bin(), "plan", "--format", "json", "--no-progress",
-                                "--python", c.venv_python.string(), "--cache-dir", c.cache.string()};
+                                "--python", c.venv_python.string(), "--cache-dir", cache.string()};
   for (const auto& r : strings(s["request"])) args.push_back(r);
   auto gpus = strings(host ? host["gpus"] : YAML::Node());
   if (gpus.empty()) args.insert(args.end(), {"--gpu", "none"});
