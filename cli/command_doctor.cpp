@@ -13,6 +13,7 @@
 
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
+#include "cli/smoke.hpp"
 #include "index/index_client.hpp"
 #include "matrices/knowledge.hpp"
 #include "probe/host_facts.hpp"
@@ -343,31 +344,6 @@ void check_framework(Report& r, const std::string& framework) {
 
 // ---------------------------------------------------------------- step 3: repro
 
-// The exception line of a Python traceback ("RuntimeError: CUDA error: no kernel image …"); torch
-// appends advice lines after it, so the last line alone is not the error.
-std::string error_line(const util::SubprocessResult& res) {
-  std::string_view text = res.err.empty() ? std::string_view(res.out) : std::string_view(res.err);
-  std::string last, exception;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    auto nl = text.find('\n', i);
-    if (nl == std::string_view::npos) nl = text.size();
-    auto line = text.substr(i, nl - i);
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
-    if (!line.empty() && !line.starts_with(' ')) {
-      last = std::string(line);
-      auto colon = line.find(": ");
-      auto head = line.substr(0, colon);
-      bool ident = colon != std::string_view::npos && !head.empty() &&
-                   head.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.") ==
-                       std::string_view::npos;
-      if (ident && (head.ends_with("Error") || head.ends_with("Exception"))) exception = last;
-    }
-    i = nl + 1;
-  }
-  return exception.empty() ? last : exception;
-}
-
 void run_repro(Report& r, const DoctorOptions& opt) {
   auto& rp = r.repro;
   if (opt.no_repro) {
@@ -404,15 +380,13 @@ void run_repro(Report& r, const DoctorOptions& opt) {
       return true;
     }
     status = "failed";
-    rp.error = res->timed_out ? fmt::format("timed out after {} s", opt.repro_timeout_s) : error_line(*res);
+    rp.error = res->timed_out ? fmt::format("timed out after {} s", opt.repro_timeout_s) : exception_line(res->out, res->err);
     if (rp.error.empty()) rp.error = fmt::format("exit code {}", res->exit_code);
     return false;
   };
   // "No kernel image" is the missing-arch class whichever step raises it (a step A that launched a
   // kernel would fail so on a build without the GPU's arch).
-  auto no_image = [&] {
-    return rp.error.find("no kernel image") != std::string::npos || rp.error.find("NO_BINARY_FOR_GPU") != std::string::npos;
-  };
+  auto no_image = [&] { return cuda_error_class(rp.error) == "missing-arch"; };
   auto missing_arch = [&](std::string_view step) {
     std::vector<std::string> archs;
     for (auto& g : r.facts.gpus) archs.push_back(g.cc.sm_name());

@@ -87,4 +87,35 @@ Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeS
   return report;
 }
 
+std::string exception_line(const std::string& out, const std::string& err) {
+  std::string_view text = err.empty() ? std::string_view(out) : std::string_view(err);
+  std::string last, exception;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    auto nl = text.find('\n', i);
+    if (nl == std::string_view::npos) nl = text.size();
+    auto line = text.substr(i, nl - i);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+    if (!line.empty() && !line.starts_with(' ')) {
+      last = std::string(line);
+      auto colon = line.find(": ");
+      auto head = line.substr(0, colon);
+      bool ident = colon != std::string_view::npos && !head.empty() &&
+                   head.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.") ==
+                       std::string_view::npos;
+      if (ident && (head.ends_with("Error") || head.ends_with("Exception"))) exception = last;
+    }
+    i = nl + 1;
+  }
+  return exception.empty() ? last : exception;
+}
+
+std::string cuda_error_class(std::string_view line) {
+  auto has = [&](std::string_view s) { return line.find(s) != std::string_view::npos; };
+  if (has("no kernel image") || has("NO_BINARY_FOR_GPU") || has("invalid device function")) return "missing-arch";
+  if (has("out of memory") || has("CUDA_ERROR_OUT_OF_MEMORY")) return "out-of-memory";
+  if (has("CUDA error") || has("CUDA_ERROR") || has("cudaError")) return "cuda-error";
+  return "";
+}
+
 } // namespace envfix::cli

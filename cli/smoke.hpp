@@ -36,4 +36,13 @@ struct SmokeReport {
 [[nodiscard]] Expected<SmokeReport> run_smoke(const std::filesystem::path& python, const std::vector<SmokeStep>& steps,
                                               std::chrono::milliseconds timeout);
 
+// The exception line of a Python traceback ("RuntimeError: CUDA error: no kernel image …"); torch
+// appends advice lines after it, so the last line alone is not the error. Falls back to the last
+// line of stderr (or stdout).
+[[nodiscard]] std::string exception_line(const std::string& out, const std::string& err);
+
+// What a CUDA error line means: "missing-arch" (no kernel image / no binary for the GPU: the build
+// lacks the GPU's arch), "out-of-memory", "cuda-error" (any other), "" when it names no CUDA error.
+[[nodiscard]] std::string cuda_error_class(std::string_view line);
+
 } // namespace envfix::cli

@@ -120,6 +120,11 @@ struct SmokeTest {
   // own CPU op. Optional: without it a CPU-only apply says that no smoke test ran.
   std::string cpu;
   std::map<std::string, std::string> cpu_companions;
+  // `envfix verify`'s model layer: name -> Python source building a small model in code (no
+  // downloads) and running its forward/backward on the device named by $ENVFIX_DEVICE ("cuda" or
+  // "cpu"); it prints "OP <operator>" before each step so a failure names its operator. A name
+  // "<companion>: …" runs only when that companion is installed.
+  std::map<std::string, std::string> model;
 };
 
 struct Framework {

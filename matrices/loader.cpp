@@ -440,11 +440,12 @@ private:
 
   void load_smoke(Framework& f, const YAML::Node& n, const std::string& path) {
     if (!expect_map(n, path)) return;
-    each_key(n, path, {"step_a", "step_b", "companions", "cpu"}, [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
+    each_key(n, path, {"step_a", "step_b", "companions", "cpu", "model"}, [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
       std::string p = path + "." + k;
       if (k == "step_a") f.smoke.step_a = nonempty(v, p);
       else if (k == "step_b") f.smoke.step_b = nonempty(v, p);
       else if (k == "companions") load_checks(f.smoke.companions, v, p);
+      else if (k == "model") load_checks(f.smoke.model, v, p);
       else if (k == "cpu") {
         if (!expect_map(v, p)) return;
         each_key(v, p, {"step", "companions"}, [&](const std::string& ck, const YAML::Node& cv, const YAML::Node&) {

@@ -6,6 +6,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include <atomic>
+#include <mutex>
+#include <thread>
 #include <fmt/format.h>
 
 #include "probe/driver_parsers.hpp"
@@ -335,6 +338,74 @@ Expected<DriverInfo> probe_driver(std::vector<std::string>* notes) {
   }
   info.cuda = cuda;
   return info;
+}
+
+struct GpuMemorySampler::State {
+  Nvml nvml;
+  std::vector<nvmlDevice_t> devices;
+  NvmlDeviceGetMemoryInfo mem = nullptr;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> peak; // {peak, baseline}
+  mutable std::mutex mutex;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+  void sample() {
+    std::lock_guard lock(mutex);
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      NvmlMemory m{};
+      if (mem(devices[i], &m) == 0) peak[i].first = std::max<std::uint64_t>(peak[i].first, m.used);
+    }
+  }
+};
+
+GpuMemorySampler::GpuMemorySampler(std::chrono::milliseconds period) {
+  if (nvml_disabled()) {
+    m_why = "NVML disabled (ENVFIX_NO_NVML=1)";
+    return;
+  }
+  auto st = std::make_unique<State>();
+  if (!st->nvml.initialized) {
+    m_why = st->nvml.lib ? "NVML loaded but nvmlInit failed" : "NVML not loadable: " + st->nvml.lib.error();
+    return;
+  }
+  auto count_fn = st->nvml.lib.sym<NvmlDeviceGetCount>("nvmlDeviceGetCount_v2");
+  auto handle_fn = st->nvml.lib.sym<NvmlDeviceGetHandleByIndex>("nvmlDeviceGetHandleByIndex_v2");
+  st->mem = st->nvml.lib.sym<NvmlDeviceGetMemoryInfo>("nvmlDeviceGetMemoryInfo");
+  unsigned n = 0;
+  if (!count_fn || !handle_fn || !st->mem || count_fn(&n) != 0) {
+    m_why = "NVML lacks the memory queries";
+    return;
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    nvmlDevice_t d = nullptr;
+    if (handle_fn(i, &d) != 0) continue;
+    NvmlMemory m{};
+    std::uint64_t used = st->mem(d, &m) == 0 ? m.used : 0;
+    st->devices.push_back(d);
+    st->peak.emplace_back(used, used);
+  }
+  auto* raw = st.get();
+  st->thread = std::thread([raw, period] {
+    while (!raw->stop.load()) {
+      raw->sample();
+      std::this_thread::sleep_for(period);
+    }
+  });
+  m_state = std::move(st);
+}
+
+void GpuMemorySampler::stop() {
+  if (!m_state || !m_state->thread.joinable()) return;
+  m_state->stop = true;
+  m_state->thread.join();
+  m_state->sample();
+}
+
+GpuMemorySampler::~GpuMemorySampler() { stop(); }
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> GpuMemorySampler::peak() const {
+  if (!m_state) return {};
+  std::lock_guard lock(m_state->mutex);
+  return m_state->peak;
 }
 
 } // namespace envfix::probe

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -96,6 +97,26 @@ struct ProbeOptions {
 // GPUs through NVML + the CUDA driver API (dlopen'ed), honouring CUDA_VISIBLE_DEVICES. No driver or
 // no device is not an error: an empty list; `notes` (if given) says why.
 [[nodiscard]] Expected<std::vector<GpuInfo>> probe_gpus(std::vector<std::string>* notes = nullptr);
+
+// Samples every GPU's used memory through NVML in a thread, from construction until stop(), for
+// `envfix verify --app`. Without NVML (or with ENVFIX_NO_NVML=1) it samples nothing and peak()
+// is empty; why() says so.
+class GpuMemorySampler {
+public:
+  explicit GpuMemorySampler(std::chrono::milliseconds period = std::chrono::milliseconds(100));
+  ~GpuMemorySampler();
+  GpuMemorySampler(const GpuMemorySampler&) = delete;
+  GpuMemorySampler& operator=(const GpuMemorySampler&) = delete;
+  void stop();
+  // Per GPU index (NVML order): the highest used bytes seen, and the used bytes at the start.
+  [[nodiscard]] std::vector<std::pair<std::uint64_t, std::uint64_t>> peak() const; // {peak, baseline}
+  [[nodiscard]] const std::string& why() const { return m_why; }
+
+private:
+  struct State;
+  std::unique_ptr<State> m_state;
+  std::string m_why;
+};
 // Driver version: NVML, /sys/module/nvidia/version, /proc/driver/nvidia/version, nvidia-smi.
 // not_found when there is no driver at all.
 [[nodiscard]] Expected<DriverInfo> probe_driver(std::vector<std::string>* notes = nullptr);

@@ -141,5 +141,27 @@ print(("PASS" if not bad else "FAIL") + f" inspect: {len(by)} distributions with
 EOF
 grep -q "^FAIL inspect" "$summary" && fails=$((fails + 1))
 
+# 9. envfix verify: every layer on the genuine set (venvC) and on the machine's real JAX; --app on
+#    the broken set (venvA after the rollback) fails with the real error, classified with the fix.
+printf '%s\n' "$SEED" >"$work/seed.py"
+t0=$(now)
+envfix verify --python "$work/venvC/bin/python" "${COMMON[@]}" --app "python $work/seed.py" --format json >"$out/real-verify-torch.json" 2>"$out/real-verify-torch.txt"
+rc=$?
+say "verify (genuine torch set) exit $rc in $(el $t0 $(now)) s"
+sed 's/^/    /' "$out/real-verify-torch.txt" | tee -a "$summary"
+[ $rc = 0 ] && pass "verify passed every layer on the genuine torch set" || failm "verify on the genuine set (see real-verify-torch.txt)"
+t0=$(now)
+envfix verify --framework jax --python "$SRCPY" "${COMMON[@]}" --format json >"$out/real-verify-jax.json" 2>"$out/real-verify-jax.txt"
+rc=$?
+say "verify (the machine's jax) exit $rc in $(el $t0 $(now)) s"
+sed 's/^/    /' "$out/real-verify-jax.txt" | tee -a "$summary"
+[ $rc = 0 ] && pass "verify passed on the machine's real JAX" || failm "verify on jax (see real-verify-jax.txt)"
+envfix verify --python "$PYA" "${COMMON[@]}" --layers app --app "python $work/seed.py" --format json >"$out/real-verify-broken.json" 2>"$out/real-verify-broken.txt"
+rc=$?
+sed 's/^/    /' "$out/real-verify-broken.txt" | tee -a "$summary"
+[ $rc = 1 ] && [ "$(jqp "$out/real-verify-broken.json" 'd["layers"]["app"]["class"]')" = missing-arch ] \
+  && pass "verify --app on the broken set: missing-arch, fix: $(jqp "$out/real-verify-broken.json" 'd["layers"]["app"]["fix"]')" \
+  || failm "verify --app on the broken set (see real-verify-broken.txt)"
+
 say "fails: $fails"
 exit $((fails > 0))

@@ -1,0 +1,129 @@
+// envfix verify on the CPU (CI has no GPU): a fixture framework "vfw" defined by a matrices override,
+// installed as a real package in a real venv; the repro layer's CPU step, a model layer with a passing
+// and a failing model (the failing one names its operator), and an --app that fails with the real
+// "no kernel image" text, classified as missing-arch with the fix command.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "util/fs.hpp"
+#include "util/subprocess.hpp"
+
+using namespace envfix;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+fs::path envfix_bin() {
+  const char* b = std::getenv("ENVFIX_BIN");
+  return b ? fs::path(b) : fs::path(ENVFIX_BINARY_DIR) / "cli/envfix";
+}
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  REQUIRE(util::write_file_atomic(p, text, 0644));
+}
+
+constexpr const char* kVfw = R"YAML(schema: 1
+frameworks:
+  vfw:
+    main_package: vfw
+    default_mirror: "https://vfw.invalid"
+    channels:
+      stable: "{mirror}/whl/{variant}"
+    source: "envfix tests/cli/test_verify.cpp"
+    variants:
+      cu128: {cuda: "12.8"}
+    smoke:
+      step_a: "raise SystemExit('step A ran on the GPU path')"
+      step_b: "raise SystemExit('step B ran on the GPU path')"
+      cpu:
+        step: "import os, vfw; assert os.environ['CUDA_VISIBLE_DEVICES'] == ''; print(vfw.add(1, 2))"
+      model:
+        "mlp": "import os, vfw; print('OP', 'vfw.add'); assert os.environ['ENVFIX_DEVICE'] == 'cpu'; print(vfw.add(3, 4))"
+        "conv": "import vfw; print('OP', 'vfw.add'); vfw.add(1, 1); print('OP', 'vfw.conv2d'); vfw.conv2d()"
+    releases:
+      - versions: ["1.0.0"]
+        python: [cp311, cp312]
+        source: "test fixture"
+        variants:
+          cu128:
+            linux_x86_64: {sass: [sm_90], confidence: verified, source: "test claim"}
+)YAML";
+
+} // namespace
+
+TEST_SUITE("cli") {
+TEST_CASE("verify: layers on the CPU, a failing model names its operator, a failing --app is classified") {
+  auto root = util::make_temp_dir({}, "envfix-verify-test").value();
+  auto venv = root / "venv";
+  auto mk = util::run_process({"python3", "-m", "venv", "--without-pip", venv.string()}).value();
+  REQUIRE_MESSAGE(mk.ok(), mk.err);
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(venv / "lib")) site = e.path() / "site-packages";
+  write(site / "vfw/__init__.py",
+        "def add(a, b):\n    return a + b\n\ndef conv2d():\n    raise RuntimeError('vfw: conv2d is not implemented (fixture)')\n");
+  write(site / "vfw-1.0.0+cu128.dist-info/METADATA", "Metadata-Version: 2.1\nName: vfw\nVersion: 1.0.0+cu128\n");
+  write(site / "vfw-1.0.0+cu128.dist-info/RECORD", "vfw/__init__.py,,\nvfw-1.0.0+cu128.dist-info/METADATA,,\n");
+  write(root / "matrices/vfw.yaml", kVfw);
+  // The user's app: a script the target interpreter runs, failing the way torch does on a build
+  // without the GPU's arch.
+  write(root / "app.py", "import sys\nprint('training...')\n"
+                         "sys.stderr.write('Traceback (most recent call last):\\n  File \"app.py\", line 3\\n"
+                         "torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device\\n')\n"
+                         "sys.exit(1)\n");
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv{envfix_bin().string(), "verify", "--framework", "vfw", "--matrices", (root / "matrices").string(),
+                                  "--python", (venv / "bin/python").string(), "--cache-dir", (root / "cache").string()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    util::SubprocessOptions o;
+    o.timeout = std::chrono::seconds(120);
+    o.cwd = root;
+    o.set_env = {{"ENVFIX_NO_NVML", "1"}, {"ENVFIX_SYSFS_ROOT", (root / "sysfs").string()}, {"NO_COLOR", "1"}};
+    o.unset_env = {"VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER", "CUDA_VISIBLE_DEVICES"};
+    return util::run_process(argv, o).value();
+  };
+
+  auto r = run({"--format", "json", "--app", "python app.py"});
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  auto j = json::parse(r.out);
+  CHECK(j["device"] == "cpu");
+  CHECK(j["device_note"].get<std::string>().find("no GPU") != std::string::npos);
+  CHECK(j["verdict"] == "failed");
+  REQUIRE(j["layers"]["repro"]["steps"].size() == 1);
+  CHECK(j["layers"]["repro"]["steps"][0]["name"] == "CPU step");
+  CHECK(j["layers"]["repro"]["status"] == "passed");
+  auto& model = j["layers"]["model"]["steps"];
+  REQUIRE(model.size() == 2);
+  CHECK(model[0]["name"] == "conv");
+  CHECK(model[0]["status"] == "failed");
+  CHECK(model[0]["operator"] == "vfw.conv2d");
+  CHECK(model[0]["error"] == "RuntimeError: vfw: conv2d is not implemented (fixture)");
+  CHECK(model[1]["name"] == "mlp");
+  CHECK(model[1]["status"] == "passed");
+  CHECK(model[1]["seconds"].get<double>() > 0);
+  auto& app = j["layers"]["app"];
+  CHECK(app["exit_code"] == 1);
+  CHECK(app["class"] == "missing-arch");
+  CHECK(app["cuda_error"].get<std::string>().find("no kernel image is available") != std::string::npos);
+  CHECK(app["fix"].get<std::string>().find("envfix apply vfw --framework vfw") != std::string::npos);
+  CHECK(app["gpu_memory"].empty());
+  CHECK(app["gpu_memory_note"].get<std::string>().find("NVML") != std::string::npos);
+
+  // Only the layers asked for; a passing run exits 0.
+  auto ok = run({"--layers", "repro"});
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.err.find("PASS CPU step") != std::string::npos);
+  CHECK(ok.err.find("2. model") == std::string::npos);
+  // Bad input names itself.
+  auto bad = run({"--layers", "repro,bench"});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("--layers: unknown layer 'bench'") != std::string::npos);
+  fs::remove_all(root);
+}
+} // TEST_SUITE cli
