@@ -148,6 +148,11 @@ Outcome run_scenario(const YAML::Node& s) {
     if (jt == it->second.end()) return std::nullopt;
     return jt->second;
   };
+  for (const auto& e : fw["support_ends"])
+    spec.support_ends.push_back(SupportEndInfo{*specs::Version::parse(e["from"].as<std::string>()),
+                                               *specs::ComputeCapability::parse(e["below"].as<std::string>()),
+                                               e["variant"] ? e["variant"].as<std::string>() : "",
+                                               e["source"] ? e["source"].as<std::string>() : "tests/scenarios"});
   FrameworkRequest req = split_request(spec, request, installed_names);
   if (opt && opt["channel"]) req.channel = opt["channel"].as<std::string>();
   if (opt && opt["variant"]) req.variant = opt["variant"].as<std::string>();

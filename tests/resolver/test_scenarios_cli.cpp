@@ -176,6 +176,16 @@ std::string matrices_yaml(const YAML::Node& fw) {
     r["source"] = "tests/scenarios";
     f["coupling"].push_back(r);
   }
+  for (const auto& e : fw["support_ends"]) {
+    YAML::Node r;
+    r["from"] = e["from"].as<std::string>();
+    r["below"] = e["below"].as<std::string>();
+    auto v = e["variant"] ? e["variant"].as<std::string>() : "";
+    if (std::find(variants.begin(), variants.end(), v) != variants.end()) r["variant"] = v;
+    r["confidence"] = "secondary";
+    r["source"] = e["source"] ? e["source"].as<std::string>() : "tests/scenarios";
+    f["support_ends"].push_back(r);
+  }
   YAML::Node root;
   root["schema"] = 1;
   root["frameworks"]["scenario"] = f;
