@@ -353,6 +353,7 @@ Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarge
         return r.normalized_name() == main && !r.specifier.empty();
       });
       if (auto note = last_release_note(spec, v, host.gpus, !pinned); !note.empty()) out.warnings.push_back(note);
+      if (!idx.discovered.empty()) out.warnings.push_back(idx.discovered);
       if (mc.ptx_only || mc.partial) {
         if (!jit_fallback) {
           jit_fallback = out;

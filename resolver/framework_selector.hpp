@@ -21,6 +21,9 @@ struct FrameworkIndex {
   std::string variant;                  // cu128 | cpu | rocm6.3
   std::optional<specs::CudaVersion> cuda;
   std::string url;
+  // Non-empty for an index found on the channel's aggregate page rather than listed by the matrices
+  // (resolver/discovery.hpp): the warning a plan from it carries.
+  std::string discovered;
 };
 
 // Kernels read from a build's binaries, and where they were read.

@@ -349,6 +349,10 @@ TEST_CASE("scenario corpus through nginx and the real `envfix plan`") {
     std::vector<std::string> keys;
     if (s["framework"]) {
       for (const auto& i : s["framework"]["indexes"]) keys.push_back(i["channel"].as<std::string>() + "/" + i["variant"].as<std::string>());
+      // Indexes the framework block does not list (a channel's aggregate index, a variant only it
+      // offers) are served too: variant discovery finds them (resolver/discovery.hpp).
+      for (const auto& i : s["index"])
+        if (auto k = i.first.as<std::string>(); std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
       fs::create_directories(c.root / "matrices" / id);
       REQUIRE(util::write_file_atomic(c.root / "matrices" / id / "scenario.yaml", matrices_yaml(s["framework"])).has_value());
     } else {
