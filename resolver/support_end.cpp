@@ -12,7 +12,7 @@ std::string last_release_note(const FrameworkSpec& spec, const specs::Version& v
   const SupportEndInfo* end = nullptr;
   for (const auto& cc : gpus)
     for (const auto& e : spec.support_ends)
-      if (cc < e.below && pub < e.from) {
+      if (cc < e.below && pub.base_version() < e.from.base_version()) { // 2.15.0.devN is of the 2.15 line
         if (archs.find(cc.sm_name()) == std::string::npos) archs += (archs.empty() ? "" : ", ") + cc.sm_name();
         if (!end || e.from < end->from) end = &e;
       }
