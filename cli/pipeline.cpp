@@ -232,7 +232,8 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
                                  auto& p = aggregates[url];
                                  if (!p) p = std::make_unique<resolver::IndexProvider>(client, url);
                                  return *p;
-                               });
+                               },
+                               {g.variant});
     const auto& spec = *ctx.spec;
     resolver::HostTarget target;
     for (const auto& [name, cc] : host.gpus) target.gpus.push_back(cc);

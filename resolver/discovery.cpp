@@ -10,13 +10,15 @@ namespace envfix::resolver {
 
 std::vector<FrameworkIndex> discover_indexes(FrameworkSpec& spec, const std::vector<DiscoverySource>& sources,
                                              const DescribeVariant& describe,
-                                             const std::function<CandidateProvider&(const std::string& url)>& provider_for) {
+                                             const std::function<CandidateProvider&(const std::string& url)>& provider_for,
+                                             const std::vector<std::string>& try_names) {
   std::vector<FrameworkIndex> added;
   const std::string main = specs::normalize_name(spec.main_package);
   for (const auto& src : sources) {
+    std::set<std::string> labels(try_names.begin(), try_names.end());
+    labels.erase("");
     auto files = provider_for(src.aggregate_url).candidates(main);
-    if (!files) continue; // no aggregate index here: nothing to discover
-    std::set<std::string> labels;
+    if (!files) files = std::vector<index::Candidate>{}; // no aggregate index here: only the names tried
     for (const auto& c : *files) {
       auto wf = specs::WheelFilename::parse(c.filename);
       if (!wf) continue;

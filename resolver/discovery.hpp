@@ -31,10 +31,13 @@ struct DiscoveredVariant {
 };
 using DescribeVariant = std::function<std::optional<DiscoveredVariant>(std::string_view channel, std::string_view variant)>;
 
-// Adds to spec.indexes every variant an aggregate page offers that the spec lacks for that channel;
-// returns the added ones. A page that cannot be read, or an empty one, adds nothing.
+// Adds to spec.indexes every variant an aggregate page offers that the spec lacks for that channel,
+// and the variants in `try_names` (an explicit --variant) on every channel that lacks them, whether
+// or not an aggregate page lists them: an absent index only adds nothing. Returns the added ones. A
+// page that cannot be read, or an empty one, adds nothing.
 std::vector<FrameworkIndex> discover_indexes(FrameworkSpec& spec, const std::vector<DiscoverySource>& sources,
                                              const DescribeVariant& describe,
-                                             const std::function<CandidateProvider&(const std::string& url)>& provider_for);
+                                             const std::function<CandidateProvider&(const std::string& url)>& provider_for,
+                                             const std::vector<std::string>& try_names = {});
 
 } // namespace envfix::resolver

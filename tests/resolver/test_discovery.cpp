@@ -2,6 +2,8 @@
 // with the embedded matrices as the CLI does (resolver/knowledge_adapter.hpp).
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "resolver/discovery.hpp"
 #include "resolver/knowledge_adapter.hpp"
 #include "resolver/memory_provider.hpp"
@@ -73,6 +75,26 @@ TEST_CASE("discover_indexes adds what the aggregate page offers and the spec lac
   CHECK(!added[0].discovered.empty());
   CHECK(spec.indexes.size() == before + 1);
   CHECK(discover_indexes(spec, discovery_sources(embedded(), "torch"), variant_describer(embedded(), "torch"), provider_for).empty());
+}
+
+TEST_CASE("discover_indexes tries an explicit variant name on every channel that lacks it") {
+  auto spec = *framework_spec_from(embedded(), "torch");
+  MemoryProvider empty("nothing");
+  auto provider_for = [&](const std::string&) -> CandidateProvider& { return empty; };
+  auto added = discover_indexes(spec, discovery_sources(embedded(), "torch"), variant_describer(embedded(), "torch"),
+                                provider_for, {"cu136"});
+  std::set<std::string> channels;
+  for (const auto& i : added) {
+    CHECK(i.variant == "cu136");
+    channels.insert(i.channel);
+  }
+  CHECK(channels == std::set<std::string>{"stable", "test", "nightly"});
+  // cu134 is listed for the nightly already: tried on stable and test only.
+  auto spec2 = *framework_spec_from(embedded(), "torch");
+  auto added2 = discover_indexes(spec2, discovery_sources(embedded(), "torch"), variant_describer(embedded(), "torch"),
+                                 provider_for, {"cu134"});
+  CHECK(added2.size() == 2);
+  for (const auto& i : added2) CHECK(i.channel != "nightly");
 }
 
 TEST_CASE("last_release_note: the last release for a GPU a later release dropped; neutral when pinned") {
