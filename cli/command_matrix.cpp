@@ -3,14 +3,19 @@
 //   --gpu sm_61 --framework torch   → the same for one framework, with the newest release that still runs
 //   --framework torch --version 2.7.0 → variants, archs, companions, Python tags, drivers, index URLs
 #include <algorithm>
+#include <filesystem>
 #include <memory>
+#include <set>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
+#include "index/index_client.hpp"
 #include "matrices/knowledge.hpp"
+#include "specs/name.hpp"
+#include "wheel/kernel_evidence.hpp"
 
 namespace envfix::cli {
 namespace {
@@ -66,15 +71,149 @@ std::string join(const std::vector<std::string>& v, std::string_view sep = " ") 
 
 json opt_str(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
 
-// The first toolkit (lowest CUDA version) that can build SASS for this compute capability or, failing
-// that, any SASS that runs on it: the oldest driver that can run native code for the GPU.
-const matrices::CudaToolkit* first_toolkit_for(const Knowledge& k, specs::ComputeCapability cc) {
-  const matrices::CudaToolkit* best = nullptr;
-  for (const auto& t : k.toolkits()) {
-    bool ok = std::any_of(t.sass.begin(), t.sass.end(), [&](const specs::GpuArch& a) { return a.runs_on(cc); });
-    if (ok && (!best || t.version < best->version)) best = &t;
+
+// --- Learned evidence: kernel facts read from binaries on this machine (wheel/kernel_evidence.hpp),
+// shown beside and above the matrices' claims (docs/architecture.md, Kernel coverage: evidence beats
+// tables).
+
+// The matrices platform of a wheel's platform tags ("manylinux_2_28_x86_64" → linux_x86_64).
+std::string matrices_platform(const std::string& tags) {
+  if (tags.find("win") != std::string::npos) return "windows_x86_64";
+  if (tags.find("aarch64") != std::string::npos) return "linux_aarch64";
+  return "linux_x86_64";
+}
+
+// Every build the evidence store of the cache holds for the framework's packages (and `version`, when
+// given), sorted by key. The cache is --cache-dir, else the default one; none there is no evidence.
+std::vector<wheel::BuildEvidence> learned_builds(const Globals& g, const matrices::Framework& f,
+                                                 const std::optional<specs::Version>& version) {
+  std::filesystem::path dir;
+  if (!g.cache_dir.empty()) dir = g.cache_dir;
+  else if (auto d = index::default_cache_dir()) dir = *d;
+  else return {};
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir / "evidence-v1", ec)) return {};
+  std::set<std::string> projects = {specs::normalize_name(f.main_package)};
+  for (const auto* list : {&f.companions, &f.optional_companions})
+    for (const auto& c : *list) projects.insert(specs::normalize_name(c));
+  std::vector<wheel::BuildEvidence> out;
+  for (auto& e : wheel::EvidenceStore(dir / "evidence-v1").builds()) {
+    if (!projects.contains(specs::normalize_name(e.key.project))) continue;
+    if (version) {
+      auto v = specs::Version::parse(e.key.version);
+      if (!v || v->public_version() != version->public_version()) continue;
+    }
+    out.push_back(std::move(e));
   }
-  return best;
+  return out;
+}
+
+std::vector<std::string> evidence_archs(const wheel::BuildEvidence& e, bool ptx) {
+  std::set<std::string> all;
+  for (const auto& file : e.files)
+    for (const auto& a : ptx ? file.profile.ptx() : file.profile.sass()) all.insert(a);
+  std::vector<std::string> out(all.begin(), all.end());
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+    auto x = specs::GpuArch::parse(a), y = specs::GpuArch::parse(b);
+    if (x && y && x->number() != y->number()) return x->number() < y->number();
+    return a < b;
+  });
+  return out;
+}
+
+std::vector<std::string> minus(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<std::string> out;
+  for (const auto& x : a)
+    if (std::find(b.begin(), b.end(), x) == b.end()) out.push_back(x);
+  return out;
+}
+
+// JSON and text lines for the learned builds; `gpus` are the GPUs asked (coverage verdicts per GPU).
+json evidence_view(const Knowledge& k, const matrices::Framework& f, const std::vector<wheel::BuildEvidence>& builds,
+                   const std::vector<std::pair<std::string, specs::ComputeCapability>>& gpus,
+                   std::vector<std::string>& text, const std::string& indent) {
+  json out = json::array();
+  if (builds.empty()) return out;
+  text.push_back(fmt::format("{}{}", indent, styled("read from the binary on this machine (evidence store; outranks the table):", Style::bold)));
+  for (const auto& e : builds) {
+    json j;
+    j["project"] = e.key.project;
+    j["version"] = e.key.version;
+    j["variant"] = e.key.variant.empty() ? json(nullptr) : json(e.key.variant);
+    j["platform"] = e.key.platform;
+    j["source"] = e.source;
+    auto sass = evidence_archs(e, false), ptx = evidence_archs(e, true);
+    j["sass"] = sass;
+    j["ptx"] = ptx;
+    j["files"] = e.files.size();
+    std::uint64_t containers = 0;
+    for (const auto& file : e.files) containers += file.profile.containers();
+    j["containers"] = containers;
+    text.push_back(fmt::format("{}  {}: SASS {}; PTX {} ({} file{}, {} containers; {})", indent, e.key.to_string(),
+                               sass.empty() ? "none" : join(sass), ptx.empty() ? "none" : join(ptx), e.files.size(),
+                               e.files.size() == 1 ? "" : "s", containers, e.source));
+    json cov = json::object();
+    for (const auto& [label, cc] : gpus) {
+      auto pc = wheel::package_coverage(e.files, cc);
+      std::string verdict = pc.has_gpu_code() ? wheel::to_string(pc.verdict) : "none";
+      cov[cc.sm_name()] = {{"verdict", verdict}, {"runnable", pc.runnable()}, {"total", pc.total()},
+                           {"jit_only", pc.jit_only}, {"partial_files", pc.partial_files}, {"none_files", pc.none_files}};
+      text.push_back(fmt::format("{}    on {}: {} ({} of {} modules runnable{}){}", indent, label,
+                                 verdict == "full" ? styled(verdict, Style::green)
+                                                   : styled(verdict, verdict == "partial" ? Style::yellow : Style::red),
+                                 pc.runnable(), pc.total(), pc.jit_only ? ", by PTX JIT only" : "",
+                                 pc.partial_files.empty() ? "" : "; partly: " + join(pc.partial_files, ", ")));
+    }
+    j["coverage"] = cov;
+    // The matrices' row for the same build: only the main package's archs are in the table.
+    json row = nullptr;
+    auto v = specs::Version::parse(e.key.version);
+    if (v && specs::normalize_name(e.key.project) == specs::normalize_name(f.main_package) && !e.key.variant.empty()) {
+      const std::string plat = matrices_platform(e.key.platform);
+      for (const auto& b : k.variants_for(f.name, *v, plat)) {
+        if (b.variant != e.key.variant) continue;
+        const matrices::Release* r = f.release(*v);
+        const matrices::ReleaseVariant* rv = r ? r->variant(b.variant) : nullptr;
+        const matrices::ArchBuild* ab = rv ? rv->platform(plat) : nullptr;
+        row = json::object();
+        row["row"] = r ? json(r->label()) : json(nullptr);
+        row["where"] = ab ? json(ab->where.to_string()) : json(nullptr);
+        row["confidence"] = matrices::to_string(b.confidence);
+        if (!b.sass && !b.ptx) {
+          row["sass"] = row["ptx"] = nullptr;
+          row["agrees"] = nullptr;
+          text.push_back(fmt::format("{}    the matrices have no arch data for this build; the binary's list stands", indent));
+          break;
+        }
+        auto tsass = arch_names(b.sass), tptx = arch_names(b.ptx);
+        row["sass"] = tsass;
+        row["ptx"] = tptx;
+        auto only_table = minus(tsass, sass), only_binary = minus(sass, tsass);
+        auto ptx_table = minus(tptx, ptx), ptx_binary = minus(ptx, tptx);
+        for (auto& x : ptx_table) only_table.push_back(x);
+        for (auto& x : ptx_binary) only_binary.push_back(x);
+        row["agrees"] = only_table.empty() && only_binary.empty();
+        row["table_only"] = only_table;
+        row["binary_only"] = only_binary;
+        if (only_table.empty() && only_binary.empty())
+          text.push_back(fmt::format("{}    agrees with the matrices row {} ({})", indent, r ? r->label() : "?",
+                                     matrices::to_string(b.confidence)));
+        else
+          text.push_back(styled(fmt::format("{}    disagrees with the matrices row {} ({}, {}): the table lists {} the "
+                                            "binary lacks; the binary has {} the table lacks",
+                                            indent, r ? r->label() : "?", ab ? ab->where.to_string() : "?",
+                                            matrices::to_string(b.confidence),
+                                            only_table.empty() ? "nothing" : join(only_table),
+                                            only_binary.empty() ? "nothing" : join(only_binary)),
+                                Style::yellow));
+        break;
+      }
+      if (row.is_null()) text.push_back(fmt::format("{}    not in the matrices (a build the table does not list)", indent));
+    }
+    j["matrices"] = row;
+    out.push_back(j);
+  }
+  return out;
 }
 
 // Every release row of a framework, newest first (by its highest version).
@@ -151,23 +290,34 @@ int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matr
     jg["cc"] = rg->cc.to_string();
     jg["arch"] = rg->cc.sm_name();
     jg["family"] = rg->family.empty() ? json(nullptr) : json(rg->family);
-    const auto* first = first_toolkit_for(k, rg->cc);
+    const matrices::FirstToolkit ft = k.first_toolkit_for(rg->cc);
+    const auto* first = ft.toolkit;
     std::optional<std::string> gpu_min_driver;
     if (first) gpu_min_driver = os == "windows" ? first->min_driver_windows : first->min_driver_linux;
     if (gpu_min_driver && gpu_min_driver->empty()) gpu_min_driver.reset();
     jg["min_driver"] = {{"version", opt_str(gpu_min_driver)},
                         {"cuda", first ? json(first->version.to_string()) : json(nullptr)},
-                        {"os", os}};
+                        {"os", os},
+                        {"own_arch", ft.own_arch},
+                        {"oldest_listed", ft.oldest_listed}};
     text.push_back(styled(fmt::format("{}{} → {} (compute capability {}{})", rg->query,
                                       rg->name.empty() || rg->name == rg->query ? "" : " = " + rg->name,
                                       rg->cc.sm_name(), rg->cc.to_string(),
                                       rg->family.empty() ? "" : ", " + rg->family),
                           Style::bold));
-    if (first && gpu_min_driver)
-      text.push_back(fmt::format("  minimum driver: {} on {} (CUDA {}, the first toolkit with code for {})",
-                                 *gpu_min_driver, os, first->version.to_string(), rg->cc.sm_name()));
-    else
+    if (first && gpu_min_driver) {
+      // The oldest toolkit of the table is not "the first" for a GPU older than the table.
+      std::string what = ft.oldest_listed
+                             ? fmt::format("the oldest toolkit in the matrices, which already has code for {}; older "
+                                           "toolkits are not listed",
+                                           rg->cc.sm_name())
+                         : ft.own_arch ? fmt::format("the first toolkit with code for {}", rg->cc.sm_name())
+                                       : fmt::format("the first toolkit whose code runs on {}", rg->cc.sm_name());
+      text.push_back(fmt::format("  minimum driver: {} on {} (CUDA {}, {})", *gpu_min_driver, os,
+                                 first->version.to_string(), what));
+    } else {
       text.push_back("  minimum driver: unknown (no toolkit in the matrices targets this GPU)");
+    }
     jg["frameworks"] = json::array();
     for (const auto* f : fws) {
       json jf;
@@ -216,7 +366,29 @@ int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matr
         }
       }
       jf["newest"] = newest;
+      // The legacy ladder: the last release for a GPU its newest releases dropped.
+      json last = nullptr;
+      std::string last_line;
+      if (const auto* end = k.support_end(f->name, rg->cc)) {
+        auto lr = k.last_release_for(f->name, rg->cc, platform);
+        last = {{"version", lr ? json(lr->version.to_string()) : json(nullptr)},
+                {"variant", lr ? json(lr->variant) : json(nullptr)},
+                {"dropped_from", end->from.to_string()},
+                {"dropped_variant", end->variant.empty() ? json(nullptr) : json(end->variant)},
+                {"confidence", matrices::to_string(end->confidence)},
+                {"source", end->source}};
+        last_line = lr ? fmt::format("    {} {} ({}) is the last release with code for {}: {} from {} on drops it{} ({})",
+                                     f->name, lr->version.to_string(), lr->variant, rg->cc.sm_name(), f->name,
+                                     end->from.to_string(), end->variant.empty() ? "" : " with " + end->variant,
+                                     end->source)
+                       : fmt::format("    {} from {} on has no build for {} ({})", f->name, end->from.to_string(),
+                                     rg->cc.sm_name(), end->source);
+      }
+      jf["last_release"] = last;
+      std::vector<std::string> ev_text;
+      jf["evidence"] = evidence_view(k, *f, learned_builds(g, *f, std::nullopt), {{rg->query, rg->cc}}, ev_text, "  ");
       jg["frameworks"].push_back(jf);
+      for (auto& l : ev_text) text.push_back(std::move(l));
       if (lines.empty() && unknown == 0) {
         text.push_back(fmt::format("  {}: no release in the matrices runs on {}", f->name, rg->cc.sm_name()));
         continue;
@@ -229,6 +401,7 @@ int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matr
         head += fmt::format(" no native code; newest stable release by PTX JIT: {} ({})",
                             newest["jit"]["version"].get<std::string>(), newest["jit"]["variant"].get<std::string>());
       text.push_back(head);
+      if (!last_line.empty()) text.push_back(styled(last_line, Style::bold));
       for (auto& l : lines) text.push_back(std::move(l));
       if (unknown > 0)
         text.push_back(fmt::format("    {} build{} without arch data (unknown; checked after download)", unknown,
@@ -349,6 +522,14 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
     }
     out["variants"].push_back(jv);
   }
+  {
+    std::vector<std::pair<std::string, specs::ComputeCapability>> asked;
+    for (const auto& rg : gpus) asked.emplace_back(rg.query, rg.cc);
+    std::vector<std::string> ev_text;
+    out["evidence"] = evidence_view(k, f, learned_builds(g, f, *v), asked, ev_text, "");
+    // Evidence first: what the binaries said outranks the rows below.
+    if (!ev_text.empty()) text.insert(text.begin() + 1, ev_text.begin(), ev_text.end());
+  }
   if (g.format == "json") machine(out.dump(2));
   else
     for (const auto& l : text) human(l);
@@ -375,6 +556,7 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
     text.push_back(styled(fmt::format("{} (package {}; companions: {})", f->name, f->main_package,
                                       f->companions.empty() ? "none" : join(f->companions, ", ")),
                           Style::bold));
+    jf["evidence"] = evidence_view(k, *f, learned_builds(g, *f, std::nullopt), {}, text, "  ");
     for (const auto* r : rows_newest_first(*f)) {
       json jr = row_json(*r);
       std::vector<std::string> vs;

@@ -224,6 +224,16 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
     ctx.spec = std::make_unique<resolver::FrameworkSpec>(
         ENVFIX_TRY(resolver::framework_spec_from(knowledge, g.framework, mirror, host.platform)));
     attach_evidence(*ctx.spec, host, client);
+    // What the channels' aggregate indexes offer beyond the matrices (resolver/discovery.hpp).
+    std::map<std::string, std::unique_ptr<resolver::IndexProvider>> aggregates;
+    resolver::discover_indexes(*ctx.spec, resolver::discovery_sources(knowledge, g.framework, mirror),
+                               resolver::variant_describer(knowledge, g.framework),
+                               [&](const std::string& url) -> resolver::CandidateProvider& {
+                                 auto& p = aggregates[url];
+                                 if (!p) p = std::make_unique<resolver::IndexProvider>(client, url);
+                                 return *p;
+                               },
+                               {g.variant});
     const auto& spec = *ctx.spec;
     resolver::HostTarget target;
     for (const auto& [name, cc] : host.gpus) target.gpus.push_back(cc);

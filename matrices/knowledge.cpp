@@ -139,34 +139,90 @@ std::optional<std::string> Knowledge::min_driver(specs::CudaVersion cuda, std::s
 }
 
 std::optional<std::string> Knowledge::minor_compat_driver(specs::CudaVersion cuda, std::string_view os) const {
+  // A toolkit the matrices do not list shares its major's floor (minor-version compatibility is per major:
+  // https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html).
   const CudaToolkit* t = toolkit(cuda);
+  if (!t) {
+    for (auto it = m_toolkits.rbegin(); it != m_toolkits.rend(); ++it)
+      if (it->version.major == cuda.major && (os == "windows" ? !it->minor_compat_windows.empty() : !it->minor_compat_linux.empty())) {
+        t = &*it;
+        break;
+      }
+  }
   if (!t) return std::nullopt;
   const std::string& d = os == "windows" ? t->minor_compat_windows : t->minor_compat_linux;
   if (d.empty()) return std::nullopt;
   return d;
 }
 
+std::optional<DriverFloor> Knowledge::driver_floor(specs::CudaVersion cuda, std::string_view os) const {
+  bool known = toolkit(cuda) != nullptr;
+  if (auto d = min_driver(cuda, os)) return DriverFloor{*d, true, known};
+  if (auto f = minor_compat_driver(cuda, os)) return DriverFloor{*f, false, known};
+  return std::nullopt;
+}
+
 bool Knowledge::driver_supports(std::string_view driver_version, specs::CudaVersion cuda, bool allow_minor_compat,
                                 std::string_view os) const {
   if (!is_driver_version(driver_version)) return false;
   if (auto need = min_driver(cuda, os); need && compare_driver_versions(driver_version, *need) >= 0) return true;
+  // No GA driver known (a toolkit newer than the data, or one without a confirmed driver): the major's
+  // floor is the best there is; callers say so (driver_floor().exact).
+  if (!min_driver(cuda, os)) allow_minor_compat = true;
   if (allow_minor_compat)
     if (auto floor = minor_compat_driver(cuda, os); floor && compare_driver_versions(driver_version, *floor) >= 0)
       return true;
   return false;
 }
 
+namespace {
+
+std::vector<std::string> words(std::string_view s) {
+  std::vector<std::string> out;
+  std::string w;
+  for (char c : s) {
+    if (c == ' ' || c == '-') {
+      if (!w.empty()) out.push_back(std::move(w));
+      w.clear();
+    } else {
+      w += c;
+    }
+  }
+  if (!w.empty()) out.push_back(std::move(w));
+  return out;
+}
+
+std::string compact(std::string_view s) {
+  std::string out;
+  for (char c : s)
+    if (c != ' ' && c != '-') out += c;
+  return out;
+}
+
+// Every word of `q`, in order, is a word of `key` ("jetson thor" in "jetson agx thor").
+bool words_in_order(const std::vector<std::string>& q, const std::vector<std::string>& key) {
+  std::size_t i = 0;
+  for (const auto& w : key)
+    if (i < q.size() && w == q[i]) ++i;
+  return i == q.size();
+}
+
+} // namespace
+
 std::optional<GpuProduct> Knowledge::gpu(std::string_view query) const {
   std::string q = normalize_gpu_name(query);
   if (q.empty()) return std::nullopt;
-  // Exact name or alias first (later entries, i.e. overrides, win); then the longest name that
-  // prefixes the query at a word boundary ("h100 80gb hbm3", "a100-sxm4-80gb").
+  // 1. Exact name or alias (later entries, i.e. overrides, win); then the longest name that prefixes
+  // the query at a word boundary ("h100 80gb hbm3", "a100-sxm4-80gb": nvidia-smi's product strings).
   const GpuProduct* best = nullptr;
   std::size_t best_len = 0;
+  auto keys_of = [](const GpuProduct& g) {
+    std::vector<std::string> keys = {normalize_gpu_name(g.name)};
+    for (const auto& a : g.aliases) keys.push_back(normalize_gpu_name(a));
+    return keys;
+  };
   for (auto it = m_gpus.rbegin(); it != m_gpus.rend(); ++it) {
-    std::vector<std::string> keys = {normalize_gpu_name(it->name)};
-    for (const auto& a : it->aliases) keys.push_back(normalize_gpu_name(a));
-    for (const auto& k : keys) {
+    for (const auto& k : keys_of(*it)) {
       if (k == q) return *it;
       if (k.size() > best_len && q.size() > k.size() && q.starts_with(k) && (q[k.size()] == ' ' || q[k.size()] == '-')) {
         best = &*it;
@@ -175,7 +231,91 @@ std::optional<GpuProduct> Knowledge::gpu(std::string_view query) const {
     }
   }
   if (best) return *best;
+  // 2. As people type them: without spaces ("rtx5090", "gtx-1080"), or a subset of the words in order
+  // ("jetson thor", "rtx 4090 ti" is not one: every query word must be there). Accepted only when every
+  // product it matches has one compute capability.
+  std::string qc = compact(q);
+  auto qw = words(q);
+  bool has_digit = std::any_of(q.begin(), q.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  const GpuProduct* found = nullptr;
+  bool ambiguous = false;
+  for (auto it = m_gpus.rbegin(); it != m_gpus.rend(); ++it) {
+    for (const auto& k : keys_of(*it)) {
+      bool hit = compact(k) == qc || (qw.size() >= 2 && words_in_order(qw, words(k))) ||
+                 (qw.size() == 1 && has_digit && qw[0].size() >= 3 && words_in_order(qw, words(k)));
+      if (!hit) continue;
+      if (found && found->cc != it->cc) ambiguous = true;
+      if (!found) found = &*it;
+    }
+  }
+  if (found && !ambiguous) return *found;
   return std::nullopt;
+}
+
+FirstToolkit Knowledge::first_toolkit_for(specs::ComputeCapability cc) const {
+  FirstToolkit out;
+  const CudaToolkit* own = nullptr;
+  const CudaToolkit* runs = nullptr;
+  const CudaToolkit* oldest = nullptr;
+  specs::GpuArch own_arch{specs::GpuArch::Kind::sass, cc.major, cc.minor};
+  for (const auto& t : m_toolkits) {
+    if (!oldest || t.version < oldest->version) oldest = &t;
+    if (t.can_target(own_arch) && (!own || t.version < own->version)) own = &t;
+    bool ok = std::any_of(t.sass.begin(), t.sass.end(), [&](const specs::GpuArch& a) { return a.runs_on(cc); });
+    if (ok && (!runs || t.version < runs->version)) runs = &t;
+  }
+  out.toolkit = own ? own : runs;
+  out.own_arch = own != nullptr;
+  out.oldest_listed = out.toolkit && out.toolkit == oldest;
+  return out;
+}
+
+std::optional<VariantGuess> Knowledge::understand_variant(std::string_view framework_name, std::string_view name) const {
+  if (const Framework* f = framework(framework_name))
+    if (const Variant* v = f->variant(name)) return VariantGuess{*v, true};
+  Variant v;
+  v.name = std::string(name);
+  if (name == "cpu") {
+    v.kind = "cpu";
+    return VariantGuess{v, false};
+  }
+  // "cuNNN": the last digit is the minor (specs/cuda_version.hpp, from_variant).
+  if (auto c = specs::CudaVersion::from_variant(name)) {
+    v.kind = "cuda";
+    v.cuda = *c;
+    return VariantGuess{v, false};
+  }
+  return std::nullopt;
+}
+
+const SupportEnd* Knowledge::support_end(std::string_view framework_name, specs::ComputeCapability cc) const {
+  const Framework* f = framework(framework_name);
+  if (!f) return nullptr;
+  const SupportEnd* best = nullptr;
+  for (const auto& e : f->support_ends)
+    if (cc < e.below && (!best || e.from < best->from)) best = &e;
+  return best;
+}
+
+std::optional<LastRelease> Knowledge::last_release_for(std::string_view framework_name, specs::ComputeCapability cc,
+                                                        std::string_view platform) const {
+  const Framework* f = framework(framework_name);
+  if (!f) return std::nullopt;
+  const SupportEnd* end = support_end(framework_name, cc);
+  std::optional<LastRelease> out;
+  for (const auto& r : f->releases) {
+    if (std::find(r.channels.begin(), r.channels.end(), "stable") == r.channels.end()) continue;
+    for (const auto& v : r.versions) {
+      if (end && v >= end->from) continue;
+      if (out && v <= out->version) continue;
+      for (const auto& b : variants_for(framework_name, v, platform))
+        if (b.runs_on(cc) == RunKind::native) {
+          out = LastRelease{v, b.variant, end};
+          break;
+        }
+    }
+  }
+  return out;
 }
 
 std::vector<VariantBuild> Knowledge::variants_for(std::string_view framework_name, const specs::Version& version,

@@ -127,6 +127,18 @@ struct SmokeTest {
   std::map<std::string, std::string> model;
 };
 
+// A framework's announced end of support for old GPUs: releases from `from` on have no build with code
+// for compute capabilities below `below` (PyTorch 2.15 dropped cu126 and with it Maxwell, Pascal and
+// Volta: pytorch/pytorch#190385). `variant` names the last variant that still had them.
+struct SupportEnd {
+  specs::Version from;              // "2.15.0"
+  specs::ComputeCapability below;   // "7.5"
+  std::string variant;              // "cu126"; may be empty
+  Confidence confidence = Confidence::unverified;
+  std::string source;
+  SourceLocation where;
+};
+
 struct Framework {
   std::string name;
   std::string main_package;
@@ -138,6 +150,7 @@ struct Framework {
   std::vector<Variant> variants;
   std::vector<Release> releases;
   std::vector<Coupling> coupling;
+  std::vector<SupportEnd> support_ends;
   SmokeTest smoke;
   std::string source;
   SourceLocation where;
@@ -172,6 +185,39 @@ struct VariantBuild {
   [[nodiscard]] std::optional<specs::GpuArch> runnable_arch(specs::ComputeCapability cc) const;
 };
 
+// The first CUDA toolkit with code for a GPU (first_toolkit_for()).
+struct FirstToolkit {
+  const CudaToolkit* toolkit = nullptr;
+  // True when the toolkit targets the GPU's own arch (sm_121 for 12.1); false when it only emits SASS
+  // of an earlier arch of the same major that runs there (CUDA 12.8's sm_120 on a GB10).
+  bool own_arch = false;
+  // True when it is the oldest toolkit in the matrices: older toolkits may have had code for it too.
+  bool oldest_listed = false;
+};
+
+// The lowest driver known to run builds of a CUDA version (driver_floor()).
+struct DriverFloor {
+  std::string version;
+  // true: the toolkit's own GA driver; false: only the minor-version-compatibility floor of its major
+  // (the toolkit is unknown to the matrices, or its GA driver is not confirmed).
+  bool exact = false;
+  bool toolkit_known = false;
+};
+
+// A variant name understood without a matrices row: "cu134" → CUDA 13.4 (understand_variant()).
+struct VariantGuess {
+  Variant variant;
+  bool known = false; // listed under the framework's `variants`
+};
+
+// The newest stable release still carrying code for an old GPU, and whether the framework said
+// later releases dropped it (last_release_for()).
+struct LastRelease {
+  specs::Version version;
+  std::string variant;
+  const SupportEnd* end = nullptr; // set when an announced end of support covers the GPU
+};
+
 class Knowledge {
 public:
   struct SourceFile {
@@ -204,8 +250,26 @@ public:
   // enough (not for JIT of newer PTX); without it the toolkit's own minimum is needed.
   [[nodiscard]] bool driver_supports(std::string_view driver_version, specs::CudaVersion cuda,
                                      bool allow_minor_compat = true, std::string_view os = "linux") const;
-  // "RTX 5090", "NVIDIA GeForce RTX 5090", "NVIDIA H100 80GB HBM3", "A100-SXM4-80GB", an alias.
+  // The lowest driver for builds of `cuda`: the toolkit's GA driver, else the minor-version floor of
+  // its major (a toolkit newer than the data: cu136 → the 13.x floor, exact=false); nullopt when
+  // nothing of that major is known.
+  [[nodiscard]] std::optional<DriverFloor> driver_floor(specs::CudaVersion cuda, std::string_view os = "linux") const;
+  // "RTX 5090", "NVIDIA GeForce RTX 5090", "NVIDIA H100 80GB HBM3", "A100-SXM4-80GB", an alias, and
+  // names as people type them: words in order ("Jetson Thor" → Jetson AGX Thor), spacing ("rtx5090").
+  // An ambiguous short form (two compute capabilities) resolves to nothing.
   [[nodiscard]] std::optional<GpuProduct> gpu(std::string_view name_or_alias) const;
+  // The first (lowest) toolkit with code for `cc`: one targeting its own arch wins over an older one
+  // whose earlier-arch SASS merely runs there (sm_121 → 12.9, not 12.8).
+  [[nodiscard]] FirstToolkit first_toolkit_for(specs::ComputeCapability cc) const;
+  // A variant by name: the framework's row, else one understood from the name ("cu134" → CUDA 13.4,
+  // "cpu"); nullopt when the name means nothing.
+  [[nodiscard]] std::optional<VariantGuess> understand_variant(std::string_view framework, std::string_view name) const;
+  // The announced end of support covering `cc`, if any.
+  [[nodiscard]] const SupportEnd* support_end(std::string_view framework, specs::ComputeCapability cc) const;
+  // The newest stable release row version whose build runs natively on `cc` on `platform`, with the
+  // support end that makes it the last one (nullptr when none is announced).
+  [[nodiscard]] std::optional<LastRelease> last_release_for(std::string_view framework, specs::ComputeCapability cc,
+                                                            std::string_view platform = "linux_x86_64") const;
 
   // The variants of a framework release on a platform; empty when the release is unknown.
   [[nodiscard]] std::vector<VariantBuild> variants_for(std::string_view framework, const specs::Version& version,

@@ -287,7 +287,8 @@ private:
                  t.source = nonempty(v, p);
                }
              });
-    if (!has_min) problem(key, path, "missing key 'min_driver'");
+    // A toolkit whose GA driver is not confirmed (13.4) may give only its minor-compatibility floor.
+    if (!has_min && t.minor_compat_linux.empty()) problem(key, path, "missing key 'min_driver'");
     if (!has_sass) problem(key, path, "missing key 'sass'");
     if (!has_conf) problem(key, path, "missing key 'confidence'");
     if (!has_source) problem(key, path, "missing key 'source'");
@@ -368,7 +369,7 @@ private:
     Framework& f = *it;
     each_key(n, path,
              {"main_package", "companions", "optional_companions", "default_mirror", "channels", "nightly_coupling",
-              "source", "variants", "smoke", "releases", "coupling"},
+              "source", "variants", "smoke", "releases", "coupling", "support_ends"},
              [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
                std::string p = path + "." + k;
                if (k == "main_package") f.main_package = nonempty(v, p);
@@ -408,6 +409,9 @@ private:
                } else if (k == "coupling") {
                  if (!expect_list(v, p)) return;
                  for (std::size_t i = 0; i < v.size(); ++i) load_coupling(f, v[i], fmt::format("{}[{}]", p, i));
+               } else if (k == "support_ends") {
+                 if (!expect_list(v, p)) return;
+                 for (std::size_t i = 0; i < v.size(); ++i) load_support_end(f, v[i], fmt::format("{}[{}]", p, i));
                }
              });
   }
@@ -571,6 +575,39 @@ private:
     r.variants.push_back(std::move(rv));
   }
 
+  // {from: "2.15.0", below: "7.5", variant: cu126, confidence: secondary, source: "…"}
+  void load_support_end(Framework& f, const YAML::Node& n, const std::string& path) {
+    if (!expect_map(n, path)) return;
+    SupportEnd e;
+    e.where = where(n);
+    bool has_from = false, has_below = false, has_source = false, has_conf = false;
+    each_key(n, path, {"from", "below", "variant", "confidence", "source"}, [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
+      std::string p = path + "." + k;
+      if (k == "from") {
+        if (auto x = version(v, p)) { e.from = *x; has_from = true; }
+      } else if (k == "below") {
+        auto s = str(v, p);
+        if (!s) return;
+        auto c = specs::ComputeCapability::parse(*s);
+        if (!c) problem(v, p, fmt::format("invalid compute capability '{}'", *s));
+        else { e.below = *c; has_below = true; }
+      } else if (k == "variant") {
+        e.variant = nonempty(v, p);
+      } else if (k == "confidence") {
+        has_conf = true;
+        e.confidence = confidence(v, p).value_or(Confidence::unverified);
+      } else if (k == "source") {
+        has_source = true;
+        e.source = nonempty(v, p);
+      }
+    });
+    if (!has_from && !n["from"]) problem(n, path, "missing key 'from'");
+    if (!has_below && !n["below"]) problem(n, path, "missing key 'below'");
+    if (!has_conf) problem(n, path, "missing key 'confidence'");
+    if (!has_source) problem(n, path, "missing key 'source'");
+    f.support_ends.push_back(std::move(e));
+  }
+
   void load_coupling(Framework& f, const YAML::Node& n, const std::string& path) {
     if (!expect_map(n, path)) return;
     Coupling c;
@@ -659,6 +696,9 @@ void Loader::validate() {
         }
       }
     }
+    for (const auto& e : f.support_ends)
+      if (!e.variant.empty() && !f.variant(e.variant))
+        at(e.where, fmt::format("{}.support_ends: variant '{}' is not declared under variants", path, e.variant));
     for (const auto& c : f.coupling) {
       for (const auto& [name, ver] : c.companions)
         if (!contains(f.companions, name) && !contains(f.optional_companions, name))

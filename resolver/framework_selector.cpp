@@ -348,6 +348,12 @@ Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarge
                                                    host.driver_version.empty() ? "" : ", driver " + host.driver_version + " runs it")
                                      : "",
                             cover);
+      // The legacy ladder: say when this is the last release that will cover an old GPU.
+      bool pinned = std::any_of(request.framework.begin(), request.framework.end(), [&](const specs::Requirement& r) {
+        return r.normalized_name() == main && !r.specifier.empty();
+      });
+      if (auto note = last_release_note(spec, v, host.gpus, !pinned); !note.empty()) out.warnings.push_back(note);
+      if (!idx.discovered.empty()) out.warnings.push_back(idx.discovered);
       if (mc.ptx_only || mc.partial) {
         if (!jit_fallback) {
           jit_fallback = out;

@@ -21,12 +21,24 @@ struct FrameworkIndex {
   std::string variant;                  // cu128 | cpu | rocm6.3
   std::optional<specs::CudaVersion> cuda;
   std::string url;
+  // Non-empty for an index found on the channel's aggregate page rather than listed by the matrices
+  // (resolver/discovery.hpp): the warning a plan from it carries.
+  std::string discovered;
 };
 
 // Kernels read from a build's binaries, and where they were read.
 struct BuildFacts {
   std::vector<wheel::ProfiledFile> files;
   std::string source; // "installed in /…/site-packages", "downloaded torch 2.11.0+cu130 (…)"
+};
+
+// An announced end of support for old GPUs (matrices::SupportEnd): from `from` on, no build has code
+// for compute capabilities below `below`.
+struct SupportEndInfo {
+  specs::Version from;
+  specs::ComputeCapability below;
+  std::string variant; // the last variant that had them ("cu126"); may be empty
+  std::string source;
 };
 
 // What the resolver needs to know about a framework (filled from matrices::Knowledge by the CLI, or
@@ -43,7 +55,14 @@ struct FrameworkSpec {
   std::function<std::optional<BuildFacts>(const specs::WheelFilename&, std::string_view variant)> evidence;
   // The companion version coupled to a main version ("0.22.0" for torchvision and torch 2.7.0).
   std::function<std::optional<std::string>(const specs::Version&, std::string_view companion)> companion_version;
+  std::vector<SupportEndInfo> support_ends;
 };
+
+// When `version`, chosen for `gpus`, is older than an announced end of support covering one of them,
+// the line that says so. `newest`: it is the newest build on the index that covers them (no pin), so
+// "torch 2.14.0 is the last release with code for sm_61: …". Empty when no end applies.
+[[nodiscard]] std::string last_release_note(const FrameworkSpec& spec, const specs::Version& version,
+                                            const std::vector<specs::ComputeCapability>& gpus, bool newest);
 
 struct HostTarget {
   std::vector<specs::ComputeCapability> gpus;  // every GPU must be covered

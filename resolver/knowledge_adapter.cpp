@@ -1,5 +1,6 @@
 #include "resolver/knowledge_adapter.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -46,7 +47,72 @@ Expected<FrameworkSpec> framework_spec_from(const matrices::Knowledge& knowledge
   spec.companion_version = [k, fw_name](const specs::Version& v, std::string_view companion) {
     return k->companion_version(fw_name, v, companion);
   };
+  for (const auto& e : fw->support_ends) spec.support_ends.push_back(SupportEndInfo{e.from, e.below, e.variant, e.source});
   return spec;
+}
+
+std::vector<DiscoverySource> discovery_sources(const matrices::Knowledge& knowledge, std::string_view framework,
+                                              std::string_view mirror) {
+  std::vector<DiscoverySource> out;
+  const matrices::Framework* fw = knowledge.framework(framework);
+  if (!fw) return out;
+  for (const auto& [channel, tmpl] : fw->channel_templates) {
+    std::string t = tmpl;
+    bool slash = t.ends_with("/");
+    if (slash) t.pop_back();
+    if (!t.ends_with("/{variant}")) continue; // no per-variant directories: nothing to discover
+    // The aggregate is the template without its last component, with the mirror applied.
+    auto probe = fw->index_url(channel, "{variant}", mirror); // {variant} stays in place
+    if (!probe) continue;
+    std::string agg = probe->substr(0, probe->rfind("{variant}"));
+    while (!agg.empty() && agg.back() == '/') agg.pop_back();
+    std::string ch = channel, m(mirror);
+    out.push_back(DiscoverySource{channel, agg, [fw, ch, m](std::string_view variant) {
+                                    auto u = fw->index_url(ch, variant, m);
+                                    return u ? *u : std::string();
+                                  }});
+  }
+  return out;
+}
+
+DescribeVariant variant_describer(const matrices::Knowledge& knowledge, std::string_view framework) {
+  const matrices::Knowledge* k = &knowledge;
+  std::string fw(framework);
+  return [k, fw](std::string_view channel, std::string_view variant) -> std::optional<DiscoveredVariant> {
+    auto guess = k->understand_variant(fw, variant);
+    if (!guess || (guess->variant.kind != "cuda" && guess->variant.kind != "cpu")) return std::nullopt;
+    // Contained: an unknown variant older than every CUDA the framework declares is history (cu92,
+    // cu102 on download.pytorch.org/whl/torch/), not news.
+    if (!guess->known && guess->variant.cuda) {
+      const matrices::Framework* f = k->framework(fw);
+      bool newer = !f || std::none_of(f->variants.begin(), f->variants.end(), [&](const matrices::Variant& v) {
+        return v.cuda && *v.cuda >= *guess->variant.cuda;
+      });
+      if (!newer) return std::nullopt;
+    }
+    DiscoveredVariant d;
+    d.cuda = guess->variant.cuda;
+    std::string what = guess->known
+                           ? fmt::format("variant {} is in the matrices but no {} release row lists it", variant, channel)
+                           : d.cuda ? fmt::format("variant {} is not in the matrices: CUDA {} understood from its name", variant,
+                                                  d.cuda->to_string())
+                                    : fmt::format("variant {} is not in the matrices", variant);
+    std::string driver;
+    if (d.cuda) {
+      if (auto f = k->driver_floor(*d.cuda)) {
+        driver = f->exact ? fmt::format("; driver ≥ {} (CUDA {} in cuda.yaml)", f->version, d.cuda->to_string())
+                          : fmt::format("; driver floor {} is only the {}.x minor-version-compatibility floor (CUDA {} {})",
+                                        f->version, d.cuda->major, d.cuda->to_string(),
+                                        f->toolkit_known ? "has no confirmed driver in cuda.yaml" : "is not in cuda.yaml");
+      } else {
+        driver = fmt::format("; no driver floor known for CUDA {}", d.cuda->to_string());
+      }
+    }
+    d.note = fmt::format("{} (found on the {} channel's index){}; its kernels are unverified until the binary is read "
+                         "(checked after download)",
+                         what, channel, driver);
+    return d;
+  };
 }
 
 } // namespace envfix::resolver

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "matrices/knowledge.hpp"
+#include "resolver/discovery.hpp"
 #include "resolver/framework_selector.hpp"
 
 namespace envfix::resolver {
@@ -13,5 +14,14 @@ namespace envfix::resolver {
 [[nodiscard]] Expected<FrameworkSpec> framework_spec_from(const matrices::Knowledge& knowledge, std::string_view framework,
                                                           std::string_view mirror = {},
                                                           std::string_view platform = "linux_x86_64");
+
+// The aggregate index of every channel whose template ends in {variant} ("{mirror}/nightly/{variant}"
+// → "{mirror}/nightly"), for discover_indexes(). `knowledge` must outlive the result.
+[[nodiscard]] std::vector<DiscoverySource> discovery_sources(const matrices::Knowledge& knowledge, std::string_view framework,
+                                                             std::string_view mirror = {});
+// A variant name read with the matrices: a declared variant no release row of the channel lists, or
+// one understood from its name (cu136 → CUDA 13.6), with its driver floor from cuda.yaml or, when the
+// toolkit is unknown too, the major's minor-version-compatibility floor. `knowledge` must outlive it.
+[[nodiscard]] DescribeVariant variant_describer(const matrices::Knowledge& knowledge, std::string_view framework);
 
 } // namespace envfix::resolver

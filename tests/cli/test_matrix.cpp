@@ -1,10 +1,14 @@
 // `envfix matrix`, run as a real process (ENVFIX_BIN, set by ctest).
 #include <doctest/doctest.h>
 
+#include <filesystem>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
+#include "wheel/kernel_evidence.hpp"
 
 using namespace envfix;
 using nlohmann::json;
@@ -76,7 +80,7 @@ TEST_CASE("matrix --gpu \"RTX 5090\": releases that run on sm_120 and the minimu
   CHECK((*b)["via"] == "sm_120");
   CHECK((*b)["min_driver"] == "570.26");
   CHECK(find_build((*torch)["builds"], "2.7.0", "cu126") == nullptr); // no sm_120: not listed
-  CHECK((*torch)["newest"]["native"]["version"] == "2.13.0");
+  CHECK((*torch)["newest"]["native"]["version"] == "2.14.0");
   // TensorFlow runs only by JIT of its compute_90 PTX.
   for (const auto& f : g["frameworks"])
     if (f["name"] == "tensorflow") {
@@ -91,7 +95,7 @@ TEST_CASE("matrix --gpu sm_61 --framework torch: the newest release for a GTX 10
   CHECK(g["cc"] == "6.1");
   CHECK(g["name"].is_null());
   REQUIRE(g["frameworks"].size() == 1);
-  CHECK(g["frameworks"][0]["newest"]["native"]["version"] == "2.13.0");
+  CHECK(g["frameworks"][0]["newest"]["native"]["version"] == "2.14.0");
   CHECK(g["frameworks"][0]["newest"]["native"]["variant"] == "cu126");
   for (const auto& b : g["frameworks"][0]["builds"]) CHECK(b["variant"] != "cu130");
 
@@ -100,7 +104,7 @@ TEST_CASE("matrix --gpu sm_61 --framework torch: the newest release for a GTX 10
   CHECK(t.exit_code == 0);
   CHECK(t.out.empty()); // human output goes to stderr
   CHECK(t.err.find("GTX 1080 = GeForce GTX 1080 → sm_61 (compute capability 6.1, pascal)") != std::string::npos);
-  CHECK(t.err.find("torch: newest stable release with sm_61 code: 2.13.0 (cu126)") != std::string::npos);
+  CHECK(t.err.find("torch: newest stable release with sm_61 code: 2.14.0 (cu126)") != std::string::npos);
 }
 
 TEST_CASE("matrix --framework torch --version 2.7.0: variants, archs, companions, Python tags, drivers") {
@@ -206,6 +210,102 @@ TEST_CASE("matrix with the tinyfw override: a framework defined entirely by a fi
   json jg = json::parse(g.out);
   CHECK(jg["gpus"][0]["frameworks"][0]["newest"]["jit"]["version"] == "1.0.0");
   CHECK(jg["gpus"][0]["frameworks"][0]["newest"]["native"].is_null()); // only the nightly is native on 9.0
+}
+
+TEST_CASE("matrix --gpu sm_61/sm_70 --framework torch: the legacy ladder names the last release") {
+  for (const char* arch : {"sm_61", "sm_70"}) {
+    CAPTURE(arch);
+    json j = run_json({"matrix", "--gpu", arch, "--framework", "torch"});
+    const json& last = j["gpus"][0]["frameworks"][0]["last_release"];
+    REQUIRE(last.is_object());
+    CHECK(last["version"] == "2.14.0");
+    CHECK(last["variant"] == "cu126");
+    CHECK(last["dropped_from"] == "2.15.0");
+    CHECK(last["source"].get<std::string>().find("pytorch/pytorch#190385") != std::string::npos);
+    auto t = run({"matrix", "--gpu", arch, "--framework", "torch"});
+    CHECK(t.err.find(fmt::format("torch 2.14.0 (cu126) is the last release with code for {}: torch from 2.15.0 on drops it", arch)) !=
+          std::string::npos);
+  }
+  CHECK(run_json({"matrix", "--gpu", "sm_75", "--framework", "torch"})["gpus"][0]["frameworks"][0]["last_release"].is_null());
+}
+
+TEST_CASE("matrix --gpu: the first toolkit with code for the GPU (sm_121 → 12.9), and the table's start said as such") {
+  json j = run_json({"matrix", "--gpu", "GB10", "--framework", "torch"});
+  CHECK(j["gpus"][0]["min_driver"]["cuda"] == "12.9");
+  CHECK(j["gpus"][0]["min_driver"]["version"] == "575.51.03");
+  CHECK(j["gpus"][0]["min_driver"]["own_arch"] == true);
+  auto t = run({"matrix", "--gpu", "GB10", "--framework", "torch"});
+  CHECK(t.err.find("(CUDA 12.9, the first toolkit with code for sm_121)") != std::string::npos);
+  CHECK(t.err.find("CUDA 12.8") == std::string::npos);
+  auto old = run({"matrix", "--gpu", "sm_61", "--framework", "torch"});
+  CHECK(old.err.find("the oldest toolkit in the matrices, which already has code for sm_61") != std::string::npos);
+  CHECK(old.err.find("the first toolkit with code for sm_61") == std::string::npos);
+  CHECK(run_json({"matrix", "--gpu", "sm_61"})["gpus"][0]["min_driver"]["oldest_listed"] == true);
+}
+
+TEST_CASE("matrix --gpu: names as people type them (Jetson Thor, rtx5090) and nvidia-smi strings") {
+  for (auto [q, cc] : {std::pair{"Jetson Thor", "11.0"}, std::pair{"rtx5090", "12.0"},
+                       std::pair{"NVIDIA H100 80GB HBM3", "9.0"}, std::pair{"Tesla V100-SXM2-16GB", "7.0"}}) {
+    CAPTURE(q);
+    json j = run_json({"matrix", "--gpu", q, "--framework", "torch"});
+    CHECK(j["gpus"][0]["cc"] == cc);
+  }
+}
+
+TEST_CASE("matrix --cache-dir DIR: kernel facts read from binaries are shown above the table, with disagreement") {
+  auto dir = util::make_temp_dir(std::filesystem::temp_directory_path(), "envfix-matrix-ev-").value();
+  wheel::EvidenceStore store(dir / "evidence-v1");
+  auto group = [](std::vector<const char*> archs, std::uint64_t n) {
+    wheel::ContainerGroup g;
+    for (const char* a : archs) g.archs.push_back(specs::GpuArch::parse(a).value());
+    g.count = n;
+    return g;
+  };
+  // torch 2.11.0+cu130 as read on an H200: libtorch_cuda.so from sm_75, libtorch_cuda_linalg.so from sm_80.
+  wheel::KernelProfile cuda, linalg;
+  cuda.groups = {group({"sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"}, 444)};
+  linalg.groups = {group({"sm_80", "sm_86", "sm_90", "sm_100", "sm_120"}, 99)};
+  wheel::BuildKey key{"torch", "2.11.0+cu130", "cu130", "manylinux_2_28_x86_64"};
+  REQUIRE(store.put_build({key, "downloaded torch-2.11.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+                           {{"torch/lib/libtorch_cuda.so", cuda}, {"torch/lib/libtorch_cuda_linalg.so", linalg}}}));
+
+  auto t = run({"matrix", "--framework", "torch", "--cache-dir", dir.string()});
+  CAPTURE(t.err);
+  CHECK(t.exit_code == 0);
+  auto ev = t.err.find("read from the binary on this machine");
+  REQUIRE(ev != std::string::npos);
+  CHECK(ev < t.err.find("2.11.0 "));  // above the table's rows
+  CHECK(t.err.find("torch 2.11.0+cu130 (cu130, manylinux_2_28_x86_64): SASS sm_75 sm_80 sm_86 sm_90 sm_100 sm_120") != std::string::npos);
+  // The table's measured row lists the `a` cubins and sm_89 this (synthetic) read lacks.
+  CHECK(t.err.find("disagrees with the matrices row 2.11.0") != std::string::npos);
+  CHECK(t.err.find("embedded:torch.yaml:") != std::string::npos);
+
+  json j = run_json({"matrix", "--framework", "torch", "--cache-dir", dir.string()});
+  const json& e = j["frameworks"][0]["evidence"];
+  REQUIRE(e.size() == 1);
+  CHECK(e[0]["version"] == "2.11.0+cu130");
+  CHECK(e[0]["files"] == 2);
+  CHECK(e[0]["containers"] == 543);
+  CHECK(e[0]["matrices"]["agrees"] == false);
+  CHECK(e[0]["matrices"]["table_only"].size() > 0);
+
+  // Per GPU asked: the coverage verdict of the package (a T4 is only partly covered).
+  json jg = run_json({"matrix", "--gpu", "T4", "--framework", "torch", "--cache-dir", dir.string()});
+  const json& ge = jg["gpus"][0]["frameworks"][0]["evidence"];
+  REQUIRE(ge.size() == 1);
+  CHECK(ge[0]["coverage"]["sm_75"]["verdict"] == "partial");
+  CHECK(ge[0]["coverage"]["sm_75"]["runnable"] == 444);
+  CHECK(ge[0]["coverage"]["sm_75"]["total"] == 543);
+  json jh = run_json({"matrix", "--gpu", "H200", "--framework", "torch", "--version", "2.11.0", "--cache-dir", dir.string()});
+  REQUIRE(jh["evidence"].size() == 1);
+  CHECK(jh["evidence"][0]["coverage"]["sm_90"]["verdict"] == "full");
+  // Another version: not shown.
+  CHECK(run_json({"matrix", "--framework", "torch", "--version", "2.10.0", "--cache-dir", dir.string()})["evidence"].empty());
+  // Without evidence nothing is shown.
+  auto empty = util::make_temp_dir(std::filesystem::temp_directory_path(), "envfix-matrix-noev-").value();
+  CHECK(run({"matrix", "--framework", "torch", "--cache-dir", empty.string()}).err.find("read from the binary") == std::string::npos);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(empty);
 }
 
 } // TEST_SUITE

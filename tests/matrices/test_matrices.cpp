@@ -76,7 +76,7 @@ TEST_CASE("embedded matrices load without problems and cover the frameworks") {
   CHECK(t->optional_companions == std::vector<std::string>{"torchcodec"});
   // torch 1.13 through 2.13 as releases, plus the nightly line.
   for (const char* v : {"1.13.0", "1.13.1", "2.0.0", "2.1.2", "2.4.1", "2.6.0", "2.7.0", "2.7.1", "2.8.0", "2.9.1",
-                        "2.10.0", "2.11.0", "2.12.1", "2.13.0"})
+                        "2.10.0", "2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0"})
     CHECK_MESSAGE(t->release(ver(v)) != nullptr, v);
   CHECK(t->release(ver("2.15.0.dev20260801")) != nullptr);
   CHECK(t->release(ver("2.16.0.dev20261101")) == nullptr);
@@ -85,7 +85,7 @@ TEST_CASE("embedded matrices load without problems and cover the frameworks") {
   REQUIRE(t->variant("rocm6.4"));
   CHECK(t->variant("rocm6.4")->kind == "rocm");
   CHECK(t->variant("cpu")->kind == "cpu");
-  for (const char* v : {"cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130", "cu132"}) CHECK(t->variant(v));
+  for (const char* v : {"cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130", "cu132", "cu134"}) CHECK(t->variant(v));
 }
 
 TEST_CASE("invariants: companions map to releases, CUDA has drivers, archs buildable, sources present") {
@@ -117,8 +117,9 @@ TEST_CASE("invariants: companions map to releases, CUDA has drivers, archs build
       REQUIRE(v.cuda);
       const CudaToolkit* tk = k.toolkit(*v.cuda);
       REQUIRE_MESSAGE(tk, "variant " << v.name << " CUDA " << v.cuda->to_string());
-      CHECK(!tk->min_driver_linux.empty());
-      CHECK(is_driver_version(tk->min_driver_linux));
+      auto floor = k.driver_floor(*v.cuda);
+      REQUIRE(floor);
+      CHECK(is_driver_version(floor->version));
     }
     for (const auto& r : f.releases) {
       CAPTURE(r.label());
@@ -152,7 +153,8 @@ TEST_CASE("invariants: companions map to releases, CUDA has drivers, archs build
   for (const auto& t : k.toolkits()) {
     CHECK(!t.source.empty());
     CHECK(!t.sass.empty());
-    CHECK(compare_driver_versions(t.minor_compat_linux, t.min_driver_linux) <= 0);
+    if (!t.min_driver_linux.empty()) CHECK(compare_driver_versions(t.minor_compat_linux, t.min_driver_linux) <= 0);
+    else CHECK(!t.minor_compat_linux.empty()); // 13.4, 13.5: only the major's floor is known
   }
   for (const auto& g : k.gpus()) {
     CHECK(!g.source.empty());
@@ -265,9 +267,9 @@ TEST_CASE("newest torch release that still runs on a GTX 1080 (sm_61)") {
         if (b.runs_on(cc("6.1")) == RunKind::native && (!newest || v > *newest)) newest = v;
   }
   REQUIRE(newest);
-  CHECK(newest->to_string() == "2.13.0");
+  CHECK(newest->to_string() == "2.14.0");
   // …only through cu126: every CUDA 13 build dropped Pascal.
-  for (const auto& b : k.variants_for("torch", ver("2.13.0")))
+  for (const auto& b : k.variants_for("torch", ver("2.14.0")))
     CHECK((b.runs_on(cc("6.1")) == RunKind::native) == (b.variant == "cu126"));
 }
 
@@ -420,7 +422,7 @@ TEST_CASE("cross-file invariants are enforced at load time") {
 frameworks:
   torch:
     variants:
-      cu134: {cuda: "13.4"}
+      cu144: {cuda: "14.4"}
     releases:
       - versions: ["2.14.1"]
         channels: [beta]
@@ -439,13 +441,13 @@ frameworks:
   std::string all = all_causes(k.error());
   CAPTURE(all);
   CHECK(all.find("unknown channel 'beta'") != std::string::npos);
-  CHECK(all.find("variants.cu134: CUDA 13.4 has no cuda_toolkits row") == std::string::npos); // load stops before validate
+  CHECK(all.find("variants.cu144: CUDA 14.4 has no cuda_toolkits row") == std::string::npos); // load stops before validate
   // Fix the load-time problem and the cross-file ones appear.
   auto k2 = with_override({{"x.yaml", R"y(schema: 1
 frameworks:
   torch:
     variants:
-      cu134: {cuda: "13.4"}
+      cu144: {cuda: "14.4"}
     releases:
       - versions: ["2.14.1"]
         python: [cp313]
@@ -461,7 +463,7 @@ frameworks:
 )y"}});
   REQUIRE(!k2);
   all = all_causes(k2.error());
-  CHECK(all.find("x.yaml:5:7: frameworks.torch.variants.cu134: CUDA 13.4 has no cuda_toolkits row") != std::string::npos);
+  CHECK(all.find("x.yaml:5:7: frameworks.torch.variants.cu144: CUDA 14.4 has no cuda_toolkits row") != std::string::npos);
   CHECK(all.find("pypi_default 'cu999' is not one of its variants") != std::string::npos);
   CHECK(all.find("cu128.linux_x86_64: CUDA 12.8 cannot build sm_37") != std::string::npos);
   CHECK(all.find("unknown variant 'cu777'") != std::string::npos);
@@ -540,6 +542,279 @@ TEST_CASE("load(dir): a corrupt or missing override never falls back silently") 
   CHECK(!Knowledge::load_from({{"noschema.yaml", "gpus: []\n"}}));
   CHECK(!Knowledge::load_from({{"schema2.yaml", "schema: 2\n"}}));
   CHECK(Knowledge::load_from({{"min.yaml", "schema: 1\n"}}).has_value());
+}
+
+// The 2026-12 corrections (matrices/README.md, Data): each row as the primary sources give it.
+TEST_CASE("2026-12 corrections: torch 2.14.0 is a stable release with cu126/cu130/cu132") {
+  const auto& k = embedded();
+  const Framework* t = k.framework("torch");
+  const Release* r = t->release(ver("2.14.0"));
+  REQUIRE(r);
+  CHECK(r->channels == std::vector<std::string>{"stable"});
+  CHECK(r->pypi_default == "cu130");
+  CHECK(r->source.find("googlecolab/colabtools#6093") != std::string::npos);
+  std::vector<std::string> vs;
+  for (const auto& b : k.variants_for("torch", ver("2.14.0"))) {
+    vs.push_back(b.variant);
+    CHECK_MESSAGE(b.ptx->empty(), b.variant); // 2.14 strips the PTX 2.13.0 shipped by accident
+    CHECK(b.confidence == Confidence::secondary);
+    CHECK(!b.verified); // checked after download
+  }
+  CHECK(vs == std::vector<std::string>{"cu126", "cu130", "cu132"});
+  CHECK(names(find_variant(k.variants_for("torch", ver("2.14.0")), "cu126")->sass) ==
+        std::vector<std::string>{"sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"});
+  CHECK(find_variant(k.variants_for("torch", ver("2.14.0"), "linux_aarch64"), "cu130") != nullptr);
+  CHECK(k.companion_version("torch", ver("2.14.0"), "torchvision") == "0.29.0");
+}
+
+TEST_CASE("2026-12 corrections: cu129 of 2.9.x, 2.10.0, 2.11.0 (Linux x86_64); none for 2.12.x; 2.13.0 secondary") {
+  const auto& k = embedded();
+  for (const char* v : {"2.9.0", "2.9.1", "2.10.0", "2.11.0"}) {
+    CAPTURE(v);
+    auto builds = k.variants_for("torch", ver(v));
+    const VariantBuild* b = find_variant(builds, "cu129");
+    REQUIRE(b);
+    CHECK(!b->verified);
+    CHECK(b->source.find("pytorch/") != std::string::npos);
+  }
+  // 2.9/2.10: the 12.9 build-script list, PTX unverified; 2.11: archs unknown.
+  CHECK(names(find_variant(k.variants_for("torch", ver("2.10.0")), "cu129")->sass) ==
+        std::vector<std::string>{"sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"});
+  CHECK(find_variant(k.variants_for("torch", ver("2.11.0")), "cu129")->runs_on(cc("9.0")) == RunKind::unknown);
+  // Windows cu129 only for 2.9.0.
+  CHECK(find_variant(k.variants_for("torch", ver("2.9.0"), "windows_x86_64"), "cu129") != nullptr);
+  CHECK(find_variant(k.variants_for("torch", ver("2.9.1"), "windows_x86_64"), "cu129") == nullptr);
+  for (const char* v : {"2.12.0", "2.12.1"}) {
+    CAPTURE(v);
+    CHECK(find_variant(k.variants_for("torch", ver(v)), "cu129") == nullptr);
+    CHECK(find_variant(k.variants_for("torch", ver(v), "linux_aarch64"), "cu129") == nullptr);
+  }
+  auto b213s = k.variants_for("torch", ver("2.13.0"));
+  const VariantBuild* b213 = find_variant(b213s, "cu129");
+  REQUIRE(b213);
+  CHECK(b213->confidence == Confidence::secondary);
+  // 2.9 cu130's PTX comes from RELEASE.md only (a plan): unverified.
+  CHECK(find_variant(k.variants_for("torch", ver("2.9.0")), "cu130")->confidence == Confidence::unverified);
+}
+
+TEST_CASE("2026-12 corrections: Python tags (2.11.0 cp313t; 2.12.0 has it, 2.12.1 not)") {
+  const Framework* t = embedded().framework("torch");
+  auto has = [&](const char* v, const char* tag) {
+    const auto& py = t->release(ver(v))->python;
+    return std::find(py.begin(), py.end(), tag) != py.end();
+  };
+  CHECK(has("2.11.0", "cp313t"));
+  CHECK(has("2.12.0", "cp313t"));
+  CHECK(!has("2.12.1", "cp313t"));
+  CHECK(has("2.12.1", "cp314t"));
+}
+
+TEST_CASE("2026-12 corrections: the nightly has cu134 (CUDA 13.4), judged by the 13.x floor") {
+  const auto& k = embedded();
+  auto nightly = k.variants_for("torch", ver("2.15.0.dev20261120"));
+  const VariantBuild* b = find_variant(nightly, "cu134");
+  REQUIRE(b);
+  CHECK(b->cuda == CudaVersion{13, 4});
+  CHECK(b->channels == std::vector<std::string>{"nightly"});
+  CHECK(!b->verified);
+  CHECK(b->runs_on(cc("12.0")) == RunKind::native);
+  // 13.4's GA driver is not confirmed: the 13.x minor-version floor stands in, marked inexact.
+  CHECK(k.min_driver({13, 4}) == std::nullopt);
+  auto floor = k.driver_floor({13, 4});
+  REQUIRE(floor);
+  CHECK(floor->version == "580");
+  CHECK(!floor->exact);
+  CHECK(floor->toolkit_known);
+  CHECK(k.driver_supports("580.95.05", {13, 4}, false));
+  CHECK(!k.driver_supports("575.57.08", {13, 4}));
+}
+
+TEST_CASE("2026-12 corrections: CUDA 13.1 Update 1, 13.2 secondary, 13.3, 13.4, 13.5") {
+  const auto& k = embedded();
+  const CudaToolkit* t131 = k.toolkit({13, 1});
+  REQUIRE(t131);
+  REQUIRE(t131->updates.contains("13.1.1"));
+  CHECK(t131->updates.at("13.1.1").first == "590.48.01");
+  REQUIRE(k.toolkit({13, 2}));
+  CHECK(k.toolkit({13, 2})->confidence == Confidence::secondary);
+  CHECK(k.min_driver({13, 2}) == "595.45.04");
+  CHECK(k.toolkit({13, 2})->updates.at("13.2.1").first == "595.58.03");
+  CHECK(k.min_driver({13, 3}) == "610.43.02");
+  CHECK(k.toolkit({13, 3})->confidence == Confidence::secondary);
+  for (CudaVersion v : {CudaVersion{13, 4}, CudaVersion{13, 5}}) {
+    CAPTURE(v.to_string());
+    REQUIRE(k.toolkit(v));
+    CHECK(k.toolkit(v)->confidence == Confidence::unverified);
+    CHECK(k.minor_compat_driver(v) == "580");
+  }
+  // Minor-version floors per major.
+  CHECK(k.minor_compat_driver({11, 8}) == "450.80.02");
+  CHECK(k.minor_compat_driver({11, 8}, "windows") == "452.39");
+  CHECK(k.minor_compat_driver({12, 6}) == "525.60.13");
+  CHECK(k.minor_compat_driver({13, 0}) == "580");
+}
+
+TEST_CASE("driver floors of toolkits the matrices do not know: the major's minor-version floor") {
+  const auto& k = embedded();
+  auto f = k.driver_floor({13, 6});
+  REQUIRE(f);
+  CHECK(f->version == "580");
+  CHECK(!f->exact);
+  CHECK(!f->toolkit_known);
+  CHECK(k.driver_floor({12, 7})->version == "525.60.13");
+  CHECK(k.driver_floor({12, 8})->exact);
+  CHECK(k.driver_floor({12, 8})->version == "570.26");
+  CHECK(!k.driver_floor({14, 0})); // nothing of that major is known
+  CHECK(k.driver_supports("580.65.06", {13, 6}, false));
+  CHECK(!k.driver_supports("570.26", {13, 6}));
+}
+
+TEST_CASE("understand_variant: known rows, and names the matrices do not list") {
+  const auto& k = embedded();
+  auto known = k.understand_variant("torch", "cu128");
+  REQUIRE(known);
+  CHECK(known->known);
+  auto cu136 = k.understand_variant("torch", "cu136");
+  REQUIRE(cu136);
+  CHECK(!cu136->known);
+  CHECK(cu136->variant.kind == "cuda");
+  CHECK(cu136->variant.cuda == CudaVersion{13, 6});
+  CHECK(k.understand_variant("torch", "cpu")->variant.kind == "cpu");
+  CHECK(!k.understand_variant("torch", "banana"));
+  CHECK(!k.understand_variant("torch", "cu"));
+}
+
+TEST_CASE("2026-12 corrections: TensorFlow 2.20 has cp313; PaddlePaddle without cp38, with 3.2.1, 3.3.x and cu130") {
+  const auto& k = embedded();
+  const Framework* tf = k.framework("tensorflow");
+  auto py = [](const Framework* f, const char* v) { return f->release(ver(v))->python; };
+  auto has = [](const std::vector<std::string>& l, const char* x) { return std::find(l.begin(), l.end(), x) != l.end(); };
+  CHECK(has(py(tf, "2.20.0"), "cp313"));
+  CHECK(!has(py(tf, "2.19.0"), "cp313"));
+  CHECK(tf->release(ver("2.20.0"))->source.find("tensorflow/tensorflow#99639") != std::string::npos);
+  const Framework* pd = k.framework("paddlepaddle");
+  CHECK(has(py(pd, "3.0.0"), "cp38"));
+  for (const char* v : {"3.1.0", "3.2.0", "3.2.1", "3.3.0", "3.3.1"}) {
+    CAPTURE(v);
+    REQUIRE(pd->release(ver(v)));
+    CHECK(!has(py(pd, v), "cp38"));
+  }
+  REQUIRE(pd->variant("cu130"));
+  CHECK(pd->variant("cu130")->cuda == CudaVersion{13, 0});
+  CHECK(find_variant(k.variants_for("paddlepaddle", ver("3.3.1")), "cu130") != nullptr);
+  CHECK(pd->index_url("stable", "cu130").value() == "https://www.paddlepaddle.org.cn/packages/stable/cu130/");
+}
+
+TEST_CASE("first toolkit with code for each GPU: its own arch wins (sm_121 → 12.9), never the table's start") {
+  const auto& k = embedded();
+  auto first = [&](const char* c) { return k.first_toolkit_for(cc(c)); };
+  CHECK(first("12.1").toolkit->version == CudaVersion{12, 9});
+  CHECK(first("12.1").own_arch);
+  CHECK(first("12.0").toolkit->version == CudaVersion{12, 8});
+  CHECK(first("10.3").toolkit->version == CudaVersion{12, 9});
+  CHECK(first("10.0").toolkit->version == CudaVersion{12, 8});
+  CHECK(first("11.0").toolkit->version == CudaVersion{13, 0}); // sm_110 (sm_101 before 13.0)
+  CHECK(first("8.8").toolkit->version == CudaVersion{13, 0});
+  CHECK(first("9.0").toolkit->version == CudaVersion{11, 8});
+  CHECK(first("8.9").toolkit->version == CudaVersion{11, 8});
+  // sm_61 is older than the table: the answer says so instead of naming 11.6 as "the first".
+  CHECK(first("6.1").oldest_listed);
+  CHECK(!first("9.0").oldest_listed);
+  // Every GPU in gpus.yaml: the chosen toolkit targets its own arch where any toolkit does, and no
+  // older toolkit targets it.
+  for (const auto& g : k.gpus()) {
+    CAPTURE(g.name);
+    auto f = k.first_toolkit_for(g.cc);
+    REQUIRE(f.toolkit);
+    GpuArch own{GpuArch::Kind::sass, g.cc.major, g.cc.minor};
+    bool any_own = std::any_of(k.toolkits().begin(), k.toolkits().end(), [&](const CudaToolkit& t) { return t.can_target(own); });
+    CHECK(f.own_arch == any_own);
+    for (const auto& t : k.toolkits())
+      if (t.version < f.toolkit->version) CHECK_MESSAGE(!t.can_target(own), t.version.to_string());
+  }
+}
+
+TEST_CASE("GPU names as people type them; nvidia-smi's product strings keep working") {
+  const auto& k = embedded();
+  struct Row { const char* query; const char* cc; };
+  for (auto r : {Row{"Jetson Thor", "11.0"}, Row{"Thor", "11.0"}, Row{"Jetson AGX Thor", "11.0"}, Row{"NVIDIA Jetson T5000", "11.0"},
+                 Row{"rtx5090", "12.0"}, Row{"RTX-5090", "12.0"}, Row{"5090", "12.0"}, Row{"GTX1080", "6.1"},
+                 Row{"1080 Ti", "6.1"}, Row{"Jetson Orin", "8.7"}, Row{"GB10", "12.1"}, Row{"NVIDIA GB10", "12.1"},
+                 Row{"NVIDIA H100 80GB HBM3", "9.0"}, Row{"NVIDIA H100 PCIe", "9.0"}, Row{"NVIDIA A100-SXM4-40GB", "8.0"},
+                 Row{"Tesla V100-PCIE-32GB", "7.0"}, Row{"NVIDIA GeForce RTX 4090", "8.9"}, Row{"NVIDIA B200", "10.0"},
+                 Row{"NVIDIA RTX PRO 6000 Blackwell Server Edition", "12.0"}, Row{"Tesla P100-PCIE-16GB", "6.0"}}) {
+    CAPTURE(r.query);
+    auto g = k.gpu(r.query);
+    REQUIRE(g);
+    CHECK(g->cc.to_string() == r.cc);
+  }
+  CHECK(!k.gpu("6000"));      // RTX PRO 6000 (12.0), Quadro RTX 6000 (7.5), RTX 6000 Ada (8.9): ambiguous
+  CHECK(!k.gpu("Jetson"));    // one word without a number names no product
+  CHECK(!k.gpu("RTX 9999"));
+  CHECK(!k.gpu("sm_61"));     // an arch is not a product name (the caller parses it)
+}
+
+TEST_CASE("legacy ladder: 2.15 drops cu126, so 2.14.0+cu126 is the last release for sm_50..sm_70") {
+  const auto& k = embedded();
+  for (const char* c : {"5.0", "6.0", "6.1", "7.0"}) {
+    CAPTURE(c);
+    const SupportEnd* e = k.support_end("torch", cc(c));
+    REQUIRE(e);
+    CHECK(e->from == ver("2.15.0"));
+    CHECK(e->variant == "cu126");
+    CHECK(e->source.find("pytorch/pytorch#190385") != std::string::npos);
+    auto last = k.last_release_for("torch", cc(c));
+    REQUIRE(last);
+    CHECK(last->version == ver("2.14.0"));
+    CHECK(last->variant == "cu126");
+    CHECK(last->end == e);
+  }
+  CHECK(k.support_end("torch", cc("7.5")) == nullptr);
+  auto t4 = k.last_release_for("torch", cc("7.5"));
+  REQUIRE(t4);
+  CHECK(t4->end == nullptr);
+  // A 2.15.0 row added by an override has no build for sm_61: 2.14.0 stays the last one.
+  auto over = with_override({{"o.yaml", R"(schema: 1
+frameworks:
+  torch:
+    releases:
+      - versions: ["2.15.0"]
+        python: [cp312]
+        source: "test"
+        variants:
+          cu130:
+            linux_x86_64: {sass: [sm_75, sm_80, sm_90, sm_100, sm_120], ptx: [], confidence: unverified, source: "test"}
+)"}});
+  REQUIRE(over);
+  CHECK(over->last_release_for("torch", cc("6.1"))->version == ver("2.14.0"));
+  CHECK(over->last_release_for("torch", cc("9.0"))->version == ver("2.15.0"));
+}
+
+TEST_CASE("support_ends: bad rows are reported with their location") {
+  auto bad = with_override({{"se.yaml", R"(schema: 1
+frameworks:
+  torch:
+    support_ends:
+      - {from: "2.16.0", below: "sm_banana", variant: cu999, confidence: secondary, source: "x"}
+      - {below: "7.5", source: "x"}
+)"}});
+  REQUIRE(!bad);
+  std::string all = all_causes(bad.error());
+  CHECK(all.find("invalid compute capability 'sm_banana'") != std::string::npos);
+  CHECK(all.find("missing key 'from'") != std::string::npos);
+  CHECK(all.find("missing key 'confidence'") != std::string::npos);
+  CHECK(has_location(all, "se.yaml"));
+}
+
+TEST_CASE("a CUDA toolkit row may give only its minor-compatibility floor, but not nothing") {
+  auto ok = with_override({{"t.yaml", "schema: 1\ncuda_toolkits:\n  \"13.6\":\n    minor_compat: {linux: \"580\"}\n"
+                                      "    sass: [sm_90]\n    confidence: unverified\n    source: \"x\"\n"}});
+  REQUIRE(ok);
+  CHECK(!ok->driver_floor({13, 6})->exact);
+  auto bad = with_override({{"t.yaml", "schema: 1\ncuda_toolkits:\n  \"13.6\":\n    sass: [sm_90]\n"
+                                       "    confidence: unverified\n    source: \"x\"\n"}});
+  REQUIRE(!bad);
+  CHECK(all_causes(bad.error()).find("missing key 'min_driver'") != std::string::npos);
 }
 
 } // TEST_SUITE

@@ -9,8 +9,11 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 
+#include "resolver/discovery.hpp"
 #include "resolver/framework_selector.hpp"
+#include "resolver/knowledge_adapter.hpp"
 #include "resolver/memory_provider.hpp"
 #include "resolver/plan.hpp"
 #include "specs/name.hpp"
@@ -157,6 +160,26 @@ Outcome run_scenario(const YAML::Node& s) {
     if (jt == it->second.end()) return std::nullopt;
     return jt->second;
   };
+  for (const auto& e : fw["support_ends"])
+    spec.support_ends.push_back(SupportEndInfo{*specs::Version::parse(e["from"].as<std::string>()),
+                                               *specs::ComputeCapability::parse(e["below"].as<std::string>()),
+                                               e["variant"] ? e["variant"].as<std::string>() : "",
+                                               e["source"] ? e["source"].as<std::string>() : "tests/scenarios"});
+  {
+    // Variant discovery: a channel's aggregate index (key "<channel>") may offer variants the
+    // fixture's `indexes` do not list; they are read with the embedded matrices, as the binary does.
+    static const auto embedded = matrices::Knowledge::load_embedded();
+    REQUIRE(embedded);
+    std::set<std::string> chans;
+    for (const auto& i : spec.indexes) chans.insert(i.channel);
+    std::vector<DiscoverySource> sources;
+    for (const auto& c : chans)
+      sources.push_back({c, "https://index.test/" + c,
+                         [c](std::string_view v) { return "https://index.test/" + c + "/" + std::string(v); }});
+    const std::string base = "https://index.test/";
+    discover_indexes(spec, sources, variant_describer(*embedded, "torch"),
+                     [&](const std::string& url) -> CandidateProvider& { return provider(url.substr(base.size())); });
+  }
   FrameworkRequest req = split_request(spec, request, installed_names);
   if (opt && opt["channel"]) req.channel = opt["channel"].as<std::string>();
   if (opt && opt["variant"]) req.variant = opt["variant"].as<std::string>();

@@ -177,6 +177,16 @@ std::string matrices_yaml(const YAML::Node& fw) {
     r["source"] = "tests/scenarios";
     f["coupling"].push_back(r);
   }
+  for (const auto& e : fw["support_ends"]) {
+    YAML::Node r;
+    r["from"] = e["from"].as<std::string>();
+    r["below"] = e["below"].as<std::string>();
+    auto v = e["variant"] ? e["variant"].as<std::string>() : "";
+    if (std::find(variants.begin(), variants.end(), v) != variants.end()) r["variant"] = v;
+    r["confidence"] = "secondary";
+    r["source"] = e["source"] ? e["source"].as<std::string>() : "tests/scenarios";
+    f["support_ends"].push_back(r);
+  }
   YAML::Node root;
   root["schema"] = 1;
   root["frameworks"]["scenario"] = f;
@@ -348,6 +358,10 @@ TEST_CASE("scenario corpus through nginx and the real `envfix plan`") {
     std::vector<std::string> keys;
     if (s["framework"]) {
       for (const auto& i : s["framework"]["indexes"]) keys.push_back(i["channel"].as<std::string>() + "/" + i["variant"].as<std::string>());
+      // Indexes the framework block does not list (a channel's aggregate index, a variant only it
+      // offers) are served too: variant discovery finds them (resolver/discovery.hpp).
+      for (const auto& i : s["index"])
+        if (auto k = i.first.as<std::string>(); std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
       fs::create_directories(c.root / "matrices" / id);
       REQUIRE(util::write_file_atomic(c.root / "matrices" / id / "scenario.yaml", matrices_yaml(s["framework"])).has_value());
     } else {
