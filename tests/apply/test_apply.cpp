@@ -678,6 +678,14 @@ TEST_CASE("evidence first: apply falls through a refused build; installed binari
     auto lock = slurp(w.lockfile());
     CHECK(lock.find("sm_90") != std::string::npos);
     CHECK(lock.find("verified: true") != std::string::npos);
+    // `envfix matrix` shows what this apply learned, above the table, and that it disagrees with
+    // the table's row (which claims sm_90).
+    auto mx = w.envfix({"matrix", "--framework", "evfw", "--matrices", m, "--gpu", "sm_90"});
+    CHECK(mx.rc == 0);
+    auto learned = mx.err.find("read from the binary on this machine");
+    REQUIRE(learned != std::string::npos);
+    CHECK(mx.err.find("evfw 3.0.0+cu128 (cu128, manylinux_2_17_x86_64): SASS sm_80", learned) != std::string::npos);
+    CHECK(mx.err.find("evfw 3.1.0.dev20261201+cu128 (cu128, manylinux_2_17_x86_64): SASS sm_90", learned) != std::string::npos);
     // The refused build is now known by its binary: plan skips it, and says why.
     auto again = w.envfix(with({"plan", "--explain", "--format", "json", "--channel", "stable"}, target(w.venv("other"))));
     CHECK(again.rc == 1);
