@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "wheel/coverage.hpp"
 #include "wheel/kernel_set.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -16,8 +19,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)ks->ptx();
     (void)ks->lto();
     (void)ks->has_zstd();
-    (void)ks->coverage({9, 0});
-    (void)ks->coverage({12, 0});
+    // The coverage model over whatever parsed: counts add up, the verdict agrees with them, and the
+    // profile kept as evidence reads back equal.
+    const auto profile = envfix::wheel::KernelProfile::of(*ks);
+    for (auto cc : {envfix::specs::ComputeCapability{9, 0}, envfix::specs::ComputeCapability{12, 0}}) {
+      auto c = envfix::wheel::coverage(profile, cc);
+      if (c.total() != profile.containers()) __builtin_trap();
+      if ((c.verdict == envfix::wheel::Verdict::none) != (c.runnable() == 0)) __builtin_trap();
+    }
+    auto back = envfix::wheel::KernelProfile::from_json(profile.to_json());
+    if (!back || !(*back == profile)) __builtin_trap();
   }
   // Windowed reading with a release hook (what read_kernels_file does) must find the same, and
   // release only bytes of the input.
