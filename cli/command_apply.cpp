@@ -359,6 +359,11 @@ Expected<std::string> update_lockfile(const Globals& g, const PlanContext& ctx, 
         if (const auto* pin = ctx.resolution.find(p.name); pin && pin->file.filename == p.filename) kernels[p.name] = *p.kernels;
   for (const auto& [n, k] : verified) kernels[n] = k;
   auto target = ENVFIX_TRY(make_lock_target(ctx, kernels, local));
+  // A kept file the index gives no size for keeps the size an earlier apply learned (same sha256).
+  if (const auto* old_t = lock.find(id))
+    for (auto& p : target.packages)
+      for (const auto& op : old_t->packages)
+        if (!p.size && op.name == p.name && op.sha256 == p.sha256) p.size = op.size;
   lock.upsert(std::move(target));
   ENVFIX_TRY_VOID(lock.write(path));
   return path.string();
@@ -598,7 +603,7 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
     c.filename = p.filename;
     c.url = p.url;
     c.sha256 = p.sha256;
-    if (p.size > 0) c.size = p.size;
+    c.size = p.size;
     c.index_url = chosen->index;
     for (const auto& dir : g.find_links) {
       std::error_code ec;

@@ -34,8 +34,16 @@ void render_text(const resolver::Plan& p, const Host& h, const PlanOptions& o, d
                                                    r.why == "replaced" ? "" : styled(" (" + r.why + ")", Style::dim)));
   for (const auto& i : p.install) human(fmt::format(" {} {}=={}", styled("+", Style::green), i.name, i.version));
   if (p.empty()) human("Nothing to do: the environment already matches the plan.");
-  else human(fmt::format("Would download {} ({} files). Nothing was changed{}.", human_size(p.download_size()), p.install.size(),
-                         o.dry_run ? " (--dry-run)" : " (plan only; `envfix apply` executes it)"));
+  else {
+    // A file the index gives no size for is counted apart: "0 B" would be a wrong answer.
+    std::size_t unknown = 0;
+    for (const auto& i : p.install) unknown += i.size ? 0 : 1;
+    std::string amount = unknown == p.install.size() ? "size unknown"
+                         : unknown ? fmt::format("{} + size unknown for {}", human_size(p.download_size()), unknown)
+                                   : human_size(p.download_size());
+    human(fmt::format("Would download {} ({} files). Nothing was changed{}.", amount, p.install.size(),
+                      o.dry_run ? " (--dry-run)" : " (plan only; `envfix apply` executes it)"));
+  }
   if (o.explain) {
     human(styled(fmt::format("rejected ({}):", p.rejected.size()), Style::bold));
     for (const auto& r : p.rejected)

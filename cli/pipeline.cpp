@@ -290,17 +290,29 @@ nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
                              {"detail", r.detail}, {"filename", r.filename}});
   j["warnings"] = p.warnings;
   j["download_size"] = p.download_size();
+  std::size_t unknown = 0;
+  for (const auto& i : p.install) unknown += i.size ? 0 : 1;
+  j["download_size_unknown"] = unknown; // files of install[] whose size the index does not give
   json gpus = json::array();
   for (const auto& [name, cc] : h.gpus) gpus.push_back({{"name", name}, {"arch", cc.sm_name()}});
-  j["host"] = {{"gpus", gpus}, {"driver", h.driver}, {"python", h.python.python_full_version.to_string()}};
+  j["host"] = {{"gpus", gpus}, {"driver", h.driver}, {"python", h.python.python_full_version.to_string()},
+               {"interpreter", h.facts.python ? json(h.facts.python->executable.string()) : json(nullptr)},
+               {"interpreter_from", h.facts.python_from}};
   return j;
 }
 
 std::string host_line(const Host& h) {
   std::string gpus;
   for (const auto& [name, cc] : h.gpus) gpus += (gpus.empty() ? "" : ", ") + fmt::format("{} ({})", name, cc.sm_name());
-  return fmt::format("{} {}; driver {}; {}", styled("host:", Style::bold), gpus.empty() ? "no GPU" : gpus,
-                     h.driver.empty() ? "none" : h.driver, h.python_text);
+  return fmt::format("{} {}; driver {}; {}\n{}", styled("host:", Style::bold), gpus.empty() ? "no GPU" : gpus,
+                     h.driver.empty() ? "none" : h.driver, h.python_text, interpreter_line(h));
+}
+
+std::string interpreter_line(const Host& h) {
+  // The environment diffed against and changed: never implicit (a python3 on PATH may not be the one meant).
+  if (!h.facts.python) return fmt::format("{} none", styled("interpreter:", Style::bold));
+  return fmt::format("{} {} (from {})", styled("interpreter:", Style::bold), h.facts.python->executable.string(),
+                     h.facts.python_from.empty() ? "?" : h.facts.python_from);
 }
 
 namespace {
@@ -399,7 +411,7 @@ Expected<lockfile::LockTarget> make_lock_target(const PlanContext& ctx,
                         fmt::format("{}=={}: the index gives no sha256 for {}; a lockfile needs one", pin.name, p.version, p.filename),
                         "use an index that publishes hashes, or `envfix apply` (it hashes what it downloads)");
     if (pin.file.size) p.size = *pin.file.size;
-    else if (lf != local.end()) p.size = lf->second.size;
+    else if (lf != local.end() && lf->second.size > 0) p.size = lf->second.size;
     if (auto k = kernels.find(pin.name); k != kernels.end()) p.kernels = k->second;
     t.packages.push_back(std::move(p));
   }

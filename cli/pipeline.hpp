@@ -81,7 +81,9 @@ struct PlanContext {
 // The plan/apply JSON fields of docs/json.md (channel, index, variant, install[], remove[], …).
 [[nodiscard]] nlohmann::json plan_json(const resolver::Plan& p, const Host& h);
 // "host: NVIDIA H200 (sm_90); driver 580.1; Python 3.11.7 (cp311, glibc 2.36)"
+// followed by "\ninterpreter: /w/venv/bin/python (from $VIRTUAL_ENV)".
 [[nodiscard]] std::string host_line(const Host& h);
+[[nodiscard]] std::string interpreter_line(const Host& h);
 
 // --- lockfile targets (docs/lockfile.md, "Fields of a target") ---
 // The host part of a lock target: GPUs as sorted sm names, python X.Y, the platform tag the set needs

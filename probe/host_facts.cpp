@@ -82,14 +82,22 @@ Expected<std::vector<InstalledDist>> scan_installed(const PythonInfo& python) {
   return all;
 }
 
-Expected<fs::path> default_interpreter(const std::optional<fs::path>& explicit_python) {
-  if (explicit_python && !explicit_python->empty()) return interpreter_in(*explicit_python);
-  if (auto p = util::get_env("ENVFIX_PYTHON"); p && !p->empty()) return interpreter_in(*p);
-  if (auto v = util::get_env("VIRTUAL_ENV"); v && !v->empty()) return prefix_interpreter(*v);
-  if (auto c = util::get_env("CONDA_PREFIX"); c && !c->empty()) return prefix_interpreter(*c);
-  if (auto p = util::find_in_path("python3")) return *p;
+Expected<InterpreterChoice> choose_interpreter(const std::optional<fs::path>& explicit_python) {
+  if (explicit_python && !explicit_python->empty())
+    return InterpreterChoice{interpreter_in(*explicit_python), "--python"};
+  if (auto p = util::get_env("ENVFIX_PYTHON"); p && !p->empty())
+    return InterpreterChoice{interpreter_in(*p), "$ENVFIX_PYTHON"};
+  if (auto v = util::get_env("VIRTUAL_ENV"); v && !v->empty())
+    return InterpreterChoice{prefix_interpreter(*v), "$VIRTUAL_ENV"};
+  if (auto c = util::get_env("CONDA_PREFIX"); c && !c->empty())
+    return InterpreterChoice{prefix_interpreter(*c), "$CONDA_PREFIX"};
+  if (auto p = util::find_in_path("python3")) return InterpreterChoice{*p, "python3 on PATH"};
   return make_error(ErrorCode::not_found, "no Python interpreter: no --python, $VIRTUAL_ENV, $CONDA_PREFIX or python3 on PATH",
                     "pass --python PATH or activate the environment to repair");
+}
+
+Expected<fs::path> default_interpreter(const std::optional<fs::path>& explicit_python) {
+  return ENVFIX_TRY(choose_interpreter(explicit_python)).path;
 }
 
 Expected<HostFacts> probe_host(const ProbeOptions& options) {
@@ -116,8 +124,9 @@ Expected<HostFacts> probe_host(const ProbeOptions& options) {
   Expected<void> interpreter;
   if (options.interpreter)
     interpreter = [&]() -> Expected<void> {
-      auto exe = ENVFIX_TRY(default_interpreter(options.python));
-      auto info = ENVFIX_TRY(probe_python(exe, options.cache_dir, options.python_timeout));
+      auto choice = ENVFIX_TRY(choose_interpreter(options.python));
+      facts.python_from = choice.how;
+      auto info = ENVFIX_TRY(probe_python(choice.path, options.cache_dir, options.python_timeout));
       if (options.installed) facts.installed = ENVFIX_TRY(scan_installed(info));
       facts.python = std::move(info);
       return {};

@@ -81,6 +81,7 @@ struct HostFacts {
   std::optional<std::filesystem::path> pip_on_path;        // `pip` found on PATH
   std::optional<std::filesystem::path> pip_interpreter;    // interpreter from pip's shebang
   bool gpus_planned = false;                // gpus/driver come from --gpu/--driver, not the machine
+  std::string python_from;                  // how the interpreter was chosen (InterpreterChoice::how)
 };
 
 struct ProbeOptions {
@@ -105,6 +106,12 @@ struct ProbeOptions {
                                                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
 // Every *.dist-info in the scheme's purelib/platlib (deduplicated), sorted by normalized name.
 [[nodiscard]] Expected<std::vector<InstalledDist>> scan_installed(const PythonInfo& python);
+// Which interpreter a command targets and which rule chose it, so that output can name both.
+struct InterpreterChoice {
+  std::filesystem::path path;
+  std::string how; // "--python", "$ENVFIX_PYTHON", "$VIRTUAL_ENV", "$CONDA_PREFIX", "python3 on PATH"
+};
+[[nodiscard]] Expected<InterpreterChoice> choose_interpreter(const std::optional<std::filesystem::path>& explicit_python);
 // The default interpreter: --python, then $VIRTUAL_ENV, then $CONDA_PREFIX, then python3 on PATH.
 [[nodiscard]] Expected<std::filesystem::path> default_interpreter(const std::optional<std::filesystem::path>& explicit_python);
 [[nodiscard]] Expected<HostFacts> probe_host(const ProbeOptions& options);
