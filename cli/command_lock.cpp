@@ -131,7 +131,7 @@ Expected<int> run_lock(const Globals& g, const LockOptions& o) {
   std::vector<Globals> hosts;
   if (o.targets.empty()) hosts.push_back(g);
   for (const auto& t : o.targets) hosts.push_back(ENVFIX_TRY(apply_target_spec(g, t)));
-  PlanFlags flags{o.pre, o.allow_unhashed};
+  PlanFlags flags{o.pre, o.allow_unhashed, false};
 
   std::vector<PlanContext> ctxs;
   for (std::size_t i = 0; i < hosts.size(); ++i) {

@@ -22,6 +22,7 @@ struct PlanOptions {
   bool explain = false;
   bool pre = false;
   bool allow_unhashed = false;
+  bool allow_breaking = false;
 };
 
 void render_text(const resolver::Plan& p, const Host& h, const PlanOptions& o, double seconds, std::size_t resolved) {
@@ -32,7 +33,15 @@ void render_text(const resolver::Plan& p, const Host& h, const PlanOptions& o, d
   human(styled(fmt::format("Resolved {} packages in {:.0f}ms", resolved, seconds * 1000), Style::dim));
   for (const auto& r : p.remove) human(fmt::format(" {} {}=={}{}", styled("-", Style::red), r.name, r.version,
                                                    r.why == "replaced" ? "" : styled(" (" + r.why + ")", Style::dim)));
-  for (const auto& i : p.install) human(fmt::format(" {} {}=={}", styled("+", Style::green), i.name, i.version));
+  for (const auto& i : p.install) {
+    // A replacement names who forces it: an installed package changes only when a requirement does.
+    std::string why;
+    if (!i.replaces.empty() && !i.required_by.empty()) {
+      for (const auto& r : i.required_by) why += (why.empty() ? "" : ", ") + r;
+      why = styled(fmt::format(" (replaces {}; required by {})", i.replaces, why), Style::dim);
+    }
+    human(fmt::format(" {} {}=={}{}", styled("+", Style::green), i.name, i.version, why));
+  }
   if (p.empty()) human("Nothing to do: the environment already matches the plan.");
   else {
     // A file the index gives no size for is counted apart: "0 B" would be a wrong answer.
@@ -54,6 +63,7 @@ void render_text(const resolver::Plan& p, const Host& h, const PlanOptions& o, d
 
 Expected<int> run_plan(const Globals& g, const PlanOptions& o) {
   auto ctx = ENVFIX_TRY(build_plan(g, o.requests, PlanFlags{o.pre, o.allow_unhashed}));
+  ENVFIX_TRY(check_installed(ctx, o.allow_breaking));
   if (g.format == "json") machine(plan_json(ctx.plan, ctx.host).dump(2));
   else render_text(ctx.plan, ctx.host, o, ctx.seconds, ctx.resolved);
   return 0;
@@ -69,6 +79,7 @@ void add_plan_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--explain", opts->explain, "List every rejected candidate with its reason code");
   cmd->add_flag("--pre", opts->pre, "Allow pre-releases for every package");
   cmd->add_flag("--allow-unhashed", opts->allow_unhashed, "Accept files whose index gives no sha256");
+  cmd->add_flag("--allow-breaking", opts->allow_breaking, "Plan even when an installed package's requirement would break");
   cmd->callback([&g, opts] {
     auto rc = run_plan(g, *opts);
     if (!rc) {

@@ -17,6 +17,7 @@
 
 #include "probe/installed_kernels.hpp"
 #include "resolver/index_provider.hpp"
+#include "resolver/installed.hpp"
 #include "resolver/knowledge_adapter.hpp"
 #include "specs/name.hpp"
 #include "util/env.hpp"
@@ -210,7 +211,11 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
     ro.target = host.python;
     ro.allow_unhashed = flags.allow_unhashed;
     if (flags.pre) ro.prereleases = resolver::PrereleasePolicy::allow;
-    resolver::Resolver r(provider, ro);
+    std::set<std::string> upgrade;
+    for (const auto& q : ctx.request) upgrade.insert(q.normalized_name());
+    resolver::PreferInstalledProvider preferring(provider, flags.prefer_installed ? host.installed : std::vector<resolver::InstalledPackage>{},
+                                                 upgrade);
+    resolver::Resolver r(preferring, ro);
     auto res = r.resolve(ctx.request);
     if (!res) return std::unexpected(res.error());
     ctx.resolution = std::move(*res);
@@ -243,10 +248,18 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
     req.allow_cpu = g.allow_cpu;
     req.allow_unhashed = flags.allow_unhashed;
     std::map<std::string, std::unique_ptr<resolver::IndexProvider>> providers;
+    std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
+    std::set<std::string> upgrade;
+    for (const auto& q : ctx.request) upgrade.insert(q.normalized_name());
+    for (const auto& n : resolver::framework_family(spec)) upgrade.insert(n);
     auto choice = resolver::select_framework_set(spec, target, req, [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
       auto& p = providers[i.url];
       if (!p) p = std::make_unique<resolver::IndexProvider>(client, i.url);
-      return *p;
+      auto& pp = preferring[i.url];
+      if (!pp)
+        pp = std::make_unique<resolver::PreferInstalledProvider>(
+            *p, flags.prefer_installed ? host.installed : std::vector<resolver::InstalledPackage>{}, upgrade);
+      return *pp;
     });
     if (!choice) return std::unexpected(choice.error());
     ctx.resolution = std::move(choice->resolution);
@@ -266,6 +279,23 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
   return ctx;
 }
 
+Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking) {
+  auto broken = resolver::check_environment(ctx.host.installed, ctx.plan, ctx.host.python.markers);
+  std::vector<std::string> lines;
+  for (const auto& b : broken) lines.push_back(fmt::format("{} requires {}, but {}", b.package, b.requirement, b.problem));
+  if (lines.empty()) return lines;
+  if (!allow_breaking) {
+    Error e{ErrorCode::unsatisfiable,
+            fmt::format("the plan would break {} installed package{}: {}", lines.size(), lines.size() == 1 ? "" : "s", lines.front()),
+            {}, "pin what the installed package needs (e.g. add its requirement to the request), use an index that holds "
+                "it, or pass --allow-breaking to go ahead anyway; nothing was changed"};
+    e.causes = lines;
+    return std::unexpected(std::move(e));
+  }
+  for (const auto& l : lines) ctx.plan.warnings.push_back("--allow-breaking: " + l);
+  return lines;
+}
+
 nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
   using nlohmann::json;
   json j;
@@ -279,6 +309,7 @@ nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
     x["sha256"] = i.sha256 ? json(*i.sha256) : json(nullptr);
     x["size"] = i.size ? json(*i.size) : json(nullptr);
     x["replaces"] = i.replaces.empty() ? json(nullptr) : json(i.replaces);
+    x["required_by"] = i.required_by;
     j["install"].push_back(x);
   }
   j["remove"] = json::array();
@@ -398,6 +429,8 @@ Expected<lockfile::LockTarget> make_lock_target(const PlanContext& ctx,
                                 : lockfile::strip_credentials(ctx.plan.index);
   t.variant = ctx.plan.variant;
   for (const auto& pin : ctx.resolution.pins) {
+    // Kept as installed, not on the index: there is no file to lock (the lock holds what an index serves).
+    if (resolver::is_installed_candidate(pin.file)) continue;
     lockfile::LockedPackage p;
     p.name = pin.name;
     p.version = pin.version.to_string();

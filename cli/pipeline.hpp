@@ -51,6 +51,9 @@ struct Host {
 struct PlanFlags {
   bool pre = false;
   bool allow_unhashed = false;
+  // Installed distributions outside the request stay when they satisfy every requirement on them
+  // (resolver/installed.hpp). Off for `lock`: a lock describes a set for any machine.
+  bool prefer_installed = true;
 };
 
 struct PlanContext {
@@ -77,6 +80,11 @@ struct PlanContext {
 // Probe, resolve and diff: everything `envfix plan` shows.
 [[nodiscard]] Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string>& requests,
                                                PlanFlags flags = {});
+
+// pip check over the environment as it will be after the plan (resolver::check_environment): an
+// error naming each installed package and the requirement the plan would break, unless allow_breaking
+// (then the broken requirements come back as warnings, in ctx.plan.warnings too).
+[[nodiscard]] Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking);
 
 // The plan/apply JSON fields of docs/json.md (channel, index, variant, install[], remove[], …).
 [[nodiscard]] nlohmann::json plan_json(const resolver::Plan& p, const Host& h);

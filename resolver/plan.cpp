@@ -36,7 +36,10 @@ Plan make_plan(const PlanInputs& in) {
     PlanInstall add{pin.name, pin.version.to_string(), pin.file.filename, pin.file.url, pin.file.sha256, pin.file.size, ""};
     if (it != installed.end()) {
       for (const auto* p : it->second) {
-        if (add.replaces.empty()) add.replaces = p->version.to_string();
+        if (add.replaces.empty()) {
+          add.replaces = p->version.to_string();
+          add.required_by = pin.required_by;
+        }
         plan.remove.push_back({p->name, p->version.to_string(), "replaced"});
       }
     }

@@ -29,6 +29,7 @@ struct PlanInstall {
   std::optional<std::string> sha256;
   std::optional<std::uint64_t> size;
   std::string replaces; // installed version it replaces, "" when new
+  std::vector<std::string> required_by; // for a replacement: who forces the change ("pkg==1.0", "<request>")
 };
 
 struct PlanRemove {
