@@ -88,11 +88,19 @@ Expected<Host> make_host(const Globals& g, const matrices::Knowledge* k) {
   specs::MarkerEnvironment markers = py.markers;
   std::string full = py.version.to_string();
   if (!g.python_version.empty()) {
-    auto v = specs::Version::parse(g.python_version);
+    // "3.13t": a free-threaded interpreter (PEP 703), ABI tag cp313t, no abi3 (specs/tag.cpp).
+    std::string pv = g.python_version;
+    const bool threaded = pv.ends_with('t');
+    if (threaded) pv.pop_back();
+    auto v = specs::Version::parse(pv);
     if (!v || v->release().size() < 2)
-      return make_error(ErrorCode::invalid_input, fmt::format("--python-version '{}': expected X.Y or X.Y.Z", g.python_version));
+      return make_error(ErrorCode::invalid_input, fmt::format("--python-version '{}': expected X.Y, X.Y.Z or X.Yt", g.python_version),
+                        "a trailing t plans for a free-threaded interpreter: 3.13t");
     te.major = static_cast<int>(v->release()[0]);
     te.minor = static_cast<int>(v->release()[1]);
+    if (threaded && (te.major < 3 || (te.major == 3 && te.minor < 13)))
+      return make_error(ErrorCode::invalid_input, fmt::format("--python-version '{}': free-threaded builds exist from 3.13 on", g.python_version));
+    te.abiflags = threaded ? "t" : "";
     full = v->release().size() >= 3 ? v->to_string() : fmt::format("{}.{}.0", te.major, te.minor);
     markers.values["python_version"] = fmt::format("{}.{}", te.major, te.minor);
     markers.values["python_full_version"] = full;
@@ -119,8 +127,10 @@ Expected<Host> make_host(const Globals& g, const matrices::Knowledge* k) {
   h.python.tags = specs::supported_tags(te);
   h.python.markers = markers;
   h.python.python_full_version = *specs::Version::parse(full);
-  h.python_mm = fmt::format("{}.{}", te.major, te.minor);
-  h.python_text = fmt::format("Python {} (cp{}{}{})", full, te.major, te.minor,
+  const bool free_threaded = te.abiflags.find('t') != std::string::npos;
+  h.python_mm = fmt::format("{}.{}{}", te.major, te.minor, free_threaded ? "t" : "");
+  h.python_text = fmt::format("Python {}{} (cp{}{}{}{})", full, free_threaded ? " free-threaded" : "", te.major, te.minor,
+                              free_threaded ? "t" : "",
                               te.glibc ? fmt::format(", glibc {}.{}", te.glibc->first, te.glibc->second) : "");
   for (const auto& d : facts->installed) {
     resolver::InstalledPackage ip{d.normalized_name(), d.version, d.requires_dist};

@@ -379,7 +379,11 @@ std::string to_pylock_toml(const LockFile& lock, const LockTarget& target) {
   if (auto u = target.host.platform.rfind("_aarch64"); u != std::string::npos) machine = "aarch64";
   envs.push_back(fmt::format("sys_platform == 'linux' and platform_machine == '{}'", machine));
   root.insert("environments", std::move(envs));
-  if (!target.host.python.empty()) root.insert("requires-python", fmt::format("=={}.*", target.host.python));
+  if (!target.host.python.empty()) {
+    std::string py = target.host.python;
+    if (py.ends_with('t')) py.pop_back(); // "3.13t": free-threading is in the wheel tags, not in a version
+    root.insert("requires-python", fmt::format("=={}.*", py));
+  }
   toml::array packages;
   std::vector<LockedPackage> sorted = target.packages;
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.name < b.name; });

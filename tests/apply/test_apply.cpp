@@ -856,4 +856,165 @@ TEST_CASE("cache dir, size and clean") {
   fs::remove_all(root);
 }
 
+// The environment around the request (docs/architecture.md, Choosing the framework set): pip keeps
+// an installed version that satisfies every requirement on it, and envfix must too.
+// pydantic 2.13.4 needs typing-extensions>=4.14.1; the venv has 4.15.0; the index (HTML only: no
+// sizes, PEP 700 sizes are JSON-only) later holds typing-extensions 4.12.2 alone.
+constexpr const char* kNeighboursFull = R"({"packages": [
+  {"name": "pydantic", "version": "2.13.4", "requires_dist": ["typing-extensions>=4.14.1"]},
+  {"name": "typing-extensions", "version": "4.15.0"},
+  {"name": "typing-extensions", "version": "4.12.2"}
+], "json": false})";
+constexpr const char* kNeighboursMirror = R"({"packages": [
+  {"name": "typing-extensions", "version": "4.12.2"},
+  {"name": "app", "version": "1.0", "requires_dist": ["typing-extensions>=4.0"]},
+  {"name": "oldapp", "version": "1.0", "requires_dist": ["typing-extensions<4.13"]}
+], "json": false})";
+
+TEST_CASE("apply keeps an installed version that satisfies every requirement (pydantic/typing-extensions); pip check passes") {
+  World w(kNeighboursFull);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  auto p = w.pip(ve, {"install", "--index-url", w.pip_index_url(), "pydantic==2.13.4", "typing-extensions==4.15.0"});
+  REQUIRE_MESSAGE(p.ok(), p.err);
+  w.rebuild_index(kNeighboursMirror);
+  std::error_code ec;
+  fs::remove_all(w.index_dir() / "simple" / "pydantic", ec);
+
+  auto plan = w.envfix({"--format", "json", "plan", "app", "--index-url", w.index_url(), "--python", py});
+  REQUIRE(plan.rc == 0);
+  auto j = json::parse(plan.out);
+  REQUIRE(j["install"].size() == 1);
+  CHECK(j["install"][0]["name"] == "app");
+  CHECK(j["remove"].empty());
+  CHECK(std::find(j["keep"].begin(), j["keep"].end(), json("typing-extensions==4.15.0")) != j["keep"].end());
+  // The target interpreter is named with how it was chosen.
+  CHECK(j["host"]["interpreter"] == py);
+  CHECK(j["host"]["interpreter_from"] == "--python");
+  // An HTML index gives no sizes: the plan says so instead of "0 B".
+  CHECK(j["download_size_unknown"] == 1);
+  auto text = w.envfix({"plan", "app", "--index-url", w.index_url(), "--python", py});
+  CHECK(text.err.find("Would download size unknown (1 files)") != std::string::npos);
+  CHECK(text.err.find("0 B") == std::string::npos);
+  CHECK(text.err.find("interpreter: " + py + " (from --python)") != std::string::npos);
+
+  auto r = w.envfix({"apply", "app", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()});
+  REQUIRE(r.rc == 0);
+  auto after = w.pip_list(ve);
+  CHECK((after.count("typing-extensions") ? after.at("typing-extensions") : after.at("typing_extensions")) == "4.15.0");
+  CHECK(after.at("app") == "1.0");
+  auto check = w.pip(ve, {"check"});
+  CHECK_MESSAGE(check.ok(), (check.out + check.err));
+  // The size of what was downloaded is learned; nothing is ever written as 0.
+  auto lock = slurp(w.lockfile());
+  CHECK(lock.find("name: app") != std::string::npos);
+  CHECK(lock.find("size: 0") == std::string::npos);
+  auto at = lock.find("name: app");
+  CHECK(lock.find("size: ", at) != std::string::npos);
+}
+
+TEST_CASE("a plan that would break an installed package is refused naming it; the venv is byte-identical after") {
+  World w(kNeighboursFull);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  auto p = w.pip(ve, {"install", "--index-url", w.pip_index_url(), "pydantic==2.13.4", "typing-extensions==4.15.0"});
+  REQUIRE_MESSAGE(p.ok(), p.err);
+  w.rebuild_index(kNeighboursMirror);
+  auto before = manifest(ve);
+  auto plan = w.envfix({"--format", "json", "plan", "oldapp", "--index-url", w.index_url(), "--python", py});
+  CHECK(plan.rc == 1);
+  CHECK(plan.err.find("pydantic==2.13.4 requires typing-extensions>=4.14.1") != std::string::npos);
+  CHECK(plan.err.find("--allow-breaking") != std::string::npos);
+  auto j = json::parse(plan.out);
+  CHECK(j["error"]["code"] == "unsatisfiable");
+  auto r = w.envfix({"apply", "oldapp", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("would break 1 installed package: pydantic==2.13.4") != std::string::npos);
+  CHECK(manifest(ve) == before);
+  CHECK(!fs::exists(w.lockfile()));
+  // The forced replacement names who forces it; --allow-breaking plans it with a warning.
+  auto forced = w.envfix({"--format", "json", "plan", "oldapp", "--index-url", w.index_url(), "--python", py, "--allow-breaking"});
+  REQUIRE(forced.rc == 0);
+  auto fj = json::parse(forced.out);
+  bool named = false;
+  for (const auto& i : fj["install"])
+    if (i["name"] == "typing-extensions") named = i["replaces"] == "4.15.0" && i["required_by"].dump().find("oldapp") != std::string::npos;
+  CHECK(named);
+  CHECK(fj["warnings"].dump().find("pydantic==2.13.4 requires typing-extensions>=4.14.1") != std::string::npos);
+}
+
+TEST_CASE("lock from an HTML index without sizes: sizes from HEAD, never size = 0; export --all -o DIR creates DIR") {
+  World w(kNeighboursMirror);
+  auto lk = w.envfix({"lock", "app", "--index-url", w.index_url(), "-o", w.lockfile().string()});
+  REQUIRE(lk.rc == 0);
+  auto lock = slurp(w.lockfile());
+  CHECK(lock.find("size: 0") == std::string::npos);
+  std::size_t n = 0;
+  for (auto at = lock.find("size: "); at != std::string::npos; at = lock.find("size: ", at + 1)) ++n;
+  CHECK(n == 2);
+  auto dir = w.root() / "out" / "nested";
+  auto ex = w.envfix({"--lockfile", w.lockfile().string(), "export", "--format", "pylock", "--all", "-o", dir.string()});
+  REQUIRE(ex.rc == 0);
+  REQUIRE(fs::is_directory(dir));
+  for (const auto& e : fs::directory_iterator(dir)) {
+    auto t = slurp(e.path());
+    CHECK(t.find("size = 0") == std::string::npos);
+    CHECK(t.find("size = ") != std::string::npos);
+  }
+}
+
+TEST_CASE("repeatable options take one value per occurrence: --gpu, --find-links, --target never swallow what follows") {
+  World w(kPlainIndex);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  auto links = w.index_dir() / "files";
+  auto fl = w.envfix({"plan", "--find-links", links.string(), "alpha", "--python", py});
+  CHECK(fl.rc == 0);
+  CHECK(fl.err.find("nothing to resolve") == std::string::npos);
+  CHECK(fl.err.find(" + alpha==1.1") != std::string::npos);
+  auto gpu = w.envfix({"plan", "--gpu", "sm_120", "alpha", "--index-url", w.index_url(), "--python", py});
+  CHECK(gpu.err.find("not an arch") == std::string::npos);
+  CHECK(gpu.rc == 0);
+  auto gpus = w.envfix({"plan", "--gpu", "sm_120,sm_90", "alpha", "--index-url", w.index_url(), "--python", py});
+  CHECK(gpus.rc == 0);
+  CHECK(gpus.err.find("(sm_120), planned sm_90 (sm_90)") != std::string::npos);
+  auto lk = w.envfix({"lock", "--target", "python=3.11", "alpha", "--index-url", w.index_url(), "-o", w.lockfile().string()});
+  CHECK(lk.rc == 0);
+  CHECK(slurp(w.lockfile()).find("name: alpha") != std::string::npos);
+  auto ins = w.envfix({"inspect", "--gpu", "sm_90", (links / "beta-1.0-py3-none-any.whl").string()});
+  CHECK(ins.err.find("files is required") == std::string::npos);
+  auto ap = w.envfix({"apply", "--find-links", links.string(), "alpha", "--python", py, "--yes", "--lockfile", w.lockfile().string()});
+  CHECK(ap.rc == 0);
+  CHECK(w.pip_list(ve).at("alpha") == "1.1");
+}
+
+TEST_CASE("free-threaded targets: plan and lock for --python-version 3.13t pick cp313t wheels") {
+  World w(R"({"packages": [
+    {"name": "ftpkg", "version": "1.0", "tags": ["cp313-cp313-manylinux_2_28_x86_64", "cp313-cp313t-manylinux_2_28_x86_64",
+                                                  "cp39-abi3-manylinux_2_28_x86_64"]}]})");
+  auto plan = w.envfix({"--format", "json", "plan", "ftpkg", "--index-url", w.index_url(), "--python-version", "3.13t",
+                        "--platform", "manylinux_2_28_x86_64"});
+  REQUIRE(plan.rc == 0);
+  auto j = json::parse(plan.out);
+  REQUIRE(j["install"].size() == 1);
+  CHECK(j["install"][0]["filename"] == "ftpkg-1.0-cp313-cp313t-manylinux_2_28_x86_64.whl");
+  auto text = w.envfix({"plan", "ftpkg", "--index-url", w.index_url(), "--python-version", "3.13t", "--platform", "manylinux_2_28_x86_64"});
+  CHECK(text.err.find("free-threaded (cp313t") != std::string::npos);
+  // Without the t: the GIL build.
+  auto gil = w.envfix({"--format", "json", "plan", "ftpkg", "--index-url", w.index_url(), "--python-version", "3.13",
+                       "--platform", "manylinux_2_28_x86_64"});
+  REQUIRE(gil.rc == 0);
+  CHECK(json::parse(gil.out)["install"][0]["filename"] == "ftpkg-1.0-cp313-cp313-manylinux_2_28_x86_64.whl");
+  auto lk = w.envfix({"lock", "ftpkg", "--index-url", w.index_url(), "--target", "python=3.13t,platform=manylinux_2_28_x86_64",
+                      "--target", "python=3.12,platform=manylinux_2_28_x86_64", "-o", w.lockfile().string()});
+  REQUIRE(lk.rc == 0);
+  auto lock = slurp(w.lockfile());
+  CHECK(lock.find("id: cpu-cp313t-manylinux_2_28_x86_64") != std::string::npos);
+  CHECK(lock.find("filename: ftpkg-1.0-cp313-cp313t-manylinux_2_28_x86_64.whl") != std::string::npos);
+  CHECK(lock.find("filename: ftpkg-1.0-cp39-abi3-manylinux_2_28_x86_64.whl") != std::string::npos); // the 3.12 target
+  auto bad = w.envfix({"plan", "ftpkg", "--index-url", w.index_url(), "--python-version", "3.12t"});
+  CHECK(bad.rc == 1);
+  CHECK(bad.err.find("free-threaded builds exist from 3.13 on") != std::string::npos);
+}
+
 } // TEST_SUITE
