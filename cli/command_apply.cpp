@@ -55,6 +55,7 @@ struct ApplyOptions {
   bool allow_unhashed = false;
   bool pre = false;
   bool allow_breaking = false;
+  bool allow_conda_overwrite = false;
   std::string venv;
   std::string link_mode; // empty: $ENVFIX_LINK_MODE, else auto
   int smoke_timeout = 600;
@@ -395,7 +396,7 @@ struct FallThrough {
 // the next plan can avoid (recorded in `ft`).
 Expected<std::optional<int>> apply_attempt(const Globals& g, const ApplyOptions& o, FallThrough& ft, bool& confirmed) {
   auto ctx = ENVFIX_TRY(build_plan(g, o.requests, PlanFlags{o.pre, o.allow_unhashed}));
-  ENVFIX_TRY(check_installed(ctx, o.allow_breaking)); // before anything changes: pip check of the after-state
+  ENVFIX_TRY(check_installed(ctx, o.allow_breaking, o.allow_conda_overwrite)); // before anything changes: pip check of the after-state
   const auto& plan = ctx.plan;
   const Host& host = ctx.host;
   auto target = installer::InstallTarget::from_python_info(*host.facts.python);
@@ -700,6 +701,7 @@ void add_apply_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--allow-unhashed", o->allow_unhashed, "Accept files whose index gives no sha256 (hashed after download)");
   cmd->add_flag("--pre", o->pre, "Allow pre-releases for every package");
   cmd->add_flag("--allow-breaking", o->allow_breaking, "Apply even when an installed package's requirement would break");
+  cmd->add_flag("--allow-conda-overwrite", o->allow_conda_overwrite, "Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)");
   cmd->add_option("--smoke-timeout", o->smoke_timeout, "Seconds each smoke-test step may run (default 600)");
   cmd->callback([&g, o] {
     g.exit_code = finish_command(o->locked ? run_locked(g, *o) : run_apply(g, *o));

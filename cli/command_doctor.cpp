@@ -183,6 +183,7 @@ std::optional<std::string> variant_from_requires(const probe::InstalledDist& d, 
 }
 
 std::string source_of(const probe::InstalledDist& d) {
+  if (d.conda) return fmt::format("conda:{} {} {}", d.conda->name, d.conda->version, d.conda->build);
   auto url = probe::direct_url_of(d);
   if (!url.empty()) {
     auto slash = url.rfind('/');
@@ -223,6 +224,10 @@ void check_framework(Report& r, const std::string& framework) {
     if (!d.local().empty()) {
       p.variant = d.local();
       p.variant_from = "local-label";
+    } else if (auto cv = d.conda ? probe::conda_build_variant(d.conda->build) : std::nullopt) {
+      // conda's build string says which build it is; pypi-default would be a guess about another package.
+      p.variant = *cv;
+      p.variant_from = "conda-meta";
     } else if (auto v = variant_from_requires(d, env)) {
       p.variant = *v;
       p.variant_from = "requires-dist";

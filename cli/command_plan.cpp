@@ -23,6 +23,7 @@ struct PlanOptions {
   bool pre = false;
   bool allow_unhashed = false;
   bool allow_breaking = false;
+  bool allow_conda_overwrite = false;
 };
 
 void render_text(const resolver::Plan& p, const Host& h, const PlanOptions& o, double seconds, std::size_t resolved) {
@@ -63,7 +64,7 @@ void render_text(const resolver::Plan& p, const Host& h, const PlanOptions& o, d
 
 Expected<int> run_plan(const Globals& g, const PlanOptions& o) {
   auto ctx = ENVFIX_TRY(build_plan(g, o.requests, PlanFlags{o.pre, o.allow_unhashed}));
-  ENVFIX_TRY(check_installed(ctx, o.allow_breaking));
+  ENVFIX_TRY(check_installed(ctx, o.allow_breaking, o.allow_conda_overwrite));
   if (g.format == "json") machine(plan_json(ctx.plan, ctx.host).dump(2));
   else render_text(ctx.plan, ctx.host, o, ctx.seconds, ctx.resolved);
   return 0;
@@ -80,6 +81,7 @@ void add_plan_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--pre", opts->pre, "Allow pre-releases for every package");
   cmd->add_flag("--allow-unhashed", opts->allow_unhashed, "Accept files whose index gives no sha256");
   cmd->add_flag("--allow-breaking", opts->allow_breaking, "Plan even when an installed package's requirement would break");
+  cmd->add_flag("--allow-conda-overwrite", opts->allow_conda_overwrite, "Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)");
   cmd->callback([&g, opts] {
     auto rc = run_plan(g, *opts);
     if (!rc) {

@@ -133,7 +133,10 @@ Expected<Host> make_host(const Globals& g, const matrices::Knowledge* k) {
                               free_threaded ? "t" : "",
                               te.glibc ? fmt::format(", glibc {}.{}", te.glibc->first, te.glibc->second) : "");
   for (const auto& d : facts->installed) {
-    resolver::InstalledPackage ip{d.normalized_name(), d.version, d.requires_dist};
+    resolver::InstalledPackage ip{d.normalized_name(), d.version, d.requires_dist, ""};
+    if (d.conda)
+      ip.conda = d.conda->build.empty() ? fmt::format("{} {} (INSTALLER conda)", d.conda->name, d.conda->version)
+                                        : fmt::format("{} {} {}", d.conda->name, d.conda->version, d.conda->build);
     h.installed_names.push_back(ip.name);
     h.installed.push_back(std::move(ip));
   }
@@ -271,7 +274,24 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
             *p, flags.prefer_installed ? host.installed : std::vector<resolver::InstalledPackage>{}, upgrade);
       return *pp;
     });
-    if (!choice) return std::unexpected(choice.error());
+    if (!choice) {
+      // Every index answering 404 for the main package is a wrong URL (a --mirror without that
+      // tree), not "no build fits": say so, naming the URLs.
+      const auto main = specs::normalize_name(spec.main_package);
+      std::vector<std::string> urls;
+      bool all_missing = !providers.empty();
+      for (const auto& [url, p] : providers) {
+        auto it = p->missing_pages().find(main);
+        if (it == p->missing_pages().end()) all_missing = false;
+        else urls.push_back(it->second.message);
+      }
+      if (all_missing)
+        return std::unexpected(Error{ErrorCode::not_found,
+                                     fmt::format("no index holds {}: every index envfix tried answered HTTP 404", spec.main_package),
+                                     urls, "check --mirror / ENVFIX_MIRROR (it replaces the base URL of every index template) "
+                                           "or --index-url"});
+      return std::unexpected(choice.error());
+    }
     ctx.resolution = std::move(choice->resolution);
     resolver::PlanInputs in{&ctx.resolution, host.installed, resolver::framework_family(spec), {"nvidia-"}};
     plan = resolver::make_plan(in);
@@ -289,7 +309,21 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
   return ctx;
 }
 
-Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking) {
+Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking, bool allow_conda_overwrite) {
+  // conda's packages are left to conda (docs/installing.md, conda environments).
+  if (auto owned = resolver::conda_owned_changes(ctx.host.installed, ctx.plan); !owned.empty()) {
+    if (!allow_conda_overwrite) {
+      Error e{ErrorCode::invalid_input,
+              fmt::format("the plan would remove or overwrite {} package{} conda owns: {}", owned.size(), owned.size() == 1 ? "" : "s",
+                          owned.front()),
+              owned,
+              "change it the conda way (`conda install` the build you need, e.g. `conda install pytorch pytorch-cuda=12.4 -c "
+              "pytorch -c nvidia`, or `conda remove` it first and run envfix again), or pass --allow-conda-overwrite to "
+              "replace it anyway (conda-meta will then describe files that are gone); nothing was changed"};
+      return std::unexpected(std::move(e));
+    }
+    for (const auto& o : owned) ctx.plan.warnings.push_back("--allow-conda-overwrite: replacing " + o);
+  }
   auto broken = resolver::check_environment(ctx.host.installed, ctx.plan, ctx.host.python.markers);
   std::vector<std::string> lines;
   for (const auto& b : broken) lines.push_back(fmt::format("{} requires {}, but {}", b.package, b.requirement, b.problem));

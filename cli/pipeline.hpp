@@ -84,7 +84,9 @@ struct PlanContext {
 // pip check over the environment as it will be after the plan (resolver::check_environment): an
 // error naming each installed package and the requirement the plan would break, unless allow_breaking
 // (then the broken requirements come back as warnings, in ctx.plan.warnings too).
-[[nodiscard]] Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking);
+// Also refuses a plan that removes or overwrites a package conda owns, unless allow_conda_overwrite.
+[[nodiscard]] Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking,
+                                                                 bool allow_conda_overwrite = false);
 
 // The plan/apply JSON fields of docs/json.md (channel, index, variant, install[], remove[], …).
 [[nodiscard]] nlohmann::json plan_json(const resolver::Plan& p, const Host& h);

@@ -19,6 +19,7 @@ struct InstalledPackage {
   std::string name; // normalized
   specs::Version version;
   std::vector<specs::Requirement> requires_dist;
+  std::string conda; // the conda package that owns it ("pytorch 2.5.1 cuda129_…"); "" when conda does not
 };
 
 struct PlanInstall {

@@ -983,6 +983,13 @@ TEST_CASE("repeatable options take one value per occurrence: --gpu, --find-links
   CHECK(slurp(w.lockfile()).find("name: alpha") != std::string::npos);
   auto ins = w.envfix({"inspect", "--gpu", "sm_90", (links / "beta-1.0-py3-none-any.whl").string()});
   CHECK(ins.err.find("files is required") == std::string::npos);
+  // A --mirror whose indexes all answer 404 says so, naming the URLs (not "no build fits").
+  auto mirror = w.envfix({"plan", "torch", "--mirror", w.base_url() + "/no-such-mirror", "--gpu", "sm_90", "--driver", "580.65.06",
+                          "--python", py});
+  CHECK(mirror.rc == 1);
+  CHECK(mirror.err.find("answered HTTP 404") != std::string::npos);
+  CHECK(mirror.err.find("/no-such-mirror/") != std::string::npos);
+  CHECK(mirror.err.find("driver-too-old") == std::string::npos);
   auto ap = w.envfix({"apply", "--find-links", links.string(), "alpha", "--python", py, "--yes", "--lockfile", w.lockfile().string()});
   CHECK(ap.rc == 0);
   CHECK(w.pip_list(ve).at("alpha") == "1.1");
@@ -1015,6 +1022,64 @@ TEST_CASE("free-threaded targets: plan and lock for --python-version 3.13t pick 
   auto bad = w.envfix({"plan", "ftpkg", "--index-url", w.index_url(), "--python-version", "3.12t"});
   CHECK(bad.rc == 1);
   CHECK(bad.err.find("free-threaded builds exist from 3.13 on") != std::string::npos);
+}
+
+// A conda-like prefix: conda-meta/ records own dist-infos (and kernels in $PREFIX/lib); envfix reads
+// them and leaves conda's packages to conda unless --allow-conda-overwrite.
+TEST_CASE("conda prefix: doctor reads conda-meta; apply refuses to replace conda's package, then succeeds with the flag") {
+  World w(kPlainIndex);
+  auto ve = w.venv("condaenv");
+  auto py = (ve / "bin/python").string();
+  auto p = w.pip(ve, {"install", "--index-url", w.pip_index_url(), "alpha==1.0"});
+  REQUIRE_MESSAGE(p.ok(), p.err);
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(ve / "lib"))
+    if (e.path().filename().string().starts_with("python3")) site = e.path() / "site-packages";
+  REQUIRE(fs::is_directory(site));
+  auto rel_site = fs::relative(site, ve).generic_string();
+  // alpha belongs to conda; so does a torch whose kernels conda put in $PREFIX/lib.
+  write(site / "alpha-1.0.dist-info" / "INSTALLER", "conda\n");
+  write(ve / "conda-meta" / "alpha-1.0-py_0.json",
+        json{{"name", "alpha"}, {"version", "1.0"}, {"build", "py_0"}, {"channel", "conda-forge"},
+             {"files", {rel_site + "/alpha-1.0.dist-info/METADATA", rel_site + "/alpha/__init__.py"}}}.dump());
+  write(site / "torch-2.9.0.dist-info" / "METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0\n");
+  write(site / "torch-2.9.0.dist-info" / "INSTALLER", "conda\n");
+  write(site / "torch-2.9.0.dist-info" / "RECORD", "");
+  fs::path libz = "/lib/x86_64-linux-gnu/libz.so.1";
+  if (fs::exists(libz)) fs::copy_file(libz, ve / "lib" / "libtorch_cuda.so");
+  write(ve / "conda-meta" / "pytorch-2.9.0-cuda129_mkl_py311_h0_300.json",
+        json{{"name", "pytorch"}, {"version", "2.9.0"}, {"build", "cuda129_mkl_py311_h0_300"}, {"channel", "conda-forge"},
+             {"files", {rel_site + "/torch-2.9.0.dist-info/METADATA", "lib/libtorch_cuda.so"}}}.dump());
+
+  auto doc = w.envfix({"doctor", "--python", py, "--gpu", "sm_90", "--driver", "580.65.06", "--no-repro", "--format", "json"});
+  auto dj = json::parse(doc.out);
+  bool seen = false;
+  for (const auto& pk : dj["packages"])
+    if (pk["name"] == "torch") {
+      seen = true;
+      CHECK(pk["variant"] == "cu129");
+      CHECK(pk["variant_from"] == "conda-meta");
+      CHECK(pk["source"].get<std::string>().starts_with("conda:pytorch 2.9.0 cuda129"));
+      if (fs::exists(libz)) {
+        REQUIRE(pk["kernels"].is_object());
+        CHECK(pk["kernels"]["scanned"].get<int>() >= 1); // $PREFIX/lib was read
+      }
+    }
+  CHECK(seen);
+  CHECK(dj["python"]["env"] != "system");
+
+  auto before = manifest(ve);
+  auto r = w.envfix({"apply", "alpha==1.1", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("conda owns: alpha 1.0 (conda package alpha 1.0 py_0)") != std::string::npos);
+  CHECK(r.err.find("conda install") != std::string::npos);
+  CHECK(r.err.find("--allow-conda-overwrite") != std::string::npos);
+  CHECK(manifest(ve) == before);
+  auto ok = w.envfix({"apply", "alpha==1.1", "--index-url", w.index_url(), "--python", py, "--yes", "--allow-conda-overwrite",
+                      "--lockfile", w.lockfile().string()});
+  CHECK(ok.rc == 0);
+  CHECK(ok.err.find("--allow-conda-overwrite: replacing alpha 1.0") != std::string::npos);
+  CHECK(w.pip_list(ve).at("alpha") == "1.1");
 }
 
 } // TEST_SUITE
