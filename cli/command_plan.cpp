@@ -26,6 +26,13 @@ struct PlanOptions {
   bool allow_conda_overwrite = false;
 };
 
+void render_rejected(const std::vector<resolver::Rejection>& rejected) {
+  human(styled(fmt::format("rejected ({}):", rejected.size()), Style::bold));
+  for (const auto& r : rejected)
+    human(fmt::format("  {} {} [{}] {}{}", r.name, r.version.empty() ? "(index)" : r.version, resolver::to_string(r.reason),
+                      r.detail, r.index.empty() ? "" : styled(" — " + r.index, Style::dim)));
+}
+
 void render_text(const resolver::Plan& p, const Host& h, const PlanOptions& o, double seconds, std::size_t resolved) {
   human(host_line(h));
   if (!p.channel.empty()) human(fmt::format("{} {} ({})", styled("chose:", Style::bold), p.why, p.index));
@@ -54,16 +61,13 @@ void render_text(const resolver::Plan& p, const Host& h, const PlanOptions& o, d
     human(fmt::format("Would download {} ({} files). Nothing was changed{}.", amount, p.install.size(),
                       o.dry_run ? " (--dry-run)" : " (plan only; `envfix apply` executes it)"));
   }
-  if (o.explain) {
-    human(styled(fmt::format("rejected ({}):", p.rejected.size()), Style::bold));
-    for (const auto& r : p.rejected)
-      human(fmt::format("  {} {} [{}] {}{}", r.name, r.version.empty() ? "(index)" : r.version, resolver::to_string(r.reason),
-                        r.detail, r.index.empty() ? "" : styled(" — " + r.index, Style::dim)));
-  }
+  if (o.explain) render_rejected(p.rejected);
 }
 
-Expected<int> run_plan(const Globals& g, const PlanOptions& o) {
-  auto ctx = ENVFIX_TRY(build_plan(g, o.requests, PlanFlags{o.pre, o.allow_unhashed}));
+Expected<int> run_plan(const Globals& g, const PlanOptions& o, std::vector<resolver::Rejection>* rejected_out) {
+  PlanFlags flags{o.pre, o.allow_unhashed};
+  flags.rejected_out = rejected_out;
+  auto ctx = ENVFIX_TRY(build_plan(g, o.requests, flags));
   ENVFIX_TRY(check_installed(ctx, o.allow_breaking, o.allow_conda_overwrite));
   if (g.format == "json") machine(plan_json(ctx.plan, ctx.host).dump(2));
   else render_text(ctx.plan, ctx.host, o, ctx.seconds, ctx.resolved);
@@ -83,13 +87,25 @@ void add_plan_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--allow-breaking", opts->allow_breaking, "Plan even when an installed package's requirement would break");
   cmd->add_flag("--allow-conda-overwrite", opts->allow_conda_overwrite, "Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)");
   cmd->callback([&g, opts] {
-    auto rc = run_plan(g, *opts);
+    std::vector<resolver::Rejection> rejected;
+    auto rc = run_plan(g, *opts, &rejected);
     if (!rc) {
       print_error(rc.error());
+      // --explain on a failed plan too: what was rejected is the answer to "why nothing fits".
+      if (opts->explain && g.format != "json") render_rejected(rejected);
       // --format json: the error as one document too (causes stay a list: the derivation chain is the message).
-      if (g.format == "json")
-        machine(json{{"error", {{"code", to_string(rc.error().code)}, {"message", rc.error().message},
-                                {"causes", rc.error().causes}, {"hint", rc.error().hint}}}}.dump(2));
+      if (g.format == "json") {
+        json doc{{"error", {{"code", to_string(rc.error().code)}, {"message", rc.error().message},
+                            {"causes", rc.error().causes}, {"hint", rc.error().hint}}}};
+        if (opts->explain) {
+          json rj = json::array();
+          for (const auto& r : rejected)
+            rj.push_back({{"name", r.name}, {"version", r.version}, {"index", r.index},
+                          {"reason", std::string(resolver::to_string(r.reason))}, {"detail", r.detail}, {"filename", r.filename}});
+          doc["error"]["rejected"] = rj;
+        }
+        machine(doc.dump(2));
+      }
       g.exit_code = exit_code_for(rc.error());
       return;
     }

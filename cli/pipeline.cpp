@@ -230,7 +230,10 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
                                                  upgrade);
     resolver::Resolver r(preferring, ro);
     auto res = r.resolve(ctx.request);
-    if (!res) return std::unexpected(res.error());
+    if (!res) {
+      if (flags.rejected_out) *flags.rejected_out = r.rejected();
+      return std::unexpected(res.error());
+    }
     ctx.resolution = std::move(*res);
     resolver::PlanInputs in{&ctx.resolution, host.installed, {}, {"nvidia-"}};
     plan = resolver::make_plan(in);
@@ -260,6 +263,7 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
     req.variant = g.variant;
     req.allow_cpu = g.allow_cpu;
     req.allow_unhashed = flags.allow_unhashed;
+    req.rejected_out = flags.rejected_out;
     std::map<std::string, std::unique_ptr<resolver::IndexProvider>> providers;
     std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
     std::set<std::string> upgrade;

@@ -54,6 +54,7 @@ struct PlanFlags {
   // Installed distributions outside the request stay when they satisfy every requirement on them
   // (resolver/installed.hpp). Off for `lock`: a lock describes a set for any machine.
   bool prefer_installed = true;
+  std::vector<resolver::Rejection>* rejected_out = nullptr; // on a failed plan: every rejected candidate (--explain)
 };
 
 struct PlanContext {

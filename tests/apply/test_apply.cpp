@@ -644,6 +644,34 @@ std::string evfw_spec(const std::string& simple_dir, const std::string& version,
                      simple_dir, version, byte_list(so));
 }
 
+TEST_CASE("framework apply keeps an installed typing-extensions the mirror lacks (the pydantic case); pip check passes") {
+  auto spec = [](bool newer) {
+    return fmt::format(R"({{"simple_dir": "whl/cu128", "files_dir": "whl/files", "json": false, "packages": [
+      {{"name": "fixfw", "version": "1.0.0+cu128", "requires_dist": ["typing-extensions>=4.0"], "files": {{"fixfw/__init__.py": {}}}}},
+      {{"name": "pydantic", "version": "2.13.4", "requires_dist": ["typing-extensions>=4.14.1"]}},
+      {{"name": "typing-extensions", "version": "4.12.2"}}{}
+    ]}})", json(fixfw_init(false)).dump(), newer ? R"(, {"name": "typing-extensions", "version": "4.15.0"})" : "");
+  };
+  World w(spec(true));
+  write(w.root() / "matrices/fixfw.yaml", kFixfwMatrices);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  auto p = w.pip(ve, {"install", "--index-url", w.http_base() + "/whl/cu128", "pydantic==2.13.4", "typing-extensions==4.15.0"});
+  REQUIRE_MESSAGE(p.ok(), p.err);
+  w.rebuild_index(spec(false)); // the mirror now holds typing-extensions 4.12.2 only
+  auto r = w.envfix({"--format", "json", "apply", "fixfw", "--framework", "fixfw", "--matrices", (w.root() / "matrices").string(),
+                     "--mirror", w.base_url(), "--gpu", "sm_90", "--driver", "580.65.06", "--python", py, "--yes", "--lockfile",
+                     w.lockfile().string()});
+  REQUIRE(r.rc == 0);
+  auto j = json::parse(r.out);
+  CHECK(j["remove"].empty());
+  CHECK(std::find(j["keep"].begin(), j["keep"].end(), json("typing-extensions==4.15.0")) != j["keep"].end());
+  auto after = w.pip_list(ve);
+  CHECK((after.count("typing-extensions") ? after.at("typing-extensions") : after.at("typing_extensions")) == "4.15.0");
+  auto check = w.pip(ve, {"check"});
+  CHECK_MESSAGE(check.ok(), (check.out + check.err));
+}
+
 TEST_CASE("evidence first: apply falls through a refused build; installed binaries are never 'nothing to do'; "
           "doctor's fix, run as printed, heals") {
   World w(evfw_spec("whl/cu128", "3.0.0+cu128", arch_shared_object("80")));
@@ -1019,6 +1047,16 @@ TEST_CASE("free-threaded targets: plan and lock for --python-version 3.13t pick 
   CHECK(lock.find("id: cpu-cp313t-manylinux_2_28_x86_64") != std::string::npos);
   CHECK(lock.find("filename: ftpkg-1.0-cp313-cp313t-manylinux_2_28_x86_64.whl") != std::string::npos);
   CHECK(lock.find("filename: ftpkg-1.0-cp39-abi3-manylinux_2_28_x86_64.whl") != std::string::npos); // the 3.12 target
+  // --explain lists every rejected candidate on a failed plan too, in the JSON error document as well.
+  auto ex = w.envfix({"--format", "json", "plan", "ftpkg", "--index-url", w.index_url(), "--python-version", "3.13", "--platform",
+                      "manylinux_2_17_x86_64", "--explain"});
+  CHECK(ex.rc == 1);
+  auto ej = json::parse(ex.out);
+  REQUIRE(ej["error"]["rejected"].size() == 3);
+  CHECK(ej["error"]["rejected"][0]["reason"] == "platform");
+  auto ext = w.envfix({"plan", "ftpkg", "--index-url", w.index_url(), "--python-version", "3.13", "--platform",
+                       "manylinux_2_17_x86_64", "--explain"});
+  CHECK(ext.err.find("rejected (3):") != std::string::npos);
   auto bad = w.envfix({"plan", "ftpkg", "--index-url", w.index_url(), "--python-version", "3.12t"});
   CHECK(bad.rc == 1);
   CHECK(bad.err.find("free-threaded builds exist from 3.13 on") != std::string::npos);
