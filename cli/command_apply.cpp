@@ -652,6 +652,15 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
   }
   for (const auto& n : lock_names) family.erase(n);
   auto removals = installed_dist_infos(host, family);
+  {
+    // Every locked package replaces its installed namesake: conda's are refused here too.
+    resolver::Plan touched;
+    for (const auto& d : host.facts.installed)
+      if (lock_names.contains(d.normalized_name()) || family.contains(d.normalized_name()))
+        touched.remove.push_back({d.normalized_name(), d.version.to_string(), "replaced"});
+    ENVFIX_TRY_VOID(check_conda(host.installed, touched, o.allow_conda_overwrite));
+    for (const auto& w : touched.warnings) warn(w);
+  }
 
   std::vector<GateInput> gate_in;
   for (const auto& p : chosen->packages) gate_in.push_back({p.name, p.version, p.filename});

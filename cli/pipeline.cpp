@@ -313,9 +313,9 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
   return ctx;
 }
 
-Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking, bool allow_conda_overwrite) {
-  // conda's packages are left to conda (docs/installing.md, conda environments).
-  if (auto owned = resolver::conda_owned_changes(ctx.host.installed, ctx.plan); !owned.empty()) {
+Expected<void> check_conda(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan, bool allow_conda_overwrite) {
+  // conda's packages are left to conda (docs/json.md, plan).
+  if (auto owned = resolver::conda_owned_changes(installed, plan); !owned.empty()) {
     if (!allow_conda_overwrite) {
       Error e{ErrorCode::invalid_input,
               fmt::format("the plan would remove or overwrite {} package{} conda owns: {}", owned.size(), owned.size() == 1 ? "" : "s",
@@ -326,8 +326,13 @@ Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_
               "replace it anyway (conda-meta will then describe files that are gone); nothing was changed"};
       return std::unexpected(std::move(e));
     }
-    for (const auto& o : owned) ctx.plan.warnings.push_back("--allow-conda-overwrite: replacing " + o);
+    for (const auto& o : owned) plan.warnings.push_back("--allow-conda-overwrite: replacing " + o);
   }
+  return {};
+}
+
+Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking, bool allow_conda_overwrite) {
+  ENVFIX_TRY_VOID(check_conda(ctx.host.installed, ctx.plan, allow_conda_overwrite));
   auto broken = resolver::check_environment(ctx.host.installed, ctx.plan, ctx.host.python.markers);
   std::vector<std::string> lines;
   for (const auto& b : broken) lines.push_back(fmt::format("{} requires {}, but {}", b.package, b.requirement, b.problem));

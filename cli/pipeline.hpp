@@ -85,6 +85,10 @@ struct PlanContext {
 // pip check over the environment as it will be after the plan (resolver::check_environment): an
 // error naming each installed package and the requirement the plan would break, unless allow_breaking
 // (then the broken requirements come back as warnings, in ctx.plan.warnings too).
+// A plan that removes or overwrites a package conda owns is refused (naming it, with the conda way as
+// hint) unless allow_conda_overwrite; then each is a warning in plan.warnings.
+[[nodiscard]] Expected<void> check_conda(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan,
+                                         bool allow_conda_overwrite);
 // Also refuses a plan that removes or overwrites a package conda owns, unless allow_conda_overwrite.
 [[nodiscard]] Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking,
                                                                  bool allow_conda_overwrite = false);

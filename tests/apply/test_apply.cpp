@@ -1118,6 +1118,13 @@ TEST_CASE("conda prefix: doctor reads conda-meta; apply refuses to replace conda
   CHECK(ok.rc == 0);
   CHECK(ok.err.find("--allow-conda-overwrite: replacing alpha 1.0") != std::string::npos);
   CHECK(w.pip_list(ve).at("alpha") == "1.1");
+  // apply --locked replaces every locked package: conda's are refused there too.
+  write(site / "alpha-1.1.dist-info" / "INSTALLER", "conda\n");
+  auto before_locked = manifest(ve);
+  auto locked = w.envfix({"apply", "--locked", "--python", py, "--yes", "--lockfile", w.lockfile().string()});
+  CHECK(locked.rc == 1);
+  CHECK(locked.err.find("conda owns: alpha 1.1") != std::string::npos);
+  CHECK(manifest(ve) == before_locked);
 }
 
 } // TEST_SUITE
