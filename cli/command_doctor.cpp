@@ -248,6 +248,13 @@ void check_framework(Report& r, const std::string& framework) {
         }
     }
   }
+  // conda's packages: the fix below would be refused by apply (docs/json.md, plan); say so up front.
+  for (const auto& p : r.packages)
+    if (p.dist->conda)
+      add(r, "conda-owned", "info",
+          fmt::format("{} {} belongs to conda ({} {} {}); envfix apply will not replace it", p.dist->name, p.dist->version.to_string(),
+                      p.dist->conda->name, p.dist->conda->version, p.dist->conda->build),
+          "change it with conda (`conda install` the build you need), or add --allow-conda-overwrite to the fix");
   if (!main) {
     add(r, "framework-not-installed", "warning",
         fmt::format("{} is not installed in {}", main_pkg,

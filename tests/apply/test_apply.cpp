@@ -1105,6 +1105,7 @@ TEST_CASE("conda prefix: doctor reads conda-meta; apply refuses to replace conda
     }
   CHECK(seen);
   CHECK(dj["python"]["env"] != "system");
+  CHECK(dj["findings"].dump().find("conda-owned") != std::string::npos);
 
   auto before = manifest(ve);
   auto r = w.envfix({"apply", "alpha==1.1", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()});
