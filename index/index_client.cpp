@@ -838,7 +838,7 @@ std::optional<std::uint64_t> IndexClient::file_size(const Candidate& c) {
   }
   if (m_impl->options.offline) return std::nullopt;
   // HEAD first; a server that answers HEAD without a length may still give the total of a one-byte
-  // range ("Content-Range: bytes 0-0/TOTAL", RFC 9110 §14.4).
+  // range ("Content-Range: bytes 0-0/TOTAL", https://www.rfc-editor.org/rfc/rfc9110#section-14.4).
   HttpRequest head;
   head.url = c.url;
   head.head = true;
