@@ -672,6 +672,39 @@ TEST_CASE("framework apply keeps an installed typing-extensions the mirror lacks
   CHECK_MESSAGE(check.ok(), (check.out + check.err));
 }
 
+TEST_CASE("framework apply in a conda prefix: conda's framework package is refused, replaced only with --allow-conda-overwrite") {
+  std::string spec = fmt::format(R"({{"simple_dir": "whl/cu128", "files_dir": "whl/files", "packages": [
+    {{"name": "fixfw", "version": "1.0.0+cu128", "files": {{"fixfw/__init__.py": {}}}}},
+    {{"name": "fixfw", "version": "1.1.0+cu128", "files": {{"fixfw/__init__.py": {}}}}}
+  ]}})", json(fixfw_init(false)).dump(), json(fixfw_init(false)).dump());
+  World w(spec);
+  write(w.root() / "matrices/fixfw.yaml", kFixfwMatrices);
+  auto ve = w.venv("condaenv");
+  auto py = (ve / "bin/python").string();
+  auto fw = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a{"apply", "--framework", "fixfw", "--matrices", (w.root() / "matrices").string(), "--mirror", w.base_url(),
+                               "--gpu", "sm_90", "--driver", "580.65.06", "--python", py, "--yes", "--lockfile", w.lockfile().string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  REQUIRE(w.envfix(fw({"fixfw==1.0.0"})).rc == 0);
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(ve / "lib"))
+    if (e.path().filename().string().starts_with("python3")) site = e.path() / "site-packages";
+  auto rel_site = fs::relative(site, ve).generic_string();
+  write(ve / "conda-meta" / "fixfw-1.0.0-cuda128_h0_0.json",
+        json{{"name", "fixfw"}, {"version", "1.0.0"}, {"build", "cuda128_h0_0"}, {"channel", "test"},
+             {"files", {rel_site + "/fixfw-1.0.0+cu128.dist-info/METADATA"}}}.dump());
+  const auto before = manifest(ve);
+  auto refused = w.envfix(fw({"fixfw==1.1.0"}));
+  CHECK(refused.rc == 1);
+  CHECK(refused.err.find("conda owns: fixfw 1.0.0+cu128 (conda package fixfw 1.0.0 cuda128_h0_0)") != std::string::npos);
+  CHECK(manifest(ve) == before);
+  auto ok = w.envfix(fw({"fixfw==1.1.0", "--allow-conda-overwrite"}));
+  CHECK(ok.rc == 0);
+  CHECK(w.pip_list(ve).at("fixfw") == "1.1.0+cu128");
+}
+
 TEST_CASE("evidence first: apply falls through a refused build; installed binaries are never 'nothing to do'; "
           "doctor's fix, run as printed, heals") {
   World w(evfw_spec("whl/cu128", "3.0.0+cu128", arch_shared_object("80")));
