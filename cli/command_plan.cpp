@@ -39,8 +39,9 @@ void render_text(const resolver::Plan& p, const Host& h, const PlanOptions& o, d
   else human(fmt::format("{} {}", styled("index:", Style::bold), p.index));
   for (const auto& w : p.warnings) warn(w);
   human(styled(fmt::format("Resolved {} packages in {:.0f}ms", resolved, seconds * 1000), Style::dim));
-  for (const auto& r : p.remove) human(fmt::format(" {} {}=={}{}", styled("-", Style::red), r.name, r.version,
-                                                   r.why == "replaced" ? "" : styled(" (" + r.why + ")", Style::dim)));
+  for (const auto& r : p.remove) human(fmt::format(" {} {}=={}{}{}", styled("-", Style::red), r.name, r.version,
+                                                   r.why == "replaced" ? "" : styled(" (" + r.why + ")", Style::dim),
+                                                   r.conda.empty() ? "" : styled(" (conda's: " + r.conda + ")", Style::yellow)));
   for (const auto& i : p.install) {
     // A replacement names who forces it: an installed package changes only when a requirement does.
     std::string why;

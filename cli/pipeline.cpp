@@ -366,7 +366,9 @@ nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
     j["install"].push_back(x);
   }
   j["remove"] = json::array();
-  for (const auto& r : p.remove) j["remove"].push_back({{"name", r.name}, {"version", r.version}, {"why", r.why}});
+  for (const auto& r : p.remove)
+    j["remove"].push_back({{"name", r.name}, {"version", r.version}, {"why", r.why},
+                           {"conda", r.conda.empty() ? json(nullptr) : json(r.conda)}});
   j["keep"] = p.keep;
   j["rejected"] = json::array();
   for (const auto& r : p.rejected)

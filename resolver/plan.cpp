@@ -82,6 +82,9 @@ Plan make_plan(const PlanInputs& in) {
       for (const auto* p : list) plan.remove.push_back({name, p->version.to_string(), "unused-cuda-runtime"});
     }
   }
+  for (auto& r : plan.remove)
+    for (const auto& p : in.installed)
+      if (p.name == r.name && p.version.to_string() == r.version && !p.conda.empty()) r.conda = p.conda;
   std::sort(plan.remove.begin(), plan.remove.end(), [](const PlanRemove& a, const PlanRemove& b) {
     return std::tie(a.name, a.version) < std::tie(b.name, b.version);
   });

@@ -37,6 +37,7 @@ struct PlanRemove {
   std::string name;
   std::string version;
   std::string why; // "replaced", "companion-inconsistent", "duplicate", "unused-cuda-runtime"
+  std::string conda; // the conda package that owns it (InstalledPackage::conda), "" when none
 };
 
 struct Plan {

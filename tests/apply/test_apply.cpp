@@ -1141,6 +1141,11 @@ TEST_CASE("conda prefix: doctor reads conda-meta; apply refuses to replace conda
   CHECK(dj["findings"].dump().find("conda-owned") != std::string::npos);
 
   auto before = manifest(ve);
+  auto shown = w.envfix({"--format", "json", "plan", "alpha==1.1", "--index-url", w.index_url(), "--python", py, "--allow-conda-overwrite"});
+  REQUIRE(shown.rc == 0);
+  auto sj = json::parse(shown.out);
+  REQUIRE(sj["remove"].size() == 1);
+  CHECK(sj["remove"][0]["conda"] == "alpha 1.0 py_0");
   auto r = w.envfix({"apply", "alpha==1.1", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()});
   CHECK(r.rc == 1);
   CHECK(r.err.find("conda owns: alpha 1.0 (conda package alpha 1.0 py_0)") != std::string::npos);
@@ -1151,6 +1156,7 @@ TEST_CASE("conda prefix: doctor reads conda-meta; apply refuses to replace conda
                       "--lockfile", w.lockfile().string()});
   CHECK(ok.rc == 0);
   CHECK(ok.err.find("--allow-conda-overwrite: replacing alpha 1.0") != std::string::npos);
+  // (the plan shows the removal as conda's)
   CHECK(w.pip_list(ve).at("alpha") == "1.1");
   // apply --locked replaces every locked package: conda's are refused there too.
   write(site / "alpha-1.1.dist-info" / "INSTALLER", "conda\n");
