@@ -54,6 +54,8 @@ struct ApplyOptions {
   bool break_system_packages = false;
   bool allow_unhashed = false;
   bool pre = false;
+  bool allow_breaking = false;
+  bool allow_conda_overwrite = false;
   std::string venv;
   std::string link_mode; // empty: $ENVFIX_LINK_MODE, else auto
   int smoke_timeout = 600;
@@ -359,6 +361,11 @@ Expected<std::string> update_lockfile(const Globals& g, const PlanContext& ctx, 
         if (const auto* pin = ctx.resolution.find(p.name); pin && pin->file.filename == p.filename) kernels[p.name] = *p.kernels;
   for (const auto& [n, k] : verified) kernels[n] = k;
   auto target = ENVFIX_TRY(make_lock_target(ctx, kernels, local));
+  // A kept file the index gives no size for keeps the size an earlier apply learned (same sha256).
+  if (const auto* old_t = lock.find(id))
+    for (auto& p : target.packages)
+      for (const auto& op : old_t->packages)
+        if (!p.size && op.name == p.name && op.sha256 == p.sha256) p.size = op.size;
   lock.upsert(std::move(target));
   ENVFIX_TRY_VOID(lock.write(path));
   return path.string();
@@ -389,6 +396,7 @@ struct FallThrough {
 // the next plan can avoid (recorded in `ft`).
 Expected<std::optional<int>> apply_attempt(const Globals& g, const ApplyOptions& o, FallThrough& ft, bool& confirmed) {
   auto ctx = ENVFIX_TRY(build_plan(g, o.requests, PlanFlags{o.pre, o.allow_unhashed}));
+  ENVFIX_TRY(check_installed(ctx, o.allow_breaking, o.allow_conda_overwrite)); // before anything changes: pip check of the after-state
   const auto& plan = ctx.plan;
   const Host& host = ctx.host;
   auto target = installer::InstallTarget::from_python_info(*host.facts.python);
@@ -598,7 +606,7 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
     c.filename = p.filename;
     c.url = p.url;
     c.sha256 = p.sha256;
-    if (p.size > 0) c.size = p.size;
+    c.size = p.size;
     c.index_url = chosen->index;
     for (const auto& dir : g.find_links) {
       std::error_code ec;
@@ -644,6 +652,15 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
   }
   for (const auto& n : lock_names) family.erase(n);
   auto removals = installed_dist_infos(host, family);
+  {
+    // Every locked package replaces its installed namesake: conda's are refused here too.
+    resolver::Plan touched;
+    for (const auto& d : host.facts.installed)
+      if (lock_names.contains(d.normalized_name()) || family.contains(d.normalized_name()))
+        touched.remove.push_back({d.normalized_name(), d.version.to_string(), "replaced"});
+    ENVFIX_TRY_VOID(check_conda(host.installed, touched, o.allow_conda_overwrite));
+    for (const auto& w : touched.warnings) warn(w);
+  }
 
   std::vector<GateInput> gate_in;
   for (const auto& p : chosen->packages) gate_in.push_back({p.name, p.version, p.filename});
@@ -692,6 +709,8 @@ void add_apply_command(CLI::App& app, Globals& g) {
       ->check(CLI::IsMember({"auto", "clone", "hardlink", "copy"}));
   cmd->add_flag("--allow-unhashed", o->allow_unhashed, "Accept files whose index gives no sha256 (hashed after download)");
   cmd->add_flag("--pre", o->pre, "Allow pre-releases for every package");
+  cmd->add_flag("--allow-breaking", o->allow_breaking, "Apply even when an installed package's requirement would break");
+  cmd->add_flag("--allow-conda-overwrite", o->allow_conda_overwrite, "Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)");
   cmd->add_option("--smoke-timeout", o->smoke_timeout, "Seconds each smoke-test step may run (default 600)");
   cmd->callback([&g, o] {
     g.exit_code = finish_command(o->locked ? run_locked(g, *o) : run_apply(g, *o));

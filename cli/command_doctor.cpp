@@ -184,6 +184,7 @@ std::optional<std::string> variant_from_requires(const probe::InstalledDist& d, 
 }
 
 std::string source_of(const probe::InstalledDist& d) {
+  if (d.conda) return fmt::format("conda:{} {} {}", d.conda->name, d.conda->version, d.conda->build);
   auto url = probe::direct_url_of(d);
   if (!url.empty()) {
     auto slash = url.rfind('/');
@@ -224,6 +225,10 @@ void check_framework(Report& r, const std::string& framework) {
     if (!d.local().empty()) {
       p.variant = d.local();
       p.variant_from = "local-label";
+    } else if (auto cv = d.conda ? probe::conda_build_variant(d.conda->build) : std::nullopt) {
+      // conda's build string says which build it is; pypi-default would be a guess about another package.
+      p.variant = *cv;
+      p.variant_from = "conda-meta";
     } else if (auto v = variant_from_requires(d, env)) {
       p.variant = *v;
       p.variant_from = "requires-dist";
@@ -244,6 +249,13 @@ void check_framework(Report& r, const std::string& framework) {
         }
     }
   }
+  // conda's packages: the fix below would be refused by apply (docs/json.md, plan); say so up front.
+  for (const auto& p : r.packages)
+    if (p.dist->conda)
+      add(r, "conda-owned", "info",
+          fmt::format("{} {} belongs to conda ({} {} {}); envfix apply will not replace it", p.dist->name, p.dist->version.to_string(),
+                      p.dist->conda->name, p.dist->conda->version, p.dist->conda->build),
+          "change it with conda (`conda install` the build you need), or add --allow-conda-overwrite to the fix");
   if (!main) {
     add(r, "framework-not-installed", "warning",
         fmt::format("{} is not installed in {}", main_pkg,

@@ -70,6 +70,15 @@ Expected<int> run_export(const Globals& g, const ExportOptions& o) {
     }
   }
   const bool pylock = o.format == "pylock";
+  if (o.all && !o.output.empty() && o.output != "-") {
+    // --all -o DIR: DIR is created (with its parents), as `mkdir -p` would; a file there is an error.
+    std::error_code ec;
+    fs::create_directories(o.output, ec);
+    if (ec || !fs::is_directory(o.output))
+      return make_error(ErrorCode::io, fmt::format("-o {}: cannot create the directory: {}", o.output,
+                                                   ec ? ec.message() : "a file of that name exists"),
+                        "with --all, -o names a directory for one file per target");
+  }
   json written = json::array();
   for (const auto* t : chosen) {
     std::string text = pylock ? lockfile::to_pylock_toml(lock, *t) : lockfile::to_requirements_txt(lock, *t);

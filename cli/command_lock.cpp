@@ -131,7 +131,7 @@ Expected<int> run_lock(const Globals& g, const LockOptions& o) {
   std::vector<Globals> hosts;
   if (o.targets.empty()) hosts.push_back(g);
   for (const auto& t : o.targets) hosts.push_back(ENVFIX_TRY(apply_target_spec(g, t)));
-  PlanFlags flags{o.pre, o.allow_unhashed};
+  PlanFlags flags{o.pre, o.allow_unhashed, false};
 
   std::vector<PlanContext> ctxs;
   for (std::size_t i = 0; i < hosts.size(); ++i) {
@@ -189,7 +189,11 @@ Expected<int> run_lock(const Globals& g, const LockOptions& o) {
       if (auto l = lockfile::LockFile::parse(*t, out.string())) old = std::move(*l);
     }
   }
-  for (const auto& c : ctxs) {
+  for (auto& c : ctxs) {
+    // A size the index does not give is asked of the server (HEAD or a one-byte range); still
+    // unknown, it is left out of the file, never written as 0 (docs/lockfile.md).
+    for (auto& pin : c.resolution.pins)
+      if (!pin.file.size) pin.file.size = c.client->file_size(pin.file);
     auto kernels = claimed_kernels(c);
     auto target = ENVFIX_TRY(make_lock_target(c, kernels));
     if (old)
@@ -202,6 +206,7 @@ Expected<int> run_lock(const Globals& g, const LockOptions& o) {
     lock.upsert(std::move(target));
   }
   for (const auto& n : notes) human(n);
+  human(interpreter_line(ctxs[0].host));
   for (const auto& c : ctxs) {
     const auto id = lockfile::make_target_id(lock_host(c));
     human(styled(fmt::format("Resolved {} packages for {} in {}", c.resolved, id, human_duration(c.seconds)), Style::dim));
@@ -224,7 +229,9 @@ Expected<int> run_lock(const Globals& g, const LockOptions& o) {
   ENVFIX_TRY_VOID(util::write_file_atomic(out, yaml, 0644));
   human(fmt::format("Wrote {} ({} target{})", out.string(), lock.targets.size(), lock.targets.size() == 1 ? "" : "s"));
   if (g.format == "json") {
-    json j{{"lockfile", out.string()}, {"targets", json::array()}, {"notes", notes}};
+    json j{{"lockfile", out.string()}, {"targets", json::array()}, {"notes", notes},
+           {"interpreter", ctxs[0].host.facts.python ? json(ctxs[0].host.facts.python->executable.string()) : json(nullptr)},
+           {"interpreter_from", ctxs[0].host.facts.python_from}};
     for (const auto& t : lock.targets) {
       json pk = json::array();
       for (const auto& p : t.packages) pk.push_back({{"name", p.name}, {"version", p.version}, {"filename", p.filename}, {"sha256", p.sha256}});
@@ -242,7 +249,8 @@ void add_lock_command(CLI::App& app, Globals& g) {
   auto* cmd = app.add_subcommand("lock", "Resolve for one or more hosts and write the lockfile; installs nothing");
   cmd->add_option("requirements", o->requests, "Requirements (default: the framework's set)");
   cmd->add_option("--target", o->targets,
-                  "Host to lock for: gpu=sm_86+sm_120,python=3.10[,driver=570.86][,platform=manylinux_2_28_x86_64] (repeatable; default: this host)");
+                  "Host to lock for: gpu=sm_86+sm_120,python=3.10[,driver=570.86][,platform=manylinux_2_28_x86_64] (repeatable; default: this host)")
+      ->allow_extra_args(false); // one spec per --target: its commas are its own, and REQs may follow
   cmd->add_option("-o,--output", o->output, "Lockfile to write (default: --lockfile, envfix.lock)");
   cmd->add_flag("--check", o->check, "Exit 1 when the lockfile is stale (re-resolves; writes nothing)");
   cmd->add_flag("--pre", o->pre, "Allow pre-releases for every package");

@@ -22,7 +22,16 @@ struct PlanOptions {
   bool explain = false;
   bool pre = false;
   bool allow_unhashed = false;
+  bool allow_breaking = false;
+  bool allow_conda_overwrite = false;
 };
+
+void render_rejected(const std::vector<resolver::Rejection>& rejected) {
+  human(styled(fmt::format("rejected ({}):", rejected.size()), Style::bold));
+  for (const auto& r : rejected)
+    human(fmt::format("  {} {} [{}] {}{}", r.name, r.version.empty() ? "(index)" : r.version, resolver::to_string(r.reason),
+                      r.detail, r.index.empty() ? "" : styled(" — " + r.index, Style::dim)));
+}
 
 void render_text(const resolver::Plan& p, const Host& h, const PlanOptions& o, double seconds, std::size_t resolved) {
   human(host_line(h));
@@ -30,22 +39,37 @@ void render_text(const resolver::Plan& p, const Host& h, const PlanOptions& o, d
   else human(fmt::format("{} {}", styled("index:", Style::bold), p.index));
   for (const auto& w : p.warnings) warn(w);
   human(styled(fmt::format("Resolved {} packages in {:.0f}ms", resolved, seconds * 1000), Style::dim));
-  for (const auto& r : p.remove) human(fmt::format(" {} {}=={}{}", styled("-", Style::red), r.name, r.version,
-                                                   r.why == "replaced" ? "" : styled(" (" + r.why + ")", Style::dim)));
-  for (const auto& i : p.install) human(fmt::format(" {} {}=={}", styled("+", Style::green), i.name, i.version));
-  if (p.empty()) human("Nothing to do: the environment already matches the plan.");
-  else human(fmt::format("Would download {} ({} files). Nothing was changed{}.", human_size(p.download_size()), p.install.size(),
-                         o.dry_run ? " (--dry-run)" : " (plan only; `envfix apply` executes it)"));
-  if (o.explain) {
-    human(styled(fmt::format("rejected ({}):", p.rejected.size()), Style::bold));
-    for (const auto& r : p.rejected)
-      human(fmt::format("  {} {} [{}] {}{}", r.name, r.version.empty() ? "(index)" : r.version, resolver::to_string(r.reason),
-                        r.detail, r.index.empty() ? "" : styled(" — " + r.index, Style::dim)));
+  for (const auto& r : p.remove) human(fmt::format(" {} {}=={}{}{}", styled("-", Style::red), r.name, r.version,
+                                                   r.why == "replaced" ? "" : styled(" (" + r.why + ")", Style::dim),
+                                                   r.conda.empty() ? "" : styled(" (conda's: " + r.conda + ")", Style::yellow)));
+  for (const auto& i : p.install) {
+    // A replacement names who forces it: an installed package changes only when a requirement does.
+    std::string why;
+    if (!i.replaces.empty() && !i.required_by.empty()) {
+      for (const auto& r : i.required_by) why += (why.empty() ? "" : ", ") + r;
+      why = styled(fmt::format(" (replaces {}; required by {})", i.replaces, why), Style::dim);
+    }
+    human(fmt::format(" {} {}=={}{}", styled("+", Style::green), i.name, i.version, why));
   }
+  if (p.empty()) human("Nothing to do: the environment already matches the plan.");
+  else {
+    // A file the index gives no size for is counted apart: "0 B" would be a wrong answer.
+    std::size_t unknown = 0;
+    for (const auto& i : p.install) unknown += i.size ? 0 : 1;
+    std::string amount = unknown == p.install.size() ? "size unknown"
+                         : unknown ? fmt::format("{} + size unknown for {}", human_size(p.download_size()), unknown)
+                                   : human_size(p.download_size());
+    human(fmt::format("Would download {} ({} files). Nothing was changed{}.", amount, p.install.size(),
+                      o.dry_run ? " (--dry-run)" : " (plan only; `envfix apply` executes it)"));
+  }
+  if (o.explain) render_rejected(p.rejected);
 }
 
-Expected<int> run_plan(const Globals& g, const PlanOptions& o) {
-  auto ctx = ENVFIX_TRY(build_plan(g, o.requests, PlanFlags{o.pre, o.allow_unhashed}));
+Expected<int> run_plan(const Globals& g, const PlanOptions& o, std::vector<resolver::Rejection>* rejected_out) {
+  PlanFlags flags{o.pre, o.allow_unhashed};
+  flags.rejected_out = rejected_out;
+  auto ctx = ENVFIX_TRY(build_plan(g, o.requests, flags));
+  ENVFIX_TRY(check_installed(ctx, o.allow_breaking, o.allow_conda_overwrite));
   if (g.format == "json") machine(plan_json(ctx.plan, ctx.host).dump(2));
   else render_text(ctx.plan, ctx.host, o, ctx.seconds, ctx.resolved);
   return 0;
@@ -61,14 +85,28 @@ void add_plan_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--explain", opts->explain, "List every rejected candidate with its reason code");
   cmd->add_flag("--pre", opts->pre, "Allow pre-releases for every package");
   cmd->add_flag("--allow-unhashed", opts->allow_unhashed, "Accept files whose index gives no sha256");
+  cmd->add_flag("--allow-breaking", opts->allow_breaking, "Plan even when an installed package's requirement would break");
+  cmd->add_flag("--allow-conda-overwrite", opts->allow_conda_overwrite, "Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)");
   cmd->callback([&g, opts] {
-    auto rc = run_plan(g, *opts);
+    std::vector<resolver::Rejection> rejected;
+    auto rc = run_plan(g, *opts, &rejected);
     if (!rc) {
       print_error(rc.error());
+      // --explain on a failed plan too: what was rejected is the answer to "why nothing fits".
+      if (opts->explain && g.format != "json") render_rejected(rejected);
       // --format json: the error as one document too (causes stay a list: the derivation chain is the message).
-      if (g.format == "json")
-        machine(json{{"error", {{"code", to_string(rc.error().code)}, {"message", rc.error().message},
-                                {"causes", rc.error().causes}, {"hint", rc.error().hint}}}}.dump(2));
+      if (g.format == "json") {
+        json doc{{"error", {{"code", to_string(rc.error().code)}, {"message", rc.error().message},
+                            {"causes", rc.error().causes}, {"hint", rc.error().hint}}}};
+        if (opts->explain) {
+          json rj = json::array();
+          for (const auto& r : rejected)
+            rj.push_back({{"name", r.name}, {"version", r.version}, {"index", r.index},
+                          {"reason", std::string(resolver::to_string(r.reason))}, {"detail", r.detail}, {"filename", r.filename}});
+          doc["error"]["rejected"] = rj;
+        }
+        machine(doc.dump(2));
+      }
       g.exit_code = exit_code_for(rc.error());
       return;
     }

@@ -23,14 +23,18 @@ void add_global_options(CLI::App& app, Globals& g) {
   env->add_option("--variant", g.variant, "Build variant, e.g. cu128");
   env->add_option("--mirror", g.mirror, "Replace the official base URL in every index template");
   env->add_option("--index-url", g.index_url, "Use exactly this index");
-  env->add_option("--find-links", g.find_links, "Directory of wheels (repeatable)");
+  // Repeatable options take one value per occurrence (as pip's and uv's do): CLI11's default for a
+  // vector would swallow the requirements or files that follow (`--gpu sm_120 torch`).
+  env->add_option("--find-links", g.find_links, "Directory of wheels (repeatable)")->allow_extra_args(false);
   env->add_option("--matrices", g.matrices_dir, "Directory of YAML files overriding the embedded matrices");
   env->add_option("--cache-dir", g.cache_dir, "Cache directory");
   env->add_flag("--offline", g.offline, "Use only the cache");
   env->add_flag("--allow-cpu", g.allow_cpu, "Allow a CPU build when no GPU build fits");
   env->add_option("--lockfile", g.lockfile, "Lockfile path");
   auto* tgt = app.add_option_group("Target host (plan for another machine)");
-  tgt->add_option("--gpu", g.gpus, "GPU arch or name to plan for (repeatable)");
+  tgt->add_option("--gpu", g.gpus, "GPU arch or name to plan for (repeatable, or a comma list)")
+      ->allow_extra_args(false)
+      ->delimiter(',');
   tgt->add_option("--driver", g.driver, "Driver version to plan for");
   tgt->add_option("--python-version", g.python_version, "Python version to plan for");
   tgt->add_option("--platform", g.platform, "Platform tag to plan for");

@@ -17,6 +17,7 @@
 
 #include "probe/installed_kernels.hpp"
 #include "resolver/index_provider.hpp"
+#include "resolver/installed.hpp"
 #include "resolver/knowledge_adapter.hpp"
 #include "specs/name.hpp"
 #include "util/env.hpp"
@@ -87,11 +88,19 @@ Expected<Host> make_host(const Globals& g, const matrices::Knowledge* k) {
   specs::MarkerEnvironment markers = py.markers;
   std::string full = py.version.to_string();
   if (!g.python_version.empty()) {
-    auto v = specs::Version::parse(g.python_version);
+    // "3.13t": a free-threaded interpreter (PEP 703), ABI tag cp313t, no abi3 (specs/tag.cpp).
+    std::string pv = g.python_version;
+    const bool threaded = pv.ends_with('t');
+    if (threaded) pv.pop_back();
+    auto v = specs::Version::parse(pv);
     if (!v || v->release().size() < 2)
-      return make_error(ErrorCode::invalid_input, fmt::format("--python-version '{}': expected X.Y or X.Y.Z", g.python_version));
+      return make_error(ErrorCode::invalid_input, fmt::format("--python-version '{}': expected X.Y, X.Y.Z or X.Yt", g.python_version),
+                        "a trailing t plans for a free-threaded interpreter: 3.13t");
     te.major = static_cast<int>(v->release()[0]);
     te.minor = static_cast<int>(v->release()[1]);
+    if (threaded && (te.major < 3 || (te.major == 3 && te.minor < 13)))
+      return make_error(ErrorCode::invalid_input, fmt::format("--python-version '{}': free-threaded builds exist from 3.13 on", g.python_version));
+    te.abiflags = threaded ? "t" : "";
     full = v->release().size() >= 3 ? v->to_string() : fmt::format("{}.{}.0", te.major, te.minor);
     markers.values["python_version"] = fmt::format("{}.{}", te.major, te.minor);
     markers.values["python_full_version"] = full;
@@ -118,11 +127,16 @@ Expected<Host> make_host(const Globals& g, const matrices::Knowledge* k) {
   h.python.tags = specs::supported_tags(te);
   h.python.markers = markers;
   h.python.python_full_version = *specs::Version::parse(full);
-  h.python_mm = fmt::format("{}.{}", te.major, te.minor);
-  h.python_text = fmt::format("Python {} (cp{}{}{})", full, te.major, te.minor,
+  const bool free_threaded = te.abiflags.find('t') != std::string::npos;
+  h.python_mm = fmt::format("{}.{}{}", te.major, te.minor, free_threaded ? "t" : "");
+  h.python_text = fmt::format("Python {}{} (cp{}{}{}{})", full, free_threaded ? " free-threaded" : "", te.major, te.minor,
+                              free_threaded ? "t" : "",
                               te.glibc ? fmt::format(", glibc {}.{}", te.glibc->first, te.glibc->second) : "");
   for (const auto& d : facts->installed) {
-    resolver::InstalledPackage ip{d.normalized_name(), d.version, d.requires_dist};
+    resolver::InstalledPackage ip{d.normalized_name(), d.version, d.requires_dist, ""};
+    if (d.conda)
+      ip.conda = d.conda->build.empty() ? fmt::format("{} {} (INSTALLER conda)", d.conda->name, d.conda->version)
+                                        : fmt::format("{} {} {}", d.conda->name, d.conda->version, d.conda->build);
     h.installed_names.push_back(ip.name);
     h.installed.push_back(std::move(ip));
   }
@@ -210,9 +224,16 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
     ro.target = host.python;
     ro.allow_unhashed = flags.allow_unhashed;
     if (flags.pre) ro.prereleases = resolver::PrereleasePolicy::allow;
-    resolver::Resolver r(provider, ro);
+    std::set<std::string> upgrade;
+    for (const auto& q : ctx.request) upgrade.insert(q.normalized_name());
+    resolver::PreferInstalledProvider preferring(provider, flags.prefer_installed ? host.installed : std::vector<resolver::InstalledPackage>{},
+                                                 upgrade);
+    resolver::Resolver r(preferring, ro);
     auto res = r.resolve(ctx.request);
-    if (!res) return std::unexpected(res.error());
+    if (!res) {
+      if (flags.rejected_out) *flags.rejected_out = r.rejected();
+      return std::unexpected(res.error());
+    }
     ctx.resolution = std::move(*res);
     resolver::PlanInputs in{&ctx.resolution, host.installed, {}, {"nvidia-"}};
     plan = resolver::make_plan(in);
@@ -252,13 +273,39 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
     req.variant = g.variant;
     req.allow_cpu = g.allow_cpu;
     req.allow_unhashed = flags.allow_unhashed;
+    req.rejected_out = flags.rejected_out;
     std::map<std::string, std::unique_ptr<resolver::IndexProvider>> providers;
+    std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
+    std::set<std::string> upgrade;
+    for (const auto& q : ctx.request) upgrade.insert(q.normalized_name());
+    for (const auto& n : resolver::framework_family(spec)) upgrade.insert(n);
     auto choice = resolver::select_framework_set(spec, target, req, [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
       auto& p = providers[i.url];
       if (!p) p = std::make_unique<resolver::IndexProvider>(client, i.url);
-      return *p;
+      auto& pp = preferring[i.url];
+      if (!pp)
+        pp = std::make_unique<resolver::PreferInstalledProvider>(
+            *p, flags.prefer_installed ? host.installed : std::vector<resolver::InstalledPackage>{}, upgrade);
+      return *pp;
     });
-    if (!choice) return std::unexpected(choice.error());
+    if (!choice) {
+      // Every index answering 404 for the main package is a wrong URL (a --mirror without that
+      // tree), not "no build fits": say so, naming the URLs.
+      const auto main = specs::normalize_name(spec.main_package);
+      std::vector<std::string> urls;
+      bool all_missing = !providers.empty();
+      for (const auto& [url, p] : providers) {
+        auto it = p->missing_pages().find(main);
+        if (it == p->missing_pages().end()) all_missing = false;
+        else urls.push_back(it->second.message);
+      }
+      if (all_missing)
+        return std::unexpected(Error{ErrorCode::not_found,
+                                     fmt::format("no index holds {}: every index envfix tried answered HTTP 404", spec.main_package),
+                                     urls, "check --mirror / ENVFIX_MIRROR (it replaces the base URL of every index template) "
+                                           "or --index-url"});
+      return std::unexpected(choice.error());
+    }
     ctx.resolution = std::move(choice->resolution);
     resolver::PlanInputs in{&ctx.resolution, host.installed, resolver::framework_family(spec), {"nvidia-"}};
     plan = resolver::make_plan(in);
@@ -276,6 +323,42 @@ Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string
   return ctx;
 }
 
+Expected<void> check_conda(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan, bool allow_conda_overwrite) {
+  // conda's packages are left to conda (docs/json.md, plan).
+  if (auto owned = resolver::conda_owned_changes(installed, plan); !owned.empty()) {
+    if (!allow_conda_overwrite) {
+      Error e{ErrorCode::invalid_input,
+              fmt::format("the plan would remove or overwrite {} package{} conda owns: {}", owned.size(), owned.size() == 1 ? "" : "s",
+                          owned.front()),
+              owned,
+              "change it the conda way (`conda install` the build you need, e.g. `conda install pytorch pytorch-cuda=12.4 -c "
+              "pytorch -c nvidia`, or `conda remove` it first and run envfix again), or pass --allow-conda-overwrite to "
+              "replace it anyway (conda-meta will then describe files that are gone); nothing was changed"};
+      return std::unexpected(std::move(e));
+    }
+    for (const auto& o : owned) plan.warnings.push_back("--allow-conda-overwrite: replacing " + o);
+  }
+  return {};
+}
+
+Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking, bool allow_conda_overwrite) {
+  ENVFIX_TRY_VOID(check_conda(ctx.host.installed, ctx.plan, allow_conda_overwrite));
+  auto broken = resolver::check_environment(ctx.host.installed, ctx.plan, ctx.host.python.markers);
+  std::vector<std::string> lines;
+  for (const auto& b : broken) lines.push_back(fmt::format("{} requires {}, but {}", b.package, b.requirement, b.problem));
+  if (lines.empty()) return lines;
+  if (!allow_breaking) {
+    Error e{ErrorCode::unsatisfiable,
+            fmt::format("the plan would break {} installed package{}: {}", lines.size(), lines.size() == 1 ? "" : "s", lines.front()),
+            {}, "pin what the installed package needs (e.g. add its requirement to the request), use an index that holds "
+                "it, or pass --allow-breaking to go ahead anyway; nothing was changed"};
+    e.causes = lines;
+    return std::unexpected(std::move(e));
+  }
+  for (const auto& l : lines) ctx.plan.warnings.push_back("--allow-breaking: " + l);
+  return lines;
+}
+
 nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
   using nlohmann::json;
   json j;
@@ -289,10 +372,13 @@ nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
     x["sha256"] = i.sha256 ? json(*i.sha256) : json(nullptr);
     x["size"] = i.size ? json(*i.size) : json(nullptr);
     x["replaces"] = i.replaces.empty() ? json(nullptr) : json(i.replaces);
+    x["required_by"] = i.required_by;
     j["install"].push_back(x);
   }
   j["remove"] = json::array();
-  for (const auto& r : p.remove) j["remove"].push_back({{"name", r.name}, {"version", r.version}, {"why", r.why}});
+  for (const auto& r : p.remove)
+    j["remove"].push_back({{"name", r.name}, {"version", r.version}, {"why", r.why},
+                           {"conda", r.conda.empty() ? json(nullptr) : json(r.conda)}});
   j["keep"] = p.keep;
   j["rejected"] = json::array();
   for (const auto& r : p.rejected)
@@ -300,17 +386,29 @@ nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
                              {"detail", r.detail}, {"filename", r.filename}});
   j["warnings"] = p.warnings;
   j["download_size"] = p.download_size();
+  std::size_t unknown = 0;
+  for (const auto& i : p.install) unknown += i.size ? 0 : 1;
+  j["download_size_unknown"] = unknown; // files of install[] whose size the index does not give
   json gpus = json::array();
   for (const auto& [name, cc] : h.gpus) gpus.push_back({{"name", name}, {"arch", cc.sm_name()}});
-  j["host"] = {{"gpus", gpus}, {"driver", h.driver}, {"python", h.python.python_full_version.to_string()}};
+  j["host"] = {{"gpus", gpus}, {"driver", h.driver}, {"python", h.python.python_full_version.to_string()},
+               {"interpreter", h.facts.python ? json(h.facts.python->executable.string()) : json(nullptr)},
+               {"interpreter_from", h.facts.python_from}};
   return j;
 }
 
 std::string host_line(const Host& h) {
   std::string gpus;
   for (const auto& [name, cc] : h.gpus) gpus += (gpus.empty() ? "" : ", ") + fmt::format("{} ({})", name, cc.sm_name());
-  return fmt::format("{} {}; driver {}; {}", styled("host:", Style::bold), gpus.empty() ? "no GPU" : gpus,
-                     h.driver.empty() ? "none" : h.driver, h.python_text);
+  return fmt::format("{} {}; driver {}; {}\n{}", styled("host:", Style::bold), gpus.empty() ? "no GPU" : gpus,
+                     h.driver.empty() ? "none" : h.driver, h.python_text, interpreter_line(h));
+}
+
+std::string interpreter_line(const Host& h) {
+  // The environment diffed against and changed: never implicit (a python3 on PATH may not be the one meant).
+  if (!h.facts.python) return fmt::format("{} none", styled("interpreter:", Style::bold));
+  return fmt::format("{} {} (from {})", styled("interpreter:", Style::bold), h.facts.python->executable.string(),
+                     h.facts.python_from.empty() ? "?" : h.facts.python_from);
 }
 
 namespace {
@@ -416,6 +514,8 @@ Expected<lockfile::LockTarget> make_lock_target(const PlanContext& ctx,
                                 : lockfile::strip_credentials(ctx.plan.index);
   t.variant = ctx.plan.variant;
   for (const auto& pin : ctx.resolution.pins) {
+    // Kept as installed, not on the index: there is no file to lock (the lock holds what an index serves).
+    if (resolver::is_installed_candidate(pin.file)) continue;
     lockfile::LockedPackage p;
     p.name = pin.name;
     p.version = pin.version.to_string();
@@ -429,7 +529,7 @@ Expected<lockfile::LockTarget> make_lock_target(const PlanContext& ctx,
                         fmt::format("{}=={}: the index gives no sha256 for {}; a lockfile needs one", pin.name, p.version, p.filename),
                         "use an index that publishes hashes, or `envfix apply` (it hashes what it downloads)");
     if (pin.file.size) p.size = *pin.file.size;
-    else if (lf != local.end()) p.size = lf->second.size;
+    else if (lf != local.end() && lf->second.size > 0) p.size = lf->second.size;
     if (auto k = kernels.find(pin.name); k != kernels.end()) p.kernels = k->second;
     t.packages.push_back(std::move(p));
   }

@@ -51,6 +51,10 @@ struct Host {
 struct PlanFlags {
   bool pre = false;
   bool allow_unhashed = false;
+  // Installed distributions outside the request stay when they satisfy every requirement on them
+  // (resolver/installed.hpp). Off for `lock`: a lock describes a set for any machine.
+  bool prefer_installed = true;
+  std::vector<resolver::Rejection>* rejected_out = nullptr; // on a failed plan: every rejected candidate (--explain)
 };
 
 struct PlanContext {
@@ -78,10 +82,23 @@ struct PlanContext {
 [[nodiscard]] Expected<PlanContext> build_plan(const Globals& g, const std::vector<std::string>& requests,
                                                PlanFlags flags = {});
 
+// pip check over the environment as it will be after the plan (resolver::check_environment): an
+// error naming each installed package and the requirement the plan would break, unless allow_breaking
+// (then the broken requirements come back as warnings, in ctx.plan.warnings too).
+// A plan that removes or overwrites a package conda owns is refused (naming it, with the conda way as
+// hint) unless allow_conda_overwrite; then each is a warning in plan.warnings.
+[[nodiscard]] Expected<void> check_conda(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan,
+                                         bool allow_conda_overwrite);
+// Also refuses a plan that removes or overwrites a package conda owns, unless allow_conda_overwrite.
+[[nodiscard]] Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking,
+                                                                 bool allow_conda_overwrite = false);
+
 // The plan/apply JSON fields of docs/json.md (channel, index, variant, install[], remove[], …).
 [[nodiscard]] nlohmann::json plan_json(const resolver::Plan& p, const Host& h);
 // "host: NVIDIA H200 (sm_90); driver 580.1; Python 3.11.7 (cp311, glibc 2.36)"
+// followed by "\ninterpreter: /w/venv/bin/python (from $VIRTUAL_ENV)".
 [[nodiscard]] std::string host_line(const Host& h);
+[[nodiscard]] std::string interpreter_line(const Host& h);
 
 // --- lockfile targets (docs/lockfile.md, "Fields of a target") ---
 // The host part of a lock target: GPUs as sorted sm names, python X.Y, the platform tag the set needs

@@ -1,5 +1,6 @@
 #include "index/index_client.hpp"
 
+#include <charconv>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -824,6 +825,42 @@ IndexStats IndexClient::stats() const {
   std::lock_guard lock(m_impl->stats_mutex);
   return m_impl->stats;
 }
+std::optional<std::uint64_t> IndexClient::file_size(const Candidate& c) {
+  if (c.size) return c.size;
+  std::error_code ec;
+  if (auto p = m_impl->cached_wheel(c)) {
+    auto n = fs::file_size(*p, ec);
+    if (!ec) return n;
+  }
+  if (auto local = candidate_local_path(c.url)) {
+    auto n = fs::file_size(*local, ec);
+    return ec ? std::nullopt : std::optional<std::uint64_t>(n);
+  }
+  if (m_impl->options.offline) return std::nullopt;
+  // HEAD first; a server that answers HEAD without a length may still give the total of a one-byte
+  // range ("Content-Range: bytes 0-0/TOTAL", https://www.rfc-editor.org/rfc/rfc9110#section-14.4).
+  HttpRequest head;
+  head.url = c.url;
+  head.head = true;
+  if (auto h = m_impl->http.perform(std::move(head)); h && h->ok())
+    if (auto len = h->header("content-length")) {
+      std::uint64_t n = 0;
+      auto [end, err] = std::from_chars(len->data(), len->data() + len->size(), n);
+      if (err == std::errc() && end == len->data() + len->size() && n > 0) return n;
+    }
+  HttpRequest r;
+  r.url = c.url;
+  r.range = std::make_pair(std::uint64_t{0}, std::uint64_t{0});
+  if (auto resp = m_impl->http.perform(std::move(r)); resp && resp->status == 206)
+    if (auto cr = resp->header("content-range"); cr && cr->find('/') != std::string::npos) {
+      std::string total = cr->substr(cr->find('/') + 1);
+      std::uint64_t n = 0;
+      auto [end, err] = std::from_chars(total.data(), total.data() + total.size(), n);
+      if (err == std::errc() && n > 0) return n;
+    }
+  return std::nullopt;
+}
+
 const fs::path& IndexClient::cache_dir() const { return m_impl->cache; }
 const IndexClientOptions& IndexClient::options() const { return m_impl->options; }
 

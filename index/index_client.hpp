@@ -78,6 +78,10 @@ public:
   [[nodiscard]] std::vector<Expected<std::filesystem::path>> download_many(std::span<const Candidate> candidates,
                                                                            ManyProgressFn progress = {});
 
+  // Bytes of a candidate's file when the page gave none: the cached or local file, else a HEAD (or a
+  // one-byte range) request. nullopt when still unknown (offline, the server does not say); never 0.
+  [[nodiscard]] std::optional<std::uint64_t> file_size(const Candidate& candidate);
+
   [[nodiscard]] IndexStats stats() const;
   [[nodiscard]] const std::filesystem::path& cache_dir() const;
   [[nodiscard]] const IndexClientOptions& options() const;

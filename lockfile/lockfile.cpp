@@ -224,7 +224,7 @@ std::string LockFile::to_yaml() const {
       o += fmt::format("        filename: {}\n", scalar(p.filename));
       o += fmt::format("        url: {}\n", scalar(strip_credentials(p.url)));
       o += fmt::format("        sha256: {}\n", scalar(p.sha256));
-      o += fmt::format("        size: {}\n", p.size);
+      if (p.size) o += fmt::format("        size: {}\n", *p.size);
       if (p.kernels)
         o += fmt::format("        kernels: {{sass: {}, ptx: {}, verified: {}}}\n", flow_list(p.kernels->sass),
                          flow_list(p.kernels->ptx), p.kernels->verified ? "true" : "false");
@@ -321,9 +321,14 @@ Expected<LockFile> LockFile::parse(std::string_view text, std::string_view sourc
             p.sha256 = c.str(pn, "sha256", pw);
             if (!p.sha256.empty() && !is_hex64(p.sha256))
               c.problem(pn["sha256"], fmt::format("{}: sha256 must be 64 lower-case hex digits", pw));
-            YAML::Node sn = pn["size"];
-            if (!sn || !sn.IsScalar() || !YAML::convert<std::uint64_t>::decode(sn, p.size))
-              c.problem(sn ? sn : pn, fmt::format("{}: 'size' must be a byte count", pw));
+            // `size` is optional (unknown when the index gave none and nothing was downloaded); the
+            // `size: 0` older envfix wrote for "unknown" reads as unknown too.
+            if (YAML::Node sn = pn["size"]) {
+              std::uint64_t n = 0;
+              if (!sn.IsScalar() || !YAML::convert<std::uint64_t>::decode(sn, n))
+                c.problem(sn, fmt::format("{}: 'size' must be a byte count", pw));
+              else if (n > 0) p.size = n;
+            }
             YAML::Node kn = pn["kernels"];
             if (kn) {
               if (!kn.IsMap()) {
@@ -374,7 +379,11 @@ std::string to_pylock_toml(const LockFile& lock, const LockTarget& target) {
   if (auto u = target.host.platform.rfind("_aarch64"); u != std::string::npos) machine = "aarch64";
   envs.push_back(fmt::format("sys_platform == 'linux' and platform_machine == '{}'", machine));
   root.insert("environments", std::move(envs));
-  if (!target.host.python.empty()) root.insert("requires-python", fmt::format("=={}.*", target.host.python));
+  if (!target.host.python.empty()) {
+    std::string py = target.host.python;
+    if (py.ends_with('t')) py.pop_back(); // "3.13t": free-threading is in the wheel tags, not in a version
+    root.insert("requires-python", fmt::format("=={}.*", py));
+  }
   toml::array packages;
   std::vector<LockedPackage> sorted = target.packages;
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
@@ -386,7 +395,7 @@ std::string to_pylock_toml(const LockFile& lock, const LockTarget& target) {
     toml::table wheel;
     wheel.insert("name", p.filename);
     wheel.insert("url", strip_credentials(p.url));
-    wheel.insert("size", static_cast<std::int64_t>(p.size));
+    if (p.size) wheel.insert("size", static_cast<std::int64_t>(*p.size)); // PEP 751: optional
     toml::table hashes;
     hashes.insert("sha256", p.sha256);
     wheel.insert("hashes", std::move(hashes));

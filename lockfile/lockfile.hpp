@@ -26,7 +26,7 @@ struct LockedPackage {
   std::string filename;
   std::string url;       // credentials stripped
   std::string sha256;    // 64 lower-case hex digits
-  std::uint64_t size = 0;
+  std::optional<std::uint64_t> size; // bytes; absent when nobody knows it (never written as 0)
   std::optional<LockedKernels> kernels;  // only for packages with GPU binaries
   bool operator==(const LockedPackage&) const = default;
 };

@@ -1,5 +1,6 @@
 #include "probe/host_facts.hpp"
 
+#include <cctype>
 #include <future>
 
 #include <unistd.h>
@@ -7,6 +8,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "probe/installed.hpp"
 #include "probe/python_probe.hpp"
@@ -82,14 +84,71 @@ Expected<std::vector<InstalledDist>> scan_installed(const PythonInfo& python) {
   return all;
 }
 
-Expected<fs::path> default_interpreter(const std::optional<fs::path>& explicit_python) {
-  if (explicit_python && !explicit_python->empty()) return interpreter_in(*explicit_python);
-  if (auto p = util::get_env("ENVFIX_PYTHON"); p && !p->empty()) return interpreter_in(*p);
-  if (auto v = util::get_env("VIRTUAL_ENV"); v && !v->empty()) return prefix_interpreter(*v);
-  if (auto c = util::get_env("CONDA_PREFIX"); c && !c->empty()) return prefix_interpreter(*c);
-  if (auto p = util::find_in_path("python3")) return *p;
+Expected<InterpreterChoice> choose_interpreter(const std::optional<fs::path>& explicit_python) {
+  if (explicit_python && !explicit_python->empty())
+    return InterpreterChoice{interpreter_in(*explicit_python), "--python"};
+  if (auto p = util::get_env("ENVFIX_PYTHON"); p && !p->empty())
+    return InterpreterChoice{interpreter_in(*p), "$ENVFIX_PYTHON"};
+  if (auto v = util::get_env("VIRTUAL_ENV"); v && !v->empty())
+    return InterpreterChoice{prefix_interpreter(*v), "$VIRTUAL_ENV"};
+  if (auto c = util::get_env("CONDA_PREFIX"); c && !c->empty())
+    return InterpreterChoice{prefix_interpreter(*c), "$CONDA_PREFIX"};
+  if (auto p = util::find_in_path("python3")) return InterpreterChoice{*p, "python3 on PATH"};
   return make_error(ErrorCode::not_found, "no Python interpreter: no --python, $VIRTUAL_ENV, $CONDA_PREFIX or python3 on PATH",
                     "pass --python PATH or activate the environment to repair");
+}
+
+Expected<fs::path> default_interpreter(const std::optional<fs::path>& explicit_python) {
+  return ENVFIX_TRY(choose_interpreter(explicit_python)).path;
+}
+
+void read_conda_meta(const fs::path& prefix, std::vector<InstalledDist>& dists, std::vector<std::string>* notes) {
+  std::error_code ec;
+  const fs::path meta = prefix / "conda-meta";
+  std::map<std::string, CondaRecord> owner; // dist-info folder (relative to prefix) -> record
+  if (fs::is_directory(meta, ec))
+    for (const auto& e : fs::directory_iterator(meta, ec)) {
+      if (e.path().extension() != ".json") continue;
+      auto text = util::read_file(e.path());
+      if (!text) continue;
+      nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+      if (!j.is_object()) {
+        if (notes) notes->push_back(fmt::format("{}: not a JSON object; skipped", e.path().string()));
+        continue;
+      }
+      CondaRecord r{j.value("name", ""), j.value("version", ""), j.value("build", ""), j.value("channel", ""), e.path(), {}};
+      std::vector<std::string> dist_infos;
+      if (auto f = j.find("files"); f != j.end() && f->is_array())
+        for (const auto& x : *f) {
+          if (!x.is_string()) continue;
+          const std::string& path = x.get_ref<const std::string&>();
+          auto slash = path.find(".dist-info/");
+          if (slash != std::string::npos) dist_infos.push_back(path.substr(0, slash + 10));
+          else if (path.starts_with("lib/") && path.find('/', 4) == std::string::npos &&
+                   (path.ends_with(".so") || path.find(".so.") != std::string::npos) && !path.starts_with("lib/python"))
+            r.prefix_objects.push_back(prefix / path);
+        }
+      for (const auto& d : dist_infos) owner.emplace(d, r);
+    }
+  for (auto& d : dists) {
+    auto rel = fs::relative(d.dist_info, prefix, ec).generic_string();
+    if (auto it = owner.find(rel); !ec && it != owner.end()) d.conda = it->second;
+    else if (d.installer == "conda") d.conda = CondaRecord{d.name, d.version.to_string(), "", "", {}};
+  }
+}
+
+std::optional<std::string> conda_build_variant(std::string_view build) {
+  // Build strings of the pytorch and conda-forge channels: "py3.11_cuda12.4_cudnn9.1.0_0",
+  // "cuda129_mkl_py312_h…", "cpu_mkl_py312_h…", "py3.12_cpu_0".
+  for (std::size_t at = build.find("cuda"); at != std::string_view::npos; at = build.find("cuda", at + 1)) {
+    std::string digits;
+    std::size_t i = at + 4;
+    for (; i < build.size() && (std::isdigit(static_cast<unsigned char>(build[i])) || build[i] == '.'); ++i)
+      if (build[i] != '.') digits += build[i];
+    if (digits.size() >= 3) return "cu" + digits.substr(0, 3);
+  }
+  if (build.starts_with("cpu") || build.find("_cpu") != std::string_view::npos) return std::string("cpu");
+  return std::nullopt;
 }
 
 Expected<HostFacts> probe_host(const ProbeOptions& options) {
@@ -116,9 +175,13 @@ Expected<HostFacts> probe_host(const ProbeOptions& options) {
   Expected<void> interpreter;
   if (options.interpreter)
     interpreter = [&]() -> Expected<void> {
-      auto exe = ENVFIX_TRY(default_interpreter(options.python));
-      auto info = ENVFIX_TRY(probe_python(exe, options.cache_dir, options.python_timeout));
-      if (options.installed) facts.installed = ENVFIX_TRY(scan_installed(info));
+      auto choice = ENVFIX_TRY(choose_interpreter(options.python));
+      facts.python_from = choice.how;
+      auto info = ENVFIX_TRY(probe_python(choice.path, options.cache_dir, options.python_timeout));
+      if (options.installed) {
+        facts.installed = ENVFIX_TRY(scan_installed(info));
+        read_conda_meta(info.prefix, facts.installed, &facts.notes);
+      }
       facts.python = std::move(info);
       return {};
     }();

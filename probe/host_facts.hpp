@@ -52,6 +52,21 @@ struct PythonInfo {
   std::vector<std::filesystem::path> site_paths; // sys.path entries that are directories (scanned too)
 };
 
+// A conda-meta/<name>-<version>-<build>.json record (https://docs.conda.io/projects/conda/en/latest/
+// user-guide/concepts/pkg-specs.html): the conda package that owns a dist-info. Its name may differ
+// from the Python project's (pytorch owns torch); its build string carries the variant
+// ("cuda129_…", "py3.11_cuda12.4_cudnn9.1.0_0", "cpu_…").
+struct CondaRecord {
+  std::string name, version, build, channel;
+  std::filesystem::path record; // the conda-meta file ("" when only INSTALLER said conda)
+  // Shared objects the record installs outside site-packages ($PREFIX/lib/libtorch_cuda.so): conda
+  // puts a package's kernels there, where RECORD never points.
+  std::vector<std::filesystem::path> prefix_objects;
+};
+// The framework variant a conda build string names: "cuda129_…" → cu129, "py3.11_cuda12.4_…" → cu124,
+// "cpu_…" → cpu; nullopt when it names none.
+[[nodiscard]] std::optional<std::string> conda_build_variant(std::string_view build);
+
 struct InstalledDist {
   std::string name;                        // as written in METADATA (or the folder name)
   specs::Version version;                  // with local label: 2.7.0+cu128
@@ -61,6 +76,7 @@ struct InstalledDist {
   std::vector<specs::Requirement> requires_dist;
   bool has_record = false;
   bool requested = false;                  // REQUESTED present
+  std::optional<CondaRecord> conda;        // owned by conda (a conda-meta record lists it, or INSTALLER=conda)
   [[nodiscard]] std::string normalized_name() const;
   [[nodiscard]] std::string local() const { return version.local(); } // "cu128" or ""
 };
@@ -82,6 +98,7 @@ struct HostFacts {
   std::optional<std::filesystem::path> pip_on_path;        // `pip` found on PATH
   std::optional<std::filesystem::path> pip_interpreter;    // interpreter from pip's shebang
   bool gpus_planned = false;                // gpus/driver come from --gpu/--driver, not the machine
+  std::string python_from;                  // how the interpreter was chosen (InterpreterChoice::how)
 };
 
 struct ProbeOptions {
@@ -126,8 +143,18 @@ private:
                                                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
 // Every *.dist-info in the scheme's purelib/platlib (deduplicated), sorted by normalized name.
 [[nodiscard]] Expected<std::vector<InstalledDist>> scan_installed(const PythonInfo& python);
+// Which interpreter a command targets and which rule chose it, so that output can name both.
+struct InterpreterChoice {
+  std::filesystem::path path;
+  std::string how; // "--python", "$ENVFIX_PYTHON", "$VIRTUAL_ENV", "$CONDA_PREFIX", "python3 on PATH"
+};
+[[nodiscard]] Expected<InterpreterChoice> choose_interpreter(const std::optional<std::filesystem::path>& explicit_python);
 // The default interpreter: --python, then $VIRTUAL_ENV, then $CONDA_PREFIX, then python3 on PATH.
 [[nodiscard]] Expected<std::filesystem::path> default_interpreter(const std::optional<std::filesystem::path>& explicit_python);
+// Marks the dists conda owns: a conda-meta record under `prefix` whose `files` lie in the dist-info,
+// or INSTALLER "conda". A prefix without conda-meta/ changes nothing.
+void read_conda_meta(const std::filesystem::path& prefix, std::vector<InstalledDist>& dists,
+                     std::vector<std::string>* notes = nullptr);
 [[nodiscard]] Expected<HostFacts> probe_host(const ProbeOptions& options);
 
 } // namespace envfix::probe

@@ -199,8 +199,8 @@ std::vector<std::vector<const InstalledDist*>> find_duplicates(const std::vector
 
 Expected<std::vector<InstalledObject>> installed_shared_objects(const InstalledDist& dist) {
   std::vector<InstalledObject> out;
-  if (!dist.has_record) return out;
-  auto text = ENVFIX_TRY(util::read_file(dist.dist_info / "RECORD"));
+  if (!dist.has_record && !dist.conda) return out;
+  auto text = dist.has_record ? ENVFIX_TRY(util::read_file(dist.dist_info / "RECORD")) : std::string();
   auto rows = parse_record(text);
   if (!rows) return std::unexpected(std::move(rows.error()).context((dist.dist_info / "RECORD").string()));
   auto site = dist.dist_info.parent_path();
@@ -210,6 +210,16 @@ Expected<std::vector<InstalledObject>> installed_shared_objects(const InstalledD
     std::error_code ec;
     if (fs::is_regular_file(p, ec)) out.push_back({std::move(p), std::move(r)});
   }
+  // conda's kernels live in $PREFIX/lib, listed by its conda-meta record, not by RECORD.
+  if (dist.conda)
+    for (const auto& p : dist.conda->prefix_objects) {
+      std::error_code ec;
+      if (!fs::is_regular_file(p, ec)) continue;
+      RecordEntry e;
+      e.path = p.string();
+      e.size = fs::file_size(p, ec);
+      out.push_back({p, std::move(e)});
+    }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
   out.erase(std::unique(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path == b.path; }), out.end());
   return out;

@@ -1,6 +1,7 @@
 #pragma once
 // Where the resolver gets its facts: the files an index offers for a project and the core metadata of
 // one of them. Tests and scenarios feed a MemoryProvider; the CLI uses IndexProvider (index::IndexClient).
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +31,11 @@ public:
   [[nodiscard]] virtual Expected<void> complete_hash(index::Candidate& file) {
     (void)file;
     return {};
+  }
+  // A version the resolver tries first when it is allowed (the installed one: resolver/installed.hpp).
+  [[nodiscard]] virtual std::optional<specs::Version> preferred_version(const std::string& project) {
+    (void)project;
+    return std::nullopt;
   }
 };
 

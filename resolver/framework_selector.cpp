@@ -408,6 +408,7 @@ Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarge
                          spec.name, archs, main, main);
   }
   e.causes.push_back("`envfix plan --explain` lists every rejected file");
+  if (request.rejected_out) *request.rejected_out = out.rejected;
   return std::unexpected(e);
 }
 

@@ -83,6 +83,7 @@ struct FrameworkRequest {
   std::string variant;                        // --variant
   bool allow_cpu = false;
   bool allow_unhashed = false;
+  std::vector<Rejection>* rejected_out = nullptr; // when nothing fits: every rejection, for --explain
 };
 
 struct FrameworkChoice {

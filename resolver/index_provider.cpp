@@ -21,6 +21,7 @@ Expected<std::vector<index::Candidate>> IndexProvider::assemble(const std::strin
   std::vector<index::Candidate> out;
   if (!page) {
     if (page.error().code != ErrorCode::not_found) return std::unexpected(page.error());
+    m_missing.emplace(project, page.error());
   } else {
     out = std::move(*page);
   }

@@ -22,6 +22,10 @@ public:
   void prefetch_metadata(std::span<const index::Candidate> files) override;
   [[nodiscard]] Expected<void> complete_hash(index::Candidate& file) override;
 
+  // The projects whose index page answered 404 (a missing project is an empty list to the resolver),
+  // with the error naming the URL: when every index lacks the main package, that is the answer.
+  [[nodiscard]] const std::map<std::string, Error>& missing_pages() const { return m_missing; }
+
 private:
   index::IndexClient& m_client;
   std::string m_index_url;
@@ -30,6 +34,7 @@ private:
   [[nodiscard]] Expected<std::vector<index::Candidate>> assemble(const std::string& project,
                                                                  Expected<std::vector<index::Candidate>> page);
   std::map<std::string, std::vector<index::Candidate>> m_pages;
+  std::map<std::string, Error> m_missing;
   std::map<std::string, std::string> m_metadata; // url → METADATA text (prefetched)
 };
 

@@ -36,7 +36,10 @@ Plan make_plan(const PlanInputs& in) {
     PlanInstall add{pin.name, pin.version.to_string(), pin.file.filename, pin.file.url, pin.file.sha256, pin.file.size, ""};
     if (it != installed.end()) {
       for (const auto* p : it->second) {
-        if (add.replaces.empty()) add.replaces = p->version.to_string();
+        if (add.replaces.empty()) {
+          add.replaces = p->version.to_string();
+          add.required_by = pin.required_by;
+        }
         plan.remove.push_back({p->name, p->version.to_string(), "replaced"});
       }
     }
@@ -79,6 +82,9 @@ Plan make_plan(const PlanInputs& in) {
       for (const auto* p : list) plan.remove.push_back({name, p->version.to_string(), "unused-cuda-runtime"});
     }
   }
+  for (auto& r : plan.remove)
+    for (const auto& p : in.installed)
+      if (p.name == r.name && p.version.to_string() == r.version && !p.conda.empty()) r.conda = p.conda;
   std::sort(plan.remove.begin(), plan.remove.end(), [](const PlanRemove& a, const PlanRemove& b) {
     return std::tie(a.name, a.version) < std::tie(b.name, b.version);
   });

@@ -19,6 +19,7 @@ struct InstalledPackage {
   std::string name; // normalized
   specs::Version version;
   std::vector<specs::Requirement> requires_dist;
+  std::string conda; // the conda package that owns it ("pytorch 2.5.1 cuda129_…"); "" when conda does not
 };
 
 struct PlanInstall {
@@ -29,12 +30,14 @@ struct PlanInstall {
   std::optional<std::string> sha256;
   std::optional<std::uint64_t> size;
   std::string replaces; // installed version it replaces, "" when new
+  std::vector<std::string> required_by; // for a replacement: who forces the change ("pkg==1.0", "<request>")
 };
 
 struct PlanRemove {
   std::string name;
   std::string version;
   std::string why; // "replaced", "companion-inconsistent", "duplicate", "unused-cuda-runtime"
+  std::string conda; // the conda package that owns it (InstalledPackage::conda), "" when none
 };
 
 struct Plan {

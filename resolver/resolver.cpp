@@ -185,7 +185,8 @@ ProjectFiles classify_files(const std::vector<index::Candidate>& files, const Re
       }
     }
     // A local file is its own source of truth: it is hashed if chosen (CandidateProvider::complete_hash).
-    if (!options.allow_unhashed && (!f.sha256 || f.sha256->empty()) && !index::file_url_to_path(f.url)) {
+    if (!options.allow_unhashed && (!f.sha256 || f.sha256->empty()) && !index::file_url_to_path(f.url) &&
+        !f.url.starts_with("installed:") /* resolver/installed.hpp: already there, nothing to fetch */) {
       rej.reason = RejectReason::hash_missing;
       rej.detail = "the index gives no sha256 for this file (use --allow-unhashed to accept it)";
       out.rejected.push_back(std::move(rej));
@@ -236,6 +237,11 @@ struct Resolver::Impl {
     if (!files) return std::unexpected(std::move(files).error().context(fmt::format("cannot list '{}'", name)));
     Project p;
     p.files = classify_files(*files, options);
+    // The preferred (installed) version is tried first; any other is tried only when it conflicts.
+    if (auto pv = provider.preferred_version(name))
+      std::stable_partition(p.files.usable.begin(), p.files.usable.end(), [&](const ProjectFile& f) {
+        return f.version == *pv && f.version.local() == pv->local();
+      });
     for (const auto& r : p.files.rejected) {
       if (rejected_seen.insert(r.filename + "|" + r.index).second) rejected.push_back(r);
     }

@@ -644,6 +644,67 @@ std::string evfw_spec(const std::string& simple_dir, const std::string& version,
                      simple_dir, version, byte_list(so));
 }
 
+TEST_CASE("framework apply keeps an installed typing-extensions the mirror lacks (the pydantic case); pip check passes") {
+  auto spec = [](bool newer) {
+    return fmt::format(R"({{"simple_dir": "whl/cu128", "files_dir": "whl/files", "json": false, "packages": [
+      {{"name": "fixfw", "version": "1.0.0+cu128", "requires_dist": ["typing-extensions>=4.0"], "files": {{"fixfw/__init__.py": {}}}}},
+      {{"name": "pydantic", "version": "2.13.4", "requires_dist": ["typing-extensions>=4.14.1"]}},
+      {{"name": "typing-extensions", "version": "4.12.2"}}{}
+    ]}})", json(fixfw_init(false)).dump(), newer ? R"(, {"name": "typing-extensions", "version": "4.15.0"})" : "");
+  };
+  World w(spec(true));
+  write(w.root() / "matrices/fixfw.yaml", kFixfwMatrices);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  auto p = w.pip(ve, {"install", "--index-url", w.http_base() + "/whl/cu128", "pydantic==2.13.4", "typing-extensions==4.15.0"});
+  REQUIRE_MESSAGE(p.ok(), p.err);
+  w.rebuild_index(spec(false)); // the mirror now holds typing-extensions 4.12.2 only
+  auto r = w.envfix({"--format", "json", "apply", "fixfw", "--framework", "fixfw", "--matrices", (w.root() / "matrices").string(),
+                     "--mirror", w.base_url(), "--gpu", "sm_90", "--driver", "580.65.06", "--python", py, "--yes", "--lockfile",
+                     w.lockfile().string()});
+  REQUIRE(r.rc == 0);
+  auto j = json::parse(r.out);
+  CHECK(j["remove"].empty());
+  CHECK(std::find(j["keep"].begin(), j["keep"].end(), json("typing-extensions==4.15.0")) != j["keep"].end());
+  auto after = w.pip_list(ve);
+  CHECK((after.count("typing-extensions") ? after.at("typing-extensions") : after.at("typing_extensions")) == "4.15.0");
+  auto check = w.pip(ve, {"check"});
+  CHECK_MESSAGE(check.ok(), (check.out + check.err));
+}
+
+TEST_CASE("framework apply in a conda prefix: conda's framework package is refused, replaced only with --allow-conda-overwrite") {
+  std::string spec = fmt::format(R"({{"simple_dir": "whl/cu128", "files_dir": "whl/files", "packages": [
+    {{"name": "fixfw", "version": "1.0.0+cu128", "files": {{"fixfw/__init__.py": {}}}}},
+    {{"name": "fixfw", "version": "1.1.0+cu128", "files": {{"fixfw/__init__.py": {}}}}}
+  ]}})", json(fixfw_init(false)).dump(), json(fixfw_init(false)).dump());
+  World w(spec);
+  write(w.root() / "matrices/fixfw.yaml", kFixfwMatrices);
+  auto ve = w.venv("condaenv");
+  auto py = (ve / "bin/python").string();
+  auto fw = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a{"apply", "--framework", "fixfw", "--matrices", (w.root() / "matrices").string(), "--mirror", w.base_url(),
+                               "--gpu", "sm_90", "--driver", "580.65.06", "--python", py, "--yes", "--lockfile", w.lockfile().string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  REQUIRE(w.envfix(fw({"fixfw==1.0.0"})).rc == 0);
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(ve / "lib"))
+    if (e.path().filename().string().starts_with("python3")) site = e.path() / "site-packages";
+  auto rel_site = fs::relative(site, ve).generic_string();
+  write(ve / "conda-meta" / "fixfw-1.0.0-cuda128_h0_0.json",
+        json{{"name", "fixfw"}, {"version", "1.0.0"}, {"build", "cuda128_h0_0"}, {"channel", "test"},
+             {"files", {rel_site + "/fixfw-1.0.0+cu128.dist-info/METADATA"}}}.dump());
+  const auto before = manifest(ve);
+  auto refused = w.envfix(fw({"fixfw==1.1.0"}));
+  CHECK(refused.rc == 1);
+  CHECK(refused.err.find("conda owns: fixfw 1.0.0+cu128 (conda package fixfw 1.0.0 cuda128_h0_0)") != std::string::npos);
+  CHECK(manifest(ve) == before);
+  auto ok = w.envfix(fw({"fixfw==1.1.0", "--allow-conda-overwrite"}));
+  CHECK(ok.rc == 0);
+  CHECK(w.pip_list(ve).at("fixfw") == "1.1.0+cu128");
+}
+
 TEST_CASE("evidence first: apply falls through a refused build; installed binaries are never 'nothing to do'; "
           "doctor's fix, run as printed, heals") {
   World w(evfw_spec("whl/cu128", "3.0.0+cu128", arch_shared_object("80")));
@@ -862,6 +923,256 @@ TEST_CASE("cache dir, size and clean") {
   CHECK(fs::exists(root / "c"));
   CHECK(fs::is_empty(root / "c"));
   fs::remove_all(root);
+}
+
+// The environment around the request (docs/architecture.md, Choosing the framework set): pip keeps
+// an installed version that satisfies every requirement on it, and envfix must too.
+// pydantic 2.13.4 needs typing-extensions>=4.14.1; the venv has 4.15.0; the index (HTML only: no
+// sizes, PEP 700 sizes are JSON-only) later holds typing-extensions 4.12.2 alone.
+constexpr const char* kNeighboursFull = R"({"packages": [
+  {"name": "pydantic", "version": "2.13.4", "requires_dist": ["typing-extensions>=4.14.1"]},
+  {"name": "typing-extensions", "version": "4.15.0"},
+  {"name": "typing-extensions", "version": "4.12.2"}
+], "json": false})";
+constexpr const char* kNeighboursMirror = R"({"packages": [
+  {"name": "typing-extensions", "version": "4.12.2"},
+  {"name": "app", "version": "1.0", "requires_dist": ["typing-extensions>=4.0"]},
+  {"name": "oldapp", "version": "1.0", "requires_dist": ["typing-extensions<4.13"]}
+], "json": false})";
+
+TEST_CASE("apply keeps an installed version that satisfies every requirement (pydantic/typing-extensions); pip check passes") {
+  World w(kNeighboursFull);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  auto p = w.pip(ve, {"install", "--index-url", w.pip_index_url(), "pydantic==2.13.4", "typing-extensions==4.15.0"});
+  REQUIRE_MESSAGE(p.ok(), p.err);
+  w.rebuild_index(kNeighboursMirror);
+  std::error_code ec;
+  fs::remove_all(w.index_dir() / "simple" / "pydantic", ec);
+
+  auto plan = w.envfix({"--format", "json", "plan", "app", "--index-url", w.index_url(), "--python", py});
+  REQUIRE(plan.rc == 0);
+  auto j = json::parse(plan.out);
+  REQUIRE(j["install"].size() == 1);
+  CHECK(j["install"][0]["name"] == "app");
+  CHECK(j["remove"].empty());
+  CHECK(std::find(j["keep"].begin(), j["keep"].end(), json("typing-extensions==4.15.0")) != j["keep"].end());
+  // The target interpreter is named with how it was chosen.
+  CHECK(j["host"]["interpreter"] == py);
+  CHECK(j["host"]["interpreter_from"] == "--python");
+  // An HTML index gives no sizes: the plan says so instead of "0 B".
+  CHECK(j["download_size_unknown"] == 1);
+  auto text = w.envfix({"plan", "app", "--index-url", w.index_url(), "--python", py});
+  CHECK(text.err.find("Would download size unknown (1 files)") != std::string::npos);
+  CHECK(text.err.find("0 B") == std::string::npos);
+  CHECK(text.err.find("interpreter: " + py + " (from --python)") != std::string::npos);
+
+  auto r = w.envfix({"apply", "app", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()});
+  REQUIRE(r.rc == 0);
+  auto after = w.pip_list(ve);
+  CHECK((after.count("typing-extensions") ? after.at("typing-extensions") : after.at("typing_extensions")) == "4.15.0");
+  CHECK(after.at("app") == "1.0");
+  auto check = w.pip(ve, {"check"});
+  CHECK_MESSAGE(check.ok(), (check.out + check.err));
+  // The size of what was downloaded is learned; nothing is ever written as 0.
+  auto lock = slurp(w.lockfile());
+  CHECK(lock.find("name: app") != std::string::npos);
+  CHECK(lock.find("size: 0") == std::string::npos);
+  auto at = lock.find("name: app");
+  CHECK(lock.find("size: ", at) != std::string::npos);
+}
+
+TEST_CASE("a plan that would break an installed package is refused naming it; the venv is byte-identical after") {
+  World w(kNeighboursFull);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  auto p = w.pip(ve, {"install", "--index-url", w.pip_index_url(), "pydantic==2.13.4", "typing-extensions==4.15.0"});
+  REQUIRE_MESSAGE(p.ok(), p.err);
+  w.rebuild_index(kNeighboursMirror);
+  auto before = manifest(ve);
+  auto plan = w.envfix({"--format", "json", "plan", "oldapp", "--index-url", w.index_url(), "--python", py});
+  CHECK(plan.rc == 1);
+  CHECK(plan.err.find("pydantic==2.13.4 requires typing-extensions>=4.14.1") != std::string::npos);
+  CHECK(plan.err.find("--allow-breaking") != std::string::npos);
+  auto j = json::parse(plan.out);
+  CHECK(j["error"]["code"] == "unsatisfiable");
+  auto r = w.envfix({"apply", "oldapp", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("would break 1 installed package: pydantic==2.13.4") != std::string::npos);
+  CHECK(manifest(ve) == before);
+  CHECK(!fs::exists(w.lockfile()));
+  // The forced replacement names who forces it; --allow-breaking plans it with a warning.
+  auto forced = w.envfix({"--format", "json", "plan", "oldapp", "--index-url", w.index_url(), "--python", py, "--allow-breaking"});
+  REQUIRE(forced.rc == 0);
+  auto fj = json::parse(forced.out);
+  bool named = false;
+  for (const auto& i : fj["install"])
+    if (i["name"] == "typing-extensions") named = i["replaces"] == "4.15.0" && i["required_by"].dump().find("oldapp") != std::string::npos;
+  CHECK(named);
+  CHECK(fj["warnings"].dump().find("pydantic==2.13.4 requires typing-extensions>=4.14.1") != std::string::npos);
+}
+
+TEST_CASE("lock from an HTML index without sizes: sizes from HEAD, never size = 0; export --all -o DIR creates DIR") {
+  World w(kNeighboursMirror);
+  auto lk = w.envfix({"lock", "app", "--index-url", w.index_url(), "-o", w.lockfile().string()});
+  REQUIRE(lk.rc == 0);
+  auto lock = slurp(w.lockfile());
+  CHECK(lock.find("size: 0") == std::string::npos);
+  std::size_t n = 0;
+  for (auto at = lock.find("size: "); at != std::string::npos; at = lock.find("size: ", at + 1)) ++n;
+  CHECK(n == 2);
+  auto dir = w.root() / "out" / "nested";
+  auto ex = w.envfix({"--lockfile", w.lockfile().string(), "export", "--format", "pylock", "--all", "-o", dir.string()});
+  REQUIRE(ex.rc == 0);
+  REQUIRE(fs::is_directory(dir));
+  for (const auto& e : fs::directory_iterator(dir)) {
+    auto t = slurp(e.path());
+    CHECK(t.find("size = 0") == std::string::npos);
+    CHECK(t.find("size = ") != std::string::npos);
+  }
+}
+
+TEST_CASE("repeatable options take one value per occurrence: --gpu, --find-links, --target never swallow what follows") {
+  World w(kPlainIndex);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  auto links = w.index_dir() / "files";
+  auto fl = w.envfix({"plan", "--find-links", links.string(), "alpha", "--python", py});
+  CHECK(fl.rc == 0);
+  CHECK(fl.err.find("nothing to resolve") == std::string::npos);
+  CHECK(fl.err.find(" + alpha==1.1") != std::string::npos);
+  auto gpu = w.envfix({"plan", "--gpu", "sm_120", "alpha", "--index-url", w.index_url(), "--python", py});
+  CHECK(gpu.err.find("not an arch") == std::string::npos);
+  CHECK(gpu.rc == 0);
+  auto gpus = w.envfix({"plan", "--gpu", "sm_120,sm_90", "alpha", "--index-url", w.index_url(), "--python", py});
+  CHECK(gpus.rc == 0);
+  CHECK(gpus.err.find("(sm_120), planned sm_90 (sm_90)") != std::string::npos);
+  auto lk = w.envfix({"lock", "--target", "python=3.11", "alpha", "--index-url", w.index_url(), "-o", w.lockfile().string()});
+  CHECK(lk.rc == 0);
+  CHECK(slurp(w.lockfile()).find("name: alpha") != std::string::npos);
+  auto ins = w.envfix({"inspect", "--gpu", "sm_90", (links / "beta-1.0-py3-none-any.whl").string()});
+  CHECK(ins.err.find("files is required") == std::string::npos);
+  // A --mirror whose indexes all answer 404 says so, naming the URLs (not "no build fits").
+  auto mirror = w.envfix({"plan", "torch", "--mirror", w.base_url() + "/no-such-mirror", "--gpu", "sm_90", "--driver", "580.65.06",
+                          "--python", py});
+  CHECK(mirror.rc == 1);
+  CHECK(mirror.err.find("answered HTTP 404") != std::string::npos);
+  CHECK(mirror.err.find("/no-such-mirror/") != std::string::npos);
+  CHECK(mirror.err.find("driver-too-old") == std::string::npos);
+  auto ap = w.envfix({"apply", "--find-links", links.string(), "alpha", "--python", py, "--yes", "--lockfile", w.lockfile().string()});
+  CHECK(ap.rc == 0);
+  CHECK(w.pip_list(ve).at("alpha") == "1.1");
+}
+
+TEST_CASE("free-threaded targets: plan and lock for --python-version 3.13t pick cp313t wheels") {
+  World w(R"({"packages": [
+    {"name": "ftpkg", "version": "1.0", "tags": ["cp313-cp313-manylinux_2_28_x86_64", "cp313-cp313t-manylinux_2_28_x86_64",
+                                                  "cp39-abi3-manylinux_2_28_x86_64"]}]})");
+  auto plan = w.envfix({"--format", "json", "plan", "ftpkg", "--index-url", w.index_url(), "--python-version", "3.13t",
+                        "--platform", "manylinux_2_28_x86_64"});
+  REQUIRE(plan.rc == 0);
+  auto j = json::parse(plan.out);
+  REQUIRE(j["install"].size() == 1);
+  CHECK(j["install"][0]["filename"] == "ftpkg-1.0-cp313-cp313t-manylinux_2_28_x86_64.whl");
+  auto text = w.envfix({"plan", "ftpkg", "--index-url", w.index_url(), "--python-version", "3.13t", "--platform", "manylinux_2_28_x86_64"});
+  CHECK(text.err.find("free-threaded (cp313t") != std::string::npos);
+  // Without the t: the GIL build.
+  auto gil = w.envfix({"--format", "json", "plan", "ftpkg", "--index-url", w.index_url(), "--python-version", "3.13",
+                       "--platform", "manylinux_2_28_x86_64"});
+  REQUIRE(gil.rc == 0);
+  CHECK(json::parse(gil.out)["install"][0]["filename"] == "ftpkg-1.0-cp313-cp313-manylinux_2_28_x86_64.whl");
+  auto lk = w.envfix({"lock", "ftpkg", "--index-url", w.index_url(), "--target", "python=3.13t,platform=manylinux_2_28_x86_64",
+                      "--target", "python=3.12,platform=manylinux_2_28_x86_64", "-o", w.lockfile().string()});
+  REQUIRE(lk.rc == 0);
+  auto lock = slurp(w.lockfile());
+  CHECK(lock.find("id: cpu-cp313t-manylinux_2_28_x86_64") != std::string::npos);
+  CHECK(lock.find("filename: ftpkg-1.0-cp313-cp313t-manylinux_2_28_x86_64.whl") != std::string::npos);
+  CHECK(lock.find("filename: ftpkg-1.0-cp39-abi3-manylinux_2_28_x86_64.whl") != std::string::npos); // the 3.12 target
+  // --explain lists every rejected candidate on a failed plan too, in the JSON error document as well.
+  auto ex = w.envfix({"--format", "json", "plan", "ftpkg", "--index-url", w.index_url(), "--python-version", "3.13", "--platform",
+                      "manylinux_2_17_x86_64", "--explain"});
+  CHECK(ex.rc == 1);
+  auto ej = json::parse(ex.out);
+  REQUIRE(ej["error"]["rejected"].size() == 3);
+  CHECK(ej["error"]["rejected"][0]["reason"] == "platform");
+  auto ext = w.envfix({"plan", "ftpkg", "--index-url", w.index_url(), "--python-version", "3.13", "--platform",
+                       "manylinux_2_17_x86_64", "--explain"});
+  CHECK(ext.err.find("rejected (3):") != std::string::npos);
+  auto bad = w.envfix({"plan", "ftpkg", "--index-url", w.index_url(), "--python-version", "3.12t"});
+  CHECK(bad.rc == 1);
+  CHECK(bad.err.find("free-threaded builds exist from 3.13 on") != std::string::npos);
+}
+
+// A conda-like prefix: conda-meta/ records own dist-infos (and kernels in $PREFIX/lib); envfix reads
+// them and leaves conda's packages to conda unless --allow-conda-overwrite.
+TEST_CASE("conda prefix: doctor reads conda-meta; apply refuses to replace conda's package, then succeeds with the flag") {
+  World w(kPlainIndex);
+  auto ve = w.venv("condaenv");
+  auto py = (ve / "bin/python").string();
+  auto p = w.pip(ve, {"install", "--index-url", w.pip_index_url(), "alpha==1.0"});
+  REQUIRE_MESSAGE(p.ok(), p.err);
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(ve / "lib"))
+    if (e.path().filename().string().starts_with("python3")) site = e.path() / "site-packages";
+  REQUIRE(fs::is_directory(site));
+  auto rel_site = fs::relative(site, ve).generic_string();
+  // alpha belongs to conda; so does a torch whose kernels conda put in $PREFIX/lib.
+  write(site / "alpha-1.0.dist-info" / "INSTALLER", "conda\n");
+  write(ve / "conda-meta" / "alpha-1.0-py_0.json",
+        json{{"name", "alpha"}, {"version", "1.0"}, {"build", "py_0"}, {"channel", "conda-forge"},
+             {"files", {rel_site + "/alpha-1.0.dist-info/METADATA", rel_site + "/alpha/__init__.py"}}}.dump());
+  write(site / "torch-2.9.0.dist-info" / "METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0\n");
+  write(site / "torch-2.9.0.dist-info" / "INSTALLER", "conda\n");
+  write(site / "torch-2.9.0.dist-info" / "RECORD", "");
+  fs::path libz = "/lib/x86_64-linux-gnu/libz.so.1";
+  if (fs::exists(libz)) fs::copy_file(libz, ve / "lib" / "libtorch_cuda.so");
+  write(ve / "conda-meta" / "pytorch-2.9.0-cuda129_mkl_py311_h0_300.json",
+        json{{"name", "pytorch"}, {"version", "2.9.0"}, {"build", "cuda129_mkl_py311_h0_300"}, {"channel", "conda-forge"},
+             {"files", {rel_site + "/torch-2.9.0.dist-info/METADATA", "lib/libtorch_cuda.so"}}}.dump());
+
+  auto doc = w.envfix({"doctor", "--python", py, "--gpu", "sm_90", "--driver", "580.65.06", "--no-repro", "--format", "json"});
+  auto dj = json::parse(doc.out);
+  bool seen = false;
+  for (const auto& pk : dj["packages"])
+    if (pk["name"] == "torch") {
+      seen = true;
+      CHECK(pk["variant"] == "cu129");
+      CHECK(pk["variant_from"] == "conda-meta");
+      CHECK(pk["source"].get<std::string>().starts_with("conda:pytorch 2.9.0 cuda129"));
+      if (fs::exists(libz)) {
+        REQUIRE(pk["kernels"].is_object());
+        CHECK(pk["kernels"]["scanned"].get<int>() >= 1); // $PREFIX/lib was read
+      }
+    }
+  CHECK(seen);
+  CHECK(dj["python"]["env"] != "system");
+  CHECK(dj["findings"].dump().find("conda-owned") != std::string::npos);
+
+  auto before = manifest(ve);
+  auto shown = w.envfix({"--format", "json", "plan", "alpha==1.1", "--index-url", w.index_url(), "--python", py, "--allow-conda-overwrite"});
+  REQUIRE(shown.rc == 0);
+  auto sj = json::parse(shown.out);
+  REQUIRE(sj["remove"].size() == 1);
+  CHECK(sj["remove"][0]["conda"] == "alpha 1.0 py_0");
+  auto r = w.envfix({"apply", "alpha==1.1", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("conda owns: alpha 1.0 (conda package alpha 1.0 py_0)") != std::string::npos);
+  CHECK(r.err.find("conda install") != std::string::npos);
+  CHECK(r.err.find("--allow-conda-overwrite") != std::string::npos);
+  CHECK(manifest(ve) == before);
+  auto ok = w.envfix({"apply", "alpha==1.1", "--index-url", w.index_url(), "--python", py, "--yes", "--allow-conda-overwrite",
+                      "--lockfile", w.lockfile().string()});
+  CHECK(ok.rc == 0);
+  CHECK(ok.err.find("--allow-conda-overwrite: replacing alpha 1.0") != std::string::npos);
+  // (the plan shows the removal as conda's)
+  CHECK(w.pip_list(ve).at("alpha") == "1.1");
+  // apply --locked replaces every locked package: conda's are refused there too.
+  write(site / "alpha-1.1.dist-info" / "INSTALLER", "conda\n");
+  auto before_locked = manifest(ve);
+  auto locked = w.envfix({"apply", "--locked", "--python", py, "--yes", "--lockfile", w.lockfile().string()});
+  CHECK(locked.rc == 1);
+  CHECK(locked.err.find("conda owns: alpha 1.1") != std::string::npos);
+  CHECK(manifest(ve) == before_locked);
 }
 
 } // TEST_SUITE

@@ -172,6 +172,36 @@ TEST_CASE("requirements export has index, pins and hashes") {
   CHECK(r.find("torch==2.7.0+cu128 \\\n    --hash=sha256:" + std::string(64, 'a')) != std::string::npos);
   CHECK(r.find("secret") == std::string::npos);
 }
+
+TEST_CASE("an unknown size is left out, never written as 0; size: 0 of older files reads as unknown") {
+  LockFile l = sample();
+  l.targets[0].packages[1].size.reset(); // torch
+  std::string y = l.to_yaml();
+  CHECK(y.find("size: 0") == std::string::npos);
+  CHECK(y.find("size: 8000") != std::string::npos);
+  auto back = LockFile::parse(y, "envfix.lock");
+  REQUIRE_MESSAGE(back, (back ? "" : back.error().render()));
+  CHECK(back->to_yaml() == y);
+  CHECK(!back->find(back->targets[0].id)->packages[0].size); // sorted: torch first
+  auto py = to_pylock_toml(*back, back->targets[0]);
+  CHECK(py.find("size = 0") == std::string::npos);
+  CHECK(py.find("size = 8000") != std::string::npos);
+  std::string old = y;
+  old.replace(old.find("size: 8000"), 10, "size: 0");
+  auto o = LockFile::parse(old, "envfix.lock");
+  REQUIRE(o);
+  CHECK(o->to_yaml().find("size: ") == std::string::npos);
+}
+
+TEST_CASE("a free-threaded target: id cp313t, pylock requires-python without the t") {
+  LockFile l = sample();
+  l.targets[0].host.python = "3.13t";
+  l.targets[0].id = make_target_id(l.targets[0].host);
+  CHECK(l.targets[0].id == "sm_120-cp313t-manylinux_2_28_x86_64");
+  auto py = to_pylock_toml(l, l.targets[0]);
+  CHECK(py.find("==3.13.*") != std::string::npos);
+  CHECK(py.find("3.13t.*") == std::string::npos);
+}
 }
 
 TEST_SUITE("integration") {

@@ -98,6 +98,14 @@ TEST_CASE("read the real dist-info folders captured on the H200 machine") {
   CHECK(find_duplicates(dists).empty());
 }
 
+TEST_CASE("conda build strings name the variant") {
+  CHECK(conda_build_variant("cuda129_mkl_py312_h1234567_300") == "cu129");
+  CHECK(conda_build_variant("py3.11_cuda12.4_cudnn9.1.0_0") == "cu124");
+  CHECK(conda_build_variant("cpu_mkl_py312_h0_100") == "cpu");
+  CHECK(conda_build_variant("py3.12_cpu_0") == "cpu");
+  CHECK(!conda_build_variant("py_0"));
+}
+
 } // TEST_SUITE unit
 
 TEST_SUITE("integration") {
@@ -150,6 +158,39 @@ TEST_CASE("hand-made site-packages: duplicates, missing RECORD, broken METADATA,
   notes.clear();
   CHECK(scan_site_directory(site, &notes).size() == 3);
   CHECK(!notes.empty());
+}
+
+TEST_CASE("conda-meta records own dist-infos and list kernels in $PREFIX/lib") {
+  TempDir tmp;
+  auto prefix = tmp.path();
+  auto site = prefix / "lib/python3.11/site-packages";
+  test::write(site / "torch-2.9.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0\n");
+  test::write(site / "numpy-2.0.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: numpy\nVersion: 2.0.0\n");
+  test::write(site / "numpy-2.0.0.dist-info/INSTALLER", "conda\n");
+  test::write(site / "six-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: six\nVersion: 1.0\n");
+  test::write(site / "six-1.0.dist-info/INSTALLER", "pip\n");
+  test::write(prefix / "lib/libtorch_cuda.so", "x");
+  test::write(prefix / "conda-meta/pytorch-2.9.0-cuda129_h0_300.json",
+              R"({"name": "pytorch", "version": "2.9.0", "build": "cuda129_h0_300", "channel": "conda-forge",
+                  "files": ["lib/python3.11/site-packages/torch-2.9.0.dist-info/METADATA", "lib/libtorch_cuda.so", "bin/x"]})");
+  test::write(prefix / "conda-meta/broken.json", "{nope");
+  auto dists = scan_site_directory(site);
+  std::vector<std::string> notes;
+  read_conda_meta(prefix, dists, &notes);
+  REQUIRE(dists.size() == 3);
+  REQUIRE(dists[0].conda);
+  CHECK(dists[0].conda->name == "numpy"); // INSTALLER conda only
+  CHECK(dists[1].name == "six");
+  CHECK(!dists[1].conda);
+  REQUIRE(dists[2].conda);
+  CHECK(dists[2].conda->name == "pytorch");
+  CHECK(dists[2].conda->build == "cuda129_h0_300");
+  REQUIRE(dists[2].conda->prefix_objects.size() == 1);
+  auto objs = installed_shared_objects(dists[2]);
+  REQUIRE(objs);
+  REQUIRE(objs->size() == 1);
+  CHECK(objs->front().path.filename() == "libtorch_cuda.so");
+  CHECK(notes.size() == 1); // the broken record is named
 }
 
 } // TEST_SUITE integration

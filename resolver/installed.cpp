@@ -1,0 +1,118 @@
+#include "resolver/installed.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "specs/name.hpp"
+
+namespace envfix::resolver {
+
+PreferInstalledProvider::PreferInstalledProvider(CandidateProvider& inner, const std::vector<InstalledPackage>& installed,
+                                                 std::set<std::string> upgrade)
+    : m_inner(inner), m_upgrade(std::move(upgrade)) {
+  for (const auto& p : installed) {
+    auto it = m_installed.find(p.name);
+    if (it == m_installed.end() || it->second.version < p.version) m_installed[p.name] = p;
+  }
+}
+
+std::optional<specs::Version> PreferInstalledProvider::preferred_version(const std::string& project) {
+  if (m_upgrade.contains(project)) return std::nullopt;
+  auto it = m_installed.find(project);
+  if (it == m_installed.end()) return std::nullopt;
+  return it->second.version;
+}
+
+Expected<std::vector<index::Candidate>> PreferInstalledProvider::candidates(const std::string& project) {
+  auto files = ENVFIX_TRY(m_inner.candidates(project));
+  auto pv = preferred_version(project);
+  if (!pv) return files;
+  // The installed distribution is a candidate of its own, so that it can stay when the index does not
+  // hold its version (a mirror with an older typing-extensions). A wheel name with the tags every
+  // interpreter supports lets it through the same classification as the index's files.
+  std::string stem = specs::normalize_name(project);
+  std::replace(stem.begin(), stem.end(), '-', '_');
+  index::Candidate c;
+  c.project = project;
+  c.filename = fmt::format("{}-{}-py3-none-any.whl", stem, pv->to_string());
+  c.url = fmt::format("{}{}=={}", kInstalledScheme, project, pv->to_string());
+  c.index_url = "installed";
+  files.push_back(std::move(c));
+  return files;
+}
+
+Expected<specs::CoreMetadata> PreferInstalledProvider::metadata(const index::Candidate& candidate) {
+  if (!is_installed_candidate(candidate)) return m_inner.metadata(candidate);
+  const auto& p = m_installed.at(candidate.project);
+  specs::CoreMetadata md;
+  md.metadata_version = "2.1";
+  md.name = p.name;
+  md.version = p.version;
+  md.requires_dist = p.requires_dist;
+  return md;
+}
+
+void PreferInstalledProvider::prefetch_metadata(std::span<const index::Candidate> files) {
+  std::vector<index::Candidate> real;
+  for (const auto& f : files)
+    if (!is_installed_candidate(f)) real.push_back(f);
+  if (!real.empty()) m_inner.prefetch_metadata(real);
+}
+
+Expected<void> PreferInstalledProvider::complete_hash(index::Candidate& file) {
+  if (is_installed_candidate(file)) return {};
+  return m_inner.complete_hash(file);
+}
+
+namespace {
+
+bool satisfied(const specs::Requirement& r, const std::map<std::string, specs::Version>& state) {
+  auto it = state.find(r.normalized_name());
+  // pip check: pre-releases count (packaging's `contains(version, prereleases=True)`).
+  return it != state.end() && r.specifier.contains(it->second, true);
+}
+
+} // namespace
+
+std::vector<BrokenRequirement> check_environment(const std::vector<InstalledPackage>& installed, const Plan& plan,
+                                                 const specs::MarkerEnvironment& env) {
+  std::map<std::string, specs::Version> before, after;
+  std::map<std::string, const std::vector<specs::Requirement>*> deps_after;
+  for (const auto& p : installed) before[p.name] = p.version;
+  std::set<std::string> removed;
+  for (const auto& r : plan.remove) removed.insert(r.name);
+  for (const auto& p : installed)
+    if (!removed.contains(p.name)) {
+      after[p.name] = p.version;
+      deps_after[p.name] = &p.requires_dist;
+    }
+  for (const auto& i : plan.install)
+    if (auto v = specs::Version::parse(i.version)) after[i.name] = *v;
+  std::vector<BrokenRequirement> out;
+  for (const auto& [name, deps] : deps_after) {
+    // A distribution the plan replaces brings its own requirements, which the resolver satisfied.
+    if (std::any_of(plan.install.begin(), plan.install.end(), [&](const PlanInstall& i) { return i.name == name; })) continue;
+    for (const auto& r : *deps) {
+      if (!r.applies(env)) continue;
+      if (satisfied(r, after) || !satisfied(r, before)) continue; // only what this plan breaks
+      std::string dep = r.normalized_name();
+      std::string problem = after.contains(dep)
+                                ? fmt::format("{} {} would be installed", dep, after.at(dep).to_string())
+                                : fmt::format("{} would be removed", dep);
+      out.push_back({fmt::format("{}=={}", name, after.at(name).to_string()), r.to_string(), std::move(problem)});
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> conda_owned_changes(const std::vector<InstalledPackage>& installed, const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& r : plan.remove)
+    for (const auto& p : installed)
+      if (!p.conda.empty() && p.name == r.name && p.version.to_string() == r.version)
+        out.push_back(fmt::format("{} {} (conda package {})", p.name, r.version, p.conda));
+  return out;
+}
+
+} // namespace envfix::resolver

@@ -1,0 +1,60 @@
+#pragma once
+// What is installed, as the resolver sees it (docs/architecture.md, Choosing the framework set):
+// - PreferInstalledProvider: an installed distribution that satisfies every requirement on it stays,
+//   as pip and uv keep it ("Requirement already satisfied"), even when the index does not hold its
+//   version; packages outside `upgrade` (the request, the framework family) change only when a
+//   requirement forces it.
+// - check_environment: pip check's rule (https://pip.pypa.io/en/stable/cli/pip_check/) applied to
+//   the environment as it will be after a plan, before anything changes.
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "resolver/candidate_provider.hpp"
+#include "resolver/plan.hpp"
+#include "specs/marker.hpp"
+
+namespace envfix::resolver {
+
+// The URL scheme of a candidate that stands for an installed distribution (no file, nothing to fetch).
+inline constexpr std::string_view kInstalledScheme = "installed:";
+[[nodiscard]] inline bool is_installed_candidate(const index::Candidate& c) { return c.url.starts_with(kInstalledScheme); }
+
+class PreferInstalledProvider final : public CandidateProvider {
+public:
+  // `upgrade`: normalized names that get the best candidate whatever is installed.
+  PreferInstalledProvider(CandidateProvider& inner, const std::vector<InstalledPackage>& installed, std::set<std::string> upgrade);
+
+  [[nodiscard]] Expected<std::vector<index::Candidate>> candidates(const std::string& project) override;
+  [[nodiscard]] Expected<specs::CoreMetadata> metadata(const index::Candidate& candidate) override;
+  [[nodiscard]] std::string describe() const override { return m_inner.describe(); }
+  void prefetch_candidates(std::span<const std::string> projects) override { m_inner.prefetch_candidates(projects); }
+  void prefetch_metadata(std::span<const index::Candidate> files) override;
+  [[nodiscard]] Expected<void> complete_hash(index::Candidate& file) override;
+  [[nodiscard]] std::optional<specs::Version> preferred_version(const std::string& project) override;
+
+private:
+  CandidateProvider& m_inner;
+  std::map<std::string, InstalledPackage> m_installed; // the newest dist of each name
+  std::set<std::string> m_upgrade;
+};
+
+// One requirement of an installed (or planned) distribution the environment would not satisfy.
+struct BrokenRequirement {
+  std::string package;     // "pydantic==2.13.4"
+  std::string requirement; // "typing-extensions>=4.14.1"
+  std::string problem;     // "typing-extensions 4.12.2 would be installed", "typing-extensions would be removed"
+};
+
+// Every requirement (markers evaluated for `env`, no extras) of every distribution present after
+// `plan` that the after-state breaks although the current state satisfied it. Pure.
+[[nodiscard]] std::vector<BrokenRequirement> check_environment(const std::vector<InstalledPackage>& installed,
+                                                               const Plan& plan, const specs::MarkerEnvironment& env);
+
+// What `plan` would remove or overwrite of the packages conda owns: "torch 2.5.1 (conda package
+// pytorch 2.5.1 cuda129_…)". conda keeps its own records; a pip-style change behind its back leaves
+// conda-meta describing files that are gone. Pure.
+[[nodiscard]] std::vector<std::string> conda_owned_changes(const std::vector<InstalledPackage>& installed, const Plan& plan);
+
+} // namespace envfix::resolver
