@@ -160,19 +160,9 @@ AppResult run_app(const std::string& cmd, const fs::path& python, std::chrono::s
   return a;
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0, j; i <= s.size(); i = j + 1) {
-    j = s.find(',', i);
-    if (j == std::string::npos) j = s.size();
-    if (j > i) out.push_back(s.substr(i, j - i));
-  }
-  return out;
-}
-
 Expected<int> run_verify(const Globals& g, const VerifyOptions& o) {
   std::set<std::string> layers;
-  for (const auto& l : split(o.layers)) {
+  for (const auto& l : split_commas(o.layers)) {
     if (l != "repro" && l != "model" && l != "app")
       return make_error(ErrorCode::invalid_input, fmt::format("--layers: unknown layer '{}'", l),
                         "layers are repro, model and app, comma-separated");

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/apply/apply_world.hpp"
 #include "tests/support/nginx_server.hpp"
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
@@ -19,141 +20,9 @@
 using namespace envfix;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using namespace envfix::apply_test;
 
 namespace {
-
-fs::path envfix_bin() {
-  const char* b = std::getenv("ENVFIX_BIN");
-  return b ? fs::path(b) : fs::path(ENVFIX_BINARY_DIR) / "cli/envfix";
-}
-
-std::string python3() { return util::find_in_path("python3").value_or("python3").string(); }
-
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  REQUIRE(util::write_file_atomic(p, text, 0644));
-}
-
-std::string slurp(const fs::path& p) {
-  auto t = util::read_file(p);
-  REQUIRE_MESSAGE(t, p.string());
-  return *t;
-}
-
-// Every path under a venv with its content hash (symlinks by target); envfix's own .envfix/ state
-// (lock, journals, kept backups) is not part of the environment.
-std::map<std::string, std::string> manifest(const fs::path& root) {
-  std::map<std::string, std::string> m;
-  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
-    auto rel = fs::relative(it->path(), root).string();
-    if (rel == ".envfix") {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_symlink()) m[rel] = "link:" + fs::read_symlink(it->path()).string();
-    else if (it->is_directory()) m[rel] = "dir";
-    else m[rel] = util::sha256_file_hex(it->path()).value();
-  }
-  return m;
-}
-
-struct Run {
-  int rc = -1;
-  std::string out, err;
-};
-
-// One test's world: a temp dir, an index served by nginx, a cache, a lockfile path.
-class World {
-public:
-  explicit World(const std::string& spec_json) {
-    m_root = util::make_temp_dir({}, "envfix-apply-test").value();
-    m_index = m_root / "index";
-    auto s = testing::build_index(m_index, spec_json);
-    REQUIRE_MESSAGE(s, (s ? "" : s.error().render()));
-    auto n = testing::NginxServer::start({.root = m_index});
-    REQUIRE_MESSAGE(n, (n ? "" : n.error().render()));
-    m_nginx = std::move(*n);
-  }
-  ~World() {
-    m_nginx.reset();
-    std::error_code ec;
-    fs::remove_all(m_root, ec);
-  }
-  const fs::path& root() const { return m_root; }
-  std::string index_url() const { return m_nginx->https_url() + "/simple"; }
-  std::string base_url() const { return m_nginx->https_url(); }
-  // pip gets the same tree over plain HTTP on loopback (a secure origin for pip): its TLS stack does
-  // not take this test's CA through --python re-execution.
-  std::string pip_index_url() const { return m_nginx->http_url() + "/simple"; }
-  std::string http_base() const { return m_nginx->http_url(); }
-  fs::path lockfile() const { return m_root / "envfix.lock"; }
-  fs::path cache() const { return m_root / "cache"; }
-
-  fs::path venv(const std::string& name) {
-    auto dir = m_root / name;
-    auto r = util::run_process({python3(), "-m", "venv", "--without-pip", dir.string()}, {.timeout = std::chrono::seconds(120)}).value();
-    REQUIRE_MESSAGE(r.ok(), r.err);
-    return dir;
-  }
-
-  // How every envfix of this world runs: in its root, trusting its CA only, no ambient ENVFIX_* settings.
-  util::SubprocessOptions envfix_options(std::map<std::string, std::string> env = {}) const {
-    util::SubprocessOptions o;
-    o.timeout = std::chrono::seconds(300);
-    o.cwd = m_root;
-    o.set_env = std::move(env);
-    o.set_env["SSL_CERT_FILE"] = m_nginx->ca_file().string();
-    o.unset_env = {"REQUESTS_CA_BUNDLE", "PIP_FIND_LINKS", "VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER",
-                   "ENVFIX_INDEX_URL", "ENVFIX_MATRICES", "ENVFIX_CACHE_DIR", "ENVFIX_OFFLINE"};
-    return o;
-  }
-
-  Run envfix(std::vector<std::string> args, std::map<std::string, std::string> env = {}, const fs::path& cache = {}) {
-    std::vector<std::string> argv{envfix_bin().string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    argv.push_back("--cache-dir");
-    argv.push_back((cache.empty() ? this->cache() : cache).string());
-    auto r = util::run_process(argv, envfix_options(std::move(env)));
-    REQUIRE(r);
-    std::string cmd;
-    for (const auto& a : args) cmd += " " + a;
-    MESSAGE("envfix" << cmd << " -> " << r->exit_code << "\n" << r->err);
-    return {r->timed_out ? -2 : r->exit_code, r->out, r->err};
-  }
-
-  // The host's pip, pointed at a venv with --python, trusting this test's CA only.
-  util::SubprocessResult pip(const fs::path& venv, std::vector<std::string> args) {
-    std::vector<std::string> argv{python3(), "-m", "pip", "--python", (venv / "bin/python").string(), "--cert",
-                                  m_nginx->ca_file().string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    util::SubprocessOptions o;
-    o.timeout = std::chrono::seconds(300);
-    o.set_env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1";
-    o.set_env["PIP_NO_CACHE_DIR"] = "1";
-    o.unset_env = {"PIP_FIND_LINKS", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
-                   "PIP_CONFIG_FILE"};
-    return util::run_process(argv, o).value();
-  }
-
-  // name -> version as `pip list` reports it.
-  std::map<std::string, std::string> pip_list(const fs::path& venv) {
-    auto r = pip(venv, {"list", "--format", "json"});
-    REQUIRE_MESSAGE(r.ok(), r.err);
-    std::map<std::string, std::string> m;
-    for (const auto& e : json::parse(r.out)) m[e["name"].get<std::string>()] = e["version"].get<std::string>();
-    return m;
-  }
-
-  void rebuild_index(const std::string& spec_json) {
-    auto s = testing::build_index(m_index, spec_json);
-    REQUIRE_MESSAGE(s, (s ? "" : s.error().render()));
-  }
-  fs::path index_dir() const { return m_index; }
-
-private:
-  fs::path m_root, m_index;
-  std::unique_ptr<testing::NginxServer> m_nginx;
-};
 
 // A small plain set: alpha needs beta>=1.5 and (by marker, never here) gamma; beta has three
 // versions; delta is an unrelated package with an entry point.
