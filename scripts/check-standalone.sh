@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fails when a tracked file reaches outside the clone: the team's folder beside it (../shared) or the
-# team's documents by name. A clone alone must build, test and explain itself (tests/fixtures/README.md).
+# Fails when a tracked file reaches outside the clone: the team's folder beside the repository, or
+# the team's documents by name. A clone alone must build, test and explain itself (tests/fixtures/README.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 pattern='(\.\./shared|/work/shared|shared/(fixtures|reference)|team'"'"'s shared|\bdesign\.md|\bpackaging\.md|\bfatbin\.md|matrices-facts|facts-2026-12|existing-tools\.md)'
