@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "util/parallel.hpp"
 #include "wheel/kernel_set.hpp"
 
 namespace envfix::installer {
@@ -59,40 +58,20 @@ std::string GateRefusal::message() const {
 }
 
 Expected<void> KernelGate::operator()(const std::vector<StagedObject>& objects) {
-  // Reading is the slow part (hundreds of MB of shared objects): all files at once, each reader
-  // keeping about one window resident (128 MiB in all, whatever the cores); a file already read
-  // once (same RECORD hash) comes from the evidence store.
-  std::vector<std::optional<Expected<wheel::KernelProfile>>> profiles(objects.size());
-  std::vector<char> from_store(objects.size(), 0);
-  const unsigned threads = std::max(1u, m_options.threads);
-  const std::size_t window = std::clamp<std::size_t>((std::size_t{128} << 20) / threads, std::size_t{4} << 20,
-                                                     std::size_t{32} << 20);
-  (void)util::parallel_for(objects.size(), threads, [&](std::size_t i) -> Expected<void> {
-    const auto& o = objects[i];
-    if (m_options.evidence && !o.hash.empty())
-      if (auto p = m_options.evidence->file(o.hash)) {
-        profiles[i] = std::move(*p);
-        from_store[i] = 1;
-        return {};
-      }
-    auto ks = wheel::read_kernels_file(o.path, window);
-    if (!ks) profiles[i] = std::unexpected(std::move(ks.error()));
-    else profiles[i] = wheel::KernelProfile::of(*ks);
-    return {};
-  });
+  // Reading is the slow part (hundreds of MB of shared objects): all files at once; a file already
+  // read once (same RECORD hash) comes from the evidence store.
+  std::vector<wheel::ProfileSource> sources;
+  for (const auto& o : objects) sources.push_back({o.path, o.hash});
+  auto profiles = wheel::read_profiles(sources, m_options.evidence, m_options.threads);
 
   m_reports.clear();
   for (const auto& p : m_packages) m_reports.push_back({p, {}, {}});
   for (std::size_t i = 0; i < objects.size(); ++i) {
     const auto& o = objects[i];
-    auto& p = *profiles[i];
+    auto& p = profiles[i].profile;
     const std::string pkg = o.wheel < m_packages.size() ? label(m_packages[o.wheel]) : "?";
     if (!p) return std::unexpected(std::move(p.error()).context(fmt::format("{}: reading the kernels of {}", pkg, o.member)));
-    if (from_store[i]) ++m_cached;
-    else {
-      ++m_read;
-      if (m_options.evidence && !o.hash.empty()) (void)m_options.evidence->put_file(o.hash, *p);
-    }
+    ++(profiles[i].from_store ? m_cached : m_read);
     if (!p->empty() && o.wheel < m_reports.size()) m_reports[o.wheel].files.push_back({o.member, std::move(*p)});
   }
   for (auto& r : m_reports) {

@@ -1,12 +1,14 @@
 #include "wheel/kernel_evidence.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "specs/name.hpp"
 #include "util/fs.hpp"
+#include "util/parallel.hpp"
 #include "util/sha256.hpp"
 
 namespace envfix::wheel {
@@ -108,6 +110,35 @@ std::vector<BuildEvidence> EvidenceStore::builds() const {
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
   return out;
+}
+
+std::vector<ReadProfile> read_profiles(const std::vector<ProfileSource>& files, const EvidenceStore* store,
+                                       unsigned threads) {
+  threads = std::max(1u, threads);
+  const std::size_t window = std::clamp<std::size_t>((std::size_t{128} << 20) / threads, std::size_t{4} << 20,
+                                                     std::size_t{32} << 20);
+  std::vector<std::optional<ReadProfile>> out(files.size());
+  (void)util::parallel_for(files.size(), threads, [&](std::size_t i) -> Expected<void> {
+    const auto& f = files[i];
+    if (store && !f.hash.empty())
+      if (auto p = store->file(f.hash)) {
+        out[i] = ReadProfile{std::move(*p), true};
+        return {};
+      }
+    auto ks = read_kernels_file(f.path, window);
+    if (!ks) {
+      out[i] = ReadProfile{std::unexpected(std::move(ks.error())), false};
+      return {};
+    }
+    auto p = KernelProfile::of(*ks);
+    if (store && !f.hash.empty()) (void)store->put_file(f.hash, p);
+    out[i] = ReadProfile{std::move(p), false};
+    return {};
+  });
+  std::vector<ReadProfile> result;
+  result.reserve(out.size());
+  for (auto& r : out) result.push_back(std::move(*r));
+  return result;
 }
 
 } // namespace envfix::wheel

@@ -52,4 +52,21 @@ private:
   std::filesystem::path m_dir;
 };
 
+// One file whose kernels are wanted, and the hash its content is known by ("" when none is).
+struct ProfileSource {
+  std::string path;
+  std::string hash; // RECORD hash: the evidence store's key for the file
+};
+
+struct ReadProfile {
+  Expected<KernelProfile> profile;
+  bool from_store = false; // taken from the evidence store, not read
+};
+
+// The kernel profile of each file, in order: a file whose hash the store knows is not read again;
+// the others are read in parallel, each reader keeping about one window of its file resident (128 MiB
+// in all, whatever the cores), and stored by hash. `store` may be null.
+[[nodiscard]] std::vector<ReadProfile> read_profiles(const std::vector<ProfileSource>& files, const EvidenceStore* store,
+                                                     unsigned threads);
+
 } // namespace envfix::wheel
