@@ -476,13 +476,8 @@ std::map<std::string, lockfile::LockedKernels> claimed_kernels(const PlanContext
       if (!wf) continue;
       auto e = store.build(wheel::build_key(*wf, ctx.framework_index->variant));
       if (!e || e->files.empty()) continue;
-      std::set<specs::GpuArch> sass, ptx;
-      for (const auto& f : e->files)
-        for (const auto& g : f.profile.groups)
-          for (const auto& a : g.archs) (a.kind == specs::GpuArch::Kind::sass ? sass : ptx).insert(a);
       lockfile::LockedKernels k;
-      for (const auto& a : sass) k.sass.push_back(a.to_string());
-      for (const auto& a : ptx) k.ptx.push_back(a.to_string());
+      for (const auto& a : wheel::archs_of(e->files)) (a.kind == specs::GpuArch::Kind::sass ? k.sass : k.ptx).push_back(a.to_string());
       k.verified = true;
       out[p.name] = std::move(k);
     }

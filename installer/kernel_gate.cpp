@@ -17,13 +17,10 @@ std::string join(const std::vector<std::string>& v, std::string_view sep = " ") 
   return out;
 }
 
-std::vector<std::string> merged(const std::vector<wheel::ProfiledFile>& files, bool sass) {
-  std::set<specs::GpuArch> all;
-  for (const auto& f : files)
-    for (const auto& name : sass ? f.profile.sass() : f.profile.ptx())
-      if (auto a = specs::GpuArch::parse(name)) all.insert(*a);
+std::vector<std::string> names_of(const std::vector<wheel::ProfiledFile>& files, specs::GpuArch::Kind kind) {
   std::vector<std::string> out;
-  for (const auto& a : all) out.push_back(a.to_string());
+  for (const auto& a : wheel::archs_of(files))
+    if (a.kind == kind) out.push_back(a.to_string());
   return out;
 }
 
@@ -37,8 +34,8 @@ std::string describe_archs(const std::vector<std::string>& sass, const std::vect
   return all.empty() ? "(nothing runnable)" : join(all);
 }
 
-std::vector<std::string> GatePackageReport::sass() const { return merged(files, true); }
-std::vector<std::string> GatePackageReport::ptx() const { return merged(files, false); }
+std::vector<std::string> GatePackageReport::sass() const { return names_of(files, specs::GpuArch::Kind::sass); }
+std::vector<std::string> GatePackageReport::ptx() const { return names_of(files, specs::GpuArch::Kind::ptx); }
 
 namespace {
 // "NVIDIA H200 (sm_90)"; a planned GPU is named by its arch already ("planned sm_90").

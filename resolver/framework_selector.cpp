@@ -57,12 +57,7 @@ std::string gpu_list(const std::vector<specs::ComputeCapability>& gpus) {
   return s;
 }
 
-std::string evidence_archs(const BuildFacts& facts) {
-  std::set<specs::GpuArch> all;
-  for (const auto& f : facts.files)
-    for (const auto& g : f.profile.groups) all.insert(g.archs.begin(), g.archs.end());
-  return arch_list(std::vector<specs::GpuArch>(all.begin(), all.end()));
-}
+std::string evidence_archs(const BuildFacts& facts) { return arch_list(wheel::archs_of(facts.files)); }
 
 int cuda_rank(const FrameworkIndex& i) { return i.cuda ? i.cuda->major * 100 + i.cuda->minor : -1; }
 

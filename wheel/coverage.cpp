@@ -155,6 +155,13 @@ FileCoverage coverage(const KernelProfile& p, specs::ComputeCapability cc) {
 
 FileCoverage coverage(const KernelSet& ks, specs::ComputeCapability cc) { return coverage(KernelProfile::of(ks), cc); }
 
+std::vector<GpuArch> archs_of(const std::vector<ProfiledFile>& files) {
+  std::set<GpuArch> all;
+  for (const auto& f : files)
+    for (const auto& g : f.profile.groups) all.insert(g.archs.begin(), g.archs.end());
+  return {all.begin(), all.end()};
+}
+
 PackageCoverage package_coverage(const std::vector<ProfiledFile>& files, specs::ComputeCapability cc) {
   PackageCoverage pc;
   bool any_sass = false;

@@ -80,6 +80,9 @@ struct ProfiledFile {
   KernelProfile profile;
 };
 
+// Every SASS/PTX arch any file holds, sorted unique.
+[[nodiscard]] std::vector<specs::GpuArch> archs_of(const std::vector<ProfiledFile>& files);
+
 struct PackageCoverage {
   Verdict verdict = Verdict::none;
   std::uint64_t files = 0;              // files with GPU code
