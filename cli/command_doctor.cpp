@@ -16,6 +16,7 @@
 #include "cli/smoke.hpp"
 #include "index/index_client.hpp"
 #include "matrices/knowledge.hpp"
+#include "probe/base_env.hpp"
 #include "probe/host_facts.hpp"
 #include "probe/installed.hpp"
 #include "probe/installed_kernels.hpp"
@@ -78,6 +79,7 @@ struct Repro {
 
 struct Report {
   probe::HostFacts facts;
+  probe::BaseEnv base;
   std::optional<matrices::Knowledge> knowledge;
   const matrices::Framework* fw = nullptr;
   std::vector<PackageReport> packages;
@@ -163,6 +165,32 @@ void check_environment(Report& r) {
           fmt::format("use `{} -m pip`, or activate the environment first", py.executable.string()));
     }
   }
+}
+
+// The base environment (docs/environment.md, The base environment): the local toolkit matters only
+// for building extensions, WSL and containers for where the driver comes from.
+void check_base(Report& r) {
+  const auto& b = r.base;
+  if (b.toolkit && b.toolkit->version && b.runtime && b.toolkit->version->major != b.runtime->version.major)
+    add(r, "toolkit-runtime-mismatch", "warning",
+        fmt::format("the local CUDA toolkit (nvcc {} from {}) is CUDA {}, the framework's runtime ({}) is CUDA {}: "
+                    "extensions built with this nvcc (torch.utils.cpp_extension, source builds) will not load",
+                    b.toolkit->version->to_string(), b.toolkit->from, b.toolkit->version->major, b.runtime->from,
+                    b.runtime->version.to_string()),
+        fmt::format("installed wheels carry their own runtime and need no toolkit; to build extensions put a CUDA {}.x "
+                    "nvcc first on PATH or set CUDA_HOME",
+                    b.runtime->version.major));
+  if (b.platform.is_wsl())
+    add(r, "wsl", "info",
+        fmt::format("WSL2 ({}): the GPU driver is the Windows one, reached through /dev/dxg", join(b.platform.wsl, ", ")),
+        "never install a Linux NVIDIA driver inside WSL; run python, pip and envfix on the same side (all in WSL), "
+        "not a Windows interpreter over a WSL path or the reverse");
+  if (!b.platform.container.empty())
+    add(r, "container", "info",
+        fmt::format("running in a container ({}: {}): the driver comes from the host", b.platform.container,
+                    join(b.platform.container_evidence, ", ")),
+        "GPU access needs the NVIDIA container toolkit (docker --gpus all, CDI); fix the image's Python "
+        "environment here and the driver on the host");
 }
 
 // ---------------------------------------------------------------- step 2: framework packages
@@ -608,6 +636,19 @@ json to_json(const Report& r) {
                    {"env", env_kind(py)}, {"prefix", py.prefix.string()},
                    {"externally_managed", py.externally_managed}};
   } else j["python"] = nullptr;
+  const auto& b = r.base;
+  j["base"] = {
+      {"cuda_runtime", b.runtime ? json{{"version", b.runtime->version.to_string()}, {"from", b.runtime->from}} : json(nullptr)},
+      {"toolkit", b.toolkit ? json{{"nvcc", b.toolkit->nvcc.string()}, {"from", b.toolkit->from},
+                                   {"version", b.toolkit->version ? json(b.toolkit->version->to_string()) : json(nullptr)},
+                                   {"error", b.toolkit->error.empty() ? json(nullptr) : json(b.toolkit->error)}}
+                            : json(nullptr)},
+      {"pip", {{"target", b.target_pip ? json(b.target_pip->string()) : json(nullptr)},
+               {"on_path", r.facts.pip_on_path ? json(r.facts.pip_on_path->string()) : json(nullptr)},
+               {"on_path_interpreter", r.facts.pip_interpreter ? json(r.facts.pip_interpreter->string()) : json(nullptr)}}},
+      {"wsl", b.platform.wsl},
+      {"container", b.platform.container.empty() ? json(nullptr)
+                                                 : json{{"kind", b.platform.container}, {"evidence", b.platform.container_evidence}}}};
   j["packages"] = json::array();
   for (const auto& p : r.packages) {
     json pj = {{"name", p.dist->name}, {"version", p.dist->version.to_string()}, {"role", p.role},
@@ -666,7 +707,22 @@ void render_text(const Report& r, const Globals& g) {
     const auto& py = *r.facts.python;
     human(fmt::format("   python   {} {} ({}, {})", py.executable.string(), py.version.to_string(), python_tag(py),
                       env_kind(py)));
+    human(fmt::format("   pip      {}{}", r.base.target_pip ? r.base.target_pip->string() : std::string("none beside the interpreter"),
+                      r.facts.pip_on_path && (!r.base.target_pip || *r.facts.pip_on_path != *r.base.target_pip)
+                          ? fmt::format(" (`pip` on PATH is {})", r.facts.pip_on_path->string())
+                          : std::string()));
   }
+  const auto& b = r.base;
+  human(fmt::format("   CUDA     runtime {} · toolkit {}",
+                    b.runtime ? fmt::format("{} ({})", b.runtime->version.to_string(), b.runtime->from) : std::string("none installed"),
+                    !b.toolkit ? std::string("none (no nvcc on PATH, $CUDA_HOME or /usr/local/cuda)")
+                               : fmt::format("nvcc {} ({}, {})", b.toolkit->version ? b.toolkit->version->to_string() : "?",
+                                             b.toolkit->nvcc.string(), b.toolkit->from)));
+  if (b.platform.is_wsl() || !b.platform.container.empty())
+    human(fmt::format("   platform {}{}", b.platform.is_wsl() ? "WSL2" : "",
+                      b.platform.container.empty() ? std::string()
+                                                   : fmt::format("{}container ({})", b.platform.is_wsl() ? ", " : "",
+                                                                 b.platform.container)));
   head(fmt::format("2. Framework {}", r.fw ? r.fw->name : g.framework));
   if (r.packages.empty()) human("   not installed");
   for (const auto& p : r.packages)
@@ -777,6 +833,8 @@ Expected<Report> diagnose(const Globals& g, const DoctorOptions& opt) {
         "install the NVIDIA driver, then check `nvidia-smi`");
   }
   check_environment(r);
+  r.base = probe::probe_base_env(r.facts);
+  check_base(r);
   // Step 3 and 4.
   run_repro(r, opt);
   check_matrices(r);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "probe/driver_parsers.hpp"
+#include "probe/base_env.hpp"
 #include "probe/host_facts.hpp"
 #include "probe/text.hpp"
 #include "util/env.hpp"
@@ -31,12 +32,6 @@ void note(std::vector<std::string>* notes, std::string text) {
 }
 
 bool nvml_disabled() { return util::get_env("ENVFIX_NO_NVML").value_or("") == "1"; }
-
-fs::path sysfs_path(std::string_view abs) {
-  auto root = util::get_env("ENVFIX_SYSFS_ROOT");
-  if (!root || root->empty()) return fs::path(abs);
-  return fs::path(*root) / fs::path(abs).relative_path();
-}
 
 // dlopen by soname, then from WSL's library folder (WSL2 puts the driver's user-space libraries
 // there and not always on the loader path).
@@ -220,12 +215,7 @@ std::optional<std::string> run_nvidia_smi(const std::vector<std::string>& extra_
   return r->out;
 }
 
-bool looks_like_wsl() {
-  std::error_code ec;
-  if (fs::exists(kWslLibDir, ec)) return true;
-  auto v = util::read_file(sysfs_path("/proc/version"));
-  return v && (v->find("microsoft") != std::string::npos || v->find("WSL") != std::string::npos);
-}
+bool looks_like_wsl() { return probe_platform().is_wsl(); }
 
 } // namespace
 
@@ -299,7 +289,7 @@ Expected<DriverInfo> probe_driver(std::vector<std::string>* notes) {
       cuda = cuda_version_from_int(v); // the authoritative answer when libcuda loads
   }
   if (info.version.empty()) {
-    if (auto t = util::read_file(sysfs_path("/sys/module/nvidia/version"))) {
+    if (auto t = util::read_file(host_path("/sys/module/nvidia/version"))) {
       if (auto v = parse_sys_module_version(*t)) {
         info.version = *v;
         info.source = "sysfs";
@@ -309,7 +299,7 @@ Expected<DriverInfo> probe_driver(std::vector<std::string>* notes) {
     }
   }
   if (info.version.empty()) {
-    if (auto t = util::read_file(sysfs_path("/proc/driver/nvidia/version"))) {
+    if (auto t = util::read_file(host_path("/proc/driver/nvidia/version"))) {
       if (auto v = parse_proc_driver_version(*t)) {
         info.version = *v;
         info.source = "procfs";
