@@ -624,7 +624,8 @@ json to_json(const Report& r) {
   j["gpus"] = json::array();
   for (const auto& g : r.facts.gpus)
     j["gpus"].push_back({{"index", g.index}, {"name", g.name}, {"arch", g.cc.sm_name()}, {"cc", g.cc.to_string()},
-                         {"uuid", g.uuid}, {"memory_bytes", g.memory_bytes}, {"planned", r.facts.gpus_planned}});
+                         {"uuid", g.uuid}, {"memory_bytes", g.memory_bytes}, {"planned", r.facts.gpus_planned},
+                         {"mig_of", g.mig_of.empty() ? json(nullptr) : json(g.mig_of)}});
   if (r.facts.driver)
     j["driver"] = {{"version", r.facts.driver->version},
                    {"cuda", r.facts.driver->cuda ? json(r.facts.driver->cuda->to_string()) : json(nullptr)},

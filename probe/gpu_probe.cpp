@@ -82,6 +82,10 @@ using NvmlDeviceGetName = int (*)(nvmlDevice_t, char*, unsigned);
 using NvmlDeviceGetUuid = int (*)(nvmlDevice_t, char*, unsigned);
 using NvmlDeviceGetCc = int (*)(nvmlDevice_t, int*, int*);
 using NvmlDeviceGetMemoryInfo = int (*)(nvmlDevice_t, NvmlMemory*);
+using NvmlDeviceGetMigMode = int (*)(nvmlDevice_t, unsigned*, unsigned*);
+using NvmlDeviceGetMaxMigDeviceCount = int (*)(nvmlDevice_t, unsigned*);
+using NvmlDeviceGetMigDeviceHandleByIndex = int (*)(nvmlDevice_t, unsigned, nvmlDevice_t*);
+constexpr unsigned kNvmlMigEnable = 1;
 
 using CuInit = int (*)(unsigned);
 using CuDriverGetVersion = int (*)(int*);
@@ -116,6 +120,36 @@ std::string uuid_to_string(const unsigned char* b) {
                      b[13], b[14], b[15]);
 }
 
+// The MIG devices of a GPU in MIG mode (what CUDA_VISIBLE_DEVICES=MIG-… selects). NVML names a
+// MIG device "<GPU name> MIG <profile>".
+void mig_devices(Nvml& nvml, nvmlDevice_t dev, GpuInfo& g) {
+  auto mode_fn = nvml.lib.sym<NvmlDeviceGetMigMode>("nvmlDeviceGetMigMode");
+  auto max_fn = nvml.lib.sym<NvmlDeviceGetMaxMigDeviceCount>("nvmlDeviceGetMaxMigDeviceCount");
+  auto handle_fn = nvml.lib.sym<NvmlDeviceGetMigDeviceHandleByIndex>("nvmlDeviceGetMigDeviceHandleByIndex");
+  auto uuid_fn = nvml.lib.sym<NvmlDeviceGetUuid>("nvmlDeviceGetUUID");
+  auto name_fn = nvml.lib.sym<NvmlDeviceGetName>("nvmlDeviceGetName");
+  auto mem_fn = nvml.lib.sym<NvmlDeviceGetMemoryInfo>("nvmlDeviceGetMemoryInfo");
+  unsigned current = 0, pending = 0, count = 0;
+  if (!mode_fn || !max_fn || !handle_fn || !uuid_fn || mode_fn(dev, &current, &pending) != 0 ||
+      current != kNvmlMigEnable || max_fn(dev, &count) != 0)
+    return;
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t mig = nullptr;
+    if (handle_fn(dev, i, &mig) != 0) continue; // no compute instance at this slot
+    std::array<char, 256> buf{};
+    if (uuid_fn(mig, buf.data(), buf.size()) != 0) continue;
+    MigDevice m{buf.data(), "", 0};
+    buf.fill(0);
+    if (name_fn && name_fn(mig, buf.data(), buf.size()) == 0) {
+      std::string_view n = buf.data();
+      if (auto at = n.rfind(" MIG "); at != std::string_view::npos) m.profile = std::string(n.substr(at + 5));
+    }
+    NvmlMemory mem{};
+    if (mem_fn && mem_fn(mig, &mem) == 0) m.memory_bytes = mem.total;
+    g.mig.push_back(std::move(m));
+  }
+}
+
 std::optional<std::vector<GpuInfo>> gpus_from_nvml(Nvml& nvml, std::vector<std::string>* notes) {
   if (!nvml.initialized) return std::nullopt;
   auto count_fn = nvml.lib.sym<NvmlDeviceGetCount>("nvmlDeviceGetCount_v2");
@@ -147,6 +181,7 @@ std::optional<std::vector<GpuInfo>> gpus_from_nvml(Nvml& nvml, std::vector<std::
     if (cc_fn(dev, &major, &minor) == 0) g.cc = {major, minor};
     NvmlMemory mem{};
     if (mem_fn && mem_fn(dev, &mem) == 0) g.memory_bytes = mem.total;
+    mig_devices(nvml, dev, g);
     out.push_back(std::move(g));
   }
   return out;
@@ -259,6 +294,13 @@ Expected<std::vector<GpuInfo>> probe_gpus(std::vector<std::string>* notes) {
         else note(notes, fmt::format("nvidia-smi gives no compute capability for GPU {} (driver < 510)", r.index));
         all.push_back(std::move(g));
       }
+      // MIG devices are listed only by `nvidia-smi -L`; needed only when CUDA_VISIBLE_DEVICES names one.
+      if (cvd && cvd->find("MIG-") != std::string::npos)
+        if (auto list = run_nvidia_smi({"-L"}, notes))
+          if (auto gpus = parse_nvidia_smi_list(*list))
+            for (auto& lg : *gpus)
+              for (auto& g : all)
+                if (g.uuid == lg.uuid) g.mig = lg.mig;
       return apply_cuda_visible_devices(all, cvd);
     }
   }
