@@ -488,6 +488,34 @@ void check_matrices(Report& r) {
   }
 }
 
+// The guide's last fix: a nightly or test build installed because stable did not cover a new GPU
+// yet. Once a stable release covers every GPU (matrices/knowledge.hpp, stable_covering), say so.
+void check_back_to_stable(Report& r) {
+  if (!r.knowledge || !r.fw || r.facts.gpus.empty()) return;
+  for (const auto& p : r.packages) {
+    if (p.role != "main") continue;
+    const auto& v = p.dist->version;
+    std::string channel = v.is_devrelease() ? "nightly"
+                          : p.source.find("/test/") != std::string::npos || v.is_prerelease() ? "test"
+                                                                                              : "";
+    if (channel.empty()) return;
+    std::vector<specs::ComputeCapability> ccs;
+    for (const auto& g : r.facts.gpus) ccs.push_back(g.cc);
+    auto cover = r.knowledge->stable_covering(r.fw->name, ccs, r.facts.driver ? r.facts.driver->version : "",
+                                              platform_of(r));
+    if (!cover) return;
+    std::vector<std::string> archs;
+    for (const auto& cc : ccs)
+      if (std::find(archs.begin(), archs.end(), cc.sm_name()) == archs.end()) archs.push_back(cc.sm_name());
+    add(r, "stable-covers-gpu", "info",
+        fmt::format("{} {} is a {} build; the stable release {} ({}) now has native kernels for {}{}", p.dist->name,
+                    v.to_string(), channel, cover->version.to_string(), cover->variant, join(archs, ", "),
+                    cover->verified ? "" : " (claimed by the matrices, checked after download)"),
+        fmt::format("envfix apply --framework {} --channel stable", r.fw->name));
+    return;
+  }
+}
+
 // "torch/lib/libx.so: 2/3" → "libx.so: 2/3" (the count after ": " keeps its slash).
 std::string base_name(const std::string& path) {
   auto slash = path.rfind('/', path.find(": "));
@@ -839,6 +867,7 @@ Expected<Report> diagnose(const Globals& g, const DoctorOptions& opt) {
   // Step 3 and 4.
   run_repro(r, opt);
   check_matrices(r);
+  check_back_to_stable(r);
   if (kp) r.zstd_driver = kp->min_driver(specs::CudaVersion{12, 4}).value_or("");
   std::optional<wheel::EvidenceStore> store;
   if (!po.cache_dir.empty()) store.emplace(po.cache_dir / "evidence-v1");
