@@ -59,6 +59,7 @@ struct ApplyOptions {
   std::string venv;
   std::string link_mode; // empty: $ENVFIX_LINK_MODE, else auto
   int smoke_timeout = 600;
+  std::string smoke_layers = "repro,model"; // envfix verify's layers 1 and 2
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -177,7 +178,11 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
     std::vector<std::string> present;
     for (const auto& n : wheel_names) present.push_back(n);
     for (const auto& i : host.installed_names) present.push_back(i);
-    steps = smoke_steps(framework->smoke, present, on_cpu ? SmokeDevice::cpu : SmokeDevice::gpu);
+    const auto device = on_cpu ? SmokeDevice::cpu : SmokeDevice::gpu;
+    for (const auto& layer : split_commas(o.smoke_layers)) {
+      auto more = layer == "repro" ? smoke_steps(framework->smoke, present, device) : model_steps(framework->smoke, present, device);
+      steps.insert(steps.end(), more.begin(), more.end());
+    }
   }
   if (o.no_verify) rr.smoke_note = "smoke test skipped (--no-verify)";
   else if (!framework) rr.smoke_note = "no framework: smoke test skipped (plain requirement set)";
@@ -712,6 +717,13 @@ void add_apply_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--allow-breaking", o->allow_breaking, "Apply even when an installed package's requirement would break");
   cmd->add_flag("--allow-conda-overwrite", o->allow_conda_overwrite, "Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)");
   cmd->add_option("--smoke-timeout", o->smoke_timeout, "Seconds each smoke-test step may run (default 600)");
+  cmd->add_option("--smoke-layers", o->smoke_layers,
+                  "The smoke test: envfix verify's layers, comma-separated: repro, model (default both)")
+      ->check([](const std::string& v) -> std::string {
+        for (const auto& l : split_commas(v))
+          if (l != "repro" && l != "model") return fmt::format("'{}': the layers are repro and model", l);
+        return split_commas(v).empty() ? std::string("name at least one layer (or use --no-verify)") : std::string();
+      });
   cmd->callback([&g, o] {
     g.exit_code = finish_command(o->locked ? run_locked(g, *o) : run_apply(g, *o));
   });

@@ -769,6 +769,44 @@ TEST_CASE("framework apply without a GPU, or of a CPU build: the smoke test runs
   }
 }
 
+// apply's smoke test is envfix verify's layers 1 and 2 (repro, model) unless --smoke-layers says less.
+TEST_CASE("framework apply: the smoke test runs the model layer too, and a failing model rolls back") {
+  World w(cpufw_spec("cu128"));
+  auto text = std::string(kCpufwMatrices);
+  const std::string cpu_step = "        step: \"import os, cpufw;";
+  auto at = text.find("\n", text.find(cpu_step)) + 1;
+  text.insert(at, "      model:\n"
+                  "        \"tiny model\": \"import os, cpufw; assert os.environ['ENVFIX_DEVICE'] == 'cpu'; print('OP matmul', flush=True); "
+                  "assert not os.environ.get('CPUFW_MODEL_FAIL'), 'matmul gave NaN (fixture)'\"\n"
+                  "        \"torchvision: needs a companion\": \"raise SystemExit('ran without its companion')\"\n");
+  write(w.root() / "matrices/cpufw.yaml", text);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  auto fw = [&](const std::string& req, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a{"apply", "--framework", "cpufw", req, "--variant", "cu128", "--matrices",
+                               (w.root() / "matrices").string(), "--mirror", w.base_url(), "--python", py, "--yes",
+                               "--lockfile", w.lockfile().string(), "--format", "json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const std::map<std::string, std::string> no_gpu{{"ENVFIX_NO_NVML", "1"}};
+  auto ok = w.envfix(fw("cpufw==1.0.0"), no_gpu);
+  REQUIRE_MESSAGE(ok.rc == 0, ok.err);
+  CHECK(json::parse(ok.out)["applied"]["smoke"]["passed"] == json::array({"CPU step", "model: tiny model"}));
+  const auto before = manifest(ve);
+  auto bad = w.envfix(fw("cpufw==1.1.0"), {{"ENVFIX_NO_NVML", "1"}, {"CPUFW_MODEL_FAIL", "1"}});
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("smoke test model: tiny model failed") != std::string::npos);
+  CHECK(bad.err.find("matmul gave NaN (fixture)") != std::string::npos);
+  CHECK(manifest(ve) == before);
+  auto repro_only = w.envfix(fw("cpufw==1.1.0", {"--smoke-layers", "repro"}), {{"ENVFIX_NO_NVML", "1"}, {"CPUFW_MODEL_FAIL", "1"}});
+  CHECK(repro_only.rc == 0);
+  CHECK(json::parse(repro_only.out)["applied"]["smoke"]["passed"] == json::array({"CPU step"}));
+  auto wrong = w.envfix(fw("cpufw==1.0.0", {"--smoke-layers", "repro,app"}), no_gpu);
+  CHECK(wrong.rc != 0);
+  CHECK(wrong.err.find("'app': the layers are repro and model") != std::string::npos);
+}
+
 // docs/reliability.md §5 item 8: a smoke test that prints without end (gigabytes within the
 // timeout) once ended in std::bad_alloc, exit 134, mid-transaction. Its output is now capped, the
 // step stopped at its timeout, and the transaction rolled back.
