@@ -490,7 +490,7 @@ void check_matrices(Report& r) {
 
 // The guide's last fix: a nightly or test build installed because stable did not cover a new GPU
 // yet. Once a stable release covers every GPU (matrices/knowledge.hpp, stable_covering), say so.
-void check_back_to_stable(Report& r) {
+void check_back_to_stable(Report& r, const wheel::EvidenceStore* store) {
   if (!r.knowledge || !r.fw || r.facts.gpus.empty()) return;
   for (const auto& p : r.packages) {
     if (p.role != "main") continue;
@@ -501,8 +501,21 @@ void check_back_to_stable(Report& r) {
     if (channel.empty()) return;
     std::vector<specs::ComputeCapability> ccs;
     for (const auto& g : r.facts.gpus) ccs.push_back(g.cc);
+    // What the binaries said beats the table: a stable build read before (evidence store) that is
+    // not fully covered on some GPU is never suggested.
+    auto contradicted = [&](const specs::Version& sv, std::string_view variant) {
+      if (!store) return false;
+      for (const auto& b : store->builds()) {
+        if (b.key.project != specs::normalize_name(r.fw->main_package) || b.key.variant != variant) continue;
+        auto bv = specs::Version::parse(b.key.version);
+        if (!bv || bv->public_version() != sv.public_version()) continue;
+        for (const auto& cc : ccs)
+          if (wheel::package_coverage(b.files, cc).verdict != wheel::Verdict::full) return true;
+      }
+      return false;
+    };
     auto cover = r.knowledge->stable_covering(r.fw->name, ccs, r.facts.driver ? r.facts.driver->version : "",
-                                              platform_of(r));
+                                              platform_of(r), contradicted);
     if (!cover) return;
     std::vector<std::string> archs;
     for (const auto& cc : ccs)
@@ -867,11 +880,11 @@ Expected<Report> diagnose(const Globals& g, const DoctorOptions& opt) {
   // Step 3 and 4.
   run_repro(r, opt);
   check_matrices(r);
-  check_back_to_stable(r);
   if (kp) r.zstd_driver = kp->min_driver(specs::CudaVersion{12, 4}).value_or("");
   std::optional<wheel::EvidenceStore> store;
   if (!po.cache_dir.empty()) store.emplace(po.cache_dir / "evidence-v1");
   check_kernels(r, opt, store ? &*store : nullptr);
+  check_back_to_stable(r, store ? &*store : nullptr);
   // Errors first, then warnings, then info; stable within a severity.
   auto rank = [](const std::string& s) { return s == "error" ? 0 : s == "warning" ? 1 : 2; };
   std::stable_sort(r.findings.begin(), r.findings.end(),
