@@ -509,8 +509,15 @@ Expected<lockfile::LockTarget> make_lock_target(const PlanContext& ctx,
                                 : lockfile::strip_credentials(ctx.plan.index);
   t.variant = ctx.plan.variant;
   for (const auto& pin : ctx.resolution.pins) {
-    // Kept as installed, not on the index: there is no file to lock (the lock holds what an index serves).
-    if (resolver::is_installed_candidate(pin.file)) continue;
+    // Kept as installed, not on the index: no file to lock, so recorded with its provenance (docs/lockfile.md).
+    if (resolver::is_installed_candidate(pin.file)) {
+      std::string by;
+      for (const auto& d : ctx.host.facts.installed)
+        if (d.normalized_name() == pin.name) by = d.conda ? "conda" : d.installer;
+      t.installed_only.push_back({pin.name, pin.version.to_string(),
+                                  fmt::format("installed{}; not served by {}", by.empty() ? "" : " by " + by, t.index)});
+      continue;
+    }
     lockfile::LockedPackage p;
     p.name = pin.name;
     p.version = pin.version.to_string();
