@@ -670,6 +670,9 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
       if (lock_names.contains(d.normalized_name()) || family.contains(d.normalized_name()))
         touched.remove.push_back({d.normalized_name(), d.version.to_string(), "replaced"});
     ENVFIX_TRY_VOID(check_conda(host.installed, touched, o.allow_conda_overwrite));
+    // pip check of the after-state, as for a resolved plan: a lock made elsewhere may break a neighbour.
+    for (const auto& p : chosen->packages) touched.install.push_back({p.name, p.version, p.filename, p.url, p.sha256, p.size, {}, {}});
+    ENVFIX_TRY(check_breaking(host.installed, touched, host.python.markers, o.allow_breaking));
     for (const auto& w : touched.warnings) warn(w);
   }
 

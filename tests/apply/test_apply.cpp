@@ -1195,6 +1195,7 @@ TEST_CASE("lockfile: a kept package no index serves is locked as installed-only,
   auto r = w.envfix({"apply", "app", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()});
   REQUIRE(r.rc == 0);
   CHECK(r.err.find("typing-extensions 4.15.0 is kept as installed, but no index of the set serves it") != std::string::npos);
+  CHECK(r.err.find("interpreter: " + py + " (from --python)") != std::string::npos);
   auto lock = slurp(w.lockfile());
   auto io = lock.find("    installed-only:\n      - name: typing-extensions\n        version: \"4.15.0\"\n");
   REQUIRE(io != std::string::npos);
@@ -1208,6 +1209,13 @@ TEST_CASE("lockfile: a kept package no index serves is locked as installed-only,
   CHECK(lk.err.find("kept as installed") == std::string::npos);
   CHECK(slurp(lk_path).find("installed-only:") == std::string::npos);
   CHECK(slurp(lk_path).find("filename: typing_extensions-4.12.2-") != std::string::npos);
+  CHECK(lk.err.find("interpreter: " + py + " (from --python)") != std::string::npos);
+  // That lock would break pydantic here: apply --locked runs the same pip check as a plan.
+  const auto before_locked = manifest(ve);
+  auto breaking = w.envfix({"apply", "--locked", "--python", py, "--yes", "--lockfile", lk_path.string()});
+  CHECK(breaking.rc == 1);
+  CHECK(breaking.err.find("pydantic==2.13.4 requires typing-extensions>=4.14.1") != std::string::npos);
+  CHECK(manifest(ve) == before_locked);
   // Here it is installed: --locked reinstalls app and leaves typing-extensions be.
   auto again = w.envfix({"apply", "--locked", "--python", py, "--yes", "--lockfile", w.lockfile().string()});
   CHECK(again.rc == 0);
