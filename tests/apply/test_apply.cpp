@@ -810,13 +810,20 @@ constexpr const char* kNeighboursMirror = R"({"packages": [
   {"name": "oldapp", "version": "1.0", "requires_dist": ["typing-extensions<4.13"]}
 ], "json": false})";
 
-TEST_CASE("apply keeps an installed version that satisfies every requirement (pydantic/typing-extensions); pip check passes") {
-  World w(kNeighboursFull);
+// A venv with pydantic 2.13.4 and typing-extensions 4.15.0 from the full index, which then becomes
+// the mirror.
+fs::path neighbours_venv(World& w) {
   auto ve = w.venv("venv");
-  auto py = (ve / "bin/python").string();
   auto p = w.pip(ve, {"install", "--index-url", w.pip_index_url(), "pydantic==2.13.4", "typing-extensions==4.15.0"});
   REQUIRE_MESSAGE(p.ok(), p.err);
   w.rebuild_index(kNeighboursMirror);
+  return ve;
+}
+
+TEST_CASE("apply keeps an installed version that satisfies every requirement (pydantic/typing-extensions); pip check passes") {
+  World w(kNeighboursFull);
+  auto ve = neighbours_venv(w);
+  auto py = (ve / "bin/python").string();
   std::error_code ec;
   fs::remove_all(w.index_dir() / "simple" / "pydantic", ec);
 
@@ -854,11 +861,8 @@ TEST_CASE("apply keeps an installed version that satisfies every requirement (py
 
 TEST_CASE("a plan that would break an installed package is refused naming it; the venv is byte-identical after") {
   World w(kNeighboursFull);
-  auto ve = w.venv("venv");
+  auto ve = neighbours_venv(w);
   auto py = (ve / "bin/python").string();
-  auto p = w.pip(ve, {"install", "--index-url", w.pip_index_url(), "pydantic==2.13.4", "typing-extensions==4.15.0"});
-  REQUIRE_MESSAGE(p.ok(), p.err);
-  w.rebuild_index(kNeighboursMirror);
   auto before = manifest(ve);
   auto plan = w.envfix({"--format", "json", "plan", "oldapp", "--index-url", w.index_url(), "--python", py});
   CHECK(plan.rc == 1);
@@ -1187,11 +1191,8 @@ TEST_CASE("framework plan and lock for --python-version 3.13t pick the cp313t bu
 // under installed-only with its provenance; apply --locked requires it (docs/lockfile.md).
 TEST_CASE("lockfile: a kept package no index serves is locked as installed-only, and apply --locked requires it") {
   World w(kNeighboursFull);
-  auto ve = w.venv("venv");
+  auto ve = neighbours_venv(w);
   auto py = (ve / "bin/python").string();
-  auto p = w.pip(ve, {"install", "--index-url", w.pip_index_url(), "pydantic==2.13.4", "typing-extensions==4.15.0"});
-  REQUIRE_MESSAGE(p.ok(), p.err);
-  w.rebuild_index(kNeighboursMirror);
   auto r = w.envfix({"apply", "app", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()});
   REQUIRE(r.rc == 0);
   CHECK(r.err.find("typing-extensions 4.15.0 is kept as installed, but no index of the set serves it") != std::string::npos);
