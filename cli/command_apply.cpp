@@ -366,6 +366,7 @@ Expected<std::string> update_lockfile(const Globals& g, const PlanContext& ctx, 
         if (const auto* pin = ctx.resolution.find(p.name); pin && pin->file.filename == p.filename) kernels[p.name] = *p.kernels;
   for (const auto& [n, k] : verified) kernels[n] = k;
   auto target = ENVFIX_TRY(make_lock_target(ctx, kernels, local));
+  for (const auto& io : target.installed_only) warn(lockfile::installed_only_warning(io, path.string()));
   // A kept file the index gives no size for keeps the size an earlier apply learned (same sha256).
   if (const auto* old_t = lock.find(id))
     for (auto& p : target.packages)
@@ -598,6 +599,16 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
                                              lock.targets.size() == 1 ? "" : "s"),
                                  diffs, "run `envfix lock --target ...` for this host, or plan for it with --gpu/--python-version"});
   human(fmt::format("{} {} from {}", styled("locked:", Style::bold), chosen->id, g.lockfile));
+  {
+    std::vector<std::pair<std::string, std::string>> have;
+    for (const auto& d : host.facts.installed) have.emplace_back(d.normalized_name(), d.version.to_string());
+    if (auto unmet = lockfile::unmet_installed_only(*chosen, have); !unmet.empty())
+      return std::unexpected(Error{ErrorCode::invalid_input,
+                                   fmt::format("{} target {} keeps {} package{} no index serves, and this environment lacks {}", g.lockfile,
+                                               chosen->id, unmet.size(), unmet.size() == 1 ? "" : "s", unmet.front()),
+                                   unmet, "install those versions first (from where they came), or re-lock with an index that serves "
+                                          "them; nothing was changed"});
+  }
 
   auto target = installer::InstallTarget::from_python_info(*host.facts.python);
   ENVFIX_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
@@ -664,6 +675,9 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
       if (lock_names.contains(d.normalized_name()) || family.contains(d.normalized_name()))
         touched.remove.push_back({d.normalized_name(), d.version.to_string(), "replaced"});
     ENVFIX_TRY_VOID(check_conda(host.installed, touched, o.allow_conda_overwrite));
+    // pip check of the after-state, as for a resolved plan: a lock made elsewhere may break a neighbour.
+    for (const auto& p : chosen->packages) touched.install.push_back({p.name, p.version, p.filename, p.url, p.sha256, p.size, {}, {}});
+    ENVFIX_TRY(check_breaking(host.installed, touched, host.python.markers, o.allow_breaking));
     for (const auto& w : touched.warnings) warn(w);
   }
 
