@@ -20,6 +20,7 @@
 #include "cli/progress.hpp"
 #include "cli/render.hpp"
 #include "cli/smoke.hpp"
+#include "probe/base_env.hpp"
 #include "installer/install_target.hpp"
 #include "installer/kernel_gate.hpp"
 #include "installer/transaction.hpp"
@@ -342,9 +343,30 @@ std::vector<fs::path> installed_dist_infos(const Host& host, const std::set<std:
 }
 
 // Write or update the lockfile after a commit.
+// The machine the smoke test just passed on (lockfile VerifiedOn); none for planned GPUs, which
+// nothing ran on.
+std::optional<lockfile::VerifiedOn> verified_on(const PlanContext& ctx, const std::vector<std::string>& smoke) {
+  const Host& host = ctx.host;
+  if (host.gpus_planned || smoke.empty() || !host.facts.python) return std::nullopt;
+  lockfile::VerifiedOn v;
+  for (const auto& [name, cc] : host.gpus) v.gpus.push_back(fmt::format("{} ({})", name, cc.sm_name()));
+  v.driver = host.driver;
+  for (const auto& p : ctx.resolution.pins)
+    if (auto c = probe::runtime_cuda(p.name, p.version)) v.cuda_runtime = c->to_string();
+  if (auto t = probe::probe_toolkit(); t && t->version) v.toolkit = fmt::format("nvcc {} ({})", t->version->to_string(), t->from);
+  v.interpreter = fmt::format("{} {}", host.facts.python->executable.string(), host.facts.python->version.to_string());
+  auto platform = probe::probe_platform();
+  if (platform.is_wsl()) v.environment = "WSL2";
+  if (!platform.container.empty())
+    v.environment += fmt::format("{}container ({})", v.environment.empty() ? "" : ", ", platform.container);
+  v.smoke = smoke;
+  return v;
+}
+
 Expected<std::string> update_lockfile(const Globals& g, const PlanContext& ctx, const std::vector<std::string>& request,
                                       const std::map<std::string, lockfile::LockedKernels>& verified,
-                                      const std::map<std::string, LocalFile>& local) {
+                                      const std::map<std::string, LocalFile>& local,
+                                      std::optional<lockfile::VerifiedOn> verified_here = std::nullopt) {
   fs::path path = g.lockfile;
   lockfile::LockFile lock;
   std::string framework = ctx.framework_mode() ? ctx.spec->name : "";
@@ -372,6 +394,10 @@ Expected<std::string> update_lockfile(const Globals& g, const PlanContext& ctx, 
     for (auto& p : target.packages)
       for (const auto& op : old_t->packages)
         if (!p.size && op.name == p.name && op.sha256 == p.sha256) p.size = op.size;
+  // Where it was verified: this run's smoke test, else the record of the run that installed the
+  // same files (a later apply that changed nothing).
+  if (verified_here) target.verified_on = std::move(verified_here);
+  else if (const auto* old_t = lock.find(id); old_t && old_t->packages == target.packages) target.verified_on = old_t->verified_on;
   lock.upsert(std::move(target));
   ENVFIX_TRY_VOID(lock.write(path));
   return path.string();
@@ -511,7 +537,7 @@ Expected<std::optional<int>> apply_attempt(const Globals& g, const ApplyOptions&
     }
     return 2;
   }
-  auto lp = update_lockfile(g, ctx, request, locked_kernels(gate), local);
+  auto lp = update_lockfile(g, ctx, request, locked_kernels(gate), local, verified_on(ctx, rr->smoke_passed));
   if (lp) human(styled(fmt::format("Wrote {}", *lp), Style::dim));
   else warn(fmt::format("lockfile not written: {}", lp.error().message));
   if (json_out) {

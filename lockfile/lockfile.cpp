@@ -237,6 +237,16 @@ std::string LockFile::to_yaml() const {
       o += fmt::format("        version: {}\n", scalar(p.version));
       o += fmt::format("        provenance: {}\n", scalar(p.provenance));
     }
+    if (const auto& v = t.verified_on) {
+      o += "    verified-on:\n";
+      o += fmt::format("      gpus: {}\n", flow_list(v->gpus));
+      if (!v->driver.empty()) o += fmt::format("      driver: {}\n", scalar(v->driver));
+      if (!v->cuda_runtime.empty()) o += fmt::format("      cuda-runtime: {}\n", scalar(v->cuda_runtime));
+      if (!v->toolkit.empty()) o += fmt::format("      toolkit: {}\n", scalar(v->toolkit));
+      o += fmt::format("      interpreter: {}\n", scalar(v->interpreter));
+      if (!v->environment.empty()) o += fmt::format("      environment: {}\n", scalar(v->environment));
+      o += fmt::format("      smoke: {}\n", flow_list(v->smoke));
+    }
   }
   return o;
 }
@@ -289,7 +299,8 @@ Expected<LockFile> LockFile::parse(std::string_view text, std::string_view sourc
           c.problem(tn, "each target must be a mapping");
           continue;
         }
-        c.allow_keys(tn, {"id", "host", "channel", "index", "variant", "packages", "installed-only"}, "a target");
+        c.allow_keys(tn, {"id", "host", "channel", "index", "variant", "packages", "installed-only", "verified-on"},
+                     "a target");
         t.id = c.str(tn, "id", "a target");
         std::string where = fmt::format("target '{}'", t.id);
         if (!t.id.empty() && !ids.insert(t.id).second) c.problem(tn["id"], fmt::format("duplicate target id '{}'", t.id));
@@ -302,6 +313,22 @@ Expected<LockFile> LockFile::parse(std::string_view text, std::string_view sourc
           t.host.driver_min = c.str(hn, "driver-min", where + " host", false);
           t.host.python = c.str(hn, "python", where + " host");
           t.host.platform = c.str(hn, "platform", where + " host");
+        }
+        if (YAML::Node vn = tn["verified-on"]) {
+          if (!vn.IsMap()) c.problem(vn, where + ": 'verified-on' must be a mapping");
+          else {
+            const std::string vw = where + " verified-on";
+            c.allow_keys(vn, {"gpus", "driver", "cuda-runtime", "toolkit", "interpreter", "environment", "smoke"}, vw);
+            VerifiedOn v;
+            v.gpus = c.str_list(vn, "gpus", vw);
+            v.driver = c.str(vn, "driver", vw, false);
+            v.cuda_runtime = c.str(vn, "cuda-runtime", vw, false);
+            v.toolkit = c.str(vn, "toolkit", vw, false);
+            v.interpreter = c.str(vn, "interpreter", vw);
+            v.environment = c.str(vn, "environment", vw, false);
+            v.smoke = c.str_list(vn, "smoke", vw);
+            t.verified_on = std::move(v);
+          }
         }
         t.channel = c.str(tn, "channel", where, false);
         t.index = c.str(tn, "index", where);

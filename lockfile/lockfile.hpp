@@ -51,6 +51,20 @@ struct InstalledOnly {
   bool operator==(const InstalledOnly&) const = default;
 };
 
+// The machine an apply verified the target on (the guide's "GPU arch - driver - runtime - framework"
+// record): written by apply after its smoke test passed, kept by later applies that change nothing.
+// Facts, not requirements: apply --locked never checks them.
+struct VerifiedOn {
+  std::vector<std::string> gpus;  // "NVIDIA H200 (sm_90)"; empty: verified on the CPU
+  std::string driver;             // "580.159.04"; empty without a driver
+  std::string cuda_runtime;       // "13.0" of the set's nvidia-cuda-runtime wheel; empty for none
+  std::string toolkit;            // "nvcc 13.0 (PATH)"; empty when there is no local nvcc
+  std::string interpreter;        // "/work/.venv/bin/python 3.12.3"
+  std::string environment;        // "container (docker)", "WSL2", ""
+  std::vector<std::string> smoke; // the smoke-test steps that passed
+  bool operator==(const VerifiedOn&) const = default;
+};
+
 struct LockTarget {
   std::string id;  // sm_120-cp310-manylinux_2_28_x86_64
   LockedHost host;
@@ -59,6 +73,7 @@ struct LockTarget {
   std::string variant;
   std::vector<LockedPackage> packages;  // sorted by name
   std::vector<InstalledOnly> installed_only; // sorted by name
+  std::optional<VerifiedOn> verified_on;
   bool operator==(const LockTarget&) const = default;
 };
 

@@ -51,17 +51,17 @@ std::optional<Toolkit> probe_toolkit() {
   return std::nullopt;
 }
 
+std::optional<specs::CudaVersion> runtime_cuda(std::string_view n, const specs::Version& version) {
+  if (n != "nvidia-cuda-runtime" && !(n.starts_with("nvidia-cuda-runtime-cu") && n.size() <= 25)) return std::nullopt;
+  const auto& rel = version.release();
+  if (rel.size() < 2) return std::nullopt;
+  return specs::CudaVersion{static_cast<int>(rel[0]), static_cast<int>(rel[1])};
+}
+
 std::optional<CudaRuntime> cuda_runtime_of(const std::vector<InstalledDist>& installed) {
-  for (const auto& d : installed) {
-    auto n = d.normalized_name();
-    // nvidia-cuda-runtime (CUDA 13 names) and nvidia-cuda-runtime-cu12/-cu11; the wheel's version
-    // starts with the toolkit's major.minor (13.0.96, 12.8.90).
-    if (n != "nvidia-cuda-runtime" && !(n.starts_with("nvidia-cuda-runtime-cu") && n.size() <= 25)) continue;
-    const auto& rel = d.version.release();
-    if (rel.size() < 2) continue;
-    return CudaRuntime{specs::CudaVersion{static_cast<int>(rel[0]), static_cast<int>(rel[1])},
-                       fmt::format("{} {}", d.name, d.version.to_string())};
-  }
+  for (const auto& d : installed)
+    if (auto c = runtime_cuda(d.normalized_name(), d.version))
+      return CudaRuntime{*c, fmt::format("{} {}", d.name, d.version.to_string())};
   return std::nullopt;
 }
 

@@ -33,6 +33,9 @@ struct CudaRuntime {
   specs::CudaVersion version;
   std::string from; // "nvidia-cuda-runtime 13.0.96"
 };
+// The CUDA of a CUDA runtime wheel: nvidia-cuda-runtime (CUDA 13 names) or nvidia-cuda-runtime-cuXX,
+// whose version starts with the toolkit's major.minor (13.0.96, 12.8.90); nullopt for any other package.
+[[nodiscard]] std::optional<specs::CudaVersion> runtime_cuda(std::string_view normalized_name, const specs::Version& version);
 // The CUDA runtime the installed set carries (nvidia-cuda-runtime[-cuXX] wheels); nullopt without one.
 [[nodiscard]] std::optional<CudaRuntime> cuda_runtime_of(const std::vector<InstalledDist>& installed);
 

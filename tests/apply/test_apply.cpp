@@ -794,6 +794,12 @@ TEST_CASE("framework apply: the smoke test runs the model layer too, and a faili
   auto ok = w.envfix(fw("cpufw==1.0.0"), no_gpu);
   REQUIRE_MESSAGE(ok.rc == 0, ok.err);
   CHECK(json::parse(ok.out)["applied"]["smoke"]["passed"] == json::array({"CPU step", "model: tiny model"}));
+  // The lockfile records where that passed (no GPU: an empty GPU list, the interpreter, the steps).
+  auto lock_text = util::read_file(w.lockfile()).value();
+  CHECK(lock_text.find("    verified-on:\n      gpus: []\n") != std::string::npos);
+  INFO(lock_text);
+  CHECK(lock_text.find("      interpreter: \"" + (ve / "bin").string()) != std::string::npos);
+  CHECK(lock_text.find("model: tiny model") != std::string::npos);
   const auto before = manifest(ve);
   auto bad = w.envfix(fw("cpufw==1.1.0"), {{"ENVFIX_NO_NVML", "1"}, {"CPUFW_MODEL_FAIL", "1"}});
   CHECK(bad.rc == 2);

@@ -59,6 +59,29 @@ TEST_CASE("lockfile round trip is exact and deterministic") {
   CHECK(back->targets[0].host.driver_min == "570.26");
 }
 
+TEST_CASE("verified-on: the machine an apply verified a target on is written, read back equal, and checked") {
+  LockFile l = sample();
+  l.targets[0].verified_on = VerifiedOn{{"NVIDIA GeForce RTX 5090 (sm_120)"}, "580.65.06", "12.8", "nvcc 12.8 (PATH)",
+                                        "/work/.venv/bin/python 3.10.14", "container (docker)",
+                                        {"step A", "step B", "model: small CNN fp32/bf16 forward and backward"}};
+  auto y = l.to_yaml();
+  INFO(y);
+  CHECK(y.find("    verified-on:\n      gpus: [") != std::string::npos);
+  CHECK(y.find("NVIDIA GeForce RTX 5090 (sm_120)") != std::string::npos);
+  auto back = LockFile::parse(y, "envfix.lock");
+  REQUIRE_MESSAGE(back, (back ? "" : back.error().render()));
+  REQUIRE(back->targets[0].verified_on);
+  CHECK(*back->targets[0].verified_on == *l.targets[0].verified_on);
+  CHECK(back->to_yaml() == y);
+  // Without a record nothing is written; an unknown key in it is named with its line.
+  CHECK(sample().to_yaml().find("verified-on") == std::string::npos);
+  auto bad = y;
+  bad.insert(bad.find("      driver: "), "      colour: blue\n");
+  auto e = LockFile::parse(bad, "envfix.lock");
+  REQUIRE_FALSE(e);
+  CHECK(e.error().render().find("colour") != std::string::npos);
+}
+
 TEST_CASE("values that YAML would misread are quoted and read back equal (fuzz finding)") {
   LockFile l = sample();
   // A trailing ':' made `python: 3.10us:` a mapping key on the way back.
