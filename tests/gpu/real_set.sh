@@ -163,5 +163,40 @@ sed 's/^/    /' "$out/real-verify-broken.txt" | tee -a "$summary"
   && pass "verify --app on the broken set: missing-arch, fix: $(jqp "$out/real-verify-broken.json" 'd["layers"]["app"]["fix"]')" \
   || failm "verify --app on the broken set (see real-verify-broken.txt)"
 
+# 10. Back to stable, the base environment and the verified-on record: doctor on the genuine nightly
+#     set (venvC) names the stable release that covers sm_90; a second index whose stable torch is
+#     genuine (no relabelling) takes venvC back with `apply --channel stable`, smoke-tested with
+#     verify's repro and model layers, and the lockfile records the machine it passed on.
+nvidia-smi -L >"$out/nvidia-smi-L.txt" 2>&1
+envfix doctor --python "$work/venvC/bin/python" "${COMMON[@]}" --no-repro --format json >"$out/real-doctor-nightly.json" 2>"$out/real-doctor-nightly.txt"
+jqp "$out/real-doctor-nightly.json" '"\n".join("    %s: %s | %s" % (f["code"], f["message"], f["hint"]) for f in d["findings"])' | tee -a "$summary"
+jqp "$out/real-doctor-nightly.json" '"    base: " + json.dumps(d["base"])' 2>/dev/null | tee -a "$summary" || true
+[ "$(jqp "$out/real-doctor-nightly.json" 'any(f["code"] == "stable-covers-gpu" for f in d["findings"])')" = True ] \
+  && pass "doctor on the nightly set: stable-covers-gpu" || failm "no stable-covers-gpu on the nightly set (see real-doctor-nightly.json)"
+[ "$(jqp "$out/real-doctor-nightly.json" 'd["base"]["cuda_runtime"]["version"]')" = 13.0 ] \
+  && pass "doctor base: CUDA runtime $(jqp "$out/real-doctor-nightly.json" 'd["base"]["cuda_runtime"]["from"]'), toolkit $(jqp "$out/real-doctor-nightly.json" 'd["base"]["toolkit"]')" \
+  || failm "doctor base environment (see real-doctor-nightly.json)"
+"$SRCPY" "$here/real_index.py" "$SITE" "$work/index2" --relabel '' >"$out/real-index2.json" 2>"$out/real-index2.log" || failm "real_index.py --relabel '' (see real-index2.log)"
+setsid python3 -m http.server 8767 --bind 127.0.0.1 --directory "$work/index2" >"$out/real-http2.log" 2>&1 &
+server2=$!
+trap 'kill $server $server2 2>/dev/null' EXIT
+for _ in $(seq 50); do python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8767/whl/cu130/torch/')" 2>/dev/null && break; sleep 0.1; done
+t0=$(now)
+envfix apply --yes --framework torch --channel stable --python "$work/venvC/bin/python" --mirror http://127.0.0.1:8767/whl \
+  --cache-dir "$work/cache2" --lockfile "$work/stable.lock" --format json >"$out/real-back-to-stable.json" 2>"$out/real-back-to-stable.txt"
+rc=$?
+say "apply --channel stable exit $rc in $(el $t0 $(now)) s"
+sed 's/^/    /' "$out/real-back-to-stable.txt" | tee -a "$summary"
+SV=$(jqp "$out/real-index2.json" 'd["stable"]["torch"]')
+[ $rc = 0 ] && [ "$(distv "$work/venvC/bin/python" torch)" = "$SV" ] && pass "back to stable: torch $SV, smoke $(jqp "$out/real-back-to-stable.json" 'd["applied"]["smoke"]["passed"]')" \
+  || failm "apply --channel stable (see real-back-to-stable.txt)"
+cp "$work/stable.lock" "$out/stable.lock" 2>/dev/null
+grep -q "NVIDIA H200 (sm_90)" "$work/stable.lock" && pass "the lockfile's verified-on: $(grep -A7 'verified-on:' "$work/stable.lock" | tr -s ' ' | tr '\n' ' ')" \
+  || failm "no verified-on record in the lockfile"
+envfix doctor --python "$work/venvC/bin/python" --cache-dir "$work/cache2" --no-repro --format json >"$out/real-doctor-stable.json" 2>/dev/null
+[ "$(jqp "$out/real-doctor-stable.json" 'any(f["code"] == "stable-covers-gpu" for f in d["findings"])')" = False ] \
+  && pass "doctor on the stable set: no back-to-stable note, verdict $(jqp "$out/real-doctor-stable.json" 'd["verdict"]')" \
+  || failm "a back-to-stable note on a stable install"
+
 say "fails: $fails"
 exit $((fails > 0))
