@@ -8,9 +8,11 @@
 
 #include <atomic>
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <random>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -121,11 +123,41 @@ int link_one(LinkMode mode, const std::string& src, const std::string& dest, mod
   }
 }
 
+
+// Rewrites the manifest of the entry at `entry` with new change times (member → inode, change time)
+// for the files whose recorded inode is that one. Best effort and not fsync'd, like add(): a lost
+// or stale update costs one re-hash, never trust. Written to a temp file and renamed, so that a
+// concurrent find() reads the old or the new manifest, never a torn one.
+void refresh_manifest(const fs::path& entry,
+                      const std::unordered_map<std::string, std::pair<std::uint64_t, std::int64_t>>& changed) {
+  if (changed.empty()) return;
+  const fs::path manifest = entry / manifest_name;
+  auto text = util::read_file(manifest);
+  if (!text) return;
+  std::string out;
+  try {
+    auto j = json::parse(*text);
+    if (j.value("manifest", 0) != manifest_version) return;
+    for (auto& f : j.at("files")) {
+      auto it = changed.find(f.at(0).get_ref<const std::string&>());
+      if (it != changed.end() && f.at(6).get<std::uint64_t>() == it->second.first) f.at(5) = it->second.second;
+    }
+    out = j.dump();
+  } catch (const std::exception&) {
+    return;
+  }
+  const fs::path temp = entry / (std::string(manifest_name) + ".tmp-" + random_suffix());
+  util::Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd.valid()) return;
+  const bool written = ::write(fd.get(), out.data(), out.size()) == static_cast<ssize_t>(out.size());
+  if (!written || ::rename(temp.c_str(), manifest.c_str()) != 0) ::unlink(temp.c_str());
+}
+
 } // namespace
 
 // ---- the cache ------------------------------------------------------------------------------------
 
-std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256, unsigned threads) const {
+std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256, unsigned threads, FindStats* stats) const {
   if (!valid_sha256(sha256)) return std::nullopt;
   const fs::path entry = m_root / std::string(sha256);
   auto text = util::read_file(entry / manifest_name);
@@ -170,7 +202,9 @@ std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256, u
       if (::lstat(sf.staged.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
           static_cast<std::uint64_t>(st.st_size) != sf.size || mtime_ns(st) != mtime)
         return std::nullopt;
-      if (ctime_ns(st) != ctime || static_cast<std::uint64_t>(st.st_ino) != ino) rehash.push_back(sw.files.size());
+      sf.checked_ino = static_cast<std::uint64_t>(st.st_ino);
+      sf.checked_ctime = ctime_ns(st);
+      if (ctime_ns(st) != ctime || sf.checked_ino != ino) rehash.push_back(sw.files.size());
       sw.files.push_back(std::move(sf));
     }
     for (const auto& f : sw.files)
@@ -178,13 +212,19 @@ std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256, u
   } catch (const std::exception&) {
     return std::nullopt; // unreadable manifest: treated as absent, the wheel is unpacked again
   }
+  // A re-hashed file is known good as of the change time seen before hashing, provided it is still
+  // the same after: a write during the hash moves it.
   auto checked = util::parallel_for(rehash.size(), std::max(1u, threads), [&](std::size_t k) -> Expected<void> {
     const auto& f = sw.files[rehash[k]];
     auto h = wheel::record_hash_file(f.staged);
-    if (!h || *h != f.hash) return fail(ErrorCode::hash_mismatch, "{} changed", f.staged);
+    struct stat st;
+    if (!h || *h != f.hash || ::lstat(f.staged.c_str(), &st) != 0 || ctime_ns(st) != f.checked_ctime ||
+        static_cast<std::uint64_t>(st.st_ino) != f.checked_ino)
+      return fail(ErrorCode::hash_mismatch, "{} changed", f.staged);
     return {};
   });
   if (!checked) return std::nullopt; // changed under us: unpacked again from the archive
+  if (stats) stats->rehashed = rehash.size();
   return sw;
 }
 
@@ -296,12 +336,29 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
     return out;
   }
 
+  // Hard links share the cache's inode, and link(2) (then the install's rename, and unlinking what
+  // staging kept) moves its change time: the manifest no longer matches and the next find() would
+  // re-hash every file. Each file that still had the inode and change time it was verified with just
+  // before its link gets the change time seen just after it, for LinkStamps (unpacked_cache.hpp).
+  auto& relinked = out.linked_ctime; // per file: the change time after linking, or -1
+  auto stamp = [&](std::size_t k, const struct stat& before) {
+    const auto& f = files[k];
+    struct stat after;
+    if (before.st_ino == f.checked_ino && ctime_ns(before) == f.checked_ctime && f.checked_ctime != 0 &&
+        ::lstat(f.staged.c_str(), &after) == 0 && after.st_ino == before.st_ino &&
+        after.st_size == before.st_size && mtime_ns(after) == mtime_ns(before))
+      relinked[k] = ctime_ns(after);
+  };
+
   // The first file decides what this filesystem pair can do.
   std::vector<LinkMode> order;
   if (mode == LinkMode::automatic || mode == LinkMode::clone) order.push_back(LinkMode::clone);
   if (mode == LinkMode::automatic || mode == LinkMode::clone || mode == LinkMode::hardlink) order.push_back(LinkMode::hardlink);
   order.push_back(LinkMode::copy);
   int first_err = 0;
+  struct stat before0;
+  if (::lstat(src(0).c_str(), &before0) != 0)
+    return fail(ErrorCode::io, "unpacked cache: {}: {}", src(0), std::strerror(errno));
   for (auto m : order) {
     int err = link_one(m, src(0), files[0].staged, modes[0]);
     if (err == 0) {
@@ -317,13 +374,20 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
                                src_tree, dest_tree.string(), std::strerror(first_err), to_string(out.used));
 
   const LinkMode used = out.used;
+  if (used == LinkMode::hardlink) {
+    relinked.assign(files.size(), -1);
+    stamp(0, before0);
+  }
   constexpr std::size_t chunk = 256;
   const std::size_t n = files.size() - 1;
   ENVFIX_TRY_VOID(util::parallel_for((n + chunk - 1) / chunk, threads, [&](std::size_t c) -> Expected<void> {
     for (std::size_t k = 1 + c * chunk; k < std::min(files.size(), 1 + (c + 1) * chunk); ++k) {
       const std::string from = src(k);
+      struct stat before;
+      const bool stamped = used == LinkMode::hardlink && ::lstat(from.c_str(), &before) == 0;
       int err = link_one(used, from, files[k].staged, modes[k]);
       if (err != 0 && unsupported(err, used)) err = util::copy_file_exclusive(from, files[k].staged, modes[k]);
+      else if (err == 0 && stamped) stamp(k, before);
       if (err != 0)
         return make_error(ErrorCode::io,
                           fmt::format("{} {} → {}: {}", to_string(used), from, files[k].staged, std::strerror(err)),
@@ -331,8 +395,55 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
     }
     return {};
   }));
+  if (used == LinkMode::hardlink) out.entry = fs::path(src_tree).parent_path();
   cleanup.armed = false;
   return out;
+}
+
+// ---- LinkStamps -------------------------------------------------------------------------------------
+
+void LinkStamps::add(const LinkResult& linked) {
+  if (linked.entry.empty()) return;
+  const auto& files = linked.staged.files;
+  for (std::size_t k = 0; k < files.size() && k < linked.linked_ctime.size(); ++k)
+    if (linked.linked_ctime[k] >= 0)
+      m_files.push_back({m_entries.size(), files[k].member, files[k].staged, {}, files[k].checked_ino,
+                         linked.linked_ctime[k]});
+  m_entries.push_back(linked.entry);
+}
+
+void LinkStamps::before_install(const std::function<const std::string*(const std::string&)>& dest_of,
+                                unsigned threads) {
+  (void)util::parallel_for(m_files.size(), std::max(1u, threads), [&](std::size_t k) -> Expected<void> {
+    auto& f = m_files[k];
+    struct stat st;
+    const std::string* dest = dest_of(f.staged);
+    // Untouched since its link, and renamed into the environment: else not refreshed (re-hashed).
+    if (!dest || ::lstat(f.staged.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_ino) != f.ino ||
+        ctime_ns(st) != f.ctime)
+      f.ino = 0;
+    else
+      f.installed = *dest;
+    return {};
+  });
+}
+
+void LinkStamps::after_install(unsigned threads) const {
+  if (m_files.empty()) return;
+  std::vector<std::int64_t> now(m_files.size(), -1);
+  (void)util::parallel_for(m_files.size(), std::max(1u, threads), [&](std::size_t k) -> Expected<void> {
+    const auto& f = m_files[k];
+    struct stat st;
+    // Moved by nothing between its link and the renames (before_install): what moved its change
+    // time since is the rename, or an edit during the renames (docs/reliability.md, row 12).
+    if (f.ino != 0 && ::lstat(f.installed.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_ino) == f.ino)
+      now[k] = ctime_ns(st);
+    return {};
+  });
+  std::vector<std::unordered_map<std::string, std::pair<std::uint64_t, std::int64_t>>> by_entry(m_entries.size());
+  for (std::size_t k = 0; k < m_files.size(); ++k)
+    if (now[k] >= 0) by_entry[m_files[k].entry].emplace(m_files[k].member, std::pair{m_files[k].ino, now[k]});
+  for (std::size_t e = 0; e < m_entries.size(); ++e) refresh_manifest(m_entries[e], by_entry[e]);
 }
 
 } // namespace envfix::installer

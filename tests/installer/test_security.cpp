@@ -291,7 +291,35 @@ TEST_CASE("security 12: a cached file edited with its size and mtime kept is not
   Venv c("ctime-3");
   auto r3 = apply(c.target, {w}, opt);
   REQUIRE_MESSAGE(r3, (r3 ? "" : r3.error().render()));
-  CHECK(cache.find(*w.sha256));
+  UnpackedCache::FindStats fs3;
+  CHECK(cache.find(*w.sha256, 1, &fs3));
+  // The links' change times were recorded after linking: the next use hashes nothing again...
+  Venv d("ctime-4");
+  auto r4 = apply(d.target, {w}, opt);
+  REQUIRE_MESSAGE(r4, (r4 ? "" : r4.error().render()));
+  CHECK(r4->cache_hits == 1);
+  UnpackedCache::FindStats fs4;
+  REQUIRE(cache.find(*w.sha256, 1, &fs4));
+  CHECK(fs4.rehashed == 0);
+  // ...and an edit through an environment's hard link (the cache's inode), size and mtime kept,
+  // still makes the entry unused: the next install unpacks the archive again.
+  const auto linked = d.target.purelib / "demo" / "__init__.py";
+  struct stat st4;
+  REQUIRE(::stat(linked.c_str(), &st4) == 0);
+  REQUIRE(st4.st_nlink > 1);
+  {
+    util::Fd fd(::open(linked.c_str(), O_WRONLY | O_CLOEXEC));
+    REQUIRE(fd.valid());
+    REQUIRE(::pwrite(fd.get(), "Y", 1, 0) == 1);
+  }
+  const struct timespec times4[2] = {st4.st_atim, st4.st_mtim};
+  REQUIRE(::utimensat(AT_FDCWD, linked.c_str(), times4, 0) == 0);
+  CHECK_FALSE(cache.find(*w.sha256));
+  Venv e("ctime-5");
+  auto r5 = apply(e.target, {w}, opt);
+  REQUIRE_MESSAGE(r5, (r5 ? "" : r5.error().render()));
+  CHECK(r5->cache_hits == 0);
+  CHECK(util::read_file(e.target.purelib / "demo" / "__init__.py").value() == "V = '1.0'\n");
 }
 
 } // TEST_SUITE
