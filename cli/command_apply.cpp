@@ -276,6 +276,9 @@ json result_json(const RunResult& rr) {
   j["timings"] = {{"download_s", rr.t_download}, {"unpack_s", rr.t_stage},     {"kernel_check_s", rr.t_kernels},
                   {"prepare_s", rr.t_download + rr.t_stage + rr.t_kernels},
                   {"uninstall_s", rr.t_uninstall},  {"install_s", rr.t_install}};
+  json steps = json::object(); // installer::TransactionResult::steps
+  for (const auto& [step, secs] : rr.txn.steps) steps[step] = steps.value(step, 0.0) + secs;
+  j["timings"]["steps"] = std::move(steps);
   j["link_mode"] = rr.txn.link_mode ? json(installer::to_string(*rr.txn.link_mode)) : json(nullptr);
   j["unpacked_cache_hits"] = rr.txn.cache_hits;
   return j;
