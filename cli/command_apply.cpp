@@ -297,10 +297,13 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(const Globals& g
   installer::UnpackedCache cache(unpacked_cache_dir(client));
   std::vector<index::Candidate> fetch;
   std::vector<std::size_t> fetch_index;
+  std::vector<std::string> shas; // all entries looked up at once (UnpackedCache::find_many)
+  for (const auto& c : cands) shas.push_back(c.sha256.value_or(""));
+  auto found = cache.find_many(shas, util::default_threads());
   for (std::size_t i = 0; i < cands.size(); ++i) {
     wheels[i].sha256 = cands[i].sha256;
     wheels[i].size = cands[i].size;
-    if (cands[i].sha256) wheels[i].cached = cache.find(*cands[i].sha256, util::default_threads());
+    wheels[i].cached = std::move(found[i]);
     if (!wheels[i].cached) {
       fetch.push_back(cands[i]);
       fetch_index.push_back(i);

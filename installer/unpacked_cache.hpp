@@ -43,6 +43,12 @@ public:
   };
   [[nodiscard]] std::optional<wheel::StagedWheel> find(std::string_view sha256, unsigned threads = 1,
                                                        FindStats* stats = nullptr) const;
+  // find() of several entries at once: manifests read in parallel, and every file to re-hash, of
+  // every entry, over one set of `threads` (large files in 32 MiB pieces), so that a warm install
+  // is bounded by the bytes to hash rather than by its largest file. One result per hash, in order.
+  [[nodiscard]] std::vector<std::optional<wheel::StagedWheel>> find_many(const std::vector<std::string>& shas,
+                                                                          unsigned threads = 1,
+                                                                          FindStats* stats = nullptr) const;
   // A fresh private directory to stage a wheel into before add().
   [[nodiscard]] Expected<std::filesystem::path> make_temp() const;
   // Turns a wheel staged under `temp` (from make_temp) into the entry for `sha256`; returns the

@@ -322,4 +322,46 @@ TEST_CASE("security 12: a cached file edited with its size and mtime kept is not
   CHECK(util::read_file(e.target.purelib / "demo" / "__init__.py").value() == "V = '1.0'\n");
 }
 
+TEST_CASE("security 12: a large cached file is re-checked in pieces, healed once known good, and an edit in a piece is seen") {
+  Venv a("pieces");
+  std::string big(70u << 20, 'a'); // three 32 MiB pieces, incompressible (the zip-bomb ratio check)
+  std::uint64_t x = 88172645463325252ull;
+  for (auto& c : big) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(0x21 + x % 94); // printable: the wheel factory passes members as JSON text
+  }
+  const auto w = hashed(test::make_wheel(simple("demo", "1.0", {{"demo/big.bin", big}}), a.wheels()));
+  TransactionOptions opt;
+  opt.unpacked_cache = a.root / "cache";
+  opt.link_mode = LinkMode::hardlink;
+  auto r = apply(a.target, {w}, opt);
+  REQUIRE_MESSAGE(r, (r ? "" : r.error().render()));
+  const auto manifest = util::read_file(opt.unpacked_cache / *w.sha256 / "manifest.json").value();
+  CHECK(manifest.find(util::sha256_hex(big.substr(0, 32u << 20))) != std::string::npos);
+  UnpackedCache cache(opt.unpacked_cache);
+  // Deleting the environment's hard links moves the change time of the cache's inodes: the next
+  // lookup hashes them again (in pieces), records them as known good, and the one after hashes nothing.
+  fs::remove_all(a.target.purelib / "demo");
+  UnpackedCache::FindStats s1, s2;
+  REQUIRE(cache.find(*w.sha256, 4, &s1));
+  CHECK(s1.rehashed >= 1);
+  auto again = cache.find_many({*w.sha256, std::string(64, '0')}, 4, &s2);
+  REQUIRE(again.size() == 2);
+  CHECK(again[0].has_value());
+  CHECK_FALSE(again[1].has_value());
+  CHECK(s2.rehashed == 0);
+  // One byte of the last piece rewritten, size and mtime kept: the entry is not used.
+  const auto cached = opt.unpacked_cache / *w.sha256 / "tree" / "demo" / "big.bin";
+  struct stat st;
+  REQUIRE(::stat(cached.c_str(), &st) == 0);
+  {
+    util::Fd fd(::open(cached.c_str(), O_WRONLY | O_CLOEXEC));
+    REQUIRE(fd.valid());
+    REQUIRE(::pwrite(fd.get(), "#", 1, 65 << 20) == 1);
+  }
+  const struct timespec times[2] = {st.st_atim, st.st_mtim};
+  REQUIRE(::utimensat(AT_FDCWD, cached.c_str(), times, 0) == 0);
+  CHECK_FALSE(cache.find(*w.sha256, 4));
+}
+
 } // TEST_SUITE
