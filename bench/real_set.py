@@ -335,7 +335,9 @@ class RealSet:
                 argv, env = self.envfix_apply(tool, "nightly", self.cache(tool))
             else:
                 argv, env = self.uv_install("nightly", self.cache(tool))
-            self.timed(argv, env)
+            res = self.timed(argv, env, phases=tool.startswith("envfix"))
+            self.expect("nightly")
+            self.record("cold", tool, res)  # no cold round ran: the priming install is one
         self.template = os.path.join(self.work, "template-stable")
         self.fresh_venv(self.template)
         argv, env = self.envfix_apply("envfix", "stable", os.path.join(self.work, "template-cache"), python=self.template)
@@ -543,8 +545,7 @@ def write_report(results, path, before=None):
          f"from the machine's installed torch in {results['index']['build_s']} s; stable "
          f"torch {results['index']['stable'].get('torch')}, nightly torch {results['index']['nightly'].get('torch')}; "
          f"{len(results['index']['closure'])} distributions in the closure",
-         f"- **Rounds**: cold {len(R.get('cold', {}).get('envfix', []))}, warm/replace/resolve "
-         f"{results.get('rounds', '?')}, alternating tools within each round; median (min–max, n). "
+         "- **Rounds**: n in each cell; tools alternate within each round; median (min–max, n). "
          "`sync` before every timed run." + (" " + " ".join(results["notes"]) if results["notes"] else ""), ""]
     tools = ["envfix", "envfix-base", "uv", "pip"]
     L += ["## Wall time", "",
@@ -592,7 +593,7 @@ def write_report(results, path, before=None):
               f"Per call, over 2,000 files: create+write {p.get('create_write_us', 0):.0f} µs, lstat {p.get('stat_us', 0):.1f} µs, "
               f"link {p.get('link_us', 0):.0f} µs, rename of a linked file {p.get('rename_linked_us', 0):.0f} µs, unlink "
               f"{p.get('unlink_us', 0):.0f} µs. link(2) moves the change time: {p.get('link_moves_ctime')}; rename(2) moves it: "
-              f"{p.get('rename_moves_ctime')}. `sync` with nothing dirty {fs(p.get('sync_idle_s'))}, after 512 MiB written "
+              f"{p.get('rename_moves_ctime')}. First `sync` (after the index build) {fs(p.get('sync_idle_s'))}, after 512 MiB written "
               f"({(p.get('dirty_after_512mib_kib') or 0) / 1024:.0f} MiB dirty) {fs(p.get('sync_512mib_s'))}."]
     if before:
         L += ["", before]
@@ -621,11 +622,21 @@ def main():
     ap.add_argument("--deadline-s", type=float, default=480, help="start no new round after this many seconds")
     ap.add_argument("--workloads", default="cold,warm,replace,resolve-cold,resolve-warm,checked,doctor")
     ap.add_argument("--report-only", metavar="RESULTS")
+    ap.add_argument("--merge", nargs="*", default=[], help="with --report-only: later results whose workloads replace the first's")
     ap.add_argument("--notes", default="", help="a Markdown file appended to the report (before/after, analysis)")
     a = ap.parse_args()
     if a.report_only:
         res = json.load(open(a.report_only))
         res["_path"] = os.path.abspath(a.report_only)
+        for extra in a.merge:  # a later run: its envfix replaces the first's, the other tools' rounds add up
+            later = json.load(open(extra))
+            for wl, row in later["runs"].items():
+                for tool, rs in row.items():
+                    mine = res["runs"].setdefault(wl, {})
+                    mine[tool] = rs if tool == "envfix" else mine.get(tool, []) + rs
+            res["notes"].append(f"envfix in {', '.join(later['runs'])}, and more rounds of the others: from the later run {later['date']} "
+                                f"({os.path.basename(extra)}, {later.get('rounds', '?')} round(s); "
+                                f"command `{later['command']}`)" + (" " + " ".join(later["notes"]) if later["notes"] else ""))
         write_report(res, a.report or "performance-real.md", open(a.notes).read() if a.notes else None)
         return
     if not a.bundle:
