@@ -331,13 +331,7 @@ class RealSet:
             if os.path.isdir(self.cache(tool)):
                 continue
             self.fresh_venv()
-            if tool.startswith("envfix"):
-                argv, env = self.envfix_apply(tool, "nightly", self.cache(tool))
-            else:
-                argv, env = self.uv_install("nightly", self.cache(tool))
-            res = self.timed(argv, env, phases=tool.startswith("envfix"))
-            self.expect("nightly")
-            self.record("cold", tool, res)  # no cold round ran: the priming install is one
+            self.install_nightly("cold", tool)  # no cold round ran: the priming install is one
         self.template = os.path.join(self.work, "template-stable")
         self.fresh_venv(self.template)
         argv, env = self.envfix_apply("envfix", "stable", os.path.join(self.work, "template-cache"), python=self.template)
@@ -345,6 +339,16 @@ class RealSet:
         self.run.run_ok(argv, env=env)
         self.run.rmtree(os.path.join(self.work, "template-cache"))
         self.expect("stable", self.template)
+
+    def install_nightly(self, wl, tool, checked=False):
+        """One timed install of the nightly set into self.venv from the tool's own cache, checked and recorded."""
+        if tool.startswith("envfix"):
+            argv, env = self.envfix_apply(tool, "nightly", self.cache(tool), checked=checked)
+        else:
+            argv, env = self.uv_install("nightly", self.cache(tool))
+        res = self.timed(argv, env, phases=tool.startswith("envfix"))
+        self.expect("nightly")
+        self.record(wl, tool, res)
 
     def round_warm(self, r, checked=False):
         tools = [t for t in ("envfix", "envfix-base") if t in self.tools]
@@ -354,13 +358,7 @@ class RealSet:
         for tool in tools:
             def one(tool=tool):
                 self.fresh_venv()
-                if tool.startswith("envfix"):
-                    argv, env = self.envfix_apply(tool, "nightly", self.cache(tool), checked=checked)
-                else:
-                    argv, env = self.uv_install("nightly", self.cache(tool))
-                res = self.timed(argv, env, phases=tool.startswith("envfix"))
-                self.expect("nightly")
-                self.record(wl, tool, res)
+                self.install_nightly(wl, tool, checked)
             self.attempt(wl, tool, one)
 
     def round_replace(self, r):
@@ -371,13 +369,7 @@ class RealSet:
             def one(tool=tool):
                 self.run.rmtree(self.venv)
                 self.run.run_ok(["cp", "-al", self.template, self.venv])
-                if tool.startswith("envfix"):
-                    argv, env = self.envfix_apply(tool, "nightly", self.cache(tool))
-                else:
-                    argv, env = self.uv_install("nightly", self.cache(tool))
-                res = self.timed(argv, env, phases=tool.startswith("envfix"))
-                self.expect("nightly")
-                self.record("replace", tool, res)
+                self.install_nightly("replace", tool)
             self.attempt("replace", tool, one)
 
     def round_resolve(self, r, warm):

@@ -8,8 +8,10 @@
 // Trust: an entry is used only when every file still has the size and mtime the manifest
 // recorded and either its inode and change time (which a write moves and nothing sets back) or
 // its content hash, so a hard-linked file edited in place in some environment (which edits the
-// cache too) invalidates the entry instead of spreading the edit. Hard-linking a file moves its
-// change time, so entries used with --link-mode hardlink are re-hashed on their next use.
+// cache too) invalidates the entry instead of spreading the edit. Links and unlinks of a hard-linked
+// file move its change time too: envfix records the change times its own link and rename leave
+// (LinkStamps), a file re-hashed and found good has its change time recorded, and re-hashing runs
+// over all threads, large files in pieces (find_many).
 #include <cstdint>
 #include <filesystem>
 #include <functional>

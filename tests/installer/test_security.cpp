@@ -72,6 +72,20 @@ test::WheelSpec simple(const std::string& name, const std::string& version, std:
   return s;
 }
 
+// Rewrites one byte of `path` in place and sets its mtime back: the same size and mtime, only the
+// change time tells (security 12).
+void edit_keeping_size_and_mtime(const fs::path& path, off_t offset, char byte) {
+  struct stat st;
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  {
+    util::Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    REQUIRE(fd.valid());
+    REQUIRE(::pwrite(fd.get(), &byte, 1, offset) == 1);
+  }
+  const struct timespec times[2] = {st.st_atim, st.st_mtim};
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+}
+
 bool has_warning(const std::vector<std::string>& ws, std::string_view needle) {
   for (const auto& w : ws)
     if (w.find(needle) != std::string::npos) return true;
@@ -270,15 +284,7 @@ TEST_CASE("security 12: a cached file edited with its size and mtime kept is not
   UnpackedCache cache(opt.unpacked_cache);
   REQUIRE(cache.find(*w.sha256));
   const auto cached = opt.unpacked_cache / *w.sha256 / "tree" / "demo" / "__init__.py";
-  struct stat st;
-  REQUIRE(::stat(cached.c_str(), &st) == 0);
-  {
-    util::Fd fd(::open(cached.c_str(), O_WRONLY | O_CLOEXEC));
-    REQUIRE(fd.valid());
-    REQUIRE(::pwrite(fd.get(), "X", 1, 0) == 1); // same size
-  }
-  const struct timespec times[2] = {st.st_atim, st.st_mtim};
-  REQUIRE(::utimensat(AT_FDCWD, cached.c_str(), times, 0) == 0); // same mtime
+  edit_keeping_size_and_mtime(cached, 0, 'X');
   CHECK_FALSE(cache.find(*w.sha256));
   Venv b("ctime-2");
   auto r = apply(b.target, {w}, opt);
@@ -307,13 +313,7 @@ TEST_CASE("security 12: a cached file edited with its size and mtime kept is not
   struct stat st4;
   REQUIRE(::stat(linked.c_str(), &st4) == 0);
   REQUIRE(st4.st_nlink > 1);
-  {
-    util::Fd fd(::open(linked.c_str(), O_WRONLY | O_CLOEXEC));
-    REQUIRE(fd.valid());
-    REQUIRE(::pwrite(fd.get(), "Y", 1, 0) == 1);
-  }
-  const struct timespec times4[2] = {st4.st_atim, st4.st_mtim};
-  REQUIRE(::utimensat(AT_FDCWD, linked.c_str(), times4, 0) == 0);
+  edit_keeping_size_and_mtime(linked, 0, 'Y');
   CHECK_FALSE(cache.find(*w.sha256));
   Venv e("ctime-5");
   auto r5 = apply(e.target, {w}, opt);
@@ -352,15 +352,7 @@ TEST_CASE("security 12: a large cached file is re-checked in pieces, healed once
   CHECK(s2.rehashed == 0);
   // One byte of the last piece rewritten, size and mtime kept: the entry is not used.
   const auto cached = opt.unpacked_cache / *w.sha256 / "tree" / "demo" / "big.bin";
-  struct stat st;
-  REQUIRE(::stat(cached.c_str(), &st) == 0);
-  {
-    util::Fd fd(::open(cached.c_str(), O_WRONLY | O_CLOEXEC));
-    REQUIRE(fd.valid());
-    REQUIRE(::pwrite(fd.get(), "#", 1, 65 << 20) == 1);
-  }
-  const struct timespec times[2] = {st.st_atim, st.st_mtim};
-  REQUIRE(::utimensat(AT_FDCWD, cached.c_str(), times, 0) == 0);
+  edit_keeping_size_and_mtime(cached, 65 << 20, '#');
   CHECK_FALSE(cache.find(*w.sha256, 4));
 }
 
