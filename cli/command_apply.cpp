@@ -59,6 +59,7 @@ struct ApplyOptions {
   std::string venv;
   std::string link_mode; // empty: $ENVFIX_LINK_MODE, else auto
   int smoke_timeout = 600;
+  std::string smoke_layers = "repro,model"; // envfix verify's layers 1 and 2
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -177,7 +178,11 @@ Expected<RunResult> run_transaction(const Host& host, const installer::InstallTa
     std::vector<std::string> present;
     for (const auto& n : wheel_names) present.push_back(n);
     for (const auto& i : host.installed_names) present.push_back(i);
-    steps = smoke_steps(framework->smoke, present, on_cpu ? SmokeDevice::cpu : SmokeDevice::gpu);
+    const auto device = on_cpu ? SmokeDevice::cpu : SmokeDevice::gpu;
+    for (const auto& layer : split_commas(o.smoke_layers)) {
+      auto more = layer == "repro" ? smoke_steps(framework->smoke, present, device) : model_steps(framework->smoke, present, device);
+      steps.insert(steps.end(), more.begin(), more.end());
+    }
   }
   if (o.no_verify) rr.smoke_note = "smoke test skipped (--no-verify)";
   else if (!framework) rr.smoke_note = "no framework: smoke test skipped (plain requirement set)";
@@ -367,6 +372,7 @@ Expected<std::string> update_lockfile(const Globals& g, const PlanContext& ctx, 
         if (const auto* pin = ctx.resolution.find(p.name); pin && pin->file.filename == p.filename) kernels[p.name] = *p.kernels;
   for (const auto& [n, k] : verified) kernels[n] = k;
   auto target = ENVFIX_TRY(make_lock_target(ctx, kernels, local));
+  for (const auto& io : target.installed_only) warn(lockfile::installed_only_warning(io, path.string()));
   // A kept file the index gives no size for keeps the size an earlier apply learned (same sha256).
   if (const auto* old_t = lock.find(id))
     for (auto& p : target.packages)
@@ -599,6 +605,16 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
                                              lock.targets.size() == 1 ? "" : "s"),
                                  diffs, "run `envfix lock --target ...` for this host, or plan for it with --gpu/--python-version"});
   human(fmt::format("{} {} from {}", styled("locked:", Style::bold), chosen->id, g.lockfile));
+  {
+    std::vector<std::pair<std::string, std::string>> have;
+    for (const auto& d : host.facts.installed) have.emplace_back(d.normalized_name(), d.version.to_string());
+    if (auto unmet = lockfile::unmet_installed_only(*chosen, have); !unmet.empty())
+      return std::unexpected(Error{ErrorCode::invalid_input,
+                                   fmt::format("{} target {} keeps {} package{} no index serves, and this environment lacks {}", g.lockfile,
+                                               chosen->id, unmet.size(), unmet.size() == 1 ? "" : "s", unmet.front()),
+                                   unmet, "install those versions first (from where they came), or re-lock with an index that serves "
+                                          "them; nothing was changed"});
+  }
 
   auto target = installer::InstallTarget::from_python_info(*host.facts.python);
   ENVFIX_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
@@ -665,6 +681,9 @@ Expected<int> run_locked(Globals g, const ApplyOptions& o) {
       if (lock_names.contains(d.normalized_name()) || family.contains(d.normalized_name()))
         touched.remove.push_back({d.normalized_name(), d.version.to_string(), "replaced"});
     ENVFIX_TRY_VOID(check_conda(host.installed, touched, o.allow_conda_overwrite));
+    // pip check of the after-state, as for a resolved plan: a lock made elsewhere may break a neighbour.
+    for (const auto& p : chosen->packages) touched.install.push_back({p.name, p.version, p.filename, p.url, p.sha256, p.size, {}, {}});
+    ENVFIX_TRY(check_breaking(host.installed, touched, host.python.markers, o.allow_breaking));
     for (const auto& w : touched.warnings) warn(w);
   }
 
@@ -718,6 +737,13 @@ void add_apply_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--allow-breaking", o->allow_breaking, "Apply even when an installed package's requirement would break");
   cmd->add_flag("--allow-conda-overwrite", o->allow_conda_overwrite, "Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)");
   cmd->add_option("--smoke-timeout", o->smoke_timeout, "Seconds each smoke-test step may run (default 600)");
+  cmd->add_option("--smoke-layers", o->smoke_layers,
+                  "The smoke test: envfix verify's layers, comma-separated: repro, model (default both)")
+      ->check([](const std::string& v) -> std::string {
+        for (const auto& l : split_commas(v))
+          if (l != "repro" && l != "model") return fmt::format("'{}': the layers are repro and model", l);
+        return split_commas(v).empty() ? std::string("name at least one layer (or use --no-verify)") : std::string();
+      });
   cmd->callback([&g, o] {
     g.exit_code = finish_command(o->locked ? run_locked(g, *o) : run_apply(g, *o));
   });

@@ -16,6 +16,7 @@
 #include "cli/smoke.hpp"
 #include "index/index_client.hpp"
 #include "matrices/knowledge.hpp"
+#include "probe/base_env.hpp"
 #include "probe/host_facts.hpp"
 #include "probe/installed.hpp"
 #include "probe/installed_kernels.hpp"
@@ -78,6 +79,7 @@ struct Repro {
 
 struct Report {
   probe::HostFacts facts;
+  probe::BaseEnv base;
   std::optional<matrices::Knowledge> knowledge;
   const matrices::Framework* fw = nullptr;
   std::vector<PackageReport> packages;
@@ -163,6 +165,32 @@ void check_environment(Report& r) {
           fmt::format("use `{} -m pip`, or activate the environment first", py.executable.string()));
     }
   }
+}
+
+// The base environment (docs/environment.md, The base environment): the local toolkit matters only
+// for building extensions, WSL and containers for where the driver comes from.
+void check_base(Report& r) {
+  const auto& b = r.base;
+  if (b.toolkit && b.toolkit->version && b.runtime && b.toolkit->version->major != b.runtime->version.major)
+    add(r, "toolkit-runtime-mismatch", "warning",
+        fmt::format("the local CUDA toolkit (nvcc {} from {}) is CUDA {}, the framework's runtime ({}) is CUDA {}: "
+                    "extensions built with this nvcc (torch.utils.cpp_extension, source builds) will not load",
+                    b.toolkit->version->to_string(), b.toolkit->from, b.toolkit->version->major, b.runtime->from,
+                    b.runtime->version.to_string()),
+        fmt::format("installed wheels carry their own runtime and need no toolkit; to build extensions put a CUDA {}.x "
+                    "nvcc first on PATH or set CUDA_HOME",
+                    b.runtime->version.major));
+  if (b.platform.is_wsl())
+    add(r, "wsl", "info",
+        fmt::format("WSL2 ({}): the GPU driver is the Windows one, reached through /dev/dxg", join(b.platform.wsl, ", ")),
+        "never install a Linux NVIDIA driver inside WSL; run python, pip and envfix on the same side (all in WSL), "
+        "not a Windows interpreter over a WSL path or the reverse");
+  if (!b.platform.container.empty())
+    add(r, "container", "info",
+        fmt::format("running in a container ({}: {}): the driver comes from the host", b.platform.container,
+                    join(b.platform.container_evidence, ", ")),
+        "GPU access needs the NVIDIA container toolkit (docker --gpus all, CDI); fix the image's Python "
+        "environment here and the driver on the host");
 }
 
 // ---------------------------------------------------------------- step 2: framework packages
@@ -460,6 +488,47 @@ void check_matrices(Report& r) {
   }
 }
 
+// The guide's last fix: a nightly or test build installed because stable did not cover a new GPU
+// yet. Once a stable release covers every GPU (matrices/knowledge.hpp, stable_covering), say so.
+void check_back_to_stable(Report& r, const wheel::EvidenceStore* store) {
+  if (!r.knowledge || !r.fw || r.facts.gpus.empty()) return;
+  for (const auto& p : r.packages) {
+    if (p.role != "main") continue;
+    const auto& v = p.dist->version;
+    std::string channel = v.is_devrelease() ? "nightly"
+                          : p.source.find("/test/") != std::string::npos || v.is_prerelease() ? "test"
+                                                                                              : "";
+    if (channel.empty()) return;
+    std::vector<specs::ComputeCapability> ccs;
+    for (const auto& g : r.facts.gpus) ccs.push_back(g.cc);
+    // What the binaries said beats the table: a stable build read before (evidence store) that is
+    // not fully covered on some GPU is never suggested.
+    auto contradicted = [&](const specs::Version& sv, std::string_view variant) {
+      if (!store) return false;
+      for (const auto& b : store->builds()) {
+        if (b.key.project != specs::normalize_name(r.fw->main_package) || b.key.variant != variant) continue;
+        auto bv = specs::Version::parse(b.key.version);
+        if (!bv || bv->public_version() != sv.public_version()) continue;
+        for (const auto& cc : ccs)
+          if (wheel::package_coverage(b.files, cc).verdict != wheel::Verdict::full) return true;
+      }
+      return false;
+    };
+    auto cover = r.knowledge->stable_covering(r.fw->name, ccs, r.facts.driver ? r.facts.driver->version : "",
+                                              platform_of(r), contradicted);
+    if (!cover) return;
+    std::vector<std::string> archs;
+    for (const auto& cc : ccs)
+      if (std::find(archs.begin(), archs.end(), cc.sm_name()) == archs.end()) archs.push_back(cc.sm_name());
+    add(r, "stable-covers-gpu", "info",
+        fmt::format("{} {} is a {} build; the stable release {} ({}) now has native kernels for {}{}", p.dist->name,
+                    v.to_string(), channel, cover->version.to_string(), cover->variant, join(archs, ", "),
+                    cover->verified ? "" : " (claimed by the matrices, checked after download)"),
+        fmt::format("envfix apply --framework {} --channel stable", r.fw->name));
+    return;
+  }
+}
+
 // "torch/lib/libx.so: 2/3" → "libx.so: 2/3" (the count after ": " keeps its slash).
 std::string base_name(const std::string& path) {
   auto slash = path.rfind('/', path.find(": "));
@@ -596,7 +665,8 @@ json to_json(const Report& r) {
   j["gpus"] = json::array();
   for (const auto& g : r.facts.gpus)
     j["gpus"].push_back({{"index", g.index}, {"name", g.name}, {"arch", g.cc.sm_name()}, {"cc", g.cc.to_string()},
-                         {"uuid", g.uuid}, {"memory_bytes", g.memory_bytes}, {"planned", r.facts.gpus_planned}});
+                         {"uuid", g.uuid}, {"memory_bytes", g.memory_bytes}, {"planned", r.facts.gpus_planned},
+                         {"mig_of", g.mig_of.empty() ? json(nullptr) : json(g.mig_of)}});
   if (r.facts.driver)
     j["driver"] = {{"version", r.facts.driver->version},
                    {"cuda", r.facts.driver->cuda ? json(r.facts.driver->cuda->to_string()) : json(nullptr)},
@@ -608,6 +678,19 @@ json to_json(const Report& r) {
                    {"env", env_kind(py)}, {"prefix", py.prefix.string()},
                    {"externally_managed", py.externally_managed}};
   } else j["python"] = nullptr;
+  const auto& b = r.base;
+  j["base"] = {
+      {"cuda_runtime", b.runtime ? json{{"version", b.runtime->version.to_string()}, {"from", b.runtime->from}} : json(nullptr)},
+      {"toolkit", b.toolkit ? json{{"nvcc", b.toolkit->nvcc.string()}, {"from", b.toolkit->from},
+                                   {"version", b.toolkit->version ? json(b.toolkit->version->to_string()) : json(nullptr)},
+                                   {"error", b.toolkit->error.empty() ? json(nullptr) : json(b.toolkit->error)}}
+                            : json(nullptr)},
+      {"pip", {{"target", b.target_pip ? json(b.target_pip->string()) : json(nullptr)},
+               {"on_path", r.facts.pip_on_path ? json(r.facts.pip_on_path->string()) : json(nullptr)},
+               {"on_path_interpreter", r.facts.pip_interpreter ? json(r.facts.pip_interpreter->string()) : json(nullptr)}}},
+      {"wsl", b.platform.wsl},
+      {"container", b.platform.container.empty() ? json(nullptr)
+                                                 : json{{"kind", b.platform.container}, {"evidence", b.platform.container_evidence}}}};
   j["packages"] = json::array();
   for (const auto& p : r.packages) {
     json pj = {{"name", p.dist->name}, {"version", p.dist->version.to_string()}, {"role", p.role},
@@ -666,7 +749,22 @@ void render_text(const Report& r, const Globals& g) {
     const auto& py = *r.facts.python;
     human(fmt::format("   python   {} {} ({}, {})", py.executable.string(), py.version.to_string(), python_tag(py),
                       env_kind(py)));
+    human(fmt::format("   pip      {}{}", r.base.target_pip ? r.base.target_pip->string() : std::string("none beside the interpreter"),
+                      r.facts.pip_on_path && (!r.base.target_pip || *r.facts.pip_on_path != *r.base.target_pip)
+                          ? fmt::format(" (`pip` on PATH is {})", r.facts.pip_on_path->string())
+                          : std::string()));
   }
+  const auto& b = r.base;
+  human(fmt::format("   CUDA     runtime {} · toolkit {}",
+                    b.runtime ? fmt::format("{} ({})", b.runtime->version.to_string(), b.runtime->from) : std::string("none installed"),
+                    !b.toolkit ? std::string("none (no nvcc on PATH, $CUDA_HOME or /usr/local/cuda)")
+                               : fmt::format("nvcc {} ({}, {})", b.toolkit->version ? b.toolkit->version->to_string() : "?",
+                                             b.toolkit->nvcc.string(), b.toolkit->from)));
+  if (b.platform.is_wsl() || !b.platform.container.empty())
+    human(fmt::format("   platform {}{}", b.platform.is_wsl() ? "WSL2" : "",
+                      b.platform.container.empty() ? std::string()
+                                                   : fmt::format("{}container ({})", b.platform.is_wsl() ? ", " : "",
+                                                                 b.platform.container)));
   head(fmt::format("2. Framework {}", r.fw ? r.fw->name : g.framework));
   if (r.packages.empty()) human("   not installed");
   for (const auto& p : r.packages)
@@ -777,6 +875,8 @@ Expected<Report> diagnose(const Globals& g, const DoctorOptions& opt) {
         "install the NVIDIA driver, then check `nvidia-smi`");
   }
   check_environment(r);
+  r.base = probe::probe_base_env(r.facts);
+  check_base(r);
   // Step 3 and 4.
   run_repro(r, opt);
   check_matrices(r);
@@ -784,6 +884,7 @@ Expected<Report> diagnose(const Globals& g, const DoctorOptions& opt) {
   std::optional<wheel::EvidenceStore> store;
   if (!po.cache_dir.empty()) store.emplace(po.cache_dir / "evidence-v1");
   check_kernels(r, opt, store ? &*store : nullptr);
+  check_back_to_stable(r, store ? &*store : nullptr);
   // Errors first, then warnings, then info; stable within a severity.
   auto rank = [](const std::string& s) { return s == "error" ? 0 : s == "warning" ? 1 : 2; };
   std::stable_sort(r.findings.begin(), r.findings.end(),

@@ -343,7 +343,12 @@ Expected<void> check_conda(const std::vector<resolver::InstalledPackage>& instal
 
 Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking, bool allow_conda_overwrite) {
   ENVFIX_TRY_VOID(check_conda(ctx.host.installed, ctx.plan, allow_conda_overwrite));
-  auto broken = resolver::check_environment(ctx.host.installed, ctx.plan, ctx.host.python.markers);
+  return check_breaking(ctx.host.installed, ctx.plan, ctx.host.python.markers, allow_breaking);
+}
+
+Expected<std::vector<std::string>> check_breaking(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan,
+                                                  const specs::MarkerEnvironment& env, bool allow_breaking) {
+  auto broken = resolver::check_environment(installed, plan, env);
   std::vector<std::string> lines;
   for (const auto& b : broken) lines.push_back(fmt::format("{} requires {}, but {}", b.package, b.requirement, b.problem));
   if (lines.empty()) return lines;
@@ -355,7 +360,7 @@ Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_
     e.causes = lines;
     return std::unexpected(std::move(e));
   }
-  for (const auto& l : lines) ctx.plan.warnings.push_back("--allow-breaking: " + l);
+  for (const auto& l : lines) plan.warnings.push_back("--allow-breaking: " + l);
   return lines;
 }
 
@@ -509,8 +514,15 @@ Expected<lockfile::LockTarget> make_lock_target(const PlanContext& ctx,
                                 : lockfile::strip_credentials(ctx.plan.index);
   t.variant = ctx.plan.variant;
   for (const auto& pin : ctx.resolution.pins) {
-    // Kept as installed, not on the index: there is no file to lock (the lock holds what an index serves).
-    if (resolver::is_installed_candidate(pin.file)) continue;
+    // Kept as installed, not on the index: no file to lock, so recorded with its provenance (docs/lockfile.md).
+    if (resolver::is_installed_candidate(pin.file)) {
+      std::string by;
+      for (const auto& d : ctx.host.facts.installed)
+        if (d.normalized_name() == pin.name) by = d.conda ? "conda" : d.installer;
+      t.installed_only.push_back({pin.name, pin.version.to_string(),
+                                  fmt::format("installed{}; not served by {}", by.empty() ? "" : " by " + by, t.index)});
+      continue;
+    }
     lockfile::LockedPackage p;
     p.name = pin.name;
     p.version = pin.version.to_string();

@@ -89,6 +89,10 @@ struct PlanContext {
 // hint) unless allow_conda_overwrite; then each is a warning in plan.warnings.
 [[nodiscard]] Expected<void> check_conda(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan,
                                          bool allow_conda_overwrite);
+// The pip check part alone, for any plan (apply --locked builds one from the lockfile).
+[[nodiscard]] Expected<std::vector<std::string>> check_breaking(const std::vector<resolver::InstalledPackage>& installed,
+                                                                resolver::Plan& plan, const specs::MarkerEnvironment& env,
+                                                                bool allow_breaking);
 // Also refuses a plan that removes or overwrites a package conda owns, unless allow_conda_overwrite.
 [[nodiscard]] Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking,
                                                                  bool allow_conda_overwrite = false);

@@ -1,5 +1,6 @@
 #include "cli/smoke.hpp"
 
+#include <algorithm>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -35,7 +36,29 @@ std::vector<SmokeStep> smoke_steps(const matrices::SmokeTest& smoke, const std::
   return steps;
 }
 
+std::vector<SmokeStep> model_steps(const matrices::SmokeTest& smoke, const std::vector<std::string>& present,
+                                   SmokeDevice device) {
+  std::vector<SmokeStep> steps;
+  for (const auto& [name, code] : smoke.model) {
+    if (auto colon = name.find(": "); colon != std::string::npos) {
+      auto need = specs::normalize_name(name.substr(0, colon));
+      if (std::find(present.begin(), present.end(), need) == present.end()) continue;
+    }
+    steps.push_back({"model: " + name, code, device});
+  }
+  return steps;
+}
+
 namespace {
+
+// A child that prints without newlines (docs/reliability.md §5 item 8) must not put megabytes into
+// an error or a report: a long line keeps its head and tail.
+std::string elide(std::string line) {
+  constexpr std::size_t keep = 200;
+  if (line.size() <= 2 * keep + 64) return line;
+  return fmt::format("{} [... {} characters ...] {}", line.substr(0, keep), line.size() - 2 * keep,
+                     line.substr(line.size() - keep));
+}
 
 // The last `n` non-empty lines of a text: the exception and its message, not the whole traceback.
 std::vector<std::string> tail_lines(const std::string& text, std::size_t n) {
@@ -48,6 +71,7 @@ std::vector<std::string> tail_lines(const std::string& text, std::size_t n) {
     i = j + 1;
   }
   if (lines.size() > n) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(n));
+  for (auto& l : lines) l = elide(std::move(l));
   return lines;
 }
 
@@ -62,6 +86,7 @@ Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeS
     o.set_env["CUDA_LAUNCH_BLOCKING"] = "1";
     o.set_env["PYTHONDONTWRITEBYTECODE"] = "1";
     if (s.device == SmokeDevice::cpu) o.set_env["CUDA_VISIBLE_DEVICES"] = "";
+    o.set_env["ENVFIX_DEVICE"] = s.device == SmokeDevice::cpu ? "cpu" : "cuda";
     o.unset_env = {"PYTHONPATH", "PYTHONHOME"};
     // SIGINT/SIGTERM to envfix (the smoke test runs in its own process group, so a terminal's ^C
     // does not reach it) stops the step at once instead of after the timeout.
@@ -107,7 +132,7 @@ std::string exception_line(const std::string& out, const std::string& err) {
     }
     i = nl + 1;
   }
-  return exception.empty() ? last : exception;
+  return elide(exception.empty() ? last : exception);
 }
 
 std::string cuda_error_class(std::string_view line) {
