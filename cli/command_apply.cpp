@@ -282,6 +282,9 @@ json result_json(const RunResult& rr) {
   j["timings"] = {{"download_s", rr.t_download}, {"unpack_s", rr.t_stage},     {"kernel_check_s", rr.t_kernels},
                   {"prepare_s", rr.t_download + rr.t_stage + rr.t_kernels},
                   {"uninstall_s", rr.t_uninstall},  {"install_s", rr.t_install}};
+  json steps = json::object(); // installer::TransactionResult::steps
+  for (const auto& [step, secs] : rr.txn.steps) steps[step] = steps.value(step, 0.0) + secs;
+  j["timings"]["steps"] = std::move(steps);
   j["link_mode"] = rr.txn.link_mode ? json(installer::to_string(*rr.txn.link_mode)) : json(nullptr);
   j["unpacked_cache_hits"] = rr.txn.cache_hits;
   return j;
@@ -300,10 +303,13 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(const Globals& g
   installer::UnpackedCache cache(unpacked_cache_dir(client));
   std::vector<index::Candidate> fetch;
   std::vector<std::size_t> fetch_index;
+  std::vector<std::string> shas; // all entries looked up at once (UnpackedCache::find_many)
+  for (const auto& c : cands) shas.push_back(c.sha256.value_or(""));
+  auto found = cache.find_many(shas, util::default_threads());
   for (std::size_t i = 0; i < cands.size(); ++i) {
     wheels[i].sha256 = cands[i].sha256;
     wheels[i].size = cands[i].size;
-    if (cands[i].sha256) wheels[i].cached = cache.find(*cands[i].sha256, util::default_threads());
+    wheels[i].cached = std::move(found[i]);
     if (!wheels[i].cached) {
       fetch.push_back(cands[i]);
       fetch_index.push_back(i);

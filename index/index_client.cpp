@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
 #include "index/url.hpp"
@@ -78,8 +79,21 @@ struct CachedPage {
   std::string body, content_type, etag, last_modified, final_url;
   std::int64_t stored_at = 0;
   std::optional<std::int64_t> max_age;
+  std::optional<std::int64_t> heuristic_max_age; // no explicit lifetime: from Last-Modified (below)
   bool no_cache = false;
 };
+
+// A page the server gave no lifetime (no max-age, no no-cache) but a Last-Modified date is fresh for
+// a tenth of its age when stored (RFC 9111 section 4.2.2, heuristic freshness, as browsers and uv's
+// HTTP cache do), at most 600 s (PyPI's own max-age for its simple pages). Static file servers
+// (download.pytorch.org, a mirror, python -m http.server) send only Last-Modified: without this every
+// plan revalidated every page, one round trip each.
+std::optional<std::int64_t> heuristic_lifetime(const std::string& last_modified, std::int64_t date) {
+  if (last_modified.empty()) return std::nullopt;
+  const std::int64_t lm = curl_getdate(last_modified.c_str(), nullptr);
+  if (lm < 0 || lm > date) return std::nullopt;
+  return std::min<std::int64_t>((date - lm) / 10, 600);
+}
 
 Expected<void> copy_hashing(const fs::path& from, const fs::path& to, std::string& hex, std::uint64_t& size) {
   util::Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
@@ -262,6 +276,8 @@ struct IndexClient::Impl {
     p.final_url = j.value("final_url", "");
     p.stored_at = j.value("stored_at", std::int64_t{0});
     if (j.contains("max_age") && j["max_age"].is_number_integer()) p.max_age = j["max_age"].get<std::int64_t>();
+    if (j.contains("heuristic_max_age") && j["heuristic_max_age"].is_number_integer())
+      p.heuristic_max_age = j["heuristic_max_age"].get<std::int64_t>();
     p.no_cache = j.value("no_cache", false);
     if (j.value("body_sha256", "") != util::sha256_hex(p.body)) return std::nullopt; // torn or tampered
     return p;
@@ -274,6 +290,7 @@ struct IndexClient::Impl {
                         {"stored_at", p.stored_at}, {"no_cache", p.no_cache},
                         {"body_sha256", util::sha256_hex(p.body)}};
     if (p.max_age) j["max_age"] = *p.max_age;
+    if (p.heuristic_max_age) j["heuristic_max_age"] = *p.heuristic_max_age;
     ENVFIX_TRY_VOID(write_cache_file(page_dir() / (key + ".body"), p.body));
     ENVFIX_TRY_VOID(write_cache_file(page_dir() / (key + ".json"), j.dump()));
     return {};
@@ -319,8 +336,9 @@ struct IndexClient::Impl {
       }
       return f;
     }
-    if (f.cached && !options.refresh && !f.cached->no_cache && f.cached->max_age &&
-        now_seconds() - f.cached->stored_at < *f.cached->max_age) {
+    const auto lifetime = f.cached ? (f.cached->max_age ? f.cached->max_age : f.cached->heuristic_max_age) : std::nullopt;
+    if (f.cached && !options.refresh && !f.cached->no_cache && lifetime &&
+        now_seconds() - f.cached->stored_at < *lifetime) {
       bump(&IndexStats::page_fresh_hits);
       f.done = parse_page(*f.cached, url, ctx);
     }
@@ -346,6 +364,8 @@ struct IndexClient::Impl {
     if (resp->status == 304 && f.cached) {
       bump(&IndexStats::page_revalidated);
       f.cached->stored_at = now_seconds();
+      if (f.cached->heuristic_max_age)
+        f.cached->heuristic_max_age = heuristic_lifetime(f.cached->last_modified, f.cached->stored_at);
       (void)store_page(f.key, *f.cached); // refreshing the timestamp is best effort
       return parse_page(*f.cached, url, ctx);
     }
@@ -367,6 +387,8 @@ struct IndexClient::Impl {
     auto policy = parse_cache_control(resp->header("cache-control").value_or(""));
     p.max_age = policy.max_age;
     p.no_cache = policy.no_cache;
+    if (!p.max_age && !p.no_cache && !resp->header("expires"))
+      p.heuristic_max_age = heuristic_lifetime(p.last_modified, p.stored_at);
     auto page = parse_page(p, strip_credentials(resp->url) == strip_credentials(url) ? url : resp->url, ctx);
     if (page && !policy.no_store) (void)store_page(f.key, p); // an unwritable cache must not fail the run
     return page;

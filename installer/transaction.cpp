@@ -526,12 +526,25 @@ Expected<void> undo_range(const std::vector<TxnOp>& ops, std::size_t end, std::i
   return std::unexpected(std::move(e));
 }
 
+// Appends the seconds since the last mark under `name` (TransactionResult::steps).
+struct StepClock {
+  std::vector<std::pair<std::string, double>>* out = nullptr;
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  void mark(const char* name) {
+    auto now = std::chrono::steady_clock::now();
+    if (out) out->emplace_back(name, std::chrono::duration<double>(now - last).count());
+    last = now;
+  }
+};
+
 struct ExecHooks {
   std::function<Expected<void>()> verify;
   std::function<Expected<void>(std::string_view, std::size_t)> fault;
   std::function<void(std::string_view)> progress;
   bool handle_signals = true;
   bool durable = true;
+  std::function<void()> installed; // right after the last rename, before verify
+  StepClock* clock = nullptr;
 };
 
 // Runs prepared → removing → installing → verifying → committed; on any failure undoes and
@@ -540,7 +553,11 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
                        const Roots& roots, const ExecHooks& hooks) {
   SignalGuard signals(hooks.handle_signals);
   std::size_t done = 0;
+  auto mark = [&](const char* name) {
+    if (hooks.clock) hooks.clock->mark(name);
+  };
   auto step = [&]() -> Expected<void> {
+    mark("journal");
     ENVFIX_TRY_VOID(write_state(txn_dir, TxnState::removing, hooks.durable));
     if (hooks.progress) hooks.progress(fmt::format("removing {} file(s)", meta.split));
     for (; done < meta.split; ++done) {
@@ -548,6 +565,7 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
       if (hooks.fault) ENVFIX_TRY_VOID(hooks.fault("remove", done));
       ENVFIX_TRY_VOID(do_op(meta.ops[done]));
     }
+    mark("remove");
     ENVFIX_TRY_VOID(write_state(txn_dir, TxnState::installing, hooks.durable));
     if (hooks.progress) hooks.progress(fmt::format("installing {} file(s)", meta.ops.size() - meta.split));
     for (; done < meta.ops.size(); ++done) {
@@ -555,6 +573,9 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
       if (hooks.fault) ENVFIX_TRY_VOID(hooks.fault("install", done - meta.split));
       ENVFIX_TRY_VOID(do_op(meta.ops[done]));
     }
+    mark("install");
+    if (hooks.installed) hooks.installed();
+    mark("stamps");
     ENVFIX_TRY_VOID(write_state(txn_dir, TxnState::verifying, hooks.durable));
     ENVFIX_TRY_VOID(check_interrupted());
     if (hooks.fault) ENVFIX_TRY_VOID(hooks.fault("verify", 0));
@@ -566,10 +587,13 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
       }
     }
     ENVFIX_TRY_VOID(check_interrupted());
+    mark("verify");
     // Undo decides per step from what exists, so renames need not be durable before the journal
     // moves on, except here: "committed" must never outlive renames lost in a power cut.
     if (hooks.durable) sync_fs(sync_at);
-    return write_state(txn_dir, TxnState::committed, hooks.durable);
+    auto committed = write_state(txn_dir, TxnState::committed, hooks.durable);
+    mark("sync");
+    return committed;
   };
   auto r = step();
   if (r) return {};
@@ -695,6 +719,7 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
     return w.cached ? w.cached->wheel.filename().string() : w.wheel.filename().string();
   };
 
+  StepClock clock{&result.steps};
   // (a) What each wheel needs: a cache entry to link, or an archive to check and unpack.
   std::vector<std::optional<wheel::StagedWheel>> from_cache(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -726,6 +751,7 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
     }
     return {};
   }));
+  clock.mark("lookup");
 
   // (b) Unpack what is not cached: validate each archive, then extract all groups of all wheels
   // over one set of threads (a 1 GB wheel is split, a dozen small ones run side by side).
@@ -810,6 +836,7 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
       from_cache[index] = ENVFIX_TRY(cache->add(*m_install[index].sha256, std::move(*sw), cache_temp));
     }
   }
+  clock.mark("unpack");
   // (c) Cached trees into the staging directory, on the environment's filesystem.
   std::vector<std::size_t> links;
   for (std::size_t i = 0; i < n; ++i)
@@ -829,8 +856,10 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
       result.warnings.push_back(*r.fallback);
     // The weakest mode used is the one to report.
     if (!result.link_mode || static_cast<int>(r.used) > static_cast<int>(*result.link_mode)) result.link_mode = r.used;
+    m_stamps.add(r);
     staged[links[k]] = std::move(r.staged);
   }
+  clock.mark("link");
   std::vector<wheel::StagedWheel> out;
   for (auto& s : staged) out.push_back(std::move(*s));
   return out;
@@ -865,6 +894,7 @@ Expected<TransactionResult> Transaction::run() {
 
   // 1. Hash, stage (RECORD verified), kernel check.
   std::vector<wheel::StagedWheel> staged = ENVFIX_TRY(stage_all(txn_dir / "staging", result));
+  StepClock clock{&result.steps};
   {
     std::vector<StagedObject> sos;
     for (std::size_t i = 0; i < staged.size(); ++i)
@@ -876,6 +906,7 @@ Expected<TransactionResult> Transaction::run() {
         return std::unexpected(std::move(k.error()).context("refusing to install: kernel check failed"));
     }
   }
+  clock.mark("kernel-check");
 
   // 2. Plan: what goes where, what leaves, which directories appear and disappear.
   std::vector<WheelInstallPlan> plans;
@@ -885,6 +916,10 @@ Expected<TransactionResult> Transaction::run() {
     io.direct_url = m_install[i].direct_url;
     plans.push_back(ENVFIX_TRY(plan_wheel_install(staged[i], m_target, io)));
   }
+  std::unordered_map<std::string, std::string> linked_dest; // staged hard link → final path (LinkStamps)
+  if (!m_stamps.empty())
+    for (const auto& p : plans)
+      for (const auto& m : p.moves) linked_dest.emplace(m.from, m.to);
   std::vector<fs::path> removals;
   auto add_removal = [&](const fs::path& d) {
     auto n = d.lexically_normal();
@@ -986,6 +1021,7 @@ Expected<TransactionResult> Transaction::run() {
   plans = {};
   staged = {};
 
+  clock.mark("plan");
   // 3. Journal, then change the environment.
   ENVFIX_TRY_VOID(write_meta(txn_dir, meta, m_options.durable));
   ENVFIX_TRY_VOID(write_state(txn_dir, TxnState::prepared, m_options.durable));
@@ -997,7 +1033,16 @@ Expected<TransactionResult> Transaction::run() {
     }
   }
   ExecHooks hooks{m_options.verify, m_options.fault, m_options.progress, m_options.handle_signals,
-                  m_options.durable};
+                  m_options.durable, {}, &clock};
+  const unsigned threads = m_options.threads ? m_options.threads : util::default_threads();
+  if (!m_stamps.empty()) {
+    m_stamps.before_install([&](const std::string& s) -> const std::string* {
+      auto it = linked_dest.find(s);
+      return it == linked_dest.end() ? nullptr : &it->second;
+    }, threads);
+    linked_dest = {};
+    hooks.installed = [&] { m_stamps.after_install(threads); };
+  }
   ENVFIX_TRY_VOID(execute(txn_dir, meta, m_target.prefix, roots, hooks));
 
   // 4. Committed: drop staging, keep (or drop) the backup, forget older backups.
@@ -1014,6 +1059,7 @@ Expected<TransactionResult> Transaction::run() {
   }
   for (const auto& d : txn_dirs(m_target.prefix))
     if (d.filename() != meta.id) discard_txn(d, roots);
+  clock.mark("cleanup");
   return result;
 }
 
@@ -1188,7 +1234,7 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
     discard_txn(txn_dir, roots);
     return std::unexpected(std::move(a.error()));
   }
-  ExecHooks hooks{options.verify, options.fault, options.progress, options.handle_signals, options.durable};
+  ExecHooks hooks{options.verify, options.fault, options.progress, options.handle_signals, options.durable, {}, nullptr};
   ENVFIX_TRY_VOID(execute(txn_dir, meta, target.prefix, roots, hooks));
   RollbackResult r;
   r.id = old.id;

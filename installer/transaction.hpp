@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "installer/install_target.hpp"
@@ -98,6 +99,10 @@ struct TransactionResult {
   std::optional<LinkMode> link_mode;           // how files came from the unpacked cache, if they did
   std::vector<std::string> warnings;
   std::vector<std::string> recovered;          // what the automatic recover() did first
+  // Wall seconds of each step of run(), in order ("lookup", "unpack", "link", "kernel-check",
+  // "plan", "journal", "remove", "install", "stamps", "verify", "sync", "cleanup"): where an
+  // install spends its time, for `apply --format json` (applied.timings.steps).
+  std::vector<std::pair<std::string, double>> steps;
 };
 
 class Transaction {
@@ -116,6 +121,7 @@ private:
   TransactionOptions m_options;
   std::vector<WheelToInstall> m_install;
   std::vector<std::filesystem::path> m_remove;
+  LinkStamps m_stamps; // hard-linked cache files, to keep their entries fast to use (unpacked_cache.hpp)
 };
 
 struct RecoverResult {

@@ -6,17 +6,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <random>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "util/fs.hpp"
 #include "util/parallel.hpp"
+#include "util/sha256.hpp"
 #include "wheel/staging.hpp"
 
 namespace envfix::installer {
@@ -121,23 +125,88 @@ int link_one(LinkMode mode, const std::string& src, const std::string& dest, mod
   }
 }
 
+
+// Rewrites the manifest of the entry at `entry` with new change times (member → inode, change time)
+// for the files whose recorded inode is that one. Best effort and not fsync'd, like add(): a lost
+// or stale update costs one re-hash, never trust. Written to a temp file and renamed, so that a
+// concurrent find() reads the old or the new manifest, never a torn one.
+void refresh_manifest(const fs::path& entry,
+                      const std::unordered_map<std::string, std::pair<std::uint64_t, std::int64_t>>& changed) {
+  if (changed.empty()) return;
+  const fs::path manifest = entry / manifest_name;
+  auto text = util::read_file(manifest);
+  if (!text) return;
+  std::string out;
+  try {
+    auto j = json::parse(*text);
+    if (j.value("manifest", 0) != manifest_version) return;
+    for (auto& f : j.at("files")) {
+      auto it = changed.find(f.at(0).get_ref<const std::string&>());
+      if (it != changed.end() && f.at(6).get<std::uint64_t>() == it->second.first) f.at(5) = it->second.second;
+    }
+    out = j.dump();
+  } catch (const std::exception&) {
+    return;
+  }
+  const fs::path temp = entry / (std::string(manifest_name) + ".tmp-" + random_suffix());
+  util::Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd.valid()) return;
+  const bool written = ::write(fd.get(), out.data(), out.size()) == static_cast<ssize_t>(out.size());
+  if (!written || ::rename(temp.c_str(), manifest.c_str()) != 0) ::unlink(temp.c_str());
+}
+
 } // namespace
 
 // ---- the cache ------------------------------------------------------------------------------------
 
-std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256, unsigned threads) const {
-  if (!valid_sha256(sha256)) return std::nullopt;
-  const fs::path entry = m_root / std::string(sha256);
-  auto text = util::read_file(entry / manifest_name);
-  if (!text) return std::nullopt;
-  std::vector<std::size_t> rehash; // files whose inode or change time moved: hashed before use
+namespace {
+
+// Files larger than this also record a sha256 of each such piece of them (the manifest's eighth
+// field), taken when the entry is added: re-hashing a moved 1 GB shared object then runs on many
+// threads instead of one, which bounded a warm install of the real torch set (the largest files
+// of torch and the nvidia wheels, one after another).
+constexpr std::uint64_t piece_bytes = 32ull << 20;
+
+std::size_t pieces_of(std::uint64_t size) { return static_cast<std::size_t>((size + piece_bytes - 1) / piece_bytes); }
+
+// sha256 (hex) of [offset, offset + length) of `path`.
+Expected<std::string> range_hash(const std::string& path, std::uint64_t offset, std::uint64_t length) {
+  util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return fail(ErrorCode::io, "cannot read {}: {}", path, std::strerror(errno));
+  util::Sha256 h;
+  std::vector<char> buf(1 << 20);
+  while (length > 0) {
+    auto n = ::pread(fd.get(), buf.data(), std::min<std::uint64_t>(buf.size(), length), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail(ErrorCode::io, "cannot read {}: {}", path, n < 0 ? std::strerror(errno) : "short file");
+    h.update(buf.data(), static_cast<std::size_t>(n));
+    offset += static_cast<std::uint64_t>(n);
+    length -= static_cast<std::uint64_t>(n);
+  }
+  return h.hex_digest();
+}
+
+// One entry's manifest read and every file stat'ed; what still needs hashing is listed.
+struct LoadedEntry {
+  fs::path dir;
   wheel::StagedWheel sw;
+  std::vector<std::size_t> rehash;              // files whose inode or change time moved
+  std::vector<std::vector<std::string>> pieces; // per file: piece hashes (empty: whole-file hash only)
+};
+
+std::optional<LoadedEntry> load_entry(const fs::path& root, std::string_view sha256) {
+  if (!valid_sha256(sha256)) return std::nullopt;
+  LoadedEntry e;
+  e.dir = root / std::string(sha256);
+  auto text = util::read_file(e.dir / manifest_name);
+  if (!text) return std::nullopt;
+  auto& sw = e.sw;
   try {
     auto j = json::parse(*text);
     if (j.value("manifest", 0) != manifest_version) return std::nullopt;
     const auto filename = j.at("filename").get<std::string>();
-    sw.wheel = entry / filename;
-    sw.tree = entry / "tree";
+    sw.wheel = e.dir / filename;
+    sw.tree = e.dir / "tree";
     sw.archive_size = j.at("archive_size").get<std::uint64_t>();
     sw.name = j.at("name").get<std::string>();
     sw.version = j.at("version").get<std::string>();
@@ -151,6 +220,7 @@ std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256, u
     if (!valid_manifest_names(sw, filename)) return std::nullopt;
     std::set<std::string_view> members;
     sw.files.reserve(j.at("files").size());
+    e.pieces.reserve(j.at("files").size());
     for (const auto& f : j.at("files")) {
       wheel::StagedFile sf;
       sf.member = f.at(0).get<std::string>();
@@ -160,6 +230,11 @@ std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256, u
       const auto mtime = f.at(4).get<std::int64_t>();
       const auto ctime = f.at(5).get<std::int64_t>();
       const auto ino = f.at(6).get<std::uint64_t>();
+      std::vector<std::string> pieces;
+      if (f.size() > 7) pieces = f.at(7).get<std::vector<std::string>>();
+      if (!pieces.empty() && (pieces.size() != pieces_of(sf.size) ||
+                              !std::all_of(pieces.begin(), pieces.end(), [](const std::string& h) { return valid_sha256(h); })))
+        return std::nullopt;
       if (!wheel::check_member_name(sf.member) || sf.member.back() == '/' || !sf.hash.starts_with("sha256="))
         return std::nullopt;
       sf.staged = (sw.tree / sf.member).string();
@@ -170,22 +245,97 @@ std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256, u
       if (::lstat(sf.staged.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
           static_cast<std::uint64_t>(st.st_size) != sf.size || mtime_ns(st) != mtime)
         return std::nullopt;
-      if (ctime_ns(st) != ctime || static_cast<std::uint64_t>(st.st_ino) != ino) rehash.push_back(sw.files.size());
+      sf.checked_ino = static_cast<std::uint64_t>(st.st_ino);
+      sf.checked_ctime = ctime_ns(st);
+      if (ctime_ns(st) != ctime || sf.checked_ino != ino) e.rehash.push_back(sw.files.size());
       sw.files.push_back(std::move(sf));
+      e.pieces.push_back(std::move(pieces));
     }
     for (const auto& f : sw.files)
       if (!members.insert(f.member).second) return std::nullopt;
   } catch (const std::exception&) {
     return std::nullopt; // unreadable manifest: treated as absent, the wheel is unpacked again
   }
-  auto checked = util::parallel_for(rehash.size(), std::max(1u, threads), [&](std::size_t k) -> Expected<void> {
-    const auto& f = sw.files[rehash[k]];
-    auto h = wheel::record_hash_file(f.staged);
-    if (!h || *h != f.hash) return fail(ErrorCode::hash_mismatch, "{} changed", f.staged);
+  return e;
+}
+
+} // namespace
+
+std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256, unsigned threads, FindStats* stats) const {
+  auto all = find_many({std::string(sha256)}, threads, stats);
+  return std::move(all.front());
+}
+
+std::vector<std::optional<wheel::StagedWheel>> UnpackedCache::find_many(const std::vector<std::string>& shas,
+                                                                        unsigned threads, FindStats* stats) const {
+  threads = std::max(1u, threads);
+  std::vector<std::optional<LoadedEntry>> loaded(shas.size());
+  (void)util::parallel_for(shas.size(), threads, [&](std::size_t i) -> Expected<void> {
+    loaded[i] = load_entry(m_root, shas[i]);
     return {};
   });
-  if (!checked) return std::nullopt; // changed under us: unpacked again from the archive
-  return sw;
+  // Every file whose inode or change time moved, in every entry, hashed over one set of threads:
+  // a file with piece hashes as one job per piece, else as one job. Longest jobs first.
+  struct Job {
+    std::size_t entry, file, piece; // piece == npos: the whole file against its RECORD hash
+    std::uint64_t bytes;
+  };
+  constexpr std::size_t whole = static_cast<std::size_t>(-1);
+  std::vector<Job> jobs;
+  for (std::size_t i = 0; i < loaded.size(); ++i) {
+    if (!loaded[i]) continue;
+    for (std::size_t k : loaded[i]->rehash) {
+      const auto& f = loaded[i]->sw.files[k];
+      const auto& pieces = loaded[i]->pieces[k];
+      if (pieces.empty()) jobs.push_back({i, k, whole, f.size});
+      else
+        for (std::size_t c = 0; c < pieces.size(); ++c)
+          jobs.push_back({i, k, c, std::min(piece_bytes, f.size - c * piece_bytes)});
+    }
+  }
+  std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.bytes > b.bytes; });
+  std::vector<std::atomic<bool>> bad(loaded.size());
+  (void)util::parallel_for(jobs.size(), threads, [&](std::size_t j) -> Expected<void> {
+    const auto& job = jobs[j];
+    if (bad[job.entry].load(std::memory_order_relaxed)) return {};
+    const auto& e = *loaded[job.entry];
+    const auto& f = e.sw.files[job.file];
+    bool ok;
+    if (job.piece == whole) {
+      auto h = wheel::record_hash_file(f.staged);
+      ok = h && *h == f.hash;
+    } else {
+      auto h = range_hash(f.staged, job.piece * piece_bytes, job.bytes);
+      ok = h && *h == e.pieces[job.file][job.piece];
+    }
+    if (!ok) bad[job.entry] = true;
+    return {};
+  });
+  std::vector<std::optional<wheel::StagedWheel>> out(loaded.size());
+  for (std::size_t i = 0; i < loaded.size(); ++i) {
+    if (!loaded[i] || bad[i]) continue; // changed under us: unpacked again from the archive
+    auto& e = *loaded[i];
+    // A re-hashed file is known good as of the change time seen before hashing, provided it is
+    // still the same after (a write during the hash moves it). Known good, that change time goes
+    // into the manifest: the next use hashes nothing until something touches the file again.
+    std::unordered_map<std::string, std::pair<std::uint64_t, std::int64_t>> healed;
+    bool changed = false;
+    for (std::size_t k : e.rehash) {
+      const auto& f = e.sw.files[k];
+      struct stat st;
+      if (::lstat(f.staged.c_str(), &st) != 0 || ctime_ns(st) != f.checked_ctime ||
+          static_cast<std::uint64_t>(st.st_ino) != f.checked_ino) {
+        changed = true;
+        break;
+      }
+      healed.emplace(f.member, std::pair{f.checked_ino, f.checked_ctime});
+    }
+    if (changed) continue;
+    if (stats) stats->rehashed += e.rehash.size();
+    refresh_manifest(e.dir, healed);
+    out[i] = std::move(e.sw);
+  }
+  return out;
 }
 
 Expected<fs::path> UnpackedCache::make_temp() const {
@@ -197,13 +347,30 @@ Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::
                                                 const fs::path& temp) const {
   if (!valid_sha256(sha256))
     return fail(ErrorCode::internal, "unpacked cache: '{}' is not a sha256", sha256);
+  // Piece hashes of the large files (find_many), taken from the bytes the stager just wrote and
+  // checked against RECORD, over all threads.
+  std::vector<std::pair<std::size_t, std::size_t>> piece_jobs; // (file, piece)
+  std::vector<std::vector<std::string>> pieces(staged.files.size());
+  for (std::size_t k = 0; k < staged.files.size(); ++k)
+    if (staged.files[k].size > piece_bytes) {
+      pieces[k].resize(pieces_of(staged.files[k].size));
+      for (std::size_t c = 0; c < pieces[k].size(); ++c) piece_jobs.emplace_back(k, c);
+    }
+  ENVFIX_TRY_VOID(util::parallel_for(piece_jobs.size(), util::default_threads(), [&](std::size_t j) -> Expected<void> {
+    const auto [k, c] = piece_jobs[j];
+    const auto& f = staged.files[k];
+    pieces[k][c] = ENVFIX_TRY(range_hash(f.staged, c * piece_bytes, std::min(piece_bytes, f.size - c * piece_bytes)));
+    return {};
+  }));
   json files = json::array();
-  for (const auto& f : staged.files) {
+  for (std::size_t k = 0; k < staged.files.size(); ++k) {
+    const auto& f = staged.files[k];
     struct stat st;
     if (::lstat(f.staged.c_str(), &st) != 0)
       return fail(ErrorCode::io, "unpacked cache: {}: {}", f.staged, std::strerror(errno));
     files.push_back(json::array({f.member, f.hash, f.size, f.executable, mtime_ns(st), ctime_ns(st),
                                  static_cast<std::uint64_t>(st.st_ino)}));
+    if (!pieces[k].empty()) files.back().push_back(std::move(pieces[k]));
   }
   json j = {{"manifest", manifest_version},
             {"filename", staged.wheel.filename().string()},
@@ -296,12 +463,29 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
     return out;
   }
 
+  // Hard links share the cache's inode, and link(2) (then the install's rename, and unlinking what
+  // staging kept) moves its change time: the manifest no longer matches and the next find() would
+  // re-hash every file. Each file that still had the inode and change time it was verified with just
+  // before its link gets the change time seen just after it, for LinkStamps (unpacked_cache.hpp).
+  auto& relinked = out.linked_ctime; // per file: the change time after linking, or -1
+  auto stamp = [&](std::size_t k, const struct stat& before) {
+    const auto& f = files[k];
+    struct stat after;
+    if (before.st_ino == f.checked_ino && ctime_ns(before) == f.checked_ctime && f.checked_ctime != 0 &&
+        ::lstat(f.staged.c_str(), &after) == 0 && after.st_ino == before.st_ino &&
+        after.st_size == before.st_size && mtime_ns(after) == mtime_ns(before))
+      relinked[k] = ctime_ns(after);
+  };
+
   // The first file decides what this filesystem pair can do.
   std::vector<LinkMode> order;
   if (mode == LinkMode::automatic || mode == LinkMode::clone) order.push_back(LinkMode::clone);
   if (mode == LinkMode::automatic || mode == LinkMode::clone || mode == LinkMode::hardlink) order.push_back(LinkMode::hardlink);
   order.push_back(LinkMode::copy);
   int first_err = 0;
+  struct stat before0;
+  if (::lstat(src(0).c_str(), &before0) != 0)
+    return fail(ErrorCode::io, "unpacked cache: {}: {}", src(0), std::strerror(errno));
   for (auto m : order) {
     int err = link_one(m, src(0), files[0].staged, modes[0]);
     if (err == 0) {
@@ -317,13 +501,20 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
                                src_tree, dest_tree.string(), std::strerror(first_err), to_string(out.used));
 
   const LinkMode used = out.used;
+  if (used == LinkMode::hardlink) {
+    relinked.assign(files.size(), -1);
+    stamp(0, before0);
+  }
   constexpr std::size_t chunk = 256;
   const std::size_t n = files.size() - 1;
   ENVFIX_TRY_VOID(util::parallel_for((n + chunk - 1) / chunk, threads, [&](std::size_t c) -> Expected<void> {
     for (std::size_t k = 1 + c * chunk; k < std::min(files.size(), 1 + (c + 1) * chunk); ++k) {
       const std::string from = src(k);
+      struct stat before;
+      const bool stamped = used == LinkMode::hardlink && ::lstat(from.c_str(), &before) == 0;
       int err = link_one(used, from, files[k].staged, modes[k]);
       if (err != 0 && unsupported(err, used)) err = util::copy_file_exclusive(from, files[k].staged, modes[k]);
+      else if (err == 0 && stamped) stamp(k, before);
       if (err != 0)
         return make_error(ErrorCode::io,
                           fmt::format("{} {} → {}: {}", to_string(used), from, files[k].staged, std::strerror(err)),
@@ -331,8 +522,55 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
     }
     return {};
   }));
+  if (used == LinkMode::hardlink) out.entry = fs::path(src_tree).parent_path();
   cleanup.armed = false;
   return out;
+}
+
+// ---- LinkStamps -------------------------------------------------------------------------------------
+
+void LinkStamps::add(const LinkResult& linked) {
+  if (linked.entry.empty()) return;
+  const auto& files = linked.staged.files;
+  for (std::size_t k = 0; k < files.size() && k < linked.linked_ctime.size(); ++k)
+    if (linked.linked_ctime[k] >= 0)
+      m_files.push_back({m_entries.size(), files[k].member, files[k].staged, {}, files[k].checked_ino,
+                         linked.linked_ctime[k]});
+  m_entries.push_back(linked.entry);
+}
+
+void LinkStamps::before_install(const std::function<const std::string*(const std::string&)>& dest_of,
+                                unsigned threads) {
+  (void)util::parallel_for(m_files.size(), std::max(1u, threads), [&](std::size_t k) -> Expected<void> {
+    auto& f = m_files[k];
+    struct stat st;
+    const std::string* dest = dest_of(f.staged);
+    // Untouched since its link, and renamed into the environment: else not refreshed (re-hashed).
+    if (!dest || ::lstat(f.staged.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_ino) != f.ino ||
+        ctime_ns(st) != f.ctime)
+      f.ino = 0;
+    else
+      f.installed = *dest;
+    return {};
+  });
+}
+
+void LinkStamps::after_install(unsigned threads) const {
+  if (m_files.empty()) return;
+  std::vector<std::int64_t> now(m_files.size(), -1);
+  (void)util::parallel_for(m_files.size(), std::max(1u, threads), [&](std::size_t k) -> Expected<void> {
+    const auto& f = m_files[k];
+    struct stat st;
+    // Moved by nothing between its link and the renames (before_install): what moved its change
+    // time since is the rename, or an edit during the renames (docs/reliability.md, row 12).
+    if (f.ino != 0 && ::lstat(f.installed.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_ino) == f.ino)
+      now[k] = ctime_ns(st);
+    return {};
+  });
+  std::vector<std::unordered_map<std::string, std::pair<std::uint64_t, std::int64_t>>> by_entry(m_entries.size());
+  for (std::size_t k = 0; k < m_files.size(); ++k)
+    if (now[k] >= 0) by_entry[m_files[k].entry].emplace(m_files[k].member, std::pair{m_files[k].ino, now[k]});
+  for (std::size_t e = 0; e < m_entries.size(); ++e) refresh_manifest(m_entries[e], by_entry[e]);
 }
 
 } // namespace envfix::installer

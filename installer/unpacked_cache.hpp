@@ -8,13 +8,17 @@
 // Trust: an entry is used only when every file still has the size and mtime the manifest
 // recorded and either its inode and change time (which a write moves and nothing sets back) or
 // its content hash, so a hard-linked file edited in place in some environment (which edits the
-// cache too) invalidates the entry instead of spreading the edit. Hard-linking a file moves its
-// change time, so entries used with --link-mode hardlink are re-hashed on their next use.
+// cache too) invalidates the entry instead of spreading the edit. Links and unlinks of a hard-linked
+// file move its change time too: envfix records the change times its own link and rename leave
+// (LinkStamps), a file re-hashed and found good has its change time recorded, and re-hashing runs
+// over all threads, large files in pieces (find_many).
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/error.hpp"
 #include "wheel/staging.hpp"
@@ -36,7 +40,17 @@ public:
   // The entry for the wheel whose sha256 is `sha256`, when it exists and is intact: its manifest
   // passes staging's name rules, and every file has the size and mtime recorded, and either the
   // same inode and change time or (re-hashed on `threads` threads) the RECORD hash.
-  [[nodiscard]] std::optional<wheel::StagedWheel> find(std::string_view sha256, unsigned threads = 1) const;
+  struct FindStats {
+    std::size_t rehashed = 0; // files whose inode or change time had moved (hashed before use)
+  };
+  [[nodiscard]] std::optional<wheel::StagedWheel> find(std::string_view sha256, unsigned threads = 1,
+                                                       FindStats* stats = nullptr) const;
+  // find() of several entries at once: manifests read in parallel, and every file to re-hash, of
+  // every entry, over one set of `threads` (large files in 32 MiB pieces), so that a warm install
+  // is bounded by the bytes to hash rather than by its largest file. One result per hash, in order.
+  [[nodiscard]] std::vector<std::optional<wheel::StagedWheel>> find_many(const std::vector<std::string>& shas,
+                                                                          unsigned threads = 1,
+                                                                          FindStats* stats = nullptr) const;
   // A fresh private directory to stage a wheel into before add().
   [[nodiscard]] Expected<std::filesystem::path> make_temp() const;
   // Turns a wheel staged under `temp` (from make_temp) into the entry for `sha256`; returns the
@@ -53,6 +67,10 @@ struct LinkResult {
   wheel::StagedWheel staged;          // `cached` with every path under the new tree
   LinkMode used = LinkMode::copy;     // what was really done
   std::optional<std::string> fallback; // why the requested mode was not possible, if it was not
+  // Hard links only: the cache entry, and per file the change time just after its link (-1: the
+  // file had moved since it was verified, or was copied), for LinkStamps.
+  std::filesystem::path entry;
+  std::vector<std::int64_t> linked_ctime;
 };
 // Recreates the tree of `cached` at `dest_tree` (must not exist) with `mode`, on up to `threads`
 // threads. Falls back clone → hardlink → copy when the filesystem refuses. Takes the entry by
@@ -60,5 +78,33 @@ struct LinkResult {
 [[nodiscard]] Expected<LinkResult> link_tree(wheel::StagedWheel cached,
                                              const std::filesystem::path& dest_tree, LinkMode mode,
                                              unsigned threads = 1);
+
+// Keeps hard-linked cache entries fast to use. A hard link shares the cache's inode, and the link,
+// the transaction's rename into the environment and the unlinking of staging each move its change
+// time, so the manifest's no longer matches and the next find() re-hashes the file. The transaction
+// tells this object when it renames (before_install, after_install); a file whose change time
+// moved only by envfix's own link and rename gets its new change time written to the entry's
+// manifest. An edit in between is told apart as far as the clock allows: one before the renames
+// leaves the file as it was (re-hashed next time); one during the renames, a window as long as the
+// install phase, is what this cannot see (docs/reliability.md, row 12).
+class LinkStamps {
+public:
+  void add(const LinkResult& linked);
+  // Just before the renames: `dest_of` gives a staged path's final path (nullptr: not installed).
+  void before_install(const std::function<const std::string*(const std::string&)>& dest_of, unsigned threads);
+  // Just after the renames, before anything else runs in the environment.
+  void after_install(unsigned threads) const;
+  [[nodiscard]] bool empty() const { return m_files.empty(); }
+
+private:
+  struct File {
+    std::size_t entry;
+    std::string member, staged, installed;
+    std::uint64_t ino; // 0: not to be refreshed
+    std::int64_t ctime;
+  };
+  std::vector<std::filesystem::path> m_entries;
+  std::vector<File> m_files;
+};
 
 } // namespace envfix::installer

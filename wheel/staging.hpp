@@ -27,6 +27,10 @@ struct StagedFile {
   std::string hash;                 // "sha256=<urlsafe b64, no padding>" of the bytes written
   std::uint64_t size = 0;
   bool executable = false;          // the zip mode had an execute bit
+  // Unpacked cache only (installer/unpacked_cache.hpp): the inode and change time the file had
+  // when its content was last known good, so that linking it can tell whether it moved since.
+  std::uint64_t checked_ino = 0;
+  std::int64_t checked_ctime = 0;
 };
 
 struct StagedWheel {

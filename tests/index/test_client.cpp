@@ -33,6 +33,11 @@ struct Fixture {
     REQUIRE_MESSAGE(s, (s ? "" : s.error().render()));
     summary = nlohmann::json::parse(*s);
     cache = root / "cache";
+    // Pages dated an hour ahead have no heuristic lifetime (a tenth of their age), however slowly
+    // this machine runs: every second fetch revalidates. The heuristic's own test dates them back.
+    const auto ahead = std::chrono::file_clock::now() + std::chrono::hours(1);
+    for (const auto& e : fs::recursive_directory_iterator(root))
+      if (e.is_regular_file() && e.path().filename().string().starts_with("index.")) fs::last_write_time(e.path(), ahead);
   }
   ~Fixture() {
     nginx.reset();
@@ -165,6 +170,32 @@ TEST_CASE("nginx over HTTPS: JSON and HTML pages give the same candidates; 304 r
   REQUIRE_FALSE(nf);
   CHECK(nf.error().code == ErrorCode::not_found);
   CHECK(nf.error().message.find("does-not-exist") != std::string::npos);
+}
+
+TEST_CASE("a page with only Last-Modified is fresh for a tenth of its age (heuristic freshness), --refresh revalidates") {
+  Fixture fx(standard_spec);
+  // Both page files an hour old: nginx sends that Last-Modified, no Cache-Control.
+  const auto hour_ago = std::chrono::file_clock::now() - std::chrono::hours(1);
+  for (const char* f : {"index.json", "index.html"}) fs::last_write_time(fx.root / "simple" / "demo" / f, hour_ago);
+  fx.start_nginx();
+  const std::string index = fx.nginx->https_url() + "/simple";
+  {
+    auto client = fx.client();
+    auto first = client.project_candidates(index, "demo");
+    REQUIRE_MESSAGE(first, (first ? "" : first.error().render()));
+    auto again = client.project_candidates(index, "demo");
+    REQUIRE(again);
+    CHECK(*again == *first);
+    CHECK(client.stats().page_fresh_hits == 1); // 360 s of freshness: no request at all
+    CHECK(client.stats().page_requests == 1);
+    // A page without a usable Last-Modified age (htmlonly, dated ahead) gets none: revalidated.
+    REQUIRE(client.project_candidates(index, "htmlonly"));
+    REQUIRE(client.project_candidates(index, "htmlonly"));
+    CHECK(client.stats().page_revalidated == 1);
+  }
+  auto refreshing = fx.client(false, [](IndexClientOptions& o) { o.refresh = true; });
+  REQUIRE(refreshing.project_candidates(index, "demo"));
+  CHECK(refreshing.stats().page_revalidated == 1); // a 304: nginx's log can lag the response, the client's count cannot
 }
 
 TEST_CASE("metadata: PEP 658 file, range reads, full download; hashes checked; cached") {

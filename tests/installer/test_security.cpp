@@ -72,6 +72,20 @@ test::WheelSpec simple(const std::string& name, const std::string& version, std:
   return s;
 }
 
+// Rewrites one byte of `path` in place and sets its mtime back: the same size and mtime, only the
+// change time tells (security 12).
+void edit_keeping_size_and_mtime(const fs::path& path, off_t offset, char byte) {
+  struct stat st;
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  {
+    util::Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    REQUIRE(fd.valid());
+    REQUIRE(::pwrite(fd.get(), &byte, 1, offset) == 1);
+  }
+  const struct timespec times[2] = {st.st_atim, st.st_mtim};
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+}
+
 bool has_warning(const std::vector<std::string>& ws, std::string_view needle) {
   for (const auto& w : ws)
     if (w.find(needle) != std::string::npos) return true;
@@ -293,28 +307,75 @@ TEST_CASE("security 12: a cached file edited with its size and mtime kept is not
   UnpackedCache cache(opt.unpacked_cache);
   REQUIRE(cache.find(*w.sha256));
   const auto cached = opt.unpacked_cache / *w.sha256 / "tree" / "demo" / "__init__.py";
-  struct stat st;
-  REQUIRE(::stat(cached.c_str(), &st) == 0);
-  {
-    util::Fd fd(::open(cached.c_str(), O_WRONLY | O_CLOEXEC));
-    REQUIRE(fd.valid());
-    REQUIRE(::pwrite(fd.get(), "X", 1, 0) == 1); // same size
-  }
-  const struct timespec times[2] = {st.st_atim, st.st_mtim};
-  REQUIRE(::utimensat(AT_FDCWD, cached.c_str(), times, 0) == 0); // same mtime
-  CHECK_FALSE(cache.find(*w.sha256));
-  Venv b("ctime-2");
-  auto r = apply(b.target, {w}, opt);
-  REQUIRE_MESSAGE(r, (r ? "" : r.error().render()));
-  CHECK(r->cache_hits == 0);
-  CHECK(util::read_file(b.target.purelib / "demo" / "__init__.py").value() == "V = '1.0'\n");
+  // The edited entry is not used: a fresh environment gets the archive's bytes, unpacked again.
+  auto unpacked_again = [&](const char* name) {
+    CHECK_FALSE(cache.find(*w.sha256));
+    Venv v(name);
+    auto r = apply(v.target, {w}, opt);
+    REQUIRE_MESSAGE(r, (r ? "" : r.error().render()));
+    CHECK(r->cache_hits == 0);
+    CHECK(util::read_file(v.target.purelib / "demo" / "__init__.py").value() == "V = '1.0'\n");
+  };
+  edit_keeping_size_and_mtime(cached, 0, 'X');
+  unpacked_again("ctime-2");
   // Untouched entries stay fast to use (no re-hash) and hard-linked ones are re-hashed, not refused.
   CHECK(cache.find(*w.sha256));
   opt.link_mode = LinkMode::hardlink;
   Venv c("ctime-3");
   auto r3 = apply(c.target, {w}, opt);
   REQUIRE_MESSAGE(r3, (r3 ? "" : r3.error().render()));
-  CHECK(cache.find(*w.sha256));
+  UnpackedCache::FindStats fs3;
+  CHECK(cache.find(*w.sha256, 1, &fs3));
+  // The links' change times were recorded after linking: the next use hashes nothing again...
+  Venv d("ctime-4");
+  auto r4 = apply(d.target, {w}, opt);
+  REQUIRE_MESSAGE(r4, (r4 ? "" : r4.error().render()));
+  CHECK(r4->cache_hits == 1);
+  UnpackedCache::FindStats fs4;
+  REQUIRE(cache.find(*w.sha256, 1, &fs4));
+  CHECK(fs4.rehashed == 0);
+  // ...and an edit through an environment's hard link (the cache's inode), size and mtime kept,
+  // still makes the entry unused: the next install unpacks the archive again.
+  const auto linked = d.target.purelib / "demo" / "__init__.py";
+  struct stat st4;
+  REQUIRE(::stat(linked.c_str(), &st4) == 0);
+  REQUIRE(st4.st_nlink > 1);
+  edit_keeping_size_and_mtime(linked, 0, 'Y');
+  unpacked_again("ctime-5");
+}
+
+TEST_CASE("security 12: a large cached file is re-checked in pieces, healed once known good, and an edit in a piece is seen") {
+  Venv a("pieces");
+  std::string big(70u << 20, 'a'); // three 32 MiB pieces, incompressible (the zip-bomb ratio check)
+  std::uint64_t x = 88172645463325252ull;
+  for (auto& c : big) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(0x21 + x % 94); // printable: the wheel factory passes members as JSON text
+  }
+  const auto w = hashed(test::make_wheel(simple("demo", "1.0", {{"demo/big.bin", big}}), a.wheels()));
+  TransactionOptions opt;
+  opt.unpacked_cache = a.root / "cache";
+  opt.link_mode = LinkMode::hardlink;
+  auto r = apply(a.target, {w}, opt);
+  REQUIRE_MESSAGE(r, (r ? "" : r.error().render()));
+  const auto manifest = util::read_file(opt.unpacked_cache / *w.sha256 / "manifest.json").value();
+  CHECK(manifest.find(util::sha256_hex(big.substr(0, 32u << 20))) != std::string::npos);
+  UnpackedCache cache(opt.unpacked_cache);
+  // Deleting the environment's hard links moves the change time of the cache's inodes: the next
+  // lookup hashes them again (in pieces), records them as known good, and the one after hashes nothing.
+  fs::remove_all(a.target.purelib / "demo");
+  UnpackedCache::FindStats s1, s2;
+  REQUIRE(cache.find(*w.sha256, 4, &s1));
+  CHECK(s1.rehashed >= 1);
+  auto again = cache.find_many({*w.sha256, std::string(64, '0')}, 4, &s2);
+  REQUIRE(again.size() == 2);
+  CHECK(again[0].has_value());
+  CHECK_FALSE(again[1].has_value());
+  CHECK(s2.rehashed == 0);
+  // One byte of the last piece rewritten, size and mtime kept: the entry is not used.
+  const auto cached = opt.unpacked_cache / *w.sha256 / "tree" / "demo" / "big.bin";
+  edit_keeping_size_and_mtime(cached, 65 << 20, '#');
+  CHECK_FALSE(cache.find(*w.sha256, 4));
 }
 
 } // TEST_SUITE
