@@ -9,7 +9,8 @@
 #include <set>
 
 #include "cli/globals.hpp"
-#include "cli/pipeline.hpp"
+#include "api/host.hpp"
+#include "api/lock.hpp"
 #include "cli/render.hpp"
 #include "lockfile/lockfile.hpp"
 #include "util/fs.hpp"
@@ -28,16 +29,6 @@ struct ExportOptions {
   bool all = false;
 };
 
-// Does target `t` describe `host`? (GPUs set-equal, python X.Y, platform supported.)
-bool matches(const lockfile::LockTarget& t, const Host& host) {
-  std::set<std::string> hg, tg(t.host.gpus.begin(), t.host.gpus.end());
-  for (const auto& [n, cc] : host.gpus) hg.insert(cc.sm_name());
-  if (hg != tg || t.host.python != host.python_mm) return false;
-  for (const auto& tag : host.python.tags)
-    if (tag.platform == t.host.platform) return true;
-  return false;
-}
-
 Expected<int> run_export(const Globals& g, const ExportOptions& o) {
   auto lock = ENVFIX_TRY(lockfile::LockFile::read(g.lockfile));
   if (lock.targets.empty()) return make_error(ErrorCode::invalid_input, fmt::format("{} has no targets", g.lockfile));
@@ -55,19 +46,18 @@ Expected<int> run_export(const Globals& g, const ExportOptions& o) {
   } else if (lock.targets.size() == 1) {
     chosen.push_back(&lock.targets.front());
   } else {
-    auto knowledge = ENVFIX_TRY(load_knowledge(g));
-    auto host = ENVFIX_TRY(make_host(g, knowledge.get()));
-    for (const auto& t : lock.targets)
-      if (matches(t, host)) {
-        chosen.push_back(&t);
-        break;
-      }
-    if (chosen.empty()) {
+    // The same rule as `apply --locked` (lockfile/select.hpp).
+    auto knowledge = ENVFIX_TRY(api::load_knowledge(g));
+    auto host = ENVFIX_TRY(api::make_host(g, knowledge.get()));
+    auto sel = lockfile::select(lock, api::host_view(host));
+    if (!sel.chosen) {
       std::string ids;
       for (const auto& x : lock.targets) ids += (ids.empty() ? "" : ", ") + x.id;
-      return make_error(ErrorCode::not_found, fmt::format("no target in {} matches this host", g.lockfile),
-                        fmt::format("pick one with --target ID ({}) or export them all with --all", ids));
+      Error e{ErrorCode::not_found, fmt::format("no target in {} matches this host", g.lockfile), sel.reasons(),
+              fmt::format("pick one with --target ID ({}) or export them all with --all", ids)};
+      return std::unexpected(std::move(e));
     }
+    chosen.push_back(sel.chosen);
   }
   const bool pylock = o.format == "pylock";
   if (o.all && !o.output.empty() && o.output != "-") {

@@ -1,4 +1,4 @@
-#include "cli/smoke.hpp"
+#include "api/smoke.hpp"
 
 #include <system_error>
 
@@ -9,7 +9,7 @@
 #include "util/fs.hpp"
 #include "util/python.hpp"
 
-namespace envfix::cli {
+namespace envfix::api {
 
 namespace fs = std::filesystem;
 
@@ -118,4 +118,4 @@ std::string cuda_error_class(std::string_view line) {
   return "";
 }
 
-} // namespace envfix::cli
+} // namespace envfix::api
