@@ -67,6 +67,32 @@ void check_environment(DoctorReport& r) {
   }
 }
 
+// The base environment (docs/environment.md, The base environment): the local toolkit matters only
+// for building extensions, WSL and containers for where the driver comes from.
+void check_base(DoctorReport& r) {
+  const auto& b = r.base;
+  if (b.toolkit && b.toolkit->version && b.runtime && b.toolkit->version->major != b.runtime->version.major)
+    add(r, "toolkit-runtime-mismatch", "warning",
+        fmt::format("the local CUDA toolkit (nvcc {} from {}) is CUDA {}, the framework's runtime ({}) is CUDA {}: "
+                    "extensions built with this nvcc (torch.utils.cpp_extension, source builds) will not load",
+                    b.toolkit->version->to_string(), b.toolkit->from, b.toolkit->version->major, b.runtime->from,
+                    b.runtime->version.to_string()),
+        fmt::format("installed wheels carry their own runtime and need no toolkit; to build extensions put a CUDA {}.x "
+                    "nvcc first on PATH or set CUDA_HOME",
+                    b.runtime->version.major));
+  if (b.platform.is_wsl())
+    add(r, "wsl", "info",
+        fmt::format("WSL2 ({}): the GPU driver is the Windows one, reached through /dev/dxg", join(b.platform.wsl, ", ")),
+        "never install a Linux NVIDIA driver inside WSL; run python, pip and envfix on the same side (all in WSL), "
+        "not a Windows interpreter over a WSL path or the reverse");
+  if (!b.platform.container.empty())
+    add(r, "container", "info",
+        fmt::format("running in a container ({}: {}): the driver comes from the host", b.platform.container,
+                    join(b.platform.container_evidence, ", ")),
+        "GPU access needs the NVIDIA container toolkit (docker --gpus all, CDI); fix the image's Python "
+        "environment here and the driver on the host");
+}
+
 // ---------------------------------------------------------------- step 2: framework packages
 
 // cu128 from nvidia-cuda-runtime-cu12==12.8.90, cuda-toolkit==13.0.2, nvidia-cuda-runtime==13.0.96.
@@ -478,6 +504,7 @@ void conclude(DoctorReport& r, const Options& g, const std::string& framework) {
 DoctorReport diagnose(const Options& g, const DoctorRequest& opt, DoctorInputs in) {
   DoctorReport r;
   r.facts = std::move(in.facts);
+  r.base = std::move(in.base);
   r.knowledge = std::move(in.knowledge);
   r.framework = g.framework;
   if (r.knowledge) r.fw = r.knowledge->framework(g.framework);
@@ -498,6 +525,7 @@ DoctorReport diagnose(const Options& g, const DoctorRequest& opt, DoctorInputs i
         "install the NVIDIA driver, then check `nvidia-smi`");
   }
   check_environment(r);
+  check_base(r);
   // Step 3 and 4.
   run_repro(r, opt, in.run_step);
   check_matrices(r);
@@ -519,6 +547,7 @@ Expected<DoctorReport> doctor(const Options& o, const DoctorRequest& opt) {
   in.facts = std::move(host.facts);
   if (!in.knowledge) in.facts.notes.push_back("matrices not loaded: " + why);
   in.cuda_visible_devices = util::get_env("CUDA_VISIBLE_DEVICES");
+  in.base = probe::probe_base_env(in.facts);
 
   fs::path cache = o.cache_dir.empty() ? index::default_cache_dir().value_or(fs::path{}) : fs::path(o.cache_dir);
   auto store = cache.empty() ? nullptr : std::make_shared<wheel::EvidenceStore>(cache / "evidence-v1");

@@ -14,6 +14,7 @@
 #include "api/options.hpp"
 #include "api/reporter.hpp"
 #include "matrices/knowledge.hpp"
+#include "probe/base_env.hpp"
 #include "probe/host_facts.hpp"
 #include "probe/installed_kernels.hpp"
 #include "util/error.hpp"
@@ -64,6 +65,7 @@ struct Repro {
 
 struct DoctorReport {
   probe::HostFacts facts;
+  probe::BaseEnv base; // the framework's CUDA runtime, the local nvcc, pip, WSL2 and containers
   std::unique_ptr<matrices::Knowledge> knowledge;
   const matrices::Framework* fw = nullptr;
   std::string framework;    // as asked (--framework)
@@ -83,6 +85,7 @@ struct StepOutcome {
 // Everything diagnose() reads. doctor() fills it from the machine; a scenario fills it from YAML.
 struct DoctorInputs {
   probe::HostFacts facts;  // planned GPUs and driver already laid over (api/host.hpp)
+  probe::BaseEnv base;     // probe::probe_base_env(facts) on a machine
   std::unique_ptr<matrices::Knowledge> knowledge; // null: the matrices did not load
   std::optional<std::string> cuda_visible_devices;
   // The kernels of an installed dist (null: none are read, as with --no-kernels).

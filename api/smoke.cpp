@@ -37,6 +37,15 @@ std::vector<SmokeStep> smoke_steps(const matrices::SmokeTest& smoke, const std::
 
 namespace {
 
+// A child that prints without newlines (docs/reliability.md §5 item 8) must not put megabytes into
+// an error or a report: a long line keeps its head and tail.
+std::string elide(std::string line) {
+  constexpr std::size_t keep = 200;
+  if (line.size() <= 2 * keep + 64) return line;
+  return fmt::format("{} [... {} characters ...] {}", line.substr(0, keep), line.size() - 2 * keep,
+                     line.substr(line.size() - keep));
+}
+
 // The last `n` non-empty lines of a text: the exception and its message, not the whole traceback.
 std::vector<std::string> tail_lines(const std::string& text, std::size_t n) {
   std::vector<std::string> lines;
@@ -48,6 +57,7 @@ std::vector<std::string> tail_lines(const std::string& text, std::size_t n) {
     i = j + 1;
   }
   if (lines.size() > n) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(n));
+  for (auto& l : lines) l = elide(std::move(l));
   return lines;
 }
 
@@ -107,7 +117,7 @@ std::string exception_line(const std::string& out, const std::string& err) {
     }
     i = nl + 1;
   }
-  return exception.empty() ? last : exception;
+  return elide(exception.empty() ? last : exception);
 }
 
 std::string cuda_error_class(std::string_view line) {

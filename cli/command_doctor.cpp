@@ -34,7 +34,8 @@ json to_json(const api::DoctorReport& r) {
   j["gpus"] = json::array();
   for (const auto& g : r.facts.gpus)
     j["gpus"].push_back({{"index", g.index}, {"name", g.name}, {"arch", g.cc.sm_name()}, {"cc", g.cc.to_string()},
-                         {"uuid", g.uuid}, {"memory_bytes", g.memory_bytes}, {"planned", r.facts.gpus_planned}});
+                         {"uuid", g.uuid}, {"memory_bytes", g.memory_bytes}, {"planned", r.facts.gpus_planned},
+                         {"mig_of", g.mig_of.empty() ? json(nullptr) : json(g.mig_of)}});
   if (r.facts.driver)
     j["driver"] = {{"version", r.facts.driver->version},
                    {"cuda", r.facts.driver->cuda ? json(r.facts.driver->cuda->to_string()) : json(nullptr)},
@@ -46,6 +47,19 @@ json to_json(const api::DoctorReport& r) {
                    {"env", env_kind(py)}, {"prefix", py.prefix.string()},
                    {"externally_managed", py.externally_managed}};
   } else j["python"] = nullptr;
+  const auto& b = r.base;
+  j["base"] = {
+      {"cuda_runtime", b.runtime ? json{{"version", b.runtime->version.to_string()}, {"from", b.runtime->from}} : json(nullptr)},
+      {"toolkit", b.toolkit ? json{{"nvcc", b.toolkit->nvcc.string()}, {"from", b.toolkit->from},
+                                   {"version", b.toolkit->version ? json(b.toolkit->version->to_string()) : json(nullptr)},
+                                   {"error", b.toolkit->error.empty() ? json(nullptr) : json(b.toolkit->error)}}
+                            : json(nullptr)},
+      {"pip", {{"target", b.target_pip ? json(b.target_pip->string()) : json(nullptr)},
+               {"on_path", r.facts.pip_on_path ? json(r.facts.pip_on_path->string()) : json(nullptr)},
+               {"on_path_interpreter", r.facts.pip_interpreter ? json(r.facts.pip_interpreter->string()) : json(nullptr)}}},
+      {"wsl", b.platform.wsl},
+      {"container", b.platform.container.empty() ? json(nullptr)
+                                                 : json{{"kind", b.platform.container}, {"evidence", b.platform.container_evidence}}}};
   j["packages"] = json::array();
   for (const auto& p : r.packages) {
     json pj = {{"name", p.dist->name}, {"version", p.dist->version.to_string()}, {"role", p.role},
@@ -104,7 +118,22 @@ void render_text(const api::DoctorReport& r, const Globals& g) {
     const auto& py = *r.facts.python;
     human(fmt::format("   python   {} {} ({}, {})", py.executable.string(), py.version.to_string(), python_tag(py),
                       env_kind(py)));
+    human(fmt::format("   pip      {}{}", r.base.target_pip ? r.base.target_pip->string() : std::string("none beside the interpreter"),
+                      r.facts.pip_on_path && (!r.base.target_pip || *r.facts.pip_on_path != *r.base.target_pip)
+                          ? fmt::format(" (`pip` on PATH is {})", r.facts.pip_on_path->string())
+                          : std::string()));
   }
+  const auto& b = r.base;
+  human(fmt::format("   CUDA     runtime {} · toolkit {}",
+                    b.runtime ? fmt::format("{} ({})", b.runtime->version.to_string(), b.runtime->from) : std::string("none installed"),
+                    !b.toolkit ? std::string("none (no nvcc on PATH, $CUDA_HOME or /usr/local/cuda)")
+                               : fmt::format("nvcc {} ({}, {})", b.toolkit->version ? b.toolkit->version->to_string() : "?",
+                                             b.toolkit->nvcc.string(), b.toolkit->from)));
+  if (b.platform.is_wsl() || !b.platform.container.empty())
+    human(fmt::format("   platform {}{}", b.platform.is_wsl() ? "WSL2" : "",
+                      b.platform.container.empty() ? std::string()
+                                                   : fmt::format("{}container ({})", b.platform.is_wsl() ? ", " : "",
+                                                                 b.platform.container)));
   head(fmt::format("2. Framework {}", r.fw ? r.fw->name : r.framework));
   if (r.packages.empty()) human("   not installed");
   for (const auto& p : r.packages)

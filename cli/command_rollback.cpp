@@ -55,7 +55,7 @@ void add_rollback_command(CLI::App& app, Globals& g) {
       return;
     }
     if (*drop) {
-      auto freed = installer::drop_backups(target->prefix);
+      auto freed = installer::drop_backups(*target);
       if (!freed) {
         g.exit_code = fail_with(freed.error());
         return;
@@ -64,7 +64,7 @@ void add_rollback_command(CLI::App& app, Globals& g) {
       else human(fmt::format("Deleted the kept backup ({})", human_bytes(*freed)));
       return;
     }
-    auto last = installer::last_backup(target->prefix);
+    auto last = installer::last_backup(*target);
     if (!last) {
       g.exit_code = fail_with(last.error());
       return;
@@ -113,7 +113,7 @@ void add_rollback_command(CLI::App& app, Globals& g) {
       g.exit_code = fail_with(target.error());
       return;
     }
-    auto r = installer::recover(target->prefix);
+    auto r = installer::recover(*target);
     if (!r) {
       g.exit_code = fail_with(r.error());
       return;

@@ -261,35 +261,51 @@ Expected<TxnMeta> read_meta(const fs::path& txn_dir, bool with_ops = true) {
   }
 }
 
+// The scheme directories of the target, where AuxDirs places auxiliary directories (in a root, or
+// beside a file inside one). Built from the target, never from a journal, which a crash or a
+// hostile wheel may have left.
+using Roots = std::vector<fs::path>;
+Roots scheme_roots(const InstallTarget& target) {
+  Roots out;
+  for (const auto& r : target.prune_stops()) out.push_back(r.lexically_normal());
+  return out;
+}
+
+bool within_roots(const fs::path& dir, const Roots& roots) {
+  for (const auto& r : roots)
+    if (std::mismatch(r.begin(), r.end(), dir.begin(), dir.end()).first == r.end()) return true;
+  return false;
+}
+
 // An auxiliary directory the journal of transaction `id` may own: absolute, normal, a real
-// directory named .envfix-txn-<id>.
-bool is_own_aux(const fs::path& a, std::string_view id) {
+// directory named .envfix-txn-<id> whose parent is a scheme directory or lies inside one.
+bool is_own_aux(const fs::path& a, std::string_view id, const Roots& roots) {
   return a.is_absolute() && a == a.lexically_normal() && a.filename() == ".envfix-txn-" + std::string(id) &&
-         is_real_dir(a);
+         within_roots(a.parent_path(), roots) && is_real_dir(a);
 }
 
 // The journal's auxiliary directories that are really this transaction's (see is_own_aux).
-std::vector<fs::path> own_aux(const TxnMeta& meta, const fs::path& txn_dir) {
+std::vector<fs::path> own_aux(const TxnMeta& meta, const fs::path& txn_dir, const Roots& roots) {
   std::vector<fs::path> out;
   if (meta.id != txn_dir.filename().string()) return out;
   for (const auto& a : meta.aux)
-    if (is_own_aux(a, meta.id)) out.push_back(a);
+    if (is_own_aux(a, meta.id, roots)) out.push_back(a);
   return out;
 }
 
 // Deletes a transaction: its directory and the auxiliary directories its journal names.
-void discard_txn(const fs::path& txn_dir) {
+void discard_txn(const fs::path& txn_dir, const Roots& roots) {
   if (!is_txn_id(txn_dir.filename().string()) || !is_real_dir(txn_dir)) return;
   if (auto meta = read_meta(txn_dir, false))
-    for (const auto& a : own_aux(*meta, txn_dir)) remove_tree(a);
+    for (const auto& a : own_aux(*meta, txn_dir, roots)) remove_tree(a);
   remove_tree(txn_dir);
 }
 
 // Disk held by a transaction's backup, wherever it lives.
-std::uint64_t backup_bytes_of(const fs::path& txn_dir) {
+std::uint64_t backup_bytes_of(const fs::path& txn_dir, const Roots& roots) {
   std::uint64_t n = tree_bytes(txn_dir / "backup");
   if (auto meta = read_meta(txn_dir, false))
-    for (const auto& a : own_aux(*meta, txn_dir)) n += tree_bytes(a / "backup");
+    for (const auto& a : own_aux(*meta, txn_dir, roots)) n += tree_bytes(a / "backup");
   return n;
 }
 
@@ -302,7 +318,7 @@ public:
   AuxDirs(const InstallTarget& target, const fs::path& txn_dir, std::string id)
       : m_txn_dir(txn_dir), m_id(std::move(id)) {
     m_txn_dev = device_of(txn_dir);
-    for (const auto& r : target.prune_stops()) m_roots.push_back(r.lexically_normal());
+    m_roots = scheme_roots(target);
     // Longest first: the most specific root wins.
     std::sort(m_roots.begin(), m_roots.end(),
               [](const fs::path& a, const fs::path& b) { return a.string().size() > b.string().size(); });
@@ -521,7 +537,7 @@ struct ExecHooks {
 // Runs prepared → removing → installing → verifying → committed; on any failure undoes and
 // journals rolled-back (or reports rollback_failed naming the journal).
 Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::path& sync_at,
-                       const ExecHooks& hooks) {
+                       const Roots& roots, const ExecHooks& hooks) {
   SignalGuard signals(hooks.handle_signals);
   std::size_t done = 0;
   auto step = [&]() -> Expected<void> {
@@ -569,7 +585,7 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
     return std::unexpected(std::move(e));
   }
   (void)write_state(txn_dir, TxnState::rolled_back, hooks.durable);
-  discard_txn(txn_dir);
+  discard_txn(txn_dir, roots);
   if (err.code != ErrorCode::rollback_failed)
     return std::unexpected(std::move(err).context("the transaction was rolled back; the environment is unchanged"));
   return std::unexpected(std::move(err));
@@ -586,7 +602,9 @@ std::vector<fs::path> txn_dirs(const fs::path& prefix) {
   return out;
 }
 
-Expected<std::vector<std::string>> recover_locked(const fs::path& prefix) {
+Expected<std::vector<std::string>> recover_locked(const InstallTarget& target) {
+  const auto& prefix = target.prefix;
+  const Roots roots = scheme_roots(target);
   std::vector<std::string> actions;
   // Pass 1: unfinished transactions are undone; finished rollbacks clean up after themselves.
   for (const auto& dir : txn_dirs(prefix)) {
@@ -598,14 +616,14 @@ Expected<std::vector<std::string>> recover_locked(const fs::path& prefix) {
     auto meta = read_meta(dir, undo);
     if (!meta || !state) {
       // Crashed while preparing: nothing in the environment was touched yet.
-      discard_txn(dir);
+      discard_txn(dir, roots);
       actions.push_back(fmt::format("discarded unfinished preparation {}", id));
       continue;
     }
     switch (*state) {
     case TxnState::prepared:
     case TxnState::rolled_back:
-      discard_txn(dir);
+      discard_txn(dir, roots);
       actions.push_back(fmt::format("discarded transaction {} ({})", id, to_string(*state)));
       break;
     case TxnState::removing:
@@ -619,25 +637,25 @@ Expected<std::vector<std::string>> recover_locked(const fs::path& prefix) {
         return std::unexpected(std::move(e));
       }
       ENVFIX_TRY_VOID(write_state(dir, TxnState::rolled_back));
-      discard_txn(dir);
+      discard_txn(dir, roots);
       actions.push_back(fmt::format("undid interrupted {} {} (it was {})", meta->kind, id, to_string(*state)));
       break;
     }
     case TxnState::committed:
       if (meta->kind == "rollback") {
-        if (!meta->rolls_back.empty()) discard_txn(dir.parent_path() / meta->rolls_back);
-        discard_txn(dir);
+        if (!meta->rolls_back.empty()) discard_txn(dir.parent_path() / meta->rolls_back, roots);
+        discard_txn(dir, roots);
         actions.push_back(fmt::format("finished rollback {}", id));
       } else {
         remove_tree(dir / "staging");
-        for (const auto& a : own_aux(*meta, dir)) remove_tree(a / "stage");
+        for (const auto& a : own_aux(*meta, dir, roots)) remove_tree(a / "stage");
       }
       break;
     }
   }
   // Pass 2: only the newest committed transaction keeps its backup.
   auto dirs = txn_dirs(prefix);
-  for (std::size_t i = 0; i + 1 < dirs.size(); ++i) discard_txn(dirs[i]);
+  for (std::size_t i = 0; i + 1 < dirs.size(); ++i) discard_txn(dirs[i], roots);
   return actions;
 }
 
@@ -826,7 +844,8 @@ Expected<TransactionResult> Transaction::run() {
   m_target.unify_aliases(); // lib64 and lib: one directory, one spelling of every path
   auto lock = ENVFIX_TRY(EnvLock::acquire(m_target.prefix, m_options.wait_for_lock));
   TransactionResult result;
-  result.recovered = ENVFIX_TRY(recover_locked(m_target.prefix));
+  result.recovered = ENVFIX_TRY(recover_locked(m_target));
+  const Roots roots = scheme_roots(m_target);
 
   TxnMeta meta;
   meta.id = new_txn_id();
@@ -973,13 +992,13 @@ Expected<TransactionResult> Transaction::run() {
   discard.armed = false;
   if (!meta.aux.empty()) {
     if (auto a = prepare_aux(meta.aux, aux_copies); !a) {
-      discard_txn(txn_dir);
+      discard_txn(txn_dir, roots);
       return std::unexpected(std::move(a.error()).context("preparing files on another filesystem"));
     }
   }
   ExecHooks hooks{m_options.verify, m_options.fault, m_options.progress, m_options.handle_signals,
                   m_options.durable};
-  ENVFIX_TRY_VOID(execute(txn_dir, meta, m_target.prefix, hooks));
+  ENVFIX_TRY_VOID(execute(txn_dir, meta, m_target.prefix, roots, hooks));
 
   // 4. Committed: drop staging, keep (or drop) the backup, forget older backups.
   remove_tree(txn_dir / "staging");
@@ -989,26 +1008,28 @@ Expected<TransactionResult> Transaction::run() {
     if (fs::is_empty(a / "backup", ec)) remove_tree(a); // nothing kept there: no clutter in site-packages
   }
   if (!m_options.keep_backup) {
-    discard_txn(txn_dir);
+    discard_txn(txn_dir, roots);
   } else {
-    result.backup_bytes = backup_bytes_of(txn_dir);
+    result.backup_bytes = backup_bytes_of(txn_dir, roots);
   }
   for (const auto& d : txn_dirs(m_target.prefix))
-    if (d.filename() != meta.id) discard_txn(d);
+    if (d.filename() != meta.id) discard_txn(d, roots);
   return result;
 }
 
-Expected<RecoverResult> recover(const fs::path& prefix, bool wait_for_lock) {
+Expected<RecoverResult> recover(const InstallTarget& target, bool wait_for_lock) {
+  const auto& prefix = target.prefix;
   RecoverResult r;
   std::error_code ec;
   if (!fs::exists(prefix / ".envfix" / "txn", ec)) return r;
   auto lock = ENVFIX_TRY(EnvLock::acquire(prefix, wait_for_lock));
-  r.actions = ENVFIX_TRY(recover_locked(prefix));
+  r.actions = ENVFIX_TRY(recover_locked(target));
   return r;
 }
 
-Expected<std::optional<BackupInfo>> last_backup(const fs::path& prefix) {
-  auto dirs = txn_dirs(prefix);
+Expected<std::optional<BackupInfo>> last_backup(const InstallTarget& target) {
+  const Roots roots = scheme_roots(target);
+  auto dirs = txn_dirs(target.prefix);
   for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
     if (read_state(*it) != TxnState::committed) continue;
     auto meta = read_meta(*it, false);
@@ -1016,7 +1037,7 @@ Expected<std::optional<BackupInfo>> last_backup(const fs::path& prefix) {
     BackupInfo b;
     b.id = meta->id;
     b.txn_dir = *it;
-    b.bytes = backup_bytes_of(*it);
+    b.bytes = backup_bytes_of(*it, roots);
     b.installed = meta->installed;
     b.removed = meta->removed;
     return std::optional<BackupInfo>(std::move(b));
@@ -1024,31 +1045,34 @@ Expected<std::optional<BackupInfo>> last_backup(const fs::path& prefix) {
   return std::optional<BackupInfo>{};
 }
 
-Expected<std::uint64_t> drop_backups(const fs::path& prefix) {
+Expected<std::uint64_t> drop_backups(const InstallTarget& target) {
+  const auto& prefix = target.prefix;
+  const Roots roots = scheme_roots(target);
   std::error_code ec;
   if (!fs::exists(prefix / ".envfix" / "txn", ec)) return std::uint64_t{0};
   auto lock = ENVFIX_TRY(EnvLock::acquire(prefix, true));
-  (void)ENVFIX_TRY(recover_locked(prefix));
+  (void)ENVFIX_TRY(recover_locked(target));
   std::uint64_t freed = 0;
   for (const auto& d : txn_dirs(prefix)) {
     freed += tree_bytes(d);
     if (auto meta = read_meta(d, false))
-      for (const auto& a : own_aux(*meta, d)) freed += tree_bytes(a);
-    discard_txn(d);
+      for (const auto& a : own_aux(*meta, d, roots)) freed += tree_bytes(a);
+    discard_txn(d, roots);
   }
   return freed;
 }
 
 Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOptions options) {
   auto lock = ENVFIX_TRY(EnvLock::acquire(target.prefix, options.wait_for_lock));
-  (void)ENVFIX_TRY(recover_locked(target.prefix));
-  auto last = ENVFIX_TRY(last_backup(target.prefix));
+  (void)ENVFIX_TRY(recover_locked(target));
+  const Roots roots = scheme_roots(target);
+  auto last = ENVFIX_TRY(last_backup(target));
   if (!last)
     return make_error(ErrorCode::not_found,
                       fmt::format("nothing to roll back in {}", target.prefix.string()),
                       "only the last transaction applied with a backup can be rolled back");
   auto old = ENVFIX_TRY(read_meta(last->txn_dir));
-  old.aux = own_aux(old, last->txn_dir);
+  old.aux = own_aux(old, last->txn_dir, roots);
   const fs::path old_backup = (last->txn_dir / "backup").lexically_normal();
 
   TxnMeta meta;
@@ -1161,11 +1185,11 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
     discard.armed = false;
   }
   if (auto a = prepare_aux(meta.aux, {}); !a) {
-    discard_txn(txn_dir);
+    discard_txn(txn_dir, roots);
     return std::unexpected(std::move(a.error()));
   }
   ExecHooks hooks{options.verify, options.fault, options.progress, options.handle_signals, options.durable};
-  ENVFIX_TRY_VOID(execute(txn_dir, meta, target.prefix, hooks));
+  ENVFIX_TRY_VOID(execute(txn_dir, meta, target.prefix, roots, hooks));
   RollbackResult r;
   r.id = old.id;
   r.restored = old.removed;
@@ -1174,8 +1198,8 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
   for (const auto& a : old.aux) r.freed_bytes += tree_bytes(a);
   for (const auto& a : meta.aux) r.freed_bytes += tree_bytes(a);
   (void)write_state(last->txn_dir, TxnState::rolled_back);
-  discard_txn(last->txn_dir);
-  discard_txn(txn_dir);
+  discard_txn(last->txn_dir, roots);
+  discard_txn(txn_dir, roots);
   return r;
 }
 

@@ -122,7 +122,7 @@ struct RecoverResult {
   std::vector<std::string> actions;            // "undid txn X (state installing)", …
 };
 // Finishes or undoes interrupted transactions under <prefix>/.envfix (takes the lock).
-[[nodiscard]] Expected<RecoverResult> recover(const std::filesystem::path& prefix, bool wait_for_lock = true);
+[[nodiscard]] Expected<RecoverResult> recover(const InstallTarget& target, bool wait_for_lock = true);
 
 struct BackupInfo {
   std::string id;
@@ -131,7 +131,7 @@ struct BackupInfo {
   std::vector<DistRef> installed, removed;     // what that transaction did
 };
 // The last committed transaction that can be rolled back, if any.
-[[nodiscard]] Expected<std::optional<BackupInfo>> last_backup(const std::filesystem::path& prefix);
+[[nodiscard]] Expected<std::optional<BackupInfo>> last_backup(const InstallTarget& target);
 
 struct RollbackResult {
   std::string id;                              // the transaction undone
@@ -142,7 +142,7 @@ struct RollbackResult {
 // recovered to the state before the rollback).
 [[nodiscard]] Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOptions options = {});
 // Deletes kept backups (frees disk; rollback becomes impossible). Returns the bytes freed.
-[[nodiscard]] Expected<std::uint64_t> drop_backups(const std::filesystem::path& prefix);
+[[nodiscard]] Expected<std::uint64_t> drop_backups(const InstallTarget& target);
 
 // The signal (SIGINT/SIGTERM) that interrupted the running (or last) transaction, 0 if none. A verify
 // hook that waits on a child polls it to stop waiting at once.

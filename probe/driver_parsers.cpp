@@ -146,6 +146,81 @@ Expected<SmiReport> parse_nvidia_smi_q(std::string_view text) {
 
 specs::CudaVersion cuda_version_from_int(int v) { return {v / 1000, (v % 1000) / 10}; }
 
+namespace {
+
+// The MIG device a CUDA_VISIBLE_DEVICES entry names: "MIG-<uuid>" (full or a unique prefix) or
+// "MIG-GPU-<uuid>/<gi>/<ci>" (CUDA 11.0's form: the GPU, then its GPU and compute instance).
+std::optional<GpuInfo> find_mig(const std::vector<GpuInfo>& all, std::string_view tok) {
+  auto device = [](const GpuInfo& gpu, std::size_t i, const MigDevice* m, std::string_view uuid) {
+    GpuInfo g = gpu;
+    g.mig.clear();
+    g.mig_of = gpu.uuid;
+    g.uuid = std::string(uuid);
+    if (m) {
+      if (!m->profile.empty()) g.name += " MIG " + m->profile;
+      g.memory_bytes = m->memory_bytes;
+    } else {
+      g.name += " MIG";
+      g.memory_bytes = 0;
+    }
+    if (g.physical_index < 0) g.physical_index = static_cast<int>(i);
+    return g;
+  };
+  if (tok.starts_with("MIG-GPU-")) {
+    auto gpu_uuid = tok.substr(4, tok.find('/') - 4);
+    if (gpu_uuid.size() == tok.size() - 4) return std::nullopt; // no /gi/ci
+    for (std::size_t i = 0; i < all.size(); ++i)
+      if (all[i].uuid == gpu_uuid && !all[i].mig.empty()) return device(all[i], i, nullptr, tok);
+    return std::nullopt;
+  }
+  std::optional<GpuInfo> hit;
+  int matches = 0;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    for (const auto& m : all[i].mig)
+      if (tok.size() > 4 && std::string_view(m.uuid).starts_with(tok)) {
+        ++matches;
+        hit = device(all[i], i, &m, m.uuid);
+      }
+  if (matches != 1) return std::nullopt;
+  return hit;
+}
+
+} // namespace
+
+Expected<std::vector<SmiListGpu>> parse_nvidia_smi_list(std::string_view text) {
+  std::vector<SmiListGpu> out;
+  auto uuid_in = [](std::string_view line) -> std::string {
+    auto at = line.find("(UUID: ");
+    if (at == std::string_view::npos) return {};
+    auto rest = line.substr(at + 7);
+    return std::string(rest.substr(0, rest.find(')')));
+  };
+  for (auto line : split(text, '\n')) {
+    auto t = trim(line);
+    if (t.starts_with("GPU ")) {
+      auto colon = t.find(':');
+      if (colon == std::string_view::npos) continue;
+      SmiListGpu g;
+      auto idx = t.substr(4, colon - 4);
+      auto [p, ec] = std::from_chars(idx.data(), idx.data() + idx.size(), g.index);
+      if (ec != std::errc{}) continue;
+      auto name = trim(t.substr(colon + 1));
+      g.name = std::string(trim(name.substr(0, name.find(" (UUID: "))));
+      g.uuid = uuid_in(t);
+      out.push_back(std::move(g));
+    } else if (t.starts_with("MIG ") && !out.empty()) {
+      MigDevice m;
+      auto rest = trim(t.substr(4));
+      m.profile = std::string(rest.substr(0, rest.find(' ')));
+      m.uuid = uuid_in(t);
+      if (!m.uuid.starts_with("MIG-")) continue;
+      out.back().mig.push_back(std::move(m));
+    }
+  }
+  if (out.empty()) return make_error(ErrorCode::invalid_input, "no 'GPU N: … (UUID: …)' line in nvidia-smi -L output");
+  return out;
+}
+
 std::vector<GpuInfo> apply_cuda_visible_devices(const std::vector<GpuInfo>& all,
                                                 const std::optional<std::string>& value) {
   std::vector<GpuInfo> out;
@@ -158,6 +233,7 @@ std::vector<GpuInfo> apply_cuda_visible_devices(const std::vector<GpuInfo>& all,
     return out;
   }
   std::set<std::size_t> seen;
+  std::set<std::string> seen_mig;
   for (auto tok : split(*value, ',')) {
     tok = trim(tok);
     if (tok.empty()) break;
@@ -167,10 +243,16 @@ std::vector<GpuInfo> apply_cuda_visible_devices(const std::vector<GpuInfo>& all,
       auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), n);
       if (ec != std::errc{} || p != tok.data() + tok.size()) break; // "0abc": invalid, stop
       if (n < all.size()) hit = n;
+    } else if (tok.starts_with("MIG-")) {
+      auto mig = find_mig(all, tok);
+      if (!mig) break;
+      if (!seen_mig.insert(mig->uuid).second) return {};
+      out.push_back(std::move(*mig));
+      out.back().index = static_cast<int>(out.size() - 1);
+      continue;
     } else {
-      // UUID, full or unique prefix, "GPU-" optional. MIG-… names are not device UUIDs: stop.
+      // UUID, full or unique prefix, "GPU-" optional.
       std::string_view want = tok.starts_with("GPU-") ? tok.substr(4) : tok;
-      if (tok.starts_with("MIG-")) break;
       int matches = 0;
       for (std::size_t i = 0; i < all.size(); ++i) {
         std::string_view u = all[i].uuid;

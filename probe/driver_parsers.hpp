@@ -48,11 +48,21 @@ struct SmiReport {
 };
 [[nodiscard]] Expected<SmiReport> parse_nvidia_smi_q(std::string_view text);
 
+// `nvidia-smi -L`: "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-…)", and under a GPU in MIG mode
+// "  MIG 1g.5gb      Device  0: (UUID: MIG-…)".
+struct SmiListGpu {
+  int index = 0;
+  std::string name, uuid;
+  std::vector<MigDevice> mig;
+};
+[[nodiscard]] Expected<std::vector<SmiListGpu>> parse_nvidia_smi_list(std::string_view text);
+
 // cuDriverGetVersion's integer: 13000 → 13.0, 12080 → 12.8.
 [[nodiscard]] specs::CudaVersion cuda_version_from_int(int driver_version);
 
 // CUDA_VISIBLE_DEVICES as the CUDA runtime reads it: a comma list of indices or UUIDs (full or a
-// unique prefix, with or without "GPU-"); parsing stops at the first entry that is invalid or names
+// unique prefix, with or without "GPU-"), or MIG devices ("MIG-<uuid>", or the older
+// "MIG-GPU-<uuid>/<gi>/<ci>" naming the GPU's instance); parsing stops at the first entry that is invalid or names
 // no device, and a repeated device makes the whole list invalid (no device visible). nullopt `value`
 // means "unset": every device, in order. The result renumbers `index` from 0 and keeps
 // physical_index.

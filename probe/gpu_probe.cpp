@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "probe/driver_parsers.hpp"
+#include "probe/base_env.hpp"
 #include "probe/host_facts.hpp"
 #include "probe/text.hpp"
 #include "util/env.hpp"
@@ -31,12 +32,6 @@ void note(std::vector<std::string>* notes, std::string text) {
 }
 
 bool nvml_disabled() { return util::get_env("ENVFIX_NO_NVML").value_or("") == "1"; }
-
-fs::path sysfs_path(std::string_view abs) {
-  auto root = util::get_env("ENVFIX_SYSFS_ROOT");
-  if (!root || root->empty()) return fs::path(abs);
-  return fs::path(*root) / fs::path(abs).relative_path();
-}
 
 // dlopen by soname, then from WSL's library folder (WSL2 puts the driver's user-space libraries
 // there and not always on the loader path).
@@ -87,6 +82,10 @@ using NvmlDeviceGetName = int (*)(nvmlDevice_t, char*, unsigned);
 using NvmlDeviceGetUuid = int (*)(nvmlDevice_t, char*, unsigned);
 using NvmlDeviceGetCc = int (*)(nvmlDevice_t, int*, int*);
 using NvmlDeviceGetMemoryInfo = int (*)(nvmlDevice_t, NvmlMemory*);
+using NvmlDeviceGetMigMode = int (*)(nvmlDevice_t, unsigned*, unsigned*);
+using NvmlDeviceGetMaxMigDeviceCount = int (*)(nvmlDevice_t, unsigned*);
+using NvmlDeviceGetMigDeviceHandleByIndex = int (*)(nvmlDevice_t, unsigned, nvmlDevice_t*);
+constexpr unsigned kNvmlMigEnable = 1;
 
 using CuInit = int (*)(unsigned);
 using CuDriverGetVersion = int (*)(int*);
@@ -121,6 +120,36 @@ std::string uuid_to_string(const unsigned char* b) {
                      b[13], b[14], b[15]);
 }
 
+// The MIG devices of a GPU in MIG mode (what CUDA_VISIBLE_DEVICES=MIG-… selects). NVML names a
+// MIG device "<GPU name> MIG <profile>".
+void mig_devices(Nvml& nvml, nvmlDevice_t dev, GpuInfo& g) {
+  auto mode_fn = nvml.lib.sym<NvmlDeviceGetMigMode>("nvmlDeviceGetMigMode");
+  auto max_fn = nvml.lib.sym<NvmlDeviceGetMaxMigDeviceCount>("nvmlDeviceGetMaxMigDeviceCount");
+  auto handle_fn = nvml.lib.sym<NvmlDeviceGetMigDeviceHandleByIndex>("nvmlDeviceGetMigDeviceHandleByIndex");
+  auto uuid_fn = nvml.lib.sym<NvmlDeviceGetUuid>("nvmlDeviceGetUUID");
+  auto name_fn = nvml.lib.sym<NvmlDeviceGetName>("nvmlDeviceGetName");
+  auto mem_fn = nvml.lib.sym<NvmlDeviceGetMemoryInfo>("nvmlDeviceGetMemoryInfo");
+  unsigned current = 0, pending = 0, count = 0;
+  if (!mode_fn || !max_fn || !handle_fn || !uuid_fn || mode_fn(dev, &current, &pending) != 0 ||
+      current != kNvmlMigEnable || max_fn(dev, &count) != 0)
+    return;
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t mig = nullptr;
+    if (handle_fn(dev, i, &mig) != 0) continue; // no compute instance at this slot
+    std::array<char, 256> buf{};
+    if (uuid_fn(mig, buf.data(), buf.size()) != 0) continue;
+    MigDevice m{buf.data(), "", 0};
+    buf.fill(0);
+    if (name_fn && name_fn(mig, buf.data(), buf.size()) == 0) {
+      std::string_view n = buf.data();
+      if (auto at = n.rfind(" MIG "); at != std::string_view::npos) m.profile = std::string(n.substr(at + 5));
+    }
+    NvmlMemory mem{};
+    if (mem_fn && mem_fn(mig, &mem) == 0) m.memory_bytes = mem.total;
+    g.mig.push_back(std::move(m));
+  }
+}
+
 std::optional<std::vector<GpuInfo>> gpus_from_nvml(Nvml& nvml, std::vector<std::string>* notes) {
   if (!nvml.initialized) return std::nullopt;
   auto count_fn = nvml.lib.sym<NvmlDeviceGetCount>("nvmlDeviceGetCount_v2");
@@ -152,6 +181,7 @@ std::optional<std::vector<GpuInfo>> gpus_from_nvml(Nvml& nvml, std::vector<std::
     if (cc_fn(dev, &major, &minor) == 0) g.cc = {major, minor};
     NvmlMemory mem{};
     if (mem_fn && mem_fn(dev, &mem) == 0) g.memory_bytes = mem.total;
+    mig_devices(nvml, dev, g);
     out.push_back(std::move(g));
   }
   return out;
@@ -220,12 +250,7 @@ std::optional<std::string> run_nvidia_smi(const std::vector<std::string>& extra_
   return r->out;
 }
 
-bool looks_like_wsl() {
-  std::error_code ec;
-  if (fs::exists(kWslLibDir, ec)) return true;
-  auto v = util::read_file(sysfs_path("/proc/version"));
-  return v && (v->find("microsoft") != std::string::npos || v->find("WSL") != std::string::npos);
-}
+bool looks_like_wsl() { return probe_platform().is_wsl(); }
 
 } // namespace
 
@@ -269,6 +294,13 @@ Expected<std::vector<GpuInfo>> probe_gpus(std::vector<std::string>* notes) {
         else note(notes, fmt::format("nvidia-smi gives no compute capability for GPU {} (driver < 510)", r.index));
         all.push_back(std::move(g));
       }
+      // MIG devices are listed only by `nvidia-smi -L`; needed only when CUDA_VISIBLE_DEVICES names one.
+      if (cvd && cvd->find("MIG-") != std::string::npos)
+        if (auto list = run_nvidia_smi({"-L"}, notes))
+          if (auto gpus = parse_nvidia_smi_list(*list))
+            for (auto& lg : *gpus)
+              for (auto& g : all)
+                if (g.uuid == lg.uuid) g.mig = lg.mig;
       return apply_cuda_visible_devices(all, cvd);
     }
   }
@@ -299,7 +331,7 @@ Expected<DriverInfo> probe_driver(std::vector<std::string>* notes) {
       cuda = cuda_version_from_int(v); // the authoritative answer when libcuda loads
   }
   if (info.version.empty()) {
-    if (auto t = util::read_file(sysfs_path("/sys/module/nvidia/version"))) {
+    if (auto t = util::read_file(host_path("/sys/module/nvidia/version"))) {
       if (auto v = parse_sys_module_version(*t)) {
         info.version = *v;
         info.source = "sysfs";
@@ -309,7 +341,7 @@ Expected<DriverInfo> probe_driver(std::vector<std::string>* notes) {
     }
   }
   if (info.version.empty()) {
-    if (auto t = util::read_file(sysfs_path("/proc/driver/nvidia/version"))) {
+    if (auto t = util::read_file(host_path("/proc/driver/nvidia/version"))) {
       if (auto v = parse_proc_driver_version(*t)) {
         info.version = *v;
         info.source = "procfs";

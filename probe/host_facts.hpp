@@ -21,13 +21,23 @@
 
 namespace envfix::probe {
 
+// A MIG device (compute instance) of a GPU in MIG mode: CUDA sees it, by its MIG UUID, as a device
+// with its parent's compute capability.
+struct MigDevice {
+  std::string uuid;              // "MIG-c6d4f1ef-…"
+  std::string profile;           // "1g.18gb"; "" when unknown
+  std::uint64_t memory_bytes = 0;
+};
+
 struct GpuInfo {
   int index = 0;                 // CUDA ordinal as the framework sees it (after CUDA_VISIBLE_DEVICES)
-  std::string name;              // "NVIDIA H200"
+  std::string name;              // "NVIDIA H200"; "NVIDIA H200 MIG 1g.18gb" for a MIG device
   specs::ComputeCapability cc;   // 9.0
-  std::string uuid;              // "GPU-db0235f6-…"
+  std::string uuid;              // "GPU-db0235f6-…" ("MIG-…" for a MIG device)
   std::uint64_t memory_bytes = 0;
   int physical_index = -1;       // NVML / nvidia-smi index; -1 when unknown
+  std::vector<MigDevice> mig;    // the GPU's MIG devices (MIG mode on); empty otherwise
+  std::string mig_of;            // for a MIG device: its GPU's UUID
 };
 
 struct DriverInfo {

@@ -18,7 +18,7 @@ const std::vector<EnvVar>& known_env_vars() {
       {"ENVFIX_INDEX_URL", "use exactly this index (like --index-url)"},
       {"ENVFIX_MIRROR", "replace the official base URL in every index template"},
       {"ENVFIX_NO_NVML", "1: do not load NVML/libcuda (probe GPUs as absent); for tests"},
-      {"ENVFIX_SYSFS_ROOT", "root prefix for /proc and /sys reads; for tests"},
+      {"ENVFIX_SYSFS_ROOT", "root prefix for host files (/proc, /sys, /dev/dxg, /usr/lib/wsl, /.dockerenv); for tests"},
       {"XDG_CACHE_HOME", "base of the default cache directory"},
       {"VIRTUAL_ENV", "active venv: default target interpreter"},
       {"CONDA_PREFIX", "active conda env: target interpreter when no venv is active"},
@@ -31,7 +31,11 @@ const std::vector<EnvVar>& known_env_vars() {
       {"https_proxy", "proxy for HTTPS"},
       {"http_proxy", "proxy for HTTP"},
       {"no_proxy", "hosts that bypass the proxy"},
-      {"PATH", "finding python3, pip and nvidia-smi"},
+      {"PATH", "finding python3, pip, nvcc and nvidia-smi"},
+      {"CUDA_HOME", "the local CUDA toolkit (doctor reports its nvcc)"},
+      {"CUDA_PATH", "the local CUDA toolkit, when CUDA_HOME is unset"},
+      {"container", "set by podman and systemd-nspawn inside a container (doctor reports it)"},
+      {"KUBERNETES_SERVICE_HOST", "set inside a Kubernetes pod (doctor reports a container)"},
   };
   return vars;
 }

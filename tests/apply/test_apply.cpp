@@ -704,7 +704,10 @@ frameworks:
 std::string cpufw_spec(const std::string& variant) {
   auto init = [](bool can_fail) {
     std::string s = "import os\n\ndef compute():\n";
-    if (can_fail) s += "    if os.environ.get('CPUFW_FAIL'):\n        raise RuntimeError('cpufw: wrong result on the CPU (fixture)')\n";
+    if (can_fail)
+      s += "    if os.environ.get('CPUFW_FAIL'):\n        raise RuntimeError('cpufw: wrong result on the CPU (fixture)')\n"
+           "    if os.environ.get('CPUFW_CHATTY'):\n        import sys\n"
+           "        while True:\n            sys.stdout.write('y' * 65536)\n";
     return s + "    return sum(i * i for i in range(256))\n";
   };
   return fmt::format(R"({{"simple_dir": "whl/{0}", "files_dir": "whl/files", "packages": [
@@ -764,6 +767,32 @@ TEST_CASE("framework apply without a GPU, or of a CPU build: the smoke test runs
     CHECK(r.err.find("no GPU: smoke test skipped (cpufw has no CPU smoke test in the matrices)") != std::string::npos);
     CHECK(json::parse(r.out)["applied"]["smoke"]["device"].is_null());
   }
+}
+
+// docs/reliability.md §5 item 8: a smoke test that prints without end (gigabytes within the
+// timeout) once ended in std::bad_alloc, exit 134, mid-transaction. Its output is now capped, the
+// step stopped at its timeout, and the transaction rolled back.
+TEST_CASE("security 8: a smoke test that prints without end is stopped at its timeout, its output capped, and rolled back") {
+  World w(cpufw_spec("cu128"));
+  write(w.root() / "matrices/cpufw.yaml", kCpufwMatrices);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  auto fw = [&](const std::string& req) {
+    return std::vector<std::string>{"apply", "--framework", "cpufw", req, "--variant", "cu128", "--matrices",
+                                    (w.root() / "matrices").string(), "--mirror", w.base_url(), "--python", py,
+                                    "--yes", "--smoke-timeout", "5", "--lockfile", w.lockfile().string()};
+  };
+  const std::map<std::string, std::string> no_gpu{{"ENVFIX_NO_NVML", "1"}};
+  REQUIRE(w.envfix(fw("cpufw==1.0.0"), no_gpu).rc == 0);
+  const auto before = manifest(ve);
+  auto chatty = w.envfix(fw("cpufw==1.1.0"), {{"ENVFIX_NO_NVML", "1"}, {"CPUFW_CHATTY", "1"}});
+  INFO(chatty.err.substr(0, 2000));
+  CHECK(chatty.rc == 2);
+  CHECK(chatty.err.find("timed out after 5s") != std::string::npos);
+  CHECK(chatty.err.find("rolled back") != std::string::npos);
+  CHECK(chatty.err.size() < 64 * 1024); // the error quotes the tail of the output, not all of it
+  CHECK(manifest(ve) == before);
+  CHECK(w.pip_list(ve).at("cpufw") == "1.0.0+cu128");
 }
 
 } // TEST_SUITE

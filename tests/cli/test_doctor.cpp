@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -120,7 +121,8 @@ public:
   }
 
   // Runs envfix with a controlled environment: no NVML, an empty /proc+/sys, PATH = venv/bin + root/bin.
-  util::SubprocessResult run(std::vector<std::string> args, bool json_output = true) const {
+  util::SubprocessResult run(std::vector<std::string> args, bool json_output = true,
+                             const std::map<std::string, std::string>& extra_env = {}) const {
     std::vector<std::string> argv = {envfix_bin().string(), "doctor", "--python", python().string()};
     argv.insert(argv.end(), args.begin(), args.end());
     if (json_output) argv.insert(argv.end(), {"--format", "json"});
@@ -131,8 +133,11 @@ public:
                  {"ENVFIX_CACHE_DIR", (m_root / "cache").string()},
                  {"PATH", (m_venv / "bin").string() + ":" + (m_root / "bin").string()},
                  {"NO_COLOR", "1"}};
+    for (const auto& [k, v] : extra_env) o.set_env[k] = v;
     o.unset_env = {"VIRTUAL_ENV", "CONDA_PREFIX", "CUDA_VISIBLE_DEVICES", "ENVFIX_GPU", "ENVFIX_DRIVER",
-                   "ENVFIX_MATRICES", "ENVFIX_PYTHON"};
+                   "ENVFIX_MATRICES", "ENVFIX_PYTHON", "container", "KUBERNETES_SERVICE_HOST"};
+    for (const char* k : {"CUDA_HOME", "CUDA_PATH"})
+      if (!extra_env.contains(k)) o.unset_env.emplace_back(k);
     return util::run_process(argv, o).value();
   }
 
@@ -398,6 +403,65 @@ TEST_CASE("doctor: kernels read from nvcc-built shared objects listed in RECORD"
     CHECK(j["packages"][0]["kernels"]["coverage"]["sm_120"]["runnable"] == 0);
     CHECK(j["packages"][0]["kernels"]["coverage"]["sm_120"]["verdict"] == "none");
     CHECK(j["verdict"] == "broken");
+  }
+}
+
+// Step 1's base environment (docs/environment.md): the framework's CUDA runtime, the local nvcc
+// (a fake one on PATH, and the real CUDA 13 nvcc through $CUDA_HOME), WSL and container roots.
+TEST_CASE("doctor step 1: CUDA runtime, local toolkit, WSL and container, from a fake host root") {
+  FakeEnv env;
+  env.dist("nvidia-cuda-runtime", "13.0.96");
+  SUBCASE("a plain host: no toolkit, no WSL, no container") {
+    auto j = parse(env.run({"--no-repro"}));
+    CHECK(j["base"]["cuda_runtime"]["version"] == "13.0");
+    CHECK(j["base"]["cuda_runtime"]["from"] == "nvidia-cuda-runtime 13.0.96");
+    CHECK(j["base"]["toolkit"].is_null());
+    CHECK(j["base"]["wsl"].empty());
+    CHECK(j["base"]["container"].is_null());
+    for (const char* c : {"toolkit-runtime-mismatch", "wsl", "container"}) CHECK_FALSE(codes(j).contains(c));
+    auto text = env.run({"--no-repro"}, false);
+    CHECK(text.err.find("CUDA     runtime 13.0 (nvidia-cuda-runtime 13.0.96) · toolkit none") != std::string::npos);
+  }
+  SUBCASE("nvcc 12.4 first on PATH against a CUDA 13 runtime: a warning that names both") {
+    write(env.root() / "bin/nvcc", "#!/bin/sh\necho 'nvcc: NVIDIA (R) Cuda compiler driver'\n"
+                                   "echo 'Cuda compilation tools, release 12.4, V12.4.131'\n", 0755);
+    auto j = parse(env.run({"--no-repro"}));
+    CHECK(j["base"]["toolkit"]["version"] == "12.4");
+    CHECK(j["base"]["toolkit"]["from"] == "PATH");
+    const json* f = finding(j, "toolkit-runtime-mismatch");
+    REQUIRE(f);
+    CHECK((*f)["severity"] == "warning");
+    CHECK((*f)["message"].get<std::string>().find("nvcc 12.4") != std::string::npos);
+    CHECK((*f)["message"].get<std::string>().find("nvidia-cuda-runtime 13.0.96") != std::string::npos);
+  }
+  if (have_nvcc()) {
+    SUBCASE("the real CUDA 13 nvcc through $CUDA_HOME matches the runtime") {
+      auto j = parse(env.run({"--no-repro"}, true, {{"CUDA_HOME", "/usr/local/cuda"}}));
+      CHECK(j["base"]["toolkit"]["from"] == "$CUDA_HOME");
+      CHECK(j["base"]["toolkit"]["version"].get<std::string>().starts_with("13."));
+      CHECK_FALSE(codes(j).contains("toolkit-runtime-mismatch"));
+    }
+  }
+  SUBCASE("WSL2: /dev/dxg, /usr/lib/wsl/lib and a Microsoft kernel") {
+    write(env.root() / "sysfs/dev/dxg", "");
+    fs::create_directories(env.root() / "sysfs/usr/lib/wsl/lib");
+    write(env.root() / "sysfs/proc/version", "Linux version 5.15.153.1-microsoft-standard-WSL2 (root@build) #1 SMP\n");
+    auto j = parse(env.run({"--no-repro"}));
+    CHECK(j["base"]["wsl"].size() == 3);
+    const json* f = finding(j, "wsl");
+    REQUIRE(f);
+    CHECK((*f)["severity"] == "info");
+    CHECK((*f)["hint"].get<std::string>().find("never install a Linux NVIDIA driver inside WSL") != std::string::npos);
+    CHECK(env.run({"--no-repro"}, false).err.find("platform WSL2") != std::string::npos);
+  }
+  SUBCASE("a container: /.dockerenv and a Kubernetes cgroup") {
+    write(env.root() / "sysfs/.dockerenv", "");
+    write(env.root() / "sysfs/proc/1/cgroup", "0::/kubepods/besteffort/pod1234/abcd\n");
+    auto j = parse(env.run({"--no-repro"}));
+    CHECK(j["base"]["container"]["kind"] == "docker");
+    CHECK(j["base"]["container"]["evidence"] == json::array({"/.dockerenv", "/proc/1/cgroup: kubepods"}));
+    REQUIRE(finding(j, "container"));
+    CHECK_FALSE(codes(j).contains("wsl"));
   }
 }
 

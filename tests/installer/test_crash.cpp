@@ -93,7 +93,7 @@ TEST_CASE("SIGKILL at random moments, then recover: old set or new set, never a 
     int status = 0;
     ::waitpid(pid, &status, 0);
     ++kills;
-    auto rec = driver({"recover", venv.string()});
+    auto rec = driver({"recover", venv.string(), "3.11"});
     INFO(rec.err);
     REQUIRE(rec.ok());
     if (rec.out.find("undid interrupted") != std::string::npos) ++undone_mid_way;

@@ -403,7 +403,7 @@ TEST_CASE("a failure injected at every step leaves the venv byte-identical") {
   CHECK_FALSE(fs::exists(v.target.purelib / "to_remove"));
   auto run2 = run({(v.dir / "bin" / "demo-0").string()});
   CHECK(run2.out == "hello from demo_pkg_0 2.0\n");
-  auto lb = last_backup(v.target.prefix);
+  auto lb = last_backup(v.target);
   REQUIRE(lb);
   REQUIRE(lb->has_value());
   CHECK((*lb)->bytes == ok->backup_bytes);

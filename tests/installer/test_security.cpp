@@ -124,6 +124,29 @@ TEST_CASE("security 1: a wheel cannot plant a journal in .envfix, and a planted 
   REQUIRE_MESSAGE(ok, (ok ? "" : ok.error().render()));
   CHECK(fs::exists(victim / "keep.txt"));
   CHECK_FALSE(fs::exists(planted));
+
+  // Named exactly like an auxiliary directory of that transaction, but outside every scheme
+  // directory of the target: still not envfix's own, so it is kept. Inside one (here beside
+  // purelib's files), the same name is the transaction's and goes with it.
+  const std::string id2 = "20200101T000000.000000-2";
+  const auto outside = v.root / (".envfix-txn-" + id2);
+  const auto inside = v.target.purelib / (".envfix-txn-" + id2);
+  for (const auto& d : {outside, inside}) {
+    fs::create_directories(d / "backup");
+    REQUIRE(util::write_file_atomic(d / "backup" / "keep.txt", "precious\n"));
+  }
+  const auto planted2 = v.dir / ".envfix" / "txn" / id2;
+  fs::create_directories(planted2);
+  REQUIRE(util::write_file_atomic(planted2 / "journal", "committed\n"));
+  REQUIRE(util::write_file_atomic(
+      planted2 / "ops.json", R"({"format":1,"id":")" + id2 + R"(","kind":"apply","rolls_back":"","started":0,"split":0,)"
+                             R"("installed":[],"removed":[],"ops":[],"aux":[")" + outside.string() + R"(",")" +
+                             inside.string() + R"("]})"));
+  auto ok2 = apply(v.target, {WheelToInstall{test::make_wheel(simple("plain2", "1.0"), v.wheels())}});
+  REQUIRE_MESSAGE(ok2, (ok2 ? "" : ok2.error().render()));
+  CHECK(fs::exists(outside / "backup" / "keep.txt"));
+  CHECK_FALSE(fs::exists(inside));
+  CHECK_FALSE(fs::exists(planted2));
 }
 
 TEST_CASE("security 3: uninstall does not follow a symlinked directory out of the environment") {

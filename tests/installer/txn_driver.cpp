@@ -1,7 +1,7 @@
 // Test driver: runs one installer operation on a venv-layout prefix, so a test can SIGKILL it at
 // any moment. Usage:
 //   txn_driver apply <prefix> <X.Y> <step-delay-us> <wheel>...
-//   txn_driver recover <prefix>
+//   txn_driver recover <prefix> <X.Y>
 //   txn_driver rollback <prefix> <X.Y>
 // Exit 0 on success, 1 on a failed operation (error on stderr).
 #include <unistd.h>
@@ -24,8 +24,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string cmd = argv[1], prefix = argv[2];
-  if (cmd == "recover") {
-    auto r = recover(prefix);
+  if (cmd == "recover" && argc == 4) {
+    auto r = recover(target_for(prefix, argv[3]));
     if (!r) {
       std::fprintf(stderr, "%s", r.error().render().c_str());
       return 1;

@@ -5,6 +5,7 @@
 #include "probe/driver_parsers.hpp"
 #include "probe/host_facts.hpp"
 #include "test_support.hpp"
+#include "util/fs.hpp"
 
 using namespace envfix;
 using namespace envfix::probe;
@@ -125,6 +126,47 @@ TEST_CASE("CUDA_VISIBLE_DEVICES as the CUDA runtime applies it") {
   CHECK(apply_cuda_visible_devices(all, std::string("1"))[0].name == "GPU1");
 }
 
+TEST_CASE("nvidia-smi -L: GPUs and the MIG devices of a GPU in MIG mode") {
+  auto gpus = parse_nvidia_smi_list(util::read_file(test::fixtures_dir() / "mig/nvidia-smi-L.txt").value()).value();
+  REQUIRE(gpus.size() == 2);
+  CHECK(gpus[0].name == "NVIDIA A100-SXM4-40GB");
+  CHECK(gpus[0].uuid == "GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77");
+  REQUIRE(gpus[0].mig.size() == 3);
+  CHECK(gpus[0].mig[1].profile == "2g.10gb");
+  CHECK(gpus[0].mig[1].uuid == "MIG-cba663e8-9bed-5b25-b243-5985ef7c9beb");
+  CHECK(gpus[1].index == 1);
+  CHECK(gpus[1].mig.empty());
+  CHECK_FALSE(parse_nvidia_smi_list("No devices were found\n"));
+}
+
+TEST_CASE("CUDA_VISIBLE_DEVICES with MIG devices: MIG-<uuid>, a unique prefix, the CUDA 11.0 form") {
+  auto all = four_gpus();
+  all[1].mig = {{"MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f", "3g.20gb", 20ull << 30},
+                {"MIG-cba663e8-9bed-5b25-b243-5985ef7c9beb", "2g.10gb", 10ull << 30}};
+  all[1].cc = {8, 0};
+  auto v = apply_cuda_visible_devices(all, std::string("MIG-cba663e8-9bed-5b25-b243-5985ef7c9beb,3"));
+  REQUIRE(v.size() == 2);
+  CHECK(v[0].name == "GPU1 MIG 2g.10gb");
+  CHECK(v[0].uuid == "MIG-cba663e8-9bed-5b25-b243-5985ef7c9beb");
+  CHECK(v[0].mig_of == "GPU-bbbb2222-0000-0000-0000-000000000000");
+  CHECK(v[0].cc == specs::ComputeCapability{8, 0}); // the parent's: what the kernels must cover
+  CHECK(v[0].memory_bytes == 10ull << 30);
+  CHECK(v[0].physical_index == 1);
+  CHECK(v[1].physical_index == 3);
+  CHECK(physical(apply_cuda_visible_devices(all, std::string("MIG-c6d4"))) == std::vector<int>{1});
+  CHECK(physical(apply_cuda_visible_devices(all, std::string("MIG-c"))).empty()); // both start with c
+  // Ambiguous prefix, unknown MIG device, a repeated one: as for GPUs.
+  all[1].mig.push_back({"MIG-c6d4aaaa-0000-0000-0000-000000000000", "1g.5gb", 0});
+  CHECK(physical(apply_cuda_visible_devices(all, std::string("MIG-c6d4,0"))).empty());
+  CHECK(physical(apply_cuda_visible_devices(all, std::string("0,MIG-ffff"))) == std::vector<int>{0});
+  CHECK(physical(apply_cuda_visible_devices(all, std::string("MIG-cba6,MIG-cba663e8"))).empty());
+  // CUDA 11.0's MIG-GPU-<uuid>/<gi>/<ci>: only a GPU in MIG mode has one.
+  auto old = apply_cuda_visible_devices(all, std::string("MIG-GPU-bbbb2222-0000-0000-0000-000000000000/1/0"));
+  REQUIRE(old.size() == 1);
+  CHECK(old[0].mig_of == "GPU-bbbb2222-0000-0000-0000-000000000000");
+  CHECK(apply_cuda_visible_devices(all, std::string("MIG-GPU-aaaa1111-0000-0000-0000-000000000000/1/0")).empty());
+}
+
 } // TEST_SUITE unit
 
 TEST_SUITE("integration") {
@@ -191,6 +233,24 @@ TEST_CASE("nvidia-smi fallback: a fake nvidia-smi on PATH prints the captured H2
     ScopedEnv by_uuid("CUDA_VISIBLE_DEVICES", "GPU-db0235f6");
     CHECK(probe_gpus().value().size() == 1);
   }
+  // A two-GPU host with an A100 in MIG mode (tests/fixtures/mig): MIG devices come from `nvidia-smi -L`.
+  const auto mig = test::fixtures_dir() / "mig";
+  test::write(smi,
+              "#!/bin/sh\ncase \"$1\" in\n  -q) cat '" + (test::h200() / "nvidia-smi-q.txt").string() +
+                  "';;\n  -L) cat '" + (mig / "nvidia-smi-L.txt").string() + "';;\n  --query-gpu=*) cat '" +
+                  (mig / "nvidia-smi-query.csv").string() + "';;\n  *) exit 9;;\nesac\n",
+              0755);
+  {
+    ScopedEnv both("CUDA_VISIBLE_DEVICES", "MIG-1d4fa4b5-4e83-5b1e-9b33-5b0e1bd2a8c1,GPU-db0235f6");
+    auto two = probe_gpus().value();
+    REQUIRE(two.size() == 2);
+    CHECK(two[0].name == "NVIDIA A100-SXM4-40GB MIG 1g.5gb");
+    CHECK(two[0].cc == specs::ComputeCapability{8, 0});
+    CHECK(two[0].mig_of == "GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77");
+    CHECK(two[1].name == "NVIDIA H200");
+    CHECK(two[1].index == 1);
+  }
+  CHECK(probe_gpus().value().size() == 2); // unset: every GPU, no `-L` needed
   // A failing nvidia-smi (driver without a device, or not loaded) is a note, never an error.
   test::write(smi, "#!/bin/sh\necho \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\"\nexit 9\n", 0755);
   notes.clear();
