@@ -199,9 +199,8 @@ void add_doctor_command(CLI::App& app, Globals& g) {
   cmd->callback([&g, opt] {
     auto r = api::doctor(g, *opt);
     if (!r) {
-      print_error(r.error());
-      g.exit_code = 2; // could not diagnose
-      if (r.error().code == ErrorCode::invalid_input) g.exit_code = 1;
+      (void)fail(r.error());
+      g.exit_code = r.error().code == ErrorCode::invalid_input ? 1 : 2; // 2: could not diagnose
       return;
     }
     if (g.format == "json") machine(to_json(*r).dump(2));

@@ -1,4 +1,4 @@
-// envfix export --format pylock|requirements [-o FILE] [--target ID] [--all]: a lockfile target as
+// envfix export --as pylock|requirements [-o FILE] [--target ID] [--all]: a lockfile target as
 // PEP 751 pylock.toml or as pip requirements with --hash lines (docs/lockfile.md, "export").
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -98,9 +98,8 @@ Expected<int> run_export(const Globals& g, const ExportOptions& o) {
 void add_export_command(CLI::App& app, Globals& g) {
   auto o = std::make_shared<ExportOptions>();
   auto* cmd = app.add_subcommand("export", "Write a lockfile target as pylock.toml (PEP 751) or hashed requirements");
-  // Shadows the global --format (text|json) inside this subcommand; `envfix --format json export …`
-  // still selects JSON output.
-  cmd->add_option("--format", o->format, "pylock | requirements")->required()->check(CLI::IsMember({"pylock", "requirements"}));
+  // --as, not --format: the global --format (text|json) stays the output format here too.
+  cmd->add_option("--as", o->format, "pylock | requirements")->required()->check(CLI::IsMember({"pylock", "requirements"}));
   cmd->add_option("-o,--output", o->output, "File to write ('-' = stdout; with --all: a directory)");
   cmd->add_option("--target", o->target, "Target id in the lockfile (default: the one matching this host, or the only one)");
   cmd->add_flag("--all", o->all, "Every target, one file each (pylock.<id>.toml, requirements-<id>.txt)");
