@@ -18,6 +18,8 @@
 #include "installer/unpacked_cache.hpp"
 #include "lockfile/lockfile.hpp"
 #include "lockfile/select.hpp"
+#include "resolver/plan.hpp"
+#include "resolver/resolver.hpp"
 #include "specs/name.hpp"
 #include "specs/wheel_filename.hpp"
 #include "util/env.hpp"
@@ -248,14 +250,6 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
   return wheels;
 }
 
-// dist-info folders of installed projects named in `names` (normalized), any version.
-std::vector<fs::path> installed_dist_infos(const Host& host, const std::set<std::string>& names) {
-  std::vector<fs::path> out;
-  for (const auto& d : host.facts.installed)
-    if (names.contains(d.normalized_name())) out.push_back(d.dist_info);
-  return out;
-}
-
 // What the kernel gate refused so far in this run, in order: apply falls through to the next
 // candidate after each (the resolver sees the refused build's evidence), and lists them when none fits.
 struct FallThrough {
@@ -468,18 +462,31 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
   }
   const double t_download = since(t_prep);
 
-  // Remove the framework family members the lock does not have (same names are replaced anyway).
+  // What goes: the normal plan's rule (resolver/plan.hpp) over the locked set, so framework packages
+  // the lock lacks, stray duplicates and the old variant's unused nvidia-* runtime wheels leave as they
+  // do in a plain apply. Locked packages replace their installed namesakes inside the transaction.
   const matrices::Framework* fw = !lock.framework.empty() && knowledge ? knowledge->framework(lock.framework) : nullptr;
-  std::set<std::string> family = fw ? family_of(*fw, true) : std::set<std::string>{};
-  for (const auto& n : lock_names) family.erase(n);
-  TxnInput in{&host, &target, std::move(wheels), std::move(names), installed_dist_infos(host, family), fw, chosen->variant,
-              unpacked_cache_dir(*client)};
+  resolver::Resolution res;
+  for (std::size_t i = 0; i < chosen->packages.size(); ++i)
+    if (auto v = specs::Version::parse(chosen->packages[i].version))
+      res.pins.push_back({chosen->packages[i].name, *v, cands[i], {}, {"<lockfile>"}});
+  std::sort(res.pins.begin(), res.pins.end(), [](const resolver::Pin& a, const resolver::Pin& b) { return a.name < b.name; });
+  const auto family = fw ? family_of(*fw, true) : std::set<std::string>{};
+  auto plan = resolver::make_plan({&res, host.installed, std::vector<std::string>(family.begin(), family.end()), {"nvidia-"}});
+  TxnInput in{&host, &target, std::move(wheels), std::move(names), {}, fw, chosen->variant, unpacked_cache_dir(*client)};
+  for (const auto& r : plan.remove)
+    if (!lock_names.contains(r.name))
+      for (const auto& d : host.facts.installed)
+        if (d.normalized_name() == r.name && d.version.to_string() == r.version &&
+            std::find(in.removals.begin(), in.removals.end(), d.dist_info) == in.removals.end())
+          in.removals.push_back(d.dist_info);
   {
     // Every locked package replaces its installed namesake: conda's are refused here too.
     resolver::Plan touched;
     for (const auto& d : host.facts.installed)
-      if (lock_names.contains(d.normalized_name()) || family.contains(d.normalized_name()))
-        touched.remove.push_back({d.normalized_name(), d.version.to_string(), "replaced"});
+      if (lock_names.contains(d.normalized_name())) touched.remove.push_back({d.normalized_name(), d.version.to_string(), "replaced"});
+    for (const auto& r : plan.remove)
+      if (!lock_names.contains(r.name)) touched.remove.push_back(r);
     ENVFIX_TRY_VOID(check_conda(host.installed, touched, o.allow_conda_overwrite));
     for (const auto& w : touched.warnings) rep.warning(w);
   }
