@@ -117,7 +117,11 @@ std::vector<SmokeStep> plan_smoke(const Host& host, const std::vector<std::strin
   if (framework && !o.no_verify) {
     std::vector<std::string> present = wheel_names;
     present.insert(present.end(), host.installed_names.begin(), host.installed_names.end());
-    steps = smoke_steps(framework->smoke, present, on_cpu ? SmokeDevice::cpu : SmokeDevice::gpu);
+    const auto device = on_cpu ? SmokeDevice::cpu : SmokeDevice::gpu;
+    for (const auto& layer : util::split(o.smoke_layers, ',')) {
+      auto more = layer == "repro" ? smoke_steps(framework->smoke, present, device) : model_steps(framework->smoke, present, device);
+      steps.insert(steps.end(), more.begin(), more.end());
+    }
   }
   if (o.no_verify) smoke.note = "smoke test skipped (--no-verify)";
   else if (!framework) smoke.note = "no framework: smoke test skipped (plain requirement set)";
@@ -267,7 +271,7 @@ struct FallThrough {
 void write_lockfile(const Options& o, const PlanContext& ctx, const std::vector<std::string>& requirements,
                     const std::map<std::string, lockfile::LockedKernels>& verified,
                     const std::map<std::string, LocalFile>& local, ApplyReport& report) {
-  auto lp = update_lockfile(o.lockfile, ctx, recorded_request(ctx, requirements), verified, local);
+  auto lp = update_lockfile(o.lockfile, ctx, recorded_request(ctx, requirements), verified, local, &report.lockfile_warnings);
   if (lp) report.lockfile = *lp;
   else report.lockfile_error = lp.error();
 }
@@ -413,6 +417,16 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
                                  sel.reasons(), "run `envfix lock --target ...` for this host, or plan for it with --gpu/--python-version"});
   const auto* chosen = sel.chosen;
   rep.locked_target(chosen->id, g.lockfile);
+  {
+    std::vector<std::pair<std::string, std::string>> have;
+    for (const auto& d : host.facts.installed) have.emplace_back(d.normalized_name(), d.version.to_string());
+    if (auto unmet = lockfile::unmet_installed_only(*chosen, have); !unmet.empty())
+      return std::unexpected(Error{ErrorCode::invalid_input,
+                                   fmt::format("{} target {} keeps {} package{} no index serves, and this environment lacks {}", g.lockfile,
+                                               chosen->id, unmet.size(), unmet.size() == 1 ? "" : "s", unmet.front()),
+                                   unmet, "install those versions first (from where they came), or re-lock with an index that serves "
+                                          "them; nothing was changed"});
+  }
 
   auto target = installer::InstallTarget::from_python_info(*host.facts.python);
   ENVFIX_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
@@ -488,6 +502,9 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
     for (const auto& r : plan.remove)
       if (!lock_names.contains(r.name)) touched.remove.push_back(r);
     ENVFIX_TRY_VOID(check_conda(host.installed, touched, o.allow_conda_overwrite));
+    // pip check of the after-state, as for a resolved plan: a lock made elsewhere may break a neighbour.
+    for (const auto& p : chosen->packages) touched.install.push_back({p.name, p.version, p.filename, p.url, p.sha256, p.size, {}, {}});
+    ENVFIX_TRY(check_breaking(host.installed, touched, host.python.markers, o.allow_breaking));
     for (const auto& w : touched.warnings) rep.warning(w);
   }
 

@@ -27,6 +27,7 @@ struct ApplyRequest {
   std::string venv;               // create (or reuse) a venv there and install into it
   std::string link_mode;          // "" = $ENVFIX_LINK_MODE, else auto
   int smoke_timeout_s = 600;
+  std::string smoke_layers = "repro,model"; // envfix verify's layers 1 and 2
 };
 
 // What apply tells its caller while it runs, beyond progress: each plan (the first and every one
@@ -72,6 +73,7 @@ struct ApplyReport {
   std::vector<std::string> kernel_refusals; // "<package> … (<channel> <variant>)", one per fall-through
   std::optional<std::string> lockfile;   // written path
   std::optional<Error> lockfile_error;   // not written, and why (the install stands)
+  std::vector<std::string> lockfile_warnings; // packages kept as installed, no index serves (lockfile::installed_only_warning)
 };
 
 [[nodiscard]] Expected<ApplyReport> apply(const Options& o, const ApplyRequest& r, ApplyReporter& rep);

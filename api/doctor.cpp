@@ -378,6 +378,47 @@ void check_matrices(DoctorReport& r) {
   }
 }
 
+// The guide's last fix: a nightly or test build installed because stable did not cover a new GPU
+// yet. Once a stable release covers every GPU (matrices/knowledge.hpp, stable_covering), say so.
+void check_back_to_stable(DoctorReport& r, const wheel::EvidenceStore* store) {
+  if (!r.knowledge || !r.fw || r.facts.gpus.empty()) return;
+  for (const auto& p : r.packages) {
+    if (p.role != "main") continue;
+    const auto& v = p.dist->version;
+    std::string channel = v.is_devrelease() ? "nightly"
+                          : p.source.find("/test/") != std::string::npos || v.is_prerelease() ? "test"
+                                                                                              : "";
+    if (channel.empty()) return;
+    std::vector<specs::ComputeCapability> ccs;
+    for (const auto& g : r.facts.gpus) ccs.push_back(g.cc);
+    // What the binaries said beats the table: a stable build read before (evidence store) that is
+    // not fully covered on some GPU is never suggested.
+    auto contradicted = [&](const specs::Version& sv, std::string_view variant) {
+      if (!store) return false;
+      for (const auto& b : store->builds()) {
+        if (b.key.project != specs::normalize_name(r.fw->main_package) || b.key.variant != variant) continue;
+        auto bv = specs::Version::parse(b.key.version);
+        if (!bv || bv->public_version() != sv.public_version()) continue;
+        for (const auto& cc : ccs)
+          if (wheel::package_coverage(b.files, cc).verdict != wheel::Verdict::full) return true;
+      }
+      return false;
+    };
+    auto cover = r.knowledge->stable_covering(r.fw->name, ccs, r.facts.driver ? r.facts.driver->version : "",
+                                              platform_of(r), contradicted);
+    if (!cover) return;
+    std::vector<std::string> archs;
+    for (const auto& cc : ccs)
+      if (std::find(archs.begin(), archs.end(), cc.sm_name()) == archs.end()) archs.push_back(cc.sm_name());
+    add(r, "stable-covers-gpu", "info",
+        fmt::format("{} {} is a {} build; the stable release {} ({}) now has native kernels for {}{}", p.dist->name,
+                    v.to_string(), channel, cover->version.to_string(), cover->variant, join(archs, ", "),
+                    cover->verified ? "" : " (claimed by the matrices, checked after download)"),
+        fmt::format("envfix apply --framework {} --channel stable", r.fw->name));
+    return;
+  }
+}
+
 // "torch/lib/libx.so: 2/3" → "libx.so: 2/3" (the count after ": " keeps its slash).
 std::string base_name(const std::string& path) {
   auto slash = path.rfind('/', path.find(": "));
@@ -531,6 +572,7 @@ DoctorReport diagnose(const Options& g, const DoctorRequest& opt, DoctorInputs i
   check_matrices(r);
   const std::string zstd_driver = r.knowledge ? r.knowledge->min_driver(specs::kZstdMinCuda).value_or("") : "";
   check_kernels(r, zstd_driver, opt, in.kernels);
+  check_back_to_stable(r, in.evidence.get());
   // Errors first, then warnings, then info; stable within a severity.
   auto rank = [](const std::string& s) { return s == "error" ? 0 : s == "warning" ? 1 : 2; };
   std::stable_sort(r.findings.begin(), r.findings.end(),
@@ -551,6 +593,7 @@ Expected<DoctorReport> doctor(const Options& o, const DoctorRequest& opt) {
 
   fs::path cache = o.cache_dir.empty() ? index::default_cache_dir().value_or(fs::path{}) : fs::path(o.cache_dir);
   auto store = cache.empty() ? nullptr : std::make_shared<wheel::EvidenceStore>(cache / "evidence-v1");
+  in.evidence = store;
   in.kernels = [store](const probe::InstalledDist& d) -> Expected<probe::InstalledKernels> {
     auto ik = ENVFIX_TRY(probe::read_installed_kernels(d, store.get(), util::default_threads()));
     if (store && !ik.files.empty()) // what the installed binaries say, for plan and `envfix matrix`

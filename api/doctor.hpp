@@ -19,6 +19,7 @@
 #include "probe/installed_kernels.hpp"
 #include "util/error.hpp"
 #include "wheel/coverage.hpp"
+#include "wheel/kernel_evidence.hpp"
 
 namespace envfix::api {
 
@@ -92,6 +93,8 @@ struct DoctorInputs {
   std::function<Expected<probe::InstalledKernels>(const probe::InstalledDist&)> kernels;
   // Runs one repro step's Python code in the target interpreter (null: the repro is not run).
   std::function<StepOutcome(const std::string& code)> run_step;
+  // Builds read before (null: none); a stable build they show not fully covering a GPU is never suggested.
+  std::shared_ptr<const wheel::EvidenceStore> evidence;
 };
 
 [[nodiscard]] DoctorReport diagnose(const Options& o, const DoctorRequest& r, DoctorInputs in);

@@ -104,8 +104,15 @@ Expected<lockfile::LockTarget> make_lock_target(const PlanContext& ctx,
                                 : lockfile::strip_credentials(ctx.plan.index);
   t.variant = ctx.plan.variant;
   for (const auto& pin : ctx.resolution.pins) {
-    // Kept as installed, not on the index: there is no file to lock (the lock holds what an index serves).
-    if (resolver::is_installed_candidate(pin.file)) continue;
+    // Kept as installed, not on the index: no file to lock, so recorded with its provenance (docs/lockfile.md).
+    if (resolver::is_installed_candidate(pin.file)) {
+      std::string by;
+      for (const auto& d : ctx.host.facts.installed)
+        if (d.normalized_name() == pin.name) by = d.conda ? "conda" : d.installer;
+      t.installed_only.push_back({pin.name, pin.version.to_string(),
+                                  fmt::format("installed{}; not served by {}", by.empty() ? "" : " by " + by, t.index)});
+      continue;
+    }
     lockfile::LockedPackage p;
     p.name = pin.name;
     p.version = pin.version.to_string();
@@ -128,7 +135,7 @@ Expected<lockfile::LockTarget> make_lock_target(const PlanContext& ctx,
 
 Expected<std::string> update_lockfile(const std::string& lockfile_path, const PlanContext& ctx, const std::vector<std::string>& request,
                                       const std::map<std::string, lockfile::LockedKernels>& verified,
-                                      const std::map<std::string, LocalFile>& local) {
+                                      const std::map<std::string, LocalFile>& local, std::vector<std::string>* warnings) {
   fs::path path = lockfile_path;
   lockfile::LockFile lock;
   std::string framework = ctx.framework_mode() ? ctx.spec->name : "";
@@ -150,6 +157,8 @@ Expected<std::string> update_lockfile(const std::string& lockfile_path, const Pl
         if (const auto* pin = ctx.resolution.find(p.name); pin && pin->file.filename == p.filename) kernels[p.name] = *p.kernels;
   for (const auto& [n, k] : verified) kernels[n] = k;
   auto target = ENVFIX_TRY(make_lock_target(ctx, kernels, local));
+  if (warnings)
+    for (const auto& io : target.installed_only) warnings->push_back(lockfile::installed_only_warning(io, path.string()));
   // A kept file the index gives no size for keeps the size an earlier apply learned (same sha256).
   if (const auto* old_t = lock.find(id))
     for (auto& p : target.packages)

@@ -41,7 +41,8 @@ struct LocalFile {
 [[nodiscard]] Expected<std::string> update_lockfile(const std::string& path, const PlanContext& ctx,
                                                     const std::vector<std::string>& request,
                                                     const std::map<std::string, lockfile::LockedKernels>& verified,
-                                                    const std::map<std::string, LocalFile>& local);
+                                                    const std::map<std::string, LocalFile>& local,
+                                                    std::vector<std::string>* warnings = nullptr);
 
 // "gpu=sm_86+sm_120,python=3.10,driver=550.54,platform=manylinux_2_28_x86_64" applied to a copy of
 // the options. gpu=none (or no gpu key) is a CPU-only target.

@@ -194,7 +194,12 @@ Expected<void> check_conda(const std::vector<resolver::InstalledPackage>& instal
 
 Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking, bool allow_conda_overwrite) {
   ENVFIX_TRY_VOID(check_conda(ctx.host.installed, ctx.plan, allow_conda_overwrite));
-  auto broken = resolver::check_environment(ctx.host.installed, ctx.plan, ctx.host.python.markers);
+  return check_breaking(ctx.host.installed, ctx.plan, ctx.host.python.markers, allow_breaking);
+}
+
+Expected<std::vector<std::string>> check_breaking(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan,
+                                                  const specs::MarkerEnvironment& env, bool allow_breaking) {
+  auto broken = resolver::check_environment(installed, plan, env);
   std::vector<std::string> lines;
   for (const auto& b : broken) lines.push_back(fmt::format("{} requires {}, but {}", b.package, b.requirement, b.problem));
   if (lines.empty()) return lines;
@@ -206,7 +211,7 @@ Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_
     e.causes = lines;
     return std::unexpected(std::move(e));
   }
-  for (const auto& l : lines) ctx.plan.warnings.push_back("--allow-breaking: " + l);
+  for (const auto& l : lines) plan.warnings.push_back("--allow-breaking: " + l);
   return lines;
 }
 

@@ -60,6 +60,10 @@ struct PlanContext {
 // (then the broken requirements come back as warnings, in ctx.plan.warnings too). Checks conda first.
 [[nodiscard]] Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking,
                                                                  bool allow_conda_overwrite = false);
+// The pip check part alone, for any plan (apply --locked builds one from the lockfile).
+[[nodiscard]] Expected<std::vector<std::string>> check_breaking(const std::vector<resolver::InstalledPackage>& installed,
+                                                                resolver::Plan& plan, const specs::MarkerEnvironment& env,
+                                                                bool allow_breaking);
 
 // The requirement list a lockfile records for this plan: the request as given, else the framework
 // packages the resolution holds.

@@ -1,5 +1,6 @@
 #include "api/smoke.hpp"
 
+#include <algorithm>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -31,6 +32,19 @@ std::vector<SmokeStep> smoke_steps(const matrices::SmokeTest& smoke, const std::
         steps.push_back({cpu ? companion + " (CPU)" : companion, code, device});
         break;
       }
+  }
+  return steps;
+}
+
+std::vector<SmokeStep> model_steps(const matrices::SmokeTest& smoke, const std::vector<std::string>& present,
+                                   SmokeDevice device) {
+  std::vector<SmokeStep> steps;
+  for (const auto& [name, code] : smoke.model) {
+    if (auto colon = name.find(": "); colon != std::string::npos) {
+      auto need = specs::normalize_name(name.substr(0, colon));
+      if (std::find(present.begin(), present.end(), need) == present.end()) continue;
+    }
+    steps.push_back({"model: " + name, code, device});
   }
   return steps;
 }
@@ -72,6 +86,7 @@ Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeS
     o.set_env["CUDA_LAUNCH_BLOCKING"] = "1";
     o.set_env["PYTHONDONTWRITEBYTECODE"] = "1";
     if (s.device == SmokeDevice::cpu) o.set_env["CUDA_VISIBLE_DEVICES"] = "";
+    o.set_env["ENVFIX_DEVICE"] = s.device == SmokeDevice::cpu ? "cpu" : "cuda";
     o.unset_env = {"PYTHONPATH", "PYTHONHOME"};
     // SIGINT/SIGTERM to envfix (the smoke test runs in its own process group, so a terminal's ^C
     // does not reach it) stops the step at once instead of after the timeout.

@@ -30,7 +30,13 @@ struct SmokeReport {
 [[nodiscard]] std::vector<SmokeStep> smoke_steps(const matrices::SmokeTest& smoke, const std::vector<std::string>& present,
                                                  SmokeDevice device = SmokeDevice::gpu);
 
-// Runs the steps in order (CPU steps with CUDA_VISIBLE_DEVICES="", so they cannot touch a GPU); the
+// `envfix verify`'s model layer as steps (matrices `smoke.model`, named "model: <name>"): every
+// entry, except that one named "<companion>: …" runs only when that companion is in `present`.
+[[nodiscard]] std::vector<SmokeStep> model_steps(const matrices::SmokeTest& smoke, const std::vector<std::string>& present,
+                                                 SmokeDevice device = SmokeDevice::gpu);
+
+// Runs the steps in order (CPU steps with CUDA_VISIBLE_DEVICES="", so they cannot touch a GPU;
+// ENVFIX_DEVICE is "cuda" or "cpu" for the model scripts); the
 // first failure is an ErrorCode::subprocess error whose causes carry the framework's own error text
 // (the last lines of its stderr).
 [[nodiscard]] Expected<SmokeReport> run_smoke(const std::filesystem::path& python, const std::vector<SmokeStep>& steps,

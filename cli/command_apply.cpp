@@ -16,6 +16,7 @@
 #include "cli/render.hpp"
 #include "cli/views.hpp"
 #include "specs/name.hpp"
+#include "util/strings.hpp"
 
 namespace envfix::cli {
 
@@ -132,6 +133,7 @@ Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
   }
   auto lockfile_json = [&] { return rep.lockfile ? json(*rep.lockfile) : json(nullptr); };
   auto lockfile_note = [&] {
+    for (const auto& w : rep.lockfile_warnings) warn(w);
     if (rep.lockfile_error) warn(fmt::format("lockfile not written: {}", rep.lockfile_error->message));
     else if (rep.lockfile && !o.locked && rep.applied) human(styled(fmt::format("Wrote {}", *rep.lockfile), Style::dim));
   };
@@ -196,6 +198,13 @@ void add_apply_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--allow-breaking", o->request.allow_breaking, "Apply even when an installed package's requirement would break");
   cmd->add_flag("--allow-conda-overwrite", o->request.allow_conda_overwrite, "Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)");
   cmd->add_option("--smoke-timeout", o->request.smoke_timeout_s, "Seconds each smoke-test step may run (default 600)");
+  cmd->add_option("--smoke-layers", o->request.smoke_layers,
+                  "The smoke test: envfix verify's layers, comma-separated: repro, model (default both)")
+      ->check([](const std::string& v) -> std::string {
+        for (const auto& l : util::split(v, ','))
+          if (l != "repro" && l != "model") return fmt::format("'{}': the layers are repro and model", l);
+        return util::split(v, ',').empty() ? std::string("name at least one layer (or use --no-verify)") : std::string();
+      });
   cmd->callback([&g, o] {
     g.exit_code = finish_command(run_apply(g, *o));
   });

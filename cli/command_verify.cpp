@@ -215,14 +215,8 @@ Expected<int> run_verify(const Globals& g, const VerifyOptions& o) {
   if (layers.contains("model")) {
     human(styled("2. model", Style::bold));
     if (fw->smoke.model.empty()) human(fmt::format("  the matrices define no model checks for {}", fw->name));
-    for (const auto& [name, code] : fw->smoke.model) {
-      auto colon = name.find(": ");
-      if (colon != std::string::npos) {
-        auto need = specs::normalize_name(name.substr(0, colon));
-        if (std::find(host.installed_names.begin(), host.installed_names.end(), need) == host.installed_names.end()) continue;
-      }
-      report(run_step(python, "model", name, code, cpu, timeout));
-    }
+    for (const auto& st : model_steps(fw->smoke, host.installed_names))
+      report(run_step(python, "model", st.name.substr(7), st.code, cpu, timeout));
   }
   std::optional<AppResult> app;
   if (layers.contains("app") && !o.app.empty()) {

@@ -60,6 +60,35 @@ bool retryable_curl(CURLcode rc) {
   }
 }
 
+// A transport failure said as what it is (a DNS or TLS problem reads as one, naming the URL, never as
+// "no build fits"), with what to check.
+struct FailureKind {
+  std::string_view what, hint;
+};
+FailureKind failure_kind(CURLcode rc) {
+  constexpr std::string_view ca = "set SSL_CERT_FILE (or REQUESTS_CA_BUNDLE) to the CA bundle that signs this index";
+  switch (rc) {
+  case CURLE_COULDNT_RESOLVE_HOST:
+    return {"DNS lookup failed", "check the host name in the URL (--index-url, --mirror, ENVFIX_MIRROR) and this machine's DNS "
+                                 "or proxy settings"};
+  case CURLE_COULDNT_RESOLVE_PROXY: return {"DNS lookup of the proxy failed", "check HTTPS_PROXY / https_proxy"};
+  case CURLE_COULDNT_CONNECT: return {"connection failed", "check that the server is up and reachable from here (port, firewall, proxy)"};
+  case CURLE_PEER_FAILED_VERIFICATION: return {"TLS certificate not trusted", ca};
+  case CURLE_SSL_CACERT_BADFILE: return {"TLS CA bundle unreadable", ca};
+  case CURLE_SSL_CONNECT_ERROR:
+    return {"TLS handshake failed", "check the URL's scheme and port (an http:// server answers no TLS) and any proxy in between"};
+  case CURLE_OPERATION_TIMEDOUT: return {"timed out", "the server or the network is slow or unreachable; try again, or raise the timeout"};
+  default: return {};
+  }
+}
+
+Error transport_error(CURLcode rc, std::string_view url, const std::string& why) {
+  const auto k = failure_kind(rc);
+  return Error{ErrorCode::network,
+               k.what.empty() ? fmt::format("{}: {}", redact_url(url), why) : fmt::format("{}: {}: {}", redact_url(url), k.what, why),
+               {}, std::string(k.hint)};
+}
+
 bool retryable_status(long s) { return s == 408 || s == 429 || (s >= 500 && s <= 599); }
 
 // Remove user:password from text that might echo a URL (curl messages).
@@ -388,10 +417,7 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
         retry = true;
         progressed = t.req.dest && t.to_file && t.file_bytes > t.resume_from;
       } else {
-        Error err{ErrorCode::network, fmt::format("{}: {}", redact_url(t.req.url), why), {}, {}};
-        if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE)
-          err.hint = "set SSL_CERT_FILE (or REQUESTS_CA_BUNDLE) to the CA bundle that signs this index";
-        t.result = std::unexpected(std::move(err));
+        t.result = std::unexpected(transport_error(rc, t.req.url, why));
       }
     } else if (t.req.dest && t.resume_from > 0 && code == 416) {
       // The partial file is not a prefix the server agrees with: start over without Range.
@@ -418,7 +444,7 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
         return false;
       }
       if (rc != CURLE_OK) {
-        Error err{ErrorCode::network, fmt::format("{}: {}", redact_url(t.req.url), why), {}, {}};
+        Error err = transport_error(rc, t.req.url, why);
         err.causes.push_back(fmt::format("gave up after {} attempts", t.attempts));
         t.result = std::unexpected(std::move(err));
       }

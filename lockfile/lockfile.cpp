@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "specs/name.hpp"
+#include "specs/version.hpp"
 #include "specs/wheel_filename.hpp"
 #include "util/fs.hpp"
 #include "util/text.hpp"
@@ -67,6 +68,7 @@ void sort_lock(LockFile& lock) {
   std::sort(lock.targets.begin(), lock.targets.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
   for (auto& t : lock.targets) {
     std::sort(t.packages.begin(), t.packages.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    std::sort(t.installed_only.begin(), t.installed_only.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
     std::sort(t.host.gpus.begin(), t.host.gpus.end());
   }
 }
@@ -229,6 +231,12 @@ std::string LockFile::to_yaml() const {
         o += fmt::format("        kernels: {{sass: {}, ptx: {}, verified: {}}}\n", flow_list(p.kernels->sass),
                          flow_list(p.kernels->ptx), p.kernels->verified ? "true" : "false");
     }
+    if (!t.installed_only.empty()) o += "    installed-only:\n";
+    for (const auto& p : t.installed_only) {
+      o += fmt::format("      - name: {}\n", scalar(p.name));
+      o += fmt::format("        version: {}\n", scalar(p.version));
+      o += fmt::format("        provenance: {}\n", scalar(p.provenance));
+    }
   }
   return o;
 }
@@ -281,7 +289,7 @@ Expected<LockFile> LockFile::parse(std::string_view text, std::string_view sourc
           c.problem(tn, "each target must be a mapping");
           continue;
         }
-        c.allow_keys(tn, {"id", "host", "channel", "index", "variant", "packages"}, "a target");
+        c.allow_keys(tn, {"id", "host", "channel", "index", "variant", "packages", "installed-only"}, "a target");
         t.id = c.str(tn, "id", "a target");
         std::string where = fmt::format("target '{}'", t.id);
         if (!t.id.empty() && !ids.insert(t.id).second) c.problem(tn["id"], fmt::format("duplicate target id '{}'", t.id));
@@ -346,6 +354,24 @@ Expected<LockFile> LockFile::parse(std::string_view text, std::string_view sourc
             }
             t.packages.push_back(std::move(p));
           }
+          if (YAML::Node io = tn["installed-only"]) {
+            if (!io.IsSequence()) c.problem(io, where + ": 'installed-only' must be a list");
+            else
+              for (const YAML::Node& en : io) {
+                if (!en.IsMap()) {
+                  c.problem(en, where + ": each installed-only entry must be a mapping");
+                  continue;
+                }
+                c.allow_keys(en, {"name", "version", "provenance"}, where + " installed-only entry");
+                InstalledOnly e;
+                e.name = c.str(en, "name", where + " installed-only entry");
+                std::string ew = fmt::format("installed-only '{}' in {}", e.name, where);
+                if (!e.name.empty() && !names.insert(e.name).second) c.problem(en["name"], "duplicate " + ew);
+                e.version = c.str(en, "version", ew);
+                e.provenance = c.str(en, "provenance", ew, false);
+                t.installed_only.push_back(std::move(e));
+              }
+          }
         }
         lock.targets.push_back(std::move(t));
       }
@@ -367,6 +393,32 @@ Expected<LockFile> LockFile::read(const std::filesystem::path& path) {
 
 Expected<void> LockFile::write(const std::filesystem::path& path) const {
   return util::write_file_atomic(path, to_yaml());
+}
+
+std::string installed_only_warning(const InstalledOnly& p, std::string_view lockfile_path) {
+  return fmt::format("{}: {} {} is kept as installed, but no index of the set serves it ({}): locked under installed-only "
+                     "(`apply --locked` needs it installed at this version; the exports name it without a file)",
+                     lockfile_path, p.name, p.version, p.provenance);
+}
+
+std::vector<std::string> unmet_installed_only(const LockTarget& target,
+                                              const std::vector<std::pair<std::string, std::string>>& installed) {
+  std::vector<std::string> out;
+  for (const auto& p : target.installed_only) {
+    const auto want = specs::Version::parse(p.version);
+    std::vector<std::string> have;
+    bool ok = false;
+    for (const auto& [name, version] : installed) {
+      if (specs::normalize_name(name) != p.name) continue;
+      auto v = specs::Version::parse(version);
+      ok = ok || (want && v ? *v == *want : version == p.version);
+      have.push_back(version);
+    }
+    if (ok) continue;
+    out.push_back(fmt::format("{} {} ({}): {}", p.name, p.version, p.provenance,
+                              have.empty() ? std::string("not installed") : fmt::format("{} is installed", fmt::join(have, ", "))));
+  }
+  return out;
 }
 
 std::string to_pylock_toml(const LockFile& lock, const LockTarget& target) {
@@ -419,6 +471,13 @@ std::string to_pylock_toml(const LockFile& lock, const LockTarget& target) {
   root.insert("packages", std::move(packages));
   toml::table tool, envfix;
   envfix.insert("target", target.id);
+  // PEP 751 has no source kind for "already installed": named here, so an installer of this file
+  // sees what it does not provide.
+  if (!target.installed_only.empty()) {
+    toml::array io;
+    for (const auto& p : target.installed_only) io.push_back(fmt::format("{}=={} ({})", p.name, p.version, p.provenance));
+    envfix.insert("installed-only", std::move(io));
+  }
   if (!target.variant.empty()) envfix.insert("variant", target.variant);
   if (!target.channel.empty()) envfix.insert("channel", target.channel);
   toml::array gpus;
@@ -440,6 +499,9 @@ std::string to_requirements_txt(const LockFile& lock, const LockTarget& target) 
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   for (const auto& p : sorted)
     o += fmt::format("{}=={} \\\n    --hash=sha256:{}\n", p.name, p.version, p.sha256);
+  for (const auto& p : target.installed_only)
+    o += fmt::format("# not installed by this file: {}=={} ({}); install it first from where it came\n", p.name, p.version,
+                     p.provenance);
   return o;
 }
 

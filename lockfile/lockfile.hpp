@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "util/error.hpp"
@@ -39,6 +40,17 @@ struct LockedHost {
   bool operator==(const LockedHost&) const = default;
 };
 
+// A distribution the set keeps as installed although the target's index does not serve it (the
+// resolver keeps an installed version that satisfies every requirement, resolver/installed.hpp).
+// There is no file to lock, so it is recorded with where it came from, never left out silently:
+// `apply --locked` requires it installed at this version; the exports name it (docs/lockfile.md).
+struct InstalledOnly {
+  std::string name;       // normalized
+  std::string version;
+  std::string provenance; // "installed by pip; not served by https://…/simple"
+  bool operator==(const InstalledOnly&) const = default;
+};
+
 struct LockTarget {
   std::string id;  // sm_120-cp310-manylinux_2_28_x86_64
   LockedHost host;
@@ -46,6 +58,7 @@ struct LockTarget {
   std::string index;
   std::string variant;
   std::vector<LockedPackage> packages;  // sorted by name
+  std::vector<InstalledOnly> installed_only; // sorted by name
   bool operator==(const LockTarget&) const = default;
 };
 
@@ -75,6 +88,15 @@ struct LockFile {
 
 // Remove user:password@ from a URL (lockfiles, logs and errors never carry credentials).
 [[nodiscard]] std::string strip_credentials(std::string_view url);
+
+// The warning for one installed-only entry as a lockfile is written.
+[[nodiscard]] std::string installed_only_warning(const InstalledOnly& p, std::string_view lockfile_path);
+
+// What of `target.installed_only` the environment lacks (`installed`: normalized name → version as
+// installed): "typing-extensions 4.15.0 (installed by pip; not served by …): 4.12.2 is installed".
+// Empty when every one is there.
+[[nodiscard]] std::vector<std::string> unmet_installed_only(const LockTarget& target,
+                                                            const std::vector<std::pair<std::string, std::string>>& installed);
 
 // PEP 751 pylock.toml for one target.
 [[nodiscard]] std::string to_pylock_toml(const LockFile& lock, const LockTarget& target);

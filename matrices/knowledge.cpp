@@ -345,6 +345,34 @@ std::optional<LastRelease> Knowledge::last_release_for(std::string_view framewor
   return out;
 }
 
+std::optional<StableCover> Knowledge::stable_covering(std::string_view framework_name,
+                                                      const std::vector<specs::ComputeCapability>& ccs,
+                                                      std::string_view driver, std::string_view platform,
+                                                      const std::function<bool(const specs::Version&, std::string_view)>& vetoed) const {
+  const Framework* f = framework(framework_name);
+  if (!f || ccs.empty()) return std::nullopt;
+  std::optional<StableCover> out;
+  for (const auto& r : f->releases) {
+    if (std::find(r.channels.begin(), r.channels.end(), "stable") == r.channels.end()) continue;
+    for (const auto& v : r.versions) {
+      if (out && v <= out->version) continue;
+      // Of the variants that qualify, the newest CUDA (what plan would choose for this driver).
+      std::optional<specs::CudaVersion> best;
+      for (const auto& b : variants_for(framework_name, v, platform)) {
+        if (b.kind != "cuda" || !b.cuda || (best && *b.cuda <= *best)) continue;
+        if (!driver.empty() && !driver_supports(driver, *b.cuda)) continue;
+        if (vetoed && vetoed(v, b.variant)) continue;
+        bool all = std::all_of(ccs.begin(), ccs.end(), [&](const auto& cc) { return b.runs_on(cc) == RunKind::native; });
+        if (all) {
+          out = StableCover{v, b.variant, b.verified};
+          best = b.cuda;
+        }
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<VariantBuild> Knowledge::variants_for(std::string_view framework_name, const specs::Version& version,
                                                   std::string_view platform) const {
   std::vector<VariantBuild> out;

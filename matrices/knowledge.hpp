@@ -4,6 +4,7 @@
 // The data is YAML (matrices/data/*.yaml, schema in matrices/README.md), compiled into the binary and
 // overridable/extendable from a directory (--matrices DIR / ENVFIX_MATRICES).
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -227,6 +228,14 @@ struct LastRelease {
   const SupportEnd* end = nullptr; // set when an announced end of support covers the GPU
 };
 
+// The newest stable release whose build of one variant runs natively on every GPU of a host
+// (stable_covering()): the way back from a nightly or test install.
+struct StableCover {
+  specs::Version version;
+  std::string variant;
+  bool verified = false; // the row's arch data is confirmed (confidence verified)
+};
+
 class Knowledge {
 public:
   struct SourceFile {
@@ -285,6 +294,17 @@ public:
   // support end that makes it the last one (nullptr when none is announced).
   [[nodiscard]] std::optional<LastRelease> last_release_for(std::string_view framework, specs::ComputeCapability cc,
                                                             std::string_view platform = "linux_x86_64") const;
+
+  // The newest stable release row version with one variant whose SASS runs natively on every `ccs`
+  // and whose CUDA `driver` runs (empty driver: not checked), the newest such CUDA variant; nullopt when there is none. Rows without
+  // arch data never count: a claim is needed before envfix suggests the move. `vetoed(version,
+  // variant)` true drops a build the binaries contradicted (the evidence store).
+  [[nodiscard]] std::optional<StableCover> stable_covering(std::string_view framework,
+                                                           const std::vector<specs::ComputeCapability>& ccs,
+                                                           std::string_view driver,
+                                                           std::string_view platform = "linux_x86_64",
+                                                           const std::function<bool(const specs::Version&, std::string_view)>&
+                                                               vetoed = {}) const;
 
   // The variants of a framework release on a platform; empty when the release is unknown.
   [[nodiscard]] std::vector<VariantBuild> variants_for(std::string_view framework, const specs::Version& version,

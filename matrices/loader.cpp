@@ -497,9 +497,14 @@ private:
                  r.python = str_list(v, p);
                  for (std::size_t i = 0; i < r.python.size(); ++i) {
                    const auto& t = r.python[i];
+                   const bool ft = t.ends_with("t");
                    bool ok = t.size() >= 4 && (t.starts_with("cp") || t.starts_with("pp")) &&
-                             std::all_of(t.begin() + 2, t.end() - (t.ends_with("t") ? 1 : 0), [](char c) { return c >= '0' && c <= '9'; });
+                             std::all_of(t.begin() + 2, t.end() - (ft ? 1 : 0), [](char c) { return c >= '0' && c <= '9'; });
                    if (!ok) problem(v[i], fmt::format("{}[{}]", p, i), fmt::format("invalid Python tag '{}' (e.g. cp312, cp314t)", t));
+                   // PEP 703: free-threaded builds are CPython's, from 3.13 on (cp313t); "cp312t" is a typo.
+                   else if (ft && (!t.starts_with("cp3") || t.size() < 6 || std::stoi(t.substr(3, t.size() - 4)) < 13))
+                     problem(v[i], fmt::format("{}[{}]", p, i),
+                             fmt::format("invalid Python tag '{}': free-threaded builds (the t) are CPython 3.13 and later (cp313t)", t));
                  }
                } else if (k == "pypi_default") r.pypi_default = str(v, p).value_or("");
                else if (k == "source") { has_source = true; r.source = nonempty(v, p); }

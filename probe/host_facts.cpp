@@ -1,7 +1,9 @@
 #include "probe/host_facts.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <future>
+#include <map>
 
 #include <unistd.h>
 
@@ -106,6 +108,12 @@ void read_conda_meta(const fs::path& prefix, std::vector<InstalledDist>& dists, 
   std::error_code ec;
   const fs::path meta = prefix / "conda-meta";
   std::map<std::string, CondaRecord> owner; // dist-info folder (relative to prefix) -> record
+  // conda-forge splits a framework's C++ library into a record of its own, named lib<name>
+  // (pytorch depends on libtorch, whose files are $PREFIX/lib/libtorch_cuda.so…): its shared objects
+  // are the framework's kernels. Only that record, not every dependency (cuBLAS, cuDNN are
+  // packages of their own).
+  std::map<std::string, std::vector<fs::path>> lib_objects; // record name -> its $PREFIX/lib objects
+  std::map<std::string, std::set<std::string>> depends;     // dist-info folder -> the owner's dependency names
   if (fs::is_directory(meta, ec))
     for (const auto& e : fs::directory_iterator(meta, ec)) {
       if (e.path().extension() != ".json") continue;
@@ -128,12 +136,26 @@ void read_conda_meta(const fs::path& prefix, std::vector<InstalledDist>& dists, 
                    (path.ends_with(".so") || path.find(".so.") != std::string::npos) && !path.starts_with("lib/python"))
             r.prefix_objects.push_back(prefix / path);
         }
-      for (const auto& d : dist_infos) owner.emplace(d, r);
+      std::set<std::string> deps;
+      if (auto dp = j.find("depends"); dp != j.end() && dp->is_array())
+        for (const auto& x : *dp)
+          if (x.is_string()) deps.insert(x.get<std::string>().substr(0, x.get<std::string>().find(' ')));
+      if (dist_infos.empty() && !r.prefix_objects.empty()) lib_objects[r.name] = r.prefix_objects;
+      for (const auto& d : dist_infos) {
+        owner.emplace(d, r);
+        depends.emplace(d, deps);
+      }
     }
   for (auto& d : dists) {
     auto rel = fs::relative(d.dist_info, prefix, ec).generic_string();
-    if (auto it = owner.find(rel); !ec && it != owner.end()) d.conda = it->second;
-    else if (d.installer == "conda") d.conda = CondaRecord{d.name, d.version.to_string(), "", "", {}};
+    if (auto it = owner.find(rel); !ec && it != owner.end()) {
+      d.conda = it->second;
+      for (const auto& lib : {"lib" + d.normalized_name(), "lib" + it->second.name})
+        if (auto l = lib_objects.find(lib); l != lib_objects.end() && depends[rel].contains(lib))
+          for (const auto& o : l->second)
+            if (std::find(d.conda->prefix_objects.begin(), d.conda->prefix_objects.end(), o) == d.conda->prefix_objects.end())
+              d.conda->prefix_objects.push_back(o);
+    } else if (d.installer == "conda") d.conda = CondaRecord{d.name, d.version.to_string(), "", "", {}};
   }
 }
 

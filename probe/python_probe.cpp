@@ -57,6 +57,7 @@ print(json.dumps({
   "py_version_nodot": sysconfig.get_config_var("py_version_nodot"),
   "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"), "soabi": sysconfig.get_config_var("SOABI"),
   "abiflags": getattr(sys, "abiflags", ""), "py_debug": sysconfig.get_config_var("Py_DEBUG"),
+  "gil_disabled": sysconfig.get_config_var("Py_GIL_DISABLED"),
   "pointer_bits": struct.calcsize("P") * 8, "glibc": glibc, "executable": sys.executable,
   "prefix": sys.prefix, "base_prefix": getattr(sys, "base_prefix", sys.prefix), "in_venv": in_venv,
   "conda_prefix": os.environ.get("CONDA_PREFIX"), "is_conda": os.path.isdir(os.path.join(sys.prefix, "conda-meta")),
@@ -137,6 +138,11 @@ Expected<PythonInfo> parse_python_probe_json(const nlohmann::json& j) {
   te.major = rel.size() > 0 ? static_cast<int>(rel[0]) : 3;
   te.minor = rel.size() > 1 ? static_cast<int>(rel[1]) : 0;
   te.abiflags = str_or(j, "abiflags");
+  // A free-threaded build (PEP 703) says so in Py_GIL_DISABLED; sys.abiflags, which carries the 't' on
+  // POSIX, does not exist on Windows.
+  if (auto it = j.find("gil_disabled"); it != j.end() && it->is_number_integer() && it->get<int>() == 1 &&
+                                        te.abiflags.find('t') == std::string::npos)
+    te.abiflags += 't';
   te.arch = info.markers.values.count("platform_machine") ? info.markers.values["platform_machine"] : "x86_64";
   if (auto it = j.find("glibc"); it != j.end() && it->is_string()) te.glibc = parse_glibc(it->get<std::string>());
   // PEP 668: the marker counts only outside a venv.

@@ -32,6 +32,12 @@ public:
     (void)file;
     return {};
   }
+  // Why `project` has no candidates, when the source said so ("HTTP 404 for https://…/simple/x/"): the
+  // resolver's "not found" names it, so a wrong index URL reads as one. "" when there is nothing to say.
+  [[nodiscard]] virtual std::string missing_detail(const std::string& project) const {
+    (void)project;
+    return {};
+  }
   // A version the resolver tries first when it is allowed (the installed one: resolver/installed.hpp).
   [[nodiscard]] virtual std::optional<specs::Version> preferred_version(const std::string& project) {
     (void)project;

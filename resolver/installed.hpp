@@ -33,6 +33,7 @@ public:
   void prefetch_metadata(std::span<const index::Candidate> files) override;
   [[nodiscard]] Expected<void> complete_hash(index::Candidate& file) override;
   [[nodiscard]] std::optional<specs::Version> preferred_version(const std::string& project) override;
+  [[nodiscard]] std::string missing_detail(const std::string& project) const override { return m_inner.missing_detail(project); }
 
 private:
   CandidateProvider& m_inner;

@@ -754,7 +754,10 @@ Error Resolver::Impl::explain(const std::vector<Info>& causes) {
     std::size_t rejected_n = pit == projects.end() ? 0 : pit->second.files.rejected.size();
     if (usable == 0 && rejected_n == 0) {
       missing.push_back(any.name);
-      for (const auto& w : who) e.causes.push_back(fmt::format("{}, but '{}' is not on {}", w, any.name, provider.describe()));
+      const auto detail = provider.missing_detail(any.name);
+      for (const auto& w : who)
+        e.causes.push_back(detail.empty() ? fmt::format("{}, but '{}' is not on {}", w, any.name, provider.describe())
+                                          : fmt::format("{}, but {}", w, detail));
       continue;
     }
     all_missing = false;
@@ -780,8 +783,8 @@ Error Resolver::Impl::explain(const std::vector<Info>& causes) {
   if (all_missing && !missing.empty()) {
     e.code = ErrorCode::not_found;
     e.message = fmt::format("'{}' was not found on {}", missing.front(), provider.describe());
-    e.hint = "the package may only exist on another index; envfix resolves a set from one index "
-             "(add it with --find-links, or choose an index that has it with --index-url)";
+    e.hint = "check the index URL (a wrong base URL answers 404 for every project); the package may also only exist on another "
+             "index: envfix resolves a set from one index (add it with --find-links, or choose an index that has it with --index-url)";
   } else {
     e.message = derivation(causes);
     e.hint = "relax one of the requirements above; `--explain` lists every rejected file";

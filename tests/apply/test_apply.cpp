@@ -39,6 +39,68 @@ constexpr const char* kPlainIndex = R"({"packages": [
    "delta-0.3.dist-info/entry_points.txt": "[console_scripts]\ndelta-cli = delta:main\n"}}
 ]})";
 
+// A fixture framework, "fixfw", described by a matrices override written here: one stable cu128
+// index, builds claimed to carry sm_90 SASS, and a smoke test of plain Python. 1.1.0's step A fails
+// when FIXFW_FAIL is set; 2.0.0 ships a real CUDA shared object built by nvcc for sm_80 only, so the
+// matrices claim (sm_90) is a lie the kernel check must catch.
+constexpr const char* kFixfwMatrices = R"YAML(schema: 1
+frameworks:
+  fixfw:
+    main_package: fixfw
+    default_mirror: "https://fixfw.invalid"
+    channels:
+      stable: "{mirror}/whl/{variant}"
+    source: "envfix tests/apply/test_apply.cpp"
+    variants:
+      cu128: {cuda: "12.8"}
+    smoke:
+      step_a: "import fixfw; fixfw.check(); print('step A ok')"
+      step_b: "import fixfw; fixfw.kernel(); print('step B ok')"
+    releases:
+      - versions: ["1.0.0", "1.1.0", "2.0.0"]
+        python: [cp311, cp312]
+        source: "test fixture"
+        variants:
+          cu128:
+            linux_x86_64: {sass: [sm_90], ptx: [], confidence: verified, source: "test claim"}
+)YAML";
+
+std::string fixfw_init(bool can_fail) {
+  std::string s = "import os\n__all__ = ['check', 'kernel']\n\ndef check():\n";
+  if (can_fail)
+    s += "    if os.environ.get('FIXFW_FAIL'):\n"
+         "        raise RuntimeError('CUDA error: an illegal memory access was encountered (fixfw fixture)')\n";
+  s += "    return True\n\ndef kernel():\n    return True\n";
+  return s;
+}
+
+std::string byte_list(const std::string& data) {
+  std::string o = "[";
+  for (std::size_t i = 0; i < data.size(); ++i) o += (i ? "," : "") + std::to_string(static_cast<unsigned char>(data[i]));
+  return o + "]";
+}
+
+// A real CUDA shared object with SASS for one arch only ("80", "90"), built once per test process by nvcc.
+const std::string& arch_shared_object(const std::string& arch) {
+  static std::map<std::string, std::string> cached;
+  if (auto it = cached.find(arch); it != cached.end()) return it->second;
+  auto work = util::make_temp_dir({}, "envfix-fixfw-so").value();
+  write(work / "k.cu",
+        "extern \"C\" __global__ void fixfw_scale(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }\n"
+        "extern \"C\" int fixfw_launch(float* x, int n) { fixfw_scale<<<(n + 255) / 256, 256>>>(x, 2.0f, n); return 0; }\n");
+  auto nvcc = util::run_process({"/usr/local/cuda/bin/nvcc", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-gencode",
+                                 fmt::format("arch=compute_{0},code=sm_{0}", arch), (work / "k.cu").string(), "-o",
+                                 (work / "libk.so").string()},
+                                {.timeout = std::chrono::seconds(300)});
+  REQUIRE(nvcc);
+  REQUIRE_MESSAGE(nvcc->ok(), nvcc->err);
+  cached[arch] = slurp(work / "libk.so");
+  fs::remove_all(work);
+  return cached[arch];
+}
+
+const std::string& sm80_shared_object() { return arch_shared_object("80"); }
+
 } // namespace
 
 TEST_SUITE("integration") {
@@ -322,67 +384,6 @@ TEST_CASE("apply --locked refuses tampered lockfiles and changed files; the venv
 }
 
 
-// A fixture framework, "fixfw", described by a matrices override written here: one stable cu128
-// index, builds claimed to carry sm_90 SASS, and a smoke test of plain Python. 1.1.0's step A fails
-// when FIXFW_FAIL is set; 2.0.0 ships a real CUDA shared object built by nvcc for sm_80 only, so the
-// matrices claim (sm_90) is a lie the kernel check must catch.
-constexpr const char* kFixfwMatrices = R"YAML(schema: 1
-frameworks:
-  fixfw:
-    main_package: fixfw
-    default_mirror: "https://fixfw.invalid"
-    channels:
-      stable: "{mirror}/whl/{variant}"
-    source: "envfix tests/apply/test_apply.cpp"
-    variants:
-      cu128: {cuda: "12.8"}
-    smoke:
-      step_a: "import fixfw; fixfw.check(); print('step A ok')"
-      step_b: "import fixfw; fixfw.kernel(); print('step B ok')"
-    releases:
-      - versions: ["1.0.0", "1.1.0", "2.0.0"]
-        python: [cp311, cp312]
-        source: "test fixture"
-        variants:
-          cu128:
-            linux_x86_64: {sass: [sm_90], ptx: [], confidence: verified, source: "test claim"}
-)YAML";
-
-std::string fixfw_init(bool can_fail) {
-  std::string s = "import os\n__all__ = ['check', 'kernel']\n\ndef check():\n";
-  if (can_fail)
-    s += "    if os.environ.get('FIXFW_FAIL'):\n"
-         "        raise RuntimeError('CUDA error: an illegal memory access was encountered (fixfw fixture)')\n";
-  s += "    return True\n\ndef kernel():\n    return True\n";
-  return s;
-}
-
-std::string byte_list(const std::string& data) {
-  std::string o = "[";
-  for (std::size_t i = 0; i < data.size(); ++i) o += (i ? "," : "") + std::to_string(static_cast<unsigned char>(data[i]));
-  return o + "]";
-}
-
-// A real CUDA shared object with SASS for one arch only ("80", "90"), built once per test process by nvcc.
-const std::string& arch_shared_object(const std::string& arch) {
-  static std::map<std::string, std::string> cached;
-  if (auto it = cached.find(arch); it != cached.end()) return it->second;
-  auto work = util::make_temp_dir({}, "envfix-fixfw-so").value();
-  write(work / "k.cu",
-        "extern \"C\" __global__ void fixfw_scale(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }\n"
-        "extern \"C\" int fixfw_launch(float* x, int n) { fixfw_scale<<<(n + 255) / 256, 256>>>(x, 2.0f, n); return 0; }\n");
-  auto nvcc = util::run_process({"/usr/local/cuda/bin/nvcc", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-gencode",
-                                 fmt::format("arch=compute_{0},code=sm_{0}", arch), (work / "k.cu").string(), "-o",
-                                 (work / "libk.so").string()},
-                                {.timeout = std::chrono::seconds(300)});
-  REQUIRE(nvcc);
-  REQUIRE_MESSAGE(nvcc->ok(), nvcc->err);
-  cached[arch] = slurp(work / "libk.so");
-  fs::remove_all(work);
-  return cached[arch];
-}
-
-const std::string& sm80_shared_object() { return arch_shared_object("80"); }
 
 TEST_CASE("framework apply: smoke test passes, a failing smoke test rolls back, the kernel check refuses a lying build") {
   const std::string& so = sm80_shared_object();
@@ -769,6 +770,44 @@ TEST_CASE("framework apply without a GPU, or of a CPU build: the smoke test runs
   }
 }
 
+// apply's smoke test is envfix verify's layers 1 and 2 (repro, model) unless --smoke-layers says less.
+TEST_CASE("framework apply: the smoke test runs the model layer too, and a failing model rolls back") {
+  World w(cpufw_spec("cu128"));
+  auto text = std::string(kCpufwMatrices);
+  const std::string cpu_step = "        step: \"import os, cpufw;";
+  auto at = text.find("\n", text.find(cpu_step)) + 1;
+  text.insert(at, "      model:\n"
+                  "        \"tiny model\": \"import os, cpufw; assert os.environ['ENVFIX_DEVICE'] == 'cpu'; print('OP matmul', flush=True); "
+                  "assert not os.environ.get('CPUFW_MODEL_FAIL'), 'matmul gave NaN (fixture)'\"\n"
+                  "        \"torchvision: needs a companion\": \"raise SystemExit('ran without its companion')\"\n");
+  write(w.root() / "matrices/cpufw.yaml", text);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  auto fw = [&](const std::string& req, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a{"apply", "--framework", "cpufw", req, "--variant", "cu128", "--matrices",
+                               (w.root() / "matrices").string(), "--mirror", w.base_url(), "--python", py, "--yes",
+                               "--lockfile", w.lockfile().string(), "--format", "json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const std::map<std::string, std::string> no_gpu{{"ENVFIX_NO_NVML", "1"}};
+  auto ok = w.envfix(fw("cpufw==1.0.0"), no_gpu);
+  REQUIRE_MESSAGE(ok.rc == 0, ok.err);
+  CHECK(json::parse(ok.out)["applied"]["smoke"]["passed"] == json::array({"CPU step", "model: tiny model"}));
+  const auto before = manifest(ve);
+  auto bad = w.envfix(fw("cpufw==1.1.0"), {{"ENVFIX_NO_NVML", "1"}, {"CPUFW_MODEL_FAIL", "1"}});
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("smoke test model: tiny model failed") != std::string::npos);
+  CHECK(bad.err.find("matmul gave NaN (fixture)") != std::string::npos);
+  CHECK(manifest(ve) == before);
+  auto repro_only = w.envfix(fw("cpufw==1.1.0", {"--smoke-layers", "repro"}), {{"ENVFIX_NO_NVML", "1"}, {"CPUFW_MODEL_FAIL", "1"}});
+  CHECK(repro_only.rc == 0);
+  CHECK(json::parse(repro_only.out)["applied"]["smoke"]["passed"] == json::array({"CPU step"}));
+  auto wrong = w.envfix(fw("cpufw==1.0.0", {"--smoke-layers", "repro,app"}), no_gpu);
+  CHECK(wrong.rc != 0);
+  CHECK(wrong.err.find("'app': the layers are repro and model") != std::string::npos);
+}
+
 // docs/reliability.md §5 item 8: a smoke test that prints without end (gigabytes within the
 // timeout) once ended in std::bad_alloc, exit 134, mid-transaction. Its output is now capped, the
 // step stopped at its timeout, and the transaction rolled back.
@@ -895,13 +934,20 @@ constexpr const char* kNeighboursMirror = R"({"packages": [
   {"name": "oldapp", "version": "1.0", "requires_dist": ["typing-extensions<4.13"]}
 ], "json": false})";
 
-TEST_CASE("apply keeps an installed version that satisfies every requirement (pydantic/typing-extensions); pip check passes") {
-  World w(kNeighboursFull);
+// A venv with pydantic 2.13.4 and typing-extensions 4.15.0 from the full index, which then becomes
+// the mirror.
+fs::path neighbours_venv(World& w) {
   auto ve = w.venv("venv");
-  auto py = (ve / "bin/python").string();
   auto p = w.pip(ve, {"install", "--index-url", w.pip_index_url(), "pydantic==2.13.4", "typing-extensions==4.15.0"});
   REQUIRE_MESSAGE(p.ok(), p.err);
   w.rebuild_index(kNeighboursMirror);
+  return ve;
+}
+
+TEST_CASE("apply keeps an installed version that satisfies every requirement (pydantic/typing-extensions); pip check passes") {
+  World w(kNeighboursFull);
+  auto ve = neighbours_venv(w);
+  auto py = (ve / "bin/python").string();
   std::error_code ec;
   fs::remove_all(w.index_dir() / "simple" / "pydantic", ec);
 
@@ -939,11 +985,8 @@ TEST_CASE("apply keeps an installed version that satisfies every requirement (py
 
 TEST_CASE("a plan that would break an installed package is refused naming it; the venv is byte-identical after") {
   World w(kNeighboursFull);
-  auto ve = w.venv("venv");
+  auto ve = neighbours_venv(w);
   auto py = (ve / "bin/python").string();
-  auto p = w.pip(ve, {"install", "--index-url", w.pip_index_url(), "pydantic==2.13.4", "typing-extensions==4.15.0"});
-  REQUIRE_MESSAGE(p.ok(), p.err);
-  w.rebuild_index(kNeighboursMirror);
   auto before = manifest(ve);
   auto plan = w.envfix({"--format", "json", "plan", "oldapp", "--index-url", w.index_url(), "--python", py});
   CHECK(plan.rc == 1);
@@ -1017,6 +1060,24 @@ TEST_CASE("repeatable options take one value per occurrence: --gpu, --find-links
   auto ap = w.envfix({"apply", "--find-links", links.string(), "alpha", "--python", py, "--yes", "--lockfile", w.lockfile().string()});
   CHECK(ap.rc == 0);
   CHECK(w.pip_list(ve).at("alpha") == "1.1");
+  // rollback -y (as scripts written for apply pass it) undoes that apply.
+  auto rb = w.envfix({"rollback", "-y", "--python", py});
+  CHECK(rb.rc == 0);
+  CHECK(!w.pip_list(ve).count("alpha"));
+  // --gpu before a requirement on apply and lock, and repeated on matrix and doctor.
+  auto ag = w.envfix({"apply", "--gpu", "sm_90", "alpha", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile",
+                      w.lockfile().string()});
+  CHECK(ag.rc == 0);
+  CHECK(w.pip_list(ve).at("alpha") == "1.1");
+  auto lg = w.envfix({"lock", "--gpu", "sm_90", "alpha", "--index-url", w.index_url(), "-o", (w.root() / "g.lock").string()});
+  CHECK(lg.rc == 0);
+  CHECK(slurp(w.root() / "g.lock").find("id: sm_90-") != std::string::npos);
+  auto mg = w.envfix({"--format", "json", "matrix", "--gpu", "sm_61", "--gpu", "sm_90,sm_120"});
+  REQUIRE(mg.rc == 0);
+  CHECK(json::parse(mg.out)["gpus"].size() == 3);
+  auto dg = w.envfix({"--format", "json", "doctor", "--gpu", "sm_90", "--gpu", "sm_80", "--driver", "580.65.06", "--python", py,
+                      "--no-repro"});
+  CHECK(json::parse(dg.out)["gpus"].size() == 2);
 }
 
 TEST_CASE("free-threaded targets: plan and lock for --python-version 3.13t pick cp313t wheels") {
@@ -1076,32 +1137,51 @@ TEST_CASE("conda prefix: doctor reads conda-meta; apply refuses to replace conda
   write(ve / "conda-meta" / "alpha-1.0-py_0.json",
         json{{"name", "alpha"}, {"version", "1.0"}, {"build", "py_0"}, {"channel", "conda-forge"},
              {"files", {rel_site + "/alpha-1.0.dist-info/METADATA", rel_site + "/alpha/__init__.py"}}}.dump());
+  // conda-forge's layout: the pytorch record owns the dist-info, the libtorch record it depends on
+  // owns the CUDA kernels in $PREFIX/lib (here a real sm_80-only object, so that on sm_90 the read
+  // shows: no code runs). torchvision came from pip, beside conda's torch.
   write(site / "torch-2.9.0.dist-info" / "METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0\n");
   write(site / "torch-2.9.0.dist-info" / "INSTALLER", "conda\n");
   write(site / "torch-2.9.0.dist-info" / "RECORD", "");
-  fs::path libz = "/lib/x86_64-linux-gnu/libz.so.1";
-  if (fs::exists(libz)) fs::copy_file(libz, ve / "lib" / "libtorch_cuda.so");
+  write(ve / "lib" / "libtorch_cuda.so", arch_shared_object("80"));
   write(ve / "conda-meta" / "pytorch-2.9.0-cuda129_mkl_py311_h0_300.json",
-        json{{"name", "pytorch"}, {"version", "2.9.0"}, {"build", "cuda129_mkl_py311_h0_300"}, {"channel", "conda-forge"},
-             {"files", {rel_site + "/torch-2.9.0.dist-info/METADATA", "lib/libtorch_cuda.so"}}}.dump());
+        json{{"name", "pytorch"}, {"version", "2.9.0"}, {"build", "cuda129_mkl_py311_h0_300"},
+             {"channel", "https://conda.anaconda.org/conda-forge"}, {"depends", {"libtorch 2.9.0 cuda129_mkl_h0_300", "python >=3.11"}},
+             {"files", {rel_site + "/torch-2.9.0.dist-info/METADATA", rel_site + "/torch/__init__.py"}}}.dump());
+  write(ve / "conda-meta" / "libtorch-2.9.0-cuda129_mkl_h0_300.json",
+        json{{"name", "libtorch"}, {"version", "2.9.0"}, {"build", "cuda129_mkl_h0_300"}, {"depends", json::array()},
+             {"files", {"lib/libtorch_cuda.so", "include/torch/torch.h"}}}.dump());
+  write(site / "torchvision-0.24.0.dist-info" / "METADATA",
+        "Metadata-Version: 2.1\nName: torchvision\nVersion: 0.24.0\nRequires-Dist: torch==2.9.0\n");
+  write(site / "torchvision-0.24.0.dist-info" / "INSTALLER", "pip\n");
+  write(site / "torchvision-0.24.0.dist-info" / "RECORD", "");
 
   auto doc = w.envfix({"doctor", "--python", py, "--gpu", "sm_90", "--driver", "580.65.06", "--no-repro", "--format", "json"});
   auto dj = json::parse(doc.out);
-  bool seen = false;
-  for (const auto& pk : dj["packages"])
+  bool seen = false, vision = false;
+  for (const auto& pk : dj["packages"]) {
     if (pk["name"] == "torch") {
       seen = true;
       CHECK(pk["variant"] == "cu129");
       CHECK(pk["variant_from"] == "conda-meta");
       CHECK(pk["source"].get<std::string>().starts_with("conda:pytorch 2.9.0 cuda129"));
-      if (fs::exists(libz)) {
-        REQUIRE(pk["kernels"].is_object());
-        CHECK(pk["kernels"]["scanned"].get<int>() >= 1); // $PREFIX/lib was read
-      }
+      REQUIRE(pk["kernels"].is_object()); // $PREFIX/lib was read, through libtorch's record
+      CHECK(pk["kernels"]["scanned"].get<int>() >= 1);
+      CHECK(pk["kernels"]["sass"] == json::array({"sm_80"}));
+      CHECK(pk["kernels"]["coverage"]["sm_90"]["verdict"] == "none");
     }
+    if (pk["name"] == "torchvision") {
+      vision = true;
+      CHECK(pk["installer"] == "pip");
+      CHECK(pk["source"].get<std::string>().find("conda") == std::string::npos);
+    }
+  }
   CHECK(seen);
+  CHECK(vision);
   CHECK(dj["python"]["env"] != "system");
   CHECK(dj["findings"].dump().find("conda-owned") != std::string::npos);
+  CHECK(dj["findings"].dump().find("torch 2.9.0 belongs to conda (pytorch 2.9.0 cuda129_mkl_py311_h0_300)") != std::string::npos);
+  CHECK(dj["findings"].dump().find("torchvision 0.24.0 belongs to conda") == std::string::npos);
 
   auto before = manifest(ve);
   auto shown = w.envfix({"--format", "json", "plan", "alpha==1.1", "--index-url", w.index_url(), "--python", py, "--allow-conda-overwrite"});
@@ -1128,6 +1208,157 @@ TEST_CASE("conda prefix: doctor reads conda-meta; apply refuses to replace conda
   CHECK(locked.rc == 1);
   CHECK(locked.err.find("conda owns: alpha 1.1") != std::string::npos);
   CHECK(manifest(ve) == before_locked);
+}
+
+// Index errors are reported as what they are, naming the URL: a 404 (plain and framework mode), a
+// certificate the client does not trust (TLS), a host that does not resolve (DNS; .invalid never
+// resolves, RFC 6761) - never "nothing found" or "no build fits".
+TEST_CASE("index errors: 404, TLS and DNS are reported as such, naming the URL; nothing changes") {
+  World w(kPlainIndex);
+  World other(R"({"packages": [{"name": "zeta", "version": "1.0"}]})");
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  const auto before = manifest(ve);
+  auto run_with = [&](std::vector<std::string> args, util::SubprocessOptions o) {
+    std::vector<std::string> argv{envfix_bin().string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--cache-dir", w.cache().string()});
+    auto r = util::run_process(argv, o);
+    REQUIRE(r);
+    MESSAGE("-> " << r->exit_code << "\n" << r->err);
+    return Run{r->exit_code, r->out, r->err};
+  };
+  // TLS: the index's certificate is signed by a CA this envfix does not trust (the other world's).
+  auto o = w.envfix_options();
+  o.set_env["SSL_CERT_FILE"] = other.envfix_options().set_env.at("SSL_CERT_FILE");
+  auto tls = run_with({"apply", "alpha", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()}, o);
+  CHECK(tls.rc != 0);
+  CHECK(tls.err.find(w.index_url() + "/alpha/") != std::string::npos);
+  CHECK(tls.err.find("TLS certificate not trusted") != std::string::npos);
+  CHECK(tls.err.find("SSL_CERT_FILE") != std::string::npos);
+  CHECK(tls.err.find("nothing to resolve") == std::string::npos);
+  // DNS.
+  const std::string dead = "https://envfix-no-such-host.invalid/simple";
+  auto dns = w.envfix({"plan", "alpha", "--index-url", dead, "--python", py});
+  CHECK(dns.rc != 0);
+  CHECK(dns.err.find(dead + "/alpha/") != std::string::npos);
+  CHECK(dns.err.find("DNS lookup failed") != std::string::npos);
+  CHECK(dns.err.find("host name") != std::string::npos);
+  auto dns_fw = w.envfix({"plan", "torch", "--mirror", "https://envfix-no-such-host.invalid", "--gpu", "sm_90", "--driver", "580.65.06",
+                          "--python", py});
+  CHECK(dns_fw.rc != 0);
+  CHECK(dns_fw.err.find("envfix-no-such-host.invalid/") != std::string::npos);
+  CHECK(dns_fw.err.find("DNS lookup failed") != std::string::npos);
+  CHECK(dns_fw.err.find("no build of") == std::string::npos);
+  // 404: a wrong --index-url base.
+  auto nf = w.envfix({"plan", "alpha", "--index-url", w.base_url() + "/wrong/simple", "--python", py});
+  CHECK(nf.rc != 0);
+  CHECK(nf.err.find(w.base_url() + "/wrong/simple/alpha/") != std::string::npos);
+  CHECK(nf.err.find("404") != std::string::npos);
+  CHECK(manifest(ve) == before);
+  CHECK(!fs::exists(w.lockfile()));
+}
+
+// The framework path (matrices, variant, lock target) for a free-threaded interpreter: a matrices
+// release listing cp313t, an index with the GIL and the free-threaded build of one version.
+TEST_CASE("framework plan and lock for --python-version 3.13t pick the cp313t build; envfix matrix lists cp313t") {
+  std::string spec = R"({"simple_dir": "whl/cu128", "files_dir": "whl/files", "packages": [
+    {"name": "fixfw", "version": "1.0.0+cu128", "tags": ["cp313-cp313-manylinux_2_28_x86_64", "cp313-cp313t-manylinux_2_28_x86_64",
+                                                         "cp312-cp312-manylinux_2_28_x86_64"]}]})";
+  World w(spec);
+  std::string m = kFixfwMatrices;
+  m.replace(m.find("python: [cp311, cp312]"), 22, "python: [cp312, cp313, cp313t]");
+  write(w.root() / "matrices/fixfw.yaml", m);
+  const std::string mdir = (w.root() / "matrices").string();
+  auto fw = [&](std::vector<std::string> a) {
+    a.insert(a.end(), {"--framework", "fixfw", "--matrices", mdir, "--mirror", w.base_url()});
+    return a;
+  };
+  auto plan = w.envfix(fw({"--format", "json", "plan", "fixfw", "--gpu", "sm_90", "--driver", "580.65.06", "--python-version", "3.13t",
+                           "--platform", "manylinux_2_28_x86_64"}));
+  REQUIRE(plan.rc == 0);
+  auto j = json::parse(plan.out);
+  CHECK(j["variant"] == "cu128");
+  CHECK(j["channel"] == "stable");
+  REQUIRE(j["install"].size() == 1);
+  CHECK(j["install"][0]["filename"] == "fixfw-1.0.0+cu128-cp313-cp313t-manylinux_2_28_x86_64.whl");
+  auto gil = w.envfix(fw({"--format", "json", "plan", "fixfw", "--gpu", "sm_90", "--driver", "580.65.06", "--python-version", "3.13",
+                          "--platform", "manylinux_2_28_x86_64"}));
+  REQUIRE(gil.rc == 0);
+  CHECK(json::parse(gil.out)["install"][0]["filename"] == "fixfw-1.0.0+cu128-cp313-cp313-manylinux_2_28_x86_64.whl");
+  auto lk = w.envfix(fw({"lock", "fixfw", "--target", "gpu=sm_90,python=3.13t,driver=580.65.06,platform=manylinux_2_28_x86_64",
+                         "--target", "gpu=sm_90,python=3.12,driver=580.65.06,platform=manylinux_2_28_x86_64", "-o",
+                         w.lockfile().string()}));
+  REQUIRE(lk.rc == 0);
+  auto lock = slurp(w.lockfile());
+  CHECK(lock.find("framework: fixfw") != std::string::npos);
+  auto ft = lock.find("id: sm_90-cp313t-manylinux_2_28_x86_64");
+  REQUIRE(ft != std::string::npos);
+  CHECK(lock.find("python: 3.13t", ft) != std::string::npos);
+  CHECK(lock.find("filename: fixfw-1.0.0+cu128-cp313-cp313t-manylinux_2_28_x86_64.whl", ft) != std::string::npos);
+  CHECK(lock.find("variant: cu128", ft) != std::string::npos);
+  CHECK(lock.find("filename: fixfw-1.0.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl") != std::string::npos);
+  // The pylock of the free-threaded target installs the cp313t wheel on 3.13.
+  auto dir = w.root() / "pylock";
+  REQUIRE(w.envfix({"--lockfile", w.lockfile().string(), "export", "--as", "pylock", "--all", "-o", dir.string()}).rc == 0);
+  auto ftl = slurp(dir / "pylock.sm_90-cp313t-manylinux_2_28_x86_64.toml");
+  CHECK_MESSAGE(ftl.find("requires-python = '==3.13.*'") != std::string::npos, ftl);
+  CHECK(ftl.find("cp313-cp313t-manylinux_2_28_x86_64.whl") != std::string::npos);
+  CHECK(ftl.find("cp313-cp313-manylinux") == std::string::npos);
+  // The matrices row says which Python builds the release has, free-threaded ones included.
+  auto mx = w.envfix({"--format", "json", "matrix", "--matrices", mdir, "--framework", "fixfw", "--version", "1.0.0"});
+  REQUIRE(mx.rc == 0);
+  CHECK(json::parse(mx.out)["release"]["python"] == json::array({"cp312", "cp313", "cp313t"}));
+}
+
+// A kept package the index does not serve is never silently left out of the lockfile: it is locked
+// under installed-only with its provenance; apply --locked requires it (docs/lockfile.md).
+TEST_CASE("lockfile: a kept package no index serves is locked as installed-only, and apply --locked requires it") {
+  World w(kNeighboursFull);
+  auto ve = neighbours_venv(w);
+  auto py = (ve / "bin/python").string();
+  auto r = w.envfix({"apply", "app", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()});
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.find("typing-extensions 4.15.0 is kept as installed, but no index of the set serves it") != std::string::npos);
+  CHECK(r.err.find("interpreter: " + py + " (from --python)") != std::string::npos);
+  auto lock = slurp(w.lockfile());
+  auto io = lock.find("    installed-only:\n      - name: typing-extensions\n        version: \"4.15.0\"\n");
+  REQUIRE(io != std::string::npos);
+  CHECK(lock.find("provenance: \"installed by pip; not served by " + w.index_url(), io) != std::string::npos);
+  CHECK(lock.find("filename: typing_extensions-4.15.0") == std::string::npos);
+  // envfix lock resolves from the index alone (a lock is for every machine of its targets): the
+  // index's typing-extensions, nothing installed-only.
+  auto lk_path = w.root() / "lock2.lock";
+  auto lk = w.envfix({"lock", "app", "--index-url", w.index_url(), "--python", py, "-o", lk_path.string()});
+  REQUIRE(lk.rc == 0);
+  CHECK(lk.err.find("kept as installed") == std::string::npos);
+  CHECK(slurp(lk_path).find("installed-only:") == std::string::npos);
+  CHECK(slurp(lk_path).find("filename: typing_extensions-4.12.2-") != std::string::npos);
+  CHECK(lk.err.find("interpreter: " + py + " (from --python)") != std::string::npos);
+  // That lock would break pydantic here: apply --locked runs the same pip check as a plan.
+  const auto before_locked = manifest(ve);
+  auto breaking = w.envfix({"apply", "--locked", "--python", py, "--yes", "--lockfile", lk_path.string()});
+  CHECK(breaking.rc == 1);
+  CHECK(breaking.err.find("pydantic==2.13.4 requires typing-extensions>=4.14.1") != std::string::npos);
+  CHECK(manifest(ve) == before_locked);
+  // Here it is installed: --locked reinstalls app and leaves typing-extensions be.
+  auto again = w.envfix({"apply", "--locked", "--python", py, "--yes", "--lockfile", w.lockfile().string()});
+  CHECK(again.rc == 0);
+  auto check = w.pip(ve, {"check"});
+  CHECK_MESSAGE(check.ok(), (check.out + check.err));
+  // A fresh venv lacks it: refused naming it, nothing changed.
+  auto fresh = w.venv("fresh");
+  const auto before = manifest(fresh);
+  auto refused = w.envfix({"apply", "--locked", "--python", (fresh / "bin/python").string(), "--yes", "--lockfile", w.lockfile().string()});
+  CHECK(refused.rc == 1);
+  CHECK(refused.err.find("keeps 1 package no index serves") != std::string::npos);
+  CHECK(refused.err.find("typing-extensions 4.15.0 (installed by pip; not served by") != std::string::npos);
+  CHECK(refused.err.find("not installed") != std::string::npos);
+  CHECK(manifest(fresh) == before);
+  // The exports name it instead of pretending to install it.
+  auto rq = w.envfix({"--lockfile", w.lockfile().string(), "export", "--as", "requirements"});
+  REQUIRE(rq.rc == 0);
+  CHECK(rq.out.find("# not installed by this file: typing-extensions==4.15.0") != std::string::npos);
 }
 
 } // TEST_SUITE

@@ -463,6 +463,36 @@ TEST_CASE("doctor step 1: CUDA runtime, local toolkit, WSL and container, from a
   }
 }
 
+// The guide's last fix: back from a nightly to stable once stable covers the GPU.
+TEST_CASE("doctor: a nightly install on a GPU that stable now covers natively says how to go back") {
+  FakeEnv env;
+  env.dist("torch", "2.12.0.dev20261130+cu130", {"nvidia-cuda-runtime==13.0.96"});
+  auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.65.06", "--no-repro", "--no-kernels"}));
+  const json* f = finding(j, "stable-covers-gpu");
+  REQUIRE(f);
+  CHECK((*f)["severity"] == "info");
+  CHECK((*f)["message"].get<std::string>().find("2.12.0.dev20261130+cu130 is a nightly build") != std::string::npos);
+  CHECK((*f)["message"].get<std::string>().find("native kernels for sm_90") != std::string::npos);
+  CHECK((*f)["hint"] == "envfix apply --framework torch --channel stable");
+  // The release it names is a stable one that the matrices list for sm_90.
+  auto m = util::run_process({envfix_bin().string(), "matrix", "--framework", "torch", "--gpu", "sm_90", "--format", "json"}).value();
+  auto named = (*f)["message"].get<std::string>();
+  auto at = named.find("stable release ") + 15;
+  CHECK(m.out.find("\"" + named.substr(at, named.find(' ', at) - at) + "\"") != std::string::npos);
+
+  SUBCASE("no stable build for a GPU newer than every release: no note") {
+    auto j2 = parse(env.run({"--gpu", "sm_130", "--driver", "580.65.06", "--no-repro", "--no-kernels"}));
+    CHECK_FALSE(codes(j2).contains("stable-covers-gpu"));
+  }
+}
+
+TEST_CASE("doctor: a stable install gets no back-to-stable note") {
+  FakeEnv env;
+  env.dist("torch", "2.11.0+cu130", {"nvidia-cuda-runtime==13.0.96"});
+  auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.65.06", "--no-repro", "--no-kernels"}));
+  CHECK_FALSE(codes(j).contains("stable-covers-gpu"));
+}
+
 TEST_CASE("doctor: no GPU, no driver, no framework; exit codes") {
   FakeEnv env;
   auto r = env.run({});

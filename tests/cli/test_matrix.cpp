@@ -110,7 +110,7 @@ TEST_CASE("matrix --framework torch --version 2.7.0: variants, archs, companions
   CHECK(j["version"] == "2.7.0");
   CHECK(j["companions"]["torchvision"] == "0.22.0");
   CHECK(j["companions"]["torchaudio"] == "2.7.0");
-  CHECK(j["release"]["python"].size() == 6);
+  CHECK(j["release"]["python"] == json::array({"cp39", "cp310", "cp311", "cp312", "cp313", "cp313t"})); // free-threaded: cp313t
   CHECK(j["release"]["pypi_default"] == "cu126");
   REQUIRE(j["variants"].size() == 3);
   bool seen128 = false;
@@ -139,6 +139,11 @@ TEST_CASE("matrix --framework torch --version 2.7.0: variants, archs, companions
   CHECK(t.exit_code == 0);
   CHECK(t.err.find("companions: torchvision 0.22.0, torchaudio 2.7.0, torchcodec 0.4.0") != std::string::npos);
   CHECK(t.err.find("SASS sm_75 sm_80 sm_86 sm_90 sm_100 sm_120; PTX compute_120") != std::string::npos);
+  CHECK(t.err.find("python: cp39 cp310 cp311 cp312 cp313 cp313t\n") != std::string::npos);
+  // 2.12.1 dropped cp313t but kept cp314t (pytorch/pytorch#186654, matrices/data/torch.yaml).
+  json n = run_json({"matrix", "--framework", "torch", "--version", "2.12.1"});
+  CHECK(n["release"]["python"].dump().find("\"cp313t\"") == std::string::npos);
+  CHECK(n["release"]["python"].dump().find("\"cp314t\"") != std::string::npos);
 }
 
 TEST_CASE("matrix errors: unknown GPU, framework, version → exit 1 with a hint") {

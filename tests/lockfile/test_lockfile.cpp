@@ -202,6 +202,41 @@ TEST_CASE("a free-threaded target: id cp313t, pylock requires-python without the
   CHECK(py.find("==3.13.*") != std::string::npos);
   CHECK(py.find("3.13t.*") == std::string::npos);
 }
+
+TEST_CASE("installed-only: a kept package no index serves is locked with its provenance, read back, named by the exports") {
+  LockFile l = sample();
+  l.targets[0].installed_only.push_back({"typing-extensions", "4.15.0", "installed by pip; not served by https://m.example/simple"});
+  auto y = l.to_yaml();
+  CHECK(y.find("    installed-only:\n      - name: typing-extensions\n        version: \"4.15.0\"\n") != std::string::npos);
+  auto back = LockFile::parse(y, "envfix.lock");
+  REQUIRE(back);
+  REQUIRE(back->targets[0].installed_only.size() == 1);
+  CHECK(back->targets[0].installed_only[0] == l.targets[0].installed_only[0]);
+  CHECK(back->to_yaml() == y);
+  // Nothing pretends to install it: the pylock names it in [tool.envfix], requirements in a comment.
+  auto py = to_pylock_toml(l, l.targets[0]);
+  CHECK(py.find("installed-only = [") != std::string::npos);
+  CHECK(py.find("typing-extensions==4.15.0 (installed by pip") != std::string::npos);
+  auto rq = to_requirements_txt(l, l.targets[0]);
+  CHECK(rq.find("# not installed by this file: typing-extensions==4.15.0") != std::string::npos);
+  CHECK(rq.find("\ntyping-extensions==") == std::string::npos);
+  // apply --locked's check: the exact version installed, or a line naming what is there.
+  CHECK(unmet_installed_only(l.targets[0], {{"typing_extensions", "4.15"}, {"torch", "2.7.0"}}).empty());
+  auto older = unmet_installed_only(l.targets[0], {{"typing-extensions", "4.12.2"}});
+  REQUIRE(older.size() == 1);
+  CHECK(older[0] == "typing-extensions 4.15.0 (installed by pip; not served by https://m.example/simple): 4.12.2 is installed");
+  auto none = unmet_installed_only(l.targets[0], {});
+  REQUIRE(none.size() == 1);
+  CHECK(none[0].ends_with(": not installed"));
+  // A name both locked with a file and installed-only is a broken file.
+  auto dup = y;
+  dup.replace(dup.find("      - name: typing-extensions"), 31, "      - name: torch");
+  auto bad = LockFile::parse(dup, "envfix.lock");
+  REQUIRE(!bad);
+  REQUIRE(!bad.error().causes.empty());
+  CHECK(bad.error().causes[0].find("duplicate installed-only 'torch'") != std::string::npos);
+  CHECK(!LockFile::parse(y + "      - nope\n", "envfix.lock"));
+}
 }
 
 TEST_SUITE("integration") {

@@ -609,6 +609,51 @@ TEST_CASE("2026-12 corrections: Python tags (2.11.0 cp313t; 2.12.0 has it, 2.12.
   CHECK(has("2.12.1", "cp314t"));
 }
 
+TEST_CASE("free-threaded Python tags: cp313t/cp314t rows load; a t before 3.13 or on PyPy is refused with its location") {
+  // Every free-threaded tag of the embedded data is CPython 3.13 or later, and each release that has
+  // one has its GIL build too.
+  for (const auto& f : embedded().frameworks())
+    for (const auto& r : f.releases)
+      for (const auto& t : r.python)
+        if (t.ends_with("t")) {
+          CAPTURE(f.name);
+          CAPTURE(t);
+          CHECK(t.starts_with("cp3"));
+          CHECK(std::stoi(t.substr(3, t.size() - 4)) >= 13);
+          CHECK(std::find(r.python.begin(), r.python.end(), t.substr(0, t.size() - 1)) != r.python.end());
+        }
+  auto fw = [](const std::string& tags) {
+    return Knowledge::load_from({{"f.yaml", R"y(schema: 1
+frameworks:
+  ftfw:
+    main_package: ftfw
+    default_mirror: "https://ftfw.invalid"
+    channels: {stable: "{mirror}/whl/{variant}"}
+    source: "test"
+    variants: {cpu: {kind: cpu}}
+    smoke: {step_a: "import ftfw", step_b: "import ftfw"}
+    releases:
+      - versions: ["1.0"]
+        python: )y" + tags + R"y(
+        source: "test"
+        variants:
+          cpu:
+            linux_x86_64: {sass: [], ptx: [], confidence: verified, source: "test"}
+)y"}});
+  };
+  auto ok = fw("[cp313, cp313t, cp314, cp314t]");
+  REQUIRE_MESSAGE(ok, (ok ? "" : all_causes(ok.error())));
+  CHECK(ok->framework("ftfw")->releases[0].python == std::vector<std::string>{"cp313", "cp313t", "cp314", "cp314t"});
+  auto bad = fw("[cp312t, pp310t, cp313x]");
+  REQUIRE(!bad);
+  auto all = all_causes(bad.error());
+  CAPTURE(all);
+  CHECK(all.find("f.yaml:12:18: frameworks.ftfw.releases[0].python[0]: invalid Python tag 'cp312t': free-threaded builds") !=
+        std::string::npos);
+  CHECK(all.find("python[1]: invalid Python tag 'pp310t'") != std::string::npos);
+  CHECK(all.find("python[2]: invalid Python tag 'cp313x'") != std::string::npos);
+}
+
 TEST_CASE("2026-12 corrections: the nightly has cu134 (CUDA 13.4), judged by the 13.x floor") {
   const auto& k = embedded();
   auto nightly = k.variants_for("torch", ver("2.15.0.dev20261120"));

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "probe/installed.hpp"
 #include "test_support.hpp"
 #include "util/fs.hpp"
@@ -191,6 +193,40 @@ TEST_CASE("conda-meta records own dist-infos and list kernels in $PREFIX/lib") {
   REQUIRE(objs->size() == 1);
   CHECK(objs->front().path.filename() == "libtorch_cuda.so");
   CHECK(notes.size() == 1); // the broken record is named
+}
+
+TEST_CASE("conda-forge layout: pytorch's kernels are in libtorch's record; other dependencies' objects are not torch's") {
+  TempDir tmp;
+  auto prefix = tmp.path();
+  auto site = prefix / "lib/python3.12/site-packages";
+  const std::string rel = "lib/python3.12/site-packages/";
+  test::write(site / "torch-2.9.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0\n");
+  test::write(site / "torch-2.9.0.dist-info/INSTALLER", "conda\n");
+  test::write(site / "torchvision-0.24.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: torchvision\nVersion: 0.24.0\n");
+  test::write(site / "torchvision-0.24.0.dist-info/INSTALLER", "pip\n"); // pip's, beside conda's torch
+  for (const char* so : {"libtorch_cuda.so", "libtorch_cpu.so", "libcublas.so.12", "libc10.so"}) test::write(prefix / "lib" / so, "x");
+  test::write(prefix / "conda-meta/pytorch-2.9.0-cuda129_mkl_py312_h0_300.json",
+              R"({"name": "pytorch", "version": "2.9.0", "build": "cuda129_mkl_py312_h0_300", "channel": "https://conda.anaconda.org/conda-forge",
+                  "depends": ["libtorch 2.9.0 cuda129_mkl_h0_300", "libcublas >=12.9", "python >=3.12,<3.13.0a0"],
+                  "files": [")" + rel + R"(torch-2.9.0.dist-info/METADATA", ")" + rel + R"(torch/__init__.py"]})");
+  test::write(prefix / "conda-meta/libtorch-2.9.0-cuda129_mkl_h0_300.json",
+              R"({"name": "libtorch", "version": "2.9.0", "build": "cuda129_mkl_h0_300", "depends": [],
+                  "files": ["lib/libtorch_cuda.so", "lib/libtorch_cpu.so", "lib/libc10.so", "include/torch/x.h"]})");
+  test::write(prefix / "conda-meta/libcublas-12.9.1.4-h0_0.json",
+              R"({"name": "libcublas", "version": "12.9.1.4", "build": "h0_0", "files": ["lib/libcublas.so.12"]})");
+  auto dists = scan_site_directory(site);
+  read_conda_meta(prefix, dists);
+  REQUIRE(dists.size() == 2);
+  REQUIRE(dists[0].conda);
+  CHECK(dists[0].conda->name == "pytorch");
+  CHECK(conda_build_variant(dists[0].conda->build) == "cu129");
+  auto objs = installed_shared_objects(dists[0]);
+  REQUIRE(objs);
+  std::set<std::string> names;
+  for (const auto& o : *objs) names.insert(o.path.filename().string());
+  CHECK(names == std::set<std::string>{"libc10.so", "libtorch_cpu.so", "libtorch_cuda.so"}); // not libcublas
+  CHECK(dists[1].name == "torchvision");
+  CHECK(!dists[1].conda); // pip's
 }
 
 } // TEST_SUITE integration

@@ -4,6 +4,7 @@
 
 #include "probe/host_facts.hpp"
 #include "probe/python_probe.hpp"
+#include "specs/tag.hpp"
 #include "test_support.hpp"
 #include "util/subprocess.hpp"
 
@@ -39,6 +40,32 @@ TEST_CASE("interpreter probe JSON captured on the H200 machine") {
   CHECK(*info.tag_env.glibc == std::pair{2, 39});
   CHECK(info.soabi == "cpython-312-x86_64-linux-gnu");
   CHECK(!info.externally_managed);
+}
+
+TEST_CASE("a free-threaded interpreter (3.13t): abiflags t, or Py_GIL_DISABLED where there are no abiflags; cp313t tags first") {
+  auto j = nlohmann::json::parse(fixture("python-probe.json"));
+  j["markers"]["python_full_version"] = "3.13.1";
+  j["markers"]["python_version"] = "3.13";
+  j["abiflags"] = "t";
+  j["gil_disabled"] = 1;
+  auto ft = parse_python_probe(j.dump()).value();
+  CHECK(ft.tag_env.abiflags == "t");
+  auto tags = specs::supported_tags(ft.tag_env);
+  REQUIRE(!tags.empty());
+  CHECK(tags.front().to_string().starts_with("cp313-cp313t-manylinux"));
+  bool abi3 = false, gil = false;
+  for (const auto& t : tags) {
+    abi3 = abi3 || t.abi == "abi3";
+    gil = gil || t.abi == "cp313";
+  }
+  CHECK(!abi3); // the stable ABI is not available to free-threaded builds
+  CHECK(!gil);
+  j["abiflags"] = ""; // Windows: no sys.abiflags
+  CHECK(parse_python_probe(j.dump()).value().tag_env.abiflags == "t");
+  j["gil_disabled"] = 0;
+  CHECK(parse_python_probe(j.dump()).value().tag_env.abiflags.empty());
+  j["gil_disabled"] = nullptr; // older interpreters: the variable does not exist
+  CHECK(parse_python_probe(j.dump()).value().tag_env.abiflags.empty());
 }
 
 TEST_CASE("PEP 668 marker counts only outside a venv") {
