@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "cli/globals.hpp"
-#include "cli/pipeline.hpp"
+#include "cli/views.hpp"
 #include "cli/render.hpp"
 #include "index/index_client.hpp"
 

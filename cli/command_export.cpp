@@ -1,4 +1,4 @@
-// envfix export --format pylock|requirements [-o FILE] [--target ID] [--all]: a lockfile target as
+// envfix export --as pylock|requirements [-o FILE] [--target ID] [--all]: a lockfile target as
 // PEP 751 pylock.toml or as pip requirements with --hash lines (docs/lockfile.md, "export").
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -9,7 +9,8 @@
 #include <set>
 
 #include "cli/globals.hpp"
-#include "cli/pipeline.hpp"
+#include "api/host.hpp"
+#include "api/lock.hpp"
 #include "cli/render.hpp"
 #include "lockfile/lockfile.hpp"
 #include "util/fs.hpp"
@@ -28,16 +29,6 @@ struct ExportOptions {
   bool all = false;
 };
 
-// Does target `t` describe `host`? (GPUs set-equal, python X.Y, platform supported.)
-bool matches(const lockfile::LockTarget& t, const Host& host) {
-  std::set<std::string> hg, tg(t.host.gpus.begin(), t.host.gpus.end());
-  for (const auto& [n, cc] : host.gpus) hg.insert(cc.sm_name());
-  if (hg != tg || t.host.python != host.python_mm) return false;
-  for (const auto& tag : host.python.tags)
-    if (tag.platform == t.host.platform) return true;
-  return false;
-}
-
 Expected<int> run_export(const Globals& g, const ExportOptions& o) {
   auto lock = ENVFIX_TRY(lockfile::LockFile::read(g.lockfile));
   if (lock.targets.empty()) return make_error(ErrorCode::invalid_input, fmt::format("{} has no targets", g.lockfile));
@@ -55,19 +46,18 @@ Expected<int> run_export(const Globals& g, const ExportOptions& o) {
   } else if (lock.targets.size() == 1) {
     chosen.push_back(&lock.targets.front());
   } else {
-    auto knowledge = ENVFIX_TRY(load_knowledge(g));
-    auto host = ENVFIX_TRY(make_host(g, knowledge.get()));
-    for (const auto& t : lock.targets)
-      if (matches(t, host)) {
-        chosen.push_back(&t);
-        break;
-      }
-    if (chosen.empty()) {
+    // The same rule as `apply --locked` (lockfile/select.hpp).
+    auto knowledge = ENVFIX_TRY(api::load_knowledge(g));
+    auto host = ENVFIX_TRY(api::make_host(g, knowledge.get()));
+    auto sel = lockfile::select(lock, api::host_view(host));
+    if (!sel.chosen) {
       std::string ids;
       for (const auto& x : lock.targets) ids += (ids.empty() ? "" : ", ") + x.id;
-      return make_error(ErrorCode::not_found, fmt::format("no target in {} matches this host", g.lockfile),
-                        fmt::format("pick one with --target ID ({}) or export them all with --all", ids));
+      Error e{ErrorCode::not_found, fmt::format("no target in {} matches this host", g.lockfile), sel.reasons(),
+              fmt::format("pick one with --target ID ({}) or export them all with --all", ids)};
+      return std::unexpected(std::move(e));
     }
+    chosen.push_back(sel.chosen);
   }
   const bool pylock = o.format == "pylock";
   if (o.all && !o.output.empty() && o.output != "-") {
@@ -108,9 +98,8 @@ Expected<int> run_export(const Globals& g, const ExportOptions& o) {
 void add_export_command(CLI::App& app, Globals& g) {
   auto o = std::make_shared<ExportOptions>();
   auto* cmd = app.add_subcommand("export", "Write a lockfile target as pylock.toml (PEP 751) or hashed requirements");
-  // Shadows the global --format (text|json) inside this subcommand; `envfix --format json export …`
-  // still selects JSON output.
-  cmd->add_option("--format", o->format, "pylock | requirements")->required()->check(CLI::IsMember({"pylock", "requirements"}));
+  // --as, not --format: the global --format (text|json) stays the output format here too.
+  cmd->add_option("--as", o->format, "pylock | requirements")->required()->check(CLI::IsMember({"pylock", "requirements"}));
   cmd->add_option("-o,--output", o->output, "File to write ('-' = stdout; with --all: a directory)");
   cmd->add_option("--target", o->target, "Target id in the lockfile (default: the one matching this host, or the only one)");
   cmd->add_flag("--all", o->all, "Every target, one file each (pylock.<id>.toml, requirements-<id>.txt)");

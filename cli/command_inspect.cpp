@@ -89,8 +89,7 @@ void add_inspect_command(CLI::App& app, Globals& g) {
     for (const auto& s : g.gpus) {
       auto cc = specs::ComputeCapability::parse(s);
       if (!cc) {
-        print_error(Error(cc.error()).context(fmt::format("--gpu {}", s)));
-        g.exit_code = 1;
+        g.exit_code = fail(Error(cc.error()).context(fmt::format("--gpu {}", s)));
         return;
       }
       if (std::find(gpus.begin(), gpus.end(), *cc) == gpus.end()) gpus.push_back(*cc);

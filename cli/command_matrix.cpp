@@ -24,28 +24,11 @@ using nlohmann::json;
 using matrices::Knowledge;
 using matrices::RunKind;
 
-struct ResolvedGpu {
-  std::string query;
-  std::string name;   // product name, "" for a bare arch
-  std::string family; // "" when unknown
-  specs::ComputeCapability cc;
-};
-
-Expected<ResolvedGpu> resolve_gpu(const Knowledge& k, const std::string& query) {
-  if (auto g = k.gpu(query)) return ResolvedGpu{query, g->name, g->family, g->cc};
-  if (auto c = specs::ComputeCapability::parse(query)) {
-    ResolvedGpu r{query, "", "", *c};
-    // A family name for a bare arch: any product of that compute capability.
-    for (const auto& g : k.gpus())
-      if (g.cc == *c) {
-        r.family = g.family;
-        break;
-      }
-    return r;
-  }
-  return make_error(ErrorCode::invalid_input, fmt::format("unknown GPU '{}'", query),
-                    "give an arch (sm_120, 12.0) or a product name (\"RTX 5090\"); new products can be added in "
-                    "'gpus:' of a --matrices override");
+// The one "arch or GPU name" rule (matrices::Knowledge::resolve_gpu); a bare arch shows no product name.
+Expected<matrices::ResolvedGpu> resolve_gpu(const Knowledge& k, const std::string& query) {
+  auto g = ENVFIX_TRY(k.resolve_gpu(query));
+  if (g.bare_arch) g.name.clear();
+  return g;
 }
 
 std::string platform_of(const Globals& g) {
@@ -281,8 +264,7 @@ int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matr
   for (const auto& q : g.gpus) {
     auto rg = resolve_gpu(k, q);
     if (!rg) {
-      print_error(rg.error());
-      return exit_code_for(rg.error());
+      return fail(rg.error());
     }
     json jg;
     jg["query"] = rg->query;
@@ -419,8 +401,7 @@ int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matr
 int release_query(const Knowledge& k, const Globals& g, const matrices::Framework& f, const std::string& version_text) {
   auto v = specs::Version::parse(version_text);
   if (!v) {
-    print_error(Error(v.error()).context(fmt::format("--version {}", version_text)));
-    return 1;
+    return fail(Error(v.error()).context(fmt::format("--version {}", version_text)));
   }
   const matrices::Release* r = f.release(*v);
   if (!r) {
@@ -428,15 +409,13 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
     for (const auto* row : rows_newest_first(f)) known.push_back(row->label());
     Error e{ErrorCode::not_found, fmt::format("{} {} is not in the matrices", f.name, v->to_string()), {},
             fmt::format("known: {}; add a release with --matrices DIR (matrices/README.md)", join(known, "; "))};
-    print_error(e);
-    return exit_code_for(e);
+    return fail(e);
   }
-  std::vector<ResolvedGpu> gpus;
+  std::vector<matrices::ResolvedGpu> gpus;
   for (const auto& q : g.gpus) {
     auto rg = resolve_gpu(k, q);
     if (!rg) {
-      print_error(rg.error());
-      return exit_code_for(rg.error());
+      return fail(rg.error());
     }
     gpus.push_back(*rg);
   }
@@ -599,8 +578,7 @@ void add_matrix_command(CLI::App& app, Globals& g) {
   cmd->callback([&app, &g, version] {
     auto k = Knowledge::load_default(g.matrices_dir);
     if (!k) {
-      print_error(k.error());
-      g.exit_code = exit_code_for(k.error());
+      g.exit_code = fail(k.error());
       return;
     }
     // --framework has a default (torch); only an explicit one narrows the GPU view.
@@ -614,8 +592,7 @@ void add_matrix_command(CLI::App& app, Globals& g) {
         for (const auto& x : k->frameworks()) names.push_back(x.name);
         Error e{ErrorCode::not_found, fmt::format("unknown framework '{}'", g.framework), {},
                 fmt::format("known: {}", join(names, ", "))};
-        print_error(e);
-        g.exit_code = exit_code_for(e);
+        g.exit_code = fail(e);
         return;
       }
       fws.push_back(f);

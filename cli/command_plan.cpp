@@ -6,8 +6,9 @@
 #include <filesystem>
 
 #include "cli/globals.hpp"
-#include "cli/pipeline.hpp"
+#include "api/plan.hpp"
 #include "cli/render.hpp"
+#include "cli/views.hpp"
 #include "resolver/plan.hpp"
 
 namespace envfix::cli {
@@ -33,24 +34,13 @@ void render_rejected(const std::vector<resolver::Rejection>& rejected) {
                       r.detail, r.index.empty() ? "" : styled(" — " + r.index, Style::dim)));
 }
 
-void render_text(const resolver::Plan& p, const Host& h, const PlanOptions& o, double seconds, std::size_t resolved) {
+void render_text(const resolver::Plan& p, const api::Host& h, const PlanOptions& o, double seconds, std::size_t resolved) {
   human(host_line(h));
   if (!p.channel.empty()) human(fmt::format("{} {} ({})", styled("chose:", Style::bold), p.why, p.index));
   else human(fmt::format("{} {}", styled("index:", Style::bold), p.index));
   for (const auto& w : p.warnings) warn(w);
   human(styled(fmt::format("Resolved {} packages in {:.0f}ms", resolved, seconds * 1000), Style::dim));
-  for (const auto& r : p.remove) human(fmt::format(" {} {}=={}{}{}", styled("-", Style::red), r.name, r.version,
-                                                   r.why == "replaced" ? "" : styled(" (" + r.why + ")", Style::dim),
-                                                   r.conda.empty() ? "" : styled(" (conda's: " + r.conda + ")", Style::yellow)));
-  for (const auto& i : p.install) {
-    // A replacement names who forces it: an installed package changes only when a requirement does.
-    std::string why;
-    if (!i.replaces.empty() && !i.required_by.empty()) {
-      for (const auto& r : i.required_by) why += (why.empty() ? "" : ", ") + r;
-      why = styled(fmt::format(" (replaces {}; required by {})", i.replaces, why), Style::dim);
-    }
-    human(fmt::format(" {} {}=={}{}", styled("+", Style::green), i.name, i.version, why));
-  }
+  for (const auto& c : change_list(p, true)) human(c);
   if (p.empty()) human("Nothing to do: the environment already matches the plan.");
   else {
     // A file the index gives no size for is counted apart: "0 B" would be a wrong answer.
@@ -66,10 +56,9 @@ void render_text(const resolver::Plan& p, const Host& h, const PlanOptions& o, d
 }
 
 Expected<int> run_plan(const Globals& g, const PlanOptions& o, std::vector<resolver::Rejection>* rejected_out) {
-  PlanFlags flags{o.pre, o.allow_unhashed};
-  flags.rejected_out = rejected_out;
-  auto ctx = ENVFIX_TRY(build_plan(g, o.requests, flags));
-  ENVFIX_TRY(check_installed(ctx, o.allow_breaking, o.allow_conda_overwrite));
+  api::PlanRequest r{.requirements = o.requests, .pre = o.pre, .allow_unhashed = o.allow_unhashed,
+                     .allow_breaking = o.allow_breaking, .allow_conda_overwrite = o.allow_conda_overwrite};
+  auto ctx = ENVFIX_TRY(api::plan(g, r, rejected_out));
   if (g.format == "json") machine(plan_json(ctx.plan, ctx.host).dump(2));
   else render_text(ctx.plan, ctx.host, o, ctx.seconds, ctx.resolved);
   return 0;

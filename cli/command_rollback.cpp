@@ -32,11 +32,6 @@ nlohmann::json refs(const std::vector<installer::DistRef>& v) {
   return a;
 }
 
-int fail_with(const Error& e) {
-  print_error(e);
-  return exit_code_for(e);
-}
-
 } // namespace
 
 void add_rollback_command(CLI::App& app, Globals& g) {
@@ -51,13 +46,13 @@ void add_rollback_command(CLI::App& app, Globals& g) {
   rb->callback([&g, dry, drop] {
     auto target = target_of(g);
     if (!target) {
-      g.exit_code = fail_with(target.error());
+      g.exit_code = fail(target.error());
       return;
     }
     if (*drop) {
       auto freed = installer::drop_backups(*target);
       if (!freed) {
-        g.exit_code = fail_with(freed.error());
+        g.exit_code = fail(freed.error());
         return;
       }
       if (g.format == "json") machine(nlohmann::json{{"freed_bytes", *freed}}.dump());
@@ -66,11 +61,11 @@ void add_rollback_command(CLI::App& app, Globals& g) {
     }
     auto last = installer::last_backup(*target);
     if (!last) {
-      g.exit_code = fail_with(last.error());
+      g.exit_code = fail(last.error());
       return;
     }
     if (!*last) {
-      g.exit_code = fail_with(Error{ErrorCode::not_found,
+      g.exit_code = fail(Error{ErrorCode::not_found,
                                     fmt::format("nothing to roll back in {}", target->prefix.string()),
                                     {},
                                     "only the last envfix transaction kept with a backup can be undone"});
@@ -91,7 +86,7 @@ void add_rollback_command(CLI::App& app, Globals& g) {
     }
     auto r = installer::rollback(*target);
     if (!r) {
-      g.exit_code = fail_with(r.error());
+      g.exit_code = fail(r.error());
       return;
     }
     if (g.format == "json") {
@@ -110,12 +105,12 @@ void add_rollback_command(CLI::App& app, Globals& g) {
   rc->callback([&g] {
     auto target = target_of(g);
     if (!target) {
-      g.exit_code = fail_with(target.error());
+      g.exit_code = fail(target.error());
       return;
     }
     auto r = installer::recover(*target);
     if (!r) {
-      g.exit_code = fail_with(r.error());
+      g.exit_code = fail(r.error());
       return;
     }
     if (g.format == "json") {

@@ -14,9 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/globals.hpp"
-#include "cli/pipeline.hpp"
+#include "api/host.hpp"
+#include "api/smoke.hpp"
+#include "cli/views.hpp"
+#include "util/strings.hpp"
 #include "cli/render.hpp"
-#include "cli/smoke.hpp"
 #include "probe/host_facts.hpp"
 #include "specs/name.hpp"
 #include "util/python.hpp"
@@ -24,6 +26,8 @@
 
 namespace envfix::cli {
 namespace {
+
+using namespace envfix::api; // smoke steps and the CUDA error classes (api/smoke.hpp)
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -108,7 +112,7 @@ json step_json(const StepResult& s) {
 }
 
 // The command that installs a build with kernels for these GPUs (as doctor prints it).
-std::string fix_command(const Globals& g, const matrices::Framework& fw, const Host& host) {
+std::string fix_command(const Globals& g, const matrices::Framework& fw, const api::Host& host) {
   std::set<std::string> family{specs::normalize_name(fw.main_package)};
   for (const auto& c : fw.companions) family.insert(specs::normalize_name(c));
   std::string pkgs;
@@ -162,7 +166,7 @@ AppResult run_app(const std::string& cmd, const fs::path& python, std::chrono::s
 
 Expected<int> run_verify(const Globals& g, const VerifyOptions& o) {
   std::set<std::string> layers;
-  for (const auto& l : split_commas(o.layers)) {
+  for (const auto& l : util::split(o.layers, ',')) {
     if (l != "repro" && l != "model" && l != "app")
       return make_error(ErrorCode::invalid_input, fmt::format("--layers: unknown layer '{}'", l),
                         "layers are repro, model and app, comma-separated");
@@ -170,11 +174,11 @@ Expected<int> run_verify(const Globals& g, const VerifyOptions& o) {
   }
   if (layers.contains("app") && o.app.empty() && o.layers != VerifyOptions{}.layers)
     return make_error(ErrorCode::invalid_input, "--layers app needs --app CMD", "e.g. --app 'python train.py --steps 10'");
-  auto knowledge = ENVFIX_TRY(load_knowledge(g));
+  auto knowledge = ENVFIX_TRY(api::load_knowledge(g));
   if (!knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
   const auto* fw = knowledge->framework(g.framework);
   if (!fw) return make_error(ErrorCode::invalid_input, fmt::format("--framework {}: not in the matrices", g.framework));
-  auto host = ENVFIX_TRY(make_host(g, knowledge.get()));
+  auto host = ENVFIX_TRY(api::make_host(g, knowledge.get()));
   const fs::path python = host.facts.python->executable;
   const std::string main = specs::normalize_name(fw->main_package);
   std::string main_local;

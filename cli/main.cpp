@@ -10,7 +10,13 @@ void add_global_options(CLI::App& app, Globals& g) {
   app.option_defaults()->always_capture_default(false);
   auto* out = app.add_option_group("Output");
   out->add_option("--format", g.format, "Output format: text (stderr) or json (stdout)")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v == "text" || v == "json") return {};
+            if (v == "pylock" || v == "requirements") return "export's file format is `envfix export --as " + v + "`";
+            return "'" + v + "' is not text or json";
+          },
+          "text|json"));
   out->add_option("--color", g.color, "auto|always|never")->check(CLI::IsMember({"auto", "always", "never"}));
   out->add_flag("-v,--verbose", g.verbose, "More detail (repeatable)");
   out->add_flag("-q,--quiet", g.quiet, "Only errors");

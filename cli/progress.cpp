@@ -7,7 +7,8 @@
 #include <fmt/format.h>
 
 #include "cli/globals.hpp"
-#include "cli/pipeline.hpp"
+#include "cli/render.hpp"
+#include "cli/views.hpp"
 
 namespace envfix::cli {
 
@@ -49,6 +50,11 @@ void ProgressLine::update(std::uint64_t done, std::uint64_t total) {
   m_drawn = true;
 }
 
+void ProgressLine::restart() {
+  std::lock_guard lock(m_mutex);
+  m_start = std::chrono::steady_clock::now();
+}
+
 void ProgressLine::clear() {
   if (!m_enabled) return;
   std::lock_guard lock(m_mutex);
@@ -57,5 +63,28 @@ void ProgressLine::clear() {
   std::fflush(stderr);
   m_drawn = false;
 }
+
+ProgressReporter::ProgressReporter(const Globals& g) : m_globals(g), m_download(g, "Downloading"), m_unpack(g, "Unpacking") {}
+
+ProgressReporter::~ProgressReporter() = default;
+
+void ProgressReporter::phase(api::Phase p) {
+  m_download.clear();
+  m_unpack.clear();
+  if (p == api::Phase::download) m_download.restart();
+  if (p == api::Phase::unpack) m_unpack.restart();
+}
+
+void ProgressReporter::progress(api::Phase p, std::uint64_t done, std::uint64_t total) {
+  if (p == api::Phase::download) m_download.update(done, total);
+  else if (p == api::Phase::unpack) m_unpack.update(done, total);
+}
+
+void ProgressReporter::note(std::string_view text, bool detail) {
+  if (!detail) human(text);
+  else if (m_globals.verbose > 0) human(styled(text, Style::dim));
+}
+
+void ProgressReporter::warning(std::string_view text) { warn(text); }
 
 } // namespace envfix::cli

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "api/reporter.hpp"
+
 namespace envfix::cli {
 
 struct Globals;
@@ -25,6 +27,7 @@ public:
   // Thread-safe; cheap when disabled or called faster than the redraw rate.
   void update(std::uint64_t done, std::uint64_t total);
   void clear();
+  void restart(); // rate and ETA count from now
   [[nodiscard]] bool enabled() const { return m_enabled; }
 
 private:
@@ -33,6 +36,24 @@ private:
   std::string m_label;
   std::mutex m_mutex;
   std::chrono::steady_clock::time_point m_start, m_last;
+};
+
+// The api/ reporter for a terminal: one progress bar per sized phase (Downloading, Unpacking),
+// erased when the next phase begins; notes and warnings as human lines.
+class ProgressReporter : public virtual api::Reporter {
+public:
+  explicit ProgressReporter(const Globals& g);
+  ~ProgressReporter() override;
+  void phase(api::Phase p) override;
+  void progress(api::Phase p, std::uint64_t done, std::uint64_t total) override;
+  void note(std::string_view text, bool detail) override;
+  void warning(std::string_view text) override;
+
+protected:
+  const Globals& m_globals;
+
+private:
+  ProgressLine m_download, m_unpack;
 };
 
 } // namespace envfix::cli

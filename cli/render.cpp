@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/globals.hpp"
 #include "installer/transaction.hpp"
 #include "util/env.hpp"
@@ -16,10 +18,12 @@ namespace envfix::cli {
 namespace {
 bool g_color = false;
 bool g_quiet = false;
+bool g_json = false;
 } // namespace
 
 void init_output(const Globals& g) {
   g_quiet = g.quiet;
+  g_json = g.format == "json";
   if (g.color == "always") g_color = true;
   else if (g.color == "never") g_color = false;
   else g_color = !util::get_env("NO_COLOR") && ::isatty(STDERR_FILENO);
@@ -102,11 +106,19 @@ void print_error(const Error& e) {
   std::fwrite(out.data(), 1, out.size(), stderr);
 }
 
-int finish_command(const Expected<int>& rc) {
-  if (rc) return *rc;
-  print_error(rc.error());
-  return exit_code_for(rc.error());
+std::string error_json(const Error& e) {
+  // Causes stay a list: the derivation chain is the message.
+  return nlohmann::json{{"error", {{"code", to_string(e.code)}, {"message", e.message}, {"causes", e.causes}, {"hint", e.hint}}}}
+      .dump(2);
 }
+
+int fail(const Error& e) {
+  print_error(e);
+  if (g_json) machine(error_json(e));
+  return exit_code_for(e);
+}
+
+int finish_command(const Expected<int>& rc) { return rc ? *rc : fail(rc.error()); }
 
 int exit_code_for(const Error& e) {
   switch (e.code) {

@@ -26,7 +26,12 @@ void warn(std::string_view text);
 
 // Exit code for an error (docs/architecture.md, JSON and exit codes).
 [[nodiscard]] int exit_code_for(const Error& e);
-// A command's result as its exit code; an error is printed first.
+// The error document of docs/json.md ({"error": {code, message, causes, hint}}).
+[[nodiscard]] std::string error_json(const Error& e);
+// A command that ends in `e`: printed on stderr, and with --format json also as the error document on
+// stdout; returns the exit code.
+[[nodiscard]] int fail(const Error& e);
+// A command's result as its exit code; an error goes through fail().
 [[nodiscard]] int finish_command(const Expected<int>& rc);
 
 } // namespace envfix::cli

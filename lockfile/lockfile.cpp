@@ -319,15 +319,15 @@ Expected<LockFile> LockFile::parse(std::string_view text, std::string_view sourc
           else {
             const std::string vw = where + " verified-on";
             c.allow_keys(vn, {"gpus", "driver", "cuda-runtime", "toolkit", "interpreter", "environment", "smoke"}, vw);
-            VerifiedOn v;
-            v.gpus = c.str_list(vn, "gpus", vw);
-            v.driver = c.str(vn, "driver", vw, false);
-            v.cuda_runtime = c.str(vn, "cuda-runtime", vw, false);
-            v.toolkit = c.str(vn, "toolkit", vw, false);
-            v.interpreter = c.str(vn, "interpreter", vw);
-            v.environment = c.str(vn, "environment", vw, false);
-            v.smoke = c.str_list(vn, "smoke", vw);
-            t.verified_on = std::move(v);
+            VerifiedOn vo;
+            vo.gpus = c.str_list(vn, "gpus", vw);
+            vo.driver = c.str(vn, "driver", vw, false);
+            vo.cuda_runtime = c.str(vn, "cuda-runtime", vw, false);
+            vo.toolkit = c.str(vn, "toolkit", vw, false);
+            vo.interpreter = c.str(vn, "interpreter", vw);
+            vo.environment = c.str(vn, "environment", vw, false);
+            vo.smoke = c.str_list(vn, "smoke", vw);
+            t.verified_on = std::move(vo);
           }
         }
         t.channel = c.str(tn, "channel", where, false);

@@ -1,6 +1,8 @@
 // Queries over the loaded matrices (no I/O here; loading is in loader.cpp).
 #include "matrices/knowledge.hpp"
 
+#include "util/strings.hpp"
+
 #include <algorithm>
 #include <cctype>
 
@@ -209,6 +211,31 @@ bool words_in_order(const std::vector<std::string>& q, const std::vector<std::st
 
 } // namespace
 
+Expected<ResolvedGpu> Knowledge::resolve_gpu(std::string_view query) const {
+  if (auto c = specs::ComputeCapability::parse(query)) {
+    ResolvedGpu r{std::string(query), "planned " + c->sm_name(), "", *c, true};
+    for (const auto& g : m_gpus) // a family name for a bare arch: any product of that compute capability
+      if (g.cc == *c) {
+        r.family = g.family;
+        break;
+      }
+    return r;
+  }
+  if (auto g = gpu(query)) return ResolvedGpu{std::string(query), g->name, g->family, g->cc, false};
+  return make_error(ErrorCode::invalid_input,
+                    fmt::format("unknown GPU '{}': not an arch (sm_120, 12.0) or a known GPU name", query),
+                    "run `envfix matrix` to list known GPUs; new products can be added in 'gpus:' of a --matrices override");
+}
+
+std::optional<specs::CudaVersion> Knowledge::cuda_for_driver(std::string_view driver) const {
+  std::optional<specs::CudaVersion> best;
+  for (const auto& t : m_toolkits) {
+    if (t.min_driver_linux.empty()) continue;
+    if (compare_driver_versions(driver, t.min_driver_linux) >= 0 && (!best || t.version > *best)) best = t.version;
+  }
+  return best;
+}
+
 std::optional<GpuProduct> Knowledge::gpu(std::string_view query) const {
   std::string q = normalize_gpu_name(query);
   if (q.empty()) return std::nullopt;
@@ -396,23 +423,7 @@ std::optional<std::string> Knowledge::companion_version(std::string_view framewo
   return std::nullopt;
 }
 
-int compare_driver_versions(std::string_view a, std::string_view b) {
-  auto next = [](std::string_view& s) -> unsigned long long {
-    unsigned long long v = 0;
-    while (!s.empty() && s.front() != '.') {
-      if (std::isdigit(static_cast<unsigned char>(s.front()))) v = v * 10 + static_cast<unsigned>(s.front() - '0');
-      s.remove_prefix(1);
-      if (v > 1'000'000'000ULL) v = 1'000'000'000ULL; // saturate absurd inputs
-    }
-    if (!s.empty()) s.remove_prefix(1);
-    return v;
-  };
-  while (!a.empty() || !b.empty()) {
-    auto x = next(a), y = next(b);
-    if (x != y) return x < y ? -1 : 1;
-  }
-  return 0;
-}
+int compare_driver_versions(std::string_view a, std::string_view b) { return util::compare_dotted_numbers(a, b); }
 
 bool is_driver_version(std::string_view text) {
   if (text.empty() || text.front() == '.' || text.back() == '.') return false;

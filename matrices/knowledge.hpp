@@ -49,6 +49,15 @@ struct CudaToolkit {
   [[nodiscard]] bool can_target(const specs::GpuArch& arch) const;
 };
 
+// A `--gpu` value (or one of ENVFIX_GPU's) understood: an arch ("sm_120", "12.0") or a product name.
+struct ResolvedGpu {
+  std::string query;
+  std::string name;   // the product's name; "planned sm_XX" for a bare arch
+  std::string family; // "" when unknown (for a bare arch: the family of any product of that cc)
+  specs::ComputeCapability cc;
+  bool bare_arch = false;
+};
+
 struct GpuProduct {
   std::string name;                 // as NVIDIA writes it, e.g. "GeForce RTX 5090"
   std::vector<std::string> aliases;
@@ -267,6 +276,12 @@ public:
   // names as people type them: words in order ("Jetson Thor" → Jetson AGX Thor), spacing ("rtx5090").
   // An ambiguous short form (two compute capabilities) resolves to nothing.
   [[nodiscard]] std::optional<GpuProduct> gpu(std::string_view name_or_alias) const;
+  // The one rule for "arch or GPU name" (plan, apply, lock, doctor, matrix): an arch first, then a
+  // product name; an error naming the query and how to add a product otherwise.
+  [[nodiscard]] Expected<ResolvedGpu> resolve_gpu(std::string_view query) const;
+  // The highest CUDA whose GA driver floor `driver` meets (for a planned driver, when libcuda was not
+  // there to ask); nullopt when no toolkit's floor is met.
+  [[nodiscard]] std::optional<specs::CudaVersion> cuda_for_driver(std::string_view driver) const;
   // The first (lowest) toolkit with code for `cc`: one targeting its own arch wins over an older one
   // whose earlier-arch SASS merely runs there (sm_121 → 12.9, not 12.8).
   [[nodiscard]] FirstToolkit first_toolkit_for(specs::ComputeCapability cc) const;

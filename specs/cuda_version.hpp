@@ -21,4 +21,8 @@ struct CudaVersion {
   auto operator<=>(const CudaVersion&) const = default;
 };
 
+// ZSTD-compressed fatbin entries need a driver for at least this CUDA (docs/architecture.md, Kernel
+// coverage): one constant for the kernel gate and doctor.
+inline constexpr CudaVersion kZstdMinCuda{12, 4};
+
 } // namespace envfix::specs

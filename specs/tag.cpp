@@ -193,6 +193,12 @@ Expected<void> apply_platform_tag(TagEnvironment& env, std::string_view platform
                      "musllinux_<major>_<minor>_<arch> or linux_<arch>"));
 }
 
+std::optional<ManylinuxTag> manylinux_glibc(std::string_view platform) {
+  TagEnvironment env;
+  if (!apply_platform_tag(env, platform) || !env.glibc) return std::nullopt;
+  return ManylinuxTag{*env.glibc, env.arch};
+}
+
 std::vector<std::string> platform_tags(const TagEnvironment& env) {
   std::vector<std::string> out;
   const std::string linux = fmt::format("linux_{}", env.arch);

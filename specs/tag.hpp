@@ -49,6 +49,13 @@ struct TagEnvironment {
 // Sets arch and glibc/musl from a platform tag (`--platform manylinux_2_28_x86_64`,
 // `manylinux2014_aarch64`, `musllinux_1_2_x86_64`, `linux_x86_64`), for planning another machine.
 [[nodiscard]] Expected<void> apply_platform_tag(TagEnvironment& env, std::string_view platform);
+// The glibc a manylinux platform tag needs and its arch (legacy aliases included: manylinux2014_x86_64
+// → 2.17); nullopt for musllinux, linux_ARCH and anything that does not parse. Same rules as above.
+struct ManylinuxTag {
+  std::pair<int, int> glibc;
+  std::string arch;
+};
+[[nodiscard]] std::optional<ManylinuxTag> manylinux_glibc(std::string_view platform);
 
 // The platforms, most preferred first (PEP 600 manylinux, PEP 656 musllinux, then linux_ARCH; the
 // order of pip 23.2.1's packaging).

@@ -18,16 +18,15 @@
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
 #include "util/subprocess.hpp"
+#include "tests/support/envfix_bin.hpp"
+#include "tests/support/tree_manifest.hpp"
 
 namespace envfix::apply_test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-inline fs::path envfix_bin() {
-  const char* b = std::getenv("ENVFIX_BIN");
-  return b ? fs::path(b) : fs::path(ENVFIX_BINARY_DIR) / "cli/envfix";
-}
+using envfix::testing::envfix_bin;
 
 inline std::string python3() { return util::find_in_path("python3").value_or("python3").string(); }
 
@@ -42,22 +41,9 @@ inline std::string slurp(const fs::path& p) {
   return *t;
 }
 
-// Every path under a venv with its content hash (symlinks by target); envfix's own .envfix/ state
-// (lock, journals, kept backups) is not part of the environment.
-inline std::map<std::string, std::string> manifest(const fs::path& root) {
-  std::map<std::string, std::string> m;
-  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
-    auto rel = fs::relative(it->path(), root).string();
-    if (rel == ".envfix") {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_symlink()) m[rel] = "link:" + fs::read_symlink(it->path()).string();
-    else if (it->is_directory()) m[rel] = "dir";
-    else m[rel] = util::sha256_file_hex(it->path()).value();
-  }
-  return m;
-}
+// Every path under a venv with its mode and content hash; envfix's own .envfix/ state (lock, journals,
+// kept backups) is not part of the environment (tests/support/tree_manifest.hpp).
+inline testing::Manifest manifest(const fs::path& root) { return testing::tree_manifest(root); }
 
 struct Run {
   int rc = -1;

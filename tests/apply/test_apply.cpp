@@ -282,7 +282,7 @@ TEST_CASE("lock -> apply --locked round trip; lock is deterministic; --check; ex
   CHECK(w.pip(fresh, {"check"}).ok());
 
   // requirements export installs with pip --require-hashes into another fresh venv.
-  auto req = w.envfix({"export", "--format", "requirements", "-o", (w.root() / "req.txt").string(), "--lockfile", w.lockfile().string()});
+  auto req = w.envfix({"export", "--as", "requirements", "-o", (w.root() / "req.txt").string(), "--lockfile", w.lockfile().string()});
   REQUIRE(req.rc == 0);
   auto reqtxt = slurp(w.root() / "req.txt");
   CHECK(reqtxt.find("--hash=sha256:") != std::string::npos);
@@ -298,7 +298,7 @@ TEST_CASE("lock -> apply --locked round trip; lock is deterministic; --check; ex
   CHECK(viareq == locked);
 
   // pylock.toml parses with tomllib and has PEP 751's required fields.
-  auto pl = w.envfix({"export", "--format", "pylock", "--lockfile", w.lockfile().string()});
+  auto pl = w.envfix({"export", "--as", "pylock", "--lockfile", w.lockfile().string()});
   REQUIRE(pl.rc == 0);
   const char* check = R"PY(
 import sys, tomllib
@@ -466,7 +466,7 @@ TEST_CASE("framework apply: smoke test passes, a failing smoke test rolls back, 
     CHECK(a.find("version: 2.0.0+cu128") != std::string::npos); // newest claimed-good build, for both
     CHECK(a.find("verified: false") != std::string::npos);       // kernels from the matrices only
     CHECK(manifest(ve) == before);                                // lock installs nothing
-    auto ex = w.envfix({"export", "--format", "pylock", "--lockfile", (w.root() / "multi.lock").string(), "--all", "-o",
+    auto ex = w.envfix({"export", "--as", "pylock", "--lockfile", (w.root() / "multi.lock").string(), "--all", "-o",
                         w.root().string()});
     CHECK(ex.rc == 0);
     CHECK(fs::exists(w.root() / "pylock.sm_90-cp312-manylinux_2_17_x86_64.toml"));
@@ -840,6 +840,63 @@ TEST_CASE("security 8: a smoke test that prints without end is stopped at its ti
   CHECK(w.pip_list(ve).at("cpufw") == "1.0.0+cu128");
 }
 
+// apply --locked removes what a plain apply of the same set removes (resolver/plan.hpp over the
+// locked set): here the old cu126 build's nvidia-* runtime wheel, which the cu128 lock does not have.
+constexpr const char* kRtfwMatrices = R"YAML(schema: 1
+frameworks:
+  rtfw:
+    main_package: rtfw
+    default_mirror: "https://rtfw.invalid"
+    channels:
+      stable: "{mirror}/whl/{variant}"
+    source: "envfix tests/apply/test_apply.cpp"
+    variants:
+      cu126: {cuda: "12.6"}
+      cu128: {cuda: "12.8"}
+    smoke:
+      step_a: "import rtfw; print('step A ok')"
+      step_b: "import rtfw; print('step B ok')"
+    releases:
+      - versions: ["1.0.0"]
+        python: [cp311, cp312, cp313]
+        source: "test fixture"
+        variants:
+          cu126:
+            linux_x86_64: {sass: [sm_90], ptx: [], confidence: verified, source: "test claim"}
+          cu128:
+            linux_x86_64: {sass: [sm_90], ptx: [], confidence: verified, source: "test claim"}
+)YAML";
+
+TEST_CASE("apply --locked removes the old variant's unused nvidia-* runtime wheels, as plain apply does") {
+  auto spec = [](const std::string& variant, bool runtime) {
+    return fmt::format(R"({{"simple_dir": "whl/{0}", "files_dir": "whl/files", "packages": [
+      {{"name": "rtfw", "version": "1.0.0+{0}", "requires_dist": [{1}], "files": {{"rtfw/__init__.py": "X = 1\n"}}}}{2}
+    ]}})",
+                       variant, runtime ? R"("nvidia-rt-cu12==1.0")" : "",
+                       runtime ? R"(, {"name": "nvidia-rt-cu12", "version": "1.0", "files": {"nvidia/rt/__init__.py": ""}})" : "");
+  };
+  World w(spec("cu126", true));
+  w.rebuild_index(spec("cu128", false));
+  write(w.root() / "matrices/rtfw.yaml", kRtfwMatrices);
+  auto ve = w.venv("venv");
+  auto args = [&](std::vector<std::string> a) {
+    a.insert(a.end(), {"--framework", "rtfw", "--matrices", (w.root() / "matrices").string(), "--mirror", w.base_url(), "--gpu",
+                       "sm_90", "--driver", "580.65.06", "--python", (ve / "bin/python").string(), "--lockfile",
+                       w.lockfile().string()});
+    return a;
+  };
+  REQUIRE(w.envfix(args({"apply", "rtfw", "--variant", "cu126", "--yes"})).rc == 0);
+  REQUIRE(w.pip_list(ve).contains("nvidia-rt-cu12"));
+  REQUIRE(w.envfix(args({"lock", "rtfw", "--variant", "cu128"})).rc == 0);
+  auto r = w.envfix(args({"apply", "--locked", "--yes"}));
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.find(" - nvidia-rt-cu12==1.0") != std::string::npos);
+  CHECK(r.err.find(" + rtfw==1.0.0+cu128") != std::string::npos);
+  const auto after = w.pip_list(ve);
+  CHECK_FALSE(after.contains("nvidia-rt-cu12"));
+  CHECK(after.at("rtfw") == "1.0.0+cu128");
+}
+
 } // TEST_SUITE
 
 TEST_SUITE("cli") {
@@ -969,7 +1026,7 @@ TEST_CASE("lock from an HTML index without sizes: sizes from HEAD, never size = 
   for (auto at = lock.find("size: "); at != std::string::npos; at = lock.find("size: ", at + 1)) ++n;
   CHECK(n == 2);
   auto dir = w.root() / "out" / "nested";
-  auto ex = w.envfix({"--lockfile", w.lockfile().string(), "export", "--format", "pylock", "--all", "-o", dir.string()});
+  auto ex = w.envfix({"--lockfile", w.lockfile().string(), "export", "--as", "pylock", "--all", "-o", dir.string()});
   REQUIRE(ex.rc == 0);
   REQUIRE(fs::is_directory(dir));
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -1249,7 +1306,7 @@ TEST_CASE("framework plan and lock for --python-version 3.13t pick the cp313t bu
   CHECK(lock.find("filename: fixfw-1.0.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl") != std::string::npos);
   // The pylock of the free-threaded target installs the cp313t wheel on 3.13.
   auto dir = w.root() / "pylock";
-  REQUIRE(w.envfix({"--lockfile", w.lockfile().string(), "export", "--format", "pylock", "--all", "-o", dir.string()}).rc == 0);
+  REQUIRE(w.envfix({"--lockfile", w.lockfile().string(), "export", "--as", "pylock", "--all", "-o", dir.string()}).rc == 0);
   auto ftl = slurp(dir / "pylock.sm_90-cp313t-manylinux_2_28_x86_64.toml");
   CHECK_MESSAGE(ftl.find("requires-python = '==3.13.*'") != std::string::npos, ftl);
   CHECK(ftl.find("cp313-cp313t-manylinux_2_28_x86_64.whl") != std::string::npos);
@@ -1305,7 +1362,7 @@ TEST_CASE("lockfile: a kept package no index serves is locked as installed-only,
   CHECK(refused.err.find("not installed") != std::string::npos);
   CHECK(manifest(fresh) == before);
   // The exports name it instead of pretending to install it.
-  auto rq = w.envfix({"--lockfile", w.lockfile().string(), "export", "--format", "requirements"});
+  auto rq = w.envfix({"--lockfile", w.lockfile().string(), "export", "--as", "requirements"});
   REQUIRE(rq.rc == 0);
   CHECK(rq.out.find("# not installed by this file: typing-extensions==4.15.0") != std::string::npos);
 }

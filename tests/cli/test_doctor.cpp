@@ -12,6 +12,7 @@
 
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
+#include "tests/support/envfix_bin.hpp"
 
 using namespace envfix;
 namespace fs = std::filesystem;
@@ -19,10 +20,7 @@ using json = nlohmann::json;
 
 namespace {
 
-fs::path envfix_bin() {
-  const char* b = std::getenv("ENVFIX_BIN");
-  return b ? fs::path(b) : fs::path(ENVFIX_BINARY_DIR) / "cli/envfix";
-}
+using envfix::testing::envfix_bin;
 
 void write(const fs::path& p, const std::string& text, unsigned mode = 0644) {
   fs::create_directories(p.parent_path());

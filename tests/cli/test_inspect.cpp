@@ -10,6 +10,7 @@
 #include "tests/wheel/kernel_fixtures.hpp"
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
+#include "tests/support/envfix_bin.hpp"
 
 using namespace envfix;
 using namespace envfix::test;
@@ -18,10 +19,7 @@ using json = nlohmann::json;
 
 namespace {
 
-fs::path inspect_bin() {
-  const char* b = std::getenv("ENVFIX_BIN");
-  return b ? fs::path(b) : fs::path(ENVFIX_BINARY_DIR) / "cli/envfix";
-}
+inline std::filesystem::path inspect_bin() { return envfix::testing::envfix_bin(); }
 
 util::SubprocessResult run(std::vector<std::string> args) {
   args.insert(args.begin(), inspect_bin().string());

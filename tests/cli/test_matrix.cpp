@@ -9,19 +9,17 @@
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
 #include "wheel/kernel_evidence.hpp"
+#include "tests/support/envfix_bin.hpp"
 
 using namespace envfix;
 using nlohmann::json;
 
 namespace {
 
-std::string envfix_bin() {
-  if (const char* b = std::getenv("ENVFIX_BIN"); b && *b) return b;
-  return std::string(ENVFIX_BINARY_DIR) + "/cli/envfix";
-}
+using envfix::testing::envfix_bin;
 
 util::SubprocessResult run(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
-  args.insert(args.begin(), envfix_bin());
+  args.insert(args.begin(), envfix_bin().string());
   util::SubprocessOptions o;
   o.set_env = std::move(env);
   o.set_env["NO_COLOR"] = "1";

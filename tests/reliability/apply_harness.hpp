@@ -11,16 +11,14 @@
 #include <string>
 #include <sys/types.h>
 #include <vector>
+#include "tests/support/tree_manifest.hpp"
 
 namespace envfix::testing {
 
 class NginxServer;
 
 // path (relative) -> "type mode sha256|target"; envfix's own <prefix>/.envfix state is left out.
-using Manifest = std::map<std::string, std::string>;
-[[nodiscard]] Manifest manifest(const std::filesystem::path& root);
-// A short description of how two manifests differ (first few paths), for failure messages.
-[[nodiscard]] std::string manifest_diff(const Manifest& a, const Manifest& b);
+[[nodiscard]] Manifest manifest(const std::filesystem::path& root); // tests/support/tree_manifest.hpp
 
 struct EnvfixRun {
   int rc = -1;          // exit code, or -1 when killed by a signal

@@ -30,6 +30,7 @@
 #include "tests/support/nginx_server.hpp"
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
+#include "tests/support/envfix_bin.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -37,10 +38,7 @@ using namespace envfix;
 
 namespace {
 
-std::string envfix_bin() {
-  if (const char* b = std::getenv("ENVFIX_BIN"); b && *b) return b;
-  return std::string(ENVFIX_BINARY_DIR) + "/cli/envfix";
-}
+using envfix::testing::envfix_bin;
 
 std::vector<std::string> strings(const YAML::Node& n) {
   std::vector<std::string> out;
@@ -238,7 +236,7 @@ CliOutcome run_cli(const Corpus& c, const std::string& id, const YAML::Node& s) 
     wheel::EvidenceStore store(cache / "evidence-v1");
     for (const auto& e : resolver::test::scenario_evidence(s["evidence"])) REQUIRE(store.put_build(e).has_value());
   }
-  std::vector<std::string> args{envfix_bin(), "plan", "--format", "json", "--no-progress",
+  std::vector<std::string> args{envfix_bin().string(), "plan", "--format", "json", "--no-progress",
                                 "--python", c.venv_python.string(), "--cache-dir", cache.string()};
   for (const auto& r : strings(s["request"])) args.push_back(r);
   auto gpus = strings(host ? host["gpus"] : YAML::Node());
@@ -339,7 +337,7 @@ void check(const Corpus& c, const std::string& id, const YAML::Node& s) {
 TEST_SUITE("scenario") {
 
 TEST_CASE("scenario corpus through nginx and the real `envfix plan`") {
-  REQUIRE_MESSAGE(fs::exists(envfix_bin()), "envfix binary not built: ", envfix_bin());
+  REQUIRE_MESSAGE(fs::exists(envfix_bin()), "envfix binary not built: ", envfix_bin().string());
   auto t0 = std::chrono::steady_clock::now();
   Corpus c;
   c.root = util::make_temp_dir({}, "envfix-scenarios").value();

@@ -10,7 +10,7 @@
 #include "matrices/knowledge.hpp"
 #include "util/error.hpp"
 
-namespace envfix::cli {
+namespace envfix::api {
 
 enum class SmokeDevice { gpu, cpu };
 
@@ -51,4 +51,4 @@ struct SmokeReport {
 // lacks the GPU's arch), "out-of-memory", "cuda-error" (any other), "" when it names no CUDA error.
 [[nodiscard]] std::string cuda_error_class(std::string_view line);
 
-} // namespace envfix::cli
+} // namespace envfix::api

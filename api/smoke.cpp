@@ -1,4 +1,4 @@
-#include "cli/smoke.hpp"
+#include "api/smoke.hpp"
 
 #include <algorithm>
 #include <system_error>
@@ -10,7 +10,7 @@
 #include "util/fs.hpp"
 #include "util/python.hpp"
 
-namespace envfix::cli {
+namespace envfix::api {
 
 namespace fs = std::filesystem;
 
@@ -143,4 +143,4 @@ std::string cuda_error_class(std::string_view line) {
   return "";
 }
 
-} // namespace envfix::cli
+} // namespace envfix::api

@@ -1,0 +1,549 @@
+// `apply` and `apply --locked` (see apply.hpp).
+#include "api/apply.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "api/lock.hpp"
+#include "api/smoke.hpp"
+#include "probe/base_env.hpp"
+#include "installer/install_target.hpp"
+#include "installer/kernel_gate.hpp"
+#include "installer/unpacked_cache.hpp"
+#include "lockfile/lockfile.hpp"
+#include "lockfile/select.hpp"
+#include "resolver/plan.hpp"
+#include "resolver/resolver.hpp"
+#include "specs/name.hpp"
+#include "specs/wheel_filename.hpp"
+#include "util/env.hpp"
+#include "util/fs.hpp"
+#include "util/parallel.hpp"
+#include "util/sha256.hpp"
+#include "util/subprocess.hpp"
+#include "util/strings.hpp"
+#include "wheel/kernel_evidence.hpp"
+
+namespace envfix::api {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::optional<unsigned> threads_from_env() {
+  if (auto t = util::get_env("ENVFIX_THREADS")) return static_cast<unsigned>(std::strtoul(t->c_str(), nullptr, 10));
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel gate (installer/kernel_gate.hpp) for the wheels about to be installed: each package's
+// evidence key (wheel name + the index's variant) and whether it is a framework package.
+
+struct GateInput {
+  std::string name, version, filename;
+};
+
+installer::KernelGate make_gate(const Host& host, const std::vector<GateInput>& wheels, std::string_view variant,
+                                const std::set<std::string>& family, const wheel::EvidenceStore* store,
+                                bool refuse_partial, std::set<wheel::BuildKey> accept_partial) {
+  std::vector<installer::GatePackage> pkgs;
+  for (const auto& w : wheels) {
+    installer::GatePackage p{w.name, w.version, {}, family.contains(w.name)};
+    if (auto wf = specs::WheelFilename::parse(w.filename)) p.key = wheel::build_key(*wf, variant);
+    pkgs.push_back(std::move(p));
+  }
+  installer::GateOptions go;
+  for (const auto& [name, cc] : host.gpus) go.gpus.push_back({name, cc});
+  go.driver_cuda = host.driver_cuda;
+  go.evidence = store;
+  go.refuse_partial_framework = refuse_partial;
+  go.accept_partial = std::move(accept_partial);
+  go.threads = threads_from_env().value_or(util::default_threads());
+  return installer::KernelGate(std::move(pkgs), std::move(go));
+}
+
+// What the binaries just checked hold, for the lockfile (verified: true).
+std::map<std::string, lockfile::LockedKernels> locked_kernels(const installer::KernelGate& gate) {
+  std::map<std::string, lockfile::LockedKernels> out;
+  for (const auto& r : gate.reports()) {
+    if (r.files.empty()) continue;
+    lockfile::LockedKernels k;
+    k.sass = r.sass();
+    k.ptx = r.ptx();
+    k.verified = true;
+    out[r.package.name] = std::move(k);
+  }
+  return out;
+}
+
+// The interpreter to install into: --venv creates (or reuses) a venv from --python / python3.
+Expected<Options> prepare_venv(Options o, const ApplyRequest& r, Reporter& rep) {
+  if (r.venv.empty()) return o;
+  fs::path base = o.python.empty() ? util::find_in_path("python3").value_or("python3") : fs::path(o.python);
+  auto py = ENVFIX_TRY(installer::create_venv(r.venv, base));
+  rep.note(fmt::format("Using venv {} ({})", r.venv, py.string()));
+  o.python = py.string();
+  return o;
+}
+
+// The transaction reports its steps as progress notes (installer/transaction.hpp, `progress`); this
+// is the one place that reads them, turning them into typed phases for timings and the reporter.
+std::optional<Phase> phase_of(std::string_view note) {
+  if (note.starts_with("checking kernels")) return Phase::kernel_check;
+  if (note.starts_with("removing")) return Phase::uninstall;
+  if (note.starts_with("installing")) return Phase::install;
+  if (note == "verifying") return Phase::verify;
+  return std::nullopt;
+}
+
+// The smoke test, unless --no-verify: on the GPU; on the CPU when the host has none or the new set
+// is a CPU build (a CUDA step would fail there for the wrong reason).
+std::vector<SmokeStep> plan_smoke(const Host& host, const std::vector<std::string>& wheel_names, const ApplyRequest& o,
+                                  const matrices::Framework* framework, std::string_view variant, Smoke& smoke) {
+  const auto* v = framework ? framework->variant(variant) : nullptr;
+  const bool cpu_build = v && v->kind == "cpu";
+  const bool on_cpu = host.gpus.empty() || cpu_build;
+  const std::string why_cpu = host.gpus.empty() ? "no GPU" : "CPU build";
+  std::vector<SmokeStep> steps;
+  if (framework && !o.no_verify) {
+    std::vector<std::string> present = wheel_names;
+    present.insert(present.end(), host.installed_names.begin(), host.installed_names.end());
+    const auto device = on_cpu ? SmokeDevice::cpu : SmokeDevice::gpu;
+    for (const auto& layer : util::split(o.smoke_layers, ',')) {
+      auto more = layer == "repro" ? smoke_steps(framework->smoke, present, device) : model_steps(framework->smoke, present, device);
+      steps.insert(steps.end(), more.begin(), more.end());
+    }
+  }
+  if (o.no_verify) smoke.note = "smoke test skipped (--no-verify)";
+  else if (!framework) smoke.note = "no framework: smoke test skipped (plain requirement set)";
+  else if (steps.empty() && on_cpu)
+    smoke.note = fmt::format("{}: smoke test skipped ({} has no CPU smoke test in the matrices)", why_cpu, framework->name);
+  else if (steps.empty()) smoke.note = fmt::format("{} has no smoke test in the matrices", framework->name);
+  else if (on_cpu) {
+    smoke.note = fmt::format("{}: smoke test ran on the CPU", why_cpu);
+    smoke.cpu_why = why_cpu;
+  }
+  return steps;
+}
+
+struct TxnInput {
+  const Host* host = nullptr;
+  const installer::InstallTarget* target = nullptr;
+  std::vector<installer::WheelToInstall> wheels;
+  std::vector<std::string> wheel_names;
+  std::vector<fs::path> removals;
+  const matrices::Framework* framework = nullptr;
+  std::string variant;
+  fs::path unpacked_cache;
+};
+
+// Runs the transaction with the kernel check and the smoke test wired in.
+Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, installer::KernelGate& gate, Reporter& rep) {
+  Applied rr;
+  rep.phase(Phase::unpack);
+  installer::TransactionOptions to;
+  to.break_system_packages = o.break_system_packages;
+  to.keep_backup = !o.no_backup;
+  to.unpacked_cache = in.unpacked_cache;
+  std::string mode = !o.link_mode.empty() ? o.link_mode : util::get_env("ENVFIX_LINK_MODE").value_or("auto");
+  auto link_mode = installer::parse_link_mode(mode);
+  if (!link_mode) return std::unexpected(std::move(link_mode.error()).context(o.link_mode.empty() ? "$ENVFIX_LINK_MODE" : "--link-mode"));
+  to.link_mode = *link_mode;
+  if (auto t = threads_from_env()) to.threads = *t;
+  to.kernel_check = [&gate](const std::vector<installer::StagedObject>& sos) { return gate(sos); };
+  std::map<Phase, Clock::time_point> began;
+  to.unpack_progress = [&rep](std::uint64_t done, std::uint64_t total) { rep.progress(Phase::unpack, done, total); };
+  to.progress = [&](std::string_view s) {
+    if (auto p = phase_of(s); p && !began.contains(*p)) {
+      began[*p] = Clock::now();
+      rep.phase(*p);
+    }
+  };
+  auto steps = plan_smoke(*in.host, in.wheel_names, o, in.framework, in.variant, rr.smoke);
+  if (!steps.empty()) {
+    fs::path python = in.target->python;
+    auto timeout = std::chrono::milliseconds(std::chrono::seconds(o.smoke_timeout_s));
+    to.verify = [&rr, &o, steps, python, timeout]() -> Expected<void> {
+      auto r = run_smoke(python, steps, timeout);
+      if (r) {
+        rr.smoke.passed = r->passed;
+        return {};
+      }
+      if (o.no_rollback) {
+        rr.smoke.failure_kept = r.error();
+        return {};
+      }
+      return std::unexpected(r.error());
+    };
+  }
+  installer::Transaction txn(*in.target, to);
+  for (const auto& d : in.removals) txn.remove(d);
+  for (const auto& w : in.wheels) txn.install(w);
+  auto t0 = Clock::now();
+  auto res = txn.run();
+  if (!res) return std::unexpected(std::move(res.error()));
+  auto at = [&](Phase p) { return began.contains(p) ? std::optional(began[p]) : std::nullopt; };
+  auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  const auto t_rm = at(Phase::uninstall), t_in = at(Phase::install), t_kc = at(Phase::kernel_check);
+  const auto end = at(Phase::verify).value_or(Clock::now());
+  if (t_rm) {
+    auto staged = t_kc.value_or(*t_rm);
+    rr.timings.stage = secs(t0, staged);
+    rr.timings.kernels = secs(staged, *t_rm);
+  }
+  if (t_rm && t_in) rr.timings.uninstall = secs(*t_rm, *t_in);
+  rr.timings.install = t_in ? secs(*t_in, end) : since(t0);
+  rr.txn = std::move(*res);
+  rr.gate_warnings = gate.warnings();
+  rr.gate_notes = gate.notes();
+  return rr;
+}
+
+// <cache>/unpacked-v1: wheels unpacked once, linked into every later install.
+fs::path unpacked_cache_dir(const index::IndexClient& client) { return client.cache_dir() / "unpacked-v1"; }
+
+// Every file ready for the transaction: a wheel already in the unpacked cache needs nothing more
+// (no download, no archive hash); the others are downloaded (or found in the wheel cache) in
+// parallel, hash-verified. The first failure names the package.
+Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClient& client, const std::vector<index::Candidate>& cands,
+                                                                const std::function<std::string(std::size_t)>& where,
+                                                                Reporter& rep) {
+  std::vector<installer::WheelToInstall> wheels(cands.size());
+  installer::UnpackedCache cache(unpacked_cache_dir(client));
+  std::vector<index::Candidate> fetch;
+  std::vector<std::size_t> fetch_index;
+  std::vector<std::string> shas; // all entries looked up at once (UnpackedCache::find_many)
+  for (const auto& c : cands) shas.push_back(c.sha256.value_or(""));
+  auto found = cache.find_many(shas, util::default_threads());
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    wheels[i].sha256 = cands[i].sha256;
+    wheels[i].size = cands[i].size;
+    wheels[i].cached = std::move(found[i]);
+    if (!wheels[i].cached) {
+      fetch.push_back(cands[i]);
+      fetch_index.push_back(i);
+    }
+  }
+  // Bytes over all downloads together; sizes the index did not publish join the total when their
+  // transfer announces them.
+  rep.phase(Phase::download);
+  std::vector<std::uint64_t> done(fetch.size()), total(fetch.size());
+  for (std::size_t k = 0; k < fetch.size(); ++k) total[k] = fetch[k].size.value_or(0);
+  auto results = client.download_many(fetch, [&](std::size_t k, std::uint64_t d, std::optional<std::uint64_t> t) {
+    done[k] = d;
+    if (t && *t > total[k]) total[k] = *t;
+    std::uint64_t sd = 0, st = 0;
+    for (std::size_t j = 0; j < fetch.size(); ++j) {
+      sd += done[j];
+      st += total[j];
+    }
+    rep.progress(Phase::download, sd, st);
+  });
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    if (!results[k]) return std::unexpected(std::move(results[k].error()).context(where(fetch_index[k])));
+    auto& w = wheels[fetch_index[k]];
+    w.wheel = *results[k];
+    w.sha256_verified = w.sha256.has_value(); // download_many checked it against the index's hash
+  }
+  return wheels;
+}
+
+// What the kernel gate refused so far in this run, in order: apply falls through to the next
+// candidate after each (the resolver sees the refused build's evidence), and lists them when none fits.
+struct FallThrough {
+  std::vector<std::string> refused;
+  std::set<wheel::BuildKey> seen;
+  std::set<wheel::BuildKey> accept_partial; // partly covered builds the resolver chose again: nothing better
+  bool confirmed = false;
+  [[nodiscard]] Error decorate(Error e) const {
+    for (auto it = refused.rbegin(); it != refused.rend(); ++it)
+      e.causes.insert(e.causes.begin(), "refused by the kernel check in this run: " + *it);
+    return e;
+  }
+};
+
+// The machine the smoke test just passed on (lockfile VerifiedOn); none for planned GPUs, which
+// nothing ran on.
+std::optional<lockfile::VerifiedOn> verified_on(const PlanContext& ctx, const std::vector<std::string>& smoke) {
+  const Host& host = ctx.host;
+  if (host.gpus_planned || smoke.empty() || !host.facts.python) return std::nullopt;
+  lockfile::VerifiedOn v;
+  for (const auto& [name, cc] : host.gpus) v.gpus.push_back(fmt::format("{} ({})", name, cc.sm_name()));
+  v.driver = host.driver;
+  for (const auto& p : ctx.resolution.pins)
+    if (auto c = probe::runtime_cuda(p.name, p.version)) v.cuda_runtime = c->to_string();
+  if (auto t = probe::probe_toolkit(); t && t->version) v.toolkit = fmt::format("nvcc {} ({})", t->version->to_string(), t->from);
+  v.interpreter = fmt::format("{} {}", host.facts.python->executable.string(), host.facts.python->version.to_string());
+  auto platform = probe::probe_platform();
+  if (platform.is_wsl()) v.environment = "WSL2";
+  if (!platform.container.empty())
+    v.environment += fmt::format("{}container ({})", v.environment.empty() ? "" : ", ", platform.container);
+  v.smoke = smoke;
+  return v;
+}
+
+void write_lockfile(const Options& o, const PlanContext& ctx, const std::vector<std::string>& requirements,
+                    const std::map<std::string, lockfile::LockedKernels>& verified,
+                    const std::map<std::string, LocalFile>& local, ApplyReport& report,
+                    std::optional<lockfile::VerifiedOn> verified_here = std::nullopt) {
+  auto lp = update_lockfile(o.lockfile, ctx, recorded_request(ctx, requirements), verified, local, &report.lockfile_warnings,
+                            std::move(verified_here));
+  if (lp) report.lockfile = *lp;
+  else report.lockfile_error = lp.error();
+}
+
+// One attempt: plan, prepare, transaction. nullopt when the kernel gate refused a candidate that
+// the next plan can avoid (recorded in `ft`).
+Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const ApplyRequest& o, FallThrough& ft, ApplyReporter& rep) {
+  PlanRequest pr{.requirements = o.requirements, .pre = o.pre, .allow_unhashed = o.allow_unhashed};
+  auto ctx = ENVFIX_TRY(build_plan(g, pr));
+  ENVFIX_TRY(check_installed(ctx, o.allow_breaking, o.allow_conda_overwrite)); // before anything changes: pip check of the after-state
+  const auto& plan = ctx.plan;
+  const Host& host = ctx.host;
+  auto target = installer::InstallTarget::from_python_info(*host.facts.python);
+  ENVFIX_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
+  rep.planned(ctx, !ft.confirmed);
+
+  ApplyReport report;
+  if (plan.empty()) {
+    report.outcome = ApplyReport::Outcome::nothing_to_do;
+    write_lockfile(g, ctx, o.requirements, {}, {}, report);
+    report.plan = std::move(ctx);
+    return report;
+  }
+  if (!ft.confirmed && !rep.proceed(ctx)) {
+    report.outcome = ApplyReport::Outcome::aborted;
+    report.plan = std::move(ctx);
+    return report;
+  }
+  ft.confirmed = true;
+
+  // Prepare: every file into the cache, hash-verified.
+  auto t_prep = Clock::now();
+  std::vector<index::Candidate> cands;
+  for (const auto& i : plan.install) {
+    const auto* pin = ctx.resolution.find(i.name);
+    if (!pin) return make_error(ErrorCode::internal, fmt::format("{}: planned but not in the resolution", i.name));
+    cands.push_back(pin->file);
+  }
+  auto wheels = ENVFIX_TRY(prepare_wheels(*ctx.client, cands, [&](std::size_t i) {
+    return fmt::format("could not download {}=={} ({})", plan.install[i].name, plan.install[i].version, index::redact_url(cands[i].url));
+  }, rep));
+  std::map<std::string, LocalFile> local;
+  std::vector<std::string> names;
+  std::vector<GateInput> gate_in;
+  std::set<std::string> requested;
+  for (const auto& r : ctx.request) requested.insert(r.normalized_name());
+  std::set<std::string> family;
+  if (ctx.framework_mode())
+    for (const auto& n : resolver::framework_family(*ctx.spec)) family.insert(n);
+  if (ctx.request.empty()) requested.insert(family.begin(), family.end());
+  for (std::size_t i = 0; i < wheels.size(); ++i) {
+    auto& w = wheels[i];
+    w.requested = requested.contains(plan.install[i].name);
+    if (!w.sha256) {
+      auto h = ENVFIX_TRY(util::sha256_file_hex(w.wheel));
+      std::error_code ec;
+      local[plan.install[i].name] = {h, static_cast<std::uint64_t>(fs::file_size(w.wheel, ec))};
+    } else if (!w.size) {
+      std::error_code ec;
+      auto size = w.cached ? w.cached->archive_size : static_cast<std::uint64_t>(fs::file_size(w.wheel, ec));
+      local[plan.install[i].name] = {*w.sha256, size};
+    }
+    names.push_back(plan.install[i].name);
+    gate_in.push_back({plan.install[i].name, plan.install[i].version, plan.install[i].filename});
+  }
+  const double t_download = since(t_prep);
+
+  TxnInput in{&host, &target, std::move(wheels), std::move(names), {}, nullptr, plan.variant, unpacked_cache_dir(*ctx.client)};
+  for (const auto& r : plan.remove)
+    for (const auto& d : host.facts.installed)
+      if (d.normalized_name() == r.name && d.version.to_string() == r.version) in.removals.push_back(d.dist_info);
+  in.framework = ctx.framework_mode() && ctx.knowledge ? ctx.knowledge->framework(ctx.spec->name) : nullptr;
+  auto store = evidence_store(*ctx.client);
+  auto gate = make_gate(host, gate_in, plan.variant, family, &store, ctx.framework_mode(), ft.accept_partial);
+  auto rr = run_transaction(in, o, gate, rep);
+  if (!rr) {
+    const auto& ref = gate.refusal();
+    // A framework set falls through to the next candidate: the refused build's evidence is now in
+    // the store, so the next plan ranks it out (or, when only partly covered, below a full one).
+    if (ref && ctx.framework_mode() && ft.seen.insert(ref->package.key).second) {
+      auto text = fmt::format("{} ({} {})", ref->message(), plan.channel, plan.variant);
+      rep.warning(fmt::format("kernel check refused {}; trying the next candidate", text));
+      ft.refused.push_back(std::move(text));
+      if (ref->partial) ft.accept_partial.insert(ref->package.key);
+      return std::optional<ApplyReport>{};
+    }
+    return std::unexpected(ft.decorate(std::move(rr.error())));
+  }
+  rr->timings.download = t_download;
+  report.kernel_refusals = ft.refused;
+  // The lockfile is written right after the commit, unless the smoke test failed and the set was
+  // only kept (--no-rollback).
+  if (!rr->smoke.failure_kept)
+    write_lockfile(g, ctx, o.requirements, locked_kernels(gate), local, report, verified_on(ctx, rr->smoke.passed));
+  report.applied = std::move(*rr);
+  report.plan = std::move(ctx);
+  return report;
+}
+
+// 1-based line of the first occurrence of `needle` in `text` (0 when absent).
+std::size_t line_of(const std::string& text, std::string_view needle) {
+  auto pos = text.find(needle);
+  if (pos == std::string::npos) return 0;
+  return static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n')) + 1;
+}
+
+std::set<std::string> family_of(const matrices::Framework& fw, bool optional_companions) {
+  std::set<std::string> family{specs::normalize_name(fw.main_package)};
+  for (const auto& c : fw.companions) family.insert(specs::normalize_name(c));
+  if (optional_companions)
+    for (const auto& c : fw.optional_companions) family.insert(specs::normalize_name(c));
+  return family;
+}
+
+} // namespace
+
+Expected<ApplyReport> apply(const Options& options, const ApplyRequest& r, ApplyReporter& rep) {
+  const Options o = ENVFIX_TRY(prepare_venv(options, r, rep));
+  FallThrough ft;
+  while (true) {
+    auto a = apply_attempt(o, r, ft, rep);
+    if (!a) return std::unexpected(ft.decorate(std::move(a.error())));
+    if (*a) return std::move(**a);
+  }
+}
+
+Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o, ApplyReporter& rep) {
+  if (!o.requirements.empty())
+    return make_error(ErrorCode::invalid_input, "--locked installs the lockfile's set; it takes no requirements",
+                      "drop the requirements, or run `envfix apply REQ...` to re-resolve");
+  const Options g = ENVFIX_TRY(prepare_venv(options, o, rep));
+  auto text = util::read_file(g.lockfile);
+  if (!text) return make_error(ErrorCode::not_found, fmt::format("cannot read the lockfile {}", g.lockfile), "run `envfix lock` or `envfix apply` first, or pass --lockfile PATH");
+  auto lock = ENVFIX_TRY(lockfile::LockFile::parse(*text, g.lockfile));
+  auto knowledge = ENVFIX_TRY(load_knowledge(g));
+  auto host = ENVFIX_TRY(make_host(g, knowledge.get()));
+  rep.locked_host(host);
+
+  auto sel = lockfile::select(lock, host_view(host));
+  if (!sel.chosen)
+    return std::unexpected(Error{ErrorCode::not_found,
+                                 fmt::format("no target in {} matches this host ({} target{})", g.lockfile, lock.targets.size(),
+                                             lock.targets.size() == 1 ? "" : "s"),
+                                 sel.reasons(), "run `envfix lock --target ...` for this host, or plan for it with --gpu/--python-version"});
+  const auto* chosen = sel.chosen;
+  rep.locked_target(chosen->id, g.lockfile);
+  {
+    std::vector<std::pair<std::string, std::string>> have;
+    for (const auto& d : host.facts.installed) have.emplace_back(d.normalized_name(), d.version.to_string());
+    if (auto unmet = lockfile::unmet_installed_only(*chosen, have); !unmet.empty())
+      return std::unexpected(Error{ErrorCode::invalid_input,
+                                   fmt::format("{} target {} keeps {} package{} no index serves, and this environment lacks {}", g.lockfile,
+                                               chosen->id, unmet.size(), unmet.size() == 1 ? "" : "s", unmet.front()),
+                                   unmet, "install those versions first (from where they came), or re-lock with an index that serves "
+                                          "them; nothing was changed"});
+  }
+
+  auto target = installer::InstallTarget::from_python_info(*host.facts.python);
+  ENVFIX_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
+  auto client = ENVFIX_TRY(make_index_client(g));
+
+  std::vector<index::Candidate> cands;
+  std::set<std::string> lock_names;
+  for (const auto& p : chosen->packages) {
+    index::Candidate c;
+    c.project = p.name;
+    c.filename = p.filename;
+    c.url = p.url;
+    c.sha256 = p.sha256;
+    c.size = p.size;
+    c.index_url = chosen->index;
+    for (const auto& dir : g.find_links) {
+      std::error_code ec;
+      fs::path f = fs::path(dir) / p.filename;
+      if (fs::is_regular_file(f, ec)) {
+        c.url = "file://" + fs::absolute(f, ec).string();
+        break;
+      }
+    }
+    cands.push_back(std::move(c));
+    lock_names.insert(p.name);
+  }
+  ApplyReport report;
+  report.locked_target = chosen->id;
+  report.lockfile = g.lockfile;
+  if (!rep.proceed_locked()) {
+    report.outcome = ApplyReport::Outcome::aborted;
+    return report;
+  }
+  auto t_prep = Clock::now();
+  auto wheels = ENVFIX_TRY(prepare_wheels(*client, cands, [&](std::size_t i) {
+    const auto& p = chosen->packages[i];
+    std::size_t line = line_of(*text, p.url);
+    return fmt::format("locked package {}=={} ({}:{}): {}", p.name, p.version, g.lockfile, line, index::redact_url(cands[i].url));
+  }, rep));
+  std::vector<std::string> names;
+  std::set<std::string> requested;
+  for (const auto& req : lock.request)
+    if (auto q = specs::Requirement::parse(req)) requested.insert(q->normalized_name());
+  for (std::size_t i = 0; i < wheels.size(); ++i) {
+    wheels[i].requested = requested.contains(chosen->packages[i].name);
+    names.push_back(chosen->packages[i].name);
+  }
+  const double t_download = since(t_prep);
+
+  // What goes: the normal plan's rule (resolver/plan.hpp) over the locked set, so framework packages
+  // the lock lacks, stray duplicates and the old variant's unused nvidia-* runtime wheels leave as they
+  // do in a plain apply. Locked packages replace their installed namesakes inside the transaction.
+  const matrices::Framework* fw = !lock.framework.empty() && knowledge ? knowledge->framework(lock.framework) : nullptr;
+  resolver::Resolution res;
+  for (std::size_t i = 0; i < chosen->packages.size(); ++i)
+    if (auto v = specs::Version::parse(chosen->packages[i].version))
+      res.pins.push_back({chosen->packages[i].name, *v, cands[i], {}, {"<lockfile>"}});
+  std::sort(res.pins.begin(), res.pins.end(), [](const resolver::Pin& a, const resolver::Pin& b) { return a.name < b.name; });
+  const auto family = fw ? family_of(*fw, true) : std::set<std::string>{};
+  auto plan = resolver::make_plan({&res, host.installed, std::vector<std::string>(family.begin(), family.end()), {"nvidia-"}});
+  TxnInput in{&host, &target, std::move(wheels), std::move(names), {}, fw, chosen->variant, unpacked_cache_dir(*client)};
+  for (const auto& r : plan.remove)
+    if (!lock_names.contains(r.name))
+      for (const auto& d : host.facts.installed)
+        if (d.normalized_name() == r.name && d.version.to_string() == r.version &&
+            std::find(in.removals.begin(), in.removals.end(), d.dist_info) == in.removals.end())
+          in.removals.push_back(d.dist_info);
+  {
+    // Every locked package replaces its installed namesake: conda's are refused here too.
+    resolver::Plan touched;
+    for (const auto& d : host.facts.installed)
+      if (lock_names.contains(d.normalized_name())) touched.remove.push_back({d.normalized_name(), d.version.to_string(), "replaced"});
+    for (const auto& r : plan.remove)
+      if (!lock_names.contains(r.name)) touched.remove.push_back(r);
+    ENVFIX_TRY_VOID(check_conda(host.installed, touched, o.allow_conda_overwrite));
+    // pip check of the after-state, as for a resolved plan: a lock made elsewhere may break a neighbour.
+    for (const auto& p : chosen->packages) touched.install.push_back({p.name, p.version, p.filename, p.url, p.sha256, p.size, {}, {}});
+    ENVFIX_TRY(check_breaking(host.installed, touched, host.python.markers, o.allow_breaking));
+    for (const auto& w : touched.warnings) rep.warning(w);
+  }
+
+  std::vector<GateInput> gate_in;
+  for (const auto& p : chosen->packages) gate_in.push_back({p.name, p.version, p.filename});
+  auto store = evidence_store(*client);
+  // A lockfile is exact: a refusal is final, and partial coverage is a warning.
+  auto gate = make_gate(host, gate_in, chosen->variant, fw ? family_of(*fw, false) : std::set<std::string>{}, &store, false, {});
+  auto rr = ENVFIX_TRY(run_transaction(in, o, gate, rep));
+  rr.timings.download = t_download;
+  report.applied = std::move(rr);
+  return report;
+}
+
+} // namespace envfix::api

@@ -1,0 +1,622 @@
+// `doctor` (see doctor.hpp): probe once, then compare facts with knowledge; no printing.
+#include "api/doctor.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "api/host.hpp"
+#include "api/smoke.hpp"
+#include "index/index_client.hpp"
+#include "probe/installed.hpp"
+#include "probe/python_probe.hpp"
+#include "specs/name.hpp"
+#include "util/env.hpp"
+#include "util/parallel.hpp"
+#include "util/python.hpp"
+#include "util/strings.hpp"
+#include "util/subprocess.hpp"
+#include "wheel/kernel_evidence.hpp"
+
+namespace envfix::api {
+
+namespace {
+
+namespace fs = std::filesystem;
+using util::join;
+
+void add(DoctorReport& r, std::string code, std::string severity, std::string message, std::string hint = {}) {
+  for (const auto& f : r.findings)
+    if (f.code == code && f.message == message) return;
+  r.findings.push_back({std::move(code), std::move(severity), std::move(message), std::move(hint)});
+}
+
+
+// ---------------------------------------------------------------- step 1: hardware and environment
+
+fs::path env_prefix_of(const fs::path& interpreter) {
+  // <prefix>/bin/python → <prefix>; no symlink resolution (a venv's python links to its base).
+  return fs::absolute(interpreter).lexically_normal().parent_path().parent_path();
+}
+
+void check_environment(DoctorReport& r) {
+  const auto& f = r.facts;
+  if (!f.python) return;
+  const auto& py = *f.python;
+  if (py.externally_managed) {
+    auto msg = py.externally_managed_message.empty() ? std::string("the distribution manages its packages")
+                                                      : std::string(py.externally_managed_message.substr(
+                                                            0, py.externally_managed_message.find('\n')));
+    add(r, "externally-managed", "warning",
+        fmt::format("{} is externally managed (PEP 668): {}", py.executable.string(), msg),
+        "install into a virtual environment: envfix apply --venv .venv");
+  }
+  if (f.pip_interpreter) {
+    auto pip_prefix = env_prefix_of(*f.pip_interpreter);
+    auto target = fs::absolute(py.prefix).lexically_normal();
+    if (pip_prefix != target) {
+      add(r, "pip-other-interpreter", "warning",
+          fmt::format("`pip` on PATH ({}) installs into {}, not into the target {}",
+                      f.pip_on_path ? f.pip_on_path->string() : std::string("pip"), pip_prefix.string(),
+                      target.string()),
+          fmt::format("use `{} -m pip`, or activate the environment first", py.executable.string()));
+    }
+  }
+}
+
+// The base environment (docs/environment.md, The base environment): the local toolkit matters only
+// for building extensions, WSL and containers for where the driver comes from.
+void check_base(DoctorReport& r) {
+  const auto& b = r.base;
+  if (b.toolkit && b.toolkit->version && b.runtime && b.toolkit->version->major != b.runtime->version.major)
+    add(r, "toolkit-runtime-mismatch", "warning",
+        fmt::format("the local CUDA toolkit (nvcc {} from {}) is CUDA {}, the framework's runtime ({}) is CUDA {}: "
+                    "extensions built with this nvcc (torch.utils.cpp_extension, source builds) will not load",
+                    b.toolkit->version->to_string(), b.toolkit->from, b.toolkit->version->major, b.runtime->from,
+                    b.runtime->version.to_string()),
+        fmt::format("installed wheels carry their own runtime and need no toolkit; to build extensions put a CUDA {}.x "
+                    "nvcc first on PATH or set CUDA_HOME",
+                    b.runtime->version.major));
+  if (b.platform.is_wsl())
+    add(r, "wsl", "info",
+        fmt::format("WSL2 ({}): the GPU driver is the Windows one, reached through /dev/dxg", join(b.platform.wsl, ", ")),
+        "never install a Linux NVIDIA driver inside WSL; run python, pip and envfix on the same side (all in WSL), "
+        "not a Windows interpreter over a WSL path or the reverse");
+  if (!b.platform.container.empty())
+    add(r, "container", "info",
+        fmt::format("running in a container ({}: {}): the driver comes from the host", b.platform.container,
+                    join(b.platform.container_evidence, ", ")),
+        "GPU access needs the NVIDIA container toolkit (docker --gpus all, CDI); fix the image's Python "
+        "environment here and the driver on the host");
+}
+
+// ---------------------------------------------------------------- step 2: framework packages
+
+// cu128 from nvidia-cuda-runtime-cu12==12.8.90, cuda-toolkit==13.0.2, nvidia-cuda-runtime==13.0.96.
+std::optional<std::string> variant_from_requires(const probe::InstalledDist& d, const specs::MarkerEnvironment& env) {
+  for (const auto& req : d.requires_dist) {
+    auto n = req.normalized_name();
+    if (n != "cuda-toolkit" && !n.starts_with("nvidia-cuda-runtime")) continue;
+    if (req.marker && !req.applies(env)) continue;
+    for (const auto& c : req.specifier.clauses()) {
+      if (c.op() != specs::SpecOperator::equal || !c.version()) continue;
+      const auto& rel = c.version()->release();
+      if (rel.size() < 2) continue;
+      return fmt::format("cu{}{}", rel[0], rel[1]);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string source_of(const probe::InstalledDist& d) {
+  if (d.conda) return fmt::format("conda:{} {} {}", d.conda->name, d.conda->version, d.conda->build);
+  auto url = probe::direct_url_of(d);
+  if (!url.empty()) {
+    auto slash = url.rfind('/');
+    return slash == std::string::npos ? url : url.substr(0, slash);
+  }
+  return d.installer.empty() ? std::string("unknown") : "installer:" + d.installer;
+}
+
+std::optional<specs::CudaVersion> cuda_of_variant(const DoctorReport& r, const std::string& variant) {
+  if (r.fw)
+    if (const auto* v = r.fw->variant(variant)) return v->cuda;
+  if (variant.starts_with("cu"))
+    if (auto c = specs::CudaVersion::from_variant(variant)) return *c;
+  return std::nullopt;
+}
+
+bool gpu_host(const DoctorReport& r) { return !r.facts.gpus.empty(); }
+
+void check_framework(DoctorReport& r, const std::string& framework) {
+  std::string main_pkg = r.fw ? r.fw->main_package : framework;
+  std::vector<std::string> companions;
+  if (r.fw) {
+    companions = r.fw->companions;
+    companions.insert(companions.end(), r.fw->optional_companions.begin(), r.fw->optional_companions.end());
+  }
+  auto main_norm = specs::normalize_name(main_pkg);
+  std::set<std::string> companion_norm;
+  for (auto& c : companions) companion_norm.insert(specs::normalize_name(c));
+  const specs::MarkerEnvironment empty_env;
+  const auto& env = r.facts.python ? r.facts.python->markers : empty_env;
+
+  for (const auto& d : r.facts.installed) {
+    auto n = d.normalized_name();
+    if (n != main_norm && !companion_norm.count(n)) continue;
+    PackageReport p;
+    p.dist = &d;
+    p.role = n == main_norm ? "main" : "companion";
+    if (!d.local().empty()) {
+      p.variant = d.local();
+      p.variant_from = "local-label";
+    } else if (auto cv = d.conda ? probe::conda_build_variant(d.conda->build) : std::nullopt) {
+      // conda's build string says which build it is; pypi-default would be a guess about another package.
+      p.variant = *cv;
+      p.variant_from = "conda-meta";
+    } else if (auto v = variant_from_requires(d, env)) {
+      p.variant = *v;
+      p.variant_from = "requires-dist";
+    }
+    p.source = source_of(d);
+    r.packages.push_back(std::move(p));
+  }
+  const PackageReport* main = nullptr;
+  for (const auto& p : r.packages)
+    if (p.role == "main" && (!main || main->dist->version < p.dist->version)) main = &p;
+  // PyPI's unlabelled build: the release row says which variant pypi.org serves.
+  if (main && r.fw) {
+    if (const auto* rel = r.fw->release(main->dist->version); rel && !rel->pypi_default.empty()) {
+      for (auto& p : r.packages)
+        if (p.variant.empty()) {
+          p.variant = rel->pypi_default;
+          p.variant_from = "pypi-default";
+        }
+    }
+  }
+  // conda's packages: the fix below would be refused by apply (docs/json.md, plan); say so up front.
+  for (const auto& p : r.packages)
+    if (p.dist->conda)
+      add(r, "conda-owned", "info",
+          fmt::format("{} {} belongs to conda ({} {} {}); envfix apply will not replace it", p.dist->name, p.dist->version.to_string(),
+                      p.dist->conda->name, p.dist->conda->version, p.dist->conda->build),
+          "change it with conda (`conda install` the build you need), or add --allow-conda-overwrite to the fix");
+  if (!main) {
+    add(r, "framework-not-installed", "warning",
+        fmt::format("{} is not installed in {}", main_pkg,
+                    r.facts.python ? r.facts.python->executable.string() : std::string("the target")),
+        fmt::format("envfix apply {}", main_pkg));
+    return;
+  }
+  const auto& mv = main->dist->version;
+  // Duplicates and missing RECORDs (all dists: they break uninstall and upgrades alike).
+  for (const auto& group : probe::find_duplicates(r.facts.installed)) {
+    std::vector<std::string> where;
+    for (auto* d : group) where.push_back(d->dist_info.string());
+    bool fw_pkg = group[0]->normalized_name() == main_norm || companion_norm.count(group[0]->normalized_name());
+    add(r, "duplicate-dist", fw_pkg ? "error" : "warning",
+        fmt::format("{} is installed {} times: {}", group[0]->name, group.size(), join(where, ", ")),
+        "remove the stale copy: envfix apply reinstalls one clean set");
+  }
+  for (const auto& d : r.facts.installed)
+    if (!d.has_record)
+      add(r, "missing-record", "warning",
+          fmt::format("{} {} has no RECORD ({}): it cannot be uninstalled cleanly", d.name, d.version.to_string(),
+                      d.dist_info.string()),
+          "reinstall it so that a RECORD is written");
+  // CPU build on a GPU host.
+  if (gpu_host(r)) {
+    for (const auto& p : r.packages)
+      if (p.variant == "cpu")
+        add(r, "cpu-build-on-gpu-host", "error",
+            fmt::format("{} {} is a CPU-only build, but this host has {} GPU(s) ({})", p.dist->name,
+                        p.dist->version.to_string(), r.facts.gpus.size(), r.facts.gpus[0].cc.sm_name()),
+            "install the CUDA build for this GPU (see the fix command below)");
+  }
+  // Mixed variants across the set.
+  std::map<std::string, std::vector<std::string>> by_variant;
+  for (const auto& p : r.packages)
+    if (!p.variant.empty()) by_variant[p.variant].push_back(fmt::format("{} {}", p.dist->name, p.dist->version.to_string()));
+  if (by_variant.size() > 1) {
+    std::vector<std::string> parts;
+    for (auto& [v, names] : by_variant) parts.push_back(fmt::format("{} ({})", v, join(names, ", ")));
+    add(r, "mixed-variants", "error", fmt::format("the {} packages mix build variants: {}", framework, join(parts, "; ")),
+        "every package of the set must come from the same variant index");
+  }
+  // Mixed sources: different indexes are a problem; only different installers is a hint.
+  std::set<std::string> urls, installers;
+  for (const auto& p : r.packages) {
+    if (!p.source.starts_with("installer:")) urls.insert(p.source);
+    if (!p.dist->installer.empty()) installers.insert(p.dist->installer);
+  }
+  if (urls.size() > 1)
+    add(r, "mixed-sources", "warning", fmt::format("the {} packages came from different indexes: {}", framework,
+                                                   join(std::vector<std::string>(urls.begin(), urls.end()), ", ")));
+  else if (installers.size() > 1)
+    add(r, "mixed-sources", "info",
+        fmt::format("the {} packages were installed by different tools: {}", framework,
+                    join(std::vector<std::string>(installers.begin(), installers.end()), ", ")));
+  // Companion versions: the matrices' coupling, and the companion's own Requires-Dist on the main package.
+  for (const auto& p : r.packages) {
+    if (p.role != "companion") continue;
+    const auto& d = *p.dist;
+    if (r.knowledge) {
+      if (auto want = r.knowledge->companion_version(framework, mv, d.normalized_name())) {
+        auto w = specs::Version::parse(*want);
+        if (w && w->public_version() != d.version.public_version())
+          add(r, "companion-mismatch", "error",
+              fmt::format("{} {} does not match {} {} (it needs {} {})", d.name, d.version.to_string(), main_pkg,
+                          mv.to_string(), d.name, *want),
+              "install the coupled versions together (see the fix command below)");
+      }
+    }
+    for (const auto& req : d.requires_dist) {
+      if (req.normalized_name() != main_norm || req.specifier.empty()) continue;
+      if (req.marker && !req.applies(env)) continue;
+      if (!req.specifier.contains(mv.public_version(), true))
+        add(r, "companion-mismatch", "error",
+            fmt::format("{} {} requires {}{}, but {} {} is installed", d.name, d.version.to_string(), main_pkg,
+                        req.specifier.to_string(), main_pkg, mv.to_string()),
+            "install the coupled versions together (see the fix command below)");
+    }
+  }
+  // Driver vs the build's CUDA.
+  const auto& drv = r.facts.driver;
+  if (drv && !main->variant.empty()) {
+    if (auto cuda = cuda_of_variant(r, main->variant)) {
+      bool ok = r.knowledge ? r.knowledge->driver_supports(drv->version, *cuda)
+                            : (!drv->cuda || *drv->cuda >= *cuda);
+      if (!ok) {
+        auto need = r.knowledge ? r.knowledge->min_driver(*cuda) : std::nullopt;
+        add(r, "driver-too-old", "error",
+            fmt::format("{} {} is built for CUDA {}, which driver {}{} cannot run", main_pkg, mv.to_string(),
+                        cuda->to_string(), drv->version,
+                        drv->cuda ? fmt::format(" (CUDA {})", drv->cuda->to_string()) : std::string()),
+            need ? fmt::format("upgrade the driver to >= {}, or install a build for an older CUDA", *need)
+                 : std::string("upgrade the driver, or install a build for an older CUDA"));
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- step 3: repro
+
+void run_repro(DoctorReport& r, const DoctorRequest& opt, const std::function<StepOutcome(const std::string&)>& run_step) {
+  auto& rp = r.repro;
+  if (opt.no_repro) {
+    rp.note = "skipped (--no-repro)";
+    return;
+  }
+  if (!r.facts.python) return;
+  bool have_main = std::any_of(r.packages.begin(), r.packages.end(), [](auto& p) { return p.role == "main"; });
+  if (!have_main) {
+    rp.note = "skipped: the framework is not installed";
+    return;
+  }
+  if (!r.fw || r.fw->smoke.step_a.empty() || r.fw->smoke.step_b.empty()) {
+    rp.note = fmt::format("skipped: the matrices define no smoke test for {}", r.fw ? r.fw->name : "this framework");
+    return;
+  }
+  if (r.facts.gpus.empty()) {
+    rp.note = "skipped: no GPU";
+    return;
+  }
+  if (!run_step) {
+    rp.note = "skipped: no interpreter to run it in";
+    return;
+  }
+  auto run = [&](const std::string& code, std::string& status) -> bool {
+    auto res = run_step(code);
+    status = res.ok ? "passed" : "failed";
+    if (!res.ok) rp.error = res.error;
+    return res.ok;
+  };
+  // "No kernel image" is the missing-arch class whichever step raises it (a step A that launched a
+  // kernel would fail so on a build without the GPU's arch).
+  auto no_image = [&] { return cuda_error_class(rp.error) == "missing-arch"; };
+  auto missing_arch = [&](std::string_view step) {
+    std::vector<std::string> archs;
+    for (auto& g : r.facts.gpus) archs.push_back(g.cc.sm_name());
+    add(r, "arch-not-covered", "error",
+        fmt::format("the installed build has no kernel image for {} ({}: \"no kernel image is available\")",
+                    join(archs, ", "), step),
+        "install a build whose kernels include this architecture (see the fix command below)");
+  };
+  if (!run(r.fw->smoke.step_a, rp.step_a)) {
+    const bool arch = no_image();
+    add(r, "repro-failed", "error", fmt::format("step A (move a tensor to the GPU) failed: {}", rp.error),
+        arch ? "the installed build has no kernels for this GPU's architecture"
+             : "the framework cannot reach the GPU: check the driver, CUDA_VISIBLE_DEVICES and a CPU-only build");
+    if (arch) missing_arch("step A");
+    return;
+  }
+  if (!run(r.fw->smoke.step_b, rp.step_b)) {
+    const bool arch = no_image();
+    add(r, "repro-failed", "error", fmt::format("step B (run a matmul on the GPU) failed: {}", rp.error),
+        arch ? "the installed build has no kernels for this GPU's architecture"
+             : "a kernel failed on the GPU; rerun with -v for the details");
+    if (arch) missing_arch("step B");
+  }
+}
+
+// ---------------------------------------------------------------- step 4: matrices and kernels
+
+std::string platform_of(const DoctorReport& r) {
+  std::string arch = r.facts.python ? r.facts.python->tag_env.arch : "x86_64";
+  return "linux_" + arch;
+}
+
+void check_matrices(DoctorReport& r) {
+  if (!r.knowledge || !r.fw) return;
+  for (const auto& p : r.packages) {
+    if (p.role != "main" || p.variant.empty()) continue;
+    auto builds = r.knowledge->variants_for(r.fw->name, p.dist->version, platform_of(r));
+    const matrices::VariantBuild* vb = nullptr;
+    for (const auto& b : builds)
+      if (b.variant == p.variant) vb = &b;
+    if (!vb) continue;
+    for (const auto& g : r.facts.gpus) {
+      switch (vb->runs_on(g.cc)) {
+        case matrices::RunKind::none:
+          add(r, "arch-not-covered", "error",
+              fmt::format("{} {} ({}) ships no kernels for {} ({}) according to the matrices [{}]", p.dist->name,
+                          p.dist->version.to_string(), p.variant, g.cc.sm_name(), g.name, vb->source),
+              "install a build that covers this GPU (see the fix command below)");
+          break;
+        case matrices::RunKind::jit:
+          add(r, "ptx-jit-only", "warning",
+              fmt::format("{} {} ({}) runs on {} only by JIT-compiling PTX (slow first start, needs a recent driver)",
+                          p.dist->name, p.dist->version.to_string(), p.variant, g.cc.sm_name()),
+              "a build with SASS for this GPU starts faster");
+          break;
+        default: break;
+      }
+    }
+  }
+}
+
+// The guide's last fix: a nightly or test build installed because stable did not cover a new GPU
+// yet. Once a stable release covers every GPU (matrices/knowledge.hpp, stable_covering), say so.
+void check_back_to_stable(DoctorReport& r, const wheel::EvidenceStore* store) {
+  if (!r.knowledge || !r.fw || r.facts.gpus.empty()) return;
+  for (const auto& p : r.packages) {
+    if (p.role != "main") continue;
+    const auto& v = p.dist->version;
+    std::string channel = v.is_devrelease() ? "nightly"
+                          : p.source.find("/test/") != std::string::npos || v.is_prerelease() ? "test"
+                                                                                              : "";
+    if (channel.empty()) return;
+    std::vector<specs::ComputeCapability> ccs;
+    for (const auto& g : r.facts.gpus) ccs.push_back(g.cc);
+    // What the binaries said beats the table: a stable build read before (evidence store) that is
+    // not fully covered on some GPU is never suggested.
+    auto contradicted = [&](const specs::Version& sv, std::string_view variant) {
+      if (!store) return false;
+      for (const auto& b : store->builds()) {
+        if (b.key.project != specs::normalize_name(r.fw->main_package) || b.key.variant != variant) continue;
+        auto bv = specs::Version::parse(b.key.version);
+        if (!bv || bv->public_version() != sv.public_version()) continue;
+        for (const auto& cc : ccs)
+          if (wheel::package_coverage(b.files, cc).verdict != wheel::Verdict::full) return true;
+      }
+      return false;
+    };
+    auto cover = r.knowledge->stable_covering(r.fw->name, ccs, r.facts.driver ? r.facts.driver->version : "",
+                                              platform_of(r), contradicted);
+    if (!cover) return;
+    std::vector<std::string> archs;
+    for (const auto& cc : ccs)
+      if (std::find(archs.begin(), archs.end(), cc.sm_name()) == archs.end()) archs.push_back(cc.sm_name());
+    add(r, "stable-covers-gpu", "info",
+        fmt::format("{} {} is a {} build; the stable release {} ({}) now has native kernels for {}{}", p.dist->name,
+                    v.to_string(), channel, cover->version.to_string(), cover->variant, join(archs, ", "),
+                    cover->verified ? "" : " (claimed by the matrices, checked after download)"),
+        fmt::format("envfix apply --framework {} --channel stable", r.fw->name));
+    return;
+  }
+}
+
+// "torch/lib/libx.so: 2/3" → "libx.so: 2/3" (the count after ": " keeps its slash).
+std::string base_name(const std::string& path) {
+  auto slash = path.rfind('/', path.find(": "));
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::vector<std::string> base_names(const std::vector<std::string>& v) {
+  std::vector<std::string> out;
+  for (const auto& s : v) out.push_back(base_name(s));
+  return out;
+}
+
+void check_kernels(DoctorReport& r, const std::string& zstd_driver, const DoctorRequest& opt,
+                   const std::function<Expected<probe::InstalledKernels>(const probe::InstalledDist&)>& read) {
+  if (opt.no_kernels || !read) return;
+  for (auto& p : r.packages) {
+    if (!p.dist->has_record) continue;
+    auto ik = read(*p.dist);
+    if (!ik) {
+      r.facts.notes.push_back(ik.error().message);
+      continue;
+    }
+    for (auto& n : ik->notes) r.facts.notes.push_back(n);
+    KernelSummary ks;
+    ks.scanned = ik->scanned;
+    ks.from_evidence = ik->from_evidence;
+    ks.files = ik->files.size();
+    for (const auto& f : ik->files) {
+      for (auto& s : f.profile.sass()) ks.sass.insert(s);
+      for (auto& s : f.profile.ptx()) ks.ptx.insert(s);
+      ks.containers += f.profile.containers();
+      ks.zstd = ks.zstd || f.profile.zstd;
+    }
+    ks.profiles = std::move(ik->files);
+    for (const auto& g : r.facts.gpus) {
+      GpuCoverage gc{g.cc.sm_name(), wheel::package_coverage(ks.profiles, g.cc)};
+      const auto& c = gc.coverage;
+      if (c.has_gpu_code()) {
+        auto label = fmt::format("{} {}", p.dist->name, p.dist->version.to_string());
+        if (c.verdict == wheel::Verdict::none)
+          add(r, "arch-not-covered", "error",
+              fmt::format("{}: none of its {} GPU modules has code for {} (binaries read: {})", label, c.total(),
+                          gc.arch, join(base_names(c.none_files), ", ")),
+              "install a build that covers this GPU (see the fix command below)");
+        else if (c.verdict == wheel::Verdict::partial)
+          add(r, "arch-partly-covered", "warning",
+              fmt::format("{}: {} of {} GPU modules lack code for {} — a small test may pass and the full app fail "
+                          "({})",
+                          label, c.total() - c.runnable(), c.total(), gc.arch,
+                          join(base_names(c.none_files.empty() ? c.partial_files : c.none_files), ", ")),
+              "install a build with full coverage for this GPU (see the fix command below)");
+        else if (c.jit_only)
+          add(r, "ptx-jit-only", "warning",
+              fmt::format("{}: runs on {} only by JIT-compiling PTX", label, gc.arch),
+              "a build with SASS for this GPU starts faster");
+      }
+      ks.per_gpu.push_back(std::move(gc));
+    }
+    if (ks.zstd && r.facts.driver && r.facts.driver->cuda && *r.facts.driver->cuda < specs::kZstdMinCuda)
+      add(r, "zstd-needs-newer-driver", "error",
+          fmt::format("{} has ZSTD-compressed kernels, which need a driver for CUDA >= 12.4 (this one: CUDA {})",
+                      p.dist->name, r.facts.driver->cuda->to_string()),
+          fmt::format("upgrade the driver (>= {})", zstd_driver.empty() ? "one for CUDA 12.4" : zstd_driver));
+    p.kernels = std::move(ks);
+  }
+}
+
+// ---------------------------------------------------------------- verdict and fix
+
+void conclude(DoctorReport& r, const Options& g, const std::string& framework) {
+  // Advice about the user's shell, not the environment: shown as a warning, but a healthy
+  // environment stays healthy (a `pip` on PATH that belongs elsewhere breaks nothing installed).
+  static const std::set<std::string> advisory = {"pip-other-interpreter"};
+  bool error = false, warning = false;
+  for (const auto& f : r.findings) {
+    if (advisory.count(f.code)) continue;
+    error = error || f.severity == "error";
+    warning = warning || f.severity == "warning";
+  }
+  r.verdict = error ? "broken" : warning ? "degraded" : "healthy";
+  if (r.verdict == "healthy") return;
+  // Only problems that a reinstall fixes get a command; hardware and driver problems do not.
+  static const std::set<std::string> fixable = {"arch-not-covered", "arch-partly-covered", "ptx-jit-only",
+                                                "cpu-build-on-gpu-host", "companion-mismatch", "mixed-variants",
+                                                "mixed-sources", "duplicate-dist", "missing-record",
+                                                "repro-failed", "framework-not-installed", "externally-managed"};
+  bool want = false;
+  for (const auto& f : r.findings) want = want || (f.severity != "info" && fixable.count(f.code));
+  if (!want) return;
+  std::vector<std::string> args = {"envfix", "apply"};
+  std::vector<std::string> pkgs;
+  for (const auto& p : r.packages) pkgs.push_back(specs::normalize_name(p.dist->name));
+  std::sort(pkgs.begin(), pkgs.end());
+  pkgs.erase(std::unique(pkgs.begin(), pkgs.end()), pkgs.end());
+  if (pkgs.empty()) pkgs.push_back(r.fw ? r.fw->main_package : framework);
+  args.insert(args.end(), pkgs.begin(), pkgs.end());
+  if (framework != "torch") args.insert(args.end(), {"--framework", framework});
+  bool em = r.facts.python && r.facts.python->externally_managed;
+  if (em) args.insert(args.end(), {"--venv", ".venv"});
+  else if (!g.python.empty()) args.insert(args.end(), {"--python", g.python});
+  for (const auto& gpu : g.gpus) args.insert(args.end(), {"--gpu", gpu});
+  if (!g.driver.empty()) args.insert(args.end(), {"--driver", g.driver});
+  if (!g.matrices_dir.empty()) args.insert(args.end(), {"--matrices", g.matrices_dir});
+  // Every option that shaped the diagnosis or names where builds come from, so that the command
+  // runs as printed against the same indexes and knowledge.
+  if (!g.mirror.empty()) args.insert(args.end(), {"--mirror", g.mirror});
+  if (!g.index_url.empty()) args.insert(args.end(), {"--index-url", g.index_url});
+  for (const auto& d : g.find_links) args.insert(args.end(), {"--find-links", d});
+  if (g.channel != "auto") args.insert(args.end(), {"--channel", g.channel});
+  if (!g.variant.empty()) args.insert(args.end(), {"--variant", g.variant});
+  if (!g.cache_dir.empty()) args.insert(args.end(), {"--cache-dir", g.cache_dir});
+  if (!g.python_version.empty()) args.insert(args.end(), {"--python-version", g.python_version});
+  if (!g.platform.empty()) args.insert(args.end(), {"--platform", g.platform});
+  if (g.offline) args.push_back("--offline");
+  if (g.allow_cpu) args.push_back("--allow-cpu");
+  for (auto& a : args)
+    if (a.find_first_of(" \t'\"$`\\") != std::string::npos) a = "'" + a + "'";
+  r.fix = join(args, " ");
+}
+
+
+} // namespace
+
+DoctorReport diagnose(const Options& g, const DoctorRequest& opt, DoctorInputs in) {
+  DoctorReport r;
+  r.facts = std::move(in.facts);
+  r.base = std::move(in.base);
+  r.knowledge = std::move(in.knowledge);
+  r.framework = g.framework;
+  if (r.knowledge) r.fw = r.knowledge->framework(g.framework);
+
+  // Step 1 (after step 2: GPU-related severities depend on the packages).
+  check_framework(r, g.framework);
+  bool cuda_build = std::any_of(r.packages.begin(), r.packages.end(),
+                                [](auto& p) { return p.variant.starts_with("cu"); });
+  if (r.facts.gpus.empty()) {
+    std::string why = r.facts.driver ? fmt::format("driver {} is loaded but no GPU is visible", r.facts.driver->version)
+                                     : std::string("no NVIDIA GPU and no driver found");
+    if (in.cuda_visible_devices) why += fmt::format(" (CUDA_VISIBLE_DEVICES='{}')", *in.cuda_visible_devices);
+    add(r, "no-gpu", r.facts.driver || cuda_build ? "error" : "info", why,
+        r.facts.driver ? "check CUDA_VISIBLE_DEVICES, container GPU access (--gpus all) and `nvidia-smi`"
+                       : "to plan for another machine, pass --gpu sm_XX --driver VERSION");
+  } else if (!r.facts.driver) {
+    add(r, "no-driver", "error", "GPUs are present but no NVIDIA driver was found",
+        "install the NVIDIA driver, then check `nvidia-smi`");
+  }
+  check_environment(r);
+  check_base(r);
+  // Step 3 and 4.
+  run_repro(r, opt, in.run_step);
+  check_matrices(r);
+  const std::string zstd_driver = r.knowledge ? r.knowledge->min_driver(specs::kZstdMinCuda).value_or("") : "";
+  check_kernels(r, zstd_driver, opt, in.kernels);
+  check_back_to_stable(r, in.evidence.get());
+  // Errors first, then warnings, then info; stable within a severity.
+  auto rank = [](const std::string& s) { return s == "error" ? 0 : s == "warning" ? 1 : 2; };
+  std::stable_sort(r.findings.begin(), r.findings.end(),
+                   [&](const Finding& a, const Finding& b) { return rank(a.severity) < rank(b.severity); });
+  conclude(r, g, g.framework);
+  return r;
+}
+
+Expected<DoctorReport> doctor(const Options& o, const DoctorRequest& opt) {
+  DoctorInputs in;
+  std::string why;
+  in.knowledge = ENVFIX_TRY(load_knowledge(o, &why));
+  auto host = ENVFIX_TRY(make_host(o, in.knowledge.get(), HostNeeds{.survey_path = true, .require_python = false}));
+  in.facts = std::move(host.facts);
+  if (!in.knowledge) in.facts.notes.push_back("matrices not loaded: " + why);
+  in.cuda_visible_devices = util::get_env("CUDA_VISIBLE_DEVICES");
+  in.base = probe::probe_base_env(in.facts);
+
+  fs::path cache = o.cache_dir.empty() ? index::default_cache_dir().value_or(fs::path{}) : fs::path(o.cache_dir);
+  auto store = cache.empty() ? nullptr : std::make_shared<wheel::EvidenceStore>(cache / "evidence-v1");
+  in.evidence = store;
+  in.kernels = [store](const probe::InstalledDist& d) -> Expected<probe::InstalledKernels> {
+    auto ik = ENVFIX_TRY(probe::read_installed_kernels(d, store.get(), util::default_threads()));
+    if (store && !ik.files.empty()) // what the installed binaries say, for plan and `envfix matrix`
+      (void)store->put_build({probe::installed_build_key(d), fmt::format("installed in {}", d.dist_info.parent_path().string()), ik.files});
+    return ik;
+  };
+  if (in.facts.python) {
+    const fs::path python = in.facts.python->executable;
+    const int timeout_s = opt.repro_timeout_s;
+    in.run_step = [python, timeout_s](const std::string& code) -> StepOutcome {
+      util::SubprocessOptions so;
+      so.timeout = std::chrono::seconds(timeout_s);
+      so.set_env["CUDA_LAUNCH_BLOCKING"] = "1";
+      so.unset_env = {"PYTHONPATH", "PYTHONHOME"};
+      auto res = util::run_python(python, {"-c", code}, so);
+      if (!res) return {false, res.error().message};
+      if (res->ok()) return {true, {}};
+      std::string error = res->timed_out ? fmt::format("timed out after {} s", timeout_s) : exception_line(res->out, res->err);
+      if (error.empty()) error = fmt::format("exit code {}", res->exit_code);
+      return {false, error};
+    };
+  }
+  return diagnose(o, opt, std::move(in));
+}
+
+} // namespace envfix::api

@@ -1,0 +1,106 @@
+#pragma once
+// `doctor`: four diagnostic steps (1 hardware and driver, 2 framework version, variant, companions
+// and their sources, 3 a minimal repro in the target interpreter, 4 the matrices and the kernels
+// really present; docs/json.md "doctor"), ending in a verdict and the exact `envfix apply` that fixes
+// what was found. Facts come from probe/, knowledge from matrices/, kernels from wheel/; diagnose()
+// only compares them, so a scenario can give it the facts directly (tests/scenarios/doctor/).
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/options.hpp"
+#include "api/reporter.hpp"
+#include "matrices/knowledge.hpp"
+#include "probe/base_env.hpp"
+#include "probe/host_facts.hpp"
+#include "probe/installed_kernels.hpp"
+#include "util/error.hpp"
+#include "wheel/coverage.hpp"
+#include "wheel/kernel_evidence.hpp"
+
+namespace envfix::api {
+
+struct DoctorRequest {
+  bool no_repro = false;
+  int repro_timeout_s = 120;
+  bool no_kernels = false;
+};
+
+struct Finding {
+  std::string code;
+  std::string severity; // error | warning | info
+  std::string message;
+  std::string hint;
+};
+
+struct GpuCoverage {
+  std::string arch;                // "sm_90"
+  wheel::PackageCoverage coverage; // the one coverage model (wheel/coverage.hpp)
+};
+
+struct KernelSummary {
+  std::size_t files = 0, scanned = 0, containers = 0, from_evidence = 0;
+  std::vector<wheel::ProfiledFile> profiles;
+  std::set<std::string> sass, ptx;
+  bool zstd = false;
+  std::vector<GpuCoverage> per_gpu;
+};
+
+struct PackageReport {
+  const probe::InstalledDist* dist = nullptr; // into DoctorReport::facts.installed
+  std::string role;         // main | companion
+  std::string variant;      // cu128, cpu, … or "" when unknown
+  std::string variant_from; // local-label | conda-meta | requires-dist | pypi-default | ""
+  std::string source;       // index URL dir from direct_url.json, else "installer:<name>"
+  std::optional<KernelSummary> kernels;
+};
+
+struct Repro {
+  std::string step_a = "skipped", step_b = "skipped";
+  std::string error;
+  std::string note;
+};
+
+struct DoctorReport {
+  probe::HostFacts facts;
+  probe::BaseEnv base; // the framework's CUDA runtime, the local nvcc, pip, WSL2 and containers
+  std::unique_ptr<matrices::Knowledge> knowledge;
+  const matrices::Framework* fw = nullptr;
+  std::string framework;    // as asked (--framework)
+  std::vector<PackageReport> packages;
+  Repro repro;
+  std::vector<Finding> findings; // errors first, then warnings, then info
+  std::string verdict;           // healthy | degraded | broken
+  std::string fix;               // the `envfix apply …` that fixes it; "" when a reinstall would not
+};
+
+// One repro step's outcome: passed, or the error line (the exception, "timed out after N s", …).
+struct StepOutcome {
+  bool ok = false;
+  std::string error;
+};
+
+// Everything diagnose() reads. doctor() fills it from the machine; a scenario fills it from YAML.
+struct DoctorInputs {
+  probe::HostFacts facts;  // planned GPUs and driver already laid over (api/host.hpp)
+  probe::BaseEnv base;     // probe::probe_base_env(facts) on a machine
+  std::unique_ptr<matrices::Knowledge> knowledge; // null: the matrices did not load
+  std::optional<std::string> cuda_visible_devices;
+  // The kernels of an installed dist (null: none are read, as with --no-kernels).
+  std::function<Expected<probe::InstalledKernels>(const probe::InstalledDist&)> kernels;
+  // Runs one repro step's Python code in the target interpreter (null: the repro is not run).
+  std::function<StepOutcome(const std::string& code)> run_step;
+  // Builds read before (null: none); a stable build they show not fully covering a GPU is never suggested.
+  std::shared_ptr<const wheel::EvidenceStore> evidence;
+};
+
+[[nodiscard]] DoctorReport diagnose(const Options& o, const DoctorRequest& r, DoctorInputs in);
+
+// Probe the machine (api::make_host, with `pip` on PATH), read the installed kernels through the
+// evidence store, run the repro in the target interpreter, then diagnose().
+[[nodiscard]] Expected<DoctorReport> doctor(const Options& o, const DoctorRequest& r);
+
+} // namespace envfix::api

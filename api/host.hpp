@@ -1,0 +1,58 @@
+#pragma once
+// The host a command acts on or plans for (docs/architecture.md, Pipeline): what the probe read,
+// with the planned parts (--gpu, --driver, --python-version, --platform, ENVFIX_GPU, ENVFIX_DRIVER)
+// laid over it. The one host builder of every command.
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/options.hpp"
+#include "index/index_client.hpp"
+#include "matrices/knowledge.hpp"
+#include "probe/host_facts.hpp"
+#include "resolver/framework_selector.hpp"
+#include "resolver/plan.hpp"
+#include "util/error.hpp"
+#include "wheel/kernel_evidence.hpp"
+
+namespace envfix::api {
+
+struct Host {
+  std::vector<std::pair<std::string, specs::ComputeCapability>> gpus; // name, cc
+  bool gpus_planned = false;  // from --gpu / ENVFIX_GPU
+  std::string driver;
+  std::optional<specs::CudaVersion> driver_cuda; // what libcuda said; unset for a planned driver
+  resolver::TargetEnvironment python;
+  specs::TagEnvironment tag_env;
+  std::string python_text;    // "Python 3.11.7 (cp311, glibc 2.36)"
+  std::string python_mm;      // "3.11"
+  std::string platform = "linux_x86_64"; // matrices platform name
+  std::string platform_tag;   // --platform as given, "" when probed
+  std::vector<resolver::InstalledPackage> installed;
+  std::vector<std::string> installed_names;
+  // What the probe read, with planned GPUs (gpus_planned) and a planned driver (source "planned",
+  // its CUDA from the matrices' driver floors) in place of the probed ones.
+  probe::HostFacts facts;
+};
+
+struct HostNeeds {
+  bool survey_path = false;   // also look at `pip` on PATH (doctor)
+  bool require_python = true; // false: a host without an interpreter is a fact to report (doctor)
+};
+
+[[nodiscard]] Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNeeds needs = {});
+
+// The matrices: embedded, or --matrices / ENVFIX_MATRICES. A broken override the user named is an
+// error; a broken embedded set gives null (framework mode off) and, in *why, the reason.
+[[nodiscard]] Expected<std::unique_ptr<matrices::Knowledge>> load_knowledge(const Options& o, std::string* why = nullptr);
+[[nodiscard]] Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Options& o);
+// <cache>/evidence-v1: the kernel facts read from binaries (wheel/kernel_evidence.hpp).
+[[nodiscard]] wheel::EvidenceStore evidence_store(const index::IndexClient& client);
+// --index-url or ENVFIX_INDEX_URL.
+[[nodiscard]] std::string plain_index_url(const Options& o);
+// --mirror or ENVFIX_MIRROR.
+[[nodiscard]] std::string mirror_of(const Options& o);
+
+} // namespace envfix::api

@@ -1,0 +1,83 @@
+#pragma once
+// `lock`: resolve for one or more hosts without installing anything and write envfix.lock
+// (docs/lockfile.md); the lock-target helpers apply uses to write the lockfile after a commit.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/options.hpp"
+#include "api/plan.hpp"
+#include "lockfile/lockfile.hpp"
+#include "lockfile/select.hpp"
+#include "util/error.hpp"
+
+namespace envfix::api {
+
+// "envfix 0.1.0"
+[[nodiscard]] std::string created_by();
+
+// The host part of a lock target: GPUs as sorted sm names, python X.Y, the platform tag the set needs
+// (--platform when given, else the most demanding manylinux tag among the wheels, else linux_ARCH),
+// driver-min from the matrices for the chosen CUDA variant ("" for plain sets).
+[[nodiscard]] lockfile::LockedHost lock_host(const PlanContext& ctx);
+// The host as lockfile::select sees it.
+[[nodiscard]] lockfile::HostView host_view(const Host& host);
+// The kernels the matrices claim for the main package of a framework set (verified: false), and what
+// binaries said about builds read before (verified: true).
+[[nodiscard]] std::map<std::string, lockfile::LockedKernels> claimed_kernels(const PlanContext& ctx);
+struct LocalFile {
+  std::string sha256;
+  std::uint64_t size = 0;
+};
+// A target from the resolution. `kernels` by normalized name; `local` gives sha256/size of
+// downloaded files for pins whose index did not publish them. Fails naming a pin without a sha256.
+[[nodiscard]] Expected<lockfile::LockTarget> make_lock_target(const PlanContext& ctx,
+                                                              const std::map<std::string, lockfile::LockedKernels>& kernels,
+                                                              const std::map<std::string, LocalFile>& local = {});
+// Write or update the lockfile `path` with this plan's target after a commit; kernels read from
+// the binaries just checked (`verified`) win over the old lock's and the matrices'.
+[[nodiscard]] Expected<std::string> update_lockfile(const std::string& path, const PlanContext& ctx,
+                                                    const std::vector<std::string>& request,
+                                                    const std::map<std::string, lockfile::LockedKernels>& verified,
+                                                    const std::map<std::string, LocalFile>& local,
+                                                    std::vector<std::string>* warnings = nullptr,
+                                                    std::optional<lockfile::VerifiedOn> verified_here = std::nullopt);
+
+// "gpu=sm_86+sm_120,python=3.10,driver=550.54,platform=manylinux_2_28_x86_64" applied to a copy of
+// the options. gpu=none (or no gpu key) is a CPU-only target.
+[[nodiscard]] Expected<Options> apply_target_spec(const Options& o, const std::string& spec);
+
+struct LockRequest {
+  std::vector<std::string> requirements;
+  std::vector<std::string> targets; // --target specs; empty = this host
+  std::string output;               // "" = Options::lockfile
+  bool check = false;               // compare with the file instead of writing it
+  bool pre = false;
+  bool allow_unhashed = false;
+};
+
+struct LockedFor {
+  std::string id;
+  std::size_t resolved = 0;
+  double seconds = 0;
+};
+
+struct LockReport {
+  std::string path;
+  lockfile::LockFile lock;
+  std::vector<std::string> notes;
+  std::vector<LockedFor> resolved;   // one per target, in request order
+  Host host;                         // the first target's (interpreter lines)
+  bool written = false;
+  bool stale = false;                // --check
+  std::vector<std::string> differences; // --check, when stale
+};
+
+[[nodiscard]] Expected<LockReport> lock(const Options& o, const LockRequest& r);
+
+// Package-level differences between two locks (lock --check).
+[[nodiscard]] std::vector<std::string> lock_diff(const lockfile::LockFile& a, const lockfile::LockFile& b);
+
+} // namespace envfix::api

@@ -1,0 +1,31 @@
+#pragma once
+// What every api/ call is asked about (docs/architecture.md, Modules): the environment to act on,
+// where builds come from and the host to plan for. A value the caller fills; cli/ maps its global
+// options onto it, tests build it directly. Environment variables (ENVFIX_GPU, ENVFIX_DRIVER,
+// ENVFIX_INDEX_URL, …; docs/environment.md) are read by api/ where a field is empty.
+#include <string>
+#include <vector>
+
+namespace envfix::api {
+
+struct Options {
+  std::string python;                  // target interpreter; "" = $VIRTUAL_ENV, $CONDA_PREFIX, python3
+  std::string framework = "torch";
+  std::string channel = "auto";        // auto | stable | test | nightly
+  std::string variant;                 // cu128 …
+  std::string mirror;
+  std::string index_url;
+  std::vector<std::string> find_links;
+  std::string matrices_dir;
+  std::string cache_dir;
+  bool offline = false;
+  bool allow_cpu = false;
+  std::string lockfile = "envfix.lock";
+  // Planning for a machine you are not on.
+  std::vector<std::string> gpus;       // sm_120, 12.0, "RTX 5090", none
+  std::string driver;
+  std::string python_version;
+  std::string platform;
+};
+
+} // namespace envfix::api

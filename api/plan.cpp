@@ -1,0 +1,232 @@
+// probe → resolve → diff (see plan.hpp).
+#include "api/plan.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "probe/installed_kernels.hpp"
+#include "resolver/index_provider.hpp"
+#include "resolver/installed.hpp"
+#include "resolver/knowledge_adapter.hpp"
+#include "specs/name.hpp"
+#include "specs/wheel_filename.hpp"
+#include "util/parallel.hpp"
+
+namespace envfix::api {
+
+namespace {
+
+// Evidence beats tables: what binaries said about a build, before the matrices. The installed set's
+// own framework binaries count (read once per file, kept by RECORD hash), then every build the
+// kernel gate read before (wheel/kernel_evidence.hpp).
+void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const index::IndexClient& client) {
+  auto store = std::make_shared<wheel::EvidenceStore>(evidence_store(client));
+  auto installed = std::make_shared<std::map<wheel::BuildKey, resolver::BuildFacts>>();
+  if (!host.gpus.empty()) {
+    auto family = resolver::framework_family(spec);
+    for (const auto& d : host.facts.installed) {
+      if (std::find(family.begin(), family.end(), d.normalized_name()) == family.end()) continue;
+      auto ik = probe::read_installed_kernels(d, store.get(), util::default_threads());
+      if (!ik || ik->files.empty()) continue;
+      auto key = probe::installed_build_key(d);
+      resolver::BuildFacts facts{std::move(ik->files), fmt::format("installed in {}", d.dist_info.parent_path().string())};
+      (void)store->put_build({key, facts.source, facts.files});
+      (*installed)[key] = std::move(facts);
+    }
+  }
+  spec.evidence = [store, installed](const specs::WheelFilename& wf, std::string_view variant) -> std::optional<resolver::BuildFacts> {
+    auto key = wheel::build_key(wf, variant);
+    if (auto it = installed->find(key); it != installed->end()) return it->second;
+    if (auto e = store->build(key)) return resolver::BuildFacts{std::move(e->files), std::move(e->source)};
+    return std::nullopt;
+  };
+}
+
+} // namespace
+
+Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std::vector<resolver::Rejection>* rejected_out) {
+  const auto& requests = flags.requirements;
+  auto t0 = std::chrono::steady_clock::now();
+  PlanContext ctx;
+  ctx.knowledge = ENVFIX_TRY(load_knowledge(g));
+  ctx.host = ENVFIX_TRY(make_host(g, ctx.knowledge.get()));
+  const Host& host = ctx.host;
+
+  for (const auto& r : requests) {
+    auto req = specs::Requirement::parse(r);
+    if (!req) return std::unexpected(std::move(req).error().context(fmt::format("request '{}'", r)));
+    ctx.request.push_back(std::move(*req));
+  }
+  ctx.client = ENVFIX_TRY(make_index_client(g));
+  auto& client = *ctx.client;
+
+  std::string index_url = plain_index_url(g);
+  resolver::Plan plan;
+  if (!index_url.empty() || !g.find_links.empty()) {
+    // A plain resolver over exactly one index (plus find-links folders).
+    if (ctx.request.empty())
+      return make_error(ErrorCode::invalid_input, "nothing to resolve", "name packages: envfix plan PKG... --index-url URL");
+    resolver::IndexProvider provider(client, index_url, g.find_links);
+    resolver::ResolveOptions ro;
+    ro.target = host.python;
+    ro.allow_unhashed = flags.allow_unhashed;
+    if (flags.pre) ro.prereleases = resolver::PrereleasePolicy::allow;
+    std::set<std::string> upgrade;
+    for (const auto& q : ctx.request) upgrade.insert(q.normalized_name());
+    resolver::PreferInstalledProvider preferring(provider, flags.prefer_installed ? host.installed : std::vector<resolver::InstalledPackage>{},
+                                                 upgrade);
+    resolver::Resolver r(preferring, ro);
+    auto res = r.resolve(ctx.request);
+    if (!res) {
+      if (rejected_out) *rejected_out = r.rejected();
+      return std::unexpected(res.error());
+    }
+    ctx.resolution = std::move(*res);
+    resolver::PlanInputs in{&ctx.resolution, host.installed, {}, {"nvidia-"}};
+    plan = resolver::make_plan(in);
+    plan.index = provider.describe();
+  } else {
+    if (!ctx.knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
+    const auto& knowledge = *ctx.knowledge;
+    const std::string mirror = mirror_of(g);
+    ctx.spec = std::make_unique<resolver::FrameworkSpec>(
+        ENVFIX_TRY(resolver::framework_spec_from(knowledge, g.framework, mirror, host.platform)));
+    attach_evidence(*ctx.spec, host, client);
+    // What the channels' aggregate indexes offer beyond the matrices (resolver/discovery.hpp).
+    std::map<std::string, std::unique_ptr<resolver::IndexProvider>> aggregates;
+    resolver::discover_indexes(*ctx.spec, resolver::discovery_sources(knowledge, g.framework, mirror),
+                               resolver::variant_describer(knowledge, g.framework),
+                               [&](const std::string& url) -> resolver::CandidateProvider& {
+                                 auto& p = aggregates[url];
+                                 if (!p) p = std::make_unique<resolver::IndexProvider>(client, url);
+                                 return *p;
+                               },
+                               {g.variant});
+    const auto& spec = *ctx.spec;
+    resolver::HostTarget target;
+    for (const auto& [name, cc] : host.gpus) target.gpus.push_back(cc);
+    target.driver_version = host.driver;
+    target.python = host.python;
+    if (!host.driver.empty()) {
+      const auto* kp = &knowledge;
+      std::string drv = host.driver;
+      target.driver_supports = [kp, drv](const specs::CudaVersion& c) { return kp->driver_supports(drv, c); };
+      target.driver_native = [kp, drv](const specs::CudaVersion& c) { return kp->driver_supports(drv, c, false); };
+    } else if (!host.gpus.empty()) {
+      target.driver_supports = [](const specs::CudaVersion&) { return false; };
+    }
+    auto req = resolver::split_request(spec, ctx.request, host.installed_names);
+    req.channel = g.channel;
+    req.variant = g.variant;
+    req.allow_cpu = g.allow_cpu;
+    req.allow_unhashed = flags.allow_unhashed;
+    req.rejected_out = rejected_out;
+    std::map<std::string, std::unique_ptr<resolver::IndexProvider>> providers;
+    std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
+    std::set<std::string> upgrade;
+    for (const auto& q : ctx.request) upgrade.insert(q.normalized_name());
+    for (const auto& n : resolver::framework_family(spec)) upgrade.insert(n);
+    auto choice = resolver::select_framework_set(spec, target, req, [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
+      auto& p = providers[i.url];
+      if (!p) p = std::make_unique<resolver::IndexProvider>(client, i.url);
+      auto& pp = preferring[i.url];
+      if (!pp)
+        pp = std::make_unique<resolver::PreferInstalledProvider>(
+            *p, flags.prefer_installed ? host.installed : std::vector<resolver::InstalledPackage>{}, upgrade);
+      return *pp;
+    });
+    if (!choice) {
+      // Every index answering 404 for the main package is a wrong URL (a --mirror without that
+      // tree), not "no build fits": say so, naming the URLs.
+      const auto main = specs::normalize_name(spec.main_package);
+      std::vector<std::string> urls;
+      bool all_missing = !providers.empty();
+      for (const auto& [url, p] : providers) {
+        auto it = p->missing_pages().find(main);
+        if (it == p->missing_pages().end()) all_missing = false;
+        else urls.push_back(it->second.message);
+      }
+      if (all_missing)
+        return std::unexpected(Error{ErrorCode::not_found,
+                                     fmt::format("no index holds {}: every index envfix tried answered HTTP 404", spec.main_package),
+                                     urls, "check --mirror / ENVFIX_MIRROR (it replaces the base URL of every index template) "
+                                           "or --index-url"});
+      return std::unexpected(choice.error());
+    }
+    ctx.resolution = std::move(choice->resolution);
+    resolver::PlanInputs in{&ctx.resolution, host.installed, resolver::framework_family(spec), {"nvidia-"}};
+    plan = resolver::make_plan(in);
+    plan.channel = choice->index.channel;
+    plan.variant = choice->index.variant;
+    plan.index = index::redact_url(choice->index.url);
+    plan.why = choice->why;
+    plan.warnings = choice->warnings;
+    plan.rejected.insert(plan.rejected.begin(), choice->rejected.begin(), choice->rejected.end());
+    ctx.framework_index = choice->index;
+  }
+  ctx.resolved = ctx.resolution.pins.size();
+  ctx.plan = std::move(plan);
+  ctx.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return ctx;
+}
+
+Expected<void> check_conda(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan, bool allow_conda_overwrite) {
+  // conda's packages are left to conda (docs/json.md, plan).
+  if (auto owned = resolver::conda_owned_changes(installed, plan); !owned.empty()) {
+    if (!allow_conda_overwrite) {
+      Error e{ErrorCode::invalid_input,
+              fmt::format("the plan would remove or overwrite {} package{} conda owns: {}", owned.size(), owned.size() == 1 ? "" : "s",
+                          owned.front()),
+              owned,
+              "change it the conda way (`conda install` the build you need, e.g. `conda install pytorch pytorch-cuda=12.4 -c "
+              "pytorch -c nvidia`, or `conda remove` it first and run envfix again), or pass --allow-conda-overwrite to "
+              "replace it anyway (conda-meta will then describe files that are gone); nothing was changed"};
+      return std::unexpected(std::move(e));
+    }
+    for (const auto& o : owned) plan.warnings.push_back("--allow-conda-overwrite: replacing " + o);
+  }
+  return {};
+}
+
+Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking, bool allow_conda_overwrite) {
+  ENVFIX_TRY_VOID(check_conda(ctx.host.installed, ctx.plan, allow_conda_overwrite));
+  return check_breaking(ctx.host.installed, ctx.plan, ctx.host.python.markers, allow_breaking);
+}
+
+Expected<std::vector<std::string>> check_breaking(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan,
+                                                  const specs::MarkerEnvironment& env, bool allow_breaking) {
+  auto broken = resolver::check_environment(installed, plan, env);
+  std::vector<std::string> lines;
+  for (const auto& b : broken) lines.push_back(fmt::format("{} requires {}, but {}", b.package, b.requirement, b.problem));
+  if (lines.empty()) return lines;
+  if (!allow_breaking) {
+    Error e{ErrorCode::unsatisfiable,
+            fmt::format("the plan would break {} installed package{}: {}", lines.size(), lines.size() == 1 ? "" : "s", lines.front()),
+            {}, "pin what the installed package needs (e.g. add its requirement to the request), use an index that holds "
+                "it, or pass --allow-breaking to go ahead anyway; nothing was changed"};
+    e.causes = lines;
+    return std::unexpected(std::move(e));
+  }
+  for (const auto& l : lines) plan.warnings.push_back("--allow-breaking: " + l);
+  return lines;
+}
+
+Expected<PlanContext> plan(const Options& o, const PlanRequest& r, std::vector<resolver::Rejection>* rejected) {
+  auto ctx = ENVFIX_TRY(build_plan(o, r, rejected));
+  ENVFIX_TRY(check_installed(ctx, r.allow_breaking, r.allow_conda_overwrite));
+  return ctx;
+}
+
+std::vector<std::string> recorded_request(const PlanContext& ctx, const std::vector<std::string>& requirements) {
+  if (!requirements.empty() || !ctx.framework_mode()) return requirements;
+  std::vector<std::string> r;
+  for (const auto& n : resolver::framework_family(*ctx.spec))
+    if (ctx.resolution.find(n)) r.push_back(n);
+  return r;
+}
+
+} // namespace envfix::api

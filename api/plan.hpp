@@ -1,0 +1,72 @@
+#pragma once
+// `plan`: probe → resolve → diff (docs/architecture.md, Pipeline), shared by plan, apply and lock.
+// Changes nothing.
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/host.hpp"
+#include "api/options.hpp"
+#include "index/index_client.hpp"
+#include "matrices/knowledge.hpp"
+#include "resolver/framework_selector.hpp"
+#include "resolver/plan.hpp"
+#include "util/error.hpp"
+
+namespace envfix::api {
+
+struct PlanRequest {
+  std::vector<std::string> requirements; // PEP 508; empty = the framework packages installed
+  bool pre = false;
+  bool allow_unhashed = false;
+  // Installed distributions outside the request stay when they satisfy every requirement on them
+  // (resolver/installed.hpp). Off for `lock`: a lock describes a set for any machine.
+  bool prefer_installed = true;
+  bool allow_breaking = false;        // check_installed: broken requirements become warnings
+  bool allow_conda_overwrite = false; // check_installed: conda's packages may be replaced
+};
+
+struct PlanContext {
+  std::unique_ptr<matrices::Knowledge> knowledge; // null when the matrices failed to load (plain mode only)
+  Host host;
+  std::unique_ptr<index::IndexClient> client;
+  std::unique_ptr<resolver::FrameworkSpec> spec;  // framework mode only (refers to *knowledge)
+  std::optional<resolver::FrameworkIndex> framework_index;
+  std::vector<specs::Requirement> request;
+  resolver::Resolution resolution;
+  resolver::Plan plan;
+  std::size_t resolved = 0;
+  double seconds = 0;
+  [[nodiscard]] bool framework_mode() const { return spec != nullptr; }
+};
+
+// Probe, resolve and diff: everything `envfix plan` shows. On a failed resolution, *rejected (when
+// given) receives every rejected candidate (--explain).
+[[nodiscard]] Expected<PlanContext> build_plan(const Options& o, const PlanRequest& r,
+                                               std::vector<resolver::Rejection>* rejected = nullptr);
+
+// `envfix plan`: build_plan, then check_installed with the request's allow_* flags.
+[[nodiscard]] Expected<PlanContext> plan(const Options& o, const PlanRequest& r,
+                                         std::vector<resolver::Rejection>* rejected = nullptr);
+
+// A plan that removes or overwrites a package conda owns is refused (naming it, with the conda way as
+// hint) unless allow_conda_overwrite; then each is a warning in plan.warnings.
+[[nodiscard]] Expected<void> check_conda(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan,
+                                         bool allow_conda_overwrite);
+// pip check over the environment as it will be after the plan (resolver::check_environment): an
+// error naming each installed package and the requirement the plan would break, unless allow_breaking
+// (then the broken requirements come back as warnings, in ctx.plan.warnings too). Checks conda first.
+[[nodiscard]] Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking,
+                                                                 bool allow_conda_overwrite = false);
+// The pip check part alone, for any plan (apply --locked builds one from the lockfile).
+[[nodiscard]] Expected<std::vector<std::string>> check_breaking(const std::vector<resolver::InstalledPackage>& installed,
+                                                                resolver::Plan& plan, const specs::MarkerEnvironment& env,
+                                                                bool allow_breaking);
+
+// The requirement list a lockfile records for this plan: the request as given, else the framework
+// packages the resolution holds.
+[[nodiscard]] std::vector<std::string> recorded_request(const PlanContext& ctx, const std::vector<std::string>& requirements);
+
+} // namespace envfix::api

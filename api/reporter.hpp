@@ -1,0 +1,33 @@
+#pragma once
+// How api/ tells its caller what is happening while a command runs (docs/architecture.md, Modules):
+// typed phases with byte counts for progress bars, notes and warnings for people. api/ never
+// prints; cli/ renders these (cli/progress.hpp), tests record them. Every method has a no-op default.
+#include <cstdint>
+#include <string_view>
+
+namespace envfix::api {
+
+// The steps of an apply, in order; `verify` is the smoke test (docs/architecture.md, The transaction).
+enum class Phase { download, unpack, kernel_check, uninstall, install, verify };
+
+[[nodiscard]] const char* to_string(Phase p);
+
+class Reporter {
+public:
+  Reporter() = default;
+  Reporter(const Reporter&) = delete;
+  Reporter& operator=(const Reporter&) = delete;
+  virtual ~Reporter() = default;
+  // A phase began (once per phase and run; a phase without work may be skipped).
+  virtual void phase(Phase) {}
+  // Bytes done of a phase that has a size (download, unpack); total 0 = unknown.
+  virtual void progress(Phase, std::uint64_t /*done*/, std::uint64_t /*total*/) {}
+  // A line for people ("Using venv .venv (…)"); `detail` lines only matter with -v.
+  virtual void note(std::string_view /*text*/, bool /*detail*/ = false) {}
+  virtual void warning(std::string_view /*text*/) {}
+};
+
+// A reporter that drops everything.
+[[nodiscard]] Reporter& quiet_reporter();
+
+} // namespace envfix::api

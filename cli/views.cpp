@@ -1,0 +1,136 @@
+#include "cli/views.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/render.hpp"
+#include "index/candidate.hpp"
+#include "specs/name.hpp"
+
+namespace envfix::cli {
+
+using api::Host;
+
+std::string human_size(std::uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 4) { v /= 1024; ++u; }
+  return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+std::string human_duration(double seconds) {
+  return seconds < 1.0 ? fmt::format("{:.0f}ms", seconds * 1000) : fmt::format("{:.2f}s", seconds);
+}
+
+nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
+  using nlohmann::json;
+  json j;
+  j["channel"] = p.channel;
+  j["index"] = p.index;
+  j["variant"] = p.variant;
+  j["why"] = p.why;
+  j["install"] = json::array();
+  for (const auto& i : p.install) {
+    json x{{"name", i.name}, {"version", i.version}, {"filename", i.filename}, {"url", index::redact_url(i.url)}};
+    x["sha256"] = i.sha256 ? json(*i.sha256) : json(nullptr);
+    x["size"] = i.size ? json(*i.size) : json(nullptr);
+    x["replaces"] = i.replaces.empty() ? json(nullptr) : json(i.replaces);
+    x["required_by"] = i.required_by;
+    j["install"].push_back(x);
+  }
+  j["remove"] = json::array();
+  for (const auto& r : p.remove)
+    j["remove"].push_back({{"name", r.name}, {"version", r.version}, {"why", r.why},
+                           {"conda", r.conda.empty() ? json(nullptr) : json(r.conda)}});
+  j["keep"] = p.keep;
+  j["rejected"] = json::array();
+  for (const auto& r : p.rejected)
+    j["rejected"].push_back({{"name", r.name}, {"version", r.version}, {"index", r.index}, {"reason", std::string(resolver::to_string(r.reason))},
+                             {"detail", r.detail}, {"filename", r.filename}});
+  j["warnings"] = p.warnings;
+  j["download_size"] = p.download_size();
+  std::size_t unknown = 0;
+  for (const auto& i : p.install) unknown += i.size ? 0 : 1;
+  j["download_size_unknown"] = unknown; // files of install[] whose size the index does not give
+  json gpus = json::array();
+  for (const auto& [name, cc] : h.gpus) gpus.push_back({{"name", name}, {"arch", cc.sm_name()}});
+  j["host"] = {{"gpus", gpus}, {"driver", h.driver}, {"python", h.python.python_full_version.to_string()},
+               {"interpreter", h.facts.python ? json(h.facts.python->executable.string()) : json(nullptr)},
+               {"interpreter_from", h.facts.python_from}};
+  return j;
+}
+
+std::string host_line(const Host& h) {
+  std::string gpus;
+  for (const auto& [name, cc] : h.gpus) gpus += (gpus.empty() ? "" : ", ") + fmt::format("{} ({})", name, cc.sm_name());
+  return fmt::format("{} {}; driver {}; {}\n{}", styled("host:", Style::bold), gpus.empty() ? "no GPU" : gpus,
+                     h.driver.empty() ? "none" : h.driver, h.python_text, interpreter_line(h));
+}
+
+std::string interpreter_line(const Host& h) {
+  // The environment diffed against and changed: never implicit (a python3 on PATH may not be the one meant).
+  if (!h.facts.python) return fmt::format("{} none", styled("interpreter:", Style::bold));
+  return fmt::format("{} {} (from {})", styled("interpreter:", Style::bold), h.facts.python->executable.string(),
+                     h.facts.python_from.empty() ? "?" : h.facts.python_from);
+}
+
+namespace {
+
+struct Change {
+  std::string name;
+  int order; // 0 removal, 1 install
+  std::string line;
+};
+
+std::vector<std::string> sorted_lines(std::vector<Change> changes) {
+  std::stable_sort(changes.begin(), changes.end(),
+                   [](const Change& a, const Change& b) { return std::tie(a.name, a.order) < std::tie(b.name, b.order); });
+  std::vector<std::string> out;
+  for (auto& c : changes) out.push_back(std::move(c.line));
+  return out;
+}
+
+std::string removal(std::string_view name, std::string_view version) {
+  return fmt::format(" {} {}=={}", styled("-", Style::red), name, version);
+}
+std::string addition(std::string_view name, std::string_view version) {
+  return fmt::format(" {} {}=={}", styled("+", Style::green), name, version);
+}
+
+} // namespace
+
+std::vector<std::string> change_list(const resolver::Plan& p, bool detail) {
+  std::vector<Change> changes;
+  for (const auto& r : p.remove) {
+    std::string line = removal(r.name, r.version);
+    if (detail)
+      line += (r.why == "replaced" ? "" : styled(" (" + r.why + ")", Style::dim)) +
+              (r.conda.empty() ? "" : styled(" (conda's: " + r.conda + ")", Style::yellow));
+    changes.push_back({r.name, 0, std::move(line)});
+  }
+  for (const auto& i : p.install) {
+    std::string line = addition(i.name, i.version);
+    // A replacement names who forces it: an installed package changes only when a requirement does.
+    if (detail && !i.replaces.empty() && !i.required_by.empty()) {
+      std::string why;
+      for (const auto& r : i.required_by) why += (why.empty() ? "" : ", ") + r;
+      line += styled(fmt::format(" (replaces {}; required by {})", i.replaces, why), Style::dim);
+    }
+    changes.push_back({i.name, 1, std::move(line)});
+  }
+  return sorted_lines(std::move(changes));
+}
+
+std::vector<std::string> change_list(const installer::TransactionResult& txn) {
+  std::vector<Change> changes;
+  for (const auto& d : txn.removed) changes.push_back({specs::normalize_name(d.name), 0, removal(specs::normalize_name(d.name), d.version)});
+  for (const auto& d : txn.installed)
+    changes.push_back({specs::normalize_name(d.name), 1, addition(specs::normalize_name(d.name), d.version)});
+  return sorted_lines(std::move(changes));
+}
+
+} // namespace envfix::cli

@@ -1,0 +1,33 @@
+#pragma once
+// Text and JSON views shared by several commands (docs/json.md): sizes, durations, the host lines,
+// the plan document.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "api/host.hpp"
+#include "installer/transaction.hpp"
+#include "resolver/plan.hpp"
+
+namespace envfix::cli {
+
+[[nodiscard]] std::string human_size(std::uint64_t n);
+[[nodiscard]] std::string human_duration(double seconds); // "812ms", "3.41s"
+
+// "host: NVIDIA H200 (sm_90); driver 580.1; Python 3.11.7 (cp311, glibc 2.36)"
+// followed by "\ninterpreter: /w/venv/bin/python (from $VIRTUAL_ENV)".
+[[nodiscard]] std::string host_line(const api::Host& h);
+[[nodiscard]] std::string interpreter_line(const api::Host& h);
+
+// The plan/apply JSON fields of docs/json.md (channel, index, variant, install[], remove[], …).
+[[nodiscard]] nlohmann::json plan_json(const resolver::Plan& p, const api::Host& h);
+
+// One name-sorted change list, removals and installs together, as uv prints it (" - torch==2.6.0",
+// " + torch==2.7.0+cu128"; a name's removal before its install). `detail` adds why a package goes
+// and who forces a replacement (plan).
+[[nodiscard]] std::vector<std::string> change_list(const resolver::Plan& p, bool detail = false);
+[[nodiscard]] std::vector<std::string> change_list(const installer::TransactionResult& txn);
+
+} // namespace envfix::cli

@@ -1,0 +1,65 @@
+// The CLI contract every command keeps (docs/json.md; docs/architecture.md, JSON and exit codes): a
+// failure with --format json prints exactly one document {"error": {code, message, causes, hint}} on
+// stdout, and the exit code of its error class. Each case fails before anything is probed or changed.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/envfix_bin.hpp"
+#include "util/subprocess.hpp"
+
+using namespace envfix;
+using json = nlohmann::json;
+
+namespace {
+
+util::SubprocessResult run(std::vector<std::string> args) {
+  args.insert(args.begin(), envfix::testing::envfix_bin().string());
+  util::SubprocessOptions o;
+  o.timeout = std::chrono::seconds(120);
+  o.unset_env = {"ENVFIX_GPU", "ENVFIX_DRIVER", "ENVFIX_INDEX_URL", "ENVFIX_MATRICES"};
+  auto r = util::run_process(args, o);
+  REQUIRE(r);
+  return *r;
+}
+
+} // namespace
+
+TEST_SUITE("cli") {
+
+TEST_CASE("every command's error path prints the JSON error document with --format json") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"doctor", "--driver", "not-a-driver"}, "invalid-input"},
+      {{"plan", "--driver", "not-a-driver", "torch"}, "invalid-input"},
+      {{"apply", "--locked", "--lockfile", "/nonexistent/envfix.lock", "--yes"}, "not-found"},
+      {{"lock", "--target", "gpu"}, "invalid-input"},
+      {{"export", "--as", "pylock", "--lockfile", "/nonexistent/envfix.lock"}, "io"},
+      {{"verify", "--layers", "nope"}, "invalid-input"},
+      {{"matrix", "--gpu", "RTX 9999"}, "invalid-input"},
+      {{"inspect", "--gpu", "sm_x", "/nonexistent.so"}, "invalid-input"},
+  };
+  for (const auto& [args, code] : cases) {
+    auto a = args;
+    a.insert(a.begin(), {"--format", "json"});
+    CAPTURE(args.front());
+    auto r = run(a);
+    CAPTURE(r.out);
+    CAPTURE(r.err);
+    CHECK(r.exit_code != 0);
+    auto doc = json::parse(r.out, nullptr, false);
+    REQUIRE(doc.is_object());
+    REQUIRE(doc.contains("error"));
+    CHECK(doc["error"]["code"] == code);
+    CHECK(!doc["error"]["message"].get<std::string>().empty());
+    CHECK(doc["error"]["causes"].is_array());
+    CHECK(r.err.find("error: ") != std::string::npos); // people still read it on stderr
+  }
+}
+
+TEST_CASE("export's file format is --as; the global --format stays text|json and says so") {
+  auto r = run({"export", "--format", "pylock"});
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("envfix export --as pylock") != std::string::npos);
+}
+
+} // TEST_SUITE

@@ -1,0 +1,18 @@
+#pragma once
+// Small string helpers every module needs, once (instead of a copy per file).
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace envfix::util {
+
+// "a,,b," split at ',' → {"a", "b"}: empty parts are dropped.
+[[nodiscard]] std::vector<std::string> split(std::string_view s, char sep);
+// {"a", "b"} joined with ", " → "a, b".
+[[nodiscard]] std::string join(const std::vector<std::string>& parts, std::string_view sep);
+
+// Numeric comparison of dotted versions ("570.26" < "570.124.06"; driver versions); missing parts
+// count as 0, non-digits are skipped. -1, 0 or 1.
+[[nodiscard]] int compare_dotted_numbers(std::string_view a, std::string_view b);
+
+} // namespace envfix::util
