@@ -137,6 +137,11 @@ TEST_CASE("nvidia-smi -L: GPUs and the MIG devices of a GPU in MIG mode") {
   CHECK(gpus[1].index == 1);
   CHECK(gpus[1].mig.empty());
   CHECK_FALSE(parse_nvidia_smi_list("No devices were found\n"));
+  auto real = parse_nvidia_smi_list(fixture("nvidia-smi-L.txt")).value(); // the H200 machine, MIG off
+  REQUIRE(real.size() == 1);
+  CHECK(real[0].name == "NVIDIA H200");
+  CHECK(real[0].uuid.starts_with("GPU-"));
+  CHECK(real[0].mig.empty());
 }
 
 TEST_CASE("CUDA_VISIBLE_DEVICES with MIG devices: MIG-<uuid>, a unique prefix, the CUDA 11.0 form") {
