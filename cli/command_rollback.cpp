@@ -43,7 +43,8 @@ void add_rollback_command(CLI::App& app, Globals& g) {
   // Rollback asks nothing; -y/--yes is accepted so that scripts written for apply work unchanged.
   auto yes = std::make_shared<bool>(false);
   rb->add_flag("-y,--yes", *yes, "Accepted for symmetry with apply; rollback does not ask");
-  rb->callback([&g, dry, drop] {
+  // The callback owns every flag's storage: CLI11 writes through the bound reference while parsing.
+  rb->callback([&g, dry, drop, yes] {
     auto target = target_of(g);
     if (!target) {
       g.exit_code = fail(target.error());
