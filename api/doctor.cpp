@@ -393,10 +393,14 @@ void check_back_to_stable(DoctorReport& r, const wheel::EvidenceStore* store) {
     for (const auto& g : r.facts.gpus) ccs.push_back(g.cc);
     // What the binaries said beats the table: a stable build read before (evidence store) that is
     // not fully covered on some GPU is never suggested.
+    // The store's builds of the main package are read once, not once per candidate release.
+    std::vector<wheel::BuildEvidence> seen;
+    if (store)
+      for (auto& b : store->builds())
+        if (b.key.project == specs::normalize_name(r.fw->main_package)) seen.push_back(std::move(b));
     auto contradicted = [&](const specs::Version& sv, std::string_view variant) {
-      if (!store) return false;
-      for (const auto& b : store->builds()) {
-        if (b.key.project != specs::normalize_name(r.fw->main_package) || b.key.variant != variant) continue;
+      for (const auto& b : seen) {
+        if (b.key.variant != variant) continue;
         auto bv = specs::Version::parse(b.key.version);
         if (!bv || bv->public_version() != sv.public_version()) continue;
         for (const auto& cc : ccs)
