@@ -73,6 +73,19 @@ const Variant* Framework::variant(std::string_view variant_name) const {
   return nullptr;
 }
 
+std::string Framework::main_package_of(std::string_view variant_name) const {
+  const Variant* v = variant(variant_name);
+  return v && !v->main_package.empty() ? v->main_package : main_package;
+}
+
+std::vector<std::string> Framework::kernel_packages(std::string_view variant_name) const {
+  const Variant* v = variant(variant_name);
+  if (v && !v->kernels.empty()) return v->kernels;
+  std::vector<std::string> out{main_package_of(variant_name)};
+  out.insert(out.end(), companions.begin(), companions.end());
+  return out;
+}
+
 const Release* Framework::release(const specs::Version& v) const {
   // Exact rows win over nightly lines, which win over ranges; later rows (overrides) first.
   for (int pass = 0; pass < 3; ++pass) {

@@ -74,6 +74,14 @@ struct Variant {
   std::optional<specs::CudaVersion> cuda; // set for kind == cuda
   std::string rocm;                       // "6.4" for kind == rocm
   std::string extra;                      // pip extra selecting it ("cuda12" for jax[cuda12]); may be empty
+  // The variant's GPU package set (matrices/README.md, `variants`): the main package when it differs
+  // from the framework's (paddle's cpu variant is `paddlepaddle`), the packages that belong to the set
+  // beside the main package and its companions (jax[cuda13]: jaxlib, jax-cuda13-plugin,
+  // jax-cuda13-pjrt; they come from the same index and share its evidence vetoes), and the packages
+  // that carry the GPU kernels (empty: the main package and its companions).
+  std::string main_package;
+  std::vector<std::string> packages;
+  std::vector<std::string> kernels;
   SourceLocation where;
 };
 
@@ -166,6 +174,11 @@ struct Framework {
   SourceLocation where;
 
   [[nodiscard]] const Variant* variant(std::string_view name) const;
+  // The main package of a variant's build (the variant's own when it names one).
+  [[nodiscard]] std::string main_package_of(std::string_view variant) const;
+  // The packages whose binaries hold a variant's GPU kernels: the variant's `kernels`, else the main
+  // package and its companions (torch, torchvision, torchaudio).
+  [[nodiscard]] std::vector<std::string> kernel_packages(std::string_view variant) const;
   // Exact rows first, then nightly lines, then ranges; nullptr when no row matches.
   [[nodiscard]] const Release* release(const specs::Version& v) const;
   // The index URL of (channel, variant); `mirror` replaces default_mirror when not empty.

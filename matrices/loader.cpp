@@ -423,7 +423,7 @@ private:
     v.name = name;
     v.where = where(key);
     bool explicit_kind = false;
-    each_key(n, path, {"kind", "cuda", "rocm", "extra"}, [&](const std::string& k, const YAML::Node& x, const YAML::Node&) {
+    each_key(n, path, {"kind", "cuda", "rocm", "extra", "main_package", "packages", "kernels"}, [&](const std::string& k, const YAML::Node& x, const YAML::Node&) {
       std::string p = path + "." + k;
       if (k == "kind") {
         auto s = str(x, p);
@@ -432,6 +432,9 @@ private:
       } else if (k == "cuda") v.cuda = cuda_version(x, p);
       else if (k == "rocm") v.rocm = nonempty(x, p);
       else if (k == "extra") v.extra = str(x, p).value_or("");
+      else if (k == "main_package") v.main_package = nonempty(x, p);
+      else if (k == "packages") v.packages = str_list(x, p);
+      else if (k == "kernels") v.kernels = str_list(x, p);
     });
     if (!explicit_kind && !v.rocm.empty()) v.kind = "rocm";
     if (v.kind == "cuda" && !v.cuda && !n["cuda"])
