@@ -218,11 +218,21 @@ void check_gpu_extra(DoctorReport& r, const FrameworkReport& s, const PackageRep
         break;
       }
   if (!v || v->kind != "cuda" || v->extra.empty()) return;
-  std::vector<std::string> runtime, other;
-  for (const auto& q : missing_for_extra(*main.dist, v->extra, r.facts.installed, markers_of(r)))
-    (q.normalized_name().starts_with("nvidia-") ? runtime : other).push_back(q.name);
+  std::vector<std::string> runtime, compiler, other;
+  for (const auto& q : missing_for_extra(*main.dist, v->extra, r.facts.installed, markers_of(r))) {
+    const auto n = q.normalized_name();
+    if (is_cuda_compiler_wheel(n)) compiler.push_back(q.name);
+    else if (n.starts_with("nvidia-")) runtime.push_back(q.name);
+    else if (!package_role(*s.fw, n).empty()) other.push_back(q.name); // numpy & co. are pip check's
+  }
   const auto label = fmt::format("{}[{}]", main.dist->name, v->extra);
-  if (!runtime.empty())
+  const bool only_compiler = runtime.empty() && !compiler.empty();
+  if (only_compiler)
+    add(r, "cuda-runtime-missing", "info",
+        fmt::format("the CUDA compiler wheels of {} are not installed: {}", label, join(compiler, ", ")),
+        "JIT compilation then uses a ptxas/nvvm from a local CUDA toolkit; install them for a self-contained set");
+  runtime.insert(runtime.end(), compiler.begin(), compiler.end());
+  if (!only_compiler && !runtime.empty())
     add(r, "cuda-runtime-missing", "error",
         fmt::format("{} {} needs the CUDA runtime wheels of {}, and {} of them are not installed: {}", main.dist->name,
                     main.dist->version.to_string(), label, runtime.size(), join(runtime, ", ")),

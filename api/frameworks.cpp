@@ -112,6 +112,10 @@ std::vector<specs::Requirement> extra_requirements(const probe::InstalledDist& d
   return out;
 }
 
+bool is_cuda_compiler_wheel(std::string_view normalized) {
+  return normalized.starts_with("nvidia-cuda-nvcc") || normalized.starts_with("nvidia-nvvm");
+}
+
 std::vector<specs::Requirement> missing_for_extra(const probe::InstalledDist& main, const std::string& extra,
                                                   const std::vector<probe::InstalledDist>& installed,
                                                   const specs::MarkerEnvironment& env) {
@@ -123,12 +127,19 @@ std::vector<specs::Requirement> missing_for_extra(const probe::InstalledDist& ma
     auto [d, x] = todo.front();
     todo.pop_front();
     if (!visited.insert({d->normalized_name(), x}).second) continue;
-    for (auto& r : extra_requirements(*d, x, env)) {
+    // "" stands for a reached dist's own unconditional requirements (jax-cuda13-plugin → jax-cuda13-pjrt).
+    std::vector<specs::Requirement> reqs;
+    if (!x.empty()) reqs = extra_requirements(*d, x, env);
+    else
+      for (const auto& r : d->requires_dist)
+        if (r.applies(env)) reqs.push_back(r);
+    for (auto& r : reqs) {
       const auto* dep = find_dist(installed, r.normalized_name());
       if (!dep) {
         if (seen_missing.insert(r.normalized_name()).second) missing.push_back(std::move(r));
         continue;
       }
+      if (dep != &main) todo.emplace_back(dep, std::string());
       for (const auto& e : r.extras) todo.emplace_back(dep, e);
     }
   }

@@ -51,8 +51,13 @@ struct FrameworkChoice {
 [[nodiscard]] std::vector<specs::Requirement> extra_requirements(const probe::InstalledDist& d, const std::string& extra,
                                                                  const specs::MarkerEnvironment& env);
 
-// The requirements of `main[extra]`, followed through the installed dists' own extras
-// (jax[cuda13] → jax-cuda13-plugin[with-cuda] → nvidia-*), that no installed dist provides.
+// The CUDA compiler wheels (nvidia-cuda-nvcc: ptxas; nvidia-nvvm) of a GPU extra: XLA finds a
+// ptxas elsewhere too (the H200's jax runs without them: tests/fixtures/gpu-h200/jax-0.11.2).
+[[nodiscard]] bool is_cuda_compiler_wheel(std::string_view normalized);
+
+// The requirements of `main[extra]`, followed through the installed dists' own extras and the
+// requirements of the dists so reached (jax[cuda13] → jax-cuda13-plugin[with-cuda] → nvidia-*, and
+// jax-cuda13-plugin → jax-cuda13-pjrt), that no installed dist provides.
 [[nodiscard]] std::vector<specs::Requirement> missing_for_extra(const probe::InstalledDist& main, const std::string& extra,
                                                                 const std::vector<probe::InstalledDist>& installed,
                                                                 const specs::MarkerEnvironment& env);

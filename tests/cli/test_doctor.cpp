@@ -686,4 +686,73 @@ TEST_CASE("doctor: torch and jax in one venv are both reported; nothing installe
   }
 }
 
+// The H200's real jax 0.11.2 set (tests/fixtures/gpu-h200/jax-0.11.2/metadata.txt: jax, jaxlib,
+// jax-cuda13-plugin, jax-cuda13-pjrt with their real Requires-Dist), laid out as dist-info folders.
+struct RealJax {
+  std::map<std::string, std::vector<std::string>> requires_dist; // by project name
+};
+RealJax read_real_jax() {
+  RealJax out;
+  auto text = util::read_file(fs::path(ENVFIX_SOURCE_DIR) / "tests/fixtures/gpu-h200/jax-0.11.2/metadata.txt").value();
+  std::string current;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto nl = text.find('\n', pos);
+    auto line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    if (line.starts_with("== ")) {
+      current = line.substr(3, line.find('-', 3) - 3); // jax_cuda13_plugin
+      for (auto& c : current)
+        if (c == '_') c = '-';
+      out.requires_dist[current];
+    } else if (line.starts_with("-- ")) current.clear();
+    else if (!current.empty() && line.starts_with("Requires-Dist: ")) out.requires_dist[current].push_back(line.substr(15));
+  }
+  return out;
+}
+
+TEST_CASE("doctor: the real jax 0.11.2 set's metadata, as on the H200 (with-cuda without nvcc and nvvm)") {
+  auto real = read_real_jax();
+  REQUIRE(real.requires_dist.size() == 4);
+  FakeEnv env;
+  std::vector<std::string> nvidia;
+  for (const auto& [name, reqs] : real.requires_dist) {
+    env.dist(name, "0.11.2", reqs);
+    if (name == "jax-cuda13-plugin")
+      for (const auto& r : reqs)
+        if (r.starts_with("nvidia-")) nvidia.push_back(r.substr(0, r.find_first_of("<>=;")));
+  }
+  CHECK(nvidia.size() == 13);
+  // The H200's venv has every with-cuda wheel but nvidia-cuda-nvcc and nvidia-nvvm.
+  for (const auto& n : nvidia)
+    if (n != "nvidia-cuda-nvcc" && n != "nvidia-nvvm") env.dist(n, "13.0.0");
+  const std::vector<std::string> host = {"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro", "--no-kernels"};
+  auto j = parse(env.run(host));
+  INFO(j["findings"].dump());
+  CHECK(j["frameworks"][0]["name"] == "jax");
+  CHECK(j["frameworks"][0]["variant"] == "cuda13");
+  auto* f = finding(j, "cuda-runtime-missing");
+  REQUIRE(f);
+  CHECK(f->at("severity") == "info");
+  CHECK(f->at("message").get<std::string>().find("nvidia-cuda-nvcc, nvidia-nvvm") != std::string::npos);
+  CHECK(j["verdict"] == "healthy");
+  for (auto& p : j["packages"]) {
+    auto name = p["name"].get<std::string>();
+    CHECK(p["kernel_package"] == (name == "jax-cuda13-plugin" || name == "jax-cuda13-pjrt"));
+  }
+  // Without the pjrt (the plugin's own requirement) and cuBLAS: broken, both named, jax[cuda13] proposed.
+  fs::remove_all(env.site() / "jax_cuda13_pjrt-0.11.2.dist-info");
+  fs::remove_all(env.site() / "nvidia_cublas-13.0.0.dist-info");
+  auto j2 = parse(env.run(host));
+  auto* e = finding(j2, "cuda-runtime-missing");
+  REQUIRE(e);
+  CHECK(e->at("severity") == "error");
+  CHECK(e->at("message").get<std::string>().find("nvidia-cublas") != std::string::npos);
+  auto* g = finding(j2, "gpu-package-missing");
+  REQUIRE(g);
+  CHECK(g->at("message").get<std::string>().find("jax-cuda13-pjrt") != std::string::npos);
+  CHECK(j2["verdict"] == "broken");
+  CHECK(j2["fix"].get<std::string>().starts_with("envfix apply 'jax[cuda13]' jaxlib --framework jax "));
+}
+
 } // TEST_SUITE cli
