@@ -48,6 +48,8 @@ FrameworkChoice choose_frameworks(const std::string& asked, bool detect, const m
   for (const auto* fw : installed_frameworks(*k, installed)) c.names.push_back(fw->name);
   if (c.names.empty())
     return {{asked}, "assumed", fmt::format("no framework installed; assuming {} (use --framework)", asked)};
+  // The default (torch) first when it is one of them: plan and apply act on the first.
+  if (auto it = std::find(c.names.begin(), c.names.end(), asked); it != c.names.end()) std::rotate(c.names.begin(), it, it + 1);
   c.from = "installed";
   return c;
 }

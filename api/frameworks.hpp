@@ -27,7 +27,8 @@ struct FrameworkChoice {
   std::string from;               // option (--framework) | installed | assumed
   std::string note;               // for `assumed` and for several installed where one is used; else ""
 };
-// `asked` when !detect; else the installed frameworks; else `asked` (the default, torch), saying so.
+// `asked` when !detect; else the installed frameworks (`asked`, the default torch, first when it is
+// one of them); else `asked`, saying so.
 [[nodiscard]] FrameworkChoice choose_frameworks(const std::string& asked, bool detect, const matrices::Knowledge* k,
                                                 const std::vector<probe::InstalledDist>& installed);
 

@@ -755,4 +755,32 @@ TEST_CASE("doctor: the real jax 0.11.2 set's metadata, as on the H200 (with-cuda
   CHECK(j2["fix"].get<std::string>().starts_with("envfix apply 'jax[cuda13]' jaxlib --framework jax "));
 }
 
+// plan's default request (api/plan.cpp): with no --framework the framework installed is planned.
+// Offline with an empty cache every index misses, and the error names the main package looked up.
+TEST_CASE("plan without --framework in a venv holding only jax looks up jax, not torch") {
+  FakeEnv env;
+  env.dist("jax", "0.6.2", kJaxRequires);
+  env.dist("jaxlib", "0.6.2");
+  util::SubprocessOptions o;
+  o.timeout = std::chrono::seconds(120);
+  o.set_env = {{"ENVFIX_NO_NVML", "1"}, {"ENVFIX_CACHE_DIR", (env.root() / "cache").string()}, {"NO_COLOR", "1"}};
+  o.unset_env = {"VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER", "ENVFIX_MATRICES", "ENVFIX_PYTHON",
+                 "ENVFIX_INDEX_URL", "ENVFIX_MIRROR"};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {envfix_bin().string(), "plan", "--python", env.python().string(), "--gpu", "sm_120",
+                                     "--driver", "580.65.06", "--offline"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return util::run_process(argv, o).value();
+  };
+  auto r = run({});
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("no index holds jax") != std::string::npos);
+  CHECK(r.err.find("torch") == std::string::npos);
+  auto t = run({"--framework", "torch"});
+  INFO(t.err);
+  CHECK(t.err.find("jax") == std::string::npos);
+  CHECK(t.err.find("torch") != std::string::npos);
+}
+
 } // TEST_SUITE cli
