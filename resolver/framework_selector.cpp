@@ -153,9 +153,13 @@ struct Pass {
   std::optional<Rejection> jit_rejection;
 
   void reject(Rejection r) { out.rejected.push_back(std::move(r)); }
+  std::set<RejectReason> near_reasons; // why the closest builds failed
+  std::optional<specs::CudaVersion> jit_cuda; // the CUDA of a build refused as ptx-needs-newer-driver
   void near_miss(const Rejection& r, const std::string& channel, const FrameworkIndex& idx) {
+    near_reasons.insert(r.reason);
+    if (r.reason == RejectReason::ptx_needs_newer_driver && (!jit_cuda || *idx.cuda > *jit_cuda)) jit_cuda = idx.cuda;
     if (closest_variants.insert(idx.variant).second)
-      closest.push_back(fmt::format("{} {} ({} {}): {}", r.name, r.version, channel, idx.variant, r.detail));
+      closest.push_back(fmt::format("{} {} ({} {}): {}: {}", r.name, r.version, channel, idx.variant, to_string(r.reason), r.detail));
   }
   [[nodiscard]] std::string driver() const { return host.driver_version.empty() ? "the host's" : host.driver_version; }
 };
@@ -521,6 +525,11 @@ Error no_set_error(Pass& p) {
     e.message = fmt::format("no {} index is usable on this host", spec.name);
     for (const auto& r : p.out.rejected)
       if (r.version.empty()) e.causes.push_back(fmt::format("{}: {}", r.index, r.detail));
+  } else if (arch_problem && p.near_reasons == std::set<RejectReason>{RejectReason::ptx_needs_newer_driver}) {
+    e.message = fmt::format("no GPU build of {} runs on {} with driver {}: the builds for it need PTX JIT, which this "
+                            "driver cannot do for their CUDA", req_text, gpu_list(p.host.gpus), p.driver());
+    e.causes.push_back("the newest builds that came closest:");
+    for (const auto& c : p.closest) e.causes.push_back(c);
   } else if (arch_problem) {
     e.message = fmt::format("no GPU build of {} covers {}", req_text, gpu_list(p.host.gpus));
     e.causes.push_back("the newest builds that came closest:");
@@ -538,9 +547,13 @@ Error no_set_error(Pass& p) {
   if (arch_problem || p.gpu_host) {
     std::string archs;
     for (const auto& g : p.host.gpus) archs += (archs.empty() ? "" : ";") + g.to_string();
-    e.hint = fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for this GPU: "
-                         "TORCH_CUDA_ARCH_LIST=\"{}\" pip install --no-binary {} {}",
-                         spec.name, archs, main, main);
+    e.hint = spec.name == "torch" ? fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for this GPU: "
+                                                "TORCH_CUDA_ARCH_LIST=\"{}\" pip install --no-binary {} {}",
+                                                spec.name, archs, main, main)
+                                  : fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for {}",
+                                                spec.name, gpu_list(p.host.gpus));
+    if (p.jit_cuda)
+      e.hint = fmt::format("a driver that runs CUDA {} natively can JIT its PTX; ", p.jit_cuda->to_string()) + e.hint;
   }
   e.causes.push_back("`envfix plan --explain` lists every rejected file");
   if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
