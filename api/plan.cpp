@@ -295,7 +295,7 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
       return std::unexpected(choice.error());
     }
     ctx.resolution = std::move(choice->resolution);
-    resolver::PlanInputs in{&ctx.resolution, host.installed, resolver::framework_family(spec), {"nvidia-"}};
+    resolver::PlanInputs in{&ctx.resolution, host.installed, resolver::framework_packages(spec), {"nvidia-"}};
     plan = resolver::make_plan(in);
     plan.channel = choice->index.channel;
     plan.variant = choice->index.variant;
