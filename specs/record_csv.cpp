@@ -6,7 +6,7 @@ namespace envfix::specs {
 namespace {
 
 Error csv_error(std::string_view name, std::size_t line, std::string_view why, std::string_view text = {}) {
-  std::string msg = fmt::format("{}:{}: {}", name, line, why);
+  std::string msg = name.empty() ? fmt::format("line {}: {}", line, why) : fmt::format("{}:{}: {}", name, line, why);
   if (!text.empty()) msg += fmt::format(": '{}'", text);
   return Error{ErrorCode::invalid_input, std::move(msg), {}, {}};
 }

@@ -18,7 +18,8 @@ struct CsvRow {
 
 // Python csv.reader (strict): ',' delimiter, '"' quote, "" inside quotes is a quote, quoted fields
 // may span lines, rows end at \n, \r\n or \r, a quote inside an unquoted field is literal. Blank
-// lines yield no row. Errors name `name_for_errors` and the line ("RECORD:3: …").
+// lines yield no row. Errors name `name_for_errors` and the line ("RECORD:3: …"; "line 3: …"
+// without a name, as specs::read_headers).
 [[nodiscard]] Expected<std::vector<CsvRow>> read_csv(std::string_view text, std::string_view name_for_errors);
 
 // One row as Python's csv.writer writes it (minimal quoting; a row of one empty field is `""`, so

@@ -145,16 +145,9 @@ std::vector<const StagedFile*> StagedWheel::shared_objects() const {
 
 namespace {
 
-// All checks that need only the directory and the small metadata members (nothing written yet).
-Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, const StagingOptions& opt,
-                               std::map<std::string, RecordEntry>& record_out) {
-  const std::string wname = wheel.filename().string();
-  auto fn = specs::WheelFilename::parse(wname);
-  if (!fn) return std::unexpected(std::move(fn.error()).context(fmt::format("{}: not a wheel file name", wname)));
-  StagedWheel sw;
-  sw.wheel = wheel;
-
-  // Policy checks on the names as stored (libarchive normalizes some of them away).
+// validate (1): the member names as stored (libarchive normalizes some of them away) and as read:
+// each name allowed and unique, only regular files and directories.
+Expected<void> check_members(const WheelArchive& ar, const std::string& wname) {
   std::set<std::string> seen;
   for (const auto& raw : ar.raw_names()) {
     if (auto ok = check_member_name(raw); !ok)
@@ -167,7 +160,6 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
   if (ar.raw_names().size() != ar.entries().size())
     return fail(ErrorCode::invalid_input, "{}: the ZIP directory lists {} members, the reader found {}", wname,
                 ar.raw_names().size(), ar.entries().size());
-  std::set<std::string> dist_infos, data_dirs;
   for (const auto& e : ar.entries()) {
     std::string key = e.name;
     if (!key.empty() && key.back() == '/') key.pop_back();
@@ -184,6 +176,17 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
       return fail(ErrorCode::invalid_input, "{}: member '{}' is not a regular file", wname, e.name);
     default: break;
     }
+  }
+  return {};
+}
+
+// validate (2): exactly one top-level .dist-info, a .data directory only of the same stem, and
+// METADATA, WHEEL and RECORD inside it. Sets sw.dist_info and sw.data_dir.
+Expected<void> find_dist_info(const WheelArchive& ar, const std::string& wname, StagedWheel& sw) {
+  std::set<std::string> dist_infos, data_dirs;
+  for (const auto& e : ar.entries()) {
+    std::string key = e.name;
+    if (!key.empty() && key.back() == '/') key.pop_back();
     auto top = key.substr(0, key.find('/'));
     bool is_dir_child = key.find('/') != std::string::npos || e.type == ArchiveEntry::Type::directory;
     if (is_dir_child && top.ends_with(".dist-info")) dist_infos.insert(top);
@@ -201,46 +204,52 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
     if (d != sw.data_dir)
       return fail(ErrorCode::invalid_input, "{}: data directory '{}' does not match the dist-info '{}'",
                   wname, d, sw.dist_info);
-
   for (const char* required : {"METADATA", "WHEEL", "RECORD"})
     if (!ar.find(sw.dist_info + "/" + required))
       return fail(ErrorCode::invalid_input, "{}: {}/{} is missing", wname, sw.dist_info, required);
+  return {};
+}
 
-  // WHEEL (PEP 427: refuse a Wheel-Version major above 1).
+// validate (3): WHEEL (refuse a Wheel-Version major above 1, PEP 427), and METADATA's name and
+// version, which must agree with the file name and the dist-info folder (PEP 440 equality).
+Expected<void> check_wheel_and_metadata(const WheelArchive& ar, const std::string& wname,
+                                        const specs::WheelFilename& fn, StagedWheel& sw) {
   auto wheel_text = ENVFIX_TRY(ar.read_member(sw.dist_info + "/WHEEL"));
-  auto info = WheelInfo::parse(wheel_text, wname + ":" + sw.dist_info + "/WHEEL");
-  if (!info) return std::unexpected(std::move(info.error()));
-  sw.wheel_version = fmt::format("{}.{}", info->version_major, info->version_minor);
-  if (info->version_major > WheelInfo::supported_major)
+  auto info = ENVFIX_TRY(WheelInfo::parse(wheel_text, wname + ":" + sw.dist_info + "/WHEEL"));
+  sw.wheel_version = fmt::format("{}.{}", info.version_major, info.version_minor);
+  if (info.version_major > WheelInfo::supported_major)
     return make_error(ErrorCode::invalid_input,
                       fmt::format("{}: Wheel-Version {} is not supported (this installer reads 1.x)", wname,
                                   sw.wheel_version),
                       "upgrade envfix, or pick an older build of the package");
-  if (info->newer_minor)
+  if (info.newer_minor)
     sw.warnings.push_back(fmt::format("{}: Wheel-Version {} is newer than 1.0", wname, sw.wheel_version));
-  sw.root_is_purelib = info->root_is_purelib;
+  sw.root_is_purelib = info.root_is_purelib;
 
-  // METADATA name and version must agree with the file name and the dist-info folder.
   sw.metadata = ENVFIX_TRY(ar.read_member(sw.dist_info + "/METADATA"));
   auto md = ENVFIX_TRY(metadata_name_version(sw.metadata, wname + ":" + sw.dist_info + "/METADATA"));
   sw.name = std::move(md.name);
   sw.version = std::move(md.version);
   if (sw.name.empty() || sw.version.empty())
     return fail(ErrorCode::invalid_input, "{}: {}/METADATA lacks Name or Version", wname, sw.dist_info);
-  if (specs::normalize_name(sw.name) != fn->normalized_name() || !same_version(sw.version, fn->version))
+  if (specs::normalize_name(sw.name) != fn.normalized_name() || !same_version(sw.version, fn.version))
     return fail(ErrorCode::invalid_input, "{}: METADATA says {} {}, the file name says {} {}", wname,
-                sw.name, sw.version, fn->name, fn->version.to_string());
+                sw.name, sw.version, fn.name, fn.version.to_string());
+  const std::string stem = sw.dist_info.substr(0, sw.dist_info.size() - std::string_view(".dist-info").size());
   bool stem_ok = false;
   for (std::size_t dash = stem.find('-'); dash != std::string::npos; dash = stem.find('-', dash + 1))
     stem_ok = stem_ok || (specs::normalize_name(stem.substr(0, dash)) == specs::normalize_name(sw.name) &&
-                          same_version(stem.substr(dash + 1), fn->version));
+                          same_version(stem.substr(dash + 1), fn.version));
   if (!stem_ok)
     return fail(ErrorCode::invalid_input, "{}: dist-info '{}' does not match {} {}", wname, sw.dist_info,
                 sw.name, sw.version);
-  if (auto* ep = ar.find(sw.dist_info + "/entry_points.txt"); ep && ep->type == ArchiveEntry::Type::file)
-    sw.entry_points = ENVFIX_TRY(ar.read_member(ep->name));
+  return {};
+}
 
-  // RECORD: every member listed, every listed file present (PEP 427, ".dist-info directory").
+// validate (4): RECORD lists every member and every listed file exists (PEP 427, ".dist-info
+// directory"); .data members sit under a known scheme key; sizes agree with the archive.
+Expected<void> check_record(const WheelArchive& ar, const std::string& wname, const StagingOptions& opt,
+                            StagedWheel& sw, std::map<std::string, RecordEntry>& record_out) {
   const std::string record_name = sw.dist_info + "/RECORD";
   auto record_text = ENVFIX_TRY(ar.read_member(record_name));
   auto parsed = ENVFIX_TRY(Record::parse(record_text, wname + ":" + record_name));
@@ -296,6 +305,23 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
     if (!e || e->type != ArchiveEntry::Type::file)
       return fail(ErrorCode::invalid_input, "{}: RECORD lists '{}' but the archive has no such file", wname, path);
   }
+  return {};
+}
+
+// All checks that need only the directory and the small metadata members (nothing written yet).
+Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, const StagingOptions& opt,
+                               std::map<std::string, RecordEntry>& record_out) {
+  const std::string wname = wheel.filename().string();
+  auto fn = specs::WheelFilename::parse(wname);
+  if (!fn) return std::unexpected(std::move(fn.error()).context(fmt::format("{}: not a wheel file name", wname)));
+  StagedWheel sw;
+  sw.wheel = wheel;
+  ENVFIX_TRY_VOID(check_members(ar, wname));
+  ENVFIX_TRY_VOID(find_dist_info(ar, wname, sw));
+  ENVFIX_TRY_VOID(check_wheel_and_metadata(ar, wname, *fn, sw));
+  if (auto* ep = ar.find(sw.dist_info + "/entry_points.txt"); ep && ep->type == ArchiveEntry::Type::file)
+    sw.entry_points = ENVFIX_TRY(ar.read_member(ep->name));
+  ENVFIX_TRY_VOID(check_record(ar, wname, opt, sw, record_out));
   return sw;
 }
 

@@ -66,6 +66,7 @@ TEST_CASE("read_csv errors name the file and line") {
   auto after = read_csv("a,\"b\"x,c\n", "RECORD");
   REQUIRE(!after);
   CHECK(after.error().message == "RECORD:1: unexpected character after a closing quote: 'x'");
+  CHECK(read_csv("\"x", "").error().message == "line 1: unterminated quoted field");
 }
 
 TEST_CASE("write_csv_row writes what read_csv reads back") {
