@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "api/frameworks.hpp"
 #include "probe/installed_kernels.hpp"
 #include "resolver/index_provider.hpp"
 #include "resolver/installed.hpp"
@@ -15,6 +16,7 @@
 #include "specs/name.hpp"
 #include "specs/wheel_filename.hpp"
 #include "util/parallel.hpp"
+#include "util/strings.hpp"
 
 namespace envfix::api {
 
@@ -93,13 +95,18 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     if (!ctx.knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
     const auto& knowledge = *ctx.knowledge;
     const std::string mirror = mirror_of(g);
+    // No --framework: the one installed in the target, else torch, said so (api/frameworks.hpp).
+    auto fws = choose_frameworks(g.framework, g.detect_framework, &knowledge, host.facts.installed);
+    const std::string framework = fws.names.front();
+    if (fws.names.size() > 1)
+      fws.note = fmt::format("{} are installed; planning {} (use --framework)", util::join(fws.names, ", "), framework);
     ctx.spec = std::make_unique<resolver::FrameworkSpec>(
-        ENVFIX_TRY(resolver::framework_spec_from(knowledge, g.framework, mirror, host.platform)));
+        ENVFIX_TRY(resolver::framework_spec_from(knowledge, framework, mirror, host.platform)));
     attach_evidence(*ctx.spec, host, client);
     // What the channels' aggregate indexes offer beyond the matrices (resolver/discovery.hpp).
     std::map<std::string, std::unique_ptr<resolver::IndexProvider>> aggregates;
-    resolver::discover_indexes(*ctx.spec, resolver::discovery_sources(knowledge, g.framework, mirror),
-                               resolver::variant_describer(knowledge, g.framework),
+    resolver::discover_indexes(*ctx.spec, resolver::discovery_sources(knowledge, framework, mirror),
+                               resolver::variant_describer(knowledge, framework),
                                [&](const std::string& url) -> resolver::CandidateProvider& {
                                  auto& p = aggregates[url];
                                  if (!p) p = std::make_unique<resolver::IndexProvider>(client, url);
@@ -165,6 +172,7 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     plan.index = index::redact_url(choice->index.url);
     plan.why = choice->why;
     plan.warnings = choice->warnings;
+    if (!fws.note.empty()) plan.warnings.insert(plan.warnings.begin(), fws.note);
     plan.rejected.insert(plan.rejected.begin(), choice->rejected.begin(), choice->rejected.end());
     ctx.framework_index = choice->index;
   }
