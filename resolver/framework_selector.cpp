@@ -547,7 +547,7 @@ Error no_set_error(Pass& p) {
   if (arch_problem || p.gpu_host) {
     std::string archs;
     for (const auto& g : p.host.gpus) archs += (archs.empty() ? "" : ";") + g.to_string();
-    e.hint = spec.name == "torch" ? fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for this GPU: "
+    e.hint = main == "torch" ? fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for this GPU: "
                                                 "TORCH_CUDA_ARCH_LIST=\"{}\" pip install --no-binary {} {}",
                                                 spec.name, archs, main, main)
                                   : fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for {}",
