@@ -422,16 +422,18 @@ RejectReason failed_set_reason(const Pass& p, CandidateProvider& provider, const
 }
 
 // The variant a resolved set really is: its index's, unless the variant's kernels live in packages
-// the set does not hold (jax without jax-cuda13-plugin is CPU-only). Empty when it is the index's.
-std::string realized_variant_problem(const Pass& p, const FrameworkIndex& idx, const Resolution& res) {
-  if (!idx.cuda) return {};
+// the set does not hold (jax without jax-cuda13-plugin is CPU-only, arch-not-covered) or holds those of
+// another variant (mixed-variant). nullopt when it is the index's.
+std::optional<Veto> realized_variant_problem(const Pass& p, const FrameworkIndex& idx, const Resolution& res) {
+  if (!idx.cuda) return std::nullopt;
   auto need = set_kernel_packages(p.spec, idx);
-  if (need.empty() || !held(res, need).empty()) return {};
+  if (need.empty() || !held(res, need).empty()) return std::nullopt;
   for (const auto& other : p.spec.indexes)
     if (other.variant != idx.variant)
       if (auto h = held(res, set_kernel_packages(p.spec, other)); !h.empty())
-        return fmt::format("the resolved set holds {} of variant {}, not the {} packages", join(h), other.variant, idx.variant);
-  return fmt::format("the resolved set holds none of {}: a CPU-only set", join(need));
+        return Veto{RejectReason::mixed_variant, fmt::format("the resolved set holds {} of variant {}, not the {} packages",
+                                                             join(h), other.variant, idx.variant)};
+  return Veto{RejectReason::arch_not_covered, fmt::format("the resolved set holds none of {}: a CPU-only set", join(need))};
 }
 
 // The summary line, from the planned set: which build, and where its kernels are.
@@ -476,11 +478,10 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
   }
   FrameworkIndex chosen = idx;
   std::string cover = mc.cover;
-  if (auto problem = realized_variant_problem(p, idx, *res); !problem.empty()) {
-    Rejection r{main, v.to_string(), idx.url, RejectReason::arch_not_covered, problem, mc.file.file.filename};
-    if (problem.find("CPU-only") == std::string::npos) r.reason = RejectReason::mixed_variant;
+  if (auto problem = realized_variant_problem(p, idx, *res)) {
+    Rejection r{main, v.to_string(), idx.url, problem->reason, problem->detail, mc.file.file.filename};
     if (r.reason == RejectReason::mixed_variant || (p.gpu_host && !p.request.allow_cpu)) {
-      if (p.gpu_host) r.detail += " (no GPU kernels; --allow-cpu accepts it)";
+      if (r.reason == RejectReason::arch_not_covered) r.detail += " (no GPU kernels; --allow-cpu accepts it)";
       p.near_miss(r, channel, idx);
       p.reject(std::move(r));
       return false;
@@ -547,7 +548,7 @@ Error no_set_error(Pass& p) {
   if (arch_problem || p.gpu_host) {
     std::string archs;
     for (const auto& g : p.host.gpus) archs += (archs.empty() ? "" : ";") + g.to_string();
-    e.hint = spec.name == "torch" ? fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for this GPU: "
+    e.hint = main == "torch" ? fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for this GPU: "
                                                 "TORCH_CUDA_ARCH_LIST=\"{}\" pip install --no-binary {} {}",
                                                 spec.name, archs, main, main)
                                   : fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for {}",

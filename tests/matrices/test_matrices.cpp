@@ -303,9 +303,13 @@ TEST_CASE("nightly line, companions and index URLs") {
 TEST_CASE("other frameworks: arch data where known, unknown otherwise") {
   const auto& k = embedded();
   auto tf = k.variants_for("tensorflow", ver("2.19.0"));
-  REQUIRE(tf.size() == 1);
-  CHECK(tf[0].runs_on(cc("12.0")) == RunKind::jit); // Blackwell runs TF only through compute_90 PTX
-  CHECK(tf[0].runs_on(cc("9.0")) == RunKind::native);
+  REQUIRE(tf.size() == 2); // cuda12 (and-cuda) and the cpu build
+  const VariantBuild* tf_cuda = find_variant(tf, "cuda12");
+  REQUIRE(tf_cuda);
+  CHECK(tf_cuda->runs_on(cc("12.0")) == RunKind::jit); // Blackwell runs TF only through compute_90 PTX
+  CHECK(tf_cuda->runs_on(cc("9.0")) == RunKind::native);
+  REQUIRE(find_variant(tf, "cpu"));
+  CHECK(find_variant(tf, "cpu")->kind == "cpu");
   CHECK(k.variants_for("tensorflow", ver("2.17.0")).empty());
   auto paddle = k.variants_for("paddlepaddle", ver("3.2.0"));
   const VariantBuild* cu129 = find_variant(paddle, "cu129");
@@ -313,7 +317,16 @@ TEST_CASE("other frameworks: arch data where known, unknown otherwise") {
   CHECK(cu129->runs_on(cc("12.0")) == RunKind::unknown);
   CHECK(!cu129->verified);
   auto jax = k.variants_for("jax", ver("0.7.2"));
-  CHECK(jax.size() == 2);
+  CHECK(jax.size() == 3); // cuda12, cuda13, cpu
+  REQUIRE(find_variant(paddle, "cu129"));
+  CHECK(find_variant(k.variants_for("paddlepaddle", ver("3.3.1")), "cpu") != nullptr);
+  // The variant's GPU package set (matrices/README.md, `variants`).
+  const auto* jf = k.framework("jax");
+  CHECK(jf->variant("cuda13")->extra == "cuda13");
+  CHECK(jf->kernel_packages("cuda13") == std::vector<std::string>{"jax-cuda13-plugin", "jax-cuda13-pjrt"});
+  CHECK(k.framework("tensorflow")->variant("cuda12")->extra == "and-cuda");
+  CHECK(k.framework("paddlepaddle")->main_package_of("cpu") == "paddlepaddle");
+  CHECK(k.framework("paddlepaddle")->main_package_of("cu126") == "paddlepaddle-gpu");
 }
 
 TEST_CASE("an override defines a whole framework (tinyfw, the GPU end-to-end fixture)") {
