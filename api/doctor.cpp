@@ -682,9 +682,7 @@ std::string fix_for(const DoctorReport& r, const FrameworkReport& s, const Optio
   if (!g.matrices_dir.empty()) args.insert(args.end(), {"--matrices", g.matrices_dir});
   // Every option that shaped the diagnosis or names where builds come from, so that the command
   // runs as printed against the same indexes and knowledge.
-  if (!g.mirror.empty()) args.insert(args.end(), {"--mirror", g.mirror});
-  if (!g.index_url.empty()) args.insert(args.end(), {"--index-url", g.index_url});
-  for (const auto& d : g.find_links) args.insert(args.end(), {"--find-links", d});
+  for (auto& a : index_args(g)) args.push_back(std::move(a));
   if (g.channel != "auto") args.insert(args.end(), {"--channel", g.channel});
   if (!g.variant.empty()) args.insert(args.end(), {"--variant", g.variant});
   if (!g.cache_dir.empty()) args.insert(args.end(), {"--cache-dir", g.cache_dir});

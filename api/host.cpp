@@ -1,10 +1,12 @@
 // The one host builder (see host.hpp).
 #include "api/host.hpp"
 
+#include <cctype>
 #include <filesystem>
 
 #include <fmt/format.h>
 
+#include "index/url.hpp"
 #include "util/env.hpp"
 #include "util/strings.hpp"
 
@@ -147,6 +149,32 @@ std::string plain_index_url(const Options& o) {
 
 std::string mirror_of(const Options& o) {
   return o.mirror.empty() ? util::get_env("ENVFIX_MIRROR").value_or("") : o.mirror;
+}
+
+std::vector<std::string> extra_index_urls(const Options& o) {
+  if (!o.extra_index_urls.empty()) return o.extra_index_urls;
+  std::vector<std::string> out;
+  const std::string env = util::get_env("ENVFIX_EXTRA_INDEX_URL").value_or("");
+  std::size_t i = 0;
+  while (i < env.size()) {
+    while (i < env.size() && std::isspace(static_cast<unsigned char>(env[i]))) ++i;
+    std::size_t j = i;
+    while (j < env.size() && !std::isspace(static_cast<unsigned char>(env[j]))) ++j;
+    if (j > i) out.push_back(env.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+std::vector<std::string> index_args(const Options& o) {
+  // The options as given: the variables they fall back to are inherited by the command run later.
+  // Printed, so credentials become *** (index/url.hpp): the user puts theirs back, or uses ~/.netrc.
+  std::vector<std::string> args;
+  if (!o.mirror.empty()) args.insert(args.end(), {"--mirror", index::redact_url(o.mirror)});
+  if (!o.index_url.empty()) args.insert(args.end(), {"--index-url", index::redact_url(o.index_url)});
+  for (const auto& u : o.extra_index_urls) args.insert(args.end(), {"--extra-index-url", index::redact_url(u)});
+  for (const auto& d : o.find_links) args.insert(args.end(), {"--find-links", d});
+  return args;
 }
 
 } // namespace envfix::api

@@ -54,5 +54,11 @@ struct HostNeeds {
 [[nodiscard]] std::string plain_index_url(const Options& o);
 // --mirror or ENVFIX_MIRROR.
 [[nodiscard]] std::string mirror_of(const Options& o);
+// --extra-index-url (each occurrence), else ENVFIX_EXTRA_INDEX_URL split at whitespace (as pip reads
+// PIP_EXTRA_INDEX_URL). Credentials stay inside: print them through index::redact_url.
+[[nodiscard]] std::vector<std::string> extra_index_urls(const Options& o);
+// The options that say where builds come from (--mirror, --index-url, --extra-index-url,
+// --find-links), as arguments for a command line envfix prints (doctor's fix); credentials redacted.
+[[nodiscard]] std::vector<std::string> index_args(const Options& o);
 
 } // namespace envfix::api

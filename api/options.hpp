@@ -17,7 +17,12 @@ struct Options {
   std::string channel = "auto";        // auto | stable | test | nightly
   std::string variant;                 // cu128 …
   std::string mirror;
+  // --index-url: with a framework, its index for the channel/variant it serves, host checks applied;
+  // without one, exactly this index (README.md, "Index options").
   std::string index_url;
+  // --extra-index-url (repeatable): searched for projects that are not the framework's, the first
+  // index that has a project serves all of it (resolver/index_provider.hpp, FirstIndexProvider).
+  std::vector<std::string> extra_index_urls;
   std::vector<std::string> find_links;
   std::string matrices_dir;
   std::string cache_dir;

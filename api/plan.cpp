@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "api/frameworks.hpp"
+#include "index/url.hpp"
 #include "probe/installed_kernels.hpp"
 #include "resolver/index_provider.hpp"
 #include "resolver/installed.hpp"
@@ -48,6 +49,103 @@ void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const inde
   };
 }
 
+
+// The framework's own packages (main package, companions, every variant's set): with extra indexes,
+// these come only from the framework's index (resolver::FirstIndexProvider; README.md, Index options).
+std::set<std::string> own_packages(const matrices::Framework& fw) {
+  std::set<std::string> out{specs::normalize_name(fw.main_package)};
+  for (const auto& c : fw.companions) out.insert(specs::normalize_name(c));
+  for (const auto& c : fw.optional_companions) out.insert(specs::normalize_name(c));
+  for (const auto& v : fw.variants) {
+    if (!v.main_package.empty()) out.insert(specs::normalize_name(v.main_package));
+    for (const auto& n : v.packages) out.insert(specs::normalize_name(n));
+    for (const auto& n : v.kernels) out.insert(specs::normalize_name(n));
+  }
+  return out;
+}
+
+// Whether --index-url/--find-links still plan the framework's way (GPU, driver and kernel checks):
+// with --framework, with an empty request (the framework's set), or on a host with GPUs when the
+// request names a framework package. Otherwise the plain, pip-like resolver runs.
+bool framework_path(const Options& g, const std::string& index_url, const std::vector<specs::Requirement>& request,
+                    const Host& host, const matrices::Framework* fw) {
+  if (index_url.empty() && g.find_links.empty()) return true;
+  if (!fw) return false;
+  if (!g.detect_framework) return true;
+  if (index_url.empty()) return false;
+  if (request.empty()) return true;
+  auto own = own_packages(*fw);
+  return !host.gpus.empty() &&
+         std::any_of(request.begin(), request.end(), [&](const specs::Requirement& r) { return own.contains(r.normalized_name()); });
+}
+
+std::string trimmed_url(std::string_view u) {
+  while (u.ends_with('/')) u.remove_suffix(1);
+  return std::string(u);
+}
+
+// The path segments of a URL ("https://h/packages/stable/cu130/" → packages, stable, cu130).
+std::vector<std::string> url_segments(const std::string& url) {
+  auto start = url.find("://");
+  start = url.find('/', start == std::string::npos ? 0 : start + 3);
+  if (start == std::string::npos) return {};
+  auto path = url.substr(start);
+  if (auto q = path.find_first_of("?#"); q != std::string::npos) path.resize(q);
+  return util::split(path, '/');
+}
+
+// --index-url with a framework: the URL becomes the framework's index for what it serves
+// (README.md, Index options). The matrices' own URL keeps its (channel, variant)s; a framework whose
+// variants share one URL (jax, tensorflow: extras select them) gets every variant at this URL; else
+// the index holds one variant: --variant, else the local labels of the main package's files (+cu130),
+// else a path segment naming a variant (paddle's …/stable/cu130/), else unknown (variant "", its
+// kernels checked after download). The channel: --channel, else a nightly/test segment, else stable.
+Expected<std::vector<resolver::FrameworkIndex>> indexes_for_url(const resolver::FrameworkSpec& spec, const matrices::Framework& fw,
+                                                               const matrices::Knowledge& knowledge, const Options& g,
+                                                               const std::string& url, resolver::CandidateProvider& provider) {
+  std::vector<resolver::FrameworkIndex> out;
+  for (auto i : spec.indexes)
+    if (trimmed_url(i.url) == trimmed_url(url)) out.push_back(std::move(i));
+  if (!out.empty()) return out;
+  const bool per_variant = std::any_of(fw.channel_templates.begin(), fw.channel_templates.end(),
+                                       [](const auto& t) { return t.second.find("{variant}") != std::string::npos; });
+  if (!per_variant) {
+    for (auto i : spec.indexes) {
+      i.url = url;
+      out.push_back(std::move(i));
+    }
+    return out;
+  }
+  const auto segs = url_segments(url);
+  std::string channel = g.channel != "auto" ? g.channel : "stable";
+  if (g.channel == "auto")
+    for (const auto& s : segs)
+      if (s == "nightly" || s == "test") channel = s;
+  std::vector<std::string> variants;
+  if (!g.variant.empty()) variants.push_back(g.variant);
+  if (variants.empty()) {
+    auto files = provider.candidates(specs::normalize_name(spec.main_package));
+    if (!files) return std::unexpected(std::move(files).error().context(fmt::format("--index-url {}", index::redact_url(url))));
+    for (const auto& f : *files)
+      if (auto wf = specs::WheelFilename::parse(f.filename); wf && wf->version.has_local()) {
+        auto label = wf->version.local();
+        if (std::find(variants.begin(), variants.end(), label) == variants.end()) variants.push_back(label);
+      }
+  }
+  if (variants.empty())
+    for (const auto& s : segs)
+      if (fw.variant(s)) variants = {s};
+  auto describe = resolver::variant_describer(knowledge, fw.name);
+  for (const auto& v : variants) {
+    resolver::FrameworkIndex i{.channel = channel, .variant = v, .cuda = std::nullopt, .url = url, .discovered = ""};
+    if (const auto* mv = fw.variant(v)) i.cuda = mv->cuda;
+    else if (auto d = describe(channel, v)) i.cuda = d->cuda, i.discovered = d->note;
+    else continue; // a label that names no variant (+local.build)
+    out.push_back(std::move(i));
+  }
+  if (out.empty()) out.push_back({.channel = channel, .variant = "", .cuda = std::nullopt, .url = url, .discovered = ""});
+  return out;
+}
 } // namespace
 
 Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std::vector<resolver::Rejection>* rejected_out) {
@@ -67,12 +165,33 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
   auto& client = *ctx.client;
 
   std::string index_url = plain_index_url(g);
+  // Extra indexes, searched after the first for projects it lacks (resolver::FirstIndexProvider).
+  const auto extra_urls = extra_index_urls(g);
+  std::vector<std::unique_ptr<resolver::IndexProvider>> extras;
+  for (const auto& u : extra_urls) {
+    extras.push_back(std::make_unique<resolver::IndexProvider>(client, u));
+    ctx.extra_indexes.push_back(index::redact_url(u));
+  }
+  auto first_index = [&](resolver::CandidateProvider& first, std::set<std::string> pinned) {
+    std::vector<resolver::CandidateProvider*> all{&first};
+    for (const auto& e : extras) all.push_back(e.get());
+    return std::make_unique<resolver::FirstIndexProvider>(std::move(all), std::move(pinned));
+  };
+  // No --framework: the one installed in the target, else torch, said so (api/frameworks.hpp).
+  auto fws = choose_frameworks(g.framework, g.detect_framework, ctx.knowledge.get(), host.facts.installed);
+  const std::string framework = fws.names.front();
+  if (fws.names.size() > 1)
+    fws.note = fmt::format("{} are installed; planning {} (use --framework)", util::join(fws.names, ", "), framework);
+  const auto* fw = ctx.knowledge ? ctx.knowledge->framework(framework) : nullptr;
   resolver::Plan plan;
-  if (!index_url.empty() || !g.find_links.empty()) {
-    // A plain resolver over exactly one index (plus find-links folders).
+  if (!framework_path(g, index_url, ctx.request, host, fw)) {
+    // A plain resolver over exactly one index (plus find-links folders), pip-like: no host checks.
     if (ctx.request.empty())
       return make_error(ErrorCode::invalid_input, "nothing to resolve", "name packages: envfix plan PKG... --index-url URL");
-    resolver::IndexProvider provider(client, index_url, g.find_links);
+    resolver::IndexProvider primary(client, index_url, g.find_links);
+    std::unique_ptr<resolver::FirstIndexProvider> chained;
+    if (!extras.empty()) chained = first_index(primary, {});
+    resolver::CandidateProvider& provider = chained ? static_cast<resolver::CandidateProvider&>(*chained) : primary;
     resolver::ResolveOptions ro;
     ro.target = host.python;
     ro.allow_unhashed = flags.allow_unhashed;
@@ -90,29 +209,35 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     ctx.resolution = std::move(*res);
     resolver::PlanInputs in{&ctx.resolution, host.installed, {}, {"nvidia-"}};
     plan = resolver::make_plan(in);
-    plan.index = provider.describe();
+    plan.index = primary.describe();
   } else {
     if (!ctx.knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
     const auto& knowledge = *ctx.knowledge;
     const std::string mirror = mirror_of(g);
-    // No --framework: the one installed in the target, else torch, said so (api/frameworks.hpp).
-    auto fws = choose_frameworks(g.framework, g.detect_framework, &knowledge, host.facts.installed);
-    const std::string framework = fws.names.front();
-    if (fws.names.size() > 1)
-      fws.note = fmt::format("{} are installed; planning {} (use --framework)", util::join(fws.names, ", "), framework);
     ctx.spec = std::make_unique<resolver::FrameworkSpec>(
         ENVFIX_TRY(resolver::framework_spec_from(knowledge, framework, mirror, host.platform)));
     attach_evidence(*ctx.spec, host, client);
-    // What the channels' aggregate indexes offer beyond the matrices (resolver/discovery.hpp).
-    std::map<std::string, std::unique_ptr<resolver::IndexProvider>> aggregates;
-    resolver::discover_indexes(*ctx.spec, resolver::discovery_sources(knowledge, framework, mirror),
-                               resolver::variant_describer(knowledge, framework),
-                               [&](const std::string& url) -> resolver::CandidateProvider& {
-                                 auto& p = aggregates[url];
-                                 if (!p) p = std::make_unique<resolver::IndexProvider>(client, url);
-                                 return *p;
-                               },
-                               {g.variant});
+    std::map<std::string, std::unique_ptr<resolver::IndexProvider>> providers;
+    auto base_provider = [&](const std::string& url) -> resolver::IndexProvider& {
+      auto& p = providers[url];
+      if (!p) p = std::make_unique<resolver::IndexProvider>(client, url, g.find_links);
+      return *p;
+    };
+    if (!index_url.empty() && fw) {
+      // --index-url is the framework's index, for the channel and variant it serves.
+      ctx.spec->indexes = ENVFIX_TRY(indexes_for_url(*ctx.spec, *fw, knowledge, g, index_url, base_provider(index_url)));
+    } else {
+      // What the channels' aggregate indexes offer beyond the matrices (resolver/discovery.hpp).
+      std::map<std::string, std::unique_ptr<resolver::IndexProvider>> aggregates;
+      resolver::discover_indexes(*ctx.spec, resolver::discovery_sources(knowledge, framework, mirror),
+                                 resolver::variant_describer(knowledge, framework),
+                                 [&](const std::string& url) -> resolver::CandidateProvider& {
+                                   auto& p = aggregates[url];
+                                   if (!p) p = std::make_unique<resolver::IndexProvider>(client, url);
+                                   return *p;
+                                 },
+                                 {g.variant});
+    }
     const auto& spec = *ctx.spec;
     resolver::HostTarget target;
     for (const auto& [name, cc] : host.gpus) target.gpus.push_back(cc);
@@ -132,14 +257,19 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     req.allow_cpu = g.allow_cpu;
     req.allow_unhashed = flags.allow_unhashed;
     req.rejected_out = rejected_out;
-    std::map<std::string, std::unique_ptr<resolver::IndexProvider>> providers;
+    std::map<std::string, std::unique_ptr<resolver::FirstIndexProvider>> chained;
     std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
     std::set<std::string> upgrade;
     for (const auto& q : ctx.request) upgrade.insert(q.normalized_name());
     for (const auto& n : resolver::framework_family(spec)) upgrade.insert(n);
     auto choice = resolver::select_framework_set(spec, target, req, [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
-      auto& p = providers[i.url];
-      if (!p) p = std::make_unique<resolver::IndexProvider>(client, i.url);
+      resolver::CandidateProvider* p = &base_provider(i.url);
+      if (!extras.empty()) {
+        // The framework's own packages only from its index; other projects from the first that has them.
+        auto& c = chained[i.url];
+        if (!c) c = first_index(*p, fw ? own_packages(*fw) : std::set<std::string>{});
+        p = c.get();
+      }
       auto& pp = preferring[i.url];
       if (!pp)
         pp = std::make_unique<resolver::PreferInstalledProvider>(
@@ -165,7 +295,7 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
       return std::unexpected(choice.error());
     }
     ctx.resolution = std::move(choice->resolution);
-    resolver::PlanInputs in{&ctx.resolution, host.installed, resolver::framework_family(spec), {"nvidia-"}};
+    resolver::PlanInputs in{&ctx.resolution, host.installed, resolver::framework_packages(spec), {"nvidia-"}};
     plan = resolver::make_plan(in);
     plan.channel = choice->index.channel;
     plan.variant = choice->index.variant;
@@ -173,6 +303,16 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     plan.why = choice->why;
     plan.warnings = choice->warnings;
     if (!fws.note.empty()) plan.warnings.insert(plan.warnings.begin(), fws.note);
+    if (choice->index.variant.empty() && !host.gpus.empty()) {
+      // An --index-url whose variant nothing names (indexes_for_url): no CUDA to check the driver
+      // against, no arch data; the kernel check after download decides.
+      const auto* m = ctx.resolution.find(specs::normalize_name(spec.main_package));
+      plan.why = fmt::format("{} {} from {}, variant unknown: its kernels are checked after download", spec.main_package,
+                             m ? m->version.to_string() : "", index::redact_url(choice->index.url));
+      plan.warnings.push_back(fmt::format("the variant of {} is unknown (no local label on the {} files, no --variant): the "
+                                          "driver is not checked against its CUDA, its kernels are checked after download",
+                                          index::redact_url(choice->index.url), spec.main_package));
+    }
     plan.rejected.insert(plan.rejected.begin(), choice->rejected.begin(), choice->rejected.end());
     ctx.framework_index = choice->index;
   }

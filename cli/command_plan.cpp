@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include <fmt/ranges.h>
+
 #include "cli/globals.hpp"
 #include "api/plan.hpp"
 #include "cli/render.hpp"
@@ -34,10 +36,16 @@ void render_rejected(const std::vector<resolver::Rejection>& rejected) {
                       r.detail, r.index.empty() ? "" : styled(" — " + r.index, Style::dim)));
 }
 
-void render_text(const resolver::Plan& p, const api::Host& h, const PlanOptions& o, double seconds, std::size_t resolved) {
-  human(host_line(h));
+void render_text(const api::PlanContext& ctx, const PlanOptions& o) {
+  const auto& p = ctx.plan;
+  human(host_line(ctx.host));
   if (!p.channel.empty()) human(fmt::format("{} {} ({})", styled("chose:", Style::bold), p.why, p.index));
   else human(fmt::format("{} {}", styled("index:", Style::bold), p.index));
+  if (!ctx.extra_indexes.empty())
+    human(fmt::format("{} {} (for packages that are not the framework's: each from the first index that has it)",
+                      styled("extra indexes:", Style::bold), fmt::join(ctx.extra_indexes, ", ")));
+  const double seconds = ctx.seconds;
+  const std::size_t resolved = ctx.resolved;
   for (const auto& w : p.warnings) warn(w);
   human(styled(fmt::format("Resolved {} packages in {:.0f}ms", resolved, seconds * 1000), Style::dim));
   for (const auto& c : change_list(p, true)) human(c);
@@ -59,8 +67,13 @@ Expected<int> run_plan(const Globals& g, const PlanOptions& o, std::vector<resol
   api::PlanRequest r{.requirements = o.requests, .pre = o.pre, .allow_unhashed = o.allow_unhashed,
                      .allow_breaking = o.allow_breaking, .allow_conda_overwrite = o.allow_conda_overwrite};
   auto ctx = ENVFIX_TRY(api::plan(g, r, rejected_out));
-  if (g.format == "json") machine(plan_json(ctx.plan, ctx.host).dump(2));
-  else render_text(ctx.plan, ctx.host, o, ctx.seconds, ctx.resolved);
+  if (g.format == "json") {
+    auto j = plan_json(ctx.plan, ctx.host);
+    j["extra_indexes"] = ctx.extra_indexes;
+    machine(j.dump(2));
+  } else {
+    render_text(ctx, o);
+  }
   return 0;
 }
 

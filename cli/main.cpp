@@ -30,9 +30,13 @@ void add_global_options(CLI::App& app, Globals& g) {
       ->check(CLI::IsMember({"auto", "stable", "test", "nightly"}));
   env->add_option("--variant", g.variant, "Build variant, e.g. cu128");
   env->add_option("--mirror", g.mirror, "Replace the official base URL in every index template");
-  env->add_option("--index-url", g.index_url, "Use exactly this index");
+  env->add_option("--index-url,-i", g.index_url,
+                  "The index to use; with a framework, its index for the variant it serves (GPU, driver and kernel checks apply)");
   // Repeatable options take one value per occurrence (as pip's and uv's do): CLI11's default for a
   // vector would swallow the requirements or files that follow (`--gpu sm_120 torch`).
+  env->add_option("--extra-index-url", g.extra_index_urls,
+                  "Another index for packages that are not the framework's; each from the first index that has it (repeatable)")
+      ->allow_extra_args(false);
   env->add_option("--find-links", g.find_links, "Directory of wheels (repeatable)")->allow_extra_args(false);
   env->add_option("--matrices", g.matrices_dir, "Directory of YAML files overriding the embedded matrices");
   env->add_option("--cache-dir", g.cache_dir, "Cache directory");

@@ -1,5 +1,7 @@
 #include "resolver/index_provider.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "index/url.hpp"
@@ -84,6 +86,83 @@ Expected<specs::CoreMetadata> IndexProvider::metadata(const index::Candidate& ca
   auto md = specs::CoreMetadata::parse(text);
   if (!md) return std::unexpected(std::move(md).error().context(fmt::format("METADATA of {}", candidate.filename)));
   return md;
+}
+
+FirstIndexProvider::FirstIndexProvider(std::vector<CandidateProvider*> indexes, std::set<std::string> pinned)
+    : m_indexes(std::move(indexes)), m_pinned(std::move(pinned)) {}
+
+std::string FirstIndexProvider::describe() const {
+  std::string s = m_indexes.front()->describe();
+  for (std::size_t i = 1; i < m_indexes.size(); ++i) s += (i == 1 ? ", then extra index " : ", then ") + m_indexes[i]->describe();
+  return s;
+}
+
+std::optional<std::size_t> FirstIndexProvider::served_by(const std::string& project) const {
+  auto it = m_owner.find(project);
+  return it == m_owner.end() ? std::nullopt : std::optional<std::size_t>(it->second);
+}
+
+CandidateProvider& FirstIndexProvider::owner_of(const std::string& project) {
+  auto it = m_owner.find(project);
+  return *m_indexes[it == m_owner.end() ? 0 : it->second];
+}
+
+Expected<std::vector<index::Candidate>> FirstIndexProvider::candidates(const std::string& project) {
+  const std::size_t n = searched(project);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto files = m_indexes[i]->candidates(project);
+    if (!files) {
+      if (i == 0) return files; // the first index's own errors read as before
+      return std::unexpected(std::move(files).error().context(fmt::format("extra index {}", m_indexes[i]->describe())));
+    }
+    if (!files->empty() || i + 1 == n) {
+      if (!files->empty()) m_owner[project] = i;
+      return files;
+    }
+  }
+  return std::vector<index::Candidate>{};
+}
+
+void FirstIndexProvider::prefetch_candidates(std::span<const std::string> projects) {
+  // Index by index, each asked only for the projects every earlier index lacks.
+  std::vector<std::string> todo(projects.begin(), projects.end());
+  for (std::size_t i = 0; i < m_indexes.size() && !todo.empty(); ++i) {
+    m_indexes[i]->prefetch_candidates(todo);
+    std::vector<std::string> next;
+    for (const auto& p : todo) {
+      if (searched(p) <= i + 1) continue;
+      auto files = m_indexes[i]->candidates(p); // answered from what was just fetched
+      if (files && files->empty()) next.push_back(p);
+    }
+    todo = std::move(next);
+  }
+}
+
+void FirstIndexProvider::prefetch_metadata(std::span<const index::Candidate> files) {
+  std::map<std::size_t, std::vector<index::Candidate>> by_index;
+  for (const auto& f : files) {
+    auto it = m_owner.find(f.project);
+    by_index[it == m_owner.end() ? 0 : it->second].push_back(f);
+  }
+  for (auto& [i, fs] : by_index) m_indexes[i]->prefetch_metadata(fs);
+}
+
+Expected<specs::CoreMetadata> FirstIndexProvider::metadata(const index::Candidate& candidate) {
+  return owner_of(candidate.project).metadata(candidate);
+}
+
+Expected<void> FirstIndexProvider::complete_hash(index::Candidate& file) { return owner_of(file.project).complete_hash(file); }
+
+std::string FirstIndexProvider::missing_detail(const std::string& project) const {
+  std::string out;
+  for (std::size_t i = 0; i < searched(project); ++i) {
+    auto d = m_indexes[i]->missing_detail(project);
+    if (!d.empty()) out += (out.empty() ? "" : "; ") + d;
+  }
+  if (m_pinned.contains(project) && m_indexes.size() > 1)
+    out += (out.empty() ? "" : "; ") + fmt::format("{} is the framework's own package: taken only from {}, never from an extra index",
+                                                   project, m_indexes.front()->describe());
+  return out;
 }
 
 } // namespace envfix::resolver

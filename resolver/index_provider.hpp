@@ -2,6 +2,7 @@
 // CandidateProvider over index::IndexClient: one index URL (http(s), file://, local PEP 503 tree) or a
 // list of find-links locations, searched together as one source.
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,39 @@ private:
   std::map<std::string, std::vector<index::Candidate>> m_pages;
   std::map<std::string, Error> m_missing;
   std::map<std::string, std::string> m_metadata; // url → METADATA text (prefetched)
+};
+
+// Several indexes searched as uv's first-index strategy (against dependency confusion): a project
+// comes from the first index that has it, all of its files from that one index, never merged across
+// indexes; the `pinned` projects (the framework's own packages) only from the first index. Order: the
+// first index (the framework's, or --index-url), then each --extra-index-url as given. A page that
+// fails (TLS, DNS, HTTP 5xx) is an error naming that index, not a reason to look further: an index
+// that is down must not hand its projects to the next one.
+class FirstIndexProvider final : public CandidateProvider {
+public:
+  // `indexes` (not owned, at least one) outlive the provider; `pinned` are normalized names.
+  FirstIndexProvider(std::vector<CandidateProvider*> indexes, std::set<std::string> pinned);
+
+  [[nodiscard]] Expected<std::vector<index::Candidate>> candidates(const std::string& project) override;
+  [[nodiscard]] Expected<specs::CoreMetadata> metadata(const index::Candidate& candidate) override;
+  [[nodiscard]] std::string describe() const override;
+  void prefetch_candidates(std::span<const std::string> projects) override;
+  void prefetch_metadata(std::span<const index::Candidate> files) override;
+  [[nodiscard]] Expected<void> complete_hash(index::Candidate& file) override;
+  [[nodiscard]] std::string missing_detail(const std::string& project) const override;
+
+  // Which index served a project (0 = the first), once asked.
+  [[nodiscard]] std::optional<std::size_t> served_by(const std::string& project) const;
+
+private:
+  std::vector<CandidateProvider*> m_indexes;
+  std::set<std::string> m_pinned;
+  std::map<std::string, std::size_t> m_owner; // project → the index that has it
+  // The indexes a project is looked up in: the first only when pinned.
+  [[nodiscard]] std::size_t searched(const std::string& project) const {
+    return m_pinned.contains(project) ? 1 : m_indexes.size();
+  }
+  [[nodiscard]] CandidateProvider& owner_of(const std::string& project);
 };
 
 } // namespace envfix::resolver

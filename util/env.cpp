@@ -16,6 +16,7 @@ const std::vector<EnvVar>& known_env_vars() {
       {"ENVFIX_LINK_MODE", "how apply places files from the unpacked cache: auto|clone|hardlink|copy (like --link-mode)"},
       {"ENVFIX_THREADS", "threads for unpacking, linking and hashing (default: one per core)"},
       {"ENVFIX_INDEX_URL", "use exactly this index (like --index-url)"},
+      {"ENVFIX_EXTRA_INDEX_URL", "space-separated extra indexes (like --extra-index-url, as PIP_EXTRA_INDEX_URL)"},
       {"ENVFIX_MIRROR", "replace the official base URL in every index template"},
       {"ENVFIX_NO_NVML", "1: do not load NVML/libcuda (probe GPUs as absent); for tests"},
       {"ENVFIX_SYSFS_ROOT", "root prefix for host files (/proc, /sys, /dev/dxg, /usr/lib/wsl, /.dockerenv); for tests"},

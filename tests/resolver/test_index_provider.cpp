@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "resolver/index_provider.hpp"
+#include "resolver/memory_provider.hpp"
 #include "resolver/resolver.hpp"
 #include "tests/resolver/resolver_test_support.hpp"
 #include "tests/support/nginx_server.hpp"
@@ -50,3 +51,49 @@ TEST_CASE("find-links: unhashed local wheels are usable and the chosen ones are 
 }
 
 }
+
+TEST_SUITE("unit") {
+
+// FirstIndexProvider (resolver/index_provider.hpp): uv's first-index strategy over two in-memory indexes.
+TEST_CASE("first-index: a project comes whole from the first index that has it; pinned ones only from the first") {
+  MemoryProvider fw("framework-index"), pypi("pypi-like");
+  fw.add_wheel("fwpkg-1.0-py3-none-any.whl", {"dep>=1", "shared"});
+  fw.add_wheel("shared-1.0-py3-none-any.whl");
+  pypi.add_wheel("fwpkg-9.0-py3-none-any.whl");   // dependency confusion: a higher version elsewhere
+  pypi.add_wheel("fwplugin-9.0-py3-none-any.whl"); // a framework package the first index lacks
+  pypi.add_wheel("shared-2.0-py3-none-any.whl");   // never merged with the first index's shared
+  pypi.add_wheel("dep-1.5-py3-none-any.whl");
+  FirstIndexProvider p({&fw, &pypi}, {"fwpkg", "fwplugin"});
+
+  auto fwpkg = p.candidates("fwpkg");
+  REQUIRE(fwpkg);
+  REQUIRE(fwpkg->size() == 1);
+  CHECK(fwpkg->front().filename == "fwpkg-1.0-py3-none-any.whl");
+  auto plugin = p.candidates("fwplugin");
+  REQUIRE(plugin);
+  CHECK(plugin->empty());
+  CHECK(p.missing_detail("fwplugin").find("taken only from framework-index, never from an extra index") != std::string::npos);
+  auto shared = p.candidates("shared");
+  REQUIRE(shared);
+  REQUIRE(shared->size() == 1);
+  CHECK(shared->front().filename == "shared-1.0-py3-none-any.whl");
+  CHECK(p.served_by("shared") == 0u);
+  auto dep = p.candidates("dep");
+  REQUIRE(dep);
+  REQUIRE(dep->size() == 1);
+  CHECK(p.served_by("dep") == 1u);
+  CHECK(p.describe() == "framework-index, then extra index pypi-like");
+
+  // Resolved: metadata is read from the index that served each file.
+  ResolveOptions o;
+  o.target = test::cpython_linux();
+  Resolver r(p, o);
+  auto res = r.resolve({*specs::Requirement::parse("fwpkg")});
+  REQUIRE_MESSAGE(res, (res ? "" : res.error().render()));
+  REQUIRE(res->find("fwpkg"));
+  CHECK(res->find("fwpkg")->version.to_string() == "1.0");
+  CHECK(res->find("shared")->version.to_string() == "1.0");
+  CHECK(res->find("dep")->version.to_string() == "1.5");
+}
+
+} // TEST_SUITE("unit")

@@ -15,7 +15,8 @@ SPEC (JSON):
      "index_requires_python": ">=3.9" | null,        # page data-requires-python (default: requires_python)
      "provides_extra": ["opt"],
      "metadata_extra": {"Summary": "..."},            # more METADATA headers
-     "files": {"torch/__init__.py": "x = 1\n"},       # extra members (text); "@@random:N" = N random bytes
+     "files": {"torch/__init__.py": "x = 1\n"},       # extra members (text); "@@random:N" = N random bytes,
+                                                      # "@@file:PATH" = the bytes of that file (a real .so)
      "pad_bytes": 0,                                  # a stored member of incompressible bytes (big wheels)
      "yanked": false | true | "reason",
      "omit_hash": false,                              # no #sha256 in HTML, empty hashes in JSON
@@ -70,6 +71,9 @@ def make_wheel(pkg, tag, out_dir, rng):
     for path, content in sorted(pkg.get("files", {}).items()):
         if isinstance(content, str) and content.startswith("@@random:"):
             files[path] = rng.randbytes(int(content[9:]))
+        elif isinstance(content, str) and content.startswith("@@file:"):
+            with open(content[7:], "rb") as f:
+                files[path] = f.read()
         else:
             files[path] = content.encode() if isinstance(content, str) else bytes(content)
     if not pkg.get("files"):
