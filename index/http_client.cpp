@@ -121,6 +121,7 @@ struct Transfer {
   bool write_failed = false;
   bool range_mismatch = false;
   std::string write_error;
+  int write_errno = 0; // the failed write's errno, kept in the error (cli's OS hints read it)
   char errbuf[CURL_ERROR_SIZE] = {};
   // Download state kept across attempts (resume).
   util::Fd fd;
@@ -213,6 +214,7 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
       if (w < 0) {
         if (errno == EINTR) continue;
         t->write_failed = true;
+        t->write_errno = errno;
         t->write_error = std::strerror(errno);
         return 0;
       }
@@ -311,7 +313,7 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
     } else if (t->req.dest) {
       int fd = ::open(t->req.dest->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (fd < 0)
-        t->result = fail(ErrorCode::io, "cannot create {}: {}", t->req.dest->string(), std::strerror(errno));
+        t->result = fail_errno(errno, ErrorCode::io, "cannot create {}: {}", t->req.dest->string(), std::strerror(errno));
       t->fd = util::Fd(fd);
       t->hash = std::make_unique<util::Sha256>();
     }
@@ -399,7 +401,7 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
                                         t.req.dest && t.req.max_file ? t.req.max_file : t.req.max_body),
                             "raise the page size limit if this index really serves pages this large");
     } else if (t.write_failed) {
-      t.result = fail(ErrorCode::io, "writing {}: {}", t.req.dest->string(), t.write_error);
+      t.result = fail_errno(t.write_errno, ErrorCode::io, "writing {}: {}", t.req.dest->string(), t.write_error);
     } else if (t.range_mismatch) {
       // The server answered the resume with other bytes: start over without Range.
       why = "206 Content-Range does not start at the resume offset";

@@ -97,27 +97,27 @@ std::optional<std::int64_t> heuristic_lifetime(const std::string& last_modified,
 
 Expected<void> copy_hashing(const fs::path& from, const fs::path& to, std::string& hex, std::uint64_t& size) {
   util::Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!in.valid()) return fail(ErrorCode::io, "cannot open {}: {}", from.string(), std::strerror(errno));
+  if (!in.valid()) return fail_errno(errno, ErrorCode::io, "cannot open {}: {}", from.string(), std::strerror(errno));
   util::Fd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!out.valid()) return fail(ErrorCode::io, "cannot create {}: {}", to.string(), std::strerror(errno));
+  if (!out.valid()) return fail_errno(errno, ErrorCode::io, "cannot create {}: {}", to.string(), std::strerror(errno));
   util::Sha256 h;
   std::vector<char> buf(1 << 20);
   size = 0;
   for (;;) {
     ssize_t n = ::read(in.get(), buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(ErrorCode::io, "reading {}: {}", from.string(), std::strerror(errno));
+    if (n < 0) return fail_errno(errno, ErrorCode::io, "reading {}: {}", from.string(), std::strerror(errno));
     if (n == 0) break;
     h.update(buf.data(), static_cast<std::size_t>(n));
     for (ssize_t off = 0; off < n;) {
       ssize_t w = ::write(out.get(), buf.data() + off, static_cast<std::size_t>(n - off));
       if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return fail(ErrorCode::io, "writing {}: {}", to.string(), std::strerror(errno));
+      if (w < 0) return fail_errno(errno, ErrorCode::io, "writing {}: {}", to.string(), std::strerror(errno));
       off += w;
     }
     size += static_cast<std::uint64_t>(n);
   }
-  if (::fsync(out.get()) != 0) return fail(ErrorCode::io, "fsync {}: {}", to.string(), std::strerror(errno));
+  if (::fsync(out.get()) != 0) return fail_errno(errno, ErrorCode::io, "fsync {}: {}", to.string(), std::strerror(errno));
   hex = h.hex_digest();
   return {};
 }
@@ -135,7 +135,7 @@ Expected<void> write_cache_file(const fs::path& path, std::string_view content) 
   fs::path tmp = path;
   tmp += "." + random_suffix() + ".tmp";
   util::Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (!fd.valid()) return fail(ErrorCode::io, "cannot create {}: {}", tmp.string(), std::strerror(errno));
+  if (!fd.valid()) return fail_errno(errno, ErrorCode::io, "cannot create {}: {}", tmp.string(), std::strerror(errno));
   for (std::size_t off = 0; off < content.size();) {
     ssize_t w = ::write(fd.get(), content.data() + off, content.size() - off);
     if (w < 0 && errno == EINTR) continue;
@@ -143,7 +143,7 @@ Expected<void> write_cache_file(const fs::path& path, std::string_view content) 
       int err = errno;
       std::error_code ec;
       fs::remove(tmp, ec);
-      return fail(ErrorCode::io, "writing {}: {}", tmp.string(), std::strerror(err));
+      return fail_errno(err, ErrorCode::io, "writing {}: {}", tmp.string(), std::strerror(err));
     }
     off += static_cast<std::size_t>(w);
   }
@@ -213,7 +213,7 @@ Candidate local_candidate(const fs::path& file, std::string_view project, std::s
 
 Expected<std::string> read_local_metadata(const fs::path& wheel) {
   util::Fd fd(::open(wheel.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return fail(ErrorCode::io, "cannot open {}: {}", wheel.string(), std::strerror(errno));
+  if (!fd.valid()) return fail_errno(errno, ErrorCode::io, "cannot open {}: {}", wheel.string(), std::strerror(errno));
   struct stat st{};
   if (::fstat(fd.get(), &st) != 0) return fail(ErrorCode::io, "cannot stat {}", wheel.string());
   int raw = fd.get();

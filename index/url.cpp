@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "index/candidate.hpp"
+#include "util/url.hpp"
 
 namespace envfix::index {
 
@@ -19,50 +20,14 @@ int hex_value(char c) {
   return -1;
 }
 
-// Index of the ':' ending "scheme:" or npos.
-std::size_t scheme_end(std::string_view url) {
-  for (std::size_t i = 0; i < url.size(); ++i) {
-    char c = url[i];
-    if (c == ':') return i == 0 ? std::string_view::npos : i;
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (i > 0 && ((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.'));
-    if (!ok) return std::string_view::npos;
-  }
-  return std::string_view::npos;
-}
-
-// [begin, end) of "user:pass@" inside the authority, or {npos, npos}.
-std::pair<std::size_t, std::size_t> userinfo_span(std::string_view url) {
-  std::size_t se = scheme_end(url);
-  if (se == std::string_view::npos || url.substr(se, 3) != "://") return {std::string_view::npos, 0};
-  std::size_t a = se + 3;
-  std::size_t end = url.find_first_of("/?#", a);
-  if (end == std::string_view::npos) end = url.size();
-  std::size_t at = url.substr(a, end - a).rfind('@');
-  if (at == std::string_view::npos) return {std::string_view::npos, 0};
-  return {a, a + at + 1};
-}
 } // namespace
 
-std::string redact_url(std::string_view url) {
-  auto [b, e] = userinfo_span(url);
-  if (b == std::string_view::npos) return std::string(url);
-  return std::string(url.substr(0, b)) + "***@" + std::string(url.substr(e));
-}
+// One implementation of userinfo removal for every module (util/url.hpp).
+std::string redact_url(std::string_view url) { return util::redact_url(url); }
 
-std::string strip_credentials(std::string_view url) {
-  auto [b, e] = userinfo_span(url);
-  if (b == std::string_view::npos) return std::string(url);
-  return std::string(url.substr(0, b)) + std::string(url.substr(e));
-}
+std::string strip_credentials(std::string_view url) { return util::strip_credentials(url); }
 
-std::string url_scheme(std::string_view url) {
-  std::size_t se = scheme_end(url);
-  if (se == std::string_view::npos) return {};
-  std::string s(url.substr(0, se));
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+std::string url_scheme(std::string_view url) { return util::url_scheme(url); }
 
 Expected<std::string> resolve_url(std::string_view base, std::string_view ref) {
   UrlPtr u(curl_url());

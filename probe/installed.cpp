@@ -10,7 +10,9 @@
 #include "probe/text.hpp"
 #include "specs/metadata.hpp"
 #include "specs/name.hpp"
+#include "specs/record_csv.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 #include "wheel/wheel_info.hpp"
 
 namespace envfix::probe {
@@ -20,46 +22,6 @@ namespace fs = std::filesystem;
 std::string InstalledDist::normalized_name() const { return specs::normalize_name(name); }
 
 namespace {
-
-// One CSV record as Python's csv module (excel dialect) writes it. Quoted fields may hold commas and
-// doubled quotes; RECORD rows never span lines in practice, so a newline ends the row.
-Expected<std::vector<std::string>> parse_csv_row(std::string_view line, std::size_t lineno) {
-  std::vector<std::string> fields;
-  std::string cur;
-  std::size_t i = 0;
-  while (true) {
-    cur.clear();
-    if (i < line.size() && line[i] == '"') {
-      ++i;
-      bool closed = false;
-      while (i < line.size()) {
-        if (line[i] == '"') {
-          if (i + 1 < line.size() && line[i + 1] == '"') {
-            cur += '"';
-            i += 2;
-            continue;
-          }
-          ++i;
-          closed = true;
-          break;
-        }
-        cur += line[i++];
-      }
-      if (!closed)
-        return fail(ErrorCode::invalid_input, "RECORD line {}: unterminated quote: {}\n{}^", lineno, line,
-                    std::string(line.size() + 22 + std::to_string(lineno).size(), ' '));
-      if (i < line.size() && line[i] != ',')
-        return fail(ErrorCode::invalid_input, "RECORD line {}: text after closing quote at column {}: {}",
-                    lineno, i + 1, line);
-    } else {
-      while (i < line.size() && line[i] != ',') cur += line[i++];
-    }
-    fields.push_back(cur);
-    if (i >= line.size()) break;
-    ++i; // the comma
-  }
-  return fields;
-}
 
 bool is_shared_object(std::string_view path) {
   auto slash = path.rfind('/');
@@ -74,27 +36,29 @@ std::string read_trimmed(const fs::path& p) {
 
 } // namespace
 
+// RECORD's CSV through the one reader (specs/record_csv.hpp); an installed RECORD may omit the
+// trailing empty fields, so 1 to 3 fields are accepted.
 Expected<std::vector<RecordEntry>> parse_record(std::string_view text) {
+  auto rows = specs::read_csv(text, "");
+  if (!rows) return fail(ErrorCode::invalid_input, "RECORD {}", rows.error().message);
   std::vector<RecordEntry> out;
-  std::size_t lineno = 0;
-  for (auto line : split_lines(text)) {
-    ++lineno;
-    if (trim(line).empty()) continue;
-    auto fields = ENVFIX_TRY(parse_csv_row(line, lineno));
+  for (auto& row : *rows) {
+    auto& fields = row.fields;
+    const std::size_t lineno = row.line;
     if (fields.empty() || fields[0].empty())
-      return fail(ErrorCode::invalid_input, "RECORD line {}: empty path: {}", lineno, line);
+      return fail(ErrorCode::invalid_input, "RECORD line {}: empty path: {}", lineno, util::join(fields, ","));
     if (fields.size() > 3)
       return fail(ErrorCode::invalid_input, "RECORD line {}: {} fields, expected path,hash,size: {}", lineno,
-                  fields.size(), line);
+                  fields.size(), util::join(fields, ","));
     RecordEntry e;
     e.path = std::move(fields[0]);
     if (fields.size() > 1) e.hash = std::move(fields[1]);
     if (fields.size() > 2 && !fields[2].empty()) {
       std::uint64_t n = 0;
-      auto& s = fields[2];
-      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-      if (ec != std::errc{} || p != s.data() + s.size())
-        return fail(ErrorCode::invalid_input, "RECORD line {}: bad size '{}' for {}", lineno, s, e.path);
+      auto& sz = fields[2];
+      auto [p, ec] = std::from_chars(sz.data(), sz.data() + sz.size(), n);
+      if (ec != std::errc{} || p != sz.data() + sz.size())
+        return fail(ErrorCode::invalid_input, "RECORD line {}: bad size '{}' for {}", lineno, sz, e.path);
       e.size = n;
     }
     out.push_back(std::move(e));

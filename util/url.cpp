@@ -37,6 +37,15 @@ std::string strip_credentials(std::string_view url) {
   return std::string(url.substr(0, b)) + std::string(url.substr(e));
 }
 
+std::string url_scheme(std::string_view url) {
+  std::size_t se = scheme_end(url);
+  if (se == std::string_view::npos) return {};
+  std::string s(url.substr(0, se));
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return s;
+}
+
 std::string redact_url(std::string_view url) {
   auto [b, e] = userinfo_span(url);
   if (b == std::string_view::npos) return std::string(url);

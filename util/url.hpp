@@ -9,6 +9,8 @@ namespace envfix::util {
 // The URL without "user:password@" in its authority (which ends at the first '/', '?' or '#'
 // after "scheme://"); other text, and URLs without an authority, unchanged.
 [[nodiscard]] std::string strip_credentials(std::string_view url);
+// The scheme, lower-cased ("HTTPS://h/" → "https"); "" when the URL has none.
+[[nodiscard]] std::string url_scheme(std::string_view url);
 // The same with the userinfo replaced by "***@", for messages that must show that there was one.
 [[nodiscard]] std::string redact_url(std::string_view url);
 

@@ -41,6 +41,10 @@ TEST_CASE("strip_credentials removes only the userinfo of the authority") {
   CHECK(util::strip_credentials("not a url @ all") == "not a url @ all");
   CHECK(util::redact_url("https://u:p@h/x") == "https://***@h/x");
   CHECK(util::redact_url("https://h/x") == "https://h/x");
+  CHECK(util::url_scheme("HTTPS://h/x") == "https");
+  CHECK(util::url_scheme("git+ssh://h") == "git+ssh");
+  CHECK(util::url_scheme("/no/scheme").empty());
+  CHECK(util::url_scheme(":x").empty());
 }
 
 TEST_CASE("current_umask reads the umask without changing it") {
