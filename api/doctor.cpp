@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "api/frameworks.hpp"
 #include "api/host.hpp"
 #include "api/smoke.hpp"
 #include "index/index_client.hpp"
@@ -121,9 +122,9 @@ std::string source_of(const probe::InstalledDist& d) {
   return d.installer.empty() ? std::string("unknown") : "installer:" + d.installer;
 }
 
-std::optional<specs::CudaVersion> cuda_of_variant(const DoctorReport& r, const std::string& variant) {
-  if (r.fw)
-    if (const auto* v = r.fw->variant(variant)) return v->cuda;
+std::optional<specs::CudaVersion> cuda_of_variant(const FrameworkReport& s, const std::string& variant) {
+  if (s.fw)
+    if (const auto* v = s.fw->variant(variant)) return v->cuda;
   if (variant.starts_with("cu"))
     if (auto c = specs::CudaVersion::from_variant(variant)) return *c;
   return std::nullopt;
@@ -131,25 +132,136 @@ std::optional<specs::CudaVersion> cuda_of_variant(const DoctorReport& r, const s
 
 bool gpu_host(const DoctorReport& r) { return !r.facts.gpus.empty(); }
 
-void check_framework(DoctorReport& r, const std::string& framework) {
-  std::string main_pkg = r.fw ? r.fw->main_package : framework;
-  std::vector<std::string> companions;
-  if (r.fw) {
-    companions = r.fw->companions;
-    companions.insert(companions.end(), r.fw->optional_companions.begin(), r.fw->optional_companions.end());
+const specs::MarkerEnvironment& markers_of(const DoctorReport& r) {
+  static const specs::MarkerEnvironment empty_env;
+  return r.facts.python ? r.facts.python->markers : empty_env;
+}
+
+const PackageReport* main_of(const FrameworkReport& s) {
+  const PackageReport* main = nullptr;
+  for (const auto& p : s.packages)
+    if (p.role == "main" && (!main || main->dist->version < p.dist->version)) main = &p;
+  return main;
+}
+
+// The variant of the packages that carry no label of their own (jax, jaxlib, tensorflow): the one
+// variant whose own packages are installed (jax-cuda13-plugin → cuda13), else cpu when no GPU
+// variant's package is (jax without a plugin), else the variant whose extra is installed in full
+// (tensorflow[and-cuda]), else nothing.
+void infer_set_variant(const DoctorReport& r, FrameworkReport& s) {
+  if (!s.fw) return;
+  std::set<std::string> marked, names;
+  for (const auto& p : s.packages)
+    if (p.variant_from == "variant-package") marked.insert(p.variant);
+  for (const auto& d : r.facts.installed) names.insert(d.normalized_name());
+  std::string variant, from;
+  if (marked.size() == 1) {
+    variant = *marked.begin();
+    from = "variant-package";
+  } else if (marked.empty()) {
+    if (auto cpu = variant_by_absence(*s.fw, names)) {
+      variant = *cpu;
+      from = "no-gpu-package";
+    } else if (const auto* main = main_of(s)) {
+      for (const auto& v : s.fw->variants)
+        if (!v.extra.empty() && !extra_requirements(*main->dist, v.extra, markers_of(r)).empty() &&
+            missing_for_extra(*main->dist, v.extra, r.facts.installed, markers_of(r)).empty()) {
+          variant = v.name;
+          from = "extra";
+          break;
+        }
+    }
   }
+  if (variant.empty()) return;
+  for (auto& p : s.packages)
+    if (p.variant.empty() || (p.variant_from == "requires-dist" && from != "no-gpu-package")) {
+      p.variant = variant;
+      p.variant_from = from;
+    }
+}
+
+// Which packages' binaries hold the installed variant's kernels (matrices: Variant::kernels); all of
+// the set when the variant is unknown or names none (torch: torch and its companions, as read before).
+void mark_kernel_packages(FrameworkReport& s) {
+  const auto* v = s.fw && !s.variant.empty() ? s.fw->variant(s.variant) : nullptr;
+  std::set<std::string> kernels;
+  if (v && !v->kernels.empty())
+    for (const auto& k : s.fw->kernel_packages(s.variant)) kernels.insert(specs::normalize_name(k));
+  for (auto& p : s.packages) p.kernel_package = kernels.empty() || kernels.count(p.dist->normalized_name());
+}
+
+// The variant a fix installs: the installed one when it is a GPU build (or the host has no GPU),
+// else the newest CUDA variant the driver runs (the newest at all without a driver).
+const matrices::Variant* target_variant(const DoctorReport& r, const FrameworkReport& s) {
+  if (!s.fw) return nullptr;
+  const auto* installed = s.variant.empty() ? nullptr : s.fw->variant(s.variant);
+  if (installed && (installed->kind != "cpu" || !gpu_host(r))) return installed;
+  if (!gpu_host(r)) return nullptr;
+  const matrices::Variant* best = nullptr;
+  for (const auto& v : s.fw->variants) {
+    if (v.kind != "cuda" || !v.cuda) continue;
+    if (r.facts.driver && r.knowledge && !r.knowledge->driver_supports(r.facts.driver->version, *v.cuda)) continue;
+    if (!best || *best->cuda < *v.cuda) best = &v;
+  }
+  return best;
+}
+
+// The GPU extra's wheels (tensorflow[and-cuda]'s nvidia-*, jax[cuda13] → jax-cuda13-plugin[with-cuda]'s),
+// read from the installed main package's Requires-Dist, that are not installed.
+void check_gpu_extra(DoctorReport& r, const FrameworkReport& s, const PackageReport& main) {
+  if (!s.fw || !gpu_host(r)) return;
+  const matrices::Variant* v = s.variant.empty() ? nullptr : s.fw->variant(s.variant);
+  if (!v) // unknown: the GPU variant whose extra the installed metadata names (tensorflow's and-cuda)
+    for (const auto& c : s.fw->variants)
+      if (c.kind == "cuda" && !c.extra.empty() && !extra_requirements(*main.dist, c.extra, markers_of(r)).empty()) {
+        v = &c;
+        break;
+      }
+  if (!v || v->kind != "cuda" || v->extra.empty()) return;
+  std::vector<std::string> runtime, compiler, other;
+  for (const auto& q : missing_for_extra(*main.dist, v->extra, r.facts.installed, markers_of(r))) {
+    const auto n = q.normalized_name();
+    if (is_cuda_compiler_wheel(n)) compiler.push_back(q.name);
+    else if (n.starts_with("nvidia-")) runtime.push_back(q.name);
+    else if (!package_role(*s.fw, n).empty()) other.push_back(q.name); // numpy & co. are pip check's
+  }
+  const auto label = fmt::format("{}[{}]", main.dist->name, v->extra);
+  const bool only_compiler = runtime.empty() && !compiler.empty();
+  if (only_compiler)
+    add(r, "cuda-runtime-missing", "info",
+        fmt::format("the CUDA compiler wheels of {} are not installed: {}", label, join(compiler, ", ")),
+        "JIT compilation then uses a ptxas/nvvm from a local CUDA toolkit; install them for a self-contained set");
+  runtime.insert(runtime.end(), compiler.begin(), compiler.end());
+  if (!only_compiler && !runtime.empty())
+    add(r, "cuda-runtime-missing", "error",
+        fmt::format("{} {} needs the CUDA runtime wheels of {}, and {} of them are not installed: {}", main.dist->name,
+                    main.dist->version.to_string(), label, runtime.size(), join(runtime, ", ")),
+        fmt::format("install {} (see the fix command below); the framework falls back to the CPU without them", label));
+  if (!other.empty())
+    add(r, "gpu-package-missing", "error",
+        fmt::format("{} {} ({}) lacks packages of {}: {}", main.dist->name, main.dist->version.to_string(), v->name, label,
+                    join(other, ", ")),
+        fmt::format("install {} (see the fix command below)", label));
+}
+
+void check_framework(DoctorReport& r, FrameworkReport& s) {
+  const auto* fw = s.fw;
+  const std::string& framework = s.name;
+  std::string main_pkg = fw ? fw->main_package : framework;
   auto main_norm = specs::normalize_name(main_pkg);
-  std::set<std::string> companion_norm;
-  for (auto& c : companions) companion_norm.insert(specs::normalize_name(c));
-  const specs::MarkerEnvironment empty_env;
-  const auto& env = r.facts.python ? r.facts.python->markers : empty_env;
+  auto role_of = [&](const std::string& n) -> std::string {
+    if (fw) return package_role(*fw, n);
+    return n == main_norm ? "main" : "";
+  };
+  const auto& env = markers_of(r);
 
   for (const auto& d : r.facts.installed) {
     auto n = d.normalized_name();
-    if (n != main_norm && !companion_norm.count(n)) continue;
+    auto role = role_of(n);
+    if (role.empty()) continue;
     PackageReport p;
     p.dist = &d;
-    p.role = n == main_norm ? "main" : "companion";
+    p.role = role;
     if (!d.local().empty()) {
       p.variant = d.local();
       p.variant_from = "local-label";
@@ -157,28 +269,32 @@ void check_framework(DoctorReport& r, const std::string& framework) {
       // conda's build string says which build it is; pypi-default would be a guess about another package.
       p.variant = *cv;
       p.variant_from = "conda-meta";
+    } else if (auto mv = fw ? variant_marked_by(*fw, n) : std::nullopt) {
+      p.variant = *mv; // only one variant has this package (jax-cuda13-plugin, paddlepaddle)
+      p.variant_from = "variant-package";
     } else if (auto v = variant_from_requires(d, env)) {
       p.variant = *v;
       p.variant_from = "requires-dist";
     }
     p.source = source_of(d);
-    r.packages.push_back(std::move(p));
+    s.packages.push_back(std::move(p));
   }
-  const PackageReport* main = nullptr;
-  for (const auto& p : r.packages)
-    if (p.role == "main" && (!main || main->dist->version < p.dist->version)) main = &p;
+  infer_set_variant(r, s);
+  const PackageReport* main = main_of(s);
   // PyPI's unlabelled build: the release row says which variant pypi.org serves.
-  if (main && r.fw) {
-    if (const auto* rel = r.fw->release(main->dist->version); rel && !rel->pypi_default.empty()) {
-      for (auto& p : r.packages)
+  if (main && fw) {
+    if (const auto* rel = fw->release(main->dist->version); rel && !rel->pypi_default.empty()) {
+      for (auto& p : s.packages)
         if (p.variant.empty()) {
           p.variant = rel->pypi_default;
           p.variant_from = "pypi-default";
         }
     }
   }
+  if (main) s.variant = main->variant;
+  mark_kernel_packages(s);
   // conda's packages: the fix below would be refused by apply (docs/json.md, plan); say so up front.
-  for (const auto& p : r.packages)
+  for (const auto& p : s.packages)
     if (p.dist->conda)
       add(r, "conda-owned", "info",
           fmt::format("{} {} belongs to conda ({} {} {}); envfix apply will not replace it", p.dist->name, p.dist->version.to_string(),
@@ -188,37 +304,32 @@ void check_framework(DoctorReport& r, const std::string& framework) {
     add(r, "framework-not-installed", "warning",
         fmt::format("{} is not installed in {}", main_pkg,
                     r.facts.python ? r.facts.python->executable.string() : std::string("the target")),
-        fmt::format("envfix apply {}", main_pkg));
+        fmt::format("envfix apply {}{}", main_pkg, framework == "torch" ? "" : " --framework " + framework));
     return;
   }
   const auto& mv = main->dist->version;
-  // Duplicates and missing RECORDs (all dists: they break uninstall and upgrades alike).
-  for (const auto& group : probe::find_duplicates(r.facts.installed)) {
-    std::vector<std::string> where;
-    for (auto* d : group) where.push_back(d->dist_info.string());
-    bool fw_pkg = group[0]->normalized_name() == main_norm || companion_norm.count(group[0]->normalized_name());
-    add(r, "duplicate-dist", fw_pkg ? "error" : "warning",
-        fmt::format("{} is installed {} times: {}", group[0]->name, group.size(), join(where, ", ")),
-        "remove the stale copy: envfix apply reinstalls one clean set");
-  }
-  for (const auto& d : r.facts.installed)
-    if (!d.has_record)
-      add(r, "missing-record", "warning",
-          fmt::format("{} {} has no RECORD ({}): it cannot be uninstalled cleanly", d.name, d.version.to_string(),
-                      d.dist_info.string()),
-          "reinstall it so that a RECORD is written");
   // CPU build on a GPU host.
   if (gpu_host(r)) {
-    for (const auto& p : r.packages)
-      if (p.variant == "cpu")
+    for (const auto& p : s.packages) {
+      if (p.variant != "cpu") continue;
+      const auto host = fmt::format("this host has {} GPU(s) ({})", r.facts.gpus.size(), r.facts.gpus[0].cc.sm_name());
+      if (p.variant_from == "no-gpu-package") {
+        if (&p != main) continue; // one finding for the set: no GPU package at all
         add(r, "cpu-build-on-gpu-host", "error",
-            fmt::format("{} {} is a CPU-only build, but this host has {} GPU(s) ({})", p.dist->name,
-                        p.dist->version.to_string(), r.facts.gpus.size(), r.facts.gpus[0].cc.sm_name()),
+            fmt::format("{} {} is a CPU-only install (none of {} is installed), but {}", p.dist->name,
+                        p.dist->version.to_string(), join(gpu_markers(*fw), ", "), host),
             "install the CUDA build for this GPU (see the fix command below)");
+      } else {
+        add(r, "cpu-build-on-gpu-host", "error",
+            fmt::format("{} {} is a CPU-only build, but {}", p.dist->name, p.dist->version.to_string(), host),
+            "install the CUDA build for this GPU (see the fix command below)");
+      }
+    }
   }
+  check_gpu_extra(r, s, *main);
   // Mixed variants across the set.
   std::map<std::string, std::vector<std::string>> by_variant;
-  for (const auto& p : r.packages)
+  for (const auto& p : s.packages)
     if (!p.variant.empty()) by_variant[p.variant].push_back(fmt::format("{} {}", p.dist->name, p.dist->version.to_string()));
   if (by_variant.size() > 1) {
     std::vector<std::string> parts;
@@ -228,7 +339,7 @@ void check_framework(DoctorReport& r, const std::string& framework) {
   }
   // Mixed sources: different indexes are a problem; only different installers is a hint.
   std::set<std::string> urls, installers;
-  for (const auto& p : r.packages) {
+  for (const auto& p : s.packages) {
     if (!p.source.starts_with("installer:")) urls.insert(p.source);
     if (!p.dist->installer.empty()) installers.insert(p.dist->installer);
   }
@@ -240,7 +351,7 @@ void check_framework(DoctorReport& r, const std::string& framework) {
         fmt::format("the {} packages were installed by different tools: {}", framework,
                     join(std::vector<std::string>(installers.begin(), installers.end()), ", ")));
   // Companion versions: the matrices' coupling, and the companion's own Requires-Dist on the main package.
-  for (const auto& p : r.packages) {
+  for (const auto& p : s.packages) {
     if (p.role != "companion") continue;
     const auto& d = *p.dist;
     if (r.knowledge) {
@@ -266,7 +377,7 @@ void check_framework(DoctorReport& r, const std::string& framework) {
   // Driver vs the build's CUDA.
   const auto& drv = r.facts.driver;
   if (drv && !main->variant.empty()) {
-    if (auto cuda = cuda_of_variant(r, main->variant)) {
+    if (auto cuda = cuda_of_variant(s, main->variant)) {
       bool ok = r.knowledge ? r.knowledge->driver_supports(drv->version, *cuda)
                             : (!drv->cuda || *drv->cuda >= *cuda);
       if (!ok) {
@@ -282,22 +393,43 @@ void check_framework(DoctorReport& r, const std::string& framework) {
   }
 }
 
+// Duplicates and missing RECORDs (all dists: they break uninstall and upgrades alike), once for the
+// environment when a framework is installed.
+void check_dists(DoctorReport& r) {
+  for (const auto& group : probe::find_duplicates(r.facts.installed)) {
+    std::vector<std::string> where;
+    for (auto* d : group) where.push_back(d->dist_info.string());
+    bool fw_pkg = false;
+    for (const auto& s : r.frameworks)
+      fw_pkg = fw_pkg || (s.fw && !package_role(*s.fw, group[0]->normalized_name()).empty());
+    add(r, "duplicate-dist", fw_pkg ? "error" : "warning",
+        fmt::format("{} is installed {} times: {}", group[0]->name, group.size(), join(where, ", ")),
+        "remove the stale copy: envfix apply reinstalls one clean set");
+  }
+  for (const auto& d : r.facts.installed)
+    if (!d.has_record)
+      add(r, "missing-record", "warning",
+          fmt::format("{} {} has no RECORD ({}): it cannot be uninstalled cleanly", d.name, d.version.to_string(),
+                      d.dist_info.string()),
+          "reinstall it so that a RECORD is written");
+}
+
 // ---------------------------------------------------------------- step 3: repro
 
-void run_repro(DoctorReport& r, const DoctorRequest& opt, const std::function<StepOutcome(const std::string&)>& run_step) {
-  auto& rp = r.repro;
+void run_repro(DoctorReport& r, FrameworkReport& s, const DoctorRequest& opt, const std::function<StepOutcome(const std::string&)>& run_step) {
+  auto& rp = s.repro;
   if (opt.no_repro) {
     rp.note = "skipped (--no-repro)";
     return;
   }
   if (!r.facts.python) return;
-  bool have_main = std::any_of(r.packages.begin(), r.packages.end(), [](auto& p) { return p.role == "main"; });
+  bool have_main = std::any_of(s.packages.begin(), s.packages.end(), [](auto& p) { return p.role == "main"; });
   if (!have_main) {
     rp.note = "skipped: the framework is not installed";
     return;
   }
-  if (!r.fw || r.fw->smoke.step_a.empty() || r.fw->smoke.step_b.empty()) {
-    rp.note = fmt::format("skipped: the matrices define no smoke test for {}", r.fw ? r.fw->name : "this framework");
+  if (!s.fw || s.fw->smoke.step_a.empty() || s.fw->smoke.step_b.empty()) {
+    rp.note = fmt::format("skipped: the matrices define no smoke test for {}", s.fw ? s.fw->name : "this framework");
     return;
   }
   if (r.facts.gpus.empty()) {
@@ -325,7 +457,7 @@ void run_repro(DoctorReport& r, const DoctorRequest& opt, const std::function<St
                     join(archs, ", "), step),
         "install a build whose kernels include this architecture (see the fix command below)");
   };
-  if (!run(r.fw->smoke.step_a, rp.step_a)) {
+  if (!run(s.fw->smoke.step_a, rp.step_a)) {
     const bool arch = no_image();
     add(r, "repro-failed", "error", fmt::format("step A (move a tensor to the GPU) failed: {}", rp.error),
         arch ? "the installed build has no kernels for this GPU's architecture"
@@ -333,7 +465,7 @@ void run_repro(DoctorReport& r, const DoctorRequest& opt, const std::function<St
     if (arch) missing_arch("step A");
     return;
   }
-  if (!run(r.fw->smoke.step_b, rp.step_b)) {
+  if (!run(s.fw->smoke.step_b, rp.step_b)) {
     const bool arch = no_image();
     add(r, "repro-failed", "error", fmt::format("step B (run a matmul on the GPU) failed: {}", rp.error),
         arch ? "the installed build has no kernels for this GPU's architecture"
@@ -349,11 +481,11 @@ std::string platform_of(const DoctorReport& r) {
   return "linux_" + arch;
 }
 
-void check_matrices(DoctorReport& r) {
-  if (!r.knowledge || !r.fw) return;
-  for (const auto& p : r.packages) {
+void check_matrices(DoctorReport& r, const FrameworkReport& s) {
+  if (!r.knowledge || !s.fw) return;
+  for (const auto& p : s.packages) {
     if (p.role != "main" || p.variant.empty()) continue;
-    auto builds = r.knowledge->variants_for(r.fw->name, p.dist->version, platform_of(r));
+    auto builds = r.knowledge->variants_for(s.fw->name, p.dist->version, platform_of(r));
     const matrices::VariantBuild* vb = nullptr;
     for (const auto& b : builds)
       if (b.variant == p.variant) vb = &b;
@@ -380,9 +512,9 @@ void check_matrices(DoctorReport& r) {
 
 // The guide's last fix: a nightly or test build installed because stable did not cover a new GPU
 // yet. Once a stable release covers every GPU (matrices/knowledge.hpp, stable_covering), say so.
-void check_back_to_stable(DoctorReport& r, const wheel::EvidenceStore* store) {
-  if (!r.knowledge || !r.fw || r.facts.gpus.empty()) return;
-  for (const auto& p : r.packages) {
+void check_back_to_stable(DoctorReport& r, const FrameworkReport& s, const wheel::EvidenceStore* store) {
+  if (!r.knowledge || !s.fw || r.facts.gpus.empty()) return;
+  for (const auto& p : s.packages) {
     if (p.role != "main") continue;
     const auto& v = p.dist->version;
     std::string channel = v.is_devrelease() ? "nightly"
@@ -397,7 +529,7 @@ void check_back_to_stable(DoctorReport& r, const wheel::EvidenceStore* store) {
     std::vector<wheel::BuildEvidence> seen;
     if (store)
       for (auto& b : store->builds())
-        if (b.key.project == specs::normalize_name(r.fw->main_package)) seen.push_back(std::move(b));
+        if (b.key.project == specs::normalize_name(s.fw->main_package)) seen.push_back(std::move(b));
     auto contradicted = [&](const specs::Version& sv, std::string_view variant) {
       for (const auto& b : seen) {
         if (b.key.variant != variant) continue;
@@ -408,7 +540,7 @@ void check_back_to_stable(DoctorReport& r, const wheel::EvidenceStore* store) {
       }
       return false;
     };
-    auto cover = r.knowledge->stable_covering(r.fw->name, ccs, r.facts.driver ? r.facts.driver->version : "",
+    auto cover = r.knowledge->stable_covering(s.fw->name, ccs, r.facts.driver ? r.facts.driver->version : "",
                                               platform_of(r), contradicted);
     if (!cover) return;
     std::vector<std::string> archs;
@@ -418,7 +550,7 @@ void check_back_to_stable(DoctorReport& r, const wheel::EvidenceStore* store) {
         fmt::format("{} {} is a {} build; the stable release {} ({}) now has native kernels for {}{}", p.dist->name,
                     v.to_string(), channel, cover->version.to_string(), cover->variant, join(archs, ", "),
                     cover->verified ? "" : " (claimed by the matrices, checked after download)"),
-        fmt::format("envfix apply --framework {} --channel stable", r.fw->name));
+        fmt::format("envfix apply --framework {} --channel stable", s.fw->name));
     return;
   }
 }
@@ -435,11 +567,11 @@ std::vector<std::string> base_names(const std::vector<std::string>& v) {
   return out;
 }
 
-void check_kernels(DoctorReport& r, const std::string& zstd_driver, const DoctorRequest& opt,
+void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_driver, const DoctorRequest& opt,
                    const std::function<Expected<probe::InstalledKernels>(const probe::InstalledDist&)>& read) {
   if (opt.no_kernels || !read) return;
-  for (auto& p : r.packages) {
-    if (!p.dist->has_record) continue;
+  for (auto& p : s.packages) {
+    if (!p.dist->has_record || !p.kernel_package) continue;
     auto ik = read(*p.dist);
     if (!ik) {
       r.facts.notes.push_back(ik.error().message);
@@ -451,8 +583,8 @@ void check_kernels(DoctorReport& r, const std::string& zstd_driver, const Doctor
     ks.from_evidence = ik->from_evidence;
     ks.files = ik->files.size();
     for (const auto& f : ik->files) {
-      for (auto& s : f.profile.sass()) ks.sass.insert(s);
-      for (auto& s : f.profile.ptx()) ks.ptx.insert(s);
+      for (auto& a : f.profile.sass()) ks.sass.insert(a);
+      for (auto& a : f.profile.ptx()) ks.ptx.insert(a);
       ks.containers += f.profile.containers();
       ks.zstd = ks.zstd || f.profile.zstd;
     }
@@ -488,38 +620,60 @@ void check_kernels(DoctorReport& r, const std::string& zstd_driver, const Doctor
           fmt::format("upgrade the driver (>= {})", zstd_driver.empty() ? "one for CUDA 12.4" : zstd_driver));
     p.kernels = std::move(ks);
   }
+  // A GPU variant whose named kernel packages (jax-cuda13-plugin, -pjrt) hold no GPU code: a passing
+  // repro alone does not make it healthy.
+  const auto* v = s.fw && !s.variant.empty() ? s.fw->variant(s.variant) : nullptr;
+  if (v && v->kind == "cuda" && !v->kernels.empty()) {
+    bool read_any = false;
+    std::size_t files = 0;
+    std::vector<std::string> names;
+    for (const auto& p : s.packages)
+      if (p.kernel_package && p.kernels) {
+        read_any = true;
+        files += p.kernels->files;
+        names.push_back(p.dist->name);
+      }
+    if (read_any && files == 0)
+      add(r, "no-gpu-kernels", "warning",
+          fmt::format("the {} packages that carry the kernels of its {} build ({}) hold no GPU code", s.name, v->name,
+                      join(names, ", ")),
+          "reinstall them (see the fix command below)");
+  }
 }
 
 // ---------------------------------------------------------------- verdict and fix
 
-void conclude(DoctorReport& r, const Options& g, const std::string& framework) {
-  // Advice about the user's shell, not the environment: shown as a warning, but a healthy
-  // environment stays healthy (a `pip` on PATH that belongs elsewhere breaks nothing installed).
-  static const std::set<std::string> advisory = {"pip-other-interpreter"};
-  bool error = false, warning = false;
-  for (const auto& f : r.findings) {
-    if (advisory.count(f.code)) continue;
-    error = error || f.severity == "error";
-    warning = warning || f.severity == "warning";
-  }
-  r.verdict = error ? "broken" : warning ? "degraded" : "healthy";
-  if (r.verdict == "healthy") return;
-  // Only problems that a reinstall fixes get a command; hardware and driver problems do not.
-  static const std::set<std::string> fixable = {"arch-not-covered", "arch-partly-covered", "ptx-jit-only",
-                                                "cpu-build-on-gpu-host", "companion-mismatch", "mixed-variants",
-                                                "mixed-sources", "duplicate-dist", "missing-record",
-                                                "repro-failed", "framework-not-installed", "externally-managed"};
+// Only problems that a reinstall fixes get a command; hardware and driver problems do not.
+const std::set<std::string>& fixable_codes() {
+  static const std::set<std::string> fixable = {
+      "arch-not-covered", "arch-partly-covered", "ptx-jit-only", "cpu-build-on-gpu-host", "cuda-runtime-missing",
+      "gpu-package-missing", "no-gpu-kernels", "companion-mismatch", "mixed-variants", "mixed-sources",
+      "duplicate-dist", "missing-record", "repro-failed", "framework-not-installed", "externally-managed"};
+  return fixable;
+}
+
+// The `envfix apply` for one framework: its installed packages, the main one as the target variant
+// names it (paddlepaddle → paddlepaddle-gpu) with the variant's extra ('jax[cuda13]', whose extra
+// brings the variant's own packages), and every option that shaped the diagnosis.
+std::string fix_for(const DoctorReport& r, const FrameworkReport& s, const Options& g) {
   bool want = false;
-  for (const auto& f : r.findings) want = want || (f.severity != "info" && fixable.count(f.code));
-  if (!want) return;
+  for (const auto& f : r.findings)
+    want = want || (f.severity != "info" && fixable_codes().count(f.code) && (f.framework.empty() || f.framework == s.name));
+  if (!want) return {};
+  const auto* tv = target_variant(r, s);
+  const std::string main = s.fw ? (tv ? s.fw->main_package_of(tv->name) : s.fw->main_package) : s.name;
+  const std::string extra = tv && !tv->extra.empty() ? "[" + tv->extra + "]" : "";
   std::vector<std::string> args = {"envfix", "apply"};
   std::vector<std::string> pkgs;
-  for (const auto& p : r.packages) pkgs.push_back(specs::normalize_name(p.dist->name));
+  for (const auto& p : s.packages) {
+    if (p.role == "main") pkgs.push_back(specs::normalize_name(main) + extra);
+    else if (p.role != "variant" || extra.empty()) pkgs.push_back(specs::normalize_name(p.dist->name));
+  }
   std::sort(pkgs.begin(), pkgs.end());
   pkgs.erase(std::unique(pkgs.begin(), pkgs.end()), pkgs.end());
-  if (pkgs.empty()) pkgs.push_back(r.fw ? r.fw->main_package : framework);
+  if (pkgs.empty()) pkgs.push_back(specs::normalize_name(main) + extra);
   args.insert(args.end(), pkgs.begin(), pkgs.end());
-  if (framework != "torch") args.insert(args.end(), {"--framework", framework});
+  if (s.name != "torch") args.insert(args.end(), {"--framework", s.name});
   bool em = r.facts.python && r.facts.python->externally_managed;
   if (em) args.insert(args.end(), {"--venv", ".venv"});
   else if (!g.python.empty()) args.insert(args.end(), {"--python", g.python});
@@ -537,10 +691,29 @@ void conclude(DoctorReport& r, const Options& g, const std::string& framework) {
   if (g.offline) args.push_back("--offline");
   if (g.allow_cpu) args.push_back("--allow-cpu");
   for (auto& a : args)
-    if (a.find_first_of(" \t'\"$`\\") != std::string::npos) a = "'" + a + "'";
-  r.fix = join(args, " ");
+    if (a.find_first_of(" \t'\"$`\\[]*?") != std::string::npos) a = "'" + a + "'";
+  return join(args, " ");
 }
 
+void conclude(DoctorReport& r, const Options& g) {
+  // Advice about the user's shell, not the environment: shown as a warning, but a healthy
+  // environment stays healthy (a `pip` on PATH that belongs elsewhere breaks nothing installed).
+  static const std::set<std::string> advisory = {"pip-other-interpreter"};
+  bool error = false, warning = false;
+  for (const auto& f : r.findings) {
+    if (advisory.count(f.code)) continue;
+    error = error || f.severity == "error";
+    warning = warning || f.severity == "warning";
+  }
+  r.verdict = error ? "broken" : warning ? "degraded" : "healthy";
+  if (r.verdict == "healthy") return;
+  std::vector<std::string> fixes;
+  for (auto& s : r.frameworks) {
+    s.fix = fix_for(r, s, g);
+    if (!s.fix.empty()) fixes.push_back(s.fix);
+  }
+  r.fix = join(fixes, " && ");
+}
 
 } // namespace
 
@@ -549,13 +722,33 @@ DoctorReport diagnose(const Options& g, const DoctorRequest& opt, DoctorInputs i
   r.facts = std::move(in.facts);
   r.base = std::move(in.base);
   r.knowledge = std::move(in.knowledge);
-  r.framework = g.framework;
-  if (r.knowledge) r.fw = r.knowledge->framework(g.framework);
+  // Which frameworks: --framework, else each one installed, else torch (api/frameworks.hpp).
+  auto choice = choose_frameworks(g.framework, g.detect_framework, r.knowledge.get(), r.facts.installed);
+  r.framework_from = choice.from;
+  if (!choice.note.empty())
+    add(r, "framework-assumed", "info", choice.note,
+        "to diagnose another framework, name it: --framework jax|tensorflow|paddlepaddle");
+  for (const auto& name : choice.names) {
+    FrameworkReport s;
+    s.name = name;
+    if (r.knowledge) s.fw = r.knowledge->framework(name);
+    r.frameworks.push_back(std::move(s));
+  }
+  // A finding added while checking one framework is about that framework.
+  auto about = [&r](const FrameworkReport& s, std::size_t from) {
+    for (auto i = from; i < r.findings.size(); ++i) r.findings[i].framework = s.name;
+  };
 
   // Step 1 (after step 2: GPU-related severities depend on the packages).
-  check_framework(r, g.framework);
-  bool cuda_build = std::any_of(r.packages.begin(), r.packages.end(),
-                                [](auto& p) { return p.variant.starts_with("cu"); });
+  for (auto& s : r.frameworks) {
+    auto n = r.findings.size();
+    check_framework(r, s);
+    about(s, n);
+  }
+  if (std::any_of(r.frameworks.begin(), r.frameworks.end(), [](auto& s) { return main_of(s) != nullptr; })) check_dists(r);
+  bool cuda_build = false;
+  for (const auto& s : r.frameworks)
+    for (const auto& p : s.packages) cuda_build = cuda_build || p.variant.starts_with("cu");
   if (r.facts.gpus.empty()) {
     std::string why = r.facts.driver ? fmt::format("driver {} is loaded but no GPU is visible", r.facts.driver->version)
                                      : std::string("no NVIDIA GPU and no driver found");
@@ -570,16 +763,20 @@ DoctorReport diagnose(const Options& g, const DoctorRequest& opt, DoctorInputs i
   check_environment(r);
   check_base(r);
   // Step 3 and 4.
-  run_repro(r, opt, in.run_step);
-  check_matrices(r);
   const std::string zstd_driver = r.knowledge ? r.knowledge->min_driver(specs::kZstdMinCuda).value_or("") : "";
-  check_kernels(r, zstd_driver, opt, in.kernels);
-  check_back_to_stable(r, in.evidence.get());
+  for (auto& s : r.frameworks) {
+    auto n = r.findings.size();
+    run_repro(r, s, opt, in.run_step);
+    check_matrices(r, s);
+    check_kernels(r, s, zstd_driver, opt, in.kernels);
+    check_back_to_stable(r, s, in.evidence.get());
+    about(s, n);
+  }
   // Errors first, then warnings, then info; stable within a severity.
-  auto rank = [](const std::string& s) { return s == "error" ? 0 : s == "warning" ? 1 : 2; };
+  auto rank = [](const std::string& sev) { return sev == "error" ? 0 : sev == "warning" ? 1 : 2; };
   std::stable_sort(r.findings.begin(), r.findings.end(),
                    [&](const Finding& a, const Finding& b) { return rank(a.severity) < rank(b.severity); });
-  conclude(r, g, g.framework);
+  conclude(r, g);
   return r;
 }
 

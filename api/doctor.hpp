@@ -34,6 +34,7 @@ struct Finding {
   std::string severity; // error | warning | info
   std::string message;
   std::string hint;
+  std::string framework; // the framework it is about; "" for the host and the environment
 };
 
 struct GpuCoverage {
@@ -51,11 +52,15 @@ struct KernelSummary {
 
 struct PackageReport {
   const probe::InstalledDist* dist = nullptr; // into DoctorReport::facts.installed
-  std::string role;         // main | companion
-  std::string variant;      // cu128, cpu, … or "" when unknown
-  std::string variant_from; // local-label | conda-meta | requires-dist | pypi-default | ""
+  std::string role;         // main | companion | variant (in a variant's set: jaxlib, jax-cuda13-plugin)
+  std::string variant;      // cu128, cuda13, cpu, … or "" when unknown
+  // local-label | conda-meta | gpu-package (a package only one variant has: jax-cuda13-plugin) |
+  // no-gpu-package (none of the GPU variants' packages is installed) | extra (the variant's extra,
+  // and-cuda, is installed) | requires-dist | pypi-default | ""
+  std::string variant_from;
   std::string source;       // index URL dir from direct_url.json, else "installer:<name>"
   std::optional<KernelSummary> kernels;
+  bool kernel_package = false; // its binaries carry the variant's kernels (Framework::kernel_packages)
 };
 
 struct Repro {
@@ -64,17 +69,25 @@ struct Repro {
   std::string note;
 };
 
+// One framework's part of the report (steps 2 and 3, and its fix).
+struct FrameworkReport {
+  const matrices::Framework* fw = nullptr; // null: not in the matrices
+  std::string name;                        // as asked (--framework), detected, or assumed
+  std::string variant;                     // the installed variant (cuda13, cu128, cpu); "" unknown
+  std::vector<PackageReport> packages;
+  Repro repro;
+  std::string fix; // the `envfix apply …` that fixes this framework; "" when a reinstall would not
+};
+
 struct DoctorReport {
   probe::HostFacts facts;
   probe::BaseEnv base; // the framework's CUDA runtime, the local nvcc, pip, WSL2 and containers
   std::unique_ptr<matrices::Knowledge> knowledge;
-  const matrices::Framework* fw = nullptr;
-  std::string framework;    // as asked (--framework)
-  std::vector<PackageReport> packages;
-  Repro repro;
+  std::string framework_from;               // option (--framework) | installed | assumed (none installed)
+  std::vector<FrameworkReport> frameworks;  // at least one; each installed one without --framework
   std::vector<Finding> findings; // errors first, then warnings, then info
   std::string verdict;           // healthy | degraded | broken
-  std::string fix;               // the `envfix apply …` that fixes it; "" when a reinstall would not
+  std::string fix;               // the frameworks' fixes joined by " && "; "" when a reinstall would not fix it
 };
 
 // One repro step's outcome: passed, or the error line (the exception, "timed out after N s", …).

@@ -11,7 +11,9 @@ namespace envfix::api {
 struct Options {
   std::string python;                  // target interpreter; "" = $VIRTUAL_ENV, $CONDA_PREFIX, python3
   std::string framework = "torch";
-  bool framework_given = false;        // --framework was passed (not the default)
+  // No --framework given (cli): act on the framework(s) installed in the target (api/frameworks.hpp);
+  // `framework` is the fallback when none is.
+  bool detect_framework = false;
   std::string channel = "auto";        // auto | stable | test | nightly
   std::string variant;                 // cu128 …
   std::string mirror;

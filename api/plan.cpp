@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "api/frameworks.hpp"
 #include "index/url.hpp"
 #include "probe/installed_kernels.hpp"
 #include "resolver/index_provider.hpp"
@@ -49,18 +50,11 @@ void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const inde
 }
 
 
-// The framework's own packages (main package, companions, every variant's set): with extra indexes,
-// these come only from the framework's index (resolver::FirstIndexProvider; README.md, Index options).
-std::set<std::string> own_packages(const matrices::Framework& fw) {
-  std::set<std::string> out{specs::normalize_name(fw.main_package)};
-  for (const auto& c : fw.companions) out.insert(specs::normalize_name(c));
-  for (const auto& c : fw.optional_companions) out.insert(specs::normalize_name(c));
-  for (const auto& v : fw.variants) {
-    if (!v.main_package.empty()) out.insert(specs::normalize_name(v.main_package));
-    for (const auto& n : v.packages) out.insert(specs::normalize_name(n));
-    for (const auto& n : v.kernels) out.insert(specs::normalize_name(n));
-  }
-  return out;
+// The framework's own packages (main package, companions, every variant's set: api/frameworks.hpp):
+// with extra indexes, these come only from the framework's index (README.md, Index options).
+resolver::FirstIndexProvider::Pinned own_packages(const matrices::Framework* fw) {
+  if (!fw) return {};
+  return [fw](const std::string& n) { return !package_role(*fw, n).empty(); };
 }
 
 // Whether --index-url/--find-links still plan the framework's way (GPU, driver and kernel checks):
@@ -70,12 +64,12 @@ bool framework_path(const Options& g, const std::string& index_url, const std::v
                     const Host& host, const matrices::Framework* fw) {
   if (index_url.empty() && g.find_links.empty()) return true;
   if (!fw) return false;
-  if (g.framework_given) return true;
+  if (!g.detect_framework) return true; // --framework given
   if (index_url.empty()) return false;
   if (request.empty()) return true;
-  auto own = own_packages(*fw);
-  return !host.gpus.empty() &&
-         std::any_of(request.begin(), request.end(), [&](const specs::Requirement& r) { return own.contains(r.normalized_name()); });
+  return !host.gpus.empty() && std::any_of(request.begin(), request.end(), [&](const specs::Requirement& r) {
+           return !package_role(*fw, r.normalized_name()).empty();
+         });
 }
 
 std::string trimmed_url(std::string_view u) {
@@ -171,12 +165,15 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     extras.push_back(std::make_unique<resolver::IndexProvider>(client, u));
     ctx.extra_indexes.push_back(index::redact_url(u));
   }
-  auto first_index = [&](resolver::CandidateProvider& first, std::set<std::string> pinned) {
+  auto first_index = [&](resolver::CandidateProvider& first, resolver::FirstIndexProvider::Pinned pinned) {
     std::vector<resolver::CandidateProvider*> all{&first};
     for (const auto& e : extras) all.push_back(e.get());
     return std::make_unique<resolver::FirstIndexProvider>(std::move(all), std::move(pinned));
   };
-  const auto* fw = ctx.knowledge ? ctx.knowledge->framework(g.framework) : nullptr;
+  // No --framework: the one installed in the target, else torch, said so (api/frameworks.hpp).
+  auto fws = choose_frameworks(g.framework, g.detect_framework, ctx.knowledge.get(), host.facts.installed);
+  const std::string framework = fws.names.front();
+  const auto* fw = ctx.knowledge ? ctx.knowledge->framework(framework) : nullptr;
   resolver::Plan plan;
   if (!framework_path(g, index_url, ctx.request, host, fw)) {
     // A plain resolver over exactly one index (plus find-links folders), pip-like: no host checks.
@@ -208,8 +205,10 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     if (!ctx.knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
     const auto& knowledge = *ctx.knowledge;
     const std::string mirror = mirror_of(g);
+    if (fws.names.size() > 1)
+      fws.note = fmt::format("{} are installed; planning {} (use --framework)", util::join(fws.names, ", "), framework);
     ctx.spec = std::make_unique<resolver::FrameworkSpec>(
-        ENVFIX_TRY(resolver::framework_spec_from(knowledge, g.framework, mirror, host.platform)));
+        ENVFIX_TRY(resolver::framework_spec_from(knowledge, framework, mirror, host.platform)));
     attach_evidence(*ctx.spec, host, client);
     std::map<std::string, std::unique_ptr<resolver::IndexProvider>> providers;
     auto base_provider = [&](const std::string& url) -> resolver::IndexProvider& {
@@ -223,8 +222,8 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     } else {
       // What the channels' aggregate indexes offer beyond the matrices (resolver/discovery.hpp).
       std::map<std::string, std::unique_ptr<resolver::IndexProvider>> aggregates;
-      resolver::discover_indexes(*ctx.spec, resolver::discovery_sources(knowledge, g.framework, mirror),
-                                 resolver::variant_describer(knowledge, g.framework),
+      resolver::discover_indexes(*ctx.spec, resolver::discovery_sources(knowledge, framework, mirror),
+                                 resolver::variant_describer(knowledge, framework),
                                  [&](const std::string& url) -> resolver::CandidateProvider& {
                                    auto& p = aggregates[url];
                                    if (!p) p = std::make_unique<resolver::IndexProvider>(client, url);
@@ -261,7 +260,7 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
       if (!extras.empty()) {
         // The framework's own packages only from its index; other projects from the first that has them.
         auto& c = chained[i.url];
-        if (!c) c = first_index(*p, fw ? own_packages(*fw) : std::set<std::string>{});
+        if (!c) c = first_index(*p, own_packages(fw));
         p = c.get();
       }
       auto& pp = preferring[i.url];
@@ -306,6 +305,7 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
                                           "driver is not checked against its CUDA, its kernels are checked after download",
                                           index::redact_url(choice->index.url), spec.main_package));
     }
+    if (!fws.note.empty()) plan.warnings.insert(plan.warnings.begin(), fws.note);
     plan.rejected.insert(plan.rejected.begin(), choice->rejected.begin(), choice->rejected.end());
     ctx.framework_index = choice->index;
   }

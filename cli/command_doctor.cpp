@@ -28,6 +28,23 @@ std::string env_kind(const probe::PythonInfo& py) {
   return py.is_venv ? "venv" : py.is_conda ? "conda" : "system";
 }
 
+// Each file with GPU code of a package: its modules, archs and coverage per GPU of the host.
+json per_file(const api::KernelSummary& k) {
+  auto out = json::array();
+  for (const auto& f : k.profiles) {
+    json cov = json::object();
+    for (const auto& g : k.per_gpu) {
+      auto cc = specs::ComputeCapability::parse(g.arch);
+      if (!cc) continue;
+      auto fc = wheel::coverage(f.profile, *cc);
+      cov[g.arch] = {{"verdict", wheel::to_string(fc.verdict)}, {"runnable", fc.runnable()}, {"total", fc.total()}};
+    }
+    out.push_back({{"path", f.path}, {"containers", f.profile.containers()}, {"sass", f.profile.sass()},
+                   {"ptx", f.profile.ptx()}, {"coverage", cov}});
+  }
+  return out;
+}
+
 json to_json(const api::DoctorReport& r) {
   json j;
   j["verdict"] = r.verdict;
@@ -60,9 +77,24 @@ json to_json(const api::DoctorReport& r) {
       {"wsl", b.platform.wsl},
       {"container", b.platform.container.empty() ? json(nullptr)
                                                  : json{{"kind", b.platform.container}, {"evidence", b.platform.container_evidence}}}};
+  auto repro_json = [](const api::Repro& rp) {
+    return json{{"step_a", rp.step_a}, {"step_b", rp.step_b},
+                {"error", rp.error.empty() ? json(nullptr) : json(rp.error)}, {"note", rp.note}};
+  };
+  j["framework_from"] = r.framework_from;
+  j["frameworks"] = json::array();
+  for (const auto& s : r.frameworks) {
+    std::vector<std::string> names;
+    for (const auto& p : s.packages) names.push_back(p.dist->name);
+    j["frameworks"].push_back({{"name", s.name}, {"variant", s.variant.empty() ? json(nullptr) : json(s.variant)},
+                               {"packages", names}, {"repro", repro_json(s.repro)},
+                               {"fix", s.fix.empty() ? json(nullptr) : json(s.fix)}});
+  }
   j["packages"] = json::array();
-  for (const auto& p : r.packages) {
+  for (const auto& s : r.frameworks)
+  for (const auto& p : s.packages) {
     json pj = {{"name", p.dist->name}, {"version", p.dist->version.to_string()}, {"role", p.role},
+               {"framework", s.name}, {"kernel_package", p.kernel_package},
                {"variant", p.variant.empty() ? json(nullptr) : json(p.variant)},
                {"variant_from", p.variant_from}, {"installer", p.dist->installer}, {"source", p.source},
                {"dist_info", p.dist->dist_info.string()}};
@@ -82,15 +114,15 @@ json to_json(const api::DoctorReport& r) {
                        {"containers", p.kernels->containers}, {"from_evidence", p.kernels->from_evidence},
                        {"sass", std::vector<std::string>(p.kernels->sass.begin(), p.kernels->sass.end())},
                        {"ptx", std::vector<std::string>(p.kernels->ptx.begin(), p.kernels->ptx.end())},
-                       {"zstd", p.kernels->zstd}, {"coverage", cov}};
+                       {"zstd", p.kernels->zstd}, {"coverage", cov}, {"per_file", per_file(*p.kernels)}};
     } else pj["kernels"] = nullptr;
     j["packages"].push_back(std::move(pj));
   }
   j["findings"] = json::array();
   for (const auto& f : r.findings)
-    j["findings"].push_back({{"code", f.code}, {"severity", f.severity}, {"message", f.message}, {"hint", f.hint}});
-  j["repro"] = {{"step_a", r.repro.step_a}, {"step_b", r.repro.step_b},
-                {"error", r.repro.error.empty() ? json(nullptr) : json(r.repro.error)}, {"note", r.repro.note}};
+    j["findings"].push_back({{"code", f.code}, {"severity", f.severity}, {"message", f.message}, {"hint", f.hint},
+                             {"framework", f.framework.empty() ? json(nullptr) : json(f.framework)}});
+  j["repro"] = repro_json(r.frameworks.front().repro); // the first framework's, as before several were reported
   j["fix"] = r.fix.empty() ? json(nullptr) : json(r.fix);
   j["notes"] = r.facts.notes;
   return j;
@@ -134,25 +166,36 @@ void render_text(const api::DoctorReport& r, const Globals& g) {
                       b.platform.container.empty() ? std::string()
                                                    : fmt::format("{}container ({})", b.platform.is_wsl() ? ", " : "",
                                                                  b.platform.container)));
-  head(fmt::format("2. Framework {}", r.fw ? r.fw->name : r.framework));
-  if (r.packages.empty()) human("   not installed");
-  for (const auto& p : r.packages)
-    human(fmt::format("   {:<12} {:<16} variant {:<8} {}{}", p.dist->name, p.dist->version.to_string(),
-                      p.variant.empty() ? "?" : p.variant,
-                      p.variant_from.empty() ? "" : styled(fmt::format("({}) ", p.variant_from), Style::dim), p.source));
-  head("3. Minimal repro");
-  if (r.repro.step_a == "skipped" && r.repro.step_b == "skipped") human(fmt::format("   {}", r.repro.note));
-  else {
-    auto st = [](const std::string& s) {
-      return styled(s, s == "passed" ? Style::green : s == "failed" ? Style::red : Style::dim);
-    };
-    human(fmt::format("   step A (tensor to GPU): {}", st(r.repro.step_a)));
-    human(fmt::format("   step B (matmul):        {}", st(r.repro.step_b)));
-    if (!r.repro.error.empty()) human(fmt::format("   error: {}", r.repro.error));
+  const bool several = r.frameworks.size() > 1;
+  for (const auto& s : r.frameworks) {
+    head(fmt::format("2. Framework {}{}", s.name,
+                     r.framework_from == "installed"  ? styled(" [installed]", Style::dim)
+                     : r.framework_from == "assumed" ? styled(" [assumed: none installed]", Style::dim)
+                                                     : std::string()));
+    if (s.packages.empty()) human("   not installed");
+    for (const auto& p : s.packages)
+      human(fmt::format("   {:<12} {:<16} variant {:<8} {}{}", p.dist->name, p.dist->version.to_string(),
+                        p.variant.empty() ? "?" : p.variant,
+                        p.variant_from.empty() ? "" : styled(fmt::format("({}) ", p.variant_from), Style::dim), p.source));
+  }
+  for (const auto& s : r.frameworks) {
+    head(several ? fmt::format("3. Minimal repro ({})", s.name) : std::string("3. Minimal repro"));
+    const auto& rp = s.repro;
+    if (rp.step_a == "skipped" && rp.step_b == "skipped") human(fmt::format("   {}", rp.note));
+    else {
+      auto st = [](const std::string& x) {
+        return styled(x, x == "passed" ? Style::green : x == "failed" ? Style::red : Style::dim);
+      };
+      human(fmt::format("   step A (tensor to GPU): {}", st(rp.step_a)));
+      human(fmt::format("   step B (matmul):        {}", st(rp.step_b)));
+      if (!rp.error.empty()) human(fmt::format("   error: {}", rp.error));
+    }
   }
   head("4. Kernels and matrices");
-  bool any = false;
-  for (const auto& p : r.packages) {
+  bool any = false, read = false;
+  for (const auto& s : r.frameworks)
+  for (const auto& p : s.packages) {
+    read = read || p.kernels.has_value();
     if (!p.kernels || p.kernels->files == 0) continue;
     any = true;
     human(fmt::format("   {}: {} files with GPU code, {} modules; sass [{}] ptx [{}]", p.dist->name, p.kernels->files,
@@ -162,14 +205,20 @@ void render_text(const api::DoctorReport& r, const Globals& g) {
       const auto& pc = c.coverage;
       human(fmt::format("     {} {}: {}/{} modules runnable ({} sass, {} ptx-jit)", c.arch, wheel::to_string(pc.verdict),
                         pc.runnable(), pc.total(), pc.registered.sass + pc.embedded.sass, pc.registered.ptx + pc.embedded.ptx));
-      if (g.verbose > 0)
-        for (const auto& f : p.kernels->profiles) {
-          auto fc = wheel::coverage(f.profile, specs::ComputeCapability::parse(c.arch).value_or(specs::ComputeCapability{}));
-          human(styled(fmt::format("       {} {}: {}/{}", f.path, wheel::to_string(fc.verdict), fc.runnable(), fc.total()), Style::dim));
-        }
+    }
+    // Each file with GPU code: its modules and archs, and per GPU how many of them run.
+    for (const auto& f : p.kernels->profiles) {
+      std::vector<std::string> per;
+      for (const auto& c : p.kernels->per_gpu) {
+        auto fc = wheel::coverage(f.profile, specs::ComputeCapability::parse(c.arch).value_or(specs::ComputeCapability{}));
+        per.push_back(fmt::format("{} {} {}/{}", c.arch, wheel::to_string(fc.verdict), fc.runnable(), fc.total()));
+      }
+      human(styled(fmt::format("       {}: {} modules, sass [{}] ptx [{}]{}{}", f.path, f.profile.containers(),
+                               join(f.profile.sass(), " "), join(f.profile.ptx(), " "), per.empty() ? "" : "; ",
+                               join(per, ", ")),
+                   Style::dim));
     }
   }
-  bool read = std::any_of(r.packages.begin(), r.packages.end(), [](auto& p) { return p.kernels.has_value(); });
   if (!read) human("   kernels not read (--no-kernels, or no RECORD lists the binaries)");
   else if (!any) human("   no GPU code found in the installed framework binaries");
   if (g.verbose > 0)

@@ -23,8 +23,9 @@ void add_global_options(CLI::App& app, Globals& g) {
   out->add_flag("--no-progress", g.no_progress, "No progress bars");
   auto* env = app.add_option_group("Environment");
   env->add_option("--python", g.python, "Target interpreter (default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH)");
-  env->add_option("--framework", g.framework, "Framework (torch, jax, tensorflow, paddlepaddle, …)")
-      ->each([&g](const std::string&) { g.framework_given = true; });
+  g.detect_framework = true; // until --framework is given (api/options.hpp)
+  env->add_option("--framework", g.framework, "Framework: torch, jax, tensorflow, paddlepaddle (default: the ones installed, else torch)")
+      ->each([&g](const std::string&) { g.detect_framework = false; });
   env->add_option("--channel", g.channel, "auto|stable|test|nightly")
       ->check(CLI::IsMember({"auto", "stable", "test", "nightly"}));
   env->add_option("--variant", g.variant, "Build variant, e.g. cu128");

@@ -522,4 +522,237 @@ TEST_CASE("doctor: no GPU, no driver, no framework; exit codes") {
   CHECK(badgpu.err.find("sm_banana") != std::string::npos);
 }
 
+// Issue 18: JAX, TensorFlow and PaddlePaddle. Without --framework doctor reports the framework(s)
+// installed; the kernels are read from the variant's kernel packages (jax-cudaNN-plugin, -pjrt).
+
+// jax 0.6.2's Requires-Dist lines for the cuda13 extra (shape of jax's METADATA).
+const std::vector<std::string> kJaxRequires = {"jaxlib<=0.6.2,>=0.6.2",
+                                               "jax-cuda13-plugin[with-cuda]<=0.6.2,>=0.6.2; extra == \"cuda13\"",
+                                               "jax-cuda13-pjrt==0.6.2; extra == \"cuda13\""};
+
+TEST_CASE("doctor: a venv holding only a CPU-only jax, no --framework, on a planned sm_120 host") {
+  FakeEnv env;
+  env.dist("jax", "0.6.2", kJaxRequires);
+  env.dist("jaxlib", "0.6.2");
+  auto r = env.run({"--gpu", "sm_120", "--driver", "580.65.06", "--no-repro"});
+  auto j = parse(r);
+  CHECK(j["framework_from"] == "installed");
+  REQUIRE(j["frameworks"].size() == 1);
+  CHECK(j["frameworks"][0]["name"] == "jax");
+  CHECK(j["frameworks"][0]["variant"] == "cpu");
+  auto* f = finding(j, "cpu-build-on-gpu-host");
+  REQUIRE(f);
+  CHECK(f->at("framework") == "jax");
+  CHECK(f->at("message").get<std::string>().find("jax-cuda13-plugin") != std::string::npos);
+  CHECK_FALSE(codes(j).contains("framework-not-installed"));
+  CHECK(j["verdict"] == "broken");
+  CHECK(r.exit_code == 1);
+  const auto fix = j["fix"].get<std::string>();
+  CHECK(fix.starts_with("envfix apply 'jax[cuda13]' jaxlib --framework jax "));
+  // Nothing in the report points at torch.
+  CHECK(j.dump().find("torch") == std::string::npos);
+  // --framework torch is still honoured as asked.
+  auto jt = parse(env.run({"--gpu", "sm_120", "--driver", "580.65.06", "--no-repro", "--framework", "torch"}));
+  CHECK(jt["framework_from"] == "option");
+  CHECK(codes(jt).contains("framework-not-installed"));
+}
+
+TEST_CASE("doctor: jax-cuda13 plugin and pjrt binaries (nvcc-built fatbins) read per file, with and without sm_120") {
+  if (!have_nvcc()) {
+    MESSAGE("nvcc not found at /usr/local/cuda/bin/nvcc: jax plugin kernel check skipped");
+    return;
+  }
+  FakeEnv env;
+  // One real shared object with sm_90 SASS, installed as the pjrt's and the plugin's binary.
+  auto built = env.root() / "libk1.so";
+  util::SubprocessOptions so;
+  so.timeout = std::chrono::seconds(300);
+  auto c = util::run_process({"/usr/local/cuda/bin/nvcc", "-shared", "-Xcompiler", "-fPIC", "-gencode",
+                              "arch=compute_90,code=sm_90",
+                              (fs::path(ENVFIX_SOURCE_DIR) / "tests/fixtures/cuda/k1.cu").string(), "-o", built.string()},
+                             so).value();
+  REQUIRE_MESSAGE(c.ok(), c.err);
+  const std::string pjrt_so = "jax_plugins/xla_cuda13/xla_cuda_plugin.so", plugin_so = "jax_cuda13_plugin/_linalg.so";
+  for (const auto& rel : {pjrt_so, plugin_so}) {
+    fs::create_directories((env.site() / rel).parent_path());
+    fs::copy_file(built, env.site() / rel);
+  }
+  env.dist("jax", "0.6.2", kJaxRequires);
+  env.dist("jaxlib", "0.6.2");
+  env.dist("jax-cuda13-plugin", "0.6.2", {"jax-cuda13-pjrt==0.6.2", "nvidia-cuda-runtime>=13.0.48; extra == \"with-cuda\""},
+           true, "pip", {plugin_so});
+  env.dist("jax-cuda13-pjrt", "0.6.2", {}, true, "pip", {pjrt_so});
+  env.dist("nvidia-cuda-runtime", "13.0.96");
+  const std::vector<std::string> host = {"--gpu", "sm_120", "--driver", "580.65.06", "--no-repro"};
+  SUBCASE("sm_90 only: broken with arch-not-covered naming each package and file") {
+    auto j = parse(env.run(host));
+    CHECK(j["frameworks"][0]["variant"] == "cuda13");
+    std::set<std::string> named;
+    for (auto& x : j["findings"])
+      if (x["code"] == "arch-not-covered") {
+        auto m = x["message"].get<std::string>();
+        if (m.starts_with("jax-cuda13-pjrt 0.6.2") && m.find("xla_cuda_plugin.so") != std::string::npos) named.insert("pjrt");
+        if (m.starts_with("jax-cuda13-plugin 0.6.2") && m.find("_linalg.so") != std::string::npos) named.insert("plugin");
+      }
+    CHECK(named == std::set<std::string>{"pjrt", "plugin"});
+    CHECK(j["verdict"] == "broken");
+    CHECK(j["fix"].get<std::string>().starts_with("envfix apply 'jax[cuda13]' jaxlib --framework jax "));
+    for (auto& p : j["packages"]) {
+      const auto name = p["name"].get<std::string>();
+      CHECK(p["kernel_package"] == (name == "jax-cuda13-plugin" || name == "jax-cuda13-pjrt"));
+      if (!p["kernel_package"].get<bool>()) continue;
+      REQUIRE(p["kernels"]["per_file"].size() == 1);
+      auto& pf = p["kernels"]["per_file"][0];
+      CHECK(pf["path"] == (name == "jax-cuda13-pjrt" ? pjrt_so : plugin_so));
+      CHECK(pf["sass"] == json::array({"sm_90"}));
+      CHECK(pf["containers"].get<int>() >= 1);
+      CHECK(pf["coverage"]["sm_120"]["verdict"] == "none");
+    }
+    CHECK(!codes(j).contains("cuda-runtime-missing")); // nvidia-cuda-runtime of with-cuda is there
+  }
+  SUBCASE("relabelled to sm_120 (tests/support/relabel_fatbin.py): healthy, the kernels listed per file") {
+    for (const auto& rel : {pjrt_so, plugin_so}) {
+      auto r = util::run_process({"python3", std::string(ENVFIX_SOURCE_DIR) + "/tests/support/relabel_fatbin.py", "90",
+                                  "120", (env.site() / rel).string()}).value();
+      REQUIRE_MESSAGE(r.ok(), r.err);
+    }
+    auto j = parse(env.run(host));
+    INFO(j["findings"].dump());
+    CHECK(j["verdict"] == "healthy");
+    for (auto& p : j["packages"])
+      if (p["kernel_package"].get<bool>()) CHECK(p["kernels"]["coverage"]["sm_120"]["verdict"] == "full");
+    auto text = env.run(host, false);
+    CHECK(text.err.find(pjrt_so + ": ") != std::string::npos);
+    CHECK(text.err.find("sm_120 full") != std::string::npos);
+    CHECK(text.err.find("2. Framework jax") != std::string::npos);
+  }
+}
+
+TEST_CASE("doctor: tensorflow installed without its and-cuda nvidia-* wheels on a GPU host") {
+  FakeEnv env;
+  env.dist("tensorflow", "2.20.0", {"numpy>=1.26.0", "nvidia-cublas-cu12==12.5.3.2; extra == \"and-cuda\"",
+                                    "nvidia-cudnn-cu12==9.3.0.75; extra == \"and-cuda\""});
+  env.dist("numpy", "2.2.1");
+  const std::vector<std::string> host = {"--gpu", "sm_90", "--driver", "580.65.06", "--no-repro", "--no-kernels"};
+  auto j = parse(env.run(host));
+  CHECK(j["frameworks"][0]["name"] == "tensorflow");
+  auto* f = finding(j, "cuda-runtime-missing");
+  REQUIRE(f);
+  CHECK(f->at("message").get<std::string>().find("nvidia-cublas-cu12, nvidia-cudnn-cu12") != std::string::npos);
+  CHECK(j["verdict"] == "broken");
+  CHECK(j["fix"].get<std::string>().starts_with("envfix apply 'tensorflow[and-cuda]' --framework tensorflow "));
+  // With the extra's wheels installed: the cuda12 variant, from the extra, and healthy.
+  env.dist("nvidia-cublas-cu12", "12.5.3.2");
+  env.dist("nvidia-cudnn-cu12", "9.3.0.75");
+  auto j2 = parse(env.run(host));
+  CHECK_FALSE(codes(j2).contains("cuda-runtime-missing"));
+  CHECK(j2["frameworks"][0]["variant"] == "cuda12");
+  CHECK(j2["packages"][0]["variant_from"] == "extra");
+  CHECK(j2["verdict"] == "healthy");
+}
+
+TEST_CASE("doctor: torch and jax in one venv are both reported; nothing installed assumes torch and says so") {
+  FakeEnv env;
+  SUBCASE("torch + jax") {
+    env.dist("torch", "2.7.0+cpu");
+    env.dist("jax", "0.6.2", kJaxRequires);
+    env.dist("jaxlib", "0.6.2");
+    auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.65.06", "--no-repro", "--no-kernels"}));
+    CHECK(j["framework_from"] == "installed");
+    std::set<std::string> names, framework_of_packages;
+    for (auto& x : j["frameworks"]) names.insert(x["name"].get<std::string>());
+    CHECK(names == std::set<std::string>{"jax", "torch"});
+    for (auto& p : j["packages"]) framework_of_packages.insert(p["framework"].get<std::string>());
+    CHECK(framework_of_packages == names);
+    std::set<std::string> broken;
+    for (auto& x : j["findings"])
+      if (x["code"] == "cpu-build-on-gpu-host") broken.insert(x["framework"].get<std::string>());
+    CHECK(broken == names);
+    for (auto& x : j["frameworks"]) {
+      auto fix = x["fix"].get<std::string>();
+      CHECK(fix.starts_with(x["name"] == "jax" ? "envfix apply 'jax[cuda13]' jaxlib --framework jax" : "envfix apply torch --python"));
+      CHECK(j["fix"].get<std::string>().find(fix) != std::string::npos);
+    }
+  }
+  SUBCASE("nothing") {
+    env.dist("numpy", "2.2.1");
+    auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.65.06", "--no-repro"}));
+    CHECK(j["framework_from"] == "assumed");
+    auto* f = finding(j, "framework-assumed");
+    REQUIRE(f);
+    CHECK(f->at("message") == "no framework installed; assuming torch (use --framework)");
+    CHECK(codes(j).contains("framework-not-installed"));
+    CHECK(j["fix"].get<std::string>().starts_with("envfix apply torch"));
+  }
+}
+
+// The H200's real jax 0.11.2 set (tests/fixtures/gpu-h200/jax-0.11.2/metadata.txt: jax, jaxlib,
+// jax-cuda13-plugin, jax-cuda13-pjrt with their real Requires-Dist), laid out as dist-info folders.
+struct RealJax {
+  std::map<std::string, std::vector<std::string>> requires_dist; // by project name
+};
+RealJax read_real_jax() {
+  RealJax out;
+  auto text = util::read_file(fs::path(ENVFIX_SOURCE_DIR) / "tests/fixtures/gpu-h200/jax-0.11.2/metadata.txt").value();
+  std::string current;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto nl = text.find('\n', pos);
+    auto line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    if (line.starts_with("== ")) {
+      current = line.substr(3, line.find('-', 3) - 3); // jax_cuda13_plugin
+      for (auto& c : current)
+        if (c == '_') c = '-';
+      out.requires_dist[current];
+    } else if (line.starts_with("-- ")) current.clear();
+    else if (!current.empty() && line.starts_with("Requires-Dist: ")) out.requires_dist[current].push_back(line.substr(15));
+  }
+  return out;
+}
+
+TEST_CASE("doctor: the real jax 0.11.2 set's metadata, as on the H200 (with-cuda without nvcc and nvvm)") {
+  auto real = read_real_jax();
+  REQUIRE(real.requires_dist.size() == 4);
+  FakeEnv env;
+  std::vector<std::string> nvidia;
+  for (const auto& [name, reqs] : real.requires_dist) {
+    env.dist(name, "0.11.2", reqs);
+    if (name == "jax-cuda13-plugin")
+      for (const auto& r : reqs)
+        if (r.starts_with("nvidia-")) nvidia.push_back(r.substr(0, r.find_first_of("<>=;")));
+  }
+  CHECK(nvidia.size() == 13);
+  // The H200's venv has every with-cuda wheel but nvidia-cuda-nvcc and nvidia-nvvm.
+  for (const auto& n : nvidia)
+    if (n != "nvidia-cuda-nvcc" && n != "nvidia-nvvm") env.dist(n, "13.0.0");
+  const std::vector<std::string> host = {"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro", "--no-kernels"};
+  auto j = parse(env.run(host));
+  INFO(j["findings"].dump());
+  CHECK(j["frameworks"][0]["name"] == "jax");
+  CHECK(j["frameworks"][0]["variant"] == "cuda13");
+  auto* f = finding(j, "cuda-runtime-missing");
+  REQUIRE(f);
+  CHECK(f->at("severity") == "info");
+  CHECK(f->at("message").get<std::string>().find("nvidia-cuda-nvcc, nvidia-nvvm") != std::string::npos);
+  CHECK(j["verdict"] == "healthy");
+  for (auto& p : j["packages"]) {
+    auto name = p["name"].get<std::string>();
+    CHECK(p["kernel_package"] == (name == "jax-cuda13-plugin" || name == "jax-cuda13-pjrt"));
+  }
+  // Without the pjrt (the plugin's own requirement) and cuBLAS: broken, both named, jax[cuda13] proposed.
+  fs::remove_all(env.site() / "jax_cuda13_pjrt-0.11.2.dist-info");
+  fs::remove_all(env.site() / "nvidia_cublas-13.0.0.dist-info");
+  auto j2 = parse(env.run(host));
+  auto* e = finding(j2, "cuda-runtime-missing");
+  REQUIRE(e);
+  CHECK(e->at("severity") == "error");
+  CHECK(e->at("message").get<std::string>().find("nvidia-cublas") != std::string::npos);
+  auto* g = finding(j2, "gpu-package-missing");
+  REQUIRE(g);
+  CHECK(g->at("message").get<std::string>().find("jax-cuda13-pjrt") != std::string::npos);
+  CHECK(j2["verdict"] == "broken");
+  CHECK(j2["fix"].get<std::string>().starts_with("envfix apply 'jax[cuda13]' jaxlib --framework jax "));
+}
+
 } // TEST_SUITE cli

@@ -3,6 +3,9 @@
 
     python real_index.py SITE_PACKAGES OUTDIR [--date YYYYMMDD] [--variant cu130]
         [--roots torch,torchvision,torchaudio] [--relabel torch:90:89] [--jobs N]
+    python real_index.py SITE_PACKAGES OUTDIR --layout pypi --roots 'jax[cuda13]'
+        --set jax,jaxlib,jax-cuda13-plugin,jax-cuda13-pjrt
+        --relabel jax-cuda13-plugin:90:89,jax-cuda13-pjrt:90:89
 
 Run it with the interpreter that owns SITE_PACKAGES (its pip's vendored `packaging` evaluates the
 markers). Every distribution in the closure of ROOTS is zipped back from its RECORD (files under
@@ -15,8 +18,17 @@ left out), with a fresh RECORD. The framework packages (ROOTS) get two builds:
 - nightly `/whl/nightly/{variant}`:  version `X'.devDATE+{variant}` (next minor), genuine binaries, and
   its companions pinned to the nightly main package.
 
-Both indexes hold the whole closure (as download.pytorch.org does). Prints one JSON line with the
-versions and sizes. Wheels are stored (not deflated): quicker to build, the same bytes to install.
+Both indexes hold the whole closure (as download.pytorch.org does).
+
+With `--layout pypi` (JAX, TensorFlow: one flat PyPI-shaped index `/simple`), ROOTS may name extras
+(`jax[cuda13]`: the closure follows jax's cuda13 extra and the plugin's with-cuda). Every distribution
+of the closure is rebuilt as installed (genuine), and the members of `--set` once more as the next
+patch release (0.11.2 → 0.11.3, pinned to each other) with the --relabel entries applied: the newer
+build lacks the GPU's code, the older one is genuine, both on one index. A requirement the closure
+needs but the environment lacks (the H200's jax lacks nvidia-cuda-nvcc and nvidia-nvvm of the
+plugin's with-cuda) is dropped from the rebuilt METADATA and listed under "dropped".
+
+Prints one JSON line with the versions and sizes. Wheels are stored (not deflated): quicker to build, the same bytes to install.
 """
 import argparse
 import base64
@@ -44,9 +56,12 @@ def norm(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def closure(roots):
-    """The installed distributions ROOTS need, extras followed (cuda-toolkit[cublas,...] → nvidia-*)."""
-    seen, extras, todo = {}, {}, [(r, frozenset()) for r in roots]
+def closure(roots, missing=None):
+    """The installed distributions ROOTS need, extras followed (cuda-toolkit[cublas,...] → nvidia-*).
+    ROOTS: names or (name, extras). `missing`, when a dict: requirer -> [requirement names not installed]."""
+    seen, extras = {}, {}
+    todo = [(r, frozenset()) if isinstance(r, str) else (r[0], frozenset(r[1])) for r in roots]
+    requirer = {}
     while todo:
         name, want = todo.pop()
         n = norm(name)
@@ -55,6 +70,8 @@ def closure(roots):
         try:
             d = seen.get(n) or md.distribution(n)
         except md.PackageNotFoundError:
+            if missing is not None and n in requirer:
+                missing.setdefault(requirer[n], []).append(n)
             continue
         seen[n] = d
         extras[n] = extras.get(n, frozenset()) | want
@@ -62,6 +79,7 @@ def closure(roots):
             req = Requirement(r)
             if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in ("",) + tuple(extras[n])):
                 continue
+            requirer.setdefault(norm(req.name), n)
             todo.append((req.name, frozenset(req.extras)))
     return seen
 
@@ -112,6 +130,8 @@ def build_wheel(job):
                 data = f.read()
             if arc == new_di + "/METADATA":
                 data = rewrite_metadata(data.decode("utf-8"), job["new_version"], job["requires_map"]).encode("utf-8")
+            if arc == new_di + "/METADATA" and job.get("drop"):
+                data = drop_requirements(data.decode("utf-8"), job["drop"]).encode("utf-8")
             if job.get("relabel") and (arc.endswith(".so") or ".so." in os.path.basename(arc)):
                 buf = bytearray(data)
                 n = relabel_fatbin.relabel_buffer(buf, job["relabel"][0], job["relabel"][1])
@@ -146,6 +166,56 @@ def rewrite_metadata(text, version, requires_map):
                 line = f"Requires-Dist: {req.name}{extras}=={requires_map[norm(req.name)]}{marker}"
         out.append(line)
     return "\n".join(out)
+
+
+def drop_requirements(text, names):
+    """METADATA without the Requires-Dist lines naming `names` (requirements the source env lacks)."""
+    keep = [l for l in text.split("\n") if not (l.startswith("Requires-Dist:") and norm(Requirement(l.split(":", 1)[1].strip()).name) in names)]
+    return "\n".join(keep)
+
+
+def next_patch(v):
+    parts = [int(x) for x in re.match(r"(\d+)\.(\d+)\.(\d+)", v).groups()]
+    return f"{parts[0]}.{parts[1]}.{parts[2] + 1}"
+
+
+def main_pypi(a):
+    """--layout pypi: one flat index, the closure genuine plus --set rebuilt as the next patch, relabelled."""
+    roots = []
+    for r in a.roots.split(","):
+        if r:
+            req = Requirement(r)
+            roots.append((norm(req.name), tuple(req.extras)))
+    missing = {}
+    dists = closure(roots, missing)
+    absent = [n for n, _ in roots if n not in dists]
+    if absent:
+        sys.exit(f"real_index.py: not installed in {a.site}: {', '.join(absent)}")
+    members = [norm(x) for x in a.set.split(",") if x] or [n for n, _ in roots]
+    rel = {}
+    for spec in filter(None, a.relabel.split(",")):
+        p, f, t = spec.split(":")
+        rel[norm(p)] = (int(f), int(t))
+    pool = os.path.join(a.out, "pool")
+    os.makedirs(pool, exist_ok=True)
+    bumped = {n: next_patch(dists[n].version) for n in members if n in dists}
+    jobs = []
+    for n, d in dists.items():
+        di = os.path.join(a.site, d._path.name) if hasattr(d, "_path") else None
+        if di is None or not os.path.isdir(di):
+            continue
+        base = dict(name=n, site=a.site, dist_info=di, out=pool, requires_map={}, drop=set(missing.get(n, [])))
+        jobs.append(dict(base, new_version=d.version, kind="genuine"))
+        if n in bumped:
+            jobs.append(dict(base, new_version=bumped[n], requires_map=bumped, relabel=rel.get(n), kind="relabelled"))
+    with cf.ProcessPoolExecutor(max_workers=a.jobs) as ex:
+        built = list(ex.map(build_wheel, jobs))
+    write_index(os.path.join(a.out, "simple"), [(j["name"], os.path.join(pool, b["file"])) for j, b in zip(jobs, built)])
+    summary = {"layout": "pypi", "genuine": {j["name"]: b["version"] for j, b in zip(jobs, built) if j["kind"] == "genuine" and j["name"] in bumped},
+               "relabelled": {j["name"]: b["version"] for j, b in zip(jobs, built) if j["kind"] == "relabelled"},
+               "relabelled_entries": {j["name"]: b["relabelled"] for j, b in zip(jobs, built) if j["kind"] == "relabelled"},
+               "dropped": missing, "wheels": len(built), "bytes": sum(b["size"] for b in built), "closure": sorted(dists)}
+    print(json.dumps(summary))
 
 
 def sha256_file(p):
@@ -187,7 +257,11 @@ def main():
     ap.add_argument("--roots", default="torch,torchvision,torchaudio")
     ap.add_argument("--relabel", default="torch:90:89", help="PROJECT:FROM:TO for the stable build ('' for none)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
+    ap.add_argument("--layout", choices=["pytorch", "pypi"], default="pytorch")
+    ap.add_argument("--set", default="", help="pypi layout: the packages also rebuilt as the next patch release")
     a = ap.parse_args()
+    if a.layout == "pypi":
+        return main_pypi(a)
     roots = [norm(r) for r in a.roots.split(",") if r]
     dists = closure(roots)
     missing = [r for r in roots if r not in dists]

@@ -102,6 +102,8 @@ struct Outcome {
 
 Outcome run(const YAML::Node& s) {
   api::Options o;
+  // Without `framework:` doctor uses the framework(s) installed, as the CLI does without --framework.
+  o.detect_framework = !s["framework"];
   if (s["framework"]) o.framework = s["framework"].as<std::string>();
   api::DoctorInputs in;
   in.facts = host_facts(s);
