@@ -181,7 +181,8 @@ TEST_CASE("--extra-index-url errors name the index; credentials are never printe
   auto doc = w.envfix({"--format", "json", "doctor", "--no-repro", "--python", x.py, "--gpu", "sm_90", "--driver", "580.65.06",
                        "--extra-index-url", secret});
   CHECK(doc.out.find("s3cret-token") == std::string::npos);
-  CHECK(doc.out.find("--extra-index-url https://***@envfix-no-such-host.invalid/simple") != std::string::npos); // the fix carries it
+  // The fix carries it, redacted (and shell-quoted: `*`).
+  CHECK(doc.out.find("--extra-index-url 'https://***@envfix-no-such-host.invalid/simple'") != std::string::npos);
 
   // A find-links folder joins the first index: its ixdep 2.0 is found before the extra index's 1.0.
   auto links = w.root() / "links";
