@@ -98,11 +98,17 @@ Expected<Options> prepare_venv(Options o, const ApplyRequest& r, Reporter& rep) 
 
 // The transaction reports its steps as progress notes (installer/transaction.hpp, `progress`); this
 // is the one place that reads them, turning them into typed phases for timings and the reporter.
-std::optional<Phase> phase_of(std::string_view note) {
-  if (note.starts_with("checking kernels")) return Phase::kernel_check;
-  if (note.starts_with("removing")) return Phase::uninstall;
-  if (note.starts_with("installing")) return Phase::install;
-  if (note == "verifying") return Phase::verify;
+// The reporter's phase for a transaction phase (unpacking is reported before the transaction
+// runs, through unpack_progress; rolling back ends the phases).
+std::optional<Phase> phase_of(installer::TxnPhase p) {
+  switch (p) {
+  case installer::TxnPhase::kernel_check: return Phase::kernel_check;
+  case installer::TxnPhase::remove: return Phase::uninstall;
+  case installer::TxnPhase::install: return Phase::install;
+  case installer::TxnPhase::verify: return Phase::verify;
+  case installer::TxnPhase::unpack:
+  case installer::TxnPhase::rolling_back: return std::nullopt;
+  }
   return std::nullopt;
 }
 
@@ -163,8 +169,8 @@ Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, ins
   to.kernel_check = [&gate](const std::vector<installer::StagedObject>& sos) { return gate(sos); };
   std::map<Phase, Clock::time_point> began;
   to.unpack_progress = [&rep](std::uint64_t done, std::uint64_t total) { rep.progress(Phase::unpack, done, total); };
-  to.progress = [&](std::string_view s) {
-    if (auto p = phase_of(s); p && !began.contains(*p)) {
+  to.progress = [&](const installer::TxnEvent& e) {
+    if (auto p = phase_of(e.phase); p && !began.contains(*p)) {
       began[*p] = Clock::now();
       rep.phase(*p);
     }

@@ -64,7 +64,7 @@ bool framework_path(const Options& g, const std::string& index_url, const std::v
                     const Host& host, const matrices::Framework* fw) {
   if (index_url.empty() && g.find_links.empty()) return true;
   if (!fw) return false;
-  if (!g.detect_framework) return true; // --framework given
+  if (!g.detect_framework) return true;
   if (index_url.empty()) return false;
   if (request.empty()) return true;
   return !host.gpus.empty() && std::any_of(request.begin(), request.end(), [&](const specs::Requirement& r) {
@@ -173,6 +173,8 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
   // No --framework: the one installed in the target, else torch, said so (api/frameworks.hpp).
   auto fws = choose_frameworks(g.framework, g.detect_framework, ctx.knowledge.get(), host.facts.installed);
   const std::string framework = fws.names.front();
+  if (fws.names.size() > 1)
+    fws.note = fmt::format("{} are installed; planning {} (use --framework)", util::join(fws.names, ", "), framework);
   const auto* fw = ctx.knowledge ? ctx.knowledge->framework(framework) : nullptr;
   resolver::Plan plan;
   if (!framework_path(g, index_url, ctx.request, host, fw)) {
@@ -205,8 +207,6 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     if (!ctx.knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
     const auto& knowledge = *ctx.knowledge;
     const std::string mirror = mirror_of(g);
-    if (fws.names.size() > 1)
-      fws.note = fmt::format("{} are installed; planning {} (use --framework)", util::join(fws.names, ", "), framework);
     ctx.spec = std::make_unique<resolver::FrameworkSpec>(
         ENVFIX_TRY(resolver::framework_spec_from(knowledge, framework, mirror, host.platform)));
     attach_evidence(*ctx.spec, host, client);
@@ -288,13 +288,14 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
       return std::unexpected(choice.error());
     }
     ctx.resolution = std::move(choice->resolution);
-    resolver::PlanInputs in{&ctx.resolution, host.installed, resolver::framework_family(spec), {"nvidia-"}};
+    resolver::PlanInputs in{&ctx.resolution, host.installed, resolver::framework_packages(spec), {"nvidia-"}};
     plan = resolver::make_plan(in);
     plan.channel = choice->index.channel;
     plan.variant = choice->index.variant;
     plan.index = index::redact_url(choice->index.url);
     plan.why = choice->why;
     plan.warnings = choice->warnings;
+    if (!fws.note.empty()) plan.warnings.insert(plan.warnings.begin(), fws.note);
     if (choice->index.variant.empty() && !host.gpus.empty()) {
       // An --index-url whose variant nothing names (indexes_for_url): no CUDA to check the driver
       // against, no arch data; the kernel check after download decides.
@@ -305,7 +306,6 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
                                           "driver is not checked against its CUDA, its kernels are checked after download",
                                           index::redact_url(choice->index.url), spec.main_package));
     }
-    if (!fws.note.empty()) plan.warnings.insert(plan.warnings.begin(), fws.note);
     plan.rejected.insert(plan.rejected.begin(), choice->rejected.begin(), choice->rejected.end());
     ctx.framework_index = choice->index;
   }

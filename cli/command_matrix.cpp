@@ -331,6 +331,7 @@ int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matr
           }
           jf["builds"].push_back(jb);
           if (how == RunKind::unknown) {
+            jb["note"] = "unverified (no arch data), checked after download";
             ++unknown;
             continue;
           }
@@ -386,7 +387,7 @@ int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matr
       if (!last_line.empty()) text.push_back(styled(last_line, Style::bold));
       for (auto& l : lines) text.push_back(std::move(l));
       if (unknown > 0)
-        text.push_back(fmt::format("    {} build{} without arch data (unknown; checked after download)", unknown,
+        text.push_back(fmt::format("    {} build{} without arch data: unverified, checked after download", unknown,
                                    unknown == 1 ? "" : "s"));
     }
     out["gpus"].push_back(jg);
@@ -476,6 +477,7 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
       jp["confidence"] = matrices::to_string(b.confidence);
       jp["verified"] = b.confidence == matrices::Confidence::verified && b.known();
       jp["source"] = b.source;
+      if (!b.known()) jp["note"] = "unverified (no arch data), checked after download";
       std::string runs;
       if (!gpus.empty()) {
         json jr = json::object();
@@ -491,7 +493,7 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
       jv["platforms"].push_back(jp);
       std::string archs = b.known() ? fmt::format("SASS {}; PTX {}", b.sass->empty() ? "none" : join(arch_names(b.sass)),
                                                   b.ptx->empty() ? "none" : join(arch_names(b.ptx)))
-                                    : "archs unknown";
+                                    : "archs unknown: unverified, checked after download";
       text.push_back(fmt::format("    {:<15} {}{}{}", b.platform, archs,
                                  b.confidence == matrices::Confidence::verified
                                      ? ""

@@ -69,16 +69,10 @@ void warn(std::string_view text) {
 
 namespace {
 
-// What to do about the errors the OS names (they arrive as strerror text from many modules): a full
-// disk, a file-size limit, a read-only filesystem, a file even root may not change.
+// What to do about the errors the OS reports (the errno a failed system call left in the Error,
+// util/error.hpp): a full disk, a file-size limit, a read-only filesystem, a file even root may not change.
 std::string os_hint(const Error& e) {
-  auto has = [&e](int err) {
-    std::string_view t = std::strerror(err);
-    if (e.message.find(t) != std::string::npos) return true;
-    for (const auto& c : e.causes)
-      if (c.find(t) != std::string::npos) return true;
-    return false;
-  };
+  auto has = [&e](int err) { return e.sys_errno == err; };
   if (has(ENOSPC) || has(EDQUOT))
     return "disk full: free space on the filesystem of the file named above (the environment, the cache, or "
            "TMPDIR) and run the same command again";

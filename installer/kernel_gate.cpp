@@ -5,17 +5,12 @@
 
 #include <fmt/format.h>
 
+#include "util/strings.hpp"
 #include "wheel/kernel_set.hpp"
 
 namespace envfix::installer {
 
 namespace {
-
-std::string join(const std::vector<std::string>& v, std::string_view sep = " ") {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : std::string(sep)) + s;
-  return out;
-}
 
 std::vector<std::string> names_of(const std::vector<wheel::ProfiledFile>& files, specs::GpuArch::Kind kind) {
   std::vector<std::string> out;
@@ -31,7 +26,7 @@ std::string label(const GatePackage& p) { return fmt::format("{} {}", p.name, p.
 std::string describe_archs(const std::vector<std::string>& sass, const std::vector<std::string>& ptx) {
   auto all = sass;
   all.insert(all.end(), ptx.begin(), ptx.end());
-  return all.empty() ? "(nothing runnable)" : join(all);
+  return all.empty() ? "(nothing runnable)" : util::join(all, " ");
 }
 
 std::vector<std::string> GatePackageReport::sass() const { return names_of(files, specs::GpuArch::Kind::sass); }
@@ -49,7 +44,7 @@ std::string GateRefusal::message() const {
   if (partial)
     return fmt::format("{}: {} of its {} GPU modules have no code for {}: {}", label(package),
                        coverage.total() - coverage.runnable(), coverage.total(), gpu_text(gpu),
-                       join(coverage.none_files.empty() ? coverage.partial_files : coverage.none_files, ", "));
+                       util::join(coverage.none_files.empty() ? coverage.partial_files : coverage.none_files, ", "));
   return fmt::format("{}: none of its {} GPU modules ({} file{}) has code that runs on {}", label(package),
                      coverage.total(), coverage.files, coverage.files == 1 ? "" : "s", gpu_text(gpu));
 }
@@ -102,7 +97,7 @@ void KernelGate::judge(GatePackageReport& r) {
     };
     if (pc.verdict == wheel::Verdict::none) refuse(false);
     else if (pc.verdict == wheel::Verdict::partial) {
-      auto files = join(pc.none_files.empty() ? pc.partial_files : pc.none_files, ", ");
+      auto files = util::join(pc.none_files.empty() ? pc.partial_files : pc.none_files, ", ");
       auto text = fmt::format("{}: {} of {} GPU modules have no code for {} ({})", label(pkg), pc.total() - pc.runnable(),
                               pc.total(), where, files);
       if (!pkg.framework) m_notes.push_back(text + "; normal for a vendor library (arch-specialised modules)");

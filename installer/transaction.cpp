@@ -44,6 +44,18 @@ const char* to_string(TxnState s) {
   return "?";
 }
 
+const char* to_string(TxnPhase p) {
+  switch (p) {
+  case TxnPhase::unpack: return "unpack";
+  case TxnPhase::kernel_check: return "kernel-check";
+  case TxnPhase::remove: return "remove";
+  case TxnPhase::install: return "install";
+  case TxnPhase::verify: return "verify";
+  case TxnPhase::rolling_back: return "rolling-back";
+  }
+  return "?";
+}
+
 std::optional<TxnState> parse_txn_state(std::string_view t) {
   for (auto s : {TxnState::prepared, TxnState::removing, TxnState::installing, TxnState::verifying,
                  TxnState::committed, TxnState::rolled_back})
@@ -57,13 +69,7 @@ namespace {
 
 using util::exists_nofollow;
 
-unsigned current_umask() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("Umask:", 0) == 0) return static_cast<unsigned>(std::stoul(line.substr(6), nullptr, 8));
-  return 022;
-}
+using util::current_umask;
 
 std::uint64_t tree_bytes(const fs::path& dir) {
   std::uint64_t total = 0;
@@ -157,10 +163,8 @@ public:
     ENVFIX_TRY_VOID(util::create_directories(dir));
     auto path = dir / "lock";
     util::Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
-    if (!fd.valid()) return fail(ErrorCode::io, "cannot open {}: {}", path.string(), std::strerror(errno));
-    for (;;) {
-      if (::flock(fd.get(), LOCK_EX | (wait ? 0 : LOCK_NB)) == 0) break;
-      if (errno == EINTR) continue;
+    if (!fd.valid()) return fail_errno(errno, ErrorCode::io, "cannot open {}: {}", path.string(), std::strerror(errno));
+    if (util::retry_eintr([&] { return ::flock(fd.get(), LOCK_EX | (wait ? 0 : LOCK_NB)); }) != 0) {
       if (errno == EWOULDBLOCK) {
         std::string holder;
         if (auto text = util::read_file(path)) holder = text->substr(0, text->find('\n'));
@@ -170,7 +174,7 @@ public:
                                       path.string()),
                           "wait for it to finish and try again");
       }
-      return fail(ErrorCode::io, "cannot lock {}: {}", path.string(), std::strerror(errno));
+      return fail_errno(errno, ErrorCode::io, "cannot lock {}: {}", path.string(), std::strerror(errno));
     }
     auto pid = std::to_string(::getpid()) + "\n";
     if (::ftruncate(fd.get(), 0) == 0) (void)!::pwrite(fd.get(), pid.data(), pid.size(), 0);
@@ -380,10 +384,11 @@ Expected<void> prepare_aux(const std::vector<fs::path>& aux, const std::vector<s
   for (const auto& [from, to] : copies) {
     struct stat st;
     if (::stat(from.c_str(), &st) != 0)
-      return fail(ErrorCode::io, "cannot read {}: {}", from.string(), std::strerror(errno));
+      return fail_errno(errno, ErrorCode::io, "cannot read {}: {}", from.string(), std::strerror(errno));
     if (int err = util::copy_file_exclusive(from, to, st.st_mode & 07777); err != 0)
-      return make_error(ErrorCode::io, fmt::format("cannot copy {} → {}: {}", from.string(), to.string(), std::strerror(err)),
-                        err == ENOSPC || err == EDQUOT ? "the disk is full; free space and retry" : "");
+      return with_errno(make_error(ErrorCode::io, fmt::format("cannot copy {} → {}: {}", from.string(), to.string(), std::strerror(err)),
+                                   err == ENOSPC || err == EDQUOT ? "the disk is full; free space and retry" : ""),
+                        err);
   }
   return {};
 }
@@ -395,19 +400,12 @@ Expected<void> write_journal_file(const fs::path& path, std::string_view text, b
   tmp += ".tmp";
   {
     util::Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!fd.valid()) return fail(ErrorCode::io, "cannot write {}: {}", tmp.string(), std::strerror(errno));
-    std::size_t off = 0;
-    while (off < text.size()) {
-      auto n = ::write(fd.get(), text.data() + off, text.size() - off);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return fail(ErrorCode::io, "cannot write {}: {}", tmp.string(), std::strerror(errno));
-      }
-      off += static_cast<std::size_t>(n);
-    }
+    if (!fd.valid()) return fail_errno(errno, ErrorCode::io, "cannot write {}: {}", tmp.string(), std::strerror(errno));
+    if (int err = util::write_all(fd.get(), text); err != 0)
+      return fail_errno(err, ErrorCode::io, "cannot write {}: {}", tmp.string(), std::strerror(err));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return fail(ErrorCode::io, "cannot rename {}: {}", tmp.string(), std::strerror(errno));
+    return fail_errno(errno, ErrorCode::io, "cannot rename {}: {}", tmp.string(), std::strerror(errno));
   return {};
 }
 
@@ -444,17 +442,17 @@ Expected<void> do_op(const TxnOp& op) {
   switch (op.kind) {
   case TxnOp::Kind::move:
     if (::rename(op.path.c_str(), op.dest.c_str()) != 0)
-      return fail(ErrorCode::io, "rename {} → {}: {}", op.path, op.dest, std::strerror(errno));
+      return fail_errno(errno, ErrorCode::io, "rename {} → {}: {}", op.path, op.dest, std::strerror(errno));
     return {};
   case TxnOp::Kind::mkdir:
     if (::mkdir(op.path.c_str(), 0700) != 0)
-      return fail(ErrorCode::io, "mkdir {}: {}", op.path, std::strerror(errno));
+      return fail_errno(errno, ErrorCode::io, "mkdir {}: {}", op.path, std::strerror(errno));
     if (::chmod(op.path.c_str(), op.mode) != 0)
-      return fail(ErrorCode::io, "chmod {}: {}", op.path, std::strerror(errno));
+      return fail_errno(errno, ErrorCode::io, "chmod {}: {}", op.path, std::strerror(errno));
     return {};
   case TxnOp::Kind::rmdir:
     if (::rmdir(op.path.c_str()) != 0)
-      return fail(ErrorCode::io, "rmdir {}: {}", op.path, std::strerror(errno));
+      return fail_errno(errno, ErrorCode::io, "rmdir {}: {}", op.path, std::strerror(errno));
     return {};
   }
   return {};
@@ -493,7 +491,7 @@ Expected<void> undo_one(const TxnOp& op, std::int64_t since) {
     bool src = exists_nofollow(op.path), dst = exists_nofollow(op.dest);
     if (src || !dst) return {}; // never done (or already undone)
     if (::rename(op.dest.c_str(), op.path.c_str()) != 0)
-      return fail(ErrorCode::rollback_failed, "cannot move {} back to {}: {}", op.dest, op.path,
+      return fail_errno(errno, ErrorCode::rollback_failed, "cannot move {} back to {}: {}", op.dest, op.path,
                   std::strerror(errno));
     if (op.dest.ends_with(".py")) drop_new_bytecode(op.dest, since);
     return {};
@@ -502,14 +500,14 @@ Expected<void> undo_one(const TxnOp& op, std::int64_t since) {
     if (!exists_nofollow(op.path)) return {};
     drop_bytecode_dirs(op.path);
     if (::rmdir(op.path.c_str()) != 0 && errno != ENOENT)
-      return fail(ErrorCode::rollback_failed, "cannot remove directory {} again: {}", op.path,
+      return fail_errno(errno, ErrorCode::rollback_failed, "cannot remove directory {} again: {}", op.path,
                   std::strerror(errno));
     return {};
   }
   case TxnOp::Kind::rmdir: {
     if (exists_nofollow(op.path)) return {};
     if (::mkdir(op.path.c_str(), 0700) != 0 || ::chmod(op.path.c_str(), op.mode) != 0)
-      return fail(ErrorCode::rollback_failed, "cannot recreate directory {}: {}", op.path,
+      return fail_errno(errno, ErrorCode::rollback_failed, "cannot recreate directory {}: {}", op.path,
                   std::strerror(errno));
     return {};
   }
@@ -540,7 +538,7 @@ struct StepClock {
 struct ExecHooks {
   std::function<Expected<void>()> verify;
   std::function<Expected<void>(std::string_view, std::size_t)> fault;
-  std::function<void(std::string_view)> progress;
+  std::function<void(const TxnEvent&)> progress;
   bool handle_signals = true;
   bool durable = true;
   std::function<void()> installed; // right after the last rename, before verify
@@ -559,7 +557,7 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
   auto step = [&]() -> Expected<void> {
     mark("journal");
     ENVFIX_TRY_VOID(write_state(txn_dir, TxnState::removing, hooks.durable));
-    if (hooks.progress) hooks.progress(fmt::format("removing {} file(s)", meta.split));
+    if (hooks.progress) hooks.progress({TxnPhase::remove, meta.split, 0});
     for (; done < meta.split; ++done) {
       ENVFIX_TRY_VOID(check_interrupted());
       if (hooks.fault) ENVFIX_TRY_VOID(hooks.fault("remove", done));
@@ -567,7 +565,7 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
     }
     mark("remove");
     ENVFIX_TRY_VOID(write_state(txn_dir, TxnState::installing, hooks.durable));
-    if (hooks.progress) hooks.progress(fmt::format("installing {} file(s)", meta.ops.size() - meta.split));
+    if (hooks.progress) hooks.progress({TxnPhase::install, meta.ops.size() - meta.split, 0});
     for (; done < meta.ops.size(); ++done) {
       ENVFIX_TRY_VOID(check_interrupted());
       if (hooks.fault) ENVFIX_TRY_VOID(hooks.fault("install", done - meta.split));
@@ -580,7 +578,7 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
     ENVFIX_TRY_VOID(check_interrupted());
     if (hooks.fault) ENVFIX_TRY_VOID(hooks.fault("verify", 0));
     if (hooks.verify) {
-      if (hooks.progress) hooks.progress("verifying");
+      if (hooks.progress) hooks.progress({TxnPhase::verify, 0, 0});
       if (auto v = hooks.verify(); !v) {
         ENVFIX_TRY_VOID(check_interrupted()); // a verify cut short by the signal fails because of it
         return std::unexpected(std::move(v.error()).context("verification failed"));
@@ -598,7 +596,7 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
   auto r = step();
   if (r) return {};
   Error err = std::move(r.error());
-  if (hooks.progress) hooks.progress("rolling back");
+  if (hooks.progress) hooks.progress({TxnPhase::rolling_back, 0, 0});
   // The failing step may or may not have happened; undo decides per step.
   auto u = undo_range(meta.ops, done + 1, meta.started);
   if (!u) {
@@ -699,31 +697,22 @@ Transaction::Transaction(InstallTarget target, TransactionOptions options)
 void Transaction::install(WheelToInstall wheel) { m_install.push_back(std::move(wheel)); }
 void Transaction::remove(fs::path dist_info) { m_remove.push_back(std::move(dist_info)); }
 
-// Prepares every wheel's staged tree without touching the environment: archive size and hash
-// checks, then unpacking (into the unpacked cache when there is one, else straight into staging)
-// with large wheels split over several readers, then linking cached trees into staging. Runs on
-// `threads` threads; with a fault hook everything runs in order on one thread so that tests can
-// aim at a precise step.
-Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path& staging_root,
-                                                                 TransactionResult& result) {
-  const std::size_t n = m_install.size();
-  unsigned threads = m_options.threads ? m_options.threads : util::default_threads();
-  if (m_options.fault) threads = 1;
-  auto progress = [&](std::string_view s) {
-    if (m_options.progress) m_options.progress(s);
-  };
-  std::optional<UnpackedCache> cache;
-  if (!m_options.unpacked_cache.empty()) cache.emplace(m_options.unpacked_cache);
-  auto name_of = [&](std::size_t i) {
-    const auto& w = m_install[i];
-    return w.cached ? w.cached->wheel.filename().string() : w.wheel.filename().string();
-  };
+namespace {
 
-  StepClock clock{&result.steps};
-  // (a) What each wheel needs: a cache entry to link, or an archive to check and unpack.
-  std::vector<std::optional<wheel::StagedWheel>> from_cache(n);
+using StagedSlots = std::vector<std::optional<wheel::StagedWheel>>;
+
+std::string wheel_name(const WheelToInstall& w) {
+  return w.cached ? w.cached->wheel.filename().string() : w.wheel.filename().string();
+}
+
+// stage_all (a): what each wheel needs, a cache entry to link or an archive to unpack; archives
+// are checked against the size and sha256 the index published.
+Expected<StagedSlots> look_up(const std::vector<WheelToInstall>& wheels, UnpackedCache* cache, unsigned threads,
+                              TransactionResult& result) {
+  const std::size_t n = wheels.size();
+  StagedSlots from_cache(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const auto& w = m_install[i];
+    const auto& w = wheels[i];
     if (w.cached) from_cache[i] = w.cached;
     else if (cache && w.sha256) from_cache[i] = cache->find(*w.sha256, threads);
     if (from_cache[i]) {
@@ -732,9 +721,9 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
     }
   }
   ENVFIX_TRY_VOID(util::parallel_for(n, threads, [&](std::size_t i) -> Expected<void> {
-    const auto& w = m_install[i];
+    const auto& w = wheels[i];
     if (from_cache[i]) return {};
-    const auto wname = name_of(i);
+    const auto wname = wheel_name(w);
     if (w.size) {
       std::error_code ec;
       auto sz = fs::file_size(w.wheel, ec);
@@ -751,25 +740,36 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
     }
     return {};
   }));
-  clock.mark("lookup");
+  return from_cache;
+}
 
-  // (b) Unpack what is not cached: validate each archive, then extract all groups of all wheels
-  // over one set of threads (a 1 GB wheel is split, a dozen small ones run side by side).
-  struct Unpack {
-    std::size_t index;
-    wheel::WheelStager stager;
-    fs::path cache_temp; // empty: staged straight into the transaction
-  };
+struct Unpack {
+  std::size_t index;
+  wheel::WheelStager stager;
+  fs::path cache_temp; // empty: staged straight into the transaction
+};
+using Unpacks = std::vector<std::optional<Unpack>>;
+
+void remove_temp(const fs::path& temp) {
+  std::error_code ec;
+  if (!temp.empty()) fs::remove_all(temp, ec);
+}
+
+// stage_all (b1): validate each archive that is not cached and make its staging directory (in the
+// unpacked cache when the wheel has a sha256 and there is a cache, else in the transaction).
+Expected<Unpacks> prepare_unpacks(const std::vector<WheelToInstall>& wheels, const StagedSlots& from_cache,
+                                  UnpackedCache* cache, const TransactionOptions& options,
+                                  const fs::path& staging_root, unsigned threads) {
   std::vector<std::size_t> todo;
-  for (std::size_t i = 0; i < n; ++i)
+  for (std::size_t i = 0; i < wheels.size(); ++i)
     if (!from_cache[i]) todo.push_back(i);
-  std::vector<std::optional<Unpack>> unpacks(todo.size());
+  Unpacks unpacks(todo.size());
   ENVFIX_TRY_VOID(util::parallel_for(todo.size(), threads, [&](std::size_t k) -> Expected<void> {
     std::size_t i = todo[k];
-    const auto& w = m_install[i];
-    auto sopt = m_options.staging;
-    if (m_options.fault) {
-      auto outer = m_options.fault;
+    const auto& w = wheels[i];
+    auto sopt = options.staging;
+    if (options.fault) {
+      auto outer = options.fault;
       sopt.fault = [outer, i](std::string_view step) { return outer(step, i); };
     }
     fs::path temp, tree;
@@ -781,15 +781,19 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
     }
     auto stager = wheel::WheelStager::prepare(w.wheel, tree, sopt);
     if (!stager) {
-      if (!temp.empty()) {
-        std::error_code ec;
-        fs::remove_all(temp, ec);
-      }
+      remove_temp(temp);
       return std::unexpected(std::move(stager.error()));
     }
     unpacks[k].emplace(Unpack{i, std::move(*stager), temp});
     return {};
   }));
+  return unpacks;
+}
+
+// stage_all (b2): extract all groups of all wheels over one set of threads (a 1 GB wheel is
+// split, a dozen small ones run side by side), biggest first so that the large wheel does not
+// start last.
+Expected<void> extract_all(Unpacks& unpacks, const TransactionOptions& options, unsigned threads) {
   struct Group {
     std::size_t unpack, group;
   };
@@ -802,52 +806,50 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
     group_bytes[k] = unpacks[k]->stager.payload_bytes() / g;
     for (std::size_t j = 0; j < g; ++j) groups.push_back({k, j});
   }
-  // Biggest groups first so that the large wheel does not start last.
   std::stable_sort(groups.begin(), groups.end(), [&](const Group& a, const Group& b) {
     return unpacks[a.unpack]->stager.payload_bytes() > unpacks[b.unpack]->stager.payload_bytes();
   });
-  if (!unpacks.empty())
-    progress(fmt::format("unpacking {} wheel(s), {} bytes", unpacks.size(), unpack_bytes));
+  if (!unpacks.empty() && options.progress) options.progress({TxnPhase::unpack, unpacks.size(), unpack_bytes});
   std::atomic<std::uint64_t> unpacked{0};
-  auto extracted = util::parallel_for(groups.size(), threads, [&](std::size_t k) -> Expected<void> {
+  return util::parallel_for(groups.size(), threads, [&](std::size_t k) -> Expected<void> {
     ENVFIX_TRY_VOID(unpacks[groups[k].unpack]->stager.extract(groups[k].group));
     auto done = unpacked.fetch_add(group_bytes[groups[k].unpack]) + group_bytes[groups[k].unpack];
-    if (m_options.unpack_progress) m_options.unpack_progress(done, unpack_bytes);
+    if (options.unpack_progress) options.unpack_progress(done, unpack_bytes);
     return {};
   });
-  if (!extracted) return std::unexpected(std::move(extracted.error()));
-  std::vector<std::optional<wheel::StagedWheel>> staged(n);
+}
+
+// stage_all (b3): check every hash against RECORD; a wheel staged for the cache becomes a cache
+// entry (from_cache), one staged into the transaction is done (staged).
+Expected<void> finish_unpacks(Unpacks& unpacks, const std::vector<WheelToInstall>& wheels, UnpackedCache* cache,
+                              StagedSlots& staged, StagedSlots& from_cache, TransactionResult& result) {
   for (auto& u : unpacks) {
     auto sw = u->stager.finish();
     if (!sw) {
-      if (!u->cache_temp.empty()) {
-        std::error_code ec;
-        fs::remove_all(u->cache_temp, ec);
-      }
+      remove_temp(u->cache_temp);
       return std::unexpected(std::move(sw.error()));
     }
     result.warnings.insert(result.warnings.end(), sw->warnings.begin(), sw->warnings.end());
     const std::size_t index = u->index;
     const fs::path cache_temp = u->cache_temp;
     u.reset(); // the spent stager's archive directory and RECORD map
-    if (cache_temp.empty()) {
-      staged[index] = std::move(*sw);
-    } else {
-      from_cache[index] = ENVFIX_TRY(cache->add(*m_install[index].sha256, std::move(*sw), cache_temp));
-    }
+    if (cache_temp.empty()) staged[index] = std::move(*sw);
+    else from_cache[index] = ENVFIX_TRY(cache->add(*wheels[index].sha256, std::move(*sw), cache_temp));
   }
-  clock.mark("unpack");
-  // (c) Cached trees into the staging directory, on the environment's filesystem.
+  return {};
+}
+
+// stage_all (c): cached trees into the staging directory, on the environment's filesystem.
+Expected<void> link_cached(StagedSlots& from_cache, StagedSlots& staged, const fs::path& staging_root, LinkMode mode,
+                           unsigned threads, LinkStamps& stamps, TransactionResult& result) {
   std::vector<std::size_t> links;
-  for (std::size_t i = 0; i < n; ++i)
+  for (std::size_t i = 0; i < staged.size(); ++i)
     if (!staged[i]) links.push_back(i);
   std::vector<std::optional<LinkResult>> linked(links.size());
   unsigned per_wheel = std::max(1u, threads / static_cast<unsigned>(std::max<std::size_t>(1, links.size())));
   ENVFIX_TRY_VOID(util::parallel_for(links.size(), threads, [&](std::size_t k) -> Expected<void> {
     std::size_t i = links[k];
-    auto r = ENVFIX_TRY(link_tree(std::move(*from_cache[i]), staging_root / std::to_string(i) / "tree",
-                                  m_options.link_mode, per_wheel));
-    linked[k] = std::move(r);
+    linked[k] = ENVFIX_TRY(link_tree(std::move(*from_cache[i]), staging_root / std::to_string(i) / "tree", mode, per_wheel));
     return {};
   }));
   for (std::size_t k = 0; k < links.size(); ++k) {
@@ -856,20 +858,182 @@ Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path&
       result.warnings.push_back(*r.fallback);
     // The weakest mode used is the one to report.
     if (!result.link_mode || static_cast<int>(r.used) > static_cast<int>(*result.link_mode)) result.link_mode = r.used;
-    m_stamps.add(r);
+    stamps.add(r);
     staged[links[k]] = std::move(r.staged);
   }
+  return {};
+}
+
+} // namespace
+
+// Prepares every wheel's staged tree without touching the environment: archive size and hash
+// checks, then unpacking (into the unpacked cache when there is one, else straight into staging)
+// with large wheels split over several readers, then linking cached trees into staging. Runs on
+// `threads` threads; with a fault hook everything runs in order on one thread so that tests can
+// aim at a precise step.
+Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path& staging_root,
+                                                                 TransactionResult& result) {
+  unsigned threads = m_options.threads ? m_options.threads : util::default_threads();
+  if (m_options.fault) threads = 1;
+  std::optional<UnpackedCache> cache;
+  if (!m_options.unpacked_cache.empty()) cache.emplace(m_options.unpacked_cache);
+  UnpackedCache* cache_ptr = cache ? &*cache : nullptr;
+
+  StepClock clock{&result.steps};
+  auto from_cache = ENVFIX_TRY(look_up(m_install, cache_ptr, threads, result));
+  clock.mark("lookup");
+  auto unpacks = ENVFIX_TRY(prepare_unpacks(m_install, from_cache, cache_ptr, m_options, staging_root, threads));
+  ENVFIX_TRY_VOID(extract_all(unpacks, m_options, threads));
+  StagedSlots staged(m_install.size());
+  ENVFIX_TRY_VOID(finish_unpacks(unpacks, m_install, cache_ptr, staged, from_cache, result));
+  clock.mark("unpack");
+  ENVFIX_TRY_VOID(link_cached(from_cache, staged, staging_root, m_options.link_mode, threads, m_stamps, result));
   clock.mark("link");
   std::vector<wheel::StagedWheel> out;
   for (auto& s : staged) out.push_back(std::move(*s));
   return out;
 }
 
+namespace {
+
+// Step 1b of run(): every staged shared object to the kernel check (apply's KernelGate).
+Expected<void> check_kernels(const std::vector<wheel::StagedWheel>& staged, const TransactionOptions& options) {
+  std::vector<StagedObject> sos;
+  for (std::size_t i = 0; i < staged.size(); ++i)
+    for (const auto* f : staged[i].shared_objects()) sos.push_back({i, f->member, f->staged, f->hash});
+  if (options.fault) ENVFIX_TRY_VOID(options.fault("kernel-check", 0));
+  if (options.kernel_check) {
+    if (options.progress) options.progress({TxnPhase::kernel_check, sos.size(), 0});
+    if (auto k = options.kernel_check(sos); !k)
+      return std::unexpected(std::move(k.error()).context("refusing to install: kernel check failed"));
+  }
+  return {};
+}
+
+// The .dist-info directories that leave: those asked for, and every installed version of a
+// project being installed.
+Expected<std::vector<fs::path>> removals_for(const std::vector<fs::path>& asked, const std::vector<WheelInstallPlan>& plans,
+                                             const InstallTarget& target) {
+  std::vector<fs::path> removals;
+  auto add_removal = [&](const fs::path& d) {
+    auto n = d.lexically_normal();
+    if (std::find(removals.begin(), removals.end(), n) == removals.end()) removals.push_back(n);
+  };
+  for (const auto& d : asked) add_removal(d);
+  for (const auto& p : plans)
+    for (const auto& d : ENVFIX_TRY(find_dist_infos(target, p.name))) add_removal(d);
+  return removals;
+}
+
+// The files a transaction moves away and the paths it installs. Per-file bookkeeping is plain
+// strings (FileMove::to is already lexically normal): peak memory stays a few hundred bytes per file.
+struct FileSets {
+  std::vector<std::string> remove_files, install_dests;
+};
+
+// Every file of the removed distributions, then every destination of the plans: two plans may not
+// install one path, a directory or the interpreter is never replaced, and a file no removed
+// distribution owns is stashed like the others so that rollback restores it.
+Expected<FileSets> collect_files(const std::vector<WheelInstallPlan>& plans, const std::vector<fs::path>& removals,
+                                 const InstallTarget& target, TxnMeta& meta, TransactionResult& result) {
+  FileSets out;
+  std::unordered_set<std::string> remove_set;
+  for (const auto& d : removals) {
+    UninstallOptions uo;
+    uo.also_removing = removals;
+    auto up = ENVFIX_TRY(plan_uninstall(d, target, uo));
+    meta.removed.push_back({up.name, up.version});
+    result.warnings.insert(result.warnings.end(), up.warnings.begin(), up.warnings.end());
+    for (auto& f : up.files)
+      if (remove_set.insert(f).second) out.remove_files.push_back(std::move(f));
+  }
+  std::unordered_map<std::string_view, std::size_t> dest_owner; // views into plans' moves
+  for (std::size_t pi = 0; pi < plans.size(); ++pi) {
+    const auto& p = plans[pi];
+    meta.installed.push_back({p.name, p.version});
+    for (const auto& m : p.moves) {
+      const std::string& to = m.to;
+      auto [it, inserted] = dest_owner.emplace(to, pi);
+      if (!inserted)
+        return fail(ErrorCode::invalid_input, "{} and {} both install {}", plans[it->second].name, p.name, to);
+      out.install_dests.push_back(to);
+      struct stat st;
+      if (::lstat(to.c_str(), &st) != 0) continue;
+      if (S_ISDIR(st.st_mode))
+        return fail(ErrorCode::invalid_input, "{} installs the file {}, which exists as a directory", p.name, to);
+      if (target.is_interpreter(to))
+        return fail(ErrorCode::invalid_input, "{} would replace {}, the environment's interpreter", p.name, to);
+      if (remove_set.insert(to).second) {
+        out.remove_files.push_back(to);
+        result.warnings.push_back(fmt::format("{} replaces {}, which no removed distribution owned", p.name, to));
+      }
+    }
+  }
+  return out;
+}
+
+// The journal's steps: files into the backup, directories left empty removed (meta.split marks
+// the end of this part), then for each installed file its missing parents and the move itself.
+// Files bound for another filesystem go through an auxiliary directory there (aux_copies).
+void journal_ops(FileSets files, std::vector<WheelInstallPlan>& plans, const InstallTarget& target, AuxDirs& aux,
+                 TxnMeta& meta, std::vector<std::pair<fs::path, fs::path>>& aux_copies) {
+  const unsigned dir_mode = 0777 & ~current_umask();
+  meta.ops.reserve(files.remove_files.size() + files.install_dests.size());
+  for (std::size_t i = 0; i < files.remove_files.size(); ++i)
+    meta.ops.push_back({TxnOp::Kind::move, files.remove_files[i], aux.backup_for(files.remove_files[i], i).string(), 0});
+  for (const auto& d : dirs_left_empty(files.remove_files, target.prune_stops(), files.install_dests)) {
+    struct stat st;
+    unsigned mode = ::lstat(d.c_str(), &st) == 0 ? (st.st_mode & 07777) : dir_mode;
+    meta.ops.push_back({TxnOp::Kind::rmdir, d.string(), {}, mode});
+  }
+  meta.split = meta.ops.size();
+  files = {};
+  std::unordered_set<std::string> made;
+  for (auto& p : plans) {
+    for (auto& m : p.moves) {
+      // Parents that do not exist yet, created before the file (nearest existing one stops the walk).
+      std::vector<std::string_view> missing;
+      std::string_view to(m.to);
+      for (auto slash = to.rfind('/'); slash != std::string_view::npos && slash > 0; slash = to.rfind('/', slash - 1)) {
+        auto d = to.substr(0, slash);
+        if (made.contains(std::string(d)) || exists_nofollow(std::string(d))) break;
+        missing.push_back(d);
+      }
+      for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+        made.emplace(*it);
+        meta.ops.push_back({TxnOp::Kind::mkdir, std::string(*it), {}, dir_mode});
+      }
+      std::string from = std::move(m.from);
+      if (auto copy = aux.stage_for(m.to, aux_copies.size())) {
+        aux_copies.emplace_back(from, *copy);
+        from = copy->string();
+      }
+      meta.ops.push_back({TxnOp::Kind::move, std::move(from), std::move(m.to), 0});
+    }
+    p.moves = {};
+  }
+  meta.aux = aux.dirs();
+}
+
+// Step 4 of run(), after commit: drop staging, keep (or drop) the backup, forget older backups.
+void clean_up_committed(const fs::path& txn_dir, const TxnMeta& meta, const Roots& roots, const fs::path& prefix,
+                        bool keep_backup, TransactionResult& result) {
+  remove_tree(txn_dir / "staging");
+  for (const auto& a : meta.aux) {
+    remove_tree(a / "stage");
+    std::error_code ec;
+    if (fs::is_empty(a / "backup", ec)) remove_tree(a); // nothing kept there: no clutter in site-packages
+  }
+  if (!keep_backup) discard_txn(txn_dir, roots);
+  else result.backup_bytes = backup_bytes_of(txn_dir, roots);
+  for (const auto& d : txn_dirs(prefix))
+    if (d.filename() != meta.id) discard_txn(d, roots);
+}
+
+} // namespace
+
 Expected<TransactionResult> Transaction::run() {
   ENVFIX_TRY_VOID(check_externally_managed(m_target, m_options.break_system_packages));
-  auto progress = [&](std::string_view s) {
-    if (m_options.progress) m_options.progress(s);
-  };
   m_target.unify_aliases(); // lib64 and lib: one directory, one spelling of every path
   auto lock = ENVFIX_TRY(EnvLock::acquire(m_target.prefix, m_options.wait_for_lock));
   TransactionResult result;
@@ -895,17 +1059,7 @@ Expected<TransactionResult> Transaction::run() {
   // 1. Hash, stage (RECORD verified), kernel check.
   std::vector<wheel::StagedWheel> staged = ENVFIX_TRY(stage_all(txn_dir / "staging", result));
   StepClock clock{&result.steps};
-  {
-    std::vector<StagedObject> sos;
-    for (std::size_t i = 0; i < staged.size(); ++i)
-      for (const auto* f : staged[i].shared_objects()) sos.push_back({i, f->member, f->staged, f->hash});
-    if (m_options.fault) ENVFIX_TRY_VOID(m_options.fault("kernel-check", 0));
-    if (m_options.kernel_check) {
-      progress(fmt::format("checking kernels in {} shared object(s)", sos.size()));
-      if (auto k = m_options.kernel_check(sos); !k)
-        return std::unexpected(std::move(k.error()).context("refusing to install: kernel check failed"));
-    }
-  }
+  ENVFIX_TRY_VOID(check_kernels(staged, m_options));
   clock.mark("kernel-check");
 
   // 2. Plan: what goes where, what leaves, which directories appear and disappear.
@@ -920,105 +1074,17 @@ Expected<TransactionResult> Transaction::run() {
   if (!m_stamps.empty())
     for (const auto& p : plans)
       for (const auto& m : p.moves) linked_dest.emplace(m.from, m.to);
-  std::vector<fs::path> removals;
-  auto add_removal = [&](const fs::path& d) {
-    auto n = d.lexically_normal();
-    if (std::find(removals.begin(), removals.end(), n) == removals.end()) removals.push_back(n);
-  };
-  for (const auto& d : m_remove) add_removal(d);
-  for (const auto& p : plans)
-    for (const auto& d : ENVFIX_TRY(find_dist_infos(m_target, p.name))) add_removal(d);
-
-  // Per-file bookkeeping is plain strings (FileMove::to is already lexically normal) and the
-  // staged wheels and plans are released once the journal's steps exist: peak memory stays a
-  // few hundred bytes per file.
-  std::vector<std::string> remove_files;
-  std::unordered_set<std::string> remove_set;
-  for (const auto& d : removals) {
-    UninstallOptions uo;
-    uo.also_removing = removals;
-    auto up = ENVFIX_TRY(plan_uninstall(d, m_target, uo));
-    meta.removed.push_back({up.name, up.version});
-    result.warnings.insert(result.warnings.end(), up.warnings.begin(), up.warnings.end());
-    for (auto& f : up.files)
-      if (remove_set.insert(f).second) remove_files.push_back(std::move(f));
-  }
-  std::vector<std::string> install_dests;
-  {
-    std::unordered_map<std::string_view, std::size_t> dest_owner; // views into plans' moves
-    for (std::size_t pi = 0; pi < plans.size(); ++pi) {
-      const auto& p = plans[pi];
-      meta.installed.push_back({p.name, p.version});
-      for (const auto& m : p.moves) {
-        const std::string& to = m.to;
-        auto [it, inserted] = dest_owner.emplace(to, pi);
-        if (!inserted)
-          return fail(ErrorCode::invalid_input, "{} and {} both install {}", plans[it->second].name, p.name, to);
-        install_dests.push_back(to);
-        struct stat st;
-        if (::lstat(to.c_str(), &st) == 0) {
-          if (S_ISDIR(st.st_mode))
-            return fail(ErrorCode::invalid_input, "{} installs the file {}, which exists as a directory", p.name, to);
-          if (m_target.is_interpreter(to))
-            return fail(ErrorCode::invalid_input, "{} would replace {}, the environment's interpreter", p.name, to);
-          // A file no removed distribution owns: stashed like the others so rollback restores it.
-          if (remove_set.insert(to).second) {
-            remove_files.push_back(to);
-            result.warnings.push_back(
-                fmt::format("{} replaces {}, which no removed distribution owned", p.name, to));
-          }
-        }
-      }
-    }
-  }
-  remove_set = {};
-  const unsigned dir_mode = 0777 & ~current_umask();
+  const auto removals = ENVFIX_TRY(removals_for(m_remove, plans, m_target));
+  auto files = ENVFIX_TRY(collect_files(plans, removals, m_target, meta, result));
+  result.files_removed = files.remove_files.size();
+  result.files_installed = files.install_dests.size();
   AuxDirs aux(m_target, txn_dir, meta.id);
   std::vector<std::pair<fs::path, fs::path>> aux_copies;
-  meta.ops.reserve(remove_files.size() + install_dests.size());
-  for (std::size_t i = 0; i < remove_files.size(); ++i)
-    meta.ops.push_back({TxnOp::Kind::move, remove_files[i], aux.backup_for(remove_files[i], i).string(), 0});
-  for (const auto& d : dirs_left_empty(remove_files, m_target.prune_stops(), install_dests)) {
-    struct stat st;
-    unsigned mode = ::lstat(d.c_str(), &st) == 0 ? (st.st_mode & 07777) : dir_mode;
-    meta.ops.push_back({TxnOp::Kind::rmdir, d.string(), {}, mode});
-  }
-  meta.split = meta.ops.size();
-  result.files_removed = remove_files.size();
-  result.files_installed = install_dests.size();
-  remove_files = {};
-  install_dests = {};
-  {
-    std::unordered_set<std::string> made;
-    for (auto& p : plans) {
-      for (auto& m : p.moves) {
-        // Parents that do not exist yet, created before the file (nearest existing one stops the walk).
-        std::vector<std::string_view> missing;
-        std::string_view to(m.to);
-        for (auto slash = to.rfind('/'); slash != std::string_view::npos && slash > 0; slash = to.rfind('/', slash - 1)) {
-          auto d = to.substr(0, slash);
-          if (made.contains(std::string(d)) || exists_nofollow(std::string(d))) break;
-          missing.push_back(d);
-        }
-        for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-          made.emplace(*it);
-          meta.ops.push_back({TxnOp::Kind::mkdir, std::string(*it), {}, dir_mode});
-        }
-        std::string from = std::move(m.from);
-        if (auto copy = aux.stage_for(m.to, aux_copies.size())) {
-          aux_copies.emplace_back(from, *copy);
-          from = copy->string();
-        }
-        meta.ops.push_back({TxnOp::Kind::move, std::move(from), std::move(m.to), 0});
-      }
-      p.moves = {};
-    }
-  }
-  meta.aux = aux.dirs();
+  journal_ops(std::move(files), plans, m_target, aux, meta, aux_copies);
   result.installed = meta.installed;
   result.removed = meta.removed;
   for (const auto& p : plans) result.warnings.insert(result.warnings.end(), p.warnings.begin(), p.warnings.end());
-  plans = {};
+  plans = {}; // the staged wheels and plans are released once the journal's steps exist
   staged = {};
 
   clock.mark("plan");
@@ -1045,20 +1111,8 @@ Expected<TransactionResult> Transaction::run() {
   }
   ENVFIX_TRY_VOID(execute(txn_dir, meta, m_target.prefix, roots, hooks));
 
-  // 4. Committed: drop staging, keep (or drop) the backup, forget older backups.
-  remove_tree(txn_dir / "staging");
-  for (const auto& a : meta.aux) {
-    remove_tree(a / "stage");
-    std::error_code ec;
-    if (fs::is_empty(a / "backup", ec)) remove_tree(a); // nothing kept there: no clutter in site-packages
-  }
-  if (!m_options.keep_backup) {
-    discard_txn(txn_dir, roots);
-  } else {
-    result.backup_bytes = backup_bytes_of(txn_dir, roots);
-  }
-  for (const auto& d : txn_dirs(m_target.prefix))
-    if (d.filename() != meta.id) discard_txn(d, roots);
+  // 4. Committed.
+  clean_up_committed(txn_dir, meta, roots, m_target.prefix, m_options.keep_backup, result);
   clock.mark("cleanup");
   return result;
 }
@@ -1108,30 +1162,15 @@ Expected<std::uint64_t> drop_backups(const InstallTarget& target) {
   return freed;
 }
 
-Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOptions options) {
-  auto lock = ENVFIX_TRY(EnvLock::acquire(target.prefix, options.wait_for_lock));
-  (void)ENVFIX_TRY(recover_locked(target));
-  const Roots roots = scheme_roots(target);
-  auto last = ENVFIX_TRY(last_backup(target));
-  if (!last)
-    return make_error(ErrorCode::not_found,
-                      fmt::format("nothing to roll back in {}", target.prefix.string()),
-                      "only the last transaction applied with a backup can be rolled back");
-  auto old = ENVFIX_TRY(read_meta(last->txn_dir));
-  old.aux = own_aux(old, last->txn_dir, roots);
-  const fs::path old_backup = (last->txn_dir / "backup").lexically_normal();
+namespace {
 
-  TxnMeta meta;
-  meta.id = new_txn_id();
-  meta.kind = "rollback";
-  meta.rolls_back = old.id;
-  meta.started = static_cast<std::int64_t>(std::time(nullptr));
-  meta.installed = old.removed;
-  meta.removed = old.installed;
-  const fs::path txn_dir = target.prefix / ".envfix" / "txn" / meta.id;
-  ENVFIX_TRY_VOID(util::create_directories(txn_dir / "backup"));
+// rollback's journal: the old transaction reversed and inverted. What it installed moves into
+// this rollback's backup, directories it created go, directories it removed come back, and its
+// backup returns to its places (meta.split between the two parts). Refuses, removing txn_dir,
+// when the environment changed since in a way that would lose a file.
+Expected<void> invert_ops(const TxnMeta& old, const fs::path& old_backup, const fs::path& txn_dir, AuxDirs& aux,
+                          TxnMeta& meta) {
   std::size_t n = 0;
-  AuxDirs aux(target, txn_dir, meta.id);
   auto trash = [&](const fs::path& file) { return aux.backup_for(file, n++).string(); };
   std::set<fs::path> old_backups{old_backup};
   for (const auto& a : old.aux) old_backups.insert((a / "backup").lexically_normal());
@@ -1218,6 +1257,35 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
   meta.split = meta.ops.size();
   meta.ops.insert(meta.ops.end(), restore_part.begin(), restore_part.end());
   meta.aux = aux.dirs();
+  return {};
+}
+
+} // namespace
+
+Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOptions options) {
+  auto lock = ENVFIX_TRY(EnvLock::acquire(target.prefix, options.wait_for_lock));
+  (void)ENVFIX_TRY(recover_locked(target));
+  const Roots roots = scheme_roots(target);
+  auto last = ENVFIX_TRY(last_backup(target));
+  if (!last)
+    return make_error(ErrorCode::not_found,
+                      fmt::format("nothing to roll back in {}", target.prefix.string()),
+                      "only the last transaction applied with a backup can be rolled back");
+  auto old = ENVFIX_TRY(read_meta(last->txn_dir));
+  old.aux = own_aux(old, last->txn_dir, roots);
+  const fs::path old_backup = (last->txn_dir / "backup").lexically_normal();
+
+  TxnMeta meta;
+  meta.id = new_txn_id();
+  meta.kind = "rollback";
+  meta.rolls_back = old.id;
+  meta.started = static_cast<std::int64_t>(std::time(nullptr));
+  meta.installed = old.removed;
+  meta.removed = old.installed;
+  const fs::path txn_dir = target.prefix / ".envfix" / "txn" / meta.id;
+  ENVFIX_TRY_VOID(util::create_directories(txn_dir / "backup"));
+  AuxDirs aux(target, txn_dir, meta.id);
+  ENVFIX_TRY_VOID(invert_ops(old, old_backup, txn_dir, aux, meta));
   {
     struct Discard {
       fs::path dir;

@@ -57,6 +57,17 @@ struct StagedObject {
   std::string hash;      // RECORD hash of those bytes ("sha256=…"), verified by staging
 };
 
+// The phases of a transaction, in the order run() enters them; rolling_back only after a failure.
+enum class TxnPhase { unpack, kernel_check, remove, install, verify, rolling_back };
+[[nodiscard]] const char* to_string(TxnPhase phase);
+
+// Sent as a phase begins: the caller times phases and renders progress from these values.
+struct TxnEvent {
+  TxnPhase phase = TxnPhase::unpack;
+  std::size_t count = 0;   // wheels to unpack, shared objects to check, files to remove or install
+  std::uint64_t bytes = 0; // unpack: bytes to unpack
+};
+
 struct TransactionOptions {
   bool break_system_packages = false;
   bool keep_backup = true;                     // false: `--no-backup`, nothing to roll back to later
@@ -79,8 +90,8 @@ struct TransactionOptions {
   // Test hook: called with ("unpack"|"hash"|"kernel-check"|"remove"|"install"|"verify", index) before
   // each step; an error is treated like a real failure at that point.
   std::function<Expected<void>(std::string_view step, std::size_t index)> fault;
-  // Progress notes for the caller to render (phases, counts); never required.
-  std::function<void(std::string_view)> progress;
+  // Called as each phase begins; never required.
+  std::function<void(const TxnEvent&)> progress;
   // Bytes unpacked so far of the total, from the unpacking threads (the caller serializes).
   std::function<void(std::uint64_t done, std::uint64_t total)> unpack_progress;
 };

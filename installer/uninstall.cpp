@@ -140,7 +140,7 @@ Expected<std::vector<fs::path>> list_dist_infos(const InstallTarget& target) {
     fs::directory_iterator it(d, ec), end;
     if (ec) {
       if (ec == std::errc::no_such_file_or_directory) continue;
-      return fail(ErrorCode::io, "listing {}: {}", d.string(), ec.message());
+      return fail_errno(ec.value(), ErrorCode::io, "listing {}: {}", d.string(), ec.message());
     }
     for (; it != end; it.increment(ec)) {
       if (ec) break;
@@ -312,10 +312,10 @@ Expected<UninstallPlan> uninstall(const fs::path& dist_info, const InstallTarget
   auto plan = ENVFIX_TRY(plan_uninstall(dist_info, target));
   for (const auto& f : plan.files)
     if (::unlink(f.c_str()) != 0 && errno != ENOENT)
-      return fail(ErrorCode::io, "uninstalling {}: cannot remove {}: {}", plan.name, f, std::strerror(errno));
+      return fail_errno(errno, ErrorCode::io, "uninstalling {}: cannot remove {}: {}", plan.name, f, std::strerror(errno));
   for (const auto& d : plan.dirs)
     if (::rmdir(d.c_str()) != 0 && errno != ENOENT)
-      return fail(ErrorCode::io, "uninstalling {}: cannot remove directory {}: {}", plan.name, d.string(),
+      return fail_errno(errno, ErrorCode::io, "uninstalling {}: cannot remove directory {}: {}", plan.name, d.string(),
                   std::strerror(errno));
   return plan;
 }

@@ -172,13 +172,13 @@ std::size_t pieces_of(std::uint64_t size) { return static_cast<std::size_t>((siz
 // sha256 (hex) of [offset, offset + length) of `path`.
 Expected<std::string> range_hash(const std::string& path, std::uint64_t offset, std::uint64_t length) {
   util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return fail(ErrorCode::io, "cannot read {}: {}", path, std::strerror(errno));
+  if (!fd.valid()) return fail_errno(errno, ErrorCode::io, "cannot read {}: {}", path, std::strerror(errno));
   util::Sha256 h;
   std::vector<char> buf(1 << 20);
   while (length > 0) {
-    auto n = ::pread(fd.get(), buf.data(), std::min<std::uint64_t>(buf.size(), length), static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail(ErrorCode::io, "cannot read {}: {}", path, n < 0 ? std::strerror(errno) : "short file");
+    auto n = util::retry_eintr(
+        [&] { return ::pread(fd.get(), buf.data(), std::min<std::uint64_t>(buf.size(), length), static_cast<off_t>(offset)); });
+    if (n <= 0) return fail_errno(errno, ErrorCode::io, "cannot read {}: {}", path, n < 0 ? std::strerror(errno) : "short file");
     h.update(buf.data(), static_cast<std::size_t>(n));
     offset += static_cast<std::uint64_t>(n);
     length -= static_cast<std::uint64_t>(n);
@@ -367,7 +367,7 @@ Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::
     const auto& f = staged.files[k];
     struct stat st;
     if (::lstat(f.staged.c_str(), &st) != 0)
-      return fail(ErrorCode::io, "unpacked cache: {}: {}", f.staged, std::strerror(errno));
+      return fail_errno(errno, ErrorCode::io, "unpacked cache: {}: {}", f.staged, std::strerror(errno));
     files.push_back(json::array({f.member, f.hash, f.size, f.executable, mtime_ns(st), ctime_ns(st),
                                  static_cast<std::uint64_t>(st.st_ino)}));
     if (!pieces[k].empty()) files.back().push_back(std::move(pieces[k]));
@@ -396,13 +396,13 @@ Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::
   {
     util::Fd fd(::open((temp / manifest_name).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (!fd.valid() || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-      return fail(ErrorCode::io, "unpacked cache: cannot write {}: {}", (temp / manifest_name).string(),
+      return fail_errno(errno, ErrorCode::io, "unpacked cache: cannot write {}: {}", (temp / manifest_name).string(),
                   std::strerror(errno));
   }
   const fs::path entry = m_root / std::string(sha256);
   if (::rename(temp.c_str(), entry.c_str()) != 0) {
     if (errno != ENOTEMPTY && errno != EEXIST)
-      return fail(ErrorCode::io, "unpacked cache: rename {} → {}: {}", temp.string(), entry.string(),
+      return fail_errno(errno, ErrorCode::io, "unpacked cache: rename {} → {}: {}", temp.string(), entry.string(),
                   std::strerror(errno));
     // An entry is already there: a damaged one (find() refused it) or a concurrent run's. Swap it
     // out atomically and drop it; a reader holding its paths keeps working on unlinked files.
@@ -410,7 +410,7 @@ Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::
     if (::rename(entry.c_str(), trash.c_str()) != 0 || ::rename(temp.c_str(), entry.c_str()) != 0) {
       remove_quietly(temp);
       if (auto existing = find(sha256)) return *existing;
-      return fail(ErrorCode::io, "unpacked cache: cannot replace {}: {}", entry.string(), std::strerror(errno));
+      return fail_errno(errno, ErrorCode::io, "unpacked cache: cannot replace {}: {}", entry.string(), std::strerror(errno));
     }
     remove_quietly(trash);
   }
@@ -450,7 +450,7 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
     const std::string from = src(i);
     struct stat st;
     if (::stat(from.c_str(), &st) != 0)
-      return fail(ErrorCode::io, "unpacked cache: {}: {}", from, std::strerror(errno));
+      return fail_errno(errno, ErrorCode::io, "unpacked cache: {}: {}", from, std::strerror(errno));
     modes[i] = st.st_mode & 07777;
     f.staged = dest_root + "/" + f.member;
     auto parent = f.staged.substr(0, f.staged.rfind('/'));
@@ -485,7 +485,7 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
   int first_err = 0;
   struct stat before0;
   if (::lstat(src(0).c_str(), &before0) != 0)
-    return fail(ErrorCode::io, "unpacked cache: {}: {}", src(0), std::strerror(errno));
+    return fail_errno(errno, ErrorCode::io, "unpacked cache: {}: {}", src(0), std::strerror(errno));
   for (auto m : order) {
     int err = link_one(m, src(0), files[0].staged, modes[0]);
     if (err == 0) {
@@ -493,7 +493,7 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
       break;
     }
     if (!unsupported(err, m))
-      return fail(ErrorCode::io, "{} {} → {}: {}", to_string(m), src(0), files[0].staged, std::strerror(err));
+      return fail_errno(err, ErrorCode::io, "{} {} → {}: {}", to_string(m), src(0), files[0].staged, std::strerror(err));
     if (!first_err) first_err = err;
   }
   if (mode != LinkMode::automatic && out.used != mode)
@@ -516,9 +516,10 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
       if (err != 0 && unsupported(err, used)) err = util::copy_file_exclusive(from, files[k].staged, modes[k]);
       else if (err == 0 && stamped) stamp(k, before);
       if (err != 0)
-        return make_error(ErrorCode::io,
-                          fmt::format("{} {} → {}: {}", to_string(used), from, files[k].staged, std::strerror(err)),
-                          err == ENOSPC || err == EDQUOT ? "the disk is full; free space and retry" : "");
+        return with_errno(make_error(ErrorCode::io,
+                                     fmt::format("{} {} → {}: {}", to_string(used), from, files[k].staged, std::strerror(err)),
+                                     err == ENOSPC || err == EDQUOT ? "the disk is full; free space and retry" : ""),
+                          err);
     }
     return {};
   }));

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -15,6 +14,7 @@
 
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
+#include "util/strings.hpp"
 #include "wheel/record.hpp"
 
 namespace envfix::installer {
@@ -23,37 +23,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string trim(std::string_view s) {
-  auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return {};
-  auto e = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(b, e - b + 1));
-}
-
-unsigned current_umask() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("Umask:", 0) == 0) return static_cast<unsigned>(std::stoul(trim(line.substr(6)), nullptr, 8));
-  return 022;
-}
+using util::current_umask;
+using util::trim;
 
 // Writes a new file (never replacing one) with exactly `mode`.
 Expected<void> write_new(const fs::path& path, std::string_view content, unsigned mode) {
   ENVFIX_TRY_VOID(util::create_directories(path.parent_path()));
   util::Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd.valid()) return fail(ErrorCode::io, "cannot create {}: {}", path.string(), std::strerror(errno));
-  std::size_t off = 0;
-  while (off < content.size()) {
-    auto n = ::write(fd.get(), content.data() + off, content.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(ErrorCode::io, "writing {}: {}", path.string(), std::strerror(errno));
-    }
-    off += static_cast<std::size_t>(n);
-  }
+  if (!fd.valid()) return fail_errno(errno, ErrorCode::io, "cannot create {}: {}", path.string(), std::strerror(errno));
+  if (int err = util::write_all(fd.get(), content); err != 0)
+    return fail_errno(err, ErrorCode::io, "writing {}: {}", path.string(), std::strerror(err));
   if (::fchmod(fd.get(), mode) != 0)
-    return fail(ErrorCode::io, "chmod {}: {}", path.string(), std::strerror(errno));
+    return fail_errno(errno, ErrorCode::io, "chmod {}: {}", path.string(), std::strerror(errno));
   return {};
 }
 
@@ -127,6 +108,58 @@ std::string launcher_script(const EntryPoint& ep, const fs::path& python) {
          "    sys.exit(" + ep.attr + "())\n";
 }
 
+namespace {
+
+// A script from the wheel's .data/scripts, rewritten into `rewritten`: #!python → the target
+// interpreter (binary distribution format spec, "Installing a wheel"); scripts always get +x (uv's
+// behaviour).
+struct Rewritten {
+  std::string path, hash;
+  std::uint64_t size = 0;
+};
+Expected<Rewritten> rewrite_script(const std::string& staged, const fs::path& rewritten, const fs::path& python,
+                                   unsigned exec_mode) {
+  auto text = ENVFIX_TRY(util::read_file(staged));
+  std::string content;
+  if (text.starts_with("#!python")) {
+    auto eol = text.find('\n');
+    content = shebang_for(python) + (eol == std::string::npos ? "" : text.substr(eol + 1));
+  } else {
+    content = std::move(text);
+  }
+  ENVFIX_TRY_VOID(write_new(rewritten, content, exec_mode));
+  return Rewritten{rewritten.string(), wheel::RecordEntry::for_content("", content).hash_field(), content.size()};
+}
+
+// Metadata written at install time (INSTALLER, REQUESTED, PEP 610 direct_url.json, RECORD: the
+// recording installed packages spec), RECORD last, listing every file installed.
+Expected<void> write_install_metadata(WheelInstallPlan& plan, std::vector<wheel::RecordEntry> record, const fs::path& gen,
+                                      const fs::path& root, unsigned file_mode, const InstallOptions& options) {
+  auto add_generated = [&](const std::string& name, const std::string& content) -> Expected<void> {
+    fs::path g = gen / "dist-info" / name;
+    ENVFIX_TRY_VOID(write_new(g, content, file_mode));
+    fs::path dest = plan.dist_info / name;
+    plan.moves.push_back({g.string(), dest.lexically_normal().string()});
+    record.push_back(wheel::RecordEntry::for_content(record_path(dest, root), content));
+    return {};
+  };
+  ENVFIX_TRY_VOID(add_generated("INSTALLER", options.installer + "\n"));
+  if (options.requested) ENVFIX_TRY_VOID(add_generated("REQUESTED", ""));
+  if (options.direct_url) ENVFIX_TRY_VOID(add_generated("direct_url.json", *options.direct_url));
+  wheel::RecordEntry self;
+  self.path = record_path(plan.dist_info / "RECORD", root);
+  record.push_back(self);
+  std::sort(record.begin(), record.end(),
+            [](const wheel::RecordEntry& a, const wheel::RecordEntry& b) { return a.path < b.path; });
+  wheel::Record rec{record};
+  fs::path g = gen / "dist-info" / "RECORD";
+  ENVFIX_TRY_VOID(write_new(g, rec.to_string(), file_mode));
+  plan.moves.push_back({g.string(), (plan.dist_info / "RECORD").lexically_normal().string()});
+  return {};
+}
+
+} // namespace
+
 Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, const InstallTarget& target,
                                               const InstallOptions& options) {
   WheelInstallPlan plan;
@@ -193,28 +226,10 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
                       sw.wheel.filename().string(), f.member);
         if (ep_names.contains(sub)) continue; // setuptools wrapper; we generate the launcher
         dest = target.scripts / sub;
-        // #!python → the target interpreter (binary distribution format spec, "Installing a wheel");
-        // scripts always get +x (uv's behaviour).
-        std::string head;
-        {
-          std::ifstream in(f.staged, std::ios::binary);
-          char buf[8] = {};
-          in.read(buf, 8);
-          head.assign(buf, static_cast<std::size_t>(in.gcount()));
-        }
-        fs::path rewritten = gen / "scripts" / sub;
-        std::string content;
-        if (head.starts_with("#!python")) {
-          auto text = ENVFIX_TRY(util::read_file(f.staged));
-          auto eol = text.find('\n');
-          content = shebang_for(target.python) + (eol == std::string::npos ? "" : text.substr(eol + 1));
-        } else {
-          content = ENVFIX_TRY(util::read_file(f.staged));
-        }
-        ENVFIX_TRY_VOID(write_new(rewritten, content, exec_mode));
-        from = rewritten.string();
-        hash = wheel::RecordEntry::for_content("", content).hash_field();
-        size = content.size();
+        auto script = ENVFIX_TRY(rewrite_script(f.staged, gen / "scripts" / sub, target.python, exec_mode));
+        from = std::move(script.path);
+        hash = std::move(script.hash);
+        size = script.size;
       } else {
         return fail(ErrorCode::invalid_input, "{}: unknown .data scheme in '{}'", sw.wheel.filename().string(),
                     f.member);
@@ -258,29 +273,8 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
     record.push_back(wheel::RecordEntry::for_content(record_path(dest, root), text));
   }
 
-  // Metadata written at install time (INSTALLER, REQUESTED, PEP 610 direct_url.json, RECORD: the
-  // recording installed packages spec), RECORD last.
   plan.moves.insert(plan.moves.end(), metadata_moves.begin(), metadata_moves.end());
-  auto add_generated = [&](const std::string& name, const std::string& content) -> Expected<void> {
-    fs::path g = gen / "dist-info" / name;
-    ENVFIX_TRY_VOID(write_new(g, content, file_mode));
-    fs::path dest = plan.dist_info / name;
-    plan.moves.push_back({g.string(), dest.lexically_normal().string()});
-    record.push_back(wheel::RecordEntry::for_content(record_path(dest, root), content));
-    return {};
-  };
-  ENVFIX_TRY_VOID(add_generated("INSTALLER", options.installer + "\n"));
-  if (options.requested) ENVFIX_TRY_VOID(add_generated("REQUESTED", ""));
-  if (options.direct_url) ENVFIX_TRY_VOID(add_generated("direct_url.json", *options.direct_url));
-  wheel::RecordEntry self;
-  self.path = record_path(plan.dist_info / "RECORD", root);
-  record.push_back(self);
-  std::sort(record.begin(), record.end(),
-            [](const wheel::RecordEntry& a, const wheel::RecordEntry& b) { return a.path < b.path; });
-  wheel::Record rec{record};
-  fs::path g = gen / "dist-info" / "RECORD";
-  ENVFIX_TRY_VOID(write_new(g, rec.to_string(), file_mode));
-  plan.moves.push_back({g.string(), (plan.dist_info / "RECORD").lexically_normal().string()});
+  ENVFIX_TRY_VOID(write_install_metadata(plan, std::move(record), gen, root, file_mode, options));
   plan.warnings = sw.warnings;
   return plan;
 }
@@ -292,7 +286,7 @@ Expected<WheelInstallPlan> install_wheel(const wheel::StagedWheel& staged, const
     ENVFIX_TRY_VOID(util::create_directories(fs::path(m.to).parent_path()));
     // rename() replaces an existing file atomically: processes that mapped the old .so keep it.
     if (::rename(m.from.c_str(), m.to.c_str()) != 0)
-      return fail(ErrorCode::io, "installing {}: rename {} → {}: {}", plan.name, m.from, m.to,
+      return fail_errno(errno, ErrorCode::io, "installing {}: rename {} → {}: {}", plan.name, m.from, m.to,
                   std::strerror(errno));
   }
   return plan;

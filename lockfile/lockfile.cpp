@@ -165,16 +165,6 @@ bool is_hex64(std::string_view s) {
 
 } // namespace
 
-std::string strip_credentials(std::string_view url) {
-  auto scheme = url.find("://");
-  if (scheme == std::string_view::npos) return std::string(url);
-  auto host_start = scheme + 3;
-  auto path_start = url.find('/', host_start);
-  auto at = url.rfind('@', path_start == std::string_view::npos ? url.size() : path_start);
-  if (at == std::string_view::npos || at < host_start) return std::string(url);
-  return std::string(url.substr(0, host_start)) + std::string(url.substr(at + 1));
-}
-
 std::string make_target_id(const LockedHost& host) {
   std::vector<std::string> gpus = host.gpus;
   std::sort(gpus.begin(), gpus.end());

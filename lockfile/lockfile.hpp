@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "util/error.hpp"
+#include "util/url.hpp"
 
 namespace envfix::lockfile {
 
@@ -101,8 +102,8 @@ struct LockFile {
 // The id of a target: GPUs joined by '+', the CPython tag, the platform ("cpu" when there is no GPU).
 [[nodiscard]] std::string make_target_id(const LockedHost& host);
 
-// Remove user:password@ from a URL (lockfiles, logs and errors never carry credentials).
-[[nodiscard]] std::string strip_credentials(std::string_view url);
+// Remove user:password@ from a URL (lockfiles, logs and errors never carry credentials): util's.
+using util::strip_credentials;
 
 // The warning for one installed-only entry as a lockfile is written.
 [[nodiscard]] std::string installed_only_warning(const InstalledOnly& p, std::string_view lockfile_path);

@@ -86,325 +86,513 @@ CoverageVerdict check_coverage(const std::vector<specs::GpuArch>& archs, const s
 
 namespace {
 
-// One selection pass; `native_only`: variants the driver runs only through minor-version
-// compatibility are rejected (driver-too-old) instead of tried.
-Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarget& host, const FrameworkRequest& request,
-                                      const ProviderFor& provider_for, bool native_only) {
-  FrameworkChoice out;
-  const std::string main = specs::normalize_name(spec.main_package);
-  const bool gpu_host = !host.gpus.empty();
-  std::vector<std::string> channels =
-      request.channel == "auto" ? std::vector<std::string>{"stable", "test", "nightly"} : std::vector<std::string>{request.channel};
+// Can the driver run this CUDA natively (not only through minor-version compatibility)?
+bool runs_natively(const HostTarget& host, const specs::CudaVersion& c) {
+  if (host.driver_native) return host.driver_native(c);
+  return !host.driver_supports || host.driver_supports(c);
+}
 
-  // The set: the main package, then requested companions (default: the framework's companions).
-  std::vector<std::string> set_names{main};
-  if (request.framework.empty()) {
-    for (const auto& c : spec.companions) set_names.push_back(specs::normalize_name(c));
-  } else {
-    for (const auto& r : request.framework)
-      if (r.normalized_name() != main) set_names.push_back(r.normalized_name());
+std::string main_of(const FrameworkSpec& spec, const FrameworkIndex& idx) {
+  return specs::normalize_name(idx.main_package.empty() ? spec.main_package : idx.main_package);
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// A requested extra of the main package that names a variant (jax[cuda12]): it pins that variant.
+std::string requested_variant_extra(const FrameworkSpec& spec, const specs::Requirement* main_req) {
+  if (!main_req) return {};
+  for (const auto& e : main_req->extras)
+    for (const auto& i : spec.indexes)
+      if (!i.extra.empty() && specs::normalize_name(i.extra) == specs::normalize_name(e)) return i.extra;
+  return {};
+}
+
+// The packages that must be in a variant's resolved set for it to carry GPU kernels, beyond the main
+// package and its companions (jax-cuda13-plugin, jax-cuda13-pjrt); empty when those carry them.
+std::vector<std::string> set_kernel_packages(const FrameworkSpec& spec, const FrameworkIndex& idx) {
+  std::vector<std::string> out;
+  for (const auto& k : idx.kernels) {
+    auto n = specs::normalize_name(k);
+    bool own = n == main_of(spec, idx) || std::any_of(spec.companions.begin(), spec.companions.end(),
+                                                      [&](const std::string& c) { return specs::normalize_name(c) == n; });
+    if (!own) out.push_back(n);
   }
-  const specs::Requirement* main_req = find_req(request.framework, main);
+  return out;
+}
 
-  std::vector<std::string> closest;        // newest not-covering build per variant
+std::vector<std::string> held(const Resolution& res, const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const auto& n : names)
+    if (const auto* pin = res.find(n)) out.push_back(n + " " + pin->version.to_string());
+  return out;
+}
+
+// The state of one selection pass over the channels.
+struct Pass {
+  const FrameworkSpec& spec;
+  const HostTarget& host;
+  const FrameworkRequest& request;
+  const ProviderFor& provider_for;
+  bool native_only = false;
+  bool gpu_host = false;
+  const specs::Requirement* main_req = nullptr; // the request for the framework's main package
+  std::string pinned_extra;                     // a requested extra naming a variant
+  std::vector<std::string> companions;          // set members after the main package
+  FrameworkChoice out;
+  std::vector<std::string> closest; // newest not-covering build per variant
   std::set<std::string> closest_variants;
   std::optional<Error> last_closure_error;
   bool any_index = false;
-
-  auto reject = [&](Rejection r) { out.rejected.push_back(std::move(r)); };
   // Native SASS in any channel ranks above PTX JIT: a JIT-only set that resolves is kept as the
   // fallback while the later channels are searched for a build with SASS for every GPU.
   std::optional<FrameworkChoice> jit_fallback;
   std::optional<Rejection> jit_rejection;
 
-  for (const auto& channel : channels) {
-    std::vector<FrameworkIndex> indexes;
-    for (const auto& i : spec.indexes) {
-      if (i.channel != channel) continue;
-      Rejection r{main, "", i.url, RejectReason::pin, "", ""};
-      if (!request.variant.empty() && i.variant != request.variant) {
-        r.detail = fmt::format("variant {} (--variant {} was requested)", i.variant, request.variant);
-        reject(std::move(r));
-        continue;
-      }
-      if (gpu_host && !i.cuda && !request.allow_cpu && request.variant != i.variant) {
-        r.reason = RejectReason::arch_not_covered;
-        r.detail = fmt::format("{} build has no GPU kernels (use --allow-cpu to accept it)", i.variant);
-        reject(std::move(r));
-        continue;
-      }
-      if (i.cuda && host.driver_supports && !host.driver_supports(*i.cuda)) {
-        r.reason = RejectReason::driver_too_old;
-        r.detail = fmt::format("CUDA {} needs a newer driver than {}", i.cuda->to_string(),
-                               host.driver_version.empty() ? "the host's" : host.driver_version);
-        reject(std::move(r));
-        continue;
-      }
-      if (native_only && i.cuda && host.driver_native && !host.driver_native(*i.cuda)) {
-        r.reason = RejectReason::driver_too_old;
-        r.detail = fmt::format("CUDA {} needs a newer driver than {} natively; it runs there only through minor-version "
-                               "compatibility, tried only when no natively supported variant gives a set",
-                               i.cuda->to_string(), host.driver_version.empty() ? "the host's" : host.driver_version);
-        reject(std::move(r));
-        continue;
-      }
+  void reject(Rejection r) { out.rejected.push_back(std::move(r)); }
+  std::set<RejectReason> near_reasons; // why the closest builds failed
+  std::optional<specs::CudaVersion> jit_cuda; // the CUDA of a build refused as ptx-needs-newer-driver
+  void near_miss(const Rejection& r, const std::string& channel, const FrameworkIndex& idx) {
+    near_reasons.insert(r.reason);
+    if (r.reason == RejectReason::ptx_needs_newer_driver && (!jit_cuda || *idx.cuda > *jit_cuda)) jit_cuda = idx.cuda;
+    if (closest_variants.insert(idx.variant).second)
+      closest.push_back(fmt::format("{} {} ({} {}): {}: {}", r.name, r.version, channel, idx.variant, to_string(r.reason), r.detail));
+  }
+  [[nodiscard]] std::string driver() const { return host.driver_version.empty() ? "the host's" : host.driver_version; }
+};
+
+// The channel's indexes this host and request allow, newest CUDA first (the CPU build first on a host
+// without GPUs); the others are rejected with the reason.
+std::vector<FrameworkIndex> usable_indexes(Pass& p, const std::string& channel) {
+  const auto& host = p.host;
+  const auto& request = p.request;
+  std::vector<FrameworkIndex> indexes;
+  for (const auto& i : p.spec.indexes) {
+    if (i.channel != channel) continue;
+    Rejection r{main_of(p.spec, i), "", i.url, RejectReason::pin, "", ""};
+    if (!request.variant.empty() && i.variant != request.variant) {
+      r.detail = fmt::format("variant {} (--variant {} was requested)", i.variant, request.variant);
+    } else if (!p.pinned_extra.empty() && i.extra != p.pinned_extra) {
+      r.detail = fmt::format("variant {} ({}[{}] was requested)", i.variant, specs::normalize_name(p.spec.main_package),
+                             p.pinned_extra);
+    } else if (p.gpu_host && !i.cuda && !request.allow_cpu && request.variant != i.variant) {
+      r.reason = RejectReason::arch_not_covered;
+      r.detail = fmt::format("{} build has no GPU kernels (use --allow-cpu to accept it)", i.variant);
+    } else if (i.cuda && host.driver_supports && !host.driver_supports(*i.cuda)) {
+      r.reason = RejectReason::driver_too_old;
+      r.detail = fmt::format("CUDA {} (variant {}) needs a newer driver than {}", i.cuda->to_string(), i.variant, p.driver());
+    } else if (p.native_only && i.cuda && !runs_natively(host, *i.cuda)) {
+      r.reason = RejectReason::driver_too_old;
+      r.detail = fmt::format("CUDA {} needs a newer driver than {} natively; it runs there only through minor-version "
+                             "compatibility, tried only when no natively supported variant gives a set",
+                             i.cuda->to_string(), p.driver());
+    } else {
       indexes.push_back(i);
+      continue;
     }
-    // Newest CUDA first; on a host without GPUs the CPU build leads.
-    std::stable_sort(indexes.begin(), indexes.end(), [&](const auto& a, const auto& b) {
-      if (!gpu_host && (a.variant == "cpu") != (b.variant == "cpu")) return a.variant == "cpu";
-      return cuda_rank(a) > cuda_rank(b);
-    });
-    if (!indexes.empty()) any_index = true;
+    p.reject(std::move(r));
+  }
+  std::stable_sort(indexes.begin(), indexes.end(), [&](const auto& a, const auto& b) {
+    if (!p.gpu_host && (a.variant == "cpu") != (b.variant == "cpu")) return a.variant == "cpu";
+    return cuda_rank(a) > cuda_rank(b);
+  });
+  if (!indexes.empty()) p.any_index = true;
+  return indexes;
+}
 
-    std::vector<MainCandidate> cands;
-    for (std::size_t pos = 0; pos < indexes.size(); ++pos) {
-      const auto& idx = indexes[pos];
-      auto& provider = provider_for(idx);
-      auto files = provider.candidates(main);
-      if (!files) return std::unexpected(std::move(files).error().context(fmt::format("cannot read the {} index {}", channel, idx.url)));
-      ResolveOptions opts;
-      opts.target = host.python;
-      opts.allow_unhashed = request.allow_unhashed;
-      auto pf = classify_files(*files, opts);
-      for (auto& r : pf.rejected) reject(r);
-      std::vector<specs::Version> seen;
-      for (const auto& f : pf.usable) {
-        if (std::find(seen.begin(), seen.end(), f.version) != seen.end()) continue;
-        seen.push_back(f.version);
-        Rejection r{main, f.version.to_string(), idx.url, RejectReason::pin, "", f.file.filename};
-        std::optional<bool> pre;
-        if (channel == "nightly" || channel == "test") pre = true;
-        if (main_req && !main_req->specifier.contains(f.version, pre)) {
-          r.detail = fmt::format("excluded by {}", main_req->to_string());
-          reject(std::move(r));
-          continue;
-        }
-        if (!main_req && !pre && f.version.is_prerelease()) {
-          r.detail = "pre-release on the stable channel";
-          reject(std::move(r));
-          continue;
-        }
-        if (f.version.has_local() && f.version.local() != idx.variant) {
-          r.reason = RejectReason::mixed_variant;
-          r.detail = fmt::format("+{} build on the {} index", f.version.local(), idx.variant);
-          reject(std::move(r));
-          continue;
-        }
-        if (f.file.yanked) {
-          r.reason = RejectReason::yanked;
-          r.detail = f.file.yanked_reason.empty() ? "yanked" : "yanked: " + f.file.yanked_reason;
-          reject(std::move(r));
-          continue;
-        }
-        MainCandidate mc{f, pos, {}};
-        auto facts = gpu_host && idx.cuda && spec.evidence ? spec.evidence(f.wheel, idx.variant) : std::nullopt;
-        if (facts) {
-          // What the binaries said outranks any table row.
-          auto ev = judge_evidence(*facts, host.gpus);
-          if (ev.none) {
-            r.reason = RejectReason::arch_not_covered;
-            r.detail = fmt::format("read from the binaries ({}): none of its {} GPU modules runs on {}; they hold {}",
-                                   facts->source, ev.none_coverage.total(), ev.none->sm_name(), evidence_archs(*facts));
-            if (closest_variants.insert(idx.variant).second)
-              closest.push_back(fmt::format("{} {} ({} {}): {}", main, f.version.to_string(), channel, idx.variant, r.detail));
-            reject(std::move(r));
-            continue;
-          }
-          mc.cover = fmt::format("its binaries cover {} ({})", gpu_list(host.gpus), facts->source);
-          if (!ev.partial.empty()) {
-            mc.partial = true;
-            mc.cover = fmt::format("its binaries cover {} only partly ({})", gpu_list(ev.partial), facts->source);
-            mc.warnings.push_back(fmt::format("{} {}: its binaries cover {} only partly (read from {}); a small test may "
-                                              "pass and the full app fail", main, f.version.to_string(),
-                                              gpu_list(ev.partial), facts->source));
-          }
-          mc.ptx_only = !ev.jit_only.empty();
-          if (mc.ptx_only)
-            mc.warnings.push_back(fmt::format("{} {} runs on {} only through PTX JIT compilation (slow first start, "
-                                              "possibly lower performance)", main, f.version.to_string(), gpu_list(ev.jit_only)));
-        } else if (gpu_host && idx.cuda) {
-          auto archs = spec.archs ? spec.archs(f.version, idx.variant) : std::nullopt;
-          if (!archs) {
-            mc.cover = "no arch data for this build: its kernels are checked after download";
-            mc.warnings.push_back(fmt::format("{} {}: no arch data for this build (arch-unverified); its kernels are "
-                                              "checked after download", main, f.version.to_string()));
-            reject(Rejection{main, f.version.to_string(), idx.url, RejectReason::arch_unverified,
-                             "accepted without arch data; verified after download", f.file.filename});
-          } else {
-            auto cov = check_coverage(*archs, host.gpus);
-            if (!cov.uncovered.empty()) {
-              r.reason = RejectReason::arch_not_covered;
-              r.detail = fmt::format("kernels {}; {} not covered", arch_list(*archs), gpu_list(cov.uncovered));
-              if (closest_variants.insert(idx.variant).second)
-                closest.push_back(fmt::format("{} {} ({} {}): {}", main, f.version.to_string(), channel, idx.variant, r.detail));
-              reject(std::move(r));
-              continue;
-            }
-            mc.cover = fmt::format("the matrices say its kernels cover {} (checked after download)", gpu_list(host.gpus));
-            mc.ptx_only = !cov.ptx_only.empty();
-            if (!cov.ptx_only.empty())
-              mc.warnings.push_back(fmt::format("{} {} runs on {} only through PTX JIT compilation (slow first start, "
-                                                "possibly lower performance)", main, f.version.to_string(), gpu_list(cov.ptx_only)));
-          }
-        }
-        cands.push_back(std::move(mc));
-      }
+// The request's and the index's say on one version of the main package; nullopt admits it.
+std::optional<Rejection> version_veto(const Pass& p, const FrameworkIndex& idx, const std::string& channel,
+                                      const ProjectFile& f) {
+  Rejection r{main_of(p.spec, idx), f.version.to_string(), idx.url, RejectReason::pin, "", f.file.filename};
+  std::optional<bool> pre;
+  if (channel == "nightly" || channel == "test") pre = true;
+  if (p.main_req && !p.main_req->specifier.contains(f.version, pre)) {
+    r.detail = fmt::format("excluded by {}", p.main_req->to_string());
+  } else if (!p.main_req && !pre && f.version.is_prerelease()) {
+    r.detail = "pre-release on the stable channel";
+  } else if (f.version.has_local() && f.version.local() != idx.variant) {
+    r.reason = RejectReason::mixed_variant;
+    r.detail = fmt::format("+{} build on the {} index", f.version.local(), idx.variant);
+  } else if (f.file.yanked) {
+    r.reason = RejectReason::yanked;
+    r.detail = f.file.yanked_reason.empty() ? "yanked" : "yanked: " + f.file.yanked_reason;
+  } else {
+    return std::nullopt;
+  }
+  return r;
+}
+
+// Do the build's kernels run on every GPU? What its binaries said, else the matrices' row. Fills the
+// candidate's cover text, warnings and JIT flag; false (after rejecting it) when they do not run.
+bool judge_kernels(Pass& p, const FrameworkIndex& idx, const std::string& channel, MainCandidate& mc) {
+  const auto& f = mc.file;
+  const auto& host = p.host;
+  const std::string main = main_of(p.spec, idx), ver = f.version.to_string();
+  Rejection r{main, ver, idx.url, RejectReason::arch_not_covered, "", f.file.filename};
+  std::vector<specs::ComputeCapability> jit_only;
+  auto facts = p.gpu_host && idx.cuda && p.spec.evidence ? p.spec.evidence(f.wheel, idx.variant) : std::nullopt;
+  if (facts) {
+    // What the binaries said outranks any table row.
+    auto ev = judge_evidence(*facts, host.gpus);
+    if (ev.none) {
+      r.detail = fmt::format("read from the binaries ({}): none of its {} GPU modules runs on {}; they hold {}", facts->source,
+                             ev.none_coverage.total(), ev.none->sm_name(), evidence_archs(*facts));
+      p.near_miss(r, channel, idx);
+      p.reject(std::move(r));
+      return false;
     }
-    std::stable_sort(cands.begin(), cands.end(), [](const MainCandidate& a, const MainCandidate& b) {
-      auto pa = a.file.version.public_version(), pb = b.file.version.public_version();
-      if (pa != pb) return pa > pb;
-      return a.index_pos < b.index_pos;
-    });
+    mc.cover = fmt::format("its binaries cover {} ({})", gpu_list(host.gpus), facts->source);
+    if (!ev.partial.empty()) {
+      mc.partial = true;
+      mc.cover = fmt::format("its binaries cover {} only partly ({})", gpu_list(ev.partial), facts->source);
+      mc.warnings.push_back(fmt::format("{} {}: its binaries cover {} only partly (read from {}); a small test may "
+                                        "pass and the full app fail", main, ver, gpu_list(ev.partial), facts->source));
+    }
+    jit_only = ev.jit_only;
+  } else if (p.gpu_host && idx.cuda) {
+    auto archs = p.spec.archs ? p.spec.archs(f.version, idx.variant) : std::nullopt;
+    if (!archs) {
+      mc.cover = "unverified (no arch data for this build), checked after download";
+      mc.warnings.push_back(fmt::format("{} {}: unverified (no arch data for this build, arch-unverified), checked after "
+                                        "download", main, ver));
+      p.reject(Rejection{main, ver, idx.url, RejectReason::arch_unverified,
+                         "accepted without arch data; unverified, checked after download", f.file.filename});
+      return true;
+    }
+    auto cov = check_coverage(*archs, host.gpus);
+    if (!cov.uncovered.empty()) {
+      r.detail = fmt::format("kernels {}; {} not covered", arch_list(*archs), gpu_list(cov.uncovered));
+      p.near_miss(r, channel, idx);
+      p.reject(std::move(r));
+      return false;
+    }
+    bool verified = p.spec.archs_verified && p.spec.archs_verified(f.version, idx.variant);
+    mc.cover = verified ? fmt::format("the matrices say its kernels cover {} (checked after download)", gpu_list(host.gpus))
+                        : fmt::format("the matrices' unverified row lists kernels for {}: unverified, checked after download",
+                                      gpu_list(host.gpus));
+    jit_only = cov.ptx_only;
+  }
+  mc.ptx_only = !jit_only.empty();
+  if (!mc.ptx_only) return true;
+  // JIT of PTX needs a driver that knows its ISA: minor-version compatibility runs newer SASS, not newer PTX.
+  if (!runs_natively(host, *idx.cuda)) {
+    r.reason = RejectReason::ptx_needs_newer_driver;
+    r.detail = fmt::format("runs on {} only through PTX JIT of CUDA {} PTX{}; driver {} runs CUDA {} only through "
+                           "minor-version compatibility, which cannot JIT PTX newer than the driver's own CUDA",
+                           gpu_list(jit_only), idx.cuda->to_string(), idx.ptx_isa.empty() ? "" : " (ISA " + idx.ptx_isa + ")",
+                           p.driver(), idx.cuda->to_string());
+    p.near_miss(r, channel, idx);
+    p.reject(std::move(r));
+    return false;
+  }
+  mc.warnings.push_back(fmt::format("{} {} runs on {} only through PTX JIT compilation (slow first start, possibly lower "
+                                    "performance)", main, ver, gpu_list(jit_only)));
+  return true;
+}
 
-    for (const auto& mc : cands) {
-      const auto& idx = indexes[mc.index_pos];
-      const auto& v = mc.file.version;
-      std::vector<specs::Requirement> roots;
-      auto main_pin = specs::Requirement::parse(fmt::format("{}=={}", main, v.to_string()));
-      if (!main_pin) return std::unexpected(main_pin.error());
-      if (main_req) main_pin->extras = main_req->extras;
-      roots.push_back(*main_pin);
-      const bool nightly = v.dev().has_value();
-      for (std::size_t k = 1; k < set_names.size(); ++k) {
-        const auto& comp = set_names[k];
-        const specs::Requirement* user = find_req(request.framework, comp);
-        std::string text = comp;
-        if (user && !user->extras.empty()) {
-          text += "[";
-          for (std::size_t e = 0; e < user->extras.size(); ++e) text += (e ? "," : "") + user->extras[e];
-          text += "]";
-        }
-        std::vector<std::string> clauses;
-        if (user && !user->specifier.empty()) clauses.push_back(user->specifier.to_string());
-        auto coupled = (!nightly && spec.companion_version) ? spec.companion_version(v.public_version(), comp) : std::nullopt;
-        if (coupled) clauses.push_back("==" + *coupled);
-        if (nightly) clauses.push_back(">=0.0.dev0"); // names a pre-release: allows this companion's nightlies
-        for (std::size_t c = 0; c < clauses.size(); ++c) text += (c ? "," : "") + clauses[c];
-        auto req = specs::Requirement::parse(text);
-        if (!req) return std::unexpected(req.error());
-        roots.push_back(*req);
-      }
-      roots.insert(roots.end(), request.others.begin(), request.others.end());
-
-      std::set<std::string> members(set_names.begin(), set_names.end());
-      ResolveOptions opts;
-      opts.target = host.python;
-      opts.allow_unhashed = request.allow_unhashed;
-      std::string variant = idx.variant;
-      std::optional<std::uint64_t> date = v.dev();
-      const auto* evidence = gpu_host && idx.cuda && spec.evidence ? &spec.evidence : nullptr;
-      const auto gpus = host.gpus;
-      opts.filter = [members, variant, date, main, evidence, gpus](const index::Candidate& c,
-                                                                   const specs::WheelFilename& wf) -> std::optional<Veto> {
-        if (!members.contains(c.project) || c.project == main) return std::nullopt;
-        // A companion whose binaries were read and hold nothing for a GPU cannot join the set.
-        if (evidence)
-          if (auto facts = (*evidence)(wf, variant))
-            if (auto ev = judge_evidence(*facts, gpus); ev.none)
-              return Veto{RejectReason::arch_not_covered,
-                          fmt::format("read from the binaries ({}): none of its {} GPU modules runs on {}", facts->source,
-                                      ev.none_coverage.total(), ev.none->sm_name())};
-        if (wf.version.has_local() && wf.version.local() != variant)
-          return Veto{RejectReason::mixed_variant, fmt::format("+{} build; the set is {}", wf.version.local(), variant)};
-        if (date && wf.version.dev() != date)
-          return Veto{RejectReason::nightly_date_mismatch,
-                      fmt::format("build dev{}; the set's {} is dev{}", wf.version.dev() ? *wf.version.dev() : 0, main, *date)};
-        return std::nullopt;
-      };
-      Resolver resolver(provider_for(idx), opts);
-      auto res = resolver.resolve(roots);
-      for (const auto& r : resolver.rejected())
-        out.rejected.push_back(r);
-      if (!res) {
-        if (res.error().code != ErrorCode::unsatisfiable && res.error().code != ErrorCode::not_found)
-          return std::unexpected(res.error());
-        // Which companion failed, and why: a missing companion or one of another nightly date.
-        RejectReason why = RejectReason::conflict;
-        auto text = res.error().render();
-        for (std::size_t k = 1; k < set_names.size(); ++k)
-          if (text.find("'" + set_names[k] + "'") != std::string::npos || text.find(set_names[k] + "==") != std::string::npos ||
-              text.find(set_names[k] + ">=") != std::string::npos)
-            why = RejectReason::companion_missing;
-        if (why == RejectReason::companion_missing && date) {
-          for (const auto& r : resolver.rejected())
-            if (r.reason == RejectReason::nightly_date_mismatch) why = RejectReason::nightly_date_mismatch;
-        }
-        reject(Rejection{main, v.to_string(), idx.url, why, res.error().message, mc.file.file.filename});
-        last_closure_error = res.error();
+// The main-package builds of the channel's indexes that may run here, newest first.
+Expected<std::vector<MainCandidate>> main_candidates(Pass& p, const std::vector<FrameworkIndex>& indexes,
+                                                     const std::string& channel) {
+  std::vector<MainCandidate> cands;
+  for (std::size_t pos = 0; pos < indexes.size(); ++pos) {
+    const auto& idx = indexes[pos];
+    auto files = p.provider_for(idx).candidates(main_of(p.spec, idx));
+    if (!files)
+      return std::unexpected(std::move(files).error().context(fmt::format("cannot read the {} index {}", channel, idx.url)));
+    ResolveOptions opts;
+    opts.target = p.host.python;
+    opts.allow_unhashed = p.request.allow_unhashed;
+    auto pf = classify_files(*files, opts);
+    for (auto& r : pf.rejected) p.reject(r);
+    std::vector<specs::Version> seen;
+    for (const auto& f : pf.usable) {
+      if (std::find(seen.begin(), seen.end(), f.version) != seen.end()) continue;
+      seen.push_back(f.version);
+      if (auto veto = version_veto(p, idx, channel, f)) {
+        p.reject(std::move(*veto));
         continue;
       }
-      out.index = idx;
-      out.resolution = std::move(*res);
-      out.warnings = mc.warnings;
-      std::string cover = gpu_host ? (idx.cuda ? mc.cover : "CPU build (--allow-cpu)") : "no GPU on the target";
-      out.why = fmt::format("{} {} from the {} channel, variant {}{}: {}", main, v.to_string(), channel, idx.variant,
-                            idx.cuda ? fmt::format(" (CUDA {}{})", idx.cuda->to_string(),
-                                                   host.driver_version.empty() ? "" : ", driver " + host.driver_version + " runs it")
-                                     : "",
-                            cover);
-      // The legacy ladder: say when this is the last release that will cover an old GPU.
-      bool pinned = std::any_of(request.framework.begin(), request.framework.end(), [&](const specs::Requirement& r) {
-        return r.normalized_name() == main && !r.specifier.empty();
-      });
-      if (auto note = last_release_note(spec, v, host.gpus, !pinned); !note.empty()) out.warnings.push_back(note);
-      if (!idx.discovered.empty()) out.warnings.push_back(idx.discovered);
-      if (mc.ptx_only || mc.partial) {
-        if (!jit_fallback) {
-          jit_fallback = out;
-          jit_rejection = mc.partial ? Rejection{main, v.to_string(), idx.url, RejectReason::arch_partly_covered,
-                                                 "its binaries cover the GPUs only partly; a fully covered build ranks above it",
-                                                 mc.file.file.filename}
-                                     : Rejection{main, v.to_string(), idx.url, RejectReason::ptx_jit_only,
-                                                 "runs only through PTX JIT; a build with native SASS ranks above it",
-                                                 mc.file.file.filename};
-        }
-        continue;
-      }
-      if (jit_rejection) out.rejected.push_back(*jit_rejection);
-      return out;
+      MainCandidate mc{f, pos, {}, false, false, ""};
+      if (judge_kernels(p, idx, channel, mc)) cands.push_back(std::move(mc));
     }
   }
-  if (jit_fallback) {
-    jit_fallback->rejected = out.rejected;
-    jit_fallback->why += jit_rejection && jit_rejection->reason == RejectReason::arch_partly_covered
-                             ? "; no fully covered build was found, so this partly covered one is the best there is"
-                             : "; no build with native SASS for every GPU was found, so this one runs by PTX JIT";
-    return *jit_fallback;
-  }
+  std::stable_sort(cands.begin(), cands.end(), [](const MainCandidate& a, const MainCandidate& b) {
+    auto pa = a.file.version.public_version(), pb = b.file.version.public_version();
+    if (pa != pb) return pa > pb;
+    return a.index_pos < b.index_pos;
+  });
+  return cands;
+}
 
-  // Nothing fits: say why plainly.
+// The roots of a set: the main package pinned, with the variant's extra (jax[cuda13]); the companions
+// with their coupled versions; then the other requested packages.
+Expected<std::vector<specs::Requirement>> set_roots(const Pass& p, const FrameworkIndex& idx, const specs::Version& v) {
+  std::vector<specs::Requirement> roots;
+  auto main_pin = ENVFIX_TRY(specs::Requirement::parse(fmt::format("{}=={}", main_of(p.spec, idx), v.to_string())));
+  if (p.main_req) main_pin.extras = p.main_req->extras;
+  if (!idx.extra.empty() && std::none_of(main_pin.extras.begin(), main_pin.extras.end(), [&](const std::string& e) {
+        return specs::normalize_name(e) == specs::normalize_name(idx.extra);
+      })) {
+    main_pin.extras.push_back(idx.extra);
+    std::sort(main_pin.extras.begin(), main_pin.extras.end());
+  }
+  roots.push_back(std::move(main_pin));
+  const bool nightly = v.dev().has_value();
+  for (const auto& comp : p.companions) {
+    const specs::Requirement* user = find_req(p.request.framework, comp);
+    std::string text = comp;
+    if (user && !user->extras.empty()) {
+      text += "[";
+      for (std::size_t e = 0; e < user->extras.size(); ++e) text += (e ? "," : "") + user->extras[e];
+      text += "]";
+    }
+    std::vector<std::string> clauses;
+    if (user && !user->specifier.empty()) clauses.push_back(user->specifier.to_string());
+    auto coupled = (!nightly && p.spec.companion_version) ? p.spec.companion_version(v.public_version(), comp) : std::nullopt;
+    if (coupled) clauses.push_back("==" + *coupled);
+    if (nightly) clauses.push_back(">=0.0.dev0"); // names a pre-release: allows this companion's nightlies
+    for (std::size_t c = 0; c < clauses.size(); ++c) text += (c ? "," : "") + clauses[c];
+    roots.push_back(ENVFIX_TRY(specs::Requirement::parse(text)));
+  }
+  roots.insert(roots.end(), p.request.others.begin(), p.request.others.end());
+  return roots;
+}
+
+// The vetoes on the set's members beside the main package (companions and the variant's packages):
+// the same variant, the same nightly date, and no binaries known to hold nothing for a GPU.
+CandidateFilter set_filter(const Pass& p, const FrameworkIndex& idx, const specs::Version& v) {
+  std::set<std::string> members(p.companions.begin(), p.companions.end());
+  for (const auto& k : idx.packages) members.insert(specs::normalize_name(k));
+  std::string main = main_of(p.spec, idx), variant = idx.variant;
+  std::optional<std::uint64_t> date = v.dev();
+  const auto* evidence = p.gpu_host && idx.cuda && p.spec.evidence ? &p.spec.evidence : nullptr;
+  const auto gpus = p.host.gpus;
+  return [members, variant, date, main, evidence, gpus](const index::Candidate& c,
+                                                        const specs::WheelFilename& wf) -> std::optional<Veto> {
+    if (!members.contains(c.project) || c.project == main) return std::nullopt;
+    // A member whose binaries were read and hold nothing for a GPU cannot join the set.
+    if (evidence)
+      if (auto facts = (*evidence)(wf, variant))
+        if (auto ev = judge_evidence(*facts, gpus); ev.none)
+          return Veto{RejectReason::arch_not_covered,
+                      fmt::format("read from the binaries ({}): none of its {} GPU modules runs on {}", facts->source,
+                                  ev.none_coverage.total(), ev.none->sm_name())};
+    if (wf.version.has_local() && wf.version.local() != variant)
+      return Veto{RejectReason::mixed_variant, fmt::format("+{} build; the set is {}", wf.version.local(), variant)};
+    if (date && wf.version.dev() != date)
+      return Veto{RejectReason::nightly_date_mismatch,
+                  fmt::format("build dev{}; the set's {} is dev{}", wf.version.dev() ? *wf.version.dev() : 0, main, *date)};
+    return std::nullopt;
+  };
+}
+
+// Why a set did not resolve, from the index itself: a companion with no file of its coupled version
+// (companion-missing), a member whose every such file the set's vetoes refused (their reason), else
+// a dependency conflict.
+RejectReason failed_set_reason(const Pass& p, CandidateProvider& provider, const FrameworkIndex& idx,
+                               const std::vector<specs::Requirement>& roots, const CandidateFilter& filter) {
+  ResolveOptions opts;
+  opts.target = p.host.python;
+  opts.allow_unhashed = p.request.allow_unhashed;
+  std::vector<std::pair<std::string, const specs::Requirement*>> members;
+  for (std::size_t k = 1; k <= p.companions.size() && k < roots.size(); ++k) members.emplace_back(roots[k].normalized_name(), &roots[k]);
+  for (const auto& n : idx.packages) members.emplace_back(specs::normalize_name(n), nullptr);
+  std::optional<RejectReason> vetoed;
+  for (const auto& [name, root] : members) {
+    auto files = provider.candidates(name);
+    if (!files) continue;
+    auto usable = classify_files(*files, opts).usable;
+    std::erase_if(usable, [&](const ProjectFile& f) { return root && !root->specifier.contains(f.version, true); });
+    if (usable.empty()) {
+      if (root) return RejectReason::companion_missing;
+      continue;
+    }
+    std::optional<RejectReason> why;
+    bool any_kept = false;
+    for (const auto& f : usable) {
+      if (auto veto = filter(f.file, f.wheel)) why = veto->reason;
+      else any_kept = true;
+    }
+    if (!any_kept && why && !vetoed) vetoed = why;
+  }
+  return vetoed.value_or(RejectReason::conflict);
+}
+
+// The variant a resolved set really is: its index's, unless the variant's kernels live in packages
+// the set does not hold (jax without jax-cuda13-plugin is CPU-only). Empty when it is the index's.
+std::string realized_variant_problem(const Pass& p, const FrameworkIndex& idx, const Resolution& res) {
+  if (!idx.cuda) return {};
+  auto need = set_kernel_packages(p.spec, idx);
+  if (need.empty() || !held(res, need).empty()) return {};
+  for (const auto& other : p.spec.indexes)
+    if (other.variant != idx.variant)
+      if (auto h = held(res, set_kernel_packages(p.spec, other)); !h.empty())
+        return fmt::format("the resolved set holds {} of variant {}, not the {} packages", join(h), other.variant, idx.variant);
+  return fmt::format("the resolved set holds none of {}: a CPU-only set", join(need));
+}
+
+// The summary line, from the planned set: which build, and where its kernels are.
+std::string summary(const Pass& p, const FrameworkIndex& idx, const std::string& channel, const MainCandidate& mc,
+                    const Resolution& res) {
+  const auto& v = mc.file.version;
+  std::string cuda;
+  if (idx.cuda) {
+    std::vector<std::string> parts{"CUDA " + idx.cuda->to_string()};
+    if (!p.host.driver_version.empty()) parts.push_back("driver " + p.host.driver_version + " runs it");
+    if (auto h = held(res, set_kernel_packages(p.spec, idx)); !h.empty()) parts.push_back("kernels in " + join(h));
+    std::string joined;
+    for (const auto& s : parts) joined += (joined.empty() ? "" : "; ") + s;
+    cuda = " (" + joined + ")";
+  }
+  std::string cover = p.gpu_host ? (idx.cuda ? mc.cover : "CPU build (--allow-cpu)") : "no GPU on the target";
+  return fmt::format("{} {} from the {} channel, variant {}{}: {}", main_of(p.spec, idx), v.to_string(), channel, idx.variant,
+                     cuda, cover);
+}
+
+// Resolve the set of one main-package build; true when it is the choice (p.out), false when the
+// next candidate is to be tried (rejected, or kept as the JIT fallback).
+Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::string& channel, const MainCandidate& mc) {
+  const auto& v = mc.file.version;
+  const std::string main = main_of(p.spec, idx);
+  auto roots = ENVFIX_TRY(set_roots(p, idx, v));
+  ResolveOptions opts;
+  opts.target = p.host.python;
+  opts.allow_unhashed = p.request.allow_unhashed;
+  opts.filter = set_filter(p, idx, v);
+  auto& provider = p.provider_for(idx);
+  Resolver resolver(provider, opts);
+  auto res = resolver.resolve(roots);
+  for (const auto& r : resolver.rejected()) p.out.rejected.push_back(r);
+  if (!res) {
+    if (res.error().code != ErrorCode::unsatisfiable && res.error().code != ErrorCode::not_found)
+      return std::unexpected(res.error());
+    p.reject(Rejection{main, v.to_string(), idx.url, failed_set_reason(p, provider, idx, roots, opts.filter),
+                       res.error().message, mc.file.file.filename});
+    p.last_closure_error = res.error();
+    return false;
+  }
+  FrameworkIndex chosen = idx;
+  std::string cover = mc.cover;
+  if (auto problem = realized_variant_problem(p, idx, *res); !problem.empty()) {
+    Rejection r{main, v.to_string(), idx.url, RejectReason::arch_not_covered, problem, mc.file.file.filename};
+    if (problem.find("CPU-only") == std::string::npos) r.reason = RejectReason::mixed_variant;
+    if (r.reason == RejectReason::mixed_variant || (p.gpu_host && !p.request.allow_cpu)) {
+      if (p.gpu_host) r.detail += " (no GPU kernels; --allow-cpu accepts it)";
+      p.near_miss(r, channel, idx);
+      p.reject(std::move(r));
+      return false;
+    }
+    // Named for what it is: a CPU-only set is not variant cuda13.
+    chosen.variant = "cpu";
+    chosen.cuda.reset();
+  }
+  p.out.index = chosen;
+  p.out.resolution = std::move(*res);
+  p.out.warnings = mc.warnings;
+  p.out.why = summary(p, chosen, channel, mc, p.out.resolution);
+  if (!chosen.cuda && idx.cuda && p.gpu_host) p.out.why += fmt::format(" ({} of variant {} brings no GPU kernels)", main, idx.variant);
+  // The legacy ladder: say when this is the last release that will cover an old GPU.
+  bool pinned = p.main_req && !p.main_req->specifier.empty();
+  if (auto note = last_release_note(p.spec, v, p.host.gpus, !pinned); !note.empty()) p.out.warnings.push_back(note);
+  if (!idx.discovered.empty()) p.out.warnings.push_back(idx.discovered);
+  if (chosen.cuda && (mc.ptx_only || mc.partial)) {
+    if (!p.jit_fallback) {
+      p.jit_fallback = p.out;
+      p.jit_rejection = mc.partial ? Rejection{main, v.to_string(), idx.url, RejectReason::arch_partly_covered,
+                                               "its binaries cover the GPUs only partly; a fully covered build ranks above it",
+                                               mc.file.file.filename}
+                                   : Rejection{main, v.to_string(), idx.url, RejectReason::ptx_jit_only,
+                                               "runs only through PTX JIT; a build with native SASS ranks above it",
+                                               mc.file.file.filename};
+    }
+    return false;
+  }
+  if (p.jit_rejection) p.out.rejected.push_back(*p.jit_rejection);
+  return true;
+}
+
+// Nothing fits: say why plainly.
+Error no_set_error(Pass& p) {
+  const auto& spec = p.spec;
+  const std::string main = specs::normalize_name(spec.main_package);
   Error e{ErrorCode::unsatisfiable, "", {}, ""};
-  std::string req_text = main_req ? main_req->to_string() : main;
-  bool arch_problem = !closest.empty();
-  if (!any_index) {
+  std::string req_text = p.main_req ? p.main_req->to_string() : main;
+  bool arch_problem = !p.closest.empty();
+  if (!p.any_index) {
     e.message = fmt::format("no {} index is usable on this host", spec.name);
-    for (const auto& r : out.rejected)
+    for (const auto& r : p.out.rejected)
       if (r.version.empty()) e.causes.push_back(fmt::format("{}: {}", r.index, r.detail));
-  } else if (arch_problem) {
-    e.message = fmt::format("no GPU build of {} covers {}", req_text, gpu_list(host.gpus));
+  } else if (arch_problem && p.near_reasons == std::set<RejectReason>{RejectReason::ptx_needs_newer_driver}) {
+    e.message = fmt::format("no GPU build of {} runs on {} with driver {}: the builds for it need PTX JIT, which this "
+                            "driver cannot do for their CUDA", req_text, gpu_list(p.host.gpus), p.driver());
     e.causes.push_back("the newest builds that came closest:");
-    for (const auto& c : closest) e.causes.push_back(c);
-  } else if (last_closure_error) {
-    e = *last_closure_error;
+    for (const auto& c : p.closest) e.causes.push_back(c);
+  } else if (arch_problem) {
+    e.message = fmt::format("no GPU build of {} covers {}", req_text, gpu_list(p.host.gpus));
+    e.causes.push_back("the newest builds that came closest:");
+    for (const auto& c : p.closest) e.causes.push_back(c);
+  } else if (p.last_closure_error) {
+    e = *p.last_closure_error;
     e.message = fmt::format("no consistent {} set: {}", spec.name, e.message);
   } else {
     e.message = fmt::format("no build of {} fits this host", req_text);
     std::map<std::string, int> why;
-    for (const auto& r : out.rejected)
+    for (const auto& r : p.out.rejected)
       if (r.name == main) ++why[std::string(to_string(r.reason))];
     for (const auto& [reason, n] : why) e.causes.push_back(fmt::format("{} file(s) rejected: {}", n, reason));
   }
-  if (arch_problem || gpu_host) {
+  if (arch_problem || p.gpu_host) {
     std::string archs;
-    for (const auto& g : host.gpus) archs += (archs.empty() ? "" : ";") + g.to_string();
-    e.hint = fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for this GPU: "
-                         "TORCH_CUDA_ARCH_LIST=\"{}\" pip install --no-binary {} {}",
-                         spec.name, archs, main, main);
+    for (const auto& g : p.host.gpus) archs += (archs.empty() ? "" : ";") + g.to_string();
+    e.hint = spec.name == "torch" ? fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for this GPU: "
+                                                "TORCH_CUDA_ARCH_LIST=\"{}\" pip install --no-binary {} {}",
+                                                spec.name, archs, main, main)
+                                  : fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for {}",
+                                                spec.name, gpu_list(p.host.gpus));
+    if (p.jit_cuda)
+      e.hint = fmt::format("a driver that runs CUDA {} natively can JIT its PTX; ", p.jit_cuda->to_string()) + e.hint;
   }
   e.causes.push_back("`envfix plan --explain` lists every rejected file");
-  if (request.rejected_out) *request.rejected_out = out.rejected;
-  return std::unexpected(e);
+  if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
+  return e;
+}
+
+// One selection pass; `native_only`: variants the driver runs only through minor-version
+// compatibility are rejected (driver-too-old) instead of tried.
+Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarget& host, const FrameworkRequest& request,
+                                      const ProviderFor& provider_for, bool native_only) {
+  Pass p{spec, host, request, provider_for};
+  p.native_only = native_only;
+  p.gpu_host = !host.gpus.empty();
+  const std::string main = specs::normalize_name(spec.main_package);
+  p.main_req = find_req(request.framework, main);
+  p.pinned_extra = requested_variant_extra(spec, p.main_req);
+  // The set: the main package, then requested companions (default: the framework's companions).
+  if (request.framework.empty()) {
+    for (const auto& c : spec.companions) p.companions.push_back(specs::normalize_name(c));
+  } else {
+    for (const auto& r : request.framework)
+      if (r.normalized_name() != main) p.companions.push_back(r.normalized_name());
+  }
+  std::vector<std::string> channels =
+      request.channel == "auto" ? std::vector<std::string>{"stable", "test", "nightly"} : std::vector<std::string>{request.channel};
+  for (const auto& channel : channels) {
+    auto indexes = usable_indexes(p, channel);
+    auto cands = ENVFIX_TRY(main_candidates(p, indexes, channel));
+    for (const auto& mc : cands)
+      if (ENVFIX_TRY(try_candidate(p, indexes[mc.index_pos], channel, mc))) return std::move(p.out);
+  }
+  if (p.jit_fallback) {
+    p.jit_fallback->rejected = p.out.rejected;
+    p.jit_fallback->why += p.jit_rejection && p.jit_rejection->reason == RejectReason::arch_partly_covered
+                               ? "; no fully covered build was found, so this partly covered one is the best there is"
+                               : "; no build with native SASS for every GPU was found, so this one runs by PTX JIT";
+    return *p.jit_fallback;
+  }
+  return std::unexpected(no_set_error(p));
 }
 
 } // namespace
@@ -433,6 +621,19 @@ namespace envfix::resolver {
 std::vector<std::string> framework_family(const FrameworkSpec& spec) {
   std::vector<std::string> out{specs::normalize_name(spec.main_package)};
   for (const auto& c : spec.companions) out.push_back(specs::normalize_name(c));
+  return out;
+}
+
+std::vector<std::string> framework_packages(const FrameworkSpec& spec) {
+  auto out = framework_family(spec);
+  auto add = [&](const std::string& n) {
+    auto x = specs::normalize_name(n);
+    if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+  };
+  for (const auto& i : spec.indexes) {
+    if (!i.main_package.empty()) add(i.main_package);
+    for (const auto& k : i.packages) add(k);
+  }
   return out;
 }
 

@@ -24,6 +24,16 @@ struct FrameworkIndex {
   // Non-empty for an index found on the channel's aggregate page rather than listed by the matrices
   // (resolver/discovery.hpp): the warning a plan from it carries.
   std::string discovered;
+  // The variant's GPU package set (matrices::Variant): the pip extra that selects it ("cuda13" for
+  // jax[cuda13], "and-cuda"), its own main package when it differs from the framework's ("paddlepaddle"
+  // on cpu), the packages that join the set through that extra (jaxlib, jax-cuda13-plugin, …: same
+  // index, same vetoes as companions), and the packages whose binaries hold its GPU kernels (empty:
+  // the main package and its companions).
+  std::string extra;
+  std::string main_package;
+  std::vector<std::string> packages;
+  std::vector<std::string> kernels;
+  std::string ptx_isa; // the PTX ISA of the variant's CUDA ("8.5"); "" when unknown
 };
 
 // Kernels read from a build's binaries, and where they were read.
@@ -50,6 +60,8 @@ struct FrameworkSpec {
   std::vector<FrameworkIndex> indexes;
   // Kernel archs in a build; nullopt when the data does not know (→ arch-unverified).
   std::function<std::optional<std::vector<specs::GpuArch>>(const specs::Version&, std::string_view variant)> archs;
+  // Whether those archs were confirmed (confidence verified); unset: none are.
+  std::function<bool(const specs::Version&, std::string_view variant)> archs_verified;
   // What the binaries of a build already said (read by apply's kernel gate, or from the installed
   // set), by wheel and index variant; nullopt when none was read. Evidence beats the table above.
   std::function<std::optional<BuildFacts>(const specs::WheelFilename&, std::string_view variant)> evidence;
@@ -118,6 +130,9 @@ namespace envfix::resolver {
 
 // Every package of the framework's set (main first, then companions), normalized.
 [[nodiscard]] std::vector<std::string> framework_family(const FrameworkSpec& spec);
+// The family plus every variant's own main package and set packages (paddlepaddle, jaxlib,
+// jax-cuda12-plugin, …): what a plan may remove when the new set does not hold it.
+[[nodiscard]] std::vector<std::string> framework_packages(const FrameworkSpec& spec);
 
 // Split a request into the framework set and other packages. An empty request means the framework
 // packages already installed, else the main package and its companions (docs/architecture.md,

@@ -29,7 +29,14 @@ Expected<FrameworkSpec> framework_spec_from(const matrices::Knowledge& knowledge
       if (!v || (v->kind != "cuda" && v->kind != "cpu")) continue;
       auto url = fw->index_url(channel, name, mirror);
       if (!url) continue;
-      spec.indexes.push_back(FrameworkIndex{channel, name, v->cuda, *url});
+      FrameworkIndex idx{channel, name, v->cuda, *url};
+      idx.extra = v->extra;
+      if (!v->main_package.empty() && v->main_package != fw->main_package) idx.main_package = v->main_package;
+      idx.packages = v->packages;
+      idx.kernels = v->kernels;
+      if (v->cuda)
+        if (const auto* tk = knowledge.toolkit(*v->cuda)) idx.ptx_isa = tk->ptx_isa;
+      spec.indexes.push_back(std::move(idx));
     }
   }
   std::string fw_name = fw->name, plat(platform);
@@ -43,6 +50,11 @@ Expected<FrameworkSpec> framework_spec_from(const matrices::Knowledge& knowledge
       return all;
     }
     return std::nullopt;
+  };
+  spec.archs_verified = [k, fw_name, plat](const specs::Version& version, std::string_view variant) {
+    for (const auto& b : k->variants_for(fw_name, version, plat))
+      if (b.variant == variant) return b.verified;
+    return false;
   };
   spec.companion_version = [k, fw_name](const specs::Version& v, std::string_view companion) {
     return k->companion_version(fw_name, v, companion);

@@ -20,6 +20,7 @@ std::string_view to_string(RejectReason r) {
   case RejectReason::conflict: return "conflict";
   case RejectReason::ptx_jit_only: return "ptx-jit-only";
   case RejectReason::arch_partly_covered: return "arch-partly-covered";
+  case RejectReason::ptx_needs_newer_driver: return "ptx-needs-newer-driver";
   }
   return "invalid";
 }

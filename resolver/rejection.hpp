@@ -23,6 +23,8 @@ enum class RejectReason {
   conflict,              // a dependency conflict excluded it during resolution
   ptx_jit_only,          // runs only by PTX JIT; ranked below a build with native SASS that was chosen
   arch_partly_covered,   // its binaries cover the GPUs only partly; ranked below a fully covered build
+  ptx_needs_newer_driver, // runs only by PTX JIT, and the driver runs its CUDA only by minor-version
+                          // compatibility, which cannot JIT PTX of a newer ISA
 };
 
 [[nodiscard]] std::string_view to_string(RejectReason r);

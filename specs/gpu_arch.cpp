@@ -5,14 +5,12 @@
 
 #include <fmt/core.h>
 
+#include "util/strings.hpp"
+
 namespace envfix::specs {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using util::lower;
 
 // `text` with a caret under position `pos`, for parse errors.
 std::string caret(std::string_view text, std::size_t pos) {

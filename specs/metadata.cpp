@@ -9,17 +9,9 @@
 namespace envfix::specs {
 namespace {
 
-struct Field {
-  std::string name, value;
-  std::size_t line = 0; // 1-based line of the header
-};
+using Field = Header;
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           auto l = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; };
-           return l(x) == l(y);
-         });
-}
+bool iequals(std::string_view a, std::string_view b) { return header_name_equals(a, b); }
 
 std::string_view rtrim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
@@ -27,58 +19,9 @@ std::string_view rtrim(std::string_view s) {
   return s;
 }
 
-// RFC 5322 field name: printable ASCII except ':' and space.
-bool is_ftext(char c) { return c >= 33 && c <= 126 && c != ':'; }
-
 Expected<std::pair<std::vector<Field>, std::string>> parse_headers(std::string_view text) {
-  std::vector<Field> fields;
-  std::string body;
-  std::size_t pos = 0, line_no = 0;
-  while (pos < text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    std::size_t next = nl == std::string_view::npos ? text.size() : nl + 1;
-    std::string_view line = text.substr(pos, (nl == std::string_view::npos ? text.size() : nl) - pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    ++line_no;
-    if (line.empty()) { // end of headers
-      body = std::string(text.substr(next));
-      break;
-    }
-    if (line.front() == ' ' || line.front() == '\t') {
-      if (fields.empty())
-        return fail(ErrorCode::invalid_input, "line {}: continuation line '{}' before any header", line_no, line);
-      fields.back().value += '\n';
-      fields.back().value += line;
-      pos = next;
-      continue;
-    }
-    std::size_t colon = 0;
-    while (colon < line.size() && is_ftext(line[colon])) ++colon;
-    if (colon == 0 || colon >= line.size() || line[colon] != ':') { // not a header: the body starts here
-      body = std::string(text.substr(pos));
-      break;
-    }
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    fields.push_back(Field{std::string(line.substr(0, colon)), std::string(value), line_no});
-    pos = next;
-  }
-  for (auto& f : fields) f.value = std::string(rtrim(f.value));
-  return std::pair{std::move(fields), std::move(body)};
-}
-
-// A folded value as one line: "\n" plus indentation becomes one space.
-std::string unfold(std::string_view v) {
-  std::string out;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (v[i] == '\n' || v[i] == '\r') {
-      while (i + 1 < v.size() && (v[i + 1] == ' ' || v[i + 1] == '\t' || v[i + 1] == '\n' || v[i + 1] == '\r')) ++i;
-      out += ' ';
-    } else {
-      out += v[i];
-    }
-  }
-  return out;
+  auto block = ENVFIX_TRY(read_headers(text));
+  return std::pair{std::move(block.headers), std::move(block.body)};
 }
 
 std::unexpected<Error> with_hint(std::unexpected<Error> e, std::string hint) {

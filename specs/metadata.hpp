@@ -8,16 +8,15 @@
 #include <vector>
 
 #include "specs/requirement.hpp"
+#include "specs/rfc822.hpp"
 #include "specs/specifier.hpp"
 #include "specs/version.hpp"
 #include "util/error.hpp"
 
 namespace envfix::specs {
 
-// RFC 822 headers as Python's email.parser (compat32) reads them: names as written, values with
-// leading blanks and trailing whitespace trimmed, continuation lines kept as "\n<line>". Headers end
-// at the first empty line or a line that is not a header; a non-empty body is appended as
-// ("Description", body) unless a Description header exists. Accepts \n and \r\n.
+// The headers of read_headers (specs/rfc822.hpp) as (name, value) pairs; a non-empty body is
+// appended as ("Description", body) unless a Description header exists.
 [[nodiscard]] Expected<std::vector<std::pair<std::string, std::string>>> parse_rfc822(std::string_view text);
 
 struct CoreMetadata {

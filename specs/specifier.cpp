@@ -4,23 +4,15 @@
 
 #include <fmt/format.h>
 
+#include "util/strings.hpp"
+
 namespace envfix::specs {
 namespace {
 
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_ws(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_ws(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
+using util::lower;
+using util::trim;
 
 // packaging's _version_split: [epoch, release..., pre ("a1"), "postN", "devN"] as strings.
 std::vector<std::string> version_split(const Version& v, std::size_t* release_len = nullptr) {

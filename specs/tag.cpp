@@ -6,16 +6,13 @@
 
 #include <fmt/format.h>
 
+#include "util/strings.hpp"
+
 namespace envfix::specs {
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
+using util::lower;
 
 // "<what>: <why>" followed by the input and a caret under the offending position.
 Error tag_error(std::string_view what, std::string_view text, std::size_t pos, std::string_view why) {

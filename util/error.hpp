@@ -2,6 +2,7 @@
 // The one error type of envfix. Every fallible function returns Expected<T>; nothing throws across
 // a module boundary. cli/ renders an Error as `error: …`, `  caused by: …`, `hint: …`.
 #include <expected>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,9 @@ struct Error {
   std::string message;             // what failed, naming the input (file:line, URL, package)
   std::vector<std::string> causes; // outermost first: "caused by: …"
   std::string hint;                // what the user can do about it; may be empty
+  // The errno of the system call that failed, where one did: lets callers (cli's OS hints) classify
+  // by value instead of by searching the message. Kept through context().
+  std::optional<int> sys_errno = std::nullopt;
 
   // Wrap with context: the new message goes on top, the old one becomes the first cause.
   [[nodiscard]] Error context(std::string outer) && {
@@ -54,10 +58,23 @@ using Expected = std::expected<T, Error>;
   return std::unexpected<Error>(Error{code, std::move(message), {}, std::move(hint)});
 }
 
+// The same error carrying the errno of the failed system call.
+[[nodiscard]] inline std::unexpected<Error> with_errno(std::unexpected<Error> e, int err) {
+  e.error().sys_errno = err;
+  return e;
+}
+
 template <class... Args>
 [[nodiscard]] std::unexpected<Error> fail(ErrorCode code, fmt::format_string<Args...> f,
                                           Args&&... args) {
   return make_error(code, fmt::format(f, std::forward<Args>(args)...));
+}
+
+// fail() for a failed system call: the error keeps `err` (the call's errno) as data. Pass errno
+// itself as the first argument; the format arguments usually include std::strerror(err).
+template <class... Args>
+[[nodiscard]] std::unexpected<Error> fail_errno(int err, ErrorCode code, fmt::format_string<Args...> f, Args&&... args) {
+  return with_errno(make_error(code, fmt::format(f, std::forward<Args>(args)...)), err);
 }
 
 // Propagate an error out of a function returning Expected<U>:

@@ -14,9 +14,37 @@ namespace envfix::util {
 
 namespace {
 std::unexpected<Error> errno_error(std::string_view what, const fs::path& p, int err) {
-  return make_error(ErrorCode::io, fmt::format("{} {}: {}", what, p.string(), std::strerror(err)));
+  return with_errno(make_error(ErrorCode::io, fmt::format("{} {}: {}", what, p.string(), std::strerror(err))), err);
 }
 } // namespace
+
+int write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    auto n = retry_eintr([&] { return ::write(fd, data.data(), data.size()); });
+    if (n < 0) return errno;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return 0;
+}
+
+unsigned current_umask() {
+  auto status = read_file("/proc/self/status");
+  if (!status) return 022;
+  auto at = status->find("\nUmask:");
+  if (at == std::string::npos) return 022;
+  unsigned mask = 0;
+  bool any = false;
+  for (std::size_t i = at + 7; i < status->size() && (*status)[i] != '\n'; ++i) {
+    char c = (*status)[i];
+    if (c >= '0' && c <= '7') {
+      mask = mask * 8 + static_cast<unsigned>(c - '0');
+      any = true;
+    } else if (any || (c != ' ' && c != '\t')) {
+      break;
+    }
+  }
+  return any ? (mask & 0777) : 022;
+}
 
 Fd& Fd::operator=(Fd&& o) noexcept {
   if (this != &o) {
@@ -35,11 +63,8 @@ Expected<std::string> read_file(const fs::path& path) {
   std::string out;
   char buf[65536];
   for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno_error("cannot read", path, errno);
-    }
+    ssize_t n = retry_eintr([&] { return ::read(fd.get(), buf, sizeof buf); });
+    if (n < 0) return errno_error("cannot read", path, errno);
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
   }
@@ -60,16 +85,9 @@ Expected<void> write_file_atomic(const fs::path& path, std::string_view content,
   if (raw < 0) return errno_error("cannot create temporary file in", dir, errno);
   Fd fd(raw);
   auto cleanup = [&] { ::unlink(tmpl.c_str()); };
-  std::size_t off = 0;
-  while (off < content.size()) {
-    ssize_t n = ::write(fd.get(), content.data() + off, content.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      cleanup();
-      return errno_error("cannot write", path, e);
-    }
-    off += static_cast<std::size_t>(n);
+  if (int e = write_all(fd.get(), content); e != 0) {
+    cleanup();
+    return errno_error("cannot write", path, e);
   }
   if (::fchmod(fd.get(), mode) != 0 || ::fsync(fd.get()) != 0) {
     int e = errno;
@@ -88,7 +106,7 @@ Expected<void> write_file_atomic(const fs::path& path, std::string_view content,
 Expected<void> create_directories(const fs::path& path) {
   std::error_code ec;
   fs::create_directories(path, ec);
-  if (ec) return make_error(ErrorCode::io, fmt::format("cannot create directory {}: {}", path.string(), ec.message()));
+  if (ec) return with_errno(make_error(ErrorCode::io, fmt::format("cannot create directory {}: {}", path.string(), ec.message())), ec.value());
   return {};
 }
 
@@ -150,20 +168,10 @@ int copy_file_exclusive(const fs::path& src, const fs::path& dest, unsigned mode
       if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP) return fail_with(errno);
       use_range = false; // older kernels / some filesystem pairs: plain read/write
     }
-    auto n = ::read(in.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail_with(errno);
-    }
+    auto n = retry_eintr([&] { return ::read(in.get(), buf, sizeof buf); });
+    if (n < 0) return fail_with(errno);
     if (n == 0) break;
-    for (ssize_t off = 0; off < n;) {
-      auto w = ::write(out.get(), buf + off, static_cast<std::size_t>(n - off));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return fail_with(errno);
-      }
-      off += w;
-    }
+    if (int e = write_all(out.get(), std::string_view(buf, static_cast<std::size_t>(n))); e != 0) return fail_with(e);
   }
   ::fchmod(out.get(), static_cast<mode_t>(mode));
   return 0;

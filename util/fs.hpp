@@ -1,5 +1,6 @@
 #pragma once
 // File helpers that return Expected and never throw (std::filesystem is used with error_code).
+#include <cerrno>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -11,6 +12,23 @@
 namespace envfix::util {
 
 namespace fs = std::filesystem;
+
+// Calls `call` again while it fails with EINTR (a signal arrived mid-call): for read, write, open,
+// poll, waitpid and the like, which return a negative value and set errno on failure.
+template <class F>
+auto retry_eintr(F&& call) -> decltype(call()) {
+  decltype(call()) r;
+  do r = call();
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
+// Writes all of `data` to `fd` (short writes and EINTR retried). 0, or the errno of the failing write.
+[[nodiscard]] int write_all(int fd, std::string_view data);
+
+// The process's umask, read from /proc/self/status so that it is never changed (umask(2) can only
+// be read by setting it, which races with other threads creating files); 022 where unreadable.
+[[nodiscard]] unsigned current_umask();
 
 [[nodiscard]] Expected<std::string> read_file(const fs::path& path);
 // Write to a temp file in the same directory, fsync, rename over `path`, fsync the directory:

@@ -53,7 +53,7 @@ std::string sha256_hex(std::string_view bytes) {
 Expected<std::string> sha256_file_hex(const std::filesystem::path& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   auto io_error = [&](std::string_view what, int err) {
-    return make_error(ErrorCode::io, fmt::format("{} {}: {}", what, path.string(), std::strerror(err)));
+    return with_errno(make_error(ErrorCode::io, fmt::format("{} {}: {}", what, path.string(), std::strerror(err))), err);
   };
   if (!fd.valid()) return io_error("cannot open", errno);
   struct stat st {};
@@ -65,11 +65,8 @@ Expected<std::string> sha256_file_hex(const std::filesystem::path& path) {
   auto buf = std::make_unique_for_overwrite<char[]>(buf_size);
   Sha256 h;
   for (;;) {
-    ssize_t n = ::read(fd.get(), buf.get(), buf_size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return io_error("cannot read", errno);
-    }
+    ssize_t n = retry_eintr([&] { return ::read(fd.get(), buf.get(), buf_size); });
+    if (n < 0) return io_error("cannot read", errno);
     if (n == 0) break;
     h.update(buf.get(), static_cast<std::size_t>(n));
   }

@@ -6,6 +6,13 @@
 
 namespace envfix::util {
 
+// ASCII lower case ("Name" → "name"); other bytes unchanged (names, tags, header keys are ASCII).
+[[nodiscard]] std::string lower(std::string_view s);
+// ASCII case-insensitive equality.
+[[nodiscard]] bool iequals(std::string_view a, std::string_view b);
+// Without leading and trailing ASCII whitespace (space, \t, \r, \n, \f, \v).
+[[nodiscard]] std::string_view trim(std::string_view s);
+
 // "a,,b," split at ',' → {"a", "b"}: empty parts are dropped.
 [[nodiscard]] std::vector<std::string> split(std::string_view s, char sep);
 // {"a", "b"} joined with ", " → "a, b".

@@ -88,7 +88,7 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
   if (argv.empty()) return make_error(ErrorCode::internal, "run_process: empty argv");
   int out_pipe[2], err_pipe[2], in_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(in_pipe, O_CLOEXEC) != 0)
-    return fail(ErrorCode::io, "cannot create pipes: {}", std::strerror(errno));
+    return fail_errno(errno, ErrorCode::io, "cannot create pipes: {}", std::strerror(errno));
   Fd out_r(out_pipe[0]), out_w(out_pipe[1]), err_r(err_pipe[0]), err_w(err_pipe[1]), in_r(in_pipe[0]), in_w(in_pipe[1]);
 
   posix_spawn_file_actions_t fa;
@@ -121,7 +121,7 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0)
-    return make_error(ErrorCode::subprocess, fmt::format("cannot start {}: {}", argv[0], std::strerror(rc)));
+    return with_errno(make_error(ErrorCode::subprocess, fmt::format("cannot start {}: {}", argv[0], std::strerror(rc))), rc);
   in_r = Fd();
   out_w = Fd();
   err_w = Fd();
@@ -169,11 +169,7 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
     }
   }
   int status = 0;
-  for (;;) {
-    pid_t w = ::waitpid(pid, &status, 0);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) break;
-  }
+  (void)retry_eintr([&] { return ::waitpid(pid, &status, 0); });
   res.out = out_cap.take(res.out_dropped);
   res.err = err_cap.take(res.err_dropped);
   if (WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);

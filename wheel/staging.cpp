@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <system_error>
 
 #include "specs/name.hpp"
+#include "specs/rfc822.hpp"
+#include "specs/version.hpp"
+#include "specs/wheel_filename.hpp"
 #include "util/fs.hpp"
 #include "util/text.hpp"
 #include "util/parallel.hpp"
@@ -52,80 +54,23 @@ bool valid_utf8(std::string_view s) {
   return true;
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return out;
-}
-
-// Versions as they appear in file names and METADATA: the same after lowercasing, dropping a
-// leading 'v' and turning '_' into '-' is close enough to PEP 440 equality for this check.
-bool same_version(std::string_view a, std::string_view b) {
-  auto norm = [](std::string_view v) {
-    std::string s = lower(v);
-    if (!s.empty() && s[0] == 'v') s.erase(0, 1);
-    std::replace(s.begin(), s.end(), '_', '-');
-    return s;
-  };
-  return norm(a) == norm(b);
-}
-
-std::string trim(std::string_view s) {
-  auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return {};
-  auto e = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(b, e - b + 1));
-}
-
-// Email-style headers: the first value of each field (the first Wheel-Version wins, as in pip).
-std::map<std::string, std::string> parse_headers(std::string_view text) {
-  std::map<std::string, std::string> out;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    auto eol = text.find('\n', pos);
-    std::string_view line = text.substr(pos, eol == std::string_view::npos ? text.size() - pos : eol - pos);
-    pos = eol == std::string_view::npos ? text.size() : eol + 1;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) break; // body follows
-    if (line[0] == ' ' || line[0] == '\t') continue;
-    auto colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    auto key = lower(trim(line.substr(0, colon)));
-    out.try_emplace(key, trim(line.substr(colon + 1)));
-  }
-  return out;
-}
-
-unsigned current_umask() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("Umask:", 0) == 0) return static_cast<unsigned>(std::stoul(trim(line.substr(6)), nullptr, 8));
-  return 022;
-}
-
-struct FilenameParts {
+// METADATA's first Name and Version, through the one RFC 822 reader (specs/rfc822.hpp).
+struct NameVersion {
   std::string name, version;
 };
+Expected<NameVersion> metadata_name_version(std::string_view metadata, std::string_view name_for_errors) {
+  auto block = ENVFIX_TRY(specs::read_headers(metadata, name_for_errors));
+  NameVersion out;
+  if (auto* h = block.find("Name")) out.name = h->value;
+  if (auto* h = block.find("Version")) out.version = h->value;
+  return out;
+}
 
-Expected<FilenameParts> split_wheel_filename(const std::string& file) {
-  if (file.size() < 5 || file.substr(file.size() - 4) != ".whl")
-    return fail(ErrorCode::invalid_input, "{}: not a wheel file name (no .whl suffix)", file);
-  std::vector<std::string> parts;
-  std::string stem = file.substr(0, file.size() - 4);
-  std::size_t start = 0;
-  for (;;) {
-    auto dash = stem.find('-', start);
-    parts.push_back(stem.substr(start, dash == std::string::npos ? std::string::npos : dash - start));
-    if (dash == std::string::npos) break;
-    start = dash + 1;
-  }
-  if (parts.size() != 5 && parts.size() != 6)
-    return make_error(ErrorCode::invalid_input,
-                      fmt::format("{}: a wheel name has 5 or 6 dash-separated parts, this has {}", file,
-                                  parts.size()),
-                      "expected {name}-{version}(-{build})?-{python}-{abi}-{platform}.whl");
-  return FilenameParts{parts[0], parts[1]};
+// PEP 440 equality (specs::Version), so "1.0" and "1.0.0" or "v1.0" agree; text that is no version
+// never equals anything.
+bool same_version(std::string_view text, const specs::Version& v) {
+  auto parsed = specs::Version::parse(text);
+  return parsed && *parsed == v;
 }
 
 } // namespace
@@ -138,14 +83,17 @@ std::string record_hash(std::string_view bytes) {
 
 Expected<std::string> record_hash_file(const fs::path& path) {
   util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return fail(ErrorCode::io, "cannot read {}: {}", path.string(), std::strerror(errno));
+  if (!fd.valid()) {
+    int err = errno;
+    return with_errno(fail(ErrorCode::io, "cannot read {}: {}", path.string(), std::strerror(err)), err);
+  }
   util::Sha256 h;
   char buf[1 << 16];
   for (;;) {
-    auto n = ::read(fd.get(), buf, sizeof buf);
+    auto n = util::retry_eintr([&] { return ::read(fd.get(), buf, sizeof buf); });
     if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(ErrorCode::io, "cannot read {}: {}", path.string(), std::strerror(errno));
+      int err = errno;
+      return with_errno(fail(ErrorCode::io, "cannot read {}: {}", path.string(), std::strerror(err)), err);
     }
     if (n == 0) break;
     h.update(buf, static_cast<std::size_t>(n));
@@ -197,15 +145,9 @@ std::vector<const StagedFile*> StagedWheel::shared_objects() const {
 
 namespace {
 
-// All checks that need only the directory and the small metadata members (nothing written yet).
-Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, const StagingOptions& opt,
-                               std::map<std::string, RecordEntry>& record_out) {
-  const std::string wname = wheel.filename().string();
-  auto fn = ENVFIX_TRY(split_wheel_filename(wname));
-  StagedWheel sw;
-  sw.wheel = wheel;
-
-  // Policy checks on the names as stored (libarchive normalizes some of them away).
+// validate (1): the member names as stored (libarchive normalizes some of them away) and as read:
+// each name allowed and unique, only regular files and directories.
+Expected<void> check_members(const WheelArchive& ar, const std::string& wname) {
   std::set<std::string> seen;
   for (const auto& raw : ar.raw_names()) {
     if (auto ok = check_member_name(raw); !ok)
@@ -218,7 +160,6 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
   if (ar.raw_names().size() != ar.entries().size())
     return fail(ErrorCode::invalid_input, "{}: the ZIP directory lists {} members, the reader found {}", wname,
                 ar.raw_names().size(), ar.entries().size());
-  std::set<std::string> dist_infos, data_dirs;
   for (const auto& e : ar.entries()) {
     std::string key = e.name;
     if (!key.empty() && key.back() == '/') key.pop_back();
@@ -235,6 +176,17 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
       return fail(ErrorCode::invalid_input, "{}: member '{}' is not a regular file", wname, e.name);
     default: break;
     }
+  }
+  return {};
+}
+
+// validate (2): exactly one top-level .dist-info, a .data directory only of the same stem, and
+// METADATA, WHEEL and RECORD inside it. Sets sw.dist_info and sw.data_dir.
+Expected<void> find_dist_info(const WheelArchive& ar, const std::string& wname, StagedWheel& sw) {
+  std::set<std::string> dist_infos, data_dirs;
+  for (const auto& e : ar.entries()) {
+    std::string key = e.name;
+    if (!key.empty() && key.back() == '/') key.pop_back();
     auto top = key.substr(0, key.find('/'));
     bool is_dir_child = key.find('/') != std::string::npos || e.type == ArchiveEntry::Type::directory;
     if (is_dir_child && top.ends_with(".dist-info")) dist_infos.insert(top);
@@ -252,46 +204,52 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
     if (d != sw.data_dir)
       return fail(ErrorCode::invalid_input, "{}: data directory '{}' does not match the dist-info '{}'",
                   wname, d, sw.dist_info);
-
   for (const char* required : {"METADATA", "WHEEL", "RECORD"})
     if (!ar.find(sw.dist_info + "/" + required))
       return fail(ErrorCode::invalid_input, "{}: {}/{} is missing", wname, sw.dist_info, required);
+  return {};
+}
 
-  // WHEEL (PEP 427: refuse a Wheel-Version major above 1).
+// validate (3): WHEEL (refuse a Wheel-Version major above 1, PEP 427), and METADATA's name and
+// version, which must agree with the file name and the dist-info folder (PEP 440 equality).
+Expected<void> check_wheel_and_metadata(const WheelArchive& ar, const std::string& wname,
+                                        const specs::WheelFilename& fn, StagedWheel& sw) {
   auto wheel_text = ENVFIX_TRY(ar.read_member(sw.dist_info + "/WHEEL"));
-  auto info = WheelInfo::parse(wheel_text, wname + ":" + sw.dist_info + "/WHEEL");
-  if (!info) return std::unexpected(std::move(info.error()));
-  sw.wheel_version = fmt::format("{}.{}", info->version_major, info->version_minor);
-  if (info->version_major > WheelInfo::supported_major)
+  auto info = ENVFIX_TRY(WheelInfo::parse(wheel_text, wname + ":" + sw.dist_info + "/WHEEL"));
+  sw.wheel_version = fmt::format("{}.{}", info.version_major, info.version_minor);
+  if (info.version_major > WheelInfo::supported_major)
     return make_error(ErrorCode::invalid_input,
                       fmt::format("{}: Wheel-Version {} is not supported (this installer reads 1.x)", wname,
                                   sw.wheel_version),
                       "upgrade envfix, or pick an older build of the package");
-  if (info->newer_minor)
+  if (info.newer_minor)
     sw.warnings.push_back(fmt::format("{}: Wheel-Version {} is newer than 1.0", wname, sw.wheel_version));
-  sw.root_is_purelib = info->root_is_purelib;
+  sw.root_is_purelib = info.root_is_purelib;
 
-  // METADATA name and version must agree with the file name and the dist-info folder.
   sw.metadata = ENVFIX_TRY(ar.read_member(sw.dist_info + "/METADATA"));
-  auto md = parse_headers(sw.metadata);
-  sw.name = md.contains("name") ? md["name"] : "";
-  sw.version = md.contains("version") ? md["version"] : "";
+  auto md = ENVFIX_TRY(metadata_name_version(sw.metadata, wname + ":" + sw.dist_info + "/METADATA"));
+  sw.name = std::move(md.name);
+  sw.version = std::move(md.version);
   if (sw.name.empty() || sw.version.empty())
     return fail(ErrorCode::invalid_input, "{}: {}/METADATA lacks Name or Version", wname, sw.dist_info);
-  if (specs::normalize_name(sw.name) != specs::normalize_name(fn.name) || !same_version(sw.version, fn.version))
+  if (specs::normalize_name(sw.name) != fn.normalized_name() || !same_version(sw.version, fn.version))
     return fail(ErrorCode::invalid_input, "{}: METADATA says {} {}, the file name says {} {}", wname,
-                sw.name, sw.version, fn.name, fn.version);
+                sw.name, sw.version, fn.name, fn.version.to_string());
+  const std::string stem = sw.dist_info.substr(0, sw.dist_info.size() - std::string_view(".dist-info").size());
   bool stem_ok = false;
   for (std::size_t dash = stem.find('-'); dash != std::string::npos; dash = stem.find('-', dash + 1))
     stem_ok = stem_ok || (specs::normalize_name(stem.substr(0, dash)) == specs::normalize_name(sw.name) &&
-                          same_version(stem.substr(dash + 1), sw.version));
+                          same_version(stem.substr(dash + 1), fn.version));
   if (!stem_ok)
     return fail(ErrorCode::invalid_input, "{}: dist-info '{}' does not match {} {}", wname, sw.dist_info,
                 sw.name, sw.version);
-  if (auto* ep = ar.find(sw.dist_info + "/entry_points.txt"); ep && ep->type == ArchiveEntry::Type::file)
-    sw.entry_points = ENVFIX_TRY(ar.read_member(ep->name));
+  return {};
+}
 
-  // RECORD: every member listed, every listed file present (PEP 427, ".dist-info directory").
+// validate (4): RECORD lists every member and every listed file exists (PEP 427, ".dist-info
+// directory"); .data members sit under a known scheme key; sizes agree with the archive.
+Expected<void> check_record(const WheelArchive& ar, const std::string& wname, const StagingOptions& opt,
+                            StagedWheel& sw, std::map<std::string, RecordEntry>& record_out) {
   const std::string record_name = sw.dist_info + "/RECORD";
   auto record_text = ENVFIX_TRY(ar.read_member(record_name));
   auto parsed = ENVFIX_TRY(Record::parse(record_text, wname + ":" + record_name));
@@ -347,6 +305,23 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
     if (!e || e->type != ArchiveEntry::Type::file)
       return fail(ErrorCode::invalid_input, "{}: RECORD lists '{}' but the archive has no such file", wname, path);
   }
+  return {};
+}
+
+// All checks that need only the directory and the small metadata members (nothing written yet).
+Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, const StagingOptions& opt,
+                               std::map<std::string, RecordEntry>& record_out) {
+  const std::string wname = wheel.filename().string();
+  auto fn = specs::WheelFilename::parse(wname);
+  if (!fn) return std::unexpected(std::move(fn.error()).context(fmt::format("{}: not a wheel file name", wname)));
+  StagedWheel sw;
+  sw.wheel = wheel;
+  ENVFIX_TRY_VOID(check_members(ar, wname));
+  ENVFIX_TRY_VOID(find_dist_info(ar, wname, sw));
+  ENVFIX_TRY_VOID(check_wheel_and_metadata(ar, wname, *fn, sw));
+  if (auto* ep = ar.find(sw.dist_info + "/entry_points.txt"); ep && ep->type == ArchiveEntry::Type::file)
+    sw.entry_points = ENVFIX_TRY(ar.read_member(ep->name));
+  ENVFIX_TRY_VOID(check_record(ar, wname, opt, sw, record_out));
   return sw;
 }
 
@@ -400,7 +375,7 @@ Expected<WheelStager> WheelStager::prepare(const fs::path& wheel, const fs::path
   m.sw.tree = fs::absolute(staging_dir); // from here on the destructor removes it on failure
 
   if (opt.fault) ENVFIX_TRY_VOID(opt.fault("unpack"));
-  m.umask_bits = current_umask();
+  m.umask_bits = util::current_umask();
   const std::string record_name = m.sw.dist_info + "/RECORD";
   // Every directory up front, so that concurrent groups only create files.
   std::set<std::string> dirs;
@@ -461,11 +436,13 @@ Expected<void> WheelStager::extract(std::size_t group) {
         fs::path dest = m.sw.tree / e.name;
         bool exec = (e.mode & 0111) != 0;
         int fd = ::open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, exec ? 0777 : 0666);
-        if (fd < 0)
-          return make_error(ErrorCode::io,
-                            fmt::format("{}: cannot create {}: {}", wname, dest.string(), std::strerror(errno)),
-                            errno == ENOSPC || errno == EDQUOT ? "the disk is full; free space and retry"
-                                                               : "");
+        if (fd < 0) {
+          int err = errno;
+          return with_errno(make_error(ErrorCode::io,
+                                       fmt::format("{}: cannot create {}: {}", wname, dest.string(), std::strerror(err)),
+                                       err == ENOSPC || err == EDQUOT ? "the disk is full; free space and retry" : ""),
+                            err);
+        }
         if (exec) ::fchmod(fd, (0777 & ~umask_bits) | 0111);
         auto file = std::make_shared<util::Fd>(fd);
         std::shared_ptr<util::Sha256> hasher;
@@ -489,22 +466,13 @@ Expected<void> WheelStager::extract(std::size_t group) {
           (void)finish;
           if (hasher) hasher->update(chunk);
           *bytes += chunk.size();
-          const char* p = chunk.data();
-          std::size_t left = chunk.size();
-          while (left > 0) {
-            auto n = ::write(file->get(), p, left);
-            if (n < 0) {
-              if (errno == EINTR) continue;
-              int err = errno;
-              return make_error(ErrorCode::io,
-                                fmt::format("{}: writing {}: {}", wname, dest.string(), std::strerror(err)),
-                                err == ENOSPC || err == EDQUOT || err == EFBIG
-                                    ? "the disk is full (or the file size limit was reached); free space and retry"
-                                    : "");
-            }
-            p += n;
-            left -= static_cast<std::size_t>(n);
-          }
+          if (int err = util::write_all(file->get(), chunk); err != 0)
+            return with_errno(make_error(ErrorCode::io,
+                                         fmt::format("{}: writing {}: {}", wname, dest.string(), std::strerror(err)),
+                                         err == ENOSPC || err == EDQUOT || err == EFBIG
+                                             ? "the disk is full (or the file size limit was reached); free space and retry"
+                                             : ""),
+                              err);
           return {};
         });
       },

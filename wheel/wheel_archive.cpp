@@ -390,9 +390,7 @@ la_ssize_t range_read(struct archive* a, void* data, const void** out) {
     return static_cast<la_ssize_t>(n);
   }
   auto want = static_cast<std::size_t>(std::min<std::uint64_t>(s->end - s->pos, RangeSource::block));
-  ssize_t n;
-  do n = ::pread(s->fd, s->buf.get(), want, static_cast<off_t>(s->pos));
-  while (n < 0 && errno == EINTR);
+  ssize_t n = util::retry_eintr([&] { return ::pread(s->fd, s->buf.get(), want, static_cast<off_t>(s->pos)); });
   if (n < 0) {
     archive_set_error(a, errno, "read error: %s", std::strerror(errno));
     return ARCHIVE_FATAL;
@@ -421,7 +419,7 @@ Expected<void> WheelArchive::stream(const EntryVisitor& visit, std::size_t begin
   util::Fd file;
   if (!m_path.empty()) {
     file = util::Fd(::open(m_path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!file.valid()) return fail(ErrorCode::io, "{}: {}", m_name, std::strerror(errno));
+    if (!file.valid()) return fail_errno(errno, ErrorCode::io, "{}: {}", m_name, std::strerror(errno));
     src.fd = file.get();
     src.buf = std::make_unique<char[]>(RangeSource::block);
   } else {
@@ -437,9 +435,7 @@ Expected<void> WheelArchive::stream(const EntryVisitor& visit, std::size_t begin
       std::memcpy(h, m_bytes.data() + off, local_header_size);
       return true;
     }
-    ssize_t n;
-    do n = ::pread(src.fd, h, local_header_size, static_cast<off_t>(off));
-    while (n < 0 && errno == EINTR);
+    ssize_t n = util::retry_eintr([&] { return ::pread(src.fd, h, local_header_size, static_cast<off_t>(off)); });
     return n == static_cast<ssize_t>(local_header_size);
   };
 

@@ -4,57 +4,29 @@
 
 #include <fmt/format.h>
 
+#include "specs/rfc822.hpp"
+#include "util/strings.hpp"
+
 namespace envfix::wheel {
 
 namespace {
-
-struct Header {
-  std::string name;
-  std::string value;
-  std::size_t line = 0;
-};
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 Error at(std::string_view name, std::size_t line, std::string why) {
   return Error{ErrorCode::invalid_input, fmt::format("{}:{}: {}", name, line, why), {}, {}};
 }
 
-// RFC 822 style headers; stops at the first blank line. Continuation lines (leading whitespace)
-// extend the previous value.
-Expected<std::vector<Header>> read_headers(std::string_view text, std::string_view name) {
-  std::vector<Header> out;
-  std::size_t line_no = 0;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    pos = nl == std::string_view::npos ? text.size() : nl + 1;
-    ++line_no;
-    if (line.ends_with('\r')) line.remove_suffix(1);
-    if (trim(line).empty()) break;
-    if (line.front() == ' ' || line.front() == '\t') {
-      if (out.empty()) return std::unexpected(at(name, line_no, fmt::format("continuation line before any header: '{}'", line)));
-      out.back().value += fmt::format(" {}", trim(line));
-      continue;
-    }
-    std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos || colon == 0 || trim(line.substr(0, colon)).size() != colon)
-      return std::unexpected(at(name, line_no, fmt::format("expected 'Name: value', found '{}'", line)));
-    out.push_back({std::string(line.substr(0, colon)), std::string(trim(line.substr(colon + 1))), line_no});
+// WHEEL through the one RFC 822 reader (specs/rfc822.hpp); unlike METADATA, WHEEL has no body,
+// so a line that is not a header is an error.
+Expected<std::vector<specs::Header>> read_wheel_headers(std::string_view text, std::string_view name) {
+  auto block = ENVFIX_TRY(specs::read_headers(text, name));
+  if (block.ended_at_non_header) {
+    std::string_view first = block.body;
+    first = first.substr(0, first.find('\n'));
+    if (first.ends_with('\r')) first.remove_suffix(1);
+    return std::unexpected(at(name, block.body_line, fmt::format("expected 'Name: value', found '{}'", first)));
   }
-  return out;
+  for (auto& h : block.headers) h.value = specs::unfold(h.value);
+  return std::move(block.headers);
 }
 
 bool parse_uint(std::string_view s, int& v) {
@@ -65,11 +37,11 @@ bool parse_uint(std::string_view s, int& v) {
 } // namespace
 
 Expected<WheelInfo> WheelInfo::parse(std::string_view text, std::string_view name_for_errors) {
-  auto headers = ENVFIX_TRY(read_headers(text, name_for_errors));
+  auto headers = ENVFIX_TRY(read_wheel_headers(text, name_for_errors));
   WheelInfo info;
   bool have_version = false;
   for (auto& h : headers) {
-    const std::string key = lower(h.name);
+    const std::string key = util::lower(h.name);
     if (key == "wheel-version") {
       if (have_version) continue; // duplicates exist in the wild (mkl_fft); the first wins
       have_version = true;
@@ -89,7 +61,7 @@ Expected<WheelInfo> WheelInfo::parse(std::string_view text, std::string_view nam
     } else if (key == "generator") {
       info.generator = h.value;
     } else if (key == "root-is-purelib") {
-      info.root_is_purelib = lower(h.value) == "true";
+      info.root_is_purelib = util::lower(h.value) == "true";
     } else if (key == "tag") {
       auto tags = specs::parse_tag_set(h.value);
       if (!tags) return std::unexpected(std::move(tags.error()).context(fmt::format("{}:{}: bad Tag line", name_for_errors, h.line)));

@@ -15,10 +15,13 @@ spec = {
   "no_record": false, "utf8_patch": null            # ["XX", "fffe"]: raw bytes in a UTF-8 name
 }
 """
-import base64, hashlib, json, sys, zipfile
+import json
+import os
+import sys
 
-def rec_hash(data):
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from wheel_writer import metadata_text, record_hash, wheel_text, write_zip  # noqa: E402
+
 
 def main():
     spec = json.load(open(sys.argv[1]))
@@ -27,48 +30,27 @@ def main():
     stem = name.replace("-", "_") + "-" + version
     di = spec.get("dist_info", stem + ".dist-info")
     members = list(spec.get("members", []))
-    md = "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version)
-    for r in spec.get("requires", []):
-        md += "Requires-Dist: %s\n" % r
-    md += "\nA test package.\n"
-    members.append({"name": di + "/METADATA", "content": md})
-    members.append({"name": di + "/WHEEL", "content":
-                    "Wheel-Version: %s\nGenerator: gen_wheel.py\nRoot-Is-Purelib: %s\nTag: py3-none-any\n"
-                    % (spec.get("wheel_version", "1.0"), "true" if spec.get("root_is_purelib", True) else "false")})
+    members.append({"name": di + "/METADATA",
+                    "content": metadata_text(name, version, spec.get("requires", []), description="A test package.\n")})
+    members.append({"name": di + "/WHEEL",
+                    "content": wheel_text(root_is_purelib=spec.get("root_is_purelib", True), generator="gen_wheel.py",
+                                          wheel_version=spec.get("wheel_version", "1.0"))})
     if spec.get("entry_points"):
         members.append({"name": di + "/entry_points.txt", "content": spec["entry_points"]})
     rows = []
     for m in members:
-        data = m.get("content", "").encode() if "zeros" not in m else b"\0" * m["zeros"]
-        m["_data"] = data
+        m["data"] = m.get("content", "").encode() if "zeros" not in m else b"\0" * m["zeros"]
         if m.get("in_record", True) and not m.get("symlink") and not m["name"].endswith("/"):
-            rows.append("%s,%s,%d" % (m["name"], m.get("record_hash") or rec_hash(data), len(data)))
+            rows.append("%s,%s,%d" % (m["name"], m.get("record_hash") or record_hash(m["data"]), len(m["data"])))
     rows += spec.get("record_extra", [])
     rows.append(di + "/RECORD,,")
     if not spec.get("no_record"):
-        members.append({"name": di + "/RECORD", "_data": ("\n".join(rows) + "\n").encode()})
-    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        for m in members:
-            zi = zipfile.ZipInfo(m["name"], date_time=(2020, 1, 1, 0, 0, 0))
-            zi.compress_type = zipfile.ZIP_DEFLATED
-            mode = m.get("mode", 0o644)
-            if m.get("symlink"):
-                zi.external_attr = (0o120777 << 16)
-                data = m.get("content", "").encode()
-            else:
-                zi.external_attr = ((0o40755 if m["name"].endswith("/") else (0o100000 | mode)) << 16)
-                data = m["_data"]
-            if m.get("utf8"):
-                zi.flag_bits |= 0x800
-            import warnings
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                z.writestr(zi, data)
-                if m.get("dup"):
-                    z.writestr(zi, data)
+        members.append({"name": di + "/RECORD", "data": ("\n".join(rows) + "\n").encode()})
+    write_zip(out, members, date_time=(2020, 1, 1, 0, 0, 0))
     if spec.get("utf8_patch"):
         old, new = spec["utf8_patch"]
         raw = open(out, "rb").read().replace(old.encode(), bytes.fromhex(new))
         open(out, "wb").write(raw)
+
 
 main()

@@ -1,6 +1,7 @@
 #pragma once
-// Test support: real wheels written by Python's zipfile (tests/installer/gen_wheel.py), and a
-// manifest of a directory tree (path → type, mode, sha256) for byte-identical comparisons.
+// Test support: real wheels written by Python's zipfile (tests/installer/gen_wheel.py, through
+// tests/support/wheel_writer.py), and a manifest of a directory tree (path → type, mode, sha256)
+// for byte-identical comparisons.
 #include <sys/stat.h>
 
 #include <filesystem>

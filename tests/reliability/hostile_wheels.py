@@ -17,13 +17,14 @@ thing, so a refusal can only come from that one thing. ZIP structures that zipfi
 (lying local headers, overlapping entries, non-UTF-8 names flagged as UTF-8) are patched in the raw
 bytes after zipfile wrote them.
 """
-import base64
-import hashlib
 import json
 import os
 import struct
 import sys
 import zipfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from wheel_writer import record_hash, write_zip  # noqa: E402
 
 NAME, VERSION = "demo", "1.0"
 DIST = f"{NAME}-{VERSION}.dist-info"
@@ -32,8 +33,7 @@ METADATA = f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {VERSION}\n\n".encode
 WHEEL = b"Wheel-Version: 1.0\nGenerator: hostile_wheels\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
 
 
-def rhash(data):
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+rhash = record_hash
 
 
 def base_members():
@@ -57,19 +57,6 @@ def record_for(members, extra_rows=(), skip=(), override=None):
     rows.extend(extra_rows)
     rows.append(f"{DIST}/RECORD,,")
     return ("\n".join(rows) + "\n").encode()
-
-
-def write_zip(path, members, compress=zipfile.ZIP_DEFLATED):
-    """members: (name, data[, external_attr]); RECORD is expected among them."""
-    with zipfile.ZipFile(path, "w", compress) as z:
-        for m in members:
-            name, data = m[0], m[1]
-            info = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
-            info.compress_type = compress
-            info.external_attr = m[2] if len(m) > 2 else (0o100644 << 16)
-            if len(m) > 2:
-                info.create_system = 3  # Unix: external_attr carries st_mode
-            z.writestr(info, data)
 
 
 def wheel(path, members=None, record=None, compress=zipfile.ZIP_DEFLATED, record_members=None):

@@ -98,7 +98,8 @@ Outcome run_scenario(const YAML::Node& s) {
     auto& p = providers[key];
     if (!p) {
       p = std::make_unique<MemoryProvider>("https://index.test/" + key);
-      for (const auto& f : s["index"][key]) add_file(*p, f);
+      if (s["index"]) // a scenario may list only `common:` files
+        for (const auto& f : s["index"][key]) add_file(*p, f);
       for (const auto& f : s["common"]) add_file(*p, f);
     }
     return *p;
@@ -125,6 +126,13 @@ Outcome run_scenario(const YAML::Node& s) {
   for (const auto& i : fw["indexes"]) {
     FrameworkIndex idx{i["channel"].as<std::string>(), i["variant"].as<std::string>(), std::nullopt, ""};
     if (auto c = specs::CudaVersion::from_variant(idx.variant)) idx.cuda = *c;
+    if (i["cuda"]) idx.cuda = *specs::CudaVersion::parse(i["cuda"].as<std::string>());
+    // The variant's GPU package set (matrices/README.md, `variants`).
+    if (i["extra"]) idx.extra = i["extra"].as<std::string>();
+    if (i["main"]) idx.main_package = i["main"].as<std::string>();
+    idx.packages = strings(i["packages"]);
+    idx.kernels = strings(i["kernels"]);
+    if (i["ptx_isa"]) idx.ptx_isa = i["ptx_isa"].as<std::string>();
     idx.url = "https://index.test/" + idx.channel + "/" + idx.variant;
     spec.indexes.push_back(idx);
   }
@@ -189,7 +197,7 @@ Outcome run_scenario(const YAML::Node& s) {
     return provider(i.channel + "/" + i.variant);
   });
   if (!choice) { out.exit = 1; out.error = choice.error().render(); return out; }
-  PlanInputs in{&choice->resolution, installed, framework_family(spec), {"nvidia-"}};
+  PlanInputs in{&choice->resolution, installed, framework_packages(spec), {"nvidia-"}};
   out.plan = make_plan(in);
   out.plan.channel = choice->index.channel;
   out.plan.variant = choice->index.variant;
@@ -232,6 +240,8 @@ void check_scenario(const fs::path& file) {
     bool found = std::any_of(o.plan.warnings.begin(), o.plan.warnings.end(), [&](const std::string& w) { return w.find(t) != std::string::npos; });
     CHECK_MESSAGE(found, "warning missing: ", t);
   }
+  for (const auto& t : strings(e["why_contains"])) CHECK_MESSAGE(o.plan.why.find(t) != std::string::npos, "summary lacks: ", t);
+  for (const auto& t : strings(e["why_excludes"])) CHECK_MESSAGE(o.plan.why.find(t) == std::string::npos, "summary says: ", t);
 }
 
 } // namespace

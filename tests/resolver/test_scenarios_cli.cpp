@@ -89,7 +89,7 @@ json index_spec(const YAML::Node& s, const std::string& key) {
       if (seen.insert(file).second) pkgs.push_back(builder_package(f));
     }
   };
-  add(s["index"][key]);
+  if (s["index"]) add(s["index"][key]); // a scenario may list only `common:` files
   add(s["common"]);
   std::string files_dir = "files-" + key;
   std::replace(files_dir.begin(), files_dir.end(), '/', '-');
@@ -126,6 +126,18 @@ std::string matrices_yaml(const YAML::Node& fw) {
   for (const auto& v : variants) {
     if (auto cuda = specs::CudaVersion::from_variant(v)) f["variants"][v]["cuda"] = cuda->to_string();
     else f["variants"][v]["kind"] = "cpu";
+  }
+  // The variant's GPU package set, as matrices/README.md writes it under `variants`.
+  for (const auto& i : fw["indexes"]) {
+    auto v = f["variants"][i["variant"].as<std::string>()];
+    if (i["cuda"]) {
+      v.remove("kind");
+      v["cuda"] = i["cuda"].as<std::string>();
+    }
+    if (i["extra"]) v["extra"] = i["extra"].as<std::string>();
+    if (i["main"]) v["main_package"] = i["main"].as<std::string>();
+    for (const char* k : {"packages", "kernels"})
+      if (i[k]) v[k] = i[k];
   }
   f["smoke"]["step_a"] = "pass";
   f["smoke"]["step_b"] = "pass";
@@ -330,6 +342,9 @@ void check(const Corpus& c, const std::string& id, const YAML::Node& s) {
                              [&](const json& w) { return w.get<std::string>().find(t) != std::string::npos; });
     CHECK_MESSAGE(found, "warning missing: ", t);
   }
+  const std::string why = p.value("why", "");
+  for (const auto& t : strings(e["why_contains"])) CHECK_MESSAGE(why.find(t) != std::string::npos, "summary lacks: ", t);
+  for (const auto& t : strings(e["why_excludes"])) CHECK_MESSAGE(why.find(t) == std::string::npos, "summary says: ", t);
 }
 
 } // namespace

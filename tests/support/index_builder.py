@@ -15,7 +15,8 @@ SPEC (JSON):
      "index_requires_python": ">=3.9" | null,        # page data-requires-python (default: requires_python)
      "provides_extra": ["opt"],
      "metadata_extra": {"Summary": "..."},            # more METADATA headers
-     "files": {"torch/__init__.py": "x = 1\n"},       # extra members (text); "@@random:N" = N random bytes
+     "files": {"torch/__init__.py": "x = 1\n"},       # extra members (text); "@@random:N" = N random bytes,
+                                                      # "@@file:PATH" = the bytes of that file (a real .so)
      "pad_bytes": 0,                                  # a stored member of incompressible bytes (big wheels)
      "yanked": false | true | "reason",
      "omit_hash": false,                              # no #sha256 in HTML, empty hashes in JSON
@@ -47,6 +48,9 @@ import sys
 import urllib.parse
 import zipfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wheel_writer  # noqa: E402
+
 
 def normalize(name):
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -56,23 +60,6 @@ def escape_name(name):
     return re.sub(r"[-_.]+", "_", name)
 
 
-def record_hash(data):
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
-def metadata_text(pkg):
-    lines = ["Metadata-Version: 2.1", f"Name: {pkg['name']}", f"Version: {pkg['version']}"]
-    for k, v in pkg.get("metadata_extra", {}).items():
-        lines.append(f"{k}: {v}")
-    if pkg.get("requires_python"):
-        lines.append(f"Requires-Python: {pkg['requires_python']}")
-    for e in pkg.get("provides_extra", []):
-        lines.append(f"Provides-Extra: {e}")
-    for r in pkg.get("requires_dist", []):
-        lines.append(f"Requires-Dist: {r}")
-    return "\n".join(lines) + "\n\n" + pkg.get("description", "") 
-
-
 def make_wheel(pkg, tag, out_dir, rng):
     name, version = pkg["name"], pkg["version"]
     dist = f"{escape_name(name)}-{version}"
@@ -80,39 +67,27 @@ def make_wheel(pkg, tag, out_dir, rng):
     if pkg.get("build"):
         parts.append(str(pkg["build"]))
     filename = "-".join(parts + [tag]) + ".whl"
-    info = f"{dist}.dist-info"
-    members = []
+    files = {}
     for path, content in sorted(pkg.get("files", {}).items()):
         if isinstance(content, str) and content.startswith("@@random:"):
-            data = rng.randbytes(int(content[9:]))
+            files[path] = rng.randbytes(int(content[9:]))
+        elif isinstance(content, str) and content.startswith("@@file:"):
+            with open(content[7:], "rb") as f:
+                files[path] = f.read()
         else:
-            data = content.encode() if isinstance(content, str) else bytes(content)
-        members.append((path, data))
+            files[path] = content.encode() if isinstance(content, str) else bytes(content)
     if not pkg.get("files"):
-        members.append((f"{escape_name(name)}/__init__.py", f"__version__ = {version!r}\n".encode()))
+        files[f"{escape_name(name)}/__init__.py"] = f"__version__ = {version!r}\n".encode()
+    pad = f"{escape_name(name)}/_pad.bin"
     if pkg.get("pad_bytes"):
-        members.append((f"{escape_name(name)}/_pad.bin", rng.randbytes(int(pkg["pad_bytes"]))))
-    meta = metadata_text(pkg).encode()
-    py, abi, plat = tag.split("-")
-    wheel_txt = "Wheel-Version: 1.0\nGenerator: envfix-index-builder\nRoot-Is-Purelib: {}\n".format(
-        "true" if abi == "none" and plat == "any" else "false")
-    for p in py.split("."):
-        for a in abi.split("."):
-            for pl in plat.split("."):
-                wheel_txt += f"Tag: {p}-{a}-{pl}\n"
-    if pkg.get("build"):
-        wheel_txt += f"Build: {pkg['build']}\n"
-    members += [(f"{info}/METADATA", meta), (f"{info}/WHEEL", wheel_txt.encode())]
-    record = "".join(f"{p},{record_hash(d)},{len(d)}\n" for p, d in members) + f"{info}/RECORD,,\n"
-    members.append((f"{info}/RECORD", record.encode()))
+        files[pad] = rng.randbytes(int(pkg["pad_bytes"]))
     buf = io.BytesIO()
-    method = zipfile.ZIP_DEFLATED if pkg.get("compress", True) else zipfile.ZIP_STORED
-    with zipfile.ZipFile(buf, "w", method) as z:
-        for p, d in members:
-            zi = zipfile.ZipInfo(p, date_time=(2024, 1, 1, 0, 0, 0))
-            zi.compress_type = zipfile.ZIP_STORED if p.endswith("_pad.bin") else method
-            zi.external_attr = 0o644 << 16
-            z.writestr(zi, d)
+    _, meta = wheel_writer.build_wheel(
+        buf, name, version, files, tags=[tag], requires_dist=pkg.get("requires_dist", []),
+        requires_python=pkg.get("requires_python"), provides_extra=pkg.get("provides_extra", []),
+        metadata_extra=pkg.get("metadata_extra", {}), description=pkg.get("description", ""),
+        generator="envfix-index-builder", build=pkg.get("build"), dist_info=f"{dist}.dist-info",
+        compress=zipfile.ZIP_STORED if not pkg.get("compress", True) else {pad: zipfile.ZIP_STORED})
     data = buf.getvalue()
     path = os.path.join(out_dir, filename)
     with open(path, "wb") as f:

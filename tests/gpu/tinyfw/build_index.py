@@ -11,16 +11,16 @@ WHEEL, RECORD) and writes a PEP 503 tree:
 Usage: build_index.py OUT [--nvcc PATH]
 """
 import argparse
-import base64
 import hashlib
 import html
 import os
 import shutil
 import subprocess
 import sys
-import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
+import wheel_writer  # noqa: E402
 
 BUILDS = [
     # (index path, tinyfw version, vision version, gencode flags)
@@ -30,10 +30,6 @@ BUILDS = [
      ["-gencode", "arch=compute_90,code=sm_90"]),
 ]
 PLATFORM = "manylinux_2_17_x86_64"
-
-
-def record_hash(data):
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
 def build_so(nvcc, flags, out):
@@ -46,24 +42,10 @@ def build_so(nvcc, flags, out):
 def make_wheel(outdir, dist, import_name, version, files, requires):
     """files: {path inside wheel: bytes}. Returns the wheel path."""
     norm = dist.replace("-", "_")
-    distinfo = f"{norm}-{version}.dist-info"
-    entries = dict(files)
-    meta = [f"Metadata-Version: 2.1", f"Name: {dist}", f"Version: {version}",
-            "Requires-Python: >=3.8"] + [f"Requires-Dist: {r}" for r in requires]
-    entries[f"{distinfo}/METADATA"] = ("\n".join(meta) + "\n\n").encode()
-    entries[f"{distinfo}/WHEEL"] = (
-        "Wheel-Version: 1.0\nGenerator: envfix-tinyfw\nRoot-Is-Purelib: false\n"
-        f"Tag: py3-none-{PLATFORM}\n\n").encode()
-    record = [f"{p},{record_hash(d)},{len(d)}" for p, d in entries.items()]
-    record.append(f"{distinfo}/RECORD,,")
-    entries[f"{distinfo}/RECORD"] = ("\n".join(record) + "\n").encode()
     path = os.path.join(outdir, f"{norm}-{version}-py3-none-{PLATFORM}.whl")
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for p, d in entries.items():
-            info = zipfile.ZipInfo(p, date_time=(2026, 11, 20, 0, 0, 0))
-            info.external_attr = (0o755 if p.endswith(".so") else 0o644) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, d)
+    wheel_writer.build_wheel(path, dist, version, files, tags=[f"py3-none-{PLATFORM}"], requires_dist=requires,
+                             requires_python=">=3.8", generator="envfix-tinyfw", date_time=(2026, 11, 20, 0, 0, 0),
+                             modes={p: 0o755 for p in files if p.endswith(".so")})
     return path
 
 
