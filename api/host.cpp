@@ -1,12 +1,12 @@
 // The one host builder (see host.hpp).
 #include "api/host.hpp"
 
-#include <cctype>
 #include <filesystem>
 
 #include <fmt/format.h>
 
 #include "index/url.hpp"
+#include "probe/text.hpp"
 #include "util/env.hpp"
 #include "util/strings.hpp"
 
@@ -155,14 +155,7 @@ std::vector<std::string> extra_index_urls(const Options& o) {
   if (!o.extra_index_urls.empty()) return o.extra_index_urls;
   std::vector<std::string> out;
   const std::string env = util::get_env("ENVFIX_EXTRA_INDEX_URL").value_or("");
-  std::size_t i = 0;
-  while (i < env.size()) {
-    while (i < env.size() && std::isspace(static_cast<unsigned char>(env[i]))) ++i;
-    std::size_t j = i;
-    while (j < env.size() && !std::isspace(static_cast<unsigned char>(env[j]))) ++j;
-    if (j > i) out.push_back(env.substr(i, j - i));
-    i = j;
-  }
+  for (auto u : probe::split_ws(env)) out.emplace_back(u);
   return out;
 }
 

@@ -50,18 +50,11 @@ void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const inde
 }
 
 
-// The framework's own packages (main package, companions, every variant's set): with extra indexes,
-// these come only from the framework's index (resolver::FirstIndexProvider; README.md, Index options).
-std::set<std::string> own_packages(const matrices::Framework& fw) {
-  std::set<std::string> out{specs::normalize_name(fw.main_package)};
-  for (const auto& c : fw.companions) out.insert(specs::normalize_name(c));
-  for (const auto& c : fw.optional_companions) out.insert(specs::normalize_name(c));
-  for (const auto& v : fw.variants) {
-    if (!v.main_package.empty()) out.insert(specs::normalize_name(v.main_package));
-    for (const auto& n : v.packages) out.insert(specs::normalize_name(n));
-    for (const auto& n : v.kernels) out.insert(specs::normalize_name(n));
-  }
-  return out;
+// The framework's own packages (main package, companions, every variant's set: api/frameworks.hpp):
+// with extra indexes, these come only from the framework's index (README.md, Index options).
+resolver::FirstIndexProvider::Pinned own_packages(const matrices::Framework* fw) {
+  if (!fw) return {};
+  return [fw](const std::string& n) { return !package_role(*fw, n).empty(); };
 }
 
 // Whether --index-url/--find-links still plan the framework's way (GPU, driver and kernel checks):
@@ -74,9 +67,9 @@ bool framework_path(const Options& g, const std::string& index_url, const std::v
   if (!g.detect_framework) return true;
   if (index_url.empty()) return false;
   if (request.empty()) return true;
-  auto own = own_packages(*fw);
-  return !host.gpus.empty() &&
-         std::any_of(request.begin(), request.end(), [&](const specs::Requirement& r) { return own.contains(r.normalized_name()); });
+  return !host.gpus.empty() && std::any_of(request.begin(), request.end(), [&](const specs::Requirement& r) {
+           return !package_role(*fw, r.normalized_name()).empty();
+         });
 }
 
 std::string trimmed_url(std::string_view u) {
@@ -172,7 +165,7 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     extras.push_back(std::make_unique<resolver::IndexProvider>(client, u));
     ctx.extra_indexes.push_back(index::redact_url(u));
   }
-  auto first_index = [&](resolver::CandidateProvider& first, std::set<std::string> pinned) {
+  auto first_index = [&](resolver::CandidateProvider& first, resolver::FirstIndexProvider::Pinned pinned) {
     std::vector<resolver::CandidateProvider*> all{&first};
     for (const auto& e : extras) all.push_back(e.get());
     return std::make_unique<resolver::FirstIndexProvider>(std::move(all), std::move(pinned));
@@ -267,7 +260,7 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
       if (!extras.empty()) {
         // The framework's own packages only from its index; other projects from the first that has them.
         auto& c = chained[i.url];
-        if (!c) c = first_index(*p, fw ? own_packages(*fw) : std::set<std::string>{});
+        if (!c) c = first_index(*p, own_packages(fw));
         p = c.get();
       }
       auto& pp = preferring[i.url];

@@ -88,7 +88,7 @@ Expected<specs::CoreMetadata> IndexProvider::metadata(const index::Candidate& ca
   return md;
 }
 
-FirstIndexProvider::FirstIndexProvider(std::vector<CandidateProvider*> indexes, std::set<std::string> pinned)
+FirstIndexProvider::FirstIndexProvider(std::vector<CandidateProvider*> indexes, Pinned pinned)
     : m_indexes(std::move(indexes)), m_pinned(std::move(pinned)) {}
 
 std::string FirstIndexProvider::describe() const {
@@ -159,7 +159,7 @@ std::string FirstIndexProvider::missing_detail(const std::string& project) const
     auto d = m_indexes[i]->missing_detail(project);
     if (!d.empty()) out += (out.empty() ? "" : "; ") + d;
   }
-  if (m_pinned.contains(project) && m_indexes.size() > 1)
+  if (searched(project) == 1 && m_indexes.size() > 1)
     out += (out.empty() ? "" : "; ") + fmt::format("{} is the framework's own package: taken only from {}, never from an extra index",
                                                    project, m_indexes.front()->describe());
   return out;

@@ -2,7 +2,7 @@
 // CandidateProvider over index::IndexClient: one index URL (http(s), file://, local PEP 503 tree) or a
 // list of find-links locations, searched together as one source.
 #include <map>
-#include <set>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,8 +51,9 @@ private:
 // that is down must not hand its projects to the next one.
 class FirstIndexProvider final : public CandidateProvider {
 public:
-  // `indexes` (not owned, at least one) outlive the provider; `pinned` are normalized names.
-  FirstIndexProvider(std::vector<CandidateProvider*> indexes, std::set<std::string> pinned);
+  // `indexes` (not owned, at least one) outlive the provider; `pinned` is asked with normalized names.
+  using Pinned = std::function<bool(const std::string& project)>;
+  FirstIndexProvider(std::vector<CandidateProvider*> indexes, Pinned pinned);
 
   [[nodiscard]] Expected<std::vector<index::Candidate>> candidates(const std::string& project) override;
   [[nodiscard]] Expected<specs::CoreMetadata> metadata(const index::Candidate& candidate) override;
@@ -67,11 +68,11 @@ public:
 
 private:
   std::vector<CandidateProvider*> m_indexes;
-  std::set<std::string> m_pinned;
+  Pinned m_pinned;
   std::map<std::string, std::size_t> m_owner; // project → the index that has it
   // The indexes a project is looked up in: the first only when pinned.
   [[nodiscard]] std::size_t searched(const std::string& project) const {
-    return m_pinned.contains(project) ? 1 : m_indexes.size();
+    return m_pinned && m_pinned(project) ? 1 : m_indexes.size();
   }
   [[nodiscard]] CandidateProvider& owner_of(const std::string& project);
 };

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/nginx_server.hpp"
@@ -92,7 +93,7 @@ public:
     o.set_env = std::move(env);
     o.set_env["SSL_CERT_FILE"] = m_nginx->ca_file().string();
     o.unset_env = {"REQUESTS_CA_BUNDLE", "PIP_FIND_LINKS", "VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER",
-                   "ENVFIX_INDEX_URL", "ENVFIX_MATRICES", "ENVFIX_CACHE_DIR", "ENVFIX_OFFLINE"};
+                   "ENVFIX_INDEX_URL", "ENVFIX_EXTRA_INDEX_URL", "ENVFIX_MATRICES", "ENVFIX_CACHE_DIR", "ENVFIX_OFFLINE"};
     return o;
   }
 
@@ -142,5 +143,31 @@ private:
   fs::path m_root, m_index;
   std::unique_ptr<testing::NginxServer> m_nginx;
 };
+
+// A wheel member given as bytes in an index_builder spec.
+inline std::string byte_list(const std::string& data) {
+  std::string o = "[";
+  for (std::size_t i = 0; i < data.size(); ++i) o += (i ? "," : "") + std::to_string(static_cast<unsigned char>(data[i]));
+  return o + "]";
+}
+
+// A real CUDA shared object with SASS for one arch only ("80", "90"), built once per test process by nvcc.
+inline const std::string& arch_shared_object(const std::string& arch) {
+  static std::map<std::string, std::string> cached;
+  if (auto it = cached.find(arch); it != cached.end()) return it->second;
+  auto work = util::make_temp_dir({}, "envfix-fixfw-so").value();
+  write(work / "k.cu",
+        "extern \"C\" __global__ void fixfw_scale(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }\n"
+        "extern \"C\" int fixfw_launch(float* x, int n) { fixfw_scale<<<(n + 255) / 256, 256>>>(x, 2.0f, n); return 0; }\n");
+  auto nvcc = util::run_process({"/usr/local/cuda/bin/nvcc", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-gencode",
+                                 fmt::format("arch=compute_{0},code=sm_{0}", arch), (work / "k.cu").string(), "-o",
+                                 (work / "libk.so").string()},
+                                {.timeout = std::chrono::seconds(300)});
+  REQUIRE(nvcc);
+  REQUIRE_MESSAGE(nvcc->ok(), nvcc->err);
+  cached[arch] = slurp(work / "libk.so");
+  fs::remove_all(work);
+  return cached[arch];
+}
 
 } // namespace envfix::apply_test

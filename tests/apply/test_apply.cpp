@@ -74,31 +74,6 @@ std::string fixfw_init(bool can_fail) {
   return s;
 }
 
-std::string byte_list(const std::string& data) {
-  std::string o = "[";
-  for (std::size_t i = 0; i < data.size(); ++i) o += (i ? "," : "") + std::to_string(static_cast<unsigned char>(data[i]));
-  return o + "]";
-}
-
-// A real CUDA shared object with SASS for one arch only ("80", "90"), built once per test process by nvcc.
-const std::string& arch_shared_object(const std::string& arch) {
-  static std::map<std::string, std::string> cached;
-  if (auto it = cached.find(arch); it != cached.end()) return it->second;
-  auto work = util::make_temp_dir({}, "envfix-fixfw-so").value();
-  write(work / "k.cu",
-        "extern \"C\" __global__ void fixfw_scale(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }\n"
-        "extern \"C\" int fixfw_launch(float* x, int n) { fixfw_scale<<<(n + 255) / 256, 256>>>(x, 2.0f, n); return 0; }\n");
-  auto nvcc = util::run_process({"/usr/local/cuda/bin/nvcc", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-gencode",
-                                 fmt::format("arch=compute_{0},code=sm_{0}", arch), (work / "k.cu").string(), "-o",
-                                 (work / "libk.so").string()},
-                                {.timeout = std::chrono::seconds(300)});
-  REQUIRE(nvcc);
-  REQUIRE_MESSAGE(nvcc->ok(), nvcc->err);
-  cached[arch] = slurp(work / "libk.so");
-  fs::remove_all(work);
-  return cached[arch];
-}
-
 const std::string& sm80_shared_object() { return arch_shared_object("80"); }
 
 } // namespace

@@ -63,7 +63,7 @@ TEST_CASE("first-index: a project comes whole from the first index that has it; 
   pypi.add_wheel("fwplugin-9.0-py3-none-any.whl"); // a framework package the first index lacks
   pypi.add_wheel("shared-2.0-py3-none-any.whl");   // never merged with the first index's shared
   pypi.add_wheel("dep-1.5-py3-none-any.whl");
-  FirstIndexProvider p({&fw, &pypi}, {"fwpkg", "fwplugin"});
+  FirstIndexProvider p({&fw, &pypi}, [](const std::string& n) { return n == "fwpkg" || n == "fwplugin"; });
 
   auto fwpkg = p.candidates("fwpkg");
   REQUIRE(fwpkg);
