@@ -30,7 +30,12 @@ void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const inde
   auto store = std::make_shared<wheel::EvidenceStore>(evidence_store(client));
   auto installed = std::make_shared<std::map<wheel::BuildKey, resolver::BuildFacts>>();
   if (!host.gpus.empty()) {
+    // The packages whose binaries can hold the framework's kernels: main and companions, and every
+    // variant's own set (jax's plugin and pjrt carry its kernels, jax itself none).
     auto family = resolver::framework_family(spec);
+    for (const auto& i : spec.indexes)
+      for (const auto* names : {&i.packages, &i.kernels})
+        for (const auto& n : *names) family.push_back(specs::normalize_name(n));
     for (const auto& d : host.facts.installed) {
       if (std::find(family.begin(), family.end(), d.normalized_name()) == family.end()) continue;
       auto ik = probe::read_installed_kernels(d, store.get(), util::default_threads());
@@ -45,6 +50,13 @@ void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const inde
     auto key = wheel::build_key(wf, variant);
     if (auto it = installed->find(key); it != installed->end()) return it->second;
     if (auto e = store->build(key)) return resolver::BuildFacts{std::move(e->files), std::move(e->source)};
+    // A file without a local label is the same build on whichever index lists it (jax-cuda13-pjrt
+    // 0.11.2 names its variant in its project name): installed builds are keyed by the label alone.
+    if (!wf.version.has_local() && !variant.empty()) {
+      key.variant.clear();
+      if (auto it = installed->find(key); it != installed->end()) return it->second;
+      if (auto e = store->build(key)) return resolver::BuildFacts{std::move(e->files), std::move(e->source)};
+    }
     return std::nullopt;
   };
 }
@@ -254,7 +266,12 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
     std::set<std::string> upgrade;
     for (const auto& q : ctx.request) upgrade.insert(q.normalized_name());
+    // The framework's whole set is chosen by the selector, never kept because it is installed: the
+    // installed jax-cuda13-pjrt may be the build whose binaries lack the GPU's code.
     for (const auto& n : resolver::framework_family(spec)) upgrade.insert(n);
+    for (const auto& i : spec.indexes)
+      for (const auto* names : {&i.packages, &i.kernels})
+        for (const auto& n : *names) upgrade.insert(specs::normalize_name(n));
     auto choice = resolver::select_framework_set(spec, target, req, [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
       resolver::CandidateProvider* p = &base_provider(i.url);
       if (!extras.empty()) {

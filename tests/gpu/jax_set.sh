@@ -101,9 +101,10 @@ grep -E "chose|refused|trying|Smoke|smoke|Installed|Uninstalled|jax" "$out/jax-a
 [ $rc = 0 ] && [ "$(distv "$PYJ" jax)" = "$GV" ] && [ "$(distv "$PYJ" jax-cuda13-pjrt)" = "$GV" ] \
   && pass "apply installed the genuine set: jax $(distv "$PYJ" jax), jax-cuda13-plugin $(distv "$PYJ" jax-cuda13-plugin), jax-cuda13-pjrt $(distv "$PYJ" jax-cuda13-pjrt)" \
   || failm "apply --framework jax (see jax-apply.txt): jax $(distv "$PYJ" jax)"
-[ "$(jqp "$out/jax-apply.json" 'len(d["applied"].get("kernel_refusals", []))')" -ge 1 ] 2>/dev/null \
-  && pass "the kernel check refused $BV first: $(jqp "$out/jax-apply.json" 'd["applied"]["kernel_refusals"][0]')" \
-  || failm "no kernel refusal of the relabelled $BV recorded (see jax-apply.json)"
+# The installed binaries were read before planning (evidence first), so 0.11.3 is never downloaded.
+[ "$(jqp "$out/jax-apply.json" 'any(r["version"] == "'"$BV"'" and r["reason"] == "arch-not-covered" and "read from the binaries" in r["detail"] for r in d["rejected"])')" = True ] \
+  && pass "the installed $BV was vetoed from its binaries before planning: $(jqp "$out/jax-apply.json" '[r["name"] + " " + r["version"] + ": " + r["detail"] for r in d["rejected"] if r["version"] == "'"$BV"'" and r["reason"] == "arch-not-covered"][0]')" \
+  || failm "no arch-not-covered rejection of the relabelled $BV (see jax-apply.json)"
 [ "$(jqp "$out/jax-apply.json" 'd["applied"]["smoke"]["device"] == "gpu" and len(d["applied"]["smoke"]["passed"]) >= 3')" = True ] \
   && pass "the JAX smoke test passed on the GPU: $(jqp "$out/jax-apply.json" 'd["applied"]["smoke"]["passed"]')" \
   || failm "smoke test (see jax-apply.json)"
@@ -112,6 +113,20 @@ envfix doctor --framework jax --python "$PYJ" --cache-dir "$work/cache" --format
 [ "$(jqp "$out/jax-doctor-fixed.json" 'd["verdict"]')" = healthy ] && pass "doctor after apply: healthy" \
   || failm "doctor after apply: $(jqp "$out/jax-doctor-fixed.json" 'd["verdict"], [f["code"] for f in d["findings"]]')"
 cp "$work/jax.lock" "$out/jax.lock" 2>/dev/null
+
+# 5b. A fresh venv and an empty cache (nothing read yet): the plan takes 0.11.3, the kernel check
+#     after download refuses its plugin/pjrt, and apply falls through to the genuine 0.11.2.
+mkvenv "$work/venvF"
+t0=$(now)
+envfix apply --yes --framework jax --python "$work/venvF/bin/python" --mirror "$MIRROR" --cache-dir "$work/cacheF" --lockfile "$work/jaxF.lock" \
+  --format json >"$out/jax-apply-fresh.json" 2>"$out/jax-apply-fresh.txt"
+rc=$?
+say "apply --framework jax into a fresh venv, empty cache: exit $rc in $(el $t0 $(now)) s"
+grep -E "chose|refused|trying|Smoke" "$out/jax-apply-fresh.txt" | head -8 | cut -c1-400 | sed 's/^/    /' | tee -a "$summary"
+[ $rc = 0 ] && [ "$(distv "$work/venvF/bin/python" jax-cuda13-pjrt)" = "$GV" ] \
+  && [ "$(jqp "$out/jax-apply-fresh.json" 'len(d["applied"]["kernel_refusals"])')" -ge 1 ] \
+  && pass "the kernel check refused $BV after download, then installed $GV: $(jqp "$out/jax-apply-fresh.json" 'd["applied"]["kernel_refusals"][0][:300]')" \
+  || failm "fresh apply (see jax-apply-fresh.txt): pjrt $(distv "$work/venvF/bin/python" jax-cuda13-pjrt)"
 
 # 6. plan from the same index: the planned set is what `pip download 'jax[cuda13]'` resolves.
 mkvenv "$work/venvP"
