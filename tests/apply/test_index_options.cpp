@@ -250,7 +250,7 @@ TEST_CASE("--index-url with a framework keeps --gpu and --driver: kernels are ch
   auto pold = w.envfix({"plan", "--framework", "paddlepaddle", "paddlepaddle-gpu", "--index-url", pd, "--gpu", "sm_90", "--driver",
                         "535.104.05", "--python", x.py});
   CHECK(pold.rc == 1);
-  CHECK(pold.err.find("CUDA 13.0 needs a newer driver") != std::string::npos);
+  CHECK(pold.err.find("CUDA 13.0 (variant cu130) needs a newer driver than 535.104.05") != std::string::npos);
 }
 
 } // TEST_SUITE("integration")
