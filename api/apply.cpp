@@ -157,7 +157,8 @@ struct TxnInput {
 // Runs the transaction with the kernel check and the smoke test wired in.
 Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, installer::KernelGate& gate, Reporter& rep) {
   Applied rr;
-  rep.phase(Phase::unpack);
+  // prepare_wheels began the unpack phase when it unpacked during the downloads.
+  if (std::none_of(in.wheels.begin(), in.wheels.end(), [](const auto& w) { return w.unpacked_now; })) rep.phase(Phase::unpack);
   installer::TransactionOptions to;
   to.break_system_packages = o.break_system_packages;
   to.keep_backup = !o.no_backup;
@@ -271,7 +272,13 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
       if (early) early->cancel();
       return std::unexpected(std::move(results[k].error()).context(where(fetch_index[k])));
     }
-  auto unpacked = early ? early->finish() : std::vector<std::optional<wheel::StagedWheel>>(fetch.size());
+  std::vector<std::optional<wheel::StagedWheel>> unpacked(fetch.size());
+  if (early) {
+    // The unpacking still running once the downloads are done gets its bar (the transaction's
+    // unpack phase then has only what this could not do).
+    rep.phase(Phase::unpack);
+    unpacked = early->finish([&rep](std::uint64_t d, std::uint64_t t) { rep.progress(Phase::unpack, d, t); });
+  }
   for (std::size_t k = 0; k < results.size(); ++k) {
     auto& w = wheels[fetch_index[k]];
     w.wheel = *results[k];

@@ -1,6 +1,7 @@
 #include "installer/early_unpack.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace envfix::installer {
 
@@ -13,10 +14,13 @@ EarlyUnpacker::EarlyUnpacker(const UnpackedCache& cache, std::size_t slots, unsi
 EarlyUnpacker::~EarlyUnpacker() { stop(true); }
 
 void EarlyUnpacker::ready(std::size_t i, std::filesystem::path wheel, std::string sha256) {
+  std::error_code ec;
+  const std::uint64_t bytes = std::filesystem::file_size(wheel, ec);
   {
     std::lock_guard lock(m_mutex);
     if (m_closed || i >= m_out.size()) return;
-    m_queue.push_back({i, std::move(wheel), std::move(sha256)});
+    m_queue.push_back({i, std::move(wheel), std::move(sha256), ec ? 0 : bytes});
+    m_queued_bytes += ec ? 0 : bytes;
   }
   m_wake.notify_one();
 }
@@ -30,10 +34,16 @@ void EarlyUnpacker::work() {
       if (m_queue.empty()) return;
       job = std::move(m_queue.front());
       m_queue.pop_front();
+      ++m_active;
     }
     auto entry = m_cache.stage(job.wheel, job.sha256, m_options);
-    std::lock_guard lock(m_mutex);
-    if (entry) m_out[job.slot] = std::move(*entry);
+    {
+      std::lock_guard lock(m_mutex);
+      if (entry) m_out[job.slot] = std::move(*entry);
+      --m_active;
+      m_done_bytes += job.bytes;
+    }
+    m_idle.notify_all();
   }
 }
 
@@ -49,8 +59,21 @@ void EarlyUnpacker::stop(bool drop_queued) {
   m_workers.clear();
 }
 
-std::vector<std::optional<wheel::StagedWheel>> EarlyUnpacker::finish() {
+std::vector<std::optional<wheel::StagedWheel>> EarlyUnpacker::finish(const ProgressFn& progress) {
+  std::unique_lock lock(m_mutex);
+  while (!m_queue.empty() || m_active > 0) {
+    m_idle.wait_for(lock, std::chrono::milliseconds(100));
+    if (progress) {
+      const auto done = m_done_bytes, queued = m_queued_bytes;
+      lock.unlock();
+      progress(done, queued);
+      lock.lock();
+    }
+  }
+  const auto done = m_done_bytes, queued = m_queued_bytes;
+  lock.unlock();
   stop(false);
+  if (progress) progress(done, queued);
   return std::move(m_out);
 }
 

@@ -6,8 +6,10 @@
 // failure as it always has.
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -29,7 +31,10 @@ public:
   // Queues slot `i`: the verified archive `wheel` whose sha256 is `sha256`.
   void ready(std::size_t i, std::filesystem::path wheel, std::string sha256);
   // Waits for everything queued; the cache entries made, by slot (none: not queued or failed).
-  [[nodiscard]] std::vector<std::optional<wheel::StagedWheel>> finish();
+  // `progress` (archive bytes unpacked, queued) is called on this thread while it waits, and once
+  // at the end.
+  using ProgressFn = std::function<void(std::uint64_t, std::uint64_t)>;
+  [[nodiscard]] std::vector<std::optional<wheel::StagedWheel>> finish(const ProgressFn& progress = {});
   // Drops what is still queued and waits for the wheels being unpacked (a download failed).
   void cancel();
 
@@ -38,6 +43,7 @@ private:
     std::size_t slot;
     std::filesystem::path wheel;
     std::string sha256;
+    std::uint64_t bytes = 0;
   };
   void work();
   void stop(bool drop_queued);
@@ -45,9 +51,11 @@ private:
   const UnpackedCache& m_cache;
   wheel::StagingOptions m_options;
   std::mutex m_mutex;
-  std::condition_variable m_wake;
+  std::condition_variable m_wake, m_idle;
   std::deque<Job> m_queue;
   bool m_closed = false;
+  std::size_t m_active = 0;                   // jobs being unpacked
+  std::uint64_t m_queued_bytes = 0, m_done_bytes = 0; // archive bytes, for progress
   std::vector<std::optional<wheel::StagedWheel>> m_out;
   std::vector<std::thread> m_workers;
 };

@@ -126,19 +126,27 @@ std::unique_ptr<BackgroundEnvfix> BackgroundEnvfix::start(const std::vector<std:
   int err = ::open(b->m_err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   REQUIRE(out >= 0);
   REQUIRE(err >= 0);
+  // Signals stay blocked from before the fork until the child has its default handlers: a signal
+  // sent right after the fork (the "start+0" trials) must not run this test binary's handlers
+  // (doctest's crash report) in the child, which then printed "test case CRASHED" for a parent
+  // that was fine. Delivered after the unblock, it kills the child as it would kill envfix.
+  sigset_t all, before;
+  sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, &before);
   pid_t pid = ::fork();
+  if (pid != 0) ::sigprocmask(SIG_SETMASK, &before, nullptr);
   REQUIRE(pid >= 0);
   if (pid == 0) {
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::signal(SIGPIPE, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::dup2(out, 1);
     ::dup2(err, 2);
     int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    ::signal(SIGPIPE, SIG_DFL);
     if (o.fsize_limit) {
       // Ignored (not defaulted) SIGXFSZ survives exec: a write past the limit then fails with EFBIG.
       ::signal(SIGXFSZ, SIG_IGN);
