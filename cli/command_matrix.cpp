@@ -557,7 +557,11 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
                                                     {"windows", t.min_driver_windows.empty() ? json(nullptr) : json(t.min_driver_windows)}}},
                                     {"minor_compat_driver", t.minor_compat_linux},
                                     {"confidence", matrices::to_string(t.confidence)}});
-    tk.push_back(fmt::format("{} ≥ {}", t.version.to_string(), t.min_driver_linux));
+    // A toolkit whose GA driver is not confirmed (matrices/data/cuda.yaml): its minor-version floor.
+    tk.push_back(!t.min_driver_linux.empty() ? fmt::format("{} ≥ {}", t.version.to_string(), t.min_driver_linux)
+                 : !t.minor_compat_linux.empty()
+                     ? fmt::format("{} ≥ {} (minor-version floor; GA driver unconfirmed)", t.version.to_string(), t.minor_compat_linux)
+                     : fmt::format("{} (driver unknown)", t.version.to_string()));
   }
   if (fws.size() > 1) text.push_back(fmt::format("CUDA toolkits (Linux driver): {}", join(tk, ", ")));
   if (g.format == "json") machine(out.dump(2));
