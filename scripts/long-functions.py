@@ -104,10 +104,19 @@ def is_function(header):
     head = header.strip()
     if not head or ")" not in head and "]" not in head:
         return False
-    if "=" in head:
+    # Only an `=` outside parentheses tells data from a function (a default argument `x = {}` is inside).
+    depth, outside = 0, []
+    for ch in head:
+        depth += ch == "("
+        if depth == 0:
+            outside.append(ch)
+        depth -= ch == ")" and depth > 0
+    if "=" in re.sub(r"operator\s*[^\s(]+", "", "".join(outside)):
         # `auto f = [..](..) {`: a lambda at namespace scope counts as a function; `T x[] = {` is data.
         return bool(LAMBDA.search(head)) and not head.rstrip().endswith("=")
-    return bool(re.search(r"\)[^()]*$", head)) and not re.search(r"\b(namespace|struct|class|union|enum)\b", head.split("(")[0])
+    # `template <class T>` is not a class head.
+    untemplated = re.sub(r"\btemplate\s*<[^{};]*?>", "", head.split("(")[0])
+    return bool(re.search(r"\)[^()]*$", head)) and not re.search(r"\b(namespace|struct|class|union|enum)\b", untemplated)
 
 
 def functions(path):
@@ -132,6 +141,7 @@ def functions(path):
                         stack.append(("function", i, header_start, name_of(header)))
                 elif CONTAINER.search(header) or re.search(r"\b(struct|class|union)\b[^;(]*$", header):
                     stack.append(("container", i, header_start))
+                    header_start = i + 1
                 else:
                     stack.append(("other", i, header_start))
             else:
@@ -153,6 +163,8 @@ def functions(path):
                 header_start = i + 1
         elif c == ";" and in_container:
             header_start = i + 1
+        elif c == ":" and in_container and re.fullmatch(r"\s*(public|private|protected)\s*", text[header_start:i]):
+            header_start = i + 1  # an access label is not part of the next member's header
         i += 1
     return found
 
