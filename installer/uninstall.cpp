@@ -12,9 +12,9 @@
 
 #include "installer/wheel_install.hpp"
 #include "specs/name.hpp"
+#include "specs/rfc822.hpp"
 #include "util/fs.hpp"
 #include "wheel/record.hpp"
-#include "util/strings.hpp"
 
 namespace envfix::installer {
 
@@ -44,19 +44,11 @@ std::string_view parent_of(std::string_view p) {
   return slash == 0 ? p.substr(0, 1) : p.substr(0, slash);
 }
 
+// The first value of a METADATA header (the one RFC 822 reader, specs/rfc822.hpp); "" when absent.
 std::string header_value(std::string_view text, std::string_view key) {
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    auto eol = text.find('\n', pos);
-    auto line = text.substr(pos, eol == std::string_view::npos ? text.size() - pos : eol - pos);
-    pos = eol == std::string_view::npos ? text.size() : eol + 1;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) break;
-    auto colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    if (util::iequals(line.substr(0, colon), key)) return std::string(util::trim(line.substr(colon + 1)));
-  }
-  return {};
+  auto block = specs::read_headers(text);
+  const auto* h = block ? block->find(key) : nullptr;
+  return h ? h->value : std::string();
 }
 
 // Name and version of a dist-info: METADATA first, the folder name (possibly unnormalized) as a
