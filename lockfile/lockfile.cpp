@@ -243,6 +243,16 @@ std::string LockFile::to_yaml() const {
 
 namespace {
 
+// parent[key] when it is there and a mapping (a list); when it is there as something else, a problem
+// naming `where`, and an undefined node as when it is absent.
+YAML::Node optional_node(Checker& c, const YAML::Node& parent, const char* key, YAML::NodeType::value type,
+                         const std::string& where) {
+  YAML::Node n = parent[key];
+  if (!n || n.Type() == type) return n;
+  c.problem(n, fmt::format("{}: '{}' must be a {}", where, key, type == YAML::NodeType::Map ? "mapping" : "list"));
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
 // `host:` of a target.
 void parse_host(Checker& c, const YAML::Node& tn, const std::string& where, LockTarget& t) {
   YAML::Node hn = tn["host"];
@@ -259,12 +269,8 @@ void parse_host(Checker& c, const YAML::Node& tn, const std::string& where, Lock
 
 // `verified-on:` of a target (optional).
 void parse_verified_on(Checker& c, const YAML::Node& tn, const std::string& where, LockTarget& t) {
-  YAML::Node vn = tn["verified-on"];
+  YAML::Node vn = optional_node(c, tn, "verified-on", YAML::NodeType::Map, where);
   if (!vn) return;
-  if (!vn.IsMap()) {
-    c.problem(vn, where + ": 'verified-on' must be a mapping");
-    return;
-  }
   const std::string vw = where + " verified-on";
   c.allow_keys(vn, {"gpus", "driver", "cuda-runtime", "toolkit", "interpreter", "environment", "smoke"}, vw);
   VerifiedOn vo;
@@ -280,12 +286,8 @@ void parse_verified_on(Checker& c, const YAML::Node& tn, const std::string& wher
 
 // `kernels:` of a package (optional).
 void parse_kernels(Checker& c, const YAML::Node& pn, const std::string& pw, LockedPackage& p) {
-  YAML::Node kn = pn["kernels"];
+  YAML::Node kn = optional_node(c, pn, "kernels", YAML::NodeType::Map, pw);
   if (!kn) return;
-  if (!kn.IsMap()) {
-    c.problem(kn, pw + ": 'kernels' must be a mapping");
-    return;
-  }
   c.allow_keys(kn, {"sass", "ptx", "verified"}, pw + " kernels");
   LockedKernels k;
   k.sass = c.str_list(kn, "sass", pw + " kernels");
@@ -326,12 +328,8 @@ LockedPackage parse_package(Checker& c, const YAML::Node& pn, const std::string&
 // `installed-only:` of a target (optional); names share `names` with the packages.
 void parse_installed_only(Checker& c, const YAML::Node& tn, const std::string& where, std::set<std::string>& names,
                           LockTarget& t) {
-  YAML::Node io = tn["installed-only"];
+  YAML::Node io = optional_node(c, tn, "installed-only", YAML::NodeType::Sequence, where);
   if (!io) return;
-  if (!io.IsSequence()) {
-    c.problem(io, where + ": 'installed-only' must be a list");
-    return;
-  }
   for (const YAML::Node& en : io) {
     if (!en.IsMap()) {
       c.problem(en, where + ": each installed-only entry must be a mapping");
