@@ -721,7 +721,8 @@ def write_report(a, runs, path, extra_notes):
             if phases:
                 lines += ["", "envfix cold install phases (median; resolve/prepare from its stderr, install/uninstall "
                           "from `apply --format json`): " + ", ".join(
-                              f"{k} {statistics.median(p[k] for p in phases if k in p):.2f} s" for k in phases[0]), ""]
+                              f"{k} {statistics.median(p[k] for p in phases if k in p):.2f} s" for k in phases[0]
+                              if isinstance(phases[0][k], (int, float))), ""]  # not the nested `steps`
             lines += [""]
         lines += ["### Peak RSS (median of the rounds; whole process tree)", "",
                   "`ru_maxrss` from wait4; in parentheses the peak anonymous RSS (heap and stacks, sampled every "

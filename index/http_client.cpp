@@ -17,6 +17,7 @@
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
 #include "util/strings.hpp"
+#include "util/writeback.hpp"
 
 namespace envfix::index {
 
@@ -118,6 +119,7 @@ struct Transfer {
   bool decided = false;              // this attempt's body target (file vs error body) is known
   bool to_file = false;
   std::unique_ptr<util::Sha256> hash;
+  util::WritebackPacer writeback; // the fsync at the end then finds most pages written
   std::optional<std::uint64_t> total;
   std::optional<Expected<HttpResponse>> result;
 };
@@ -196,20 +198,15 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
       t->too_large = true;
       return 0;
     }
-    std::size_t off = 0;
-    while (off < len) {
-      ssize_t w = ::write(t->fd.get(), data + off, len - off);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        t->write_failed = true;
-        t->write_errno = errno;
-        t->write_error = std::strerror(errno);
-        return 0;
-      }
-      off += static_cast<std::size_t>(w);
+    if (int err = util::write_all(t->fd.get(), std::string_view(data, len)); err != 0) {
+      t->write_failed = true;
+      t->write_errno = err;
+      t->write_error = std::strerror(err);
+      return 0;
     }
     t->hash->update(data, len);
     t->file_bytes += len;
+    t->writeback.wrote(t->fd.get(), t->file_bytes);
     if (t->req.progress) t->req.progress(t->file_bytes, t->total);
     return len;
   }

@@ -283,7 +283,10 @@ struct IndexClient::Impl {
     return p;
   }
 
-  Expected<void> store_page(const std::string& key, const CachedPage& p) {
+  // The body, then its headers (which name the body's hash). `body_too` false after a 304: the
+  // stored body is the same bytes, only the times change (rewriting a 3 MB torch page on every
+  // revalidation cost a warm plan more than parsing it).
+  Expected<void> store_page(const std::string& key, const CachedPage& p, bool body_too = true) {
     ENVFIX_TRY_VOID(util::create_directories(page_dir()));
     nlohmann::json j = {{"content_type", p.content_type}, {"etag", p.etag},
                         {"last_modified", p.last_modified}, {"final_url", p.final_url},
@@ -291,7 +294,7 @@ struct IndexClient::Impl {
                         {"body_sha256", util::sha256_hex(p.body)}};
     if (p.max_age) j["max_age"] = *p.max_age;
     if (p.heuristic_max_age) j["heuristic_max_age"] = *p.heuristic_max_age;
-    ENVFIX_TRY_VOID(write_cache_file(page_dir() / (key + ".body"), p.body));
+    if (body_too) ENVFIX_TRY_VOID(write_cache_file(page_dir() / (key + ".body"), p.body));
     ENVFIX_TRY_VOID(write_cache_file(page_dir() / (key + ".json"), j.dump()));
     return {};
   }
@@ -366,7 +369,7 @@ struct IndexClient::Impl {
       f.cached->stored_at = now_seconds();
       if (f.cached->heuristic_max_age)
         f.cached->heuristic_max_age = heuristic_lifetime(f.cached->last_modified, f.cached->stored_at);
-      (void)store_page(f.key, *f.cached); // refreshing the timestamp is best effort
+      (void)store_page(f.key, *f.cached, false); // refreshing the timestamp is best effort
       return parse_page(*f.cached, url, ctx);
     }
     if (resp->status == 404)

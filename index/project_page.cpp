@@ -57,13 +57,14 @@ bool is_remote(std::string_view page_url) {
 struct PageConstants {
   std::string project; // normalized
   std::string index_url; // credentials stripped
+  UrlResolver base;      // ctx.page_url, parsed once
   explicit PageConstants(const PageContext& ctx)
-      : project(normalize_project_name(ctx.project)), index_url(strip_credentials(ctx.index_url)) {}
+      : project(normalize_project_name(ctx.project)), index_url(strip_credentials(ctx.index_url)), base(ctx.page_url) {}
 };
 
 std::optional<Candidate> candidate_from_href(std::string_view href, const PageContext& ctx, const PageConstants& k,
                                              ProjectPage& page) {
-  auto resolved = resolve_url(ctx.page_url, href);
+  auto resolved = k.base.resolve(href);
   if (!resolved) {
     page.warnings.push_back(fmt::format("skipped anchor {:?}: {}", redact_url(href), resolved.error().message));
     return std::nullopt;

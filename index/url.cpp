@@ -49,6 +49,40 @@ Expected<std::string> resolve_url(std::string_view base, std::string_view ref) {
   return result;
 }
 
+namespace {
+// A root-relative ref that resolution leaves as it is: one leading '/', no dot segment, no
+// backslash, at most one '#', only characters RFC 3986 allows unescaped, every '%' an escape.
+bool plain_root_relative(std::string_view ref) {
+  if (ref.size() < 1 || ref[0] != '/' || (ref.size() > 1 && ref[1] == '/')) return false;
+  if (ref.find("/.") != std::string_view::npos) return false;
+  int hashes = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const char c = ref[i];
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (alnum || std::string_view("-._~!$&'()*+,;=:@/?").find(c) != std::string_view::npos) continue;
+    if (c == '#' && ++hashes == 1) continue;
+    if (c == '%' && i + 2 < ref.size() && hex_value(ref[i + 1]) >= 0 && hex_value(ref[i + 2]) >= 0) {
+      i += 2;
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
+} // namespace
+
+UrlResolver::UrlResolver(std::string base) : m_base(std::move(base)) {
+  // The origin as curl writes it (scheme and host case, default port): resolve "/" once.
+  if (auto root = resolve_url(m_base, "/"); root && root->ends_with('/') && root->find('?') == std::string::npos &&
+                                             root->find('#') == std::string::npos)
+    m_origin = root->substr(0, root->size() - 1);
+}
+
+Expected<std::string> UrlResolver::resolve(std::string_view ref) const {
+  if (m_origin && plain_root_relative(ref)) return *m_origin + std::string(ref);
+  return resolve_url(m_base, ref);
+}
+
 std::string percent_decode(std::string_view s) {
   std::string out;
   out.reserve(s.size());

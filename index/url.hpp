@@ -12,6 +12,20 @@ namespace envfix::index {
 
 // Resolve `ref` (absolute, root-relative or relative) against `base` (RFC 3986).
 [[nodiscard]] Expected<std::string> resolve_url(std::string_view base, std::string_view ref);
+// resolve_url against one base for many refs (a torch page has tens of thousands of anchors):
+// the base is parsed once, and a plain root-relative ref ("/whl/cu130/torch-…whl#sha256=…", what
+// download.pytorch.org and PyPI-shaped servers write) is joined to the base's origin without a
+// parse; any other ref goes through resolve_url. Same result as resolve_url for every ref
+// (tests/index/test_url.cpp compares them).
+class UrlResolver {
+public:
+  explicit UrlResolver(std::string base);
+  [[nodiscard]] Expected<std::string> resolve(std::string_view ref) const;
+
+private:
+  std::string m_base;
+  std::optional<std::string> m_origin; // "https://host:port" as resolve_url writes it; none: no fast path
+};
 // Lower-case scheme of an absolute URL ("https"), or "" when there is none.
 [[nodiscard]] std::string url_scheme(std::string_view url);
 // "%2B" -> "+"; invalid escapes are kept literally.

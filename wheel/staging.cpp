@@ -18,6 +18,7 @@
 #include "util/text.hpp"
 #include "util/parallel.hpp"
 #include "util/sha256.hpp"
+#include "util/writeback.hpp"
 #include "wheel/record.hpp"
 #include "wheel/wheel_info.hpp"
 
@@ -448,20 +449,24 @@ Expected<void> WheelStager::extract(std::size_t group) {
         std::shared_ptr<util::Sha256> hasher;
         if (slot >= 0) hasher = std::make_shared<util::Sha256>();
         auto bytes = std::make_shared<std::uint64_t>(0);
+        auto writeback = std::make_shared<util::WritebackPacer>();
         // The digest lands in its slot when the sink is destroyed after the member's last chunk.
         struct Finish {
           Impl* m;
           long slot;
           std::shared_ptr<util::Sha256> hasher;
           std::shared_ptr<std::uint64_t> bytes;
+          std::shared_ptr<util::Fd> file;
+          std::shared_ptr<util::WritebackPacer> writeback;
           ~Finish() {
+            writeback->finish(file->get(), *bytes);
             if (slot >= 0 && hasher) {
               m->digests[static_cast<std::size_t>(slot)] = hasher->raw_digest();
               m->written[static_cast<std::size_t>(slot)] = *bytes;
             }
           }
         };
-        auto finish = std::make_shared<Finish>(Finish{&m, slot, hasher, bytes});
+        auto finish = std::make_shared<Finish>(Finish{&m, slot, hasher, bytes, file, writeback});
         return DataSink([=](std::string_view chunk) -> Expected<void> {
           (void)finish;
           if (hasher) hasher->update(chunk);
@@ -473,6 +478,7 @@ Expected<void> WheelStager::extract(std::size_t group) {
                                              ? "the disk is full (or the file size limit was reached); free space and retry"
                                              : ""),
                               err);
+          writeback->wrote(file->get(), *bytes);
           return {};
         });
       },

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 #include <fmt/format.h>
 
 #include "index/project_page.hpp"
@@ -21,6 +22,47 @@ PageContext ctx(std::string page_url, std::string project = "torch") {
 } // namespace
 
 TEST_SUITE("unit") {
+TEST_CASE("UrlResolver gives resolve_url's answer for every ref, fast path or not") {
+  // The fast path joins root-relative refs to the base's origin; a difference from curl's
+  // resolution (case of scheme or host, default port, dot segments, escapes) fails here.
+  const std::vector<std::string> bases = {"https://download.pytorch.org/whl/cu128/torch/",
+                                          "HTTPS://Download.PyTorch.org:443/whl/cu130/torch/",
+                                          "https://user:p%40ss@mirror.example:8443/simple/torch/?x=1#frag",
+                                          "http://127.0.0.1:33503/cu128/simple/torch/",
+                                          "http://[::1]:8080/simple/torch/",
+                                          "file:///srv/simple/torch/"};
+  const std::vector<std::string> refs = {"/whl/cu128/torch-2.7.0%2Bcu128-cp311-cp311-linux_x86_64.whl#sha256=ab",
+                                         "/files/a.whl",
+                                         "/",
+                                         "/a/./b.whl",
+                                         "/a/../b.whl",
+                                         "/a/b.whl/.",
+                                         "//other.host/x.whl",
+                                         "/x.whl?q=1&r=%2F#sha256=00",
+                                         "/x.whl#a#b",
+                                         "/x%zz.whl",
+                                         "/x%2.whl",
+                                         "/sp ace.whl",
+                                         "/back\\slash.whl",
+                                         "/quote\".whl",
+                                         "/caf\xc3\xa9.whl",
+                                         "../../files/a.whl#sha256=ab",
+                                         "t.whl",
+                                         "https://files.example/x/y.whl",
+                                         ""};
+  for (const auto& base : bases) {
+    UrlResolver r(base);
+    for (const auto& ref : refs) {
+      CAPTURE(base);
+      CAPTURE(ref);
+      auto want = resolve_url(base, ref);
+      auto got = r.resolve(ref);
+      REQUIRE(want.has_value() == got.has_value());
+      if (want) CHECK(*got == *want);
+    }
+  }
+}
+
 TEST_CASE("URL resolution, decoding and redaction") {
   const std::string page = "https://download.pytorch.org/whl/cu128/torch/";
   CHECK(resolve_url(page, "/whl/cu128/torch-2.7.0%2Bcu128-cp311-cp311-linux_x86_64.whl").value() ==

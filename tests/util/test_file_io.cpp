@@ -1,13 +1,16 @@
 // sha256_file_hex reads in fixed buffers; MappedFile::drop gives back resident pages.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
+#include "util/writeback.hpp"
 
 using namespace envfix;
 namespace fs = std::filesystem;
@@ -88,3 +91,55 @@ TEST_CASE("MappedFile::drop releases resident pages and keeps the bytes readable
   fs::remove_all(dir);
 }
 } // TEST_SUITE unit
+
+TEST_SUITE("unit") {
+TEST_CASE("WritebackPacer hands each written range to write-back once, only for large files") {
+  auto dir = util::make_temp_dir({}, "envfix-writeback").value();
+  const std::uint64_t every = 1 << 20;
+  auto write_file = [&](const std::string& name, std::size_t size, std::size_t chunk, util::WritebackPacer& p) {
+    util::Fd fd(::open((dir / name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    REQUIRE(fd.valid());
+    std::string data = pattern(size, 7);
+    std::uint64_t written = 0;
+    std::vector<std::uint64_t> seen;
+    for (std::size_t off = 0; off < size; off += chunk) {
+      auto part = std::string_view(data).substr(off, chunk);
+      REQUIRE(util::write_all(fd.get(), part) == 0);
+      written += part.size();
+      p.wrote(fd.get(), written);
+      seen.push_back(p.started());
+    }
+    p.finish(fd.get(), written);
+    CHECK(util::read_file(dir / name).value() == data); // the bytes are untouched
+    return seen;
+  };
+  SUBCASE("a large file: every `every` bytes, then the rest at finish") {
+    util::WritebackPacer p(every);
+    auto seen = write_file("big", 5 * every + 12345, 256 * 1024, p);
+    CHECK(seen[2] == 0);                 // 768 KiB written: under the step
+    CHECK(seen[3] == every);             // 1 MiB: the first range
+    CHECK(seen[7] == 2 * every);
+    CHECK(seen.back() == 5 * every);     // the last whole step
+    CHECK(p.started() == 5 * every + 12345); // finish: the tail
+  }
+  SUBCASE("a small file costs no call at all") {
+    util::WritebackPacer p(every);
+    write_file("small", every / 2, 4096, p);
+    CHECK(p.started() == 0);
+  }
+  SUBCASE("a file truncated and written again starts over") {
+    util::WritebackPacer p(every);
+    util::Fd fd(::open((dir / "retry").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    REQUIRE(util::write_all(fd.get(), pattern(3 * every, 1)) == 0);
+    p.wrote(fd.get(), 3 * every);
+    CHECK(p.started() == 3 * every);
+    REQUIRE(::ftruncate(fd.get(), 0) == 0);
+    REQUIRE(::lseek(fd.get(), 0, SEEK_SET) == 0);
+    REQUIRE(util::write_all(fd.get(), pattern(every, 2)) == 0);
+    p.wrote(fd.get(), every);
+    CHECK(p.started() == every);
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+}
