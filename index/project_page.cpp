@@ -273,71 +273,214 @@ Expected<ProjectPage> parse_html_page(std::string_view html, const PageContext& 
 }
 
 
-Expected<ProjectPage> parse_json_page(std::string_view text, const PageContext& ctx) {
-  using nlohmann::json;
-  json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    // Re-parse with exceptions to get the byte position for the message.
-    std::string detail = "invalid JSON";
-    try {
-      json again = json::parse(text.begin(), text.end());
-      (void)again;
-    } catch (const json::exception& e) {
-      detail = e.what();
-    }
-    return fail(ErrorCode::invalid_input, "{}: invalid project page JSON: {}", redact_url(ctx.page_url), detail);
+namespace {
+
+// PEP 691 pages are read with nlohmann's SAX interface, not into a document: a torch page lists tens
+// of thousands of files, and its DOM (a std::map per file) cost more than the lexing. The reader
+// keeps only the fields used below, with a document's rules: a repeated key replaces the earlier
+// value, a value of the wrong type counts as absent; checks run after the parse in the order the
+// document version had (meta, then files in order).
+struct JsonMetadataField { // "core-metadata" / "dist-info-metadata"
+  bool present = false;
+  std::optional<bool> flag;
+  bool is_object = false;
+  std::optional<std::string> sha256;
+};
+struct JsonFile {
+  bool is_object = false;
+  std::optional<std::string> url, filename, sha256, requires_python;
+  std::optional<bool> yanked_flag;
+  std::optional<std::string> yanked_reason;
+  JsonMetadataField core, dist_info;
+  std::optional<std::uint64_t> size;
+};
+
+class PageSax final : public nlohmann::json_sax<nlohmann::json> {
+public:
+  bool top_is_object = false;
+  bool api_present = false, api_is_string = false;
+  std::string api;
+  bool files_present = false, files_is_array = false;
+  std::vector<JsonFile> files;
+  std::string error;
+
+  bool null() override { return scalar(Value{}); }
+  bool boolean(bool v) override { return scalar(Value{.flag = v}); }
+  bool number_integer(number_integer_t) override { return scalar(Value{}); }
+  bool number_unsigned(number_unsigned_t v) override { return scalar(Value{.unsigned_number = v}); }
+  bool number_float(number_float_t, const string_t&) override { return scalar(Value{}); }
+  bool string(string_t& v) override { return scalar(Value{.text = &v}); }
+  bool binary(binary_t&) override { return scalar(Value{}); }
+  bool key(string_t& k) override {
+    m_key = std::move(k);
+    return true;
   }
+  bool start_object(std::size_t) override { return open(true); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    error = e.what();
+    return false;
+  }
+
+private:
+  enum class Frame { top, meta, files, file, hashes, core_md, dist_md, skip };
+  struct Value {
+    std::optional<bool> flag;
+    std::optional<std::uint64_t> unsigned_number;
+    std::string* text = nullptr;
+  };
+  std::vector<Frame> m_stack;
+  std::string m_key;
+
+  JsonMetadataField& md(Frame f) { return f == Frame::core_md ? files.back().core : files.back().dist_info; }
+
+  // A value (scalar or container) for the key m_key of the file being read.
+  void file_field(const Value& v, bool is_object) {
+    JsonFile& f = files.back();
+    auto text = [&] { return v.text ? std::optional<std::string>(*v.text) : std::nullopt; };
+    if (m_key == "url") f.url = text();
+    else if (m_key == "filename") f.filename = text();
+    else if (m_key == "requires-python") f.requires_python = text();
+    else if (m_key == "size") f.size = v.unsigned_number;
+    else if (m_key == "hashes") f.sha256.reset();
+    else if (m_key == "yanked") {
+      f.yanked_flag = v.text ? std::optional<bool>(true) : v.flag;
+      f.yanked_reason = text();
+    } else if (m_key == "core-metadata" || m_key == "dist-info-metadata") {
+      (m_key == "core-metadata" ? f.core : f.dist_info) = JsonMetadataField{true, v.flag, is_object, std::nullopt};
+    }
+  }
+
+  bool scalar(const Value& v) {
+    if (m_stack.empty()) return true; // a scalar document: top_is_object stays false
+    switch (m_stack.back()) {
+    case Frame::top:
+      if (m_key == "meta") api_present = false;
+      else if (m_key == "files") {
+        files_present = true;
+        files_is_array = false;
+        files.clear();
+      }
+      break;
+    case Frame::meta:
+      if (m_key == "api-version") {
+        api_present = true;
+        api_is_string = v.text != nullptr;
+        if (v.text) api = *v.text;
+      }
+      break;
+    case Frame::files: files.emplace_back(); break;
+    case Frame::file: file_field(v, false); break;
+    case Frame::hashes:
+      if (m_key == "sha256") files.back().sha256 = v.text ? std::optional<std::string>(*v.text) : std::nullopt;
+      break;
+    case Frame::core_md:
+    case Frame::dist_md:
+      if (m_key == "sha256") md(m_stack.back()).sha256 = v.text ? std::optional<std::string>(*v.text) : std::nullopt;
+      break;
+    case Frame::skip: break;
+    }
+    return true;
+  }
+
+  bool open(bool object) {
+    Frame next = Frame::skip;
+    if (m_stack.empty()) {
+      top_is_object = object;
+      next = object ? Frame::top : Frame::skip;
+    } else {
+      switch (m_stack.back()) {
+      case Frame::top:
+        if (m_key == "meta") {
+          api_present = false;
+          if (object) next = Frame::meta;
+        } else if (m_key == "files") {
+          files_present = true;
+          files_is_array = !object;
+          files.clear();
+          if (!object) next = Frame::files;
+        }
+        break;
+      case Frame::meta:
+        if (m_key == "api-version") {
+          api_present = true;
+          api_is_string = false;
+        }
+        break;
+      case Frame::files:
+        files.emplace_back().is_object = object;
+        if (object) next = Frame::file;
+        break;
+      case Frame::file:
+        file_field(Value{}, object);
+        if (object && m_key == "hashes") next = Frame::hashes;
+        else if (object && m_key == "core-metadata") next = Frame::core_md;
+        else if (object && m_key == "dist-info-metadata") next = Frame::dist_md;
+        break;
+      case Frame::hashes:
+        if (m_key == "sha256") files.back().sha256.reset();
+        break;
+      case Frame::core_md:
+      case Frame::dist_md:
+        if (m_key == "sha256") md(m_stack.back()).sha256.reset();
+        break;
+      case Frame::skip: break;
+      }
+    }
+    m_stack.push_back(next);
+    return true;
+  }
+
+  bool close() {
+    if (!m_stack.empty()) m_stack.pop_back();
+    return true;
+  }
+};
+
+void apply_json_fields(const JsonFile& f, Candidate& c) {
+  if (f.sha256 && is_hex(*f.sha256)) c.sha256 = util::lower(*f.sha256);
+  if (f.requires_python) c.requires_python = *f.requires_python;
+  if (f.yanked_flag) {
+    c.yanked = *f.yanked_flag;
+    if (f.yanked_reason) c.yanked_reason = *f.yanked_reason;
+  }
+  const JsonMetadataField& md = f.core.present ? f.core : f.dist_info;
+  if (md.flag) c.has_metadata = *md.flag;
+  else if (md.is_object) {
+    c.has_metadata = true;
+    if (md.sha256 && is_hex(*md.sha256)) c.metadata_sha256 = util::lower(*md.sha256);
+  }
+  if (f.size) c.size = *f.size;
+}
+
+} // namespace
+
+Expected<ProjectPage> parse_json_page(std::string_view text, const PageContext& ctx) {
   auto bad = [&](std::string_view what) {
     return fail(ErrorCode::invalid_input, "{}: invalid project page JSON: {}", redact_url(ctx.page_url), what);
   };
-  if (!doc.is_object()) return bad("top level is not an object");
+  PageSax sax;
+  if (!nlohmann::json::sax_parse(text.begin(), text.end(), &sax)) return bad(sax.error.empty() ? "invalid JSON" : sax.error);
+  if (!sax.top_is_object) return bad("top level is not an object");
   ProjectPage page;
-  if (auto m = doc.find("meta"); m != doc.end() && m->is_object()) {
-    if (auto v = m->find("api-version"); v != m->end()) {
-      if (!v->is_string()) return bad("meta.api-version is not a string");
-      ENVFIX_TRY_VOID(check_api_version(v->get_ref<const std::string&>(), ctx, page));
-    }
+  if (sax.api_present) {
+    if (!sax.api_is_string) return bad("meta.api-version is not a string");
+    ENVFIX_TRY_VOID(check_api_version(sax.api, ctx, page));
   }
-  auto files = doc.find("files");
-  if (files == doc.end() || !files->is_array()) return bad("\"files\" is missing or not a list");
-  page.candidates.reserve(files->size());
+  if (!sax.files_present || !sax.files_is_array) return bad("\"files\" is missing or not a list");
+  page.candidates.reserve(sax.files.size());
   const PageConstants k(ctx);
-  std::size_t index = 0;
-  for (const json& f : *files) {
-    ++index;
-    if (!f.is_object()) return bad(fmt::format("files[{}] is not an object", index - 1));
-    auto url = f.find("url");
-    if (url == f.end() || !url->is_string())
-      return bad(fmt::format("files[{}].url is missing or not a string", index - 1));
-    auto c = candidate_from_href(url->get_ref<const std::string&>(), ctx, k, page);
+  for (std::size_t i = 0; i < sax.files.size(); ++i) {
+    const JsonFile& f = sax.files[i];
+    if (!f.is_object) return bad(fmt::format("files[{}] is not an object", i));
+    if (!f.url) return bad(fmt::format("files[{}].url is missing or not a string", i));
+    auto c = candidate_from_href(*f.url, ctx, k, page);
     if (!c) continue;
-    if (auto fn = f.find("filename"); fn != f.end() && fn->is_string() && !fn->get_ref<const std::string&>().empty())
-      c->filename = fn->get<std::string>();
+    if (f.filename && !f.filename->empty()) c->filename = *f.filename;
     if (ctx.filter_by_project && project_of_filename(c->filename) != c->project) continue;
-    if (auto h = f.find("hashes"); h != f.end() && h->is_object()) {
-      if (auto s = h->find("sha256"); s != h->end() && s->is_string() && is_hex(s->get_ref<const std::string&>()))
-        c->sha256 = util::lower(s->get_ref<const std::string&>());
-    }
-    if (auto rp = f.find("requires-python"); rp != f.end() && rp->is_string())
-      c->requires_python = rp->get<std::string>();
-    if (auto y = f.find("yanked"); y != f.end()) {
-      if (y->is_boolean()) c->yanked = y->get<bool>();
-      else if (y->is_string()) {
-        c->yanked = true;
-        c->yanked_reason = y->get<std::string>();
-      }
-    }
-    auto md = f.find("core-metadata");
-    if (md == f.end()) md = f.find("dist-info-metadata");
-    if (md != f.end()) {
-      if (md->is_boolean()) c->has_metadata = md->get<bool>();
-      else if (md->is_object()) {
-        c->has_metadata = true;
-        if (auto s = md->find("sha256"); s != md->end() && s->is_string() && is_hex(s->get_ref<const std::string&>()))
-          c->metadata_sha256 = util::lower(s->get_ref<const std::string&>());
-      }
-    }
-    if (auto sz = f.find("size"); sz != f.end() && sz->is_number_unsigned()) c->size = sz->get<std::uint64_t>();
+    apply_json_fields(f, *c);
     page.candidates.push_back(std::move(*c));
   }
   return page;

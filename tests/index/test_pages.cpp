@@ -186,6 +186,52 @@ TEST_CASE("JSON page errors name the page and the problem") {
   CHECK(js->candidates.empty());
 }
 
+TEST_CASE("JSON page read as a stream keeps a document's rules") {
+  // The page is read with a SAX reader (no document): a repeated key must still replace the earlier
+  // value, a value of the wrong type count as absent, nested unknown values be skipped, and meta be
+  // checked before any file, wherever it stands in the text.
+  auto c = ctx("https://idx.example/simple/foo/", "foo");
+  auto p = parse_json_page(R"({"files":[
+      {"url":"/f/foo-1.0-py3-none-any.whl","hashes":{"sha256":"aa"},"hashes":{"md5":"x"},
+       "size":5,"size":-1,"yanked":true,"yanked":3,"requires-python":">=3.8","requires-python":{"x":1},
+       "provenance":{"url":"/not/this","files":[{"url":"/nor/this"}]},
+       "core-metadata":"yes","dist-info-metadata":{"sha256":"cc"}},
+      {"url":"/ignored","url":"/f/foo-2.0-py3-none-any.whl","hashes":[{"sha256":"aa"}],"hashes":{"sha256":"DD"},
+       "dist-info-metadata":{"sha256":"EE","sha256":7},"yanked":"bad build","size":1.5}
+     ],"meta":{"api-version":"1.1","api-version":"1.0"},"name":"foo"})",
+                           c);
+  REQUIRE(p);
+  CHECK(p->api_version == "1.0");
+  REQUIRE(p->candidates.size() == 2);
+  const auto& a = p->candidates[0];
+  CHECK(a.url == "https://idx.example/f/foo-1.0-py3-none-any.whl");
+  CHECK_FALSE(a.sha256);            // the second "hashes" has no sha256
+  CHECK_FALSE(a.size);              // -1 is not a size
+  CHECK_FALSE(a.yanked);            // 3 is neither a flag nor a reason
+  CHECK_FALSE(a.requires_python);   // an object is not a specifier
+  CHECK_FALSE(a.has_metadata);      // core-metadata wins over dist-info-metadata, and "yes" says nothing
+  const auto& b = p->candidates[1];
+  CHECK(b.url == "https://idx.example/f/foo-2.0-py3-none-any.whl");
+  CHECK(b.sha256 == "dd");
+  CHECK(b.has_metadata);
+  CHECK_FALSE(b.metadata_sha256);   // the repeated sha256 is a number
+  CHECK(b.yanked);
+  CHECK(b.yanked_reason == "bad build");
+  CHECK_FALSE(b.size);
+  // meta is checked first even when it comes last; the last "files" is the one read.
+  auto m = parse_json_page(R"({"files":[5],"meta":{"api-version":2}})", c);
+  REQUIRE_FALSE(m);
+  CHECK(m.error().message.find("meta.api-version is not a string") != std::string::npos);
+  auto f = parse_json_page(R"({"files":[{"url":"/a-1.0-py3-none-any.whl"}],"files":{}})", c);
+  REQUIRE_FALSE(f);
+  CHECK(f.error().message.find("\"files\" is missing or not a list") != std::string::npos);
+  auto n = parse_json_page(R"({"files":[{"url":"/a-1.0-py3-none-any.whl"},[],{"url":1}]})", c);
+  REQUIRE_FALSE(n);
+  CHECK(n.error().message.find("files[1] is not an object") != std::string::npos);
+  CHECK(parse_json_page(R"({"files":[]} trailing)", c).error().message.find("parse error") != std::string::npos);
+  CHECK(parse_json_page(R"("files")", c).error().message.find("top level is not an object") != std::string::npos);
+}
+
 TEST_CASE("content type dispatch") {
   CHECK(page_format_from_content_type("application/vnd.pypi.simple.v1+json") == PageFormat::json);
   CHECK(page_format_from_content_type("Text/HTML; charset=utf-8") == PageFormat::html);
