@@ -124,9 +124,7 @@ struct GumboDeleter {
 } // namespace
 
 PageFormat page_format_from_content_type(std::string_view content_type) {
-  std::string ct = util::lower(content_type.substr(0, content_type.find(';')));
-  while (!ct.empty() && (ct.back() == ' ' || ct.back() == '\t')) ct.pop_back();
-  while (!ct.empty() && (ct.front() == ' ' || ct.front() == '\t')) ct.erase(ct.begin());
+  const std::string ct = util::lower(util::trim(content_type.substr(0, content_type.find(';'))));
   if (ct == "application/vnd.pypi.simple.v1+json") return PageFormat::json;
   if (ct == "application/vnd.pypi.simple.v1+html" || ct == "text/html") return PageFormat::html;
   return PageFormat::unknown;
