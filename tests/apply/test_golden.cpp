@@ -30,9 +30,16 @@ constexpr const char* kTorchIndex = R"({"simple_dir": "pt/whl/cu126", "files_dir
 ]})";
 
 // The commands of one world, each as "$ envfix ARGS", its stderr and stdout, and its exit code.
+// `common` options go after a with() command's own arguments, or before them when `common_first`.
 struct Transcript {
   World& w;
-  std::string text;
+  std::vector<std::string> common = {};
+  bool common_first = false;
+  std::string text = {};
+  std::vector<std::string> with(std::vector<std::string> a) const {
+    a.insert(common_first ? a.begin() : a.end(), common.begin(), common.end());
+    return a;
+  }
   int step(const std::vector<std::string>& args) {
     auto r = w.envfix(args, {{"NO_COLOR", "1"}});
     std::string cmd = "$ envfix";
@@ -59,14 +66,9 @@ TEST_CASE("golden transcripts: plan, apply, apply again, lock, lock --check, exp
   World w(kIndex);
   auto ve = w.venv("venv");
   const auto py = (ve / "bin/python").string();
-  Transcript t{w, {}};
   // --gpu none: the same host on a GPU machine and off it.
-  const std::vector<std::string> common{"--gpu", "none", "--index-url", w.index_url(), "--python", py, "--lockfile",
-                                        w.lockfile().string()};
-  auto with = [&](std::vector<std::string> a) {
-    a.insert(a.end(), common.begin(), common.end());
-    return a;
-  };
+  Transcript t{w, {"--gpu", "none", "--index-url", w.index_url(), "--python", py, "--lockfile", w.lockfile().string()}};
+  auto with = [&](std::vector<std::string> a) { return t.with(std::move(a)); };
   CHECK(t.step(with({"plan", "alpha"})) == 0);
   CHECK(t.step(with({"apply", "alpha", "--yes"})) == 0);
   CHECK(t.step(with({"apply", "alpha", "--yes"})) == 0);
@@ -83,13 +85,9 @@ TEST_CASE("golden transcripts: plan, lock and export as JSON, and their JSON err
   World w(kIndex);
   auto ve = w.venv("venv");
   const auto py = (ve / "bin/python").string();
-  Transcript t{w, {}};
-  const std::vector<std::string> common{"--format", "json", "--gpu", "none", "--index-url", w.index_url(), "--python", py,
-                                        "--lockfile", w.lockfile().string()};
-  auto with = [&](std::vector<std::string> a) {
-    a.insert(a.begin(), common.begin(), common.end());
-    return a;
-  };
+  Transcript t{w, {"--format", "json", "--gpu", "none", "--index-url", w.index_url(), "--python", py, "--lockfile",
+                   w.lockfile().string()}, true};
+  auto with = [&](std::vector<std::string> a) { return t.with(std::move(a)); };
   CHECK(t.step(with({"plan", "alpha"})) == 0);
   CHECK(t.step(with({"lock", "alpha"})) == 0);
   CHECK(t.step(with({"lock", "alpha", "--check"})) == 0);
@@ -109,7 +107,7 @@ TEST_CASE("golden transcripts: a framework plan on a variant index, and its refu
   World w(kTorchIndex);
   auto ve = w.venv("venv");
   const auto py = (ve / "bin/python").string();
-  Transcript t{w, {}};
+  Transcript t{w};
   const std::string pt = w.base_url() + "/pt/whl/cu126";
   CHECK(t.step({"plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "580.65.06", "--python", py}) == 0);
   CHECK(t.step({"--format", "json", "plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "580.65.06", "--python", py}) == 0);
