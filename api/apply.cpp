@@ -16,6 +16,7 @@
 #include "probe/base_env.hpp"
 #include "installer/install_target.hpp"
 #include "installer/kernel_gate.hpp"
+#include "installer/early_unpack.hpp"
 #include "installer/unpacked_cache.hpp"
 #include "lockfile/lockfile.hpp"
 #include "lockfile/select.hpp"
@@ -192,6 +193,7 @@ Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, ins
       return std::unexpected(r.error());
     };
   }
+  for (const auto& w : in.wheels) rr.unpacked_while_downloading += w.unpacked_now ? 1 : 0;
   installer::Transaction txn(*in.target, to);
   for (const auto& d : in.removals) txn.remove(d);
   for (const auto& w : in.wheels) txn.install(w);
@@ -226,6 +228,7 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
                                                                 Reporter& rep) {
   std::vector<installer::WheelToInstall> wheels(cands.size());
   installer::UnpackedCache cache(unpacked_cache_dir(client));
+  cache.remove_stale(); // what a run killed mid-unpack left
   std::vector<index::Candidate> fetch;
   std::vector<std::size_t> fetch_index;
   std::vector<std::string> shas; // all entries looked up at once (UnpackedCache::find_many)
@@ -245,6 +248,14 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
   rep.phase(Phase::download);
   std::vector<std::uint64_t> done(fetch.size()), total(fetch.size());
   for (std::size_t k = 0; k < fetch.size(); ++k) total[k] = fetch[k].size.value_or(0);
+  // Each verified download is unpacked into the cache while the others still download
+  // (installer/early_unpack.hpp); ENVFIX_EARLY_UNPACK=0 leaves all unpacking to the transaction.
+  std::optional<installer::EarlyUnpacker> early;
+  if (!fetch.empty() && util::get_env("ENVFIX_EARLY_UNPACK").value_or("1") != "0")
+    early.emplace(cache, fetch.size(), 2, threads_from_env().value_or(util::default_threads()));
+  auto ready = [&](std::size_t k, const fs::path& p) {
+    if (early && fetch[k].sha256) early->ready(k, p, *fetch[k].sha256);
+  };
   auto results = client.download_many(fetch, [&](std::size_t k, std::uint64_t d, std::optional<std::uint64_t> t) {
     done[k] = d;
     if (t && *t > total[k]) total[k] = *t;
@@ -254,12 +265,21 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
       st += total[j];
     }
     rep.progress(Phase::download, sd, st);
-  });
+  }, ready);
+  for (std::size_t k = 0; k < results.size(); ++k)
+    if (!results[k]) {
+      if (early) early->cancel();
+      return std::unexpected(std::move(results[k].error()).context(where(fetch_index[k])));
+    }
+  auto unpacked = early ? early->finish() : std::vector<std::optional<wheel::StagedWheel>>(fetch.size());
   for (std::size_t k = 0; k < results.size(); ++k) {
-    if (!results[k]) return std::unexpected(std::move(results[k].error()).context(where(fetch_index[k])));
     auto& w = wheels[fetch_index[k]];
     w.wheel = *results[k];
     w.sha256_verified = w.sha256.has_value(); // download_many checked it against the index's hash
+    if (unpacked[k]) {
+      w.cached = std::move(unpacked[k]);
+      w.unpacked_now = true;
+    }
   }
   return wheels;
 }

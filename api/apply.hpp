@@ -62,6 +62,7 @@ struct Applied {
   Timings timings;
   Smoke smoke;
   std::vector<std::string> gate_warnings, gate_notes; // the kernel gate's (installer/kernel_gate.hpp)
+  std::size_t unpacked_while_downloading = 0; // wheels unpacked as their download completed (installer/early_unpack.hpp)
 };
 
 struct ApplyReport {

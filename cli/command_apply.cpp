@@ -122,6 +122,7 @@ json result_json(const api::Applied& rr) {
   j["timings"]["steps"] = std::move(steps);
   j["link_mode"] = rr.txn.link_mode ? json(installer::to_string(*rr.txn.link_mode)) : json(nullptr);
   j["unpacked_cache_hits"] = rr.txn.cache_hits;
+  j["unpacked_while_downloading"] = rr.unpacked_while_downloading;
   return j;
 }
 

@@ -122,6 +122,7 @@ struct Transfer {
   util::WritebackPacer writeback; // the fsync at the end then finds most pages written
   std::optional<std::uint64_t> total;
   std::optional<Expected<HttpResponse>> result;
+  bool notified = false; // notify_done ran
 };
 
 std::optional<std::uint64_t> parse_u64(std::string_view s) {
@@ -459,6 +460,18 @@ bool Attempts::finish(Transfer& t, CURLcode rc) const {
   return true;
 }
 
+// A transfer's final result is in: its file is made durable and closed (before anyone renames it
+// into a cache), then the request's on_done is told, once.
+void notify_done(Transfer& t) {
+  if (t.notified || !t.result) return;
+  t.notified = true;
+  if (t.fd.valid()) {
+    if (*t.result && (*t.result)->ok()) ::fsync(t.fd.get());
+    t.fd = util::Fd();
+  }
+  if (t.req.on_done) t.req.on_done(*t.result);
+}
+
 } // namespace
 
 std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpRequest> requests) {
@@ -512,6 +525,7 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
       t->easy = nullptr;
       --active;
       if (!done) waiting.push_back(t);
+      else notify_done(*t);
     }
     if (waiting.empty() && active == 0) break;
     int timeout_ms = 200;
@@ -529,10 +543,7 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
   out.reserve(ts.size());
   for (auto& t : ts) {
     if (t->headers) curl_slist_free_all(t->headers);
-    if (t->fd.valid()) {
-      if (t->result && *t->result && (*t->result)->ok()) ::fsync(t->fd.get());
-      t->fd = util::Fd();
-    }
+    notify_done(*t); // the transfers that never started (refused URL, file not creatable)
     out.push_back(std::move(*t->result));
   }
   return out;

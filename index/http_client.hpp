@@ -42,6 +42,8 @@ struct HttpOptions {
   LogFn log;
 };
 
+struct HttpResponse;
+
 struct HttpRequest {
   std::string url;
   std::vector<std::string> headers; // "Name: value"
@@ -52,6 +54,10 @@ struct HttpRequest {
   std::uint64_t max_file = 0;                // dest transfers: fail once the file passes this (0: no limit)
   bool accept_compressed = false;            // pages may be gzip'd; files never (hashes are of the wire bytes)
   ProgressFn progress;
+  // Called once, on perform_many's thread, as soon as this transfer has its final result (its file,
+  // for dest transfers, already fsynced and closed), while the others still run: a caller can start
+  // on a finished download without waiting for the whole batch. The result is returned as well.
+  std::function<void(const Expected<HttpResponse>&)> on_done;
 };
 
 struct HttpResponse {

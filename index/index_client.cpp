@@ -810,7 +810,8 @@ std::vector<Expected<std::string>> IndexClient::fetch_metadata_many(std::span<co
   return out;
 }
 
-std::vector<Expected<fs::path>> IndexClient::download_many(std::span<const Candidate> cs, ManyProgressFn progress) {
+std::vector<Expected<fs::path>> IndexClient::download_many(std::span<const Candidate> cs, ManyProgressFn progress,
+                                                          ReadyFn ready) {
   std::vector<std::optional<Expected<fs::path>>> slots(cs.size());
   std::vector<HttpRequest> reqs;
   std::vector<std::size_t> which;
@@ -833,13 +834,22 @@ std::vector<Expected<fs::path>> IndexClient::download_many(std::span<const Candi
       ProgressFn pf;
       if (progress) pf = [progress, i](std::uint64_t d, std::optional<std::uint64_t> t) { progress(i, d, t); };
       reqs.push_back(m_impl->download_request(c, tmp, std::move(pf)));
+      // Verified and moved into the cache the moment it completes (finish_download), so that
+      // `ready` can start on it while the others download.
+      reqs.back().on_done = [this, &slots, &ready, &cs, i, tmp](const Expected<HttpResponse>& r) {
+        slots[i] = m_impl->finish_download(cs[i], tmp, r);
+        if (*slots[i] && ready) ready(i, **slots[i]);
+      };
       which.push_back(i);
       tmps.push_back(tmp);
     }
   }
+  if (ready)
+    for (std::size_t i = 0; i < cs.size(); ++i)
+      if (slots[i] && *slots[i]) ready(i, **slots[i]);
   auto results = m_impl->http.perform_many(std::move(reqs)); // parallel on one multi handle
   for (std::size_t k = 0; k < results.size(); ++k)
-    slots[which[k]] = m_impl->finish_download(cs[which[k]], tmps[k], std::move(results[k]));
+    if (!slots[which[k]]) slots[which[k]] = m_impl->finish_download(cs[which[k]], tmps[k], std::move(results[k]));
   std::vector<Expected<fs::path>> out;
   out.reserve(cs.size());
   for (auto& s : slots) out.push_back(std::move(*s));

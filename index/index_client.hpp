@@ -75,8 +75,12 @@ public:
   [[nodiscard]] std::vector<Expected<std::string>> fetch_metadata_many(std::span<const Candidate> candidates);
   // progress(index into candidates, done, total)
   using ManyProgressFn = std::function<void(std::size_t, std::uint64_t, std::optional<std::uint64_t>)>;
+  // Told each file that is verified and in the cache as soon as it is (cache hits first, then each
+  // download as it completes, on the calling thread while the rest still download).
+  using ReadyFn = std::function<void(std::size_t, const std::filesystem::path&)>;
   [[nodiscard]] std::vector<Expected<std::filesystem::path>> download_many(std::span<const Candidate> candidates,
-                                                                           ManyProgressFn progress = {});
+                                                                           ManyProgressFn progress = {},
+                                                                           ReadyFn ready = {});
 
   // Bytes of a candidate's file when the page gave none: the cached or local file, else a HEAD (or a
   // one-byte range) request. nullopt when still unknown (offline, the server does not say); never 0.

@@ -716,7 +716,7 @@ Expected<StagedSlots> look_up(const std::vector<WheelToInstall>& wheels, Unpacke
     if (w.cached) from_cache[i] = w.cached;
     else if (cache && w.sha256) from_cache[i] = cache->find(*w.sha256, threads);
     if (from_cache[i]) {
-      ++result.cache_hits;
+      if (!w.unpacked_now) ++result.cache_hits;
       result.warnings.insert(result.warnings.end(), from_cache[i]->warnings.begin(), from_cache[i]->warnings.end());
     }
   }

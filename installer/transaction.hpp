@@ -36,6 +36,7 @@ struct WheelToInstall {
   // The wheel's entry in the unpacked cache (UnpackedCache::find), when the caller looked it up:
   // nothing is read from `wheel` then.
   std::optional<wheel::StagedWheel> cached;
+  bool unpacked_now = false;                   // `cached` was unpacked by this run (not a cache hit)
   bool requested = true;                       // REQUESTED file
   std::optional<std::string> direct_url;       // direct_url.json content (direct URL installs only)
 };

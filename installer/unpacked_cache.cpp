@@ -343,6 +343,27 @@ Expected<fs::path> UnpackedCache::make_temp() const {
   return util::make_temp_dir(m_root, ".tmp-");
 }
 
+Expected<wheel::StagedWheel> UnpackedCache::stage(const fs::path& wheel, std::string_view sha256,
+                                                  const wheel::StagingOptions& options) const {
+  const fs::path temp = ENVFIX_TRY(make_temp());
+  auto staged = wheel::stage_wheel(wheel, temp / "tree", options);
+  auto entry = staged ? add(sha256, std::move(*staged), temp) : Expected<wheel::StagedWheel>(std::unexpected(staged.error()));
+  if (!entry) remove_quietly(temp);
+  return entry;
+}
+
+void UnpackedCache::remove_stale(std::chrono::seconds age) const {
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(m_root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(".tmp-") && !name.starts_with(".old-")) continue;
+    std::error_code tec;
+    auto t = fs::last_write_time(it->path(), tec);
+    if (!tec && now - t > age) remove_quietly(it->path());
+  }
+}
+
 Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::StagedWheel staged,
                                                 const fs::path& temp) const {
   if (!valid_sha256(sha256))

@@ -12,6 +12,7 @@
 // file move its change time too: envfix records the change times its own link and rename leave
 // (LinkStamps), a file re-hashed and found good has its change time recorded, and re-hashing runs
 // over all threads, large files in pieces (find_many).
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -53,6 +54,14 @@ public:
                                                                           FindStats* stats = nullptr) const;
   // A fresh private directory to stage a wheel into before add().
   [[nodiscard]] Expected<std::filesystem::path> make_temp() const;
+  // Unpacks `wheel` (checked against RECORD, as staging does) into the entry for `sha256`, the
+  // hash the caller verified the archive against; returns the entry as find() would. Nothing is
+  // left in the cache on failure. apply uses it to unpack each download as it completes.
+  [[nodiscard]] Expected<wheel::StagedWheel> stage(const std::filesystem::path& wheel, std::string_view sha256,
+                                                   const wheel::StagingOptions& options) const;
+  // Removes what runs killed mid-way left (make_temp directories, entries swapped out by add)
+  // once it is older than `age`: a live run's directory is younger than that.
+  void remove_stale(std::chrono::seconds age = std::chrono::hours(1)) const;
   // Turns a wheel staged under `temp` (from make_temp) into the entry for `sha256`; returns the
   // entry as find() would. An existing entry for the same hash (a concurrent run, or a damaged
   // one) is replaced atomically.

@@ -14,6 +14,7 @@ const std::vector<EnvVar>& known_env_vars() {
       {"ENVFIX_PYTHON", "target interpreter (like --python)"},
       {"ENVFIX_OFFLINE", "1: serve only from the cache"},
       {"ENVFIX_LINK_MODE", "how apply places files from the unpacked cache: auto|clone|hardlink|copy (like --link-mode)"},
+      {"ENVFIX_EARLY_UNPACK", "0: apply unpacks no wheel while others download, all of it in the transaction (for comparisons)"},
       {"ENVFIX_THREADS", "threads for unpacking, linking and hashing (default: one per core)"},
       {"ENVFIX_INDEX_URL", "use exactly this index (like --index-url)"},
       {"ENVFIX_EXTRA_INDEX_URL", "space-separated extra indexes (like --extra-index-url, as PIP_EXTRA_INDEX_URL)"},

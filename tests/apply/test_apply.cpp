@@ -123,7 +123,24 @@ TEST_CASE("apply of a plain set installs what pip installs, and writes the lockf
   auto wj = json::parse(warm.out);
   CHECK(wj["applied"]["unpacked_cache_hits"] == 3);
   CHECK(wj["applied"]["link_mode"] == "copy");
+  CHECK(wj["applied"]["unpacked_while_downloading"] == 0);
   CHECK(w.pip_list(ve2) == theirs);
+  // Cold caches: each wheel is unpacked as its download completes (installer/early_unpack.hpp),
+  // none counts as a cache hit; ENVFIX_EARLY_UNPACK=0 leaves it all to the transaction. Same set.
+  for (const char* early : {"1", "0"}) {
+    CAPTURE(early);
+    auto v = w.venv(std::string("venv-early-") + early);
+    auto cold = w.envfix({"--format", "json", "apply", "alpha", "--index-url", w.index_url(), "--python",
+                          (v / "bin/python").string(), "--yes", "--lockfile",
+                          (w.root() / (std::string("early-") + early + ".lock")).string()},
+                         {{"ENVFIX_EARLY_UNPACK", early}}, w.root() / (std::string("cache-") + early));
+    REQUIRE_MESSAGE(cold.rc == 0, cold.err);
+    auto cj = json::parse(cold.out);
+    CHECK(cj["applied"]["unpacked_cache_hits"] == 0);
+    CHECK(cj["applied"]["unpacked_while_downloading"] == (std::string(early) == "1" ? 3 : 0));
+    CHECK(w.pip_list(v) == theirs);
+    CHECK(w.pip(v, {"check"}).ok());
+  }
   auto bad_mode = w.envfix({"apply", "alpha==1.0", "--index-url", w.index_url(), "--python", (ve2 / "bin/python").string(),
                             "--yes"}, {{"ENVFIX_LINK_MODE", "symlink"}});
   CHECK(bad_mode.rc != 0);

@@ -10,6 +10,7 @@
 #include <set>
 #include <sys/wait.h>
 
+#include "installer/early_unpack.hpp"
 #include "installer/install_target.hpp"
 #include "installer/transaction.hpp"
 #include "installer/uninstall.hpp"
@@ -599,6 +600,79 @@ TEST_CASE("unpacked cache: an entry edited through a hard link is not trusted ag
   CHECK(r2->cache_hits == 0); // unpacked again from the archive
   CHECK(util::read_file(b.target.purelib / "demo_pkg_0" / "__init__.py").value() == original);
   CHECK(cache.find(*to_install[0].sha256));
+}
+
+TEST_CASE("early unpack: entries the transaction links as it would its own; a broken wheel is left to it") {
+  Venv ref("early-ref"), v("early");
+  auto wheels_dir = v.root / "wheels";
+  fs::create_directories(wheels_dir);
+  auto wheels = make_demo_wheels(wheels_dir, 2, "1.0", 3);
+  auto to_install = hashed(wheels);
+  // A truncated copy: its sha256 is its own, but it is no zip.
+  const fs::path broken = wheels_dir / "broken" / wheels[0].filename();
+  fs::create_directories(broken.parent_path());
+  {
+    auto bytes = util::read_file(wheels[0]).value();
+    std::ofstream(broken, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  }
+  const auto broken_sha = util::sha256_file_hex(broken).value();
+  const fs::path cache_root = v.root / "cache";
+  UnpackedCache cache(cache_root);
+  std::vector<std::optional<wheel::StagedWheel>> out;
+  {
+    EarlyUnpacker early(cache, 4, 2, 2);
+    early.ready(0, wheels[0], *to_install[0].sha256);
+    early.ready(1, wheels[1], *to_install[1].sha256);
+    early.ready(2, broken, broken_sha);
+    out = early.finish(); // slot 3 was never queued
+  }
+  REQUIRE(out.size() == 4);
+  REQUIRE(out[0]);
+  REQUIRE(out[1]);
+  CHECK_FALSE(out[2]);
+  CHECK_FALSE(out[3]);
+  CHECK_FALSE(cache.find(broken_sha));
+  auto found = cache.find(*to_install[0].sha256);
+  REQUIRE(found);
+  CHECK(found->files.size() == out[0]->files.size());
+  std::error_code ec;
+  for (fs::directory_iterator it(cache_root, ec), end; !ec && it != end; it.increment(ec))
+    CHECK_MESSAGE(!it->path().filename().string().starts_with(".tmp-"), it->path().string()); // nothing left behind
+
+  // The transaction links the early entries (not counted as cache hits) and installs the same tree
+  // as a transaction that unpacks them itself.
+  auto with_early = to_install;
+  for (std::size_t i = 0; i < 2; ++i) {
+    with_early[i].cached = out[i];
+    with_early[i].unpacked_now = true;
+  }
+  TransactionOptions opt;
+  opt.unpacked_cache = cache_root;
+  auto before = test::manifest(v.dir);
+  auto r = apply_to(v.target, with_early, opt);
+  REQUIRE_MESSAGE(r, (r ? "" : r.error().render()));
+  CHECK(r->cache_hits == 0);
+  TransactionOptions ref_opt;
+  ref_opt.unpacked_cache = ref.root / "cache";
+  auto ref_before = test::manifest(ref.dir);
+  auto rr = apply_to(ref.target, to_install, ref_opt);
+  REQUIRE_MESSAGE(rr, (rr ? "" : rr.error().render()));
+  auto diff = tree_diff(installed_tree(v, before), installed_tree(ref, ref_before));
+  CHECK_MESSAGE(diff.empty(), diff);
+
+  // A run killed mid-unpack leaves a temp directory: removed once it is an hour old, not before.
+  fs::create_directories(cache_root / ".tmp-old" / "tree");
+  fs::create_directories(cache_root / ".tmp-live" / "tree");
+  fs::last_write_time(cache_root / ".tmp-old", fs::file_time_type::clock::now() - std::chrono::hours(2));
+  cache.remove_stale();
+  CHECK_FALSE(fs::exists(cache_root / ".tmp-old"));
+  CHECK(fs::exists(cache_root / ".tmp-live"));
+  CHECK(cache.find(*to_install[0].sha256));
+
+  // Cancelled with work queued (a download failed): returns promptly, joins its workers.
+  EarlyUnpacker cancelled(cache, 8, 1, 1);
+  for (std::size_t i = 0; i < 8; ++i) cancelled.ready(i, wheels[i % 2], *to_install[i % 2].sha256);
+  cancelled.cancel();
 }
 
 TEST_CASE("unpacked cache: a wrong archive hash refuses the wheel and caches nothing") {

@@ -1,0 +1,55 @@
+#pragma once
+// Unpacking each wheel into the unpacked cache as soon as its download is verified, while the rest
+// still download: a cold torch set spends about as long unpacking as downloading, and done one
+// after the other the two add up (docs/performance-real.md, cold install). An optimisation only: a
+// wheel this could not unpack is left to the transaction, which unpacks it again and reports the
+// failure as it always has.
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "installer/unpacked_cache.hpp"
+#include "wheel/staging.hpp"
+
+namespace envfix::installer {
+
+class EarlyUnpacker {
+public:
+  // `slots` results, `workers` wheels at a time, each unpacked on `threads` threads.
+  EarlyUnpacker(const UnpackedCache& cache, std::size_t slots, unsigned workers, unsigned threads);
+  EarlyUnpacker(const EarlyUnpacker&) = delete;
+  EarlyUnpacker& operator=(const EarlyUnpacker&) = delete;
+  ~EarlyUnpacker(); // drops what is still queued and waits for the wheels being unpacked
+  // Queues slot `i`: the verified archive `wheel` whose sha256 is `sha256`.
+  void ready(std::size_t i, std::filesystem::path wheel, std::string sha256);
+  // Waits for everything queued; the cache entries made, by slot (none: not queued or failed).
+  [[nodiscard]] std::vector<std::optional<wheel::StagedWheel>> finish();
+  // Drops what is still queued and waits for the wheels being unpacked (a download failed).
+  void cancel();
+
+private:
+  struct Job {
+    std::size_t slot;
+    std::filesystem::path wheel;
+    std::string sha256;
+  };
+  void work();
+  void stop(bool drop_queued);
+
+  const UnpackedCache& m_cache;
+  wheel::StagingOptions m_options;
+  std::mutex m_mutex;
+  std::condition_variable m_wake;
+  std::deque<Job> m_queue;
+  bool m_closed = false;
+  std::vector<std::optional<wheel::StagedWheel>> m_out;
+  std::vector<std::thread> m_workers;
+};
+
+} // namespace envfix::installer
