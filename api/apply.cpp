@@ -457,6 +457,64 @@ Expected<ApplyReport> apply(const Options& options, const ApplyRequest& r, Apply
   }
 }
 
+namespace {
+
+// A target's installed-only packages (no index serves them) must already be in the environment.
+Expected<void> check_installed_only(const Host& host, const lockfile::LockTarget& chosen, const std::string& lockfile) {
+  std::vector<std::pair<std::string, std::string>> have;
+  for (const auto& d : host.facts.installed) have.emplace_back(d.normalized_name(), d.version.to_string());
+  auto unmet = lockfile::unmet_installed_only(chosen, have);
+  if (unmet.empty()) return {};
+  return std::unexpected(Error{ErrorCode::invalid_input,
+                               fmt::format("{} target {} keeps {} package{} no index serves, and this environment lacks {}", lockfile,
+                                           chosen.id, unmet.size(), unmet.size() == 1 ? "" : "s", unmet.front()),
+                               unmet, "install those versions first (from where they came), or re-lock with an index that serves "
+                                      "them; nothing was changed"});
+}
+
+// The locked files as index candidates; a --find-links folder holding the file serves it instead.
+std::vector<index::Candidate> locked_candidates(const lockfile::LockTarget& chosen, const std::vector<std::string>& find_links) {
+  std::vector<index::Candidate> cands;
+  for (const auto& p : chosen.packages) {
+    index::Candidate c;
+    c.project = p.name;
+    c.filename = p.filename;
+    c.url = p.url;
+    c.sha256 = p.sha256;
+    c.size = p.size;
+    c.index_url = chosen.index;
+    for (const auto& dir : find_links) {
+      std::error_code ec;
+      fs::path f = fs::path(dir) / p.filename;
+      if (fs::is_regular_file(f, ec)) {
+        c.url = "file://" + fs::absolute(f, ec).string();
+        break;
+      }
+    }
+    cands.push_back(std::move(c));
+  }
+  return cands;
+}
+
+// The checks a resolved plan gets, on what --locked changes: every locked package replaces its
+// installed namesake (conda's are refused here too), and pip check of the after-state (a lock made
+// elsewhere may break a neighbour).
+Expected<void> check_locked_changes(const Host& host, const lockfile::LockTarget& chosen, const resolver::Plan& plan,
+                                    const std::set<std::string>& lock_names, const ApplyRequest& o, ApplyReporter& rep) {
+  resolver::Plan touched;
+  for (const auto& d : host.facts.installed)
+    if (lock_names.contains(d.normalized_name())) touched.remove.push_back({d.normalized_name(), d.version.to_string(), "replaced"});
+  for (const auto& r : plan.remove)
+    if (!lock_names.contains(r.name)) touched.remove.push_back(r);
+  ENVFIX_TRY_VOID(check_conda(host.installed, touched, o.allow_conda_overwrite));
+  for (const auto& p : chosen.packages) touched.install.push_back({p.name, p.version, p.filename, p.url, p.sha256, p.size, {}, {}});
+  ENVFIX_TRY(check_breaking(host.installed, touched, host.python.markers, o.allow_breaking));
+  for (const auto& w : touched.warnings) rep.warning(w);
+  return {};
+}
+
+} // namespace
+
 Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o, ApplyReporter& rep) {
   if (!o.requirements.empty())
     return make_error(ErrorCode::invalid_input, "--locked installs the lockfile's set; it takes no requirements",
@@ -477,42 +535,15 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
                                  sel.reasons(), "run `envfix lock --target ...` for this host, or plan for it with --gpu/--python-version"});
   const auto* chosen = sel.chosen;
   rep.locked_target(chosen->id, g.lockfile);
-  {
-    std::vector<std::pair<std::string, std::string>> have;
-    for (const auto& d : host.facts.installed) have.emplace_back(d.normalized_name(), d.version.to_string());
-    if (auto unmet = lockfile::unmet_installed_only(*chosen, have); !unmet.empty())
-      return std::unexpected(Error{ErrorCode::invalid_input,
-                                   fmt::format("{} target {} keeps {} package{} no index serves, and this environment lacks {}", g.lockfile,
-                                               chosen->id, unmet.size(), unmet.size() == 1 ? "" : "s", unmet.front()),
-                                   unmet, "install those versions first (from where they came), or re-lock with an index that serves "
-                                          "them; nothing was changed"});
-  }
+  ENVFIX_TRY_VOID(check_installed_only(host, *chosen, g.lockfile));
 
   auto target = installer::InstallTarget::from_python_info(*host.facts.python);
   ENVFIX_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
   auto client = ENVFIX_TRY(make_index_client(g));
 
-  std::vector<index::Candidate> cands;
+  const std::vector<index::Candidate> cands = locked_candidates(*chosen, g.find_links);
   std::set<std::string> lock_names;
-  for (const auto& p : chosen->packages) {
-    index::Candidate c;
-    c.project = p.name;
-    c.filename = p.filename;
-    c.url = p.url;
-    c.sha256 = p.sha256;
-    c.size = p.size;
-    c.index_url = chosen->index;
-    for (const auto& dir : g.find_links) {
-      std::error_code ec;
-      fs::path f = fs::path(dir) / p.filename;
-      if (fs::is_regular_file(f, ec)) {
-        c.url = "file://" + fs::absolute(f, ec).string();
-        break;
-      }
-    }
-    cands.push_back(std::move(c));
-    lock_names.insert(p.name);
-  }
+  for (const auto& p : chosen->packages) lock_names.insert(p.name);
   ApplyReport report;
   report.locked_target = chosen->id;
   report.lockfile = g.lockfile;
@@ -554,19 +585,7 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
         if (d.normalized_name() == r.name && d.version.to_string() == r.version &&
             std::find(in.removals.begin(), in.removals.end(), d.dist_info) == in.removals.end())
           in.removals.push_back(d.dist_info);
-  {
-    // Every locked package replaces its installed namesake: conda's are refused here too.
-    resolver::Plan touched;
-    for (const auto& d : host.facts.installed)
-      if (lock_names.contains(d.normalized_name())) touched.remove.push_back({d.normalized_name(), d.version.to_string(), "replaced"});
-    for (const auto& r : plan.remove)
-      if (!lock_names.contains(r.name)) touched.remove.push_back(r);
-    ENVFIX_TRY_VOID(check_conda(host.installed, touched, o.allow_conda_overwrite));
-    // pip check of the after-state, as for a resolved plan: a lock made elsewhere may break a neighbour.
-    for (const auto& p : chosen->packages) touched.install.push_back({p.name, p.version, p.filename, p.url, p.sha256, p.size, {}, {}});
-    ENVFIX_TRY(check_breaking(host.installed, touched, host.python.markers, o.allow_breaking));
-    for (const auto& w : touched.warnings) rep.warning(w);
-  }
+  ENVFIX_TRY_VOID(check_locked_changes(host, *chosen, plan, lock_names, o, rep));
 
   std::vector<GateInput> gate_in;
   for (const auto& p : chosen->packages) gate_in.push_back({p.name, p.version, p.filename});

@@ -244,17 +244,16 @@ void check_gpu_extra(DoctorReport& r, const FrameworkReport& s, const PackageRep
         fmt::format("install {} (see the fix command below)", label));
 }
 
-void check_framework(DoctorReport& r, FrameworkReport& s) {
+// The framework's installed packages, each with its role and the variant it was built for (and
+// how that was read), then the set's variant where one package's evidence speaks for all.
+void collect_packages(DoctorReport& r, FrameworkReport& s) {
   const auto* fw = s.fw;
-  const std::string& framework = s.name;
-  std::string main_pkg = fw ? fw->main_package : framework;
-  auto main_norm = specs::normalize_name(main_pkg);
+  auto main_norm = specs::normalize_name(fw ? fw->main_package : s.name);
   auto role_of = [&](const std::string& n) -> std::string {
     if (fw) return package_role(*fw, n);
     return n == main_norm ? "main" : "";
   };
   const auto& env = markers_of(r);
-
   for (const auto& d : r.facts.installed) {
     auto n = d.normalized_name();
     auto role = role_of(n);
@@ -292,23 +291,12 @@ void check_framework(DoctorReport& r, FrameworkReport& s) {
     }
   }
   if (main) s.variant = main->variant;
-  mark_kernel_packages(s);
-  // conda's packages: the fix below would be refused by apply (docs/json.md, plan); say so up front.
-  for (const auto& p : s.packages)
-    if (p.dist->conda)
-      add(r, "conda-owned", "info",
-          fmt::format("{} {} belongs to conda ({} {} {}); envfix apply will not replace it", p.dist->name, p.dist->version.to_string(),
-                      p.dist->conda->name, p.dist->conda->version, p.dist->conda->build),
-          "change it with conda (`conda install` the build you need), or add --allow-conda-overwrite to the fix");
-  if (!main) {
-    add(r, "framework-not-installed", "warning",
-        fmt::format("{} is not installed in {}", main_pkg,
-                    r.facts.python ? r.facts.python->executable.string() : std::string("the target")),
-        fmt::format("envfix apply {}{}", main_pkg, framework == "torch" ? "" : " --framework " + framework));
-    return;
-  }
-  const auto& mv = main->dist->version;
-  // CPU build on a GPU host.
+}
+
+// A CPU build of the set on a host with GPUs (nothing on a host without).
+void check_cpu_builds(DoctorReport& r, const FrameworkReport& s, const PackageReport& main_pkg) {
+  const PackageReport* main = &main_pkg;
+  const auto* fw = s.fw;
   if (gpu_host(r)) {
     for (const auto& p : s.packages) {
       if (p.variant != "cpu") continue;
@@ -326,8 +314,11 @@ void check_framework(DoctorReport& r, FrameworkReport& s) {
       }
     }
   }
-  check_gpu_extra(r, s, *main);
-  // Mixed variants across the set.
+}
+
+// Mixed variants and sources across the set.
+void check_mixed(DoctorReport& r, const FrameworkReport& s) {
+  const std::string& framework = s.name;
   std::map<std::string, std::vector<std::string>> by_variant;
   for (const auto& p : s.packages)
     if (!p.variant.empty()) by_variant[p.variant].push_back(fmt::format("{} {}", p.dist->name, p.dist->version.to_string()));
@@ -350,7 +341,15 @@ void check_framework(DoctorReport& r, FrameworkReport& s) {
     add(r, "mixed-sources", "info",
         fmt::format("the {} packages were installed by different tools: {}", framework,
                     join(std::vector<std::string>(installers.begin(), installers.end()), ", ")));
-  // Companion versions: the matrices' coupling, and the companion's own Requires-Dist on the main package.
+}
+
+// Companion versions: the matrices' coupling, and the companion's own Requires-Dist on the main package.
+void check_companions(DoctorReport& r, const FrameworkReport& s, const PackageReport& main) {
+  const std::string& framework = s.name;
+  const std::string main_pkg = s.fw ? s.fw->main_package : framework;
+  const auto main_norm = specs::normalize_name(main_pkg);
+  const auto& mv = main.dist->version;
+  const auto& env = markers_of(r);
   for (const auto& p : s.packages) {
     if (p.role != "companion") continue;
     const auto& d = *p.dist;
@@ -374,7 +373,13 @@ void check_framework(DoctorReport& r, FrameworkReport& s) {
             "install the coupled versions together (see the fix command below)");
     }
   }
-  // Driver vs the build's CUDA.
+}
+
+// The driver against the CUDA the main package was built for.
+void check_driver(DoctorReport& r, const FrameworkReport& s, const PackageReport& main_rep) {
+  const PackageReport* main = &main_rep;
+  const std::string main_pkg = s.fw ? s.fw->main_package : s.name;
+  const auto& mv = main->dist->version;
   const auto& drv = r.facts.driver;
   if (drv && !main->variant.empty()) {
     if (auto cuda = cuda_of_variant(s, main->variant)) {
@@ -391,6 +396,33 @@ void check_framework(DoctorReport& r, FrameworkReport& s) {
       }
     }
   }
+}
+
+void check_framework(DoctorReport& r, FrameworkReport& s) {
+  const std::string& framework = s.name;
+  std::string main_pkg = s.fw ? s.fw->main_package : framework;
+  collect_packages(r, s);
+  const PackageReport* main = main_of(s);
+  mark_kernel_packages(s);
+  // conda's packages: the fix below would be refused by apply (docs/json.md, plan); say so up front.
+  for (const auto& p : s.packages)
+    if (p.dist->conda)
+      add(r, "conda-owned", "info",
+          fmt::format("{} {} belongs to conda ({} {} {}); envfix apply will not replace it", p.dist->name, p.dist->version.to_string(),
+                      p.dist->conda->name, p.dist->conda->version, p.dist->conda->build),
+          "change it with conda (`conda install` the build you need), or add --allow-conda-overwrite to the fix");
+  if (!main) {
+    add(r, "framework-not-installed", "warning",
+        fmt::format("{} is not installed in {}", main_pkg,
+                    r.facts.python ? r.facts.python->executable.string() : std::string("the target")),
+        fmt::format("envfix apply {}{}", main_pkg, framework == "torch" ? "" : " --framework " + framework));
+    return;
+  }
+  check_cpu_builds(r, s, *main);
+  check_gpu_extra(r, s, *main);
+  check_mixed(r, s);
+  check_companions(r, s, *main);
+  check_driver(r, s, *main);
 }
 
 // Duplicates and missing RECORDs (all dists: they break uninstall and upgrades alike), once for the

@@ -23,6 +23,18 @@ namespace envfix::api {
 
 namespace {
 
+// The framework's whole set (resolver::framework_packages) and every variant's kernel packages: what
+// the selector chooses as a whole, never kept because it is installed (the installed jax-cuda13-pjrt
+// may be the build whose binaries lack the GPU's code), and whose installed binaries can hold the
+// framework's kernels (jax's plugin and pjrt carry them, jax itself none).
+std::vector<std::string> whole_set(const resolver::FrameworkSpec& spec) {
+  auto out = resolver::framework_packages(spec);
+  for (const auto& i : spec.indexes)
+    for (const auto& k : i.kernels)
+      if (auto n = specs::normalize_name(k); std::find(out.begin(), out.end(), n) == out.end()) out.push_back(std::move(n));
+  return out;
+}
+
 // Evidence beats tables: what binaries said about a build, before the matrices. The installed set's
 // own framework binaries count (read once per file, kept by RECORD hash), then every build the
 // kernel gate read before (wheel/kernel_evidence.hpp).
@@ -30,12 +42,7 @@ void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const inde
   auto store = std::make_shared<wheel::EvidenceStore>(evidence_store(client));
   auto installed = std::make_shared<std::map<wheel::BuildKey, resolver::BuildFacts>>();
   if (!host.gpus.empty()) {
-    // The packages whose binaries can hold the framework's kernels: main and companions, and every
-    // variant's own set (jax's plugin and pjrt carry its kernels, jax itself none).
-    auto family = resolver::framework_family(spec);
-    for (const auto& i : spec.indexes)
-      for (const auto* names : {&i.packages, &i.kernels})
-        for (const auto& n : *names) family.push_back(specs::normalize_name(n));
+    const auto family = whole_set(spec);
     for (const auto& d : host.facts.installed) {
       if (std::find(family.begin(), family.end(), d.normalized_name()) == family.end()) continue;
       auto ik = probe::read_installed_kernels(d, store.get(), util::default_threads());
@@ -46,18 +53,19 @@ void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const inde
       (*installed)[key] = std::move(facts);
     }
   }
-  spec.evidence = [store, installed](const specs::WheelFilename& wf, std::string_view variant) -> std::optional<resolver::BuildFacts> {
-    auto key = wheel::build_key(wf, variant);
+  auto find = [store, installed](const wheel::BuildKey& key) -> std::optional<resolver::BuildFacts> {
     if (auto it = installed->find(key); it != installed->end()) return it->second;
     if (auto e = store->build(key)) return resolver::BuildFacts{std::move(e->files), std::move(e->source)};
+    return std::nullopt;
+  };
+  spec.evidence = [find](const specs::WheelFilename& wf, std::string_view variant) -> std::optional<resolver::BuildFacts> {
+    auto key = wheel::build_key(wf, variant);
+    if (auto facts = find(key)) return facts;
     // A file without a local label is the same build on whichever index lists it (jax-cuda13-pjrt
     // 0.11.2 names its variant in its project name): installed builds are keyed by the label alone.
-    if (!wf.version.has_local() && !variant.empty()) {
-      key.variant.clear();
-      if (auto it = installed->find(key); it != installed->end()) return it->second;
-      if (auto e = store->build(key)) return resolver::BuildFacts{std::move(e->files), std::move(e->source)};
-    }
-    return std::nullopt;
+    if (wf.version.has_local() || variant.empty()) return std::nullopt;
+    key.variant.clear();
+    return find(key);
   };
 }
 
@@ -151,183 +159,213 @@ Expected<std::vector<resolver::FrameworkIndex>> indexes_for_url(const resolver::
   if (out.empty()) out.push_back({.channel = channel, .variant = "", .cuda = std::nullopt, .url = url, .discovered = ""});
   return out;
 }
+
+// --extra-index-url: searched after the first index for the projects it lacks
+// (resolver::FirstIndexProvider).
+struct ExtraIndexes {
+  std::vector<std::unique_ptr<resolver::IndexProvider>> providers;
+  [[nodiscard]] std::unique_ptr<resolver::FirstIndexProvider> after(resolver::CandidateProvider& first,
+                                                                    resolver::FirstIndexProvider::Pinned pinned) const {
+    std::vector<resolver::CandidateProvider*> all{&first};
+    for (const auto& e : providers) all.push_back(e.get());
+    return std::make_unique<resolver::FirstIndexProvider>(std::move(all), std::move(pinned));
+  }
+};
+
+// The requested names: they are upgraded, never kept because they are installed.
+std::set<std::string> requested_names(const std::vector<specs::Requirement>& request) {
+  std::set<std::string> out;
+  for (const auto& q : request) out.insert(q.normalized_name());
+  return out;
+}
+
+std::vector<resolver::InstalledPackage> preferred(const PlanRequest& flags, const Host& host) {
+  return flags.prefer_installed ? host.installed : std::vector<resolver::InstalledPackage>{};
+}
+
+// A plain resolver over exactly one index (plus find-links folders and extra indexes), pip-like: no
+// host checks.
+Expected<resolver::Plan> plan_plain(const Options& g, const PlanRequest& flags, PlanContext& ctx, const std::string& index_url,
+                                    const ExtraIndexes& extras, std::vector<resolver::Rejection>* rejected_out) {
+  if (ctx.request.empty())
+    return make_error(ErrorCode::invalid_input, "nothing to resolve", "name packages: envfix plan PKG... --index-url URL");
+  const Host& host = ctx.host;
+  resolver::IndexProvider primary(*ctx.client, index_url, g.find_links);
+  std::unique_ptr<resolver::FirstIndexProvider> chained;
+  if (!extras.providers.empty()) chained = extras.after(primary, {});
+  resolver::CandidateProvider& provider = chained ? static_cast<resolver::CandidateProvider&>(*chained) : primary;
+  resolver::ResolveOptions ro;
+  ro.target = host.python;
+  ro.allow_unhashed = flags.allow_unhashed;
+  if (flags.pre) ro.prereleases = resolver::PrereleasePolicy::allow;
+  resolver::PreferInstalledProvider preferring(provider, preferred(flags, host), requested_names(ctx.request));
+  resolver::Resolver r(preferring, ro);
+  auto res = r.resolve(ctx.request);
+  if (!res) {
+    if (rejected_out) *rejected_out = r.rejected();
+    return std::unexpected(res.error());
+  }
+  ctx.resolution = std::move(*res);
+  resolver::PlanInputs in{&ctx.resolution, host.installed, {}, {"nvidia-"}};
+  auto plan = resolver::make_plan(in);
+  plan.index = primary.describe();
+  return plan;
+}
+
+// The host as the selector sees it: GPUs, driver, interpreter, and what the driver runs (matrices).
+resolver::HostTarget host_target(const Host& host, const matrices::Knowledge& knowledge) {
+  resolver::HostTarget target;
+  for (const auto& [name, cc] : host.gpus) target.gpus.push_back(cc);
+  target.driver_version = host.driver;
+  target.python = host.python;
+  if (!host.driver.empty()) {
+    const auto* kp = &knowledge;
+    std::string drv = host.driver;
+    target.driver_supports = [kp, drv](const specs::CudaVersion& c) { return kp->driver_supports(drv, c); };
+    target.driver_native = [kp, drv](const specs::CudaVersion& c) { return kp->driver_supports(drv, c, false); };
+  } else if (!host.gpus.empty()) {
+    target.driver_supports = [](const specs::CudaVersion&) { return false; };
+  }
+  return target;
+}
+
+// Every index answering 404 for the main package is a wrong URL (a --mirror without that tree), not
+// "no build fits": that error, naming the URLs; else the selector's own.
+Error selection_error(Error selector, const resolver::FrameworkSpec& spec,
+                      const std::map<std::string, std::unique_ptr<resolver::IndexProvider>>& providers) {
+  const auto main = specs::normalize_name(spec.main_package);
+  std::vector<std::string> urls;
+  for (const auto& [url, p] : providers) {
+    auto it = p->missing_pages().find(main);
+    if (it == p->missing_pages().end()) return selector;
+    urls.push_back(it->second.message);
+  }
+  if (providers.empty()) return selector;
+  return Error{ErrorCode::not_found,
+               fmt::format("no index holds {}: every index envfix tried answered HTTP 404", spec.main_package), urls,
+               "check --mirror / ENVFIX_MIRROR (it replaces the base URL of every index template) or --index-url"};
+}
+
+// The plan of the selector's choice: its index, why, warnings and rejections.
+resolver::Plan framework_plan(const resolver::FrameworkChoice& choice, const PlanContext& ctx, const FrameworkChoice& fws) {
+  const auto& spec = *ctx.spec;
+  resolver::PlanInputs in{&ctx.resolution, ctx.host.installed, resolver::framework_packages(spec), {"nvidia-"}};
+  auto plan = resolver::make_plan(in);
+  plan.channel = choice.index.channel;
+  plan.variant = choice.index.variant;
+  plan.index = index::redact_url(choice.index.url);
+  plan.why = choice.why;
+  plan.warnings = choice.warnings;
+  if (!fws.note.empty()) plan.warnings.insert(plan.warnings.begin(), fws.note);
+  if (choice.index.variant.empty() && !ctx.host.gpus.empty()) {
+    // An --index-url whose variant nothing names (indexes_for_url): no CUDA to check the driver
+    // against, no arch data; the kernel check after download decides.
+    const auto* m = ctx.resolution.find(specs::normalize_name(spec.main_package));
+    plan.why = fmt::format("{} {} from {}, variant unknown: its kernels are checked after download", spec.main_package,
+                           m ? m->version.to_string() : "", index::redact_url(choice.index.url));
+    plan.warnings.push_back(fmt::format("the variant of {} is unknown (no local label on the {} files, no --variant): the "
+                                        "driver is not checked against its CUDA, its kernels are checked after download",
+                                        index::redact_url(choice.index.url), spec.main_package));
+  }
+  plan.rejected.insert(plan.rejected.begin(), choice.rejected.begin(), choice.rejected.end());
+  return plan;
+}
+
+// The framework's way: the matrices' indexes (or --index-url as the framework's), evidence first, the
+// selector choosing the set for the host's GPUs and driver.
+Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& flags, PlanContext& ctx, const std::string& index_url,
+                                        const ExtraIndexes& extras, const FrameworkChoice& fws,
+                                        std::vector<resolver::Rejection>* rejected_out) {
+  if (!ctx.knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
+  const auto& knowledge = *ctx.knowledge;
+  const Host& host = ctx.host;
+  auto& client = *ctx.client;
+  const std::string& framework = fws.names.front();
+  const auto* fw = knowledge.framework(framework);
+  const std::string mirror = mirror_of(g);
+  ctx.spec = std::make_unique<resolver::FrameworkSpec>(
+      ENVFIX_TRY(resolver::framework_spec_from(knowledge, framework, mirror, host.platform)));
+  attach_evidence(*ctx.spec, host, client);
+  std::map<std::string, std::unique_ptr<resolver::IndexProvider>> providers;
+  auto base_provider = [&](const std::string& url) -> resolver::IndexProvider& {
+    auto& p = providers[url];
+    if (!p) p = std::make_unique<resolver::IndexProvider>(client, url, g.find_links);
+    return *p;
+  };
+  if (!index_url.empty() && fw) {
+    // --index-url is the framework's index, for the channel and variant it serves.
+    ctx.spec->indexes = ENVFIX_TRY(indexes_for_url(*ctx.spec, *fw, knowledge, g, index_url, base_provider(index_url)));
+  } else {
+    // What the channels' aggregate indexes offer beyond the matrices (resolver/discovery.hpp).
+    std::map<std::string, std::unique_ptr<resolver::IndexProvider>> aggregates;
+    resolver::discover_indexes(*ctx.spec, resolver::discovery_sources(knowledge, framework, mirror),
+                               resolver::variant_describer(knowledge, framework),
+                               [&](const std::string& url) -> resolver::CandidateProvider& {
+                                 auto& p = aggregates[url];
+                                 if (!p) p = std::make_unique<resolver::IndexProvider>(client, url);
+                                 return *p;
+                               },
+                               {g.variant});
+  }
+  const auto& spec = *ctx.spec;
+  auto req = resolver::split_request(spec, ctx.request, host.installed_names);
+  req.channel = g.channel;
+  req.variant = g.variant;
+  req.allow_cpu = g.allow_cpu;
+  req.allow_unhashed = flags.allow_unhashed;
+  req.rejected_out = rejected_out;
+  std::map<std::string, std::unique_ptr<resolver::FirstIndexProvider>> chained;
+  std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
+  auto upgrade = requested_names(ctx.request);
+  for (auto& n : whole_set(spec)) upgrade.insert(std::move(n));
+  auto choice = resolver::select_framework_set(spec, host_target(host, knowledge), req,
+                                               [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
+    resolver::CandidateProvider* p = &base_provider(i.url);
+    if (!extras.providers.empty()) {
+      // The framework's own packages only from its index; other projects from the first that has them.
+      auto& c = chained[i.url];
+      if (!c) c = extras.after(*p, own_packages(fw));
+      p = c.get();
+    }
+    auto& pp = preferring[i.url];
+    if (!pp) pp = std::make_unique<resolver::PreferInstalledProvider>(*p, preferred(flags, host), upgrade);
+    return *pp;
+  });
+  if (!choice) return std::unexpected(selection_error(std::move(choice).error(), spec, providers));
+  ctx.resolution = std::move(choice->resolution);
+  ctx.framework_index = choice->index;
+  return framework_plan(*choice, ctx, fws);
+}
+
 } // namespace
 
 Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std::vector<resolver::Rejection>* rejected_out) {
-  const auto& requests = flags.requirements;
   auto t0 = std::chrono::steady_clock::now();
   PlanContext ctx;
   ctx.knowledge = ENVFIX_TRY(load_knowledge(g));
   ctx.host = ENVFIX_TRY(make_host(g, ctx.knowledge.get()));
-  const Host& host = ctx.host;
-
-  for (const auto& r : requests) {
+  for (const auto& r : flags.requirements) {
     auto req = specs::Requirement::parse(r);
     if (!req) return std::unexpected(std::move(req).error().context(fmt::format("request '{}'", r)));
     ctx.request.push_back(std::move(*req));
   }
   ctx.client = ENVFIX_TRY(make_index_client(g));
-  auto& client = *ctx.client;
-
-  std::string index_url = plain_index_url(g);
-  // Extra indexes, searched after the first for projects it lacks (resolver::FirstIndexProvider).
-  const auto extra_urls = extra_index_urls(g);
-  std::vector<std::unique_ptr<resolver::IndexProvider>> extras;
-  for (const auto& u : extra_urls) {
-    extras.push_back(std::make_unique<resolver::IndexProvider>(client, u));
+  const std::string index_url = plain_index_url(g);
+  ExtraIndexes extras;
+  for (const auto& u : extra_index_urls(g)) {
+    extras.providers.push_back(std::make_unique<resolver::IndexProvider>(*ctx.client, u));
     ctx.extra_indexes.push_back(index::redact_url(u));
   }
-  auto first_index = [&](resolver::CandidateProvider& first, resolver::FirstIndexProvider::Pinned pinned) {
-    std::vector<resolver::CandidateProvider*> all{&first};
-    for (const auto& e : extras) all.push_back(e.get());
-    return std::make_unique<resolver::FirstIndexProvider>(std::move(all), std::move(pinned));
-  };
   // No --framework: the one installed in the target, else torch, said so (api/frameworks.hpp).
-  auto fws = choose_frameworks(g.framework, g.detect_framework, ctx.knowledge.get(), host.facts.installed);
-  const std::string framework = fws.names.front();
+  auto fws = choose_frameworks(g.framework, g.detect_framework, ctx.knowledge.get(), ctx.host.facts.installed);
   if (fws.names.size() > 1)
-    fws.note = fmt::format("{} are installed; planning {} (use --framework)", util::join(fws.names, ", "), framework);
-  const auto* fw = ctx.knowledge ? ctx.knowledge->framework(framework) : nullptr;
-  resolver::Plan plan;
-  if (!framework_path(g, index_url, ctx.request, host, fw)) {
-    // A plain resolver over exactly one index (plus find-links folders), pip-like: no host checks.
-    if (ctx.request.empty())
-      return make_error(ErrorCode::invalid_input, "nothing to resolve", "name packages: envfix plan PKG... --index-url URL");
-    resolver::IndexProvider primary(client, index_url, g.find_links);
-    std::unique_ptr<resolver::FirstIndexProvider> chained;
-    if (!extras.empty()) chained = first_index(primary, {});
-    resolver::CandidateProvider& provider = chained ? static_cast<resolver::CandidateProvider&>(*chained) : primary;
-    resolver::ResolveOptions ro;
-    ro.target = host.python;
-    ro.allow_unhashed = flags.allow_unhashed;
-    if (flags.pre) ro.prereleases = resolver::PrereleasePolicy::allow;
-    std::set<std::string> upgrade;
-    for (const auto& q : ctx.request) upgrade.insert(q.normalized_name());
-    resolver::PreferInstalledProvider preferring(provider, flags.prefer_installed ? host.installed : std::vector<resolver::InstalledPackage>{},
-                                                 upgrade);
-    resolver::Resolver r(preferring, ro);
-    auto res = r.resolve(ctx.request);
-    if (!res) {
-      if (rejected_out) *rejected_out = r.rejected();
-      return std::unexpected(res.error());
-    }
-    ctx.resolution = std::move(*res);
-    resolver::PlanInputs in{&ctx.resolution, host.installed, {}, {"nvidia-"}};
-    plan = resolver::make_plan(in);
-    plan.index = primary.describe();
-  } else {
-    if (!ctx.knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
-    const auto& knowledge = *ctx.knowledge;
-    const std::string mirror = mirror_of(g);
-    ctx.spec = std::make_unique<resolver::FrameworkSpec>(
-        ENVFIX_TRY(resolver::framework_spec_from(knowledge, framework, mirror, host.platform)));
-    attach_evidence(*ctx.spec, host, client);
-    std::map<std::string, std::unique_ptr<resolver::IndexProvider>> providers;
-    auto base_provider = [&](const std::string& url) -> resolver::IndexProvider& {
-      auto& p = providers[url];
-      if (!p) p = std::make_unique<resolver::IndexProvider>(client, url, g.find_links);
-      return *p;
-    };
-    if (!index_url.empty() && fw) {
-      // --index-url is the framework's index, for the channel and variant it serves.
-      ctx.spec->indexes = ENVFIX_TRY(indexes_for_url(*ctx.spec, *fw, knowledge, g, index_url, base_provider(index_url)));
-    } else {
-      // What the channels' aggregate indexes offer beyond the matrices (resolver/discovery.hpp).
-      std::map<std::string, std::unique_ptr<resolver::IndexProvider>> aggregates;
-      resolver::discover_indexes(*ctx.spec, resolver::discovery_sources(knowledge, framework, mirror),
-                                 resolver::variant_describer(knowledge, framework),
-                                 [&](const std::string& url) -> resolver::CandidateProvider& {
-                                   auto& p = aggregates[url];
-                                   if (!p) p = std::make_unique<resolver::IndexProvider>(client, url);
-                                   return *p;
-                                 },
-                                 {g.variant});
-    }
-    const auto& spec = *ctx.spec;
-    resolver::HostTarget target;
-    for (const auto& [name, cc] : host.gpus) target.gpus.push_back(cc);
-    target.driver_version = host.driver;
-    target.python = host.python;
-    if (!host.driver.empty()) {
-      const auto* kp = &knowledge;
-      std::string drv = host.driver;
-      target.driver_supports = [kp, drv](const specs::CudaVersion& c) { return kp->driver_supports(drv, c); };
-      target.driver_native = [kp, drv](const specs::CudaVersion& c) { return kp->driver_supports(drv, c, false); };
-    } else if (!host.gpus.empty()) {
-      target.driver_supports = [](const specs::CudaVersion&) { return false; };
-    }
-    auto req = resolver::split_request(spec, ctx.request, host.installed_names);
-    req.channel = g.channel;
-    req.variant = g.variant;
-    req.allow_cpu = g.allow_cpu;
-    req.allow_unhashed = flags.allow_unhashed;
-    req.rejected_out = rejected_out;
-    std::map<std::string, std::unique_ptr<resolver::FirstIndexProvider>> chained;
-    std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
-    std::set<std::string> upgrade;
-    for (const auto& q : ctx.request) upgrade.insert(q.normalized_name());
-    // The framework's whole set is chosen by the selector, never kept because it is installed: the
-    // installed jax-cuda13-pjrt may be the build whose binaries lack the GPU's code.
-    for (const auto& n : resolver::framework_family(spec)) upgrade.insert(n);
-    for (const auto& i : spec.indexes)
-      for (const auto* names : {&i.packages, &i.kernels})
-        for (const auto& n : *names) upgrade.insert(specs::normalize_name(n));
-    auto choice = resolver::select_framework_set(spec, target, req, [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
-      resolver::CandidateProvider* p = &base_provider(i.url);
-      if (!extras.empty()) {
-        // The framework's own packages only from its index; other projects from the first that has them.
-        auto& c = chained[i.url];
-        if (!c) c = first_index(*p, own_packages(fw));
-        p = c.get();
-      }
-      auto& pp = preferring[i.url];
-      if (!pp)
-        pp = std::make_unique<resolver::PreferInstalledProvider>(
-            *p, flags.prefer_installed ? host.installed : std::vector<resolver::InstalledPackage>{}, upgrade);
-      return *pp;
-    });
-    if (!choice) {
-      // Every index answering 404 for the main package is a wrong URL (a --mirror without that
-      // tree), not "no build fits": say so, naming the URLs.
-      const auto main = specs::normalize_name(spec.main_package);
-      std::vector<std::string> urls;
-      bool all_missing = !providers.empty();
-      for (const auto& [url, p] : providers) {
-        auto it = p->missing_pages().find(main);
-        if (it == p->missing_pages().end()) all_missing = false;
-        else urls.push_back(it->second.message);
-      }
-      if (all_missing)
-        return std::unexpected(Error{ErrorCode::not_found,
-                                     fmt::format("no index holds {}: every index envfix tried answered HTTP 404", spec.main_package),
-                                     urls, "check --mirror / ENVFIX_MIRROR (it replaces the base URL of every index template) "
-                                           "or --index-url"});
-      return std::unexpected(choice.error());
-    }
-    ctx.resolution = std::move(choice->resolution);
-    resolver::PlanInputs in{&ctx.resolution, host.installed, resolver::framework_packages(spec), {"nvidia-"}};
-    plan = resolver::make_plan(in);
-    plan.channel = choice->index.channel;
-    plan.variant = choice->index.variant;
-    plan.index = index::redact_url(choice->index.url);
-    plan.why = choice->why;
-    plan.warnings = choice->warnings;
-    if (!fws.note.empty()) plan.warnings.insert(plan.warnings.begin(), fws.note);
-    if (choice->index.variant.empty() && !host.gpus.empty()) {
-      // An --index-url whose variant nothing names (indexes_for_url): no CUDA to check the driver
-      // against, no arch data; the kernel check after download decides.
-      const auto* m = ctx.resolution.find(specs::normalize_name(spec.main_package));
-      plan.why = fmt::format("{} {} from {}, variant unknown: its kernels are checked after download", spec.main_package,
-                             m ? m->version.to_string() : "", index::redact_url(choice->index.url));
-      plan.warnings.push_back(fmt::format("the variant of {} is unknown (no local label on the {} files, no --variant): the "
-                                          "driver is not checked against its CUDA, its kernels are checked after download",
-                                          index::redact_url(choice->index.url), spec.main_package));
-    }
-    plan.rejected.insert(plan.rejected.begin(), choice->rejected.begin(), choice->rejected.end());
-    ctx.framework_index = choice->index;
-  }
+    fws.note = fmt::format("{} are installed; planning {} (use --framework)", util::join(fws.names, ", "), fws.names.front());
+  const auto* fw = ctx.knowledge ? ctx.knowledge->framework(fws.names.front()) : nullptr;
+  if (framework_path(g, index_url, ctx.request, ctx.host, fw))
+    ctx.plan = ENVFIX_TRY(plan_framework(g, flags, ctx, index_url, extras, fws, rejected_out));
+  else
+    ctx.plan = ENVFIX_TRY(plan_plain(g, flags, ctx, index_url, extras, rejected_out));
   ctx.resolved = ctx.resolution.pins.size();
-  ctx.plan = std::move(plan);
   ctx.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return ctx;
 }

@@ -89,8 +89,7 @@ void print_result(const api::Applied& rr, const Globals& g) {
   for (const auto& c : change_list(rr.txn)) human(c);
   for (const auto& w : rr.txn.warnings) warn(w);
   if (!rr.smoke.passed.empty()) {
-    std::string s;
-    for (const auto& p : rr.smoke.passed) s += (s.empty() ? "" : ", ") + p;
+    const std::string s = util::join(rr.smoke.passed, ", ");
     if (!rr.smoke.cpu_why.empty()) human(fmt::format("Smoke test passed on the CPU ({}): {}", rr.smoke.cpu_why, s));
     else human(fmt::format("Smoke test passed: {}", s));
   } else if (!rr.smoke.note.empty()) {

@@ -133,8 +133,11 @@ std::string human_bytes(std::uint64_t b) {
   return fmt::format(", {:.0f} GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024));
 }
 
-void render_text(const api::DoctorReport& r, const Globals& g) {
-  auto head = [](std::string_view t) { human(styled(t, Style::bold)); };
+void heading(std::string_view t) { human(styled(t, Style::bold)); }
+
+// Step 1: GPUs, driver, interpreter and pip, CUDA runtime and toolkit, WSL or container.
+void render_hardware(const api::DoctorReport& r) {
+  auto head = heading;
   head("1. Hardware and base environment");
   if (r.facts.gpus.empty()) human("   GPU      none");
   for (const auto& gpu : r.facts.gpus)
@@ -166,6 +169,11 @@ void render_text(const api::DoctorReport& r, const Globals& g) {
                       b.platform.container.empty() ? std::string()
                                                    : fmt::format("{}container ({})", b.platform.is_wsl() ? ", " : "",
                                                                  b.platform.container)));
+}
+
+// Steps 2 and 3: each framework's installed packages, and its repro.
+void render_frameworks(const api::DoctorReport& r) {
+  auto head = heading;
   const bool several = r.frameworks.size() > 1;
   for (const auto& s : r.frameworks) {
     head(fmt::format("2. Framework {}{}", s.name,
@@ -191,6 +199,11 @@ void render_text(const api::DoctorReport& r, const Globals& g) {
       if (!rp.error.empty()) human(fmt::format("   error: {}", rp.error));
     }
   }
+}
+
+// Step 4: the GPU code read from each installed framework binary, and per GPU what runs.
+void render_kernels(const api::DoctorReport& r) {
+  auto head = heading;
   head("4. Kernels and matrices");
   bool any = false, read = false;
   for (const auto& s : r.frameworks)
@@ -221,6 +234,13 @@ void render_text(const api::DoctorReport& r, const Globals& g) {
   }
   if (!read) human("   kernels not read (--no-kernels, or no RECORD lists the binaries)");
   else if (!any) human("   no GPU code found in the installed framework binaries");
+}
+
+void render_text(const api::DoctorReport& r, const Globals& g) {
+  auto head = heading;
+  render_hardware(r);
+  render_frameworks(r);
+  render_kernels(r);
   if (g.verbose > 0)
     for (const auto& n : r.facts.notes) human(styled("   note: " + n, Style::dim));
   head("Findings");

@@ -14,6 +14,7 @@
 #include "cli/render.hpp"
 #include "lockfile/lockfile.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace envfix::cli {
 
@@ -29,6 +30,13 @@ struct ExportOptions {
   bool all = false;
 };
 
+// "a, b": the lockfile's target ids, for the hint that names them.
+std::string target_ids(const lockfile::LockFile& lock) {
+  std::vector<std::string> ids;
+  for (const auto& x : lock.targets) ids.push_back(x.id);
+  return util::join(ids, ", ");
+}
+
 Expected<int> run_export(const Globals& g, const ExportOptions& o) {
   auto lock = ENVFIX_TRY(lockfile::LockFile::read(g.lockfile));
   if (lock.targets.empty()) return make_error(ErrorCode::invalid_input, fmt::format("{} has no targets", g.lockfile));
@@ -38,8 +46,7 @@ Expected<int> run_export(const Globals& g, const ExportOptions& o) {
   } else if (!o.target.empty()) {
     const auto* t = lock.find(o.target);
     if (!t) {
-      std::string ids;
-      for (const auto& x : lock.targets) ids += (ids.empty() ? "" : ", ") + x.id;
+      const std::string ids = target_ids(lock);
       return make_error(ErrorCode::not_found, fmt::format("{} has no target '{}'", g.lockfile, o.target), fmt::format("targets: {}", ids));
     }
     chosen.push_back(t);
@@ -51,8 +58,7 @@ Expected<int> run_export(const Globals& g, const ExportOptions& o) {
     auto host = ENVFIX_TRY(api::make_host(g, knowledge.get()));
     auto sel = lockfile::select(lock, api::host_view(host));
     if (!sel.chosen) {
-      std::string ids;
-      for (const auto& x : lock.targets) ids += (ids.empty() ? "" : ", ") + x.id;
+      const std::string ids = target_ids(lock);
       Error e{ErrorCode::not_found, fmt::format("no target in {} matches this host", g.lockfile), sel.reasons(),
               fmt::format("pick one with --target ID ({}) or export them all with --all", ids)};
       return std::unexpected(std::move(e));

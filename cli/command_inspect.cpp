@@ -12,15 +12,13 @@
 #include "specs/gpu_arch.hpp"
 #include "wheel/coverage.hpp"
 #include "wheel/kernel_set.hpp"
+#include "util/strings.hpp"
 
 namespace envfix::cli {
 namespace {
 
 std::string join_or_none(const std::vector<std::string>& v) {
-  if (v.empty()) return "none";
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
-  return out;
+  return v.empty() ? "none" : util::join(v, " ");
 }
 
 std::string summary_line(const std::string& path, const wheel::KernelSet& ks) {
@@ -40,9 +38,7 @@ std::string counts_text(const wheel::ContainerCounts& c) {
   if (c.newer_only) parts.push_back(fmt::format("{} only for newer archs", c.newer_only));
   if (c.older_only) parts.push_back(fmt::format("{} only for older archs", c.older_only));
   if (c.other) parts.push_back(fmt::format("{} other", c.other));
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
-  return out;
+  return util::join(parts, ", ");
 }
 
 std::string coverage_line(const specs::ComputeCapability& cc, const wheel::FileCoverage& c) {

@@ -16,6 +16,7 @@
 #include "matrices/knowledge.hpp"
 #include "specs/name.hpp"
 #include "wheel/kernel_evidence.hpp"
+#include "util/strings.hpp"
 
 namespace envfix::cli {
 namespace {
@@ -46,11 +47,7 @@ std::vector<std::string> arch_names(const std::optional<std::vector<specs::GpuAr
   return out;
 }
 
-std::string join(const std::vector<std::string>& v, std::string_view sep = " ") {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : std::string(sep)) + s;
-  return out;
-}
+std::string join(const std::vector<std::string>& v, std::string_view sep = " ") { return util::join(v, sep); }
 
 json opt_str(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
 
@@ -253,6 +250,150 @@ json row_json(const matrices::Release& r) {
   return j;
 }
 
+// --gpu, one GPU: what it is and the oldest driver that runs code for it (JSON, and text lines).
+json gpu_json(const Knowledge& k, const matrices::ResolvedGpu& rg, const std::string& os, std::vector<std::string>& text) {
+  json jg;
+  jg["query"] = rg.query;
+  jg["name"] = rg.name.empty() ? json(nullptr) : json(rg.name);
+  jg["cc"] = rg.cc.to_string();
+  jg["arch"] = rg.cc.sm_name();
+  jg["family"] = rg.family.empty() ? json(nullptr) : json(rg.family);
+  const matrices::FirstToolkit ft = k.first_toolkit_for(rg.cc);
+  const auto* first = ft.toolkit;
+  std::optional<std::string> gpu_min_driver;
+  if (first) gpu_min_driver = os == "windows" ? first->min_driver_windows : first->min_driver_linux;
+  if (gpu_min_driver && gpu_min_driver->empty()) gpu_min_driver.reset();
+  jg["min_driver"] = {{"version", opt_str(gpu_min_driver)},
+                      {"cuda", first ? json(first->version.to_string()) : json(nullptr)},
+                      {"os", os},
+                      {"own_arch", ft.own_arch},
+                      {"oldest_listed", ft.oldest_listed}};
+  text.push_back(styled(fmt::format("{}{} → {} (compute capability {}{})", rg.query,
+                                    rg.name.empty() || rg.name == rg.query ? "" : " = " + rg.name, rg.cc.sm_name(),
+                                    rg.cc.to_string(), rg.family.empty() ? "" : ", " + rg.family),
+                        Style::bold));
+  if (first && gpu_min_driver) {
+    // The oldest toolkit of the table is not "the first" for a GPU older than the table.
+    std::string what = ft.oldest_listed
+                           ? fmt::format("the oldest toolkit in the matrices, which already has code for {}; older "
+                                         "toolkits are not listed",
+                                         rg.cc.sm_name())
+                       : ft.own_arch ? fmt::format("the first toolkit with code for {}", rg.cc.sm_name())
+                                     : fmt::format("the first toolkit whose code runs on {}", rg.cc.sm_name());
+    text.push_back(fmt::format("  minimum driver: {} on {} (CUDA {}, {})", *gpu_min_driver, os,
+                               first->version.to_string(), what));
+  } else {
+    text.push_back("  minimum driver: unknown (no toolkit in the matrices targets this GPU)");
+  }
+  return jg;
+}
+
+// --gpu, one GPU and framework: every build that runs on it (JSON builds, text lines), the newest
+// stable one natively and by PTX JIT, and how many builds lack arch data.
+struct GpuBuilds {
+  json builds = json::array();
+  json newest = {{"native", nullptr}, {"jit", nullptr}};
+  std::vector<std::string> lines;
+  std::size_t unknown = 0;
+};
+GpuBuilds builds_for_gpu(const Knowledge& k, const Globals& g, const matrices::Framework& f, const matrices::ResolvedGpu& rg,
+                         const std::string& platform, const std::string& os) {
+  GpuBuilds out;
+  for (const auto* r : rows_newest_first(f)) {
+    for (const auto& b : builds_of(f, *r, platform)) {
+      RunKind how = b.runs_on(rg.cc);
+      if (how == RunKind::none) continue;
+      if (how == RunKind::unknown && b.kind != "cuda") continue;
+      json jb = row_json(*r);
+      jb["variant"] = b.variant;
+      jb["cuda"] = b.cuda ? json(b.cuda->to_string()) : json(nullptr);
+      jb["runs"] = matrices::to_string(how);
+      auto via = b.runnable_arch(rg.cc);
+      jb["via"] = via ? json(via->to_string()) : json(nullptr);
+      std::optional<std::string> need = b.cuda ? k.min_driver(*b.cuda, os) : std::nullopt;
+      std::optional<std::string> floor = b.cuda ? k.minor_compat_driver(*b.cuda, os) : std::nullopt;
+      jb["min_driver"] = opt_str(need);
+      jb["minor_compat_driver"] = opt_str(floor);
+      jb["confidence"] = matrices::to_string(b.confidence);
+      jb["verified"] = b.verified;
+      if (!g.driver.empty() && b.cuda) {
+        // PTX JIT of a newer ISA needs the toolkit's own driver; SASS can use minor compatibility.
+        jb["driver_ok"] = k.driver_supports(g.driver, *b.cuda, how == RunKind::native, os);
+      }
+      out.builds.push_back(jb);
+      if (how == RunKind::unknown) {
+        ++out.unknown;
+        continue;
+      }
+      auto& slot = out.newest[matrices::to_string(how)];
+      bool stable = std::find(r->channels.begin(), r->channels.end(), "stable") != r->channels.end();
+      if (slot.is_null() && stable && !r->versions.empty()) {
+        auto top = *std::max_element(r->versions.begin(), r->versions.end());
+        slot = {{"version", top.to_string()}, {"variant", b.variant}, {"channel", "stable"}};
+      }
+      out.lines.push_back(fmt::format(
+          "    {:<22} {:<7} {} via {}{}{}", r->label() + (stable ? "" : " (" + join(r->channels, ",") + ")"), b.variant,
+          how == RunKind::native ? styled("native", Style::green) : styled("PTX JIT", Style::yellow),
+          via ? via->to_string() : "?", need ? fmt::format("; driver ≥ {}", *need) : "",
+          b.verified ? "" : styled(fmt::format(" [{}]", matrices::to_string(b.confidence)), Style::dim)));
+    }
+  }
+  return out;
+}
+
+// The legacy ladder: the last release for a GPU its newest releases dropped (null and "" when none).
+json last_release_json(const Knowledge& k, const matrices::Framework& f, const matrices::ResolvedGpu& rg,
+                       const std::string& platform, std::string& line) {
+  const auto* end = k.support_end(f.name, rg.cc);
+  if (!end) return nullptr;
+  auto lr = k.last_release_for(f.name, rg.cc, platform);
+  line = lr ? fmt::format("    {} {} ({}) is the last release with code for {}: {} from {} on drops it{} ({})", f.name,
+                          lr->version.to_string(), lr->variant, rg.cc.sm_name(), f.name, end->from.to_string(),
+                          end->variant.empty() ? "" : " with " + end->variant, end->source)
+            : fmt::format("    {} from {} on has no build for {} ({})", f.name, end->from.to_string(), rg.cc.sm_name(),
+                          end->source);
+  return {{"version", lr ? json(lr->version.to_string()) : json(nullptr)},
+          {"variant", lr ? json(lr->variant) : json(nullptr)},
+          {"dropped_from", end->from.to_string()},
+          {"dropped_variant", end->variant.empty() ? json(nullptr) : json(end->variant)},
+          {"confidence", matrices::to_string(end->confidence)},
+          {"source", end->source}};
+}
+
+// --gpu, one GPU and framework: JSON and text lines.
+json framework_for_gpu(const Knowledge& k, const Globals& g, const matrices::Framework& f, const matrices::ResolvedGpu& rg,
+                       const std::string& platform, const std::string& os, std::vector<std::string>& text) {
+  json jf;
+  jf["name"] = f.name;
+  auto found = builds_for_gpu(k, g, f, rg, platform, os);
+  jf["builds"] = std::move(found.builds);
+  const json& newest = found.newest;
+  jf["newest"] = newest;
+  std::string last_line;
+  jf["last_release"] = last_release_json(k, f, rg, platform, last_line);
+  std::vector<std::string> ev_text;
+  jf["evidence"] = evidence_view(k, f, learned_builds(g, f, std::nullopt), {{rg.query, rg.cc}}, ev_text, "  ");
+  for (auto& l : ev_text) text.push_back(std::move(l));
+  if (found.lines.empty() && found.unknown == 0) {
+    text.push_back(fmt::format("  {}: no release in the matrices runs on {}", f.name, rg.cc.sm_name()));
+    return jf;
+  }
+  std::string head = fmt::format("  {}:", f.name);
+  if (!newest["native"].is_null())
+    head += fmt::format(" newest stable release with {} code: {} ({})", rg.cc.sm_name(),
+                        newest["native"]["version"].get<std::string>(), newest["native"]["variant"].get<std::string>());
+  else if (!newest["jit"].is_null())
+    head += fmt::format(" no native code; newest stable release by PTX JIT: {} ({})",
+                        newest["jit"]["version"].get<std::string>(), newest["jit"]["variant"].get<std::string>());
+  text.push_back(head);
+  if (!last_line.empty()) text.push_back(styled(last_line, Style::bold));
+  for (auto& l : found.lines) text.push_back(std::move(l));
+  if (found.unknown > 0)
+    text.push_back(fmt::format("    {} build{} without arch data: unverified, checked after download", found.unknown,
+                               found.unknown == 1 ? "" : "s"));
+  return jf;
+}
+
 // --gpu: per GPU, per framework, the builds that run on it.
 int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matrices::Framework*>& fws) {
   const std::string platform = platform_of(g);
@@ -263,139 +404,82 @@ int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matr
   std::vector<std::string> text;
   for (const auto& q : g.gpus) {
     auto rg = resolve_gpu(k, q);
-    if (!rg) {
-      return fail(rg.error());
-    }
-    json jg;
-    jg["query"] = rg->query;
-    jg["name"] = rg->name.empty() ? json(nullptr) : json(rg->name);
-    jg["cc"] = rg->cc.to_string();
-    jg["arch"] = rg->cc.sm_name();
-    jg["family"] = rg->family.empty() ? json(nullptr) : json(rg->family);
-    const matrices::FirstToolkit ft = k.first_toolkit_for(rg->cc);
-    const auto* first = ft.toolkit;
-    std::optional<std::string> gpu_min_driver;
-    if (first) gpu_min_driver = os == "windows" ? first->min_driver_windows : first->min_driver_linux;
-    if (gpu_min_driver && gpu_min_driver->empty()) gpu_min_driver.reset();
-    jg["min_driver"] = {{"version", opt_str(gpu_min_driver)},
-                        {"cuda", first ? json(first->version.to_string()) : json(nullptr)},
-                        {"os", os},
-                        {"own_arch", ft.own_arch},
-                        {"oldest_listed", ft.oldest_listed}};
-    text.push_back(styled(fmt::format("{}{} → {} (compute capability {}{})", rg->query,
-                                      rg->name.empty() || rg->name == rg->query ? "" : " = " + rg->name,
-                                      rg->cc.sm_name(), rg->cc.to_string(),
-                                      rg->family.empty() ? "" : ", " + rg->family),
-                          Style::bold));
-    if (first && gpu_min_driver) {
-      // The oldest toolkit of the table is not "the first" for a GPU older than the table.
-      std::string what = ft.oldest_listed
-                             ? fmt::format("the oldest toolkit in the matrices, which already has code for {}; older "
-                                           "toolkits are not listed",
-                                           rg->cc.sm_name())
-                         : ft.own_arch ? fmt::format("the first toolkit with code for {}", rg->cc.sm_name())
-                                       : fmt::format("the first toolkit whose code runs on {}", rg->cc.sm_name());
-      text.push_back(fmt::format("  minimum driver: {} on {} (CUDA {}, {})", *gpu_min_driver, os,
-                                 first->version.to_string(), what));
-    } else {
-      text.push_back("  minimum driver: unknown (no toolkit in the matrices targets this GPU)");
-    }
+    if (!rg) return fail(rg.error());
+    json jg = gpu_json(k, *rg, os, text);
     jg["frameworks"] = json::array();
-    for (const auto* f : fws) {
-      json jf;
-      jf["name"] = f->name;
-      jf["builds"] = json::array();
-      json newest = {{"native", nullptr}, {"jit", nullptr}};
-      std::vector<std::string> lines;
-      std::size_t unknown = 0;
-      for (const auto* r : rows_newest_first(*f)) {
-        for (const auto& b : builds_of(*f, *r, platform)) {
-          RunKind how = b.runs_on(rg->cc);
-          if (how == RunKind::none) continue;
-          if (how == RunKind::unknown && b.kind != "cuda") continue;
-          json jb = row_json(*r);
-          jb["variant"] = b.variant;
-          jb["cuda"] = b.cuda ? json(b.cuda->to_string()) : json(nullptr);
-          jb["runs"] = matrices::to_string(how);
-          auto via = b.runnable_arch(rg->cc);
-          jb["via"] = via ? json(via->to_string()) : json(nullptr);
-          std::optional<std::string> need = b.cuda ? k.min_driver(*b.cuda, os) : std::nullopt;
-          std::optional<std::string> floor = b.cuda ? k.minor_compat_driver(*b.cuda, os) : std::nullopt;
-          jb["min_driver"] = opt_str(need);
-          jb["minor_compat_driver"] = opt_str(floor);
-          jb["confidence"] = matrices::to_string(b.confidence);
-          jb["verified"] = b.verified;
-          if (!g.driver.empty() && b.cuda) {
-            // PTX JIT of a newer ISA needs the toolkit's own driver; SASS can use minor compatibility.
-            jb["driver_ok"] = k.driver_supports(g.driver, *b.cuda, how == RunKind::native, os);
-          }
-          jf["builds"].push_back(jb);
-          if (how == RunKind::unknown) {
-            jb["note"] = "unverified (no arch data), checked after download";
-            ++unknown;
-            continue;
-          }
-          auto& slot = newest[matrices::to_string(how)];
-          bool stable = std::find(r->channels.begin(), r->channels.end(), "stable") != r->channels.end();
-          if (slot.is_null() && stable && !r->versions.empty()) {
-            auto top = *std::max_element(r->versions.begin(), r->versions.end());
-            slot = {{"version", top.to_string()}, {"variant", b.variant}, {"channel", "stable"}};
-          }
-          lines.push_back(fmt::format(
-              "    {:<22} {:<7} {} via {}{}{}", r->label() + (stable ? "" : " (" + join(r->channels, ",") + ")"),
-              b.variant, how == RunKind::native ? styled("native", Style::green) : styled("PTX JIT", Style::yellow),
-              via ? via->to_string() : "?", need ? fmt::format("; driver ≥ {}", *need) : "",
-              b.verified ? "" : styled(fmt::format(" [{}]", matrices::to_string(b.confidence)), Style::dim)));
-        }
-      }
-      jf["newest"] = newest;
-      // The legacy ladder: the last release for a GPU its newest releases dropped.
-      json last = nullptr;
-      std::string last_line;
-      if (const auto* end = k.support_end(f->name, rg->cc)) {
-        auto lr = k.last_release_for(f->name, rg->cc, platform);
-        last = {{"version", lr ? json(lr->version.to_string()) : json(nullptr)},
-                {"variant", lr ? json(lr->variant) : json(nullptr)},
-                {"dropped_from", end->from.to_string()},
-                {"dropped_variant", end->variant.empty() ? json(nullptr) : json(end->variant)},
-                {"confidence", matrices::to_string(end->confidence)},
-                {"source", end->source}};
-        last_line = lr ? fmt::format("    {} {} ({}) is the last release with code for {}: {} from {} on drops it{} ({})",
-                                     f->name, lr->version.to_string(), lr->variant, rg->cc.sm_name(), f->name,
-                                     end->from.to_string(), end->variant.empty() ? "" : " with " + end->variant,
-                                     end->source)
-                       : fmt::format("    {} from {} on has no build for {} ({})", f->name, end->from.to_string(),
-                                     rg->cc.sm_name(), end->source);
-      }
-      jf["last_release"] = last;
-      std::vector<std::string> ev_text;
-      jf["evidence"] = evidence_view(k, *f, learned_builds(g, *f, std::nullopt), {{rg->query, rg->cc}}, ev_text, "  ");
-      jg["frameworks"].push_back(jf);
-      for (auto& l : ev_text) text.push_back(std::move(l));
-      if (lines.empty() && unknown == 0) {
-        text.push_back(fmt::format("  {}: no release in the matrices runs on {}", f->name, rg->cc.sm_name()));
-        continue;
-      }
-      std::string head = fmt::format("  {}:", f->name);
-      if (!newest["native"].is_null())
-        head += fmt::format(" newest stable release with {} code: {} ({})", rg->cc.sm_name(),
-                            newest["native"]["version"].get<std::string>(), newest["native"]["variant"].get<std::string>());
-      else if (!newest["jit"].is_null())
-        head += fmt::format(" no native code; newest stable release by PTX JIT: {} ({})",
-                            newest["jit"]["version"].get<std::string>(), newest["jit"]["variant"].get<std::string>());
-      text.push_back(head);
-      if (!last_line.empty()) text.push_back(styled(last_line, Style::bold));
-      for (auto& l : lines) text.push_back(std::move(l));
-      if (unknown > 0)
-        text.push_back(fmt::format("    {} build{} without arch data: unverified, checked after download", unknown,
-                                   unknown == 1 ? "" : "s"));
-    }
+    for (const auto* f : fws) jg["frameworks"].push_back(framework_for_gpu(k, g, *f, *rg, platform, os, text));
     out["gpus"].push_back(jg);
   }
   if (g.format == "json") machine(out.dump(2));
   else
     for (const auto& l : text) human(l);
   return 0;
+}
+
+// --framework F --version V, one variant on one platform: its archs, and how it runs on each --gpu.
+json platform_json(const Knowledge& k, const Globals& g, const matrices::Framework& f, const specs::Version& v,
+                   const std::string& variant, const matrices::ArchBuild& b,
+                   const std::vector<matrices::ResolvedGpu>& gpus, std::vector<std::string>& text) {
+  json jp;
+  jp["platform"] = b.platform;
+  jp["sass"] = b.sass ? json(arch_names(b.sass)) : json(nullptr);
+  jp["ptx"] = b.ptx ? json(arch_names(b.ptx)) : json(nullptr);
+  jp["confidence"] = matrices::to_string(b.confidence);
+  jp["verified"] = b.confidence == matrices::Confidence::verified && b.known();
+  jp["source"] = b.source;
+  if (!b.known()) jp["note"] = "unverified (no arch data), checked after download";
+  std::string runs;
+  if (!gpus.empty()) {
+    json jr = json::object();
+    auto builds = k.variants_for(f.name, v, b.platform);
+    auto it = std::find_if(builds.begin(), builds.end(), [&](const auto& x) { return x.variant == variant; });
+    for (const auto& rg : gpus) {
+      RunKind how = it == builds.end() ? RunKind::unknown : it->runs_on(rg.cc);
+      jr[rg.cc.sm_name()] = matrices::to_string(how);
+      runs += fmt::format(" {}:{}", rg.cc.sm_name(), matrices::to_string(how));
+    }
+    jp["runs_on"] = jr;
+  }
+  std::string archs = b.known() ? fmt::format("SASS {}; PTX {}", b.sass->empty() ? "none" : join(arch_names(b.sass)),
+                                              b.ptx->empty() ? "none" : join(arch_names(b.ptx)))
+                                : "archs unknown: unverified, checked after download";
+  text.push_back(fmt::format("    {:<15} {}{}{}", b.platform, archs,
+                             b.confidence == matrices::Confidence::verified
+                                 ? ""
+                                 : styled(fmt::format(" [{}]", matrices::to_string(b.confidence)), Style::dim),
+                             runs.empty() ? "" : " →" + runs));
+  if (g.verbose > 0) text.push_back(styled(fmt::format("      source: {}", b.source), Style::dim));
+  return jp;
+}
+
+// --framework F --version V, one variant: its CUDA, drivers, index and platforms.
+json variant_json(const Knowledge& k, const Globals& g, const matrices::Framework& f, const specs::Version& v,
+                  const matrices::ReleaseVariant& rv, const std::string& channel,
+                  const std::vector<matrices::ResolvedGpu>& gpus, std::vector<std::string>& text) {
+  const auto* var = f.variant(rv.variant);
+  json jv;
+  jv["name"] = rv.variant;
+  jv["kind"] = var ? var->kind : "cuda";
+  jv["cuda"] = var && var->cuda ? json(var->cuda->to_string()) : json(nullptr);
+  auto url = f.index_url(channel, rv.variant, g.mirror);
+  jv["index_url"] = url ? json(*url) : json(nullptr);
+  std::string drivers;
+  if (var && var->cuda) {
+    jv["min_driver"] = {{"linux", opt_str(k.min_driver(*var->cuda, "linux"))},
+                        {"windows", opt_str(k.min_driver(*var->cuda, "windows"))}};
+    jv["minor_compat_driver"] = {{"linux", opt_str(k.minor_compat_driver(*var->cuda, "linux"))},
+                                 {"windows", opt_str(k.minor_compat_driver(*var->cuda, "windows"))}};
+    auto lin = k.min_driver(*var->cuda, "linux");
+    auto floor = k.minor_compat_driver(*var->cuda, "linux");
+    drivers = fmt::format("CUDA {}; Linux driver ≥ {}{}", var->cuda->to_string(), lin.value_or("?"),
+                          floor ? fmt::format(" (≥ {} with minor-version compatibility)", *floor) : "");
+  } else {
+    drivers = var ? var->kind : "unknown";
+  }
+  text.push_back(fmt::format("  {}: {}{}", styled(rv.variant, Style::bold), drivers, url ? "; index " + *url : ""));
+  jv["platforms"] = json::array();
+  for (const auto& b : rv.platforms) jv["platforms"].push_back(platform_json(k, g, f, v, rv.variant, b, gpus, text));
+  return jv;
 }
 
 // --framework F --version V: everything about one release.
@@ -446,63 +530,7 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
   text.push_back(fmt::format("  python: {}", join(r->python)));
   if (!r->pypi_default.empty()) text.push_back(fmt::format("  pypi.org default variant: {}", r->pypi_default));
 
-  for (const auto& rv : r->variants) {
-    const auto* var = f.variant(rv.variant);
-    json jv;
-    jv["name"] = rv.variant;
-    jv["kind"] = var ? var->kind : "cuda";
-    jv["cuda"] = var && var->cuda ? json(var->cuda->to_string()) : json(nullptr);
-    auto url = f.index_url(channel, rv.variant, g.mirror);
-    jv["index_url"] = url ? json(*url) : json(nullptr);
-    std::string drivers;
-    if (var && var->cuda) {
-      jv["min_driver"] = {{"linux", opt_str(k.min_driver(*var->cuda, "linux"))},
-                          {"windows", opt_str(k.min_driver(*var->cuda, "windows"))}};
-      jv["minor_compat_driver"] = {{"linux", opt_str(k.minor_compat_driver(*var->cuda, "linux"))},
-                                   {"windows", opt_str(k.minor_compat_driver(*var->cuda, "windows"))}};
-      auto lin = k.min_driver(*var->cuda, "linux");
-      auto floor = k.minor_compat_driver(*var->cuda, "linux");
-      drivers = fmt::format("CUDA {}; Linux driver ≥ {}{}", var->cuda->to_string(), lin.value_or("?"),
-                            floor ? fmt::format(" (≥ {} with minor-version compatibility)", *floor) : "");
-    } else {
-      drivers = var ? var->kind : "unknown";
-    }
-    text.push_back(fmt::format("  {}: {}{}", styled(rv.variant, Style::bold), drivers, url ? "; index " + *url : ""));
-    jv["platforms"] = json::array();
-    for (const auto& b : rv.platforms) {
-      json jp;
-      jp["platform"] = b.platform;
-      jp["sass"] = b.sass ? json(arch_names(b.sass)) : json(nullptr);
-      jp["ptx"] = b.ptx ? json(arch_names(b.ptx)) : json(nullptr);
-      jp["confidence"] = matrices::to_string(b.confidence);
-      jp["verified"] = b.confidence == matrices::Confidence::verified && b.known();
-      jp["source"] = b.source;
-      if (!b.known()) jp["note"] = "unverified (no arch data), checked after download";
-      std::string runs;
-      if (!gpus.empty()) {
-        json jr = json::object();
-        auto builds = k.variants_for(f.name, *v, b.platform);
-        auto it = std::find_if(builds.begin(), builds.end(), [&](const auto& x) { return x.variant == rv.variant; });
-        for (const auto& rg : gpus) {
-          RunKind how = it == builds.end() ? RunKind::unknown : it->runs_on(rg.cc);
-          jr[rg.cc.sm_name()] = matrices::to_string(how);
-          runs += fmt::format(" {}:{}", rg.cc.sm_name(), matrices::to_string(how));
-        }
-        jp["runs_on"] = jr;
-      }
-      jv["platforms"].push_back(jp);
-      std::string archs = b.known() ? fmt::format("SASS {}; PTX {}", b.sass->empty() ? "none" : join(arch_names(b.sass)),
-                                                  b.ptx->empty() ? "none" : join(arch_names(b.ptx)))
-                                    : "archs unknown: unverified, checked after download";
-      text.push_back(fmt::format("    {:<15} {}{}{}", b.platform, archs,
-                                 b.confidence == matrices::Confidence::verified
-                                     ? ""
-                                     : styled(fmt::format(" [{}]", matrices::to_string(b.confidence)), Style::dim),
-                                 runs.empty() ? "" : " →" + runs));
-      if (g.verbose > 0) text.push_back(styled(fmt::format("      source: {}", b.source), Style::dim));
-    }
-    out["variants"].push_back(jv);
-  }
+  for (const auto& rv : r->variants) out["variants"].push_back(variant_json(k, g, f, *v, rv, channel, gpus, text));
   {
     std::vector<std::pair<std::string, specs::ComputeCapability>> asked;
     for (const auto& rg : gpus) asked.emplace_back(rg.query, rg.cc);

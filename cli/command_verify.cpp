@@ -164,7 +164,8 @@ AppResult run_app(const std::string& cmd, const fs::path& python, std::chrono::s
   return a;
 }
 
-Expected<int> run_verify(const Globals& g, const VerifyOptions& o) {
+// --layers: a comma-separated subset of repro, model, app (app needs --app, unless it is the default).
+Expected<std::set<std::string>> parse_layers(const VerifyOptions& o) {
   std::set<std::string> layers;
   for (const auto& l : util::split(o.layers, ',')) {
     if (l != "repro" && l != "model" && l != "app")
@@ -174,6 +175,47 @@ Expected<int> run_verify(const Globals& g, const VerifyOptions& o) {
   }
   if (layers.contains("app") && o.app.empty() && o.layers != VerifyOptions{}.layers)
     return make_error(ErrorCode::invalid_input, "--layers app needs --app CMD", "e.g. --app 'python train.py --steps 10'");
+  return layers;
+}
+
+// The --format json document of a verify run (docs/json.md, verify).
+json verify_json(const matrices::Framework& fw_ref, const fs::path& python, bool cpu, const std::string& device_note, bool ok,
+                 const api::Host& host, const std::set<std::string>& layers, const std::vector<StepResult>& results,
+                 const std::optional<AppResult>& app, const std::string& app_command) {
+  const auto* fw = &fw_ref;
+  json j{{"framework", fw->name}, {"python", python.string()}, {"device", cpu ? "cpu" : "gpu"},
+         {"device_note", device_note}, {"verdict", ok ? "passed" : "failed"}};
+  json gpus = json::array();
+  for (const auto& [name, cc] : host.gpus) gpus.push_back({{"name", name}, {"arch", cc.sm_name()}});
+  j["gpus"] = gpus;
+  json lj = json::object();
+  for (const auto& l : {"repro", "model"}) {
+    if (!layers.contains(l)) continue;
+    json steps = json::array();
+    bool lok = true;
+    for (const auto& r : results)
+      if (r.layer == l) {
+        steps.push_back(step_json(r));
+        lok = lok && r.ok;
+      }
+    lj[l] = {{"status", lok ? "passed" : "failed"}, {"steps", steps}};
+  }
+  if (app) {
+    json mem = json::array();
+    for (std::size_t i = 0; i < app->gpu_memory.size(); ++i)
+      mem.push_back({{"index", i}, {"peak_used_bytes", app->gpu_memory[i].first}, {"baseline_used_bytes", app->gpu_memory[i].second}});
+    lj["app"] = {{"status", app->exit_code == 0 ? "passed" : "failed"}, {"command", app_command}, {"exit_code", app->exit_code},
+                 {"seconds", app->seconds}, {"gpu_memory", mem}, {"gpu_memory_note", app->memory_note},
+                 {"cuda_error", app->error_line.empty() ? json(nullptr) : json(app->error_line)},
+                 {"class", app->cuda_class.empty() ? json(nullptr) : json(app->cuda_class)},
+                 {"fix", app->fix.empty() ? json(nullptr) : json(app->fix)}};
+  }
+  j["layers"] = lj;
+  return j;
+}
+
+Expected<int> run_verify(const Globals& g, const VerifyOptions& o) {
+  const std::set<std::string> layers = ENVFIX_TRY(parse_layers(o));
   auto knowledge = ENVFIX_TRY(api::load_knowledge(g));
   if (!knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
   const auto* fw = knowledge->framework(g.framework);
@@ -233,37 +275,8 @@ Expected<int> run_verify(const Globals& g, const VerifyOptions& o) {
   }
   bool ok = std::all_of(results.begin(), results.end(), [](const auto& r) { return r.ok; }) && (!app || app->exit_code == 0);
   human(fmt::format("{} {}", styled("verify:", Style::bold), ok ? styled("passed", Style::green) : styled("failed", Style::red)));
-  if (g.format == "json") {
-    json j{{"framework", fw->name}, {"python", python.string()}, {"device", cpu ? "cpu" : "gpu"},
-           {"device_note", device_note}, {"verdict", ok ? "passed" : "failed"}};
-    json gpus = json::array();
-    for (const auto& [name, cc] : host.gpus) gpus.push_back({{"name", name}, {"arch", cc.sm_name()}});
-    j["gpus"] = gpus;
-    json lj = json::object();
-    for (const auto& l : {"repro", "model"}) {
-      if (!layers.contains(l)) continue;
-      json steps = json::array();
-      bool lok = true;
-      for (const auto& r : results)
-        if (r.layer == l) {
-          steps.push_back(step_json(r));
-          lok = lok && r.ok;
-        }
-      lj[l] = {{"status", lok ? "passed" : "failed"}, {"steps", steps}};
-    }
-    if (app) {
-      json mem = json::array();
-      for (std::size_t i = 0; i < app->gpu_memory.size(); ++i)
-        mem.push_back({{"index", i}, {"peak_used_bytes", app->gpu_memory[i].first}, {"baseline_used_bytes", app->gpu_memory[i].second}});
-      lj["app"] = {{"status", app->exit_code == 0 ? "passed" : "failed"}, {"command", o.app}, {"exit_code", app->exit_code},
-                   {"seconds", app->seconds}, {"gpu_memory", mem}, {"gpu_memory_note", app->memory_note},
-                   {"cuda_error", app->error_line.empty() ? json(nullptr) : json(app->error_line)},
-                   {"class", app->cuda_class.empty() ? json(nullptr) : json(app->cuda_class)},
-                   {"fix", app->fix.empty() ? json(nullptr) : json(app->fix)}};
-    }
-    j["layers"] = lj;
-    machine(j.dump(2));
-  }
+  if (g.format == "json")
+    machine(verify_json(*fw, python, cpu, device_note, ok, host, layers, results, app, o.app).dump(2));
   return ok ? 0 : 1;
 }
 

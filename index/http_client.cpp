@@ -16,6 +16,7 @@
 #include "util/env.hpp"
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
+#include "util/strings.hpp"
 #include "util/writeback.hpp"
 
 namespace envfix::index {
@@ -27,19 +28,6 @@ using Clock = std::chrono::steady_clock;
 void global_init() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-std::string lower(std::string_view s) {
-  std::string o(s);
-  for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return o;
-}
-
-std::string trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
-    s.remove_suffix(1);
-  return std::string(s);
 }
 
 bool retryable_curl(CURLcode rc) {
@@ -153,7 +141,7 @@ size_t header_cb(char* data, size_t size, size_t n, void* user) {
   }
   auto colon = line.find(':');
   if (colon != std::string_view::npos)
-    t->resp_headers.emplace_back(lower(trim(line.substr(0, colon))), trim(line.substr(colon + 1)));
+    t->resp_headers.emplace_back(util::lower(util::trim(line.substr(0, colon))), util::trim(line.substr(colon + 1)));
   return size * n;
 }
 
@@ -248,7 +236,7 @@ std::optional<std::chrono::milliseconds> retry_after(const Transfer& t) {
 } // namespace
 
 std::optional<std::string> HttpResponse::header(std::string_view name) const {
-  return find_header(headers, lower(name));
+  return find_header(headers, util::lower(name));
 }
 
 Error http_status_error(const HttpResponse& r, std::string_view what_url) {
@@ -297,6 +285,181 @@ Expected<HttpResponse> HttpClient::perform(HttpRequest request) {
 }
 
 namespace {
+
+// The attempts of one perform_many call: starting a transfer on the multi handle, and judging how an
+// attempt ended (a result, or another attempt: retry or resume).
+struct Attempts {
+  const HttpOptions& o;
+  CURLM* multi;
+  CURLSH* share;
+  const std::string& ca_file;
+  const std::string& netrc_file;
+  std::mt19937& rng;
+
+  void log(std::string line) const {
+    if (o.log) o.log(line);
+  }
+
+  void start(Transfer& t) const {
+    ++t.attempts;
+    t.status = 0;
+    t.resp_headers.clear();
+    t.body.clear();
+    t.too_large = t.write_failed = t.range_mismatch = t.decided = t.to_file = false;
+    t.errbuf[0] = 0;
+    t.resume_from = t.req.dest ? t.file_bytes : 0;
+    CURL* e = curl_easy_init();
+    t.easy = e;
+    curl_easy_setopt(e, CURLOPT_URL, t.req.url.c_str());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
+    curl_easy_setopt(e, CURLOPT_SHARE, share);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    bool https = url_scheme(t.req.url) == "https";
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(e, CURLOPT_MAXREDIRS, static_cast<long>(o.max_redirects));
+    // Never follow https -> http.
+    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout.count()));
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(std::max<long>(1, static_cast<long>(o.low_speed_time.count()))));
+    curl_easy_setopt(e, CURLOPT_USERAGENT, o.user_agent.c_str());
+    if (!ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, ca_file.c_str());
+    if (o.use_netrc) {
+      curl_easy_setopt(e, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
+      if (!netrc_file.empty()) curl_easy_setopt(e, CURLOPT_NETRC_FILE, netrc_file.c_str());
+    }
+    if (t.req.accept_compressed) curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    if (t.req.head) curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    std::string range;
+    if (t.req.range) range = fmt::format("{}-{}", t.req.range->first, t.req.range->second);
+    else if (t.resume_from > 0) range = fmt::format("{}-", t.resume_from);
+    if (!range.empty()) curl_easy_setopt(e, CURLOPT_RANGE, range.c_str()); // copied by curl
+    if (t.headers) curl_slist_free_all(t.headers);
+    t.headers = nullptr;
+    for (const auto& h : t.req.headers) t.headers = curl_slist_append(t.headers, h.c_str());
+    if (!t.req.accept_compressed) t.headers = curl_slist_append(t.headers, "Accept-Encoding: identity");
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_multi_add_handle(multi, e);
+    log(fmt::format("{} {}{} (attempt {})", t.req.head ? "HEAD" : "GET", redact_url(t.req.url),
+                    range.empty() ? "" : " range " + range, t.attempts));
+  }
+
+  std::chrono::milliseconds backoff(const Transfer& t) const {
+    double base = static_cast<double>(o.backoff.count()) * static_cast<double>(1u << std::min(t.attempts - 1, 10));
+    std::uniform_real_distribution<double> jitter(0.5, 1.0);
+    return std::chrono::milliseconds(static_cast<long>(base * jitter(rng)));
+  }
+
+  // Sets t.result, or schedules another attempt and returns false.
+  bool finish(Transfer& t, CURLcode rc) const;
+  // Another attempt if the budget allows (resumes for a download that progressed, else retries);
+  // else the transport error, for a transport failure.
+  bool schedule_retry(Transfer& t, CURLcode rc, const std::string& why, bool progressed,
+                      std::optional<std::chrono::milliseconds> delay) const;
+};
+
+// A download whose partial file the server does not continue starts over without Range.
+void restart_download(Transfer& t) {
+  t.file_bytes = 0;
+  t.hash = std::make_unique<util::Sha256>();
+  if (ftruncate(t.fd.get(), 0) != 0 || lseek(t.fd.get(), 0, SEEK_SET) != 0)
+    t.result = fail(ErrorCode::io, "cannot truncate {}", t.req.dest->string());
+}
+
+bool Attempts::schedule_retry(Transfer& t, CURLcode rc, const std::string& why, bool progressed,
+                              std::optional<std::chrono::milliseconds> delay) const {
+  bool can = progressed ? t.resumes < o.max_resumes : t.retries_used < o.retries;
+  if (can) {
+    if (progressed) ++t.resumes;
+    else ++t.retries_used;
+    auto d = progressed ? std::chrono::milliseconds(0) : backoff(t);
+    if (delay) d = std::min<std::chrono::milliseconds>(*delay, o.max_retry_after);
+    t.not_before = Clock::now() + d;
+    log(fmt::format("retry {} in {} ms: {}", redact_url(t.req.url), d.count(), why));
+    return true;
+  }
+  if (rc != CURLE_OK) {
+    Error err = transport_error(rc, t.req.url, why);
+    err.causes.push_back(fmt::format("gave up after {} attempts", t.attempts));
+    t.result = std::unexpected(std::move(err));
+  }
+  return false;
+}
+
+bool Attempts::finish(Transfer& t, CURLcode rc) const {
+  long code = 0;
+  curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &code);
+  t.status = code;
+  char* eff = nullptr;
+  curl_easy_getinfo(t.easy, CURLINFO_EFFECTIVE_URL, &eff);
+  std::string effective = eff ? eff : t.req.url;
+  if (rc == CURLE_OK && t.req.dest && !t.decided) decide_target(t); // empty body
+  std::string why;
+  bool retry = false;
+  bool progressed = false;
+  std::optional<std::chrono::milliseconds> delay;
+  if (t.too_large) {
+    t.result = make_error(ErrorCode::invalid_input,
+                          fmt::format("{}: response is larger than the limit of {} bytes", redact_url(t.req.url),
+                                      t.req.dest && t.req.max_file ? t.req.max_file : t.req.max_body),
+                          "raise the page size limit if this index really serves pages this large");
+  } else if (t.write_failed) {
+    t.result = fail_errno(t.write_errno, ErrorCode::io, "writing {}: {}", t.req.dest->string(), t.write_error);
+  } else if (t.range_mismatch) {
+    // The server answered the resume with other bytes.
+    why = "206 Content-Range does not start at the resume offset";
+    restart_download(t);
+    retry = !t.result;
+  } else if (rc != CURLE_OK) {
+    why = scrub(t.errbuf[0] ? std::string(t.errbuf) : std::string(curl_easy_strerror(rc)), t.req.url);
+    if (rc == CURLE_TOO_MANY_REDIRECTS || rc == CURLE_UNSUPPORTED_PROTOCOL) {
+      t.result = make_error(ErrorCode::network, fmt::format("{}: {}", redact_url(t.req.url), why),
+                            rc == CURLE_UNSUPPORTED_PROTOCOL ? "redirects from https to http are refused" : "");
+    } else if (retryable_curl(rc)) {
+      retry = true;
+      progressed = t.req.dest && t.to_file && t.file_bytes > t.resume_from;
+    } else {
+      t.result = std::unexpected(transport_error(rc, t.req.url, why));
+    }
+  } else if (t.req.dest && t.resume_from > 0 && code == 416) {
+    // The partial file is not a prefix the server agrees with.
+    why = "HTTP 416 for the resume range";
+    restart_download(t);
+    retry = !t.result;
+  } else if (retryable_status(code)) {
+    why = fmt::format("HTTP {}", code);
+    retry = true;
+    delay = retry_after(t);
+  }
+  if (retry && !t.result && schedule_retry(t, rc, why, progressed, delay)) return false;
+  if (!t.result) {
+    HttpResponse r;
+    r.status = code;
+    r.url = effective;
+    r.headers = std::move(t.resp_headers);
+    r.body = std::move(t.body);
+    r.attempts = t.attempts;
+    r.resumes = t.resumes;
+    if (t.req.dest) {
+      r.bytes = t.file_bytes;
+      if (t.to_file) r.sha256 = t.hash->hex_digest();
+    } else {
+      r.bytes = r.body.size();
+    }
+    t.result = std::move(r);
+    log(fmt::format("{} {} -> {}", t.req.head ? "HEAD" : "GET", redact_url(t.req.url), code));
+  }
+  return true;
+}
+
 // A transfer's final result is in: its file is made durable and closed (before anyone renames it
 // into a cache), then the request's on_done is told, once.
 void notify_done(Transfer& t) {
@@ -308,6 +471,7 @@ void notify_done(Transfer& t) {
   }
   if (t.req.on_done) t.req.on_done(*t.result);
 }
+
 } // namespace
 
 std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpRequest> requests) {
@@ -332,157 +496,7 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
     if (!t->result) waiting.push_back(t.get());
     ts.push_back(std::move(t));
   }
-  auto log = [&](std::string line) {
-    if (o.log) o.log(line);
-  };
-
-  auto start = [&](Transfer& t) {
-    ++t.attempts;
-    t.status = 0;
-    t.resp_headers.clear();
-    t.body.clear();
-    t.too_large = t.write_failed = t.range_mismatch = t.decided = t.to_file = false;
-    t.errbuf[0] = 0;
-    t.resume_from = t.req.dest ? t.file_bytes : 0;
-    CURL* e = curl_easy_init();
-    t.easy = e;
-    curl_easy_setopt(e, CURLOPT_URL, t.req.url.c_str());
-    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
-    curl_easy_setopt(e, CURLOPT_SHARE, m_impl->share);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    bool https = url_scheme(t.req.url) == "https";
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(e, CURLOPT_MAXREDIRS, static_cast<long>(o.max_redirects));
-    // Never follow https -> http.
-    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout.count()));
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(std::max<long>(1, static_cast<long>(o.low_speed_time.count()))));
-    curl_easy_setopt(e, CURLOPT_USERAGENT, o.user_agent.c_str());
-    if (!m_impl->ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, m_impl->ca_file.c_str());
-    if (o.use_netrc) {
-      curl_easy_setopt(e, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
-      if (!m_impl->netrc_file.empty()) curl_easy_setopt(e, CURLOPT_NETRC_FILE, m_impl->netrc_file.c_str());
-    }
-    if (t.req.accept_compressed) curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-    if (t.req.head) curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-    std::string range;
-    if (t.req.range) range = fmt::format("{}-{}", t.req.range->first, t.req.range->second);
-    else if (t.resume_from > 0) range = fmt::format("{}-", t.resume_from);
-    if (!range.empty()) curl_easy_setopt(e, CURLOPT_RANGE, range.c_str()); // copied by curl
-    if (t.headers) curl_slist_free_all(t.headers);
-    t.headers = nullptr;
-    for (const auto& h : t.req.headers) t.headers = curl_slist_append(t.headers, h.c_str());
-    if (!t.req.accept_compressed) t.headers = curl_slist_append(t.headers, "Accept-Encoding: identity");
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
-    curl_multi_add_handle(m_impl->multi, e);
-    log(fmt::format("{} {}{} (attempt {})", t.req.head ? "HEAD" : "GET", redact_url(t.req.url),
-                    range.empty() ? "" : " range " + range, t.attempts));
-  };
-
-  auto backoff = [&](const Transfer& t) {
-    double base = static_cast<double>(o.backoff.count()) * static_cast<double>(1u << std::min(t.attempts - 1, 10));
-    std::uniform_real_distribution<double> jitter(0.5, 1.0);
-    return std::chrono::milliseconds(static_cast<long>(base * jitter(m_impl->rng)));
-  };
-
-  // Called when an attempt ends; either sets t.result or schedules another attempt.
-  auto finish = [&](Transfer& t, CURLcode rc) {
-    long code = 0;
-    curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &code);
-    t.status = code;
-    char* eff = nullptr;
-    curl_easy_getinfo(t.easy, CURLINFO_EFFECTIVE_URL, &eff);
-    std::string effective = eff ? eff : t.req.url;
-    if (rc == CURLE_OK && t.req.dest && !t.decided) decide_target(t); // empty body
-    std::string why;
-    bool retry = false;
-    bool progressed = false;
-    std::optional<std::chrono::milliseconds> delay;
-    if (t.too_large) {
-      t.result = make_error(ErrorCode::invalid_input,
-                            fmt::format("{}: response is larger than the limit of {} bytes", redact_url(t.req.url),
-                                        t.req.dest && t.req.max_file ? t.req.max_file : t.req.max_body),
-                            "raise the page size limit if this index really serves pages this large");
-    } else if (t.write_failed) {
-      t.result = fail_errno(t.write_errno, ErrorCode::io, "writing {}: {}", t.req.dest->string(), t.write_error);
-    } else if (t.range_mismatch) {
-      // The server answered the resume with other bytes: start over without Range.
-      why = "206 Content-Range does not start at the resume offset";
-      t.file_bytes = 0;
-      t.hash = std::make_unique<util::Sha256>();
-      if (ftruncate(t.fd.get(), 0) != 0 || lseek(t.fd.get(), 0, SEEK_SET) != 0)
-        t.result = fail(ErrorCode::io, "cannot truncate {}", t.req.dest->string());
-      else retry = true;
-    } else if (rc != CURLE_OK) {
-      why = scrub(t.errbuf[0] ? std::string(t.errbuf) : std::string(curl_easy_strerror(rc)), t.req.url);
-      if (rc == CURLE_TOO_MANY_REDIRECTS || rc == CURLE_UNSUPPORTED_PROTOCOL) {
-        t.result = make_error(ErrorCode::network, fmt::format("{}: {}", redact_url(t.req.url), why),
-                              rc == CURLE_UNSUPPORTED_PROTOCOL ? "redirects from https to http are refused" : "");
-      } else if (retryable_curl(rc)) {
-        retry = true;
-        progressed = t.req.dest && t.to_file && t.file_bytes > t.resume_from;
-      } else {
-        t.result = std::unexpected(transport_error(rc, t.req.url, why));
-      }
-    } else if (t.req.dest && t.resume_from > 0 && code == 416) {
-      // The partial file is not a prefix the server agrees with: start over without Range.
-      why = "HTTP 416 for the resume range";
-      t.file_bytes = 0;
-      t.hash = std::make_unique<util::Sha256>();
-      if (ftruncate(t.fd.get(), 0) != 0 || lseek(t.fd.get(), 0, SEEK_SET) != 0)
-        t.result = fail(ErrorCode::io, "cannot truncate {}", t.req.dest->string());
-      else retry = true;
-    } else if (retryable_status(code)) {
-      why = fmt::format("HTTP {}", code);
-      retry = true;
-      delay = retry_after(t);
-    }
-    if (retry && !t.result) {
-      bool can = progressed ? t.resumes < o.max_resumes : t.retries_used < o.retries;
-      if (can) {
-        if (progressed) ++t.resumes;
-        else ++t.retries_used;
-        auto d = progressed ? std::chrono::milliseconds(0) : backoff(t);
-        if (delay) d = std::min<std::chrono::milliseconds>(*delay, o.max_retry_after);
-        t.not_before = Clock::now() + d;
-        log(fmt::format("retry {} in {} ms: {}", redact_url(t.req.url), d.count(), why));
-        return false;
-      }
-      if (rc != CURLE_OK) {
-        Error err = transport_error(rc, t.req.url, why);
-        err.causes.push_back(fmt::format("gave up after {} attempts", t.attempts));
-        t.result = std::unexpected(std::move(err));
-      }
-    }
-    if (!t.result) {
-      HttpResponse r;
-      r.status = code;
-      r.url = effective;
-      r.headers = std::move(t.resp_headers);
-      r.body = std::move(t.body);
-      r.attempts = t.attempts;
-      r.resumes = t.resumes;
-      if (t.req.dest) {
-        r.bytes = t.file_bytes;
-        if (t.to_file) r.sha256 = t.hash->hex_digest();
-      } else {
-        r.bytes = r.body.size();
-      }
-      t.result = std::move(r);
-      log(fmt::format("{} {} -> {}", t.req.head ? "HEAD" : "GET", redact_url(t.req.url), code));
-    }
-    return true;
-  };
-
+  Attempts run{o, m_impl->multi, m_impl->share, m_impl->ca_file, m_impl->netrc_file, m_impl->rng};
   std::size_t active = 0;
   std::vector<Transfer*> running;
   while (!waiting.empty() || active > 0) {
@@ -490,7 +504,7 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
     // Start what may start.
     for (auto it = waiting.begin(); it != waiting.end() && active < std::max<std::size_t>(o.parallel, 1);) {
       if ((*it)->not_before <= now) {
-        start(**it);
+        run.start(**it);
         ++active;
         it = waiting.erase(it);
       } else {
@@ -505,7 +519,7 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
       Transfer* t = nullptr;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
       CURLcode rc = msg->data.result;
-      bool done = finish(*t, rc);
+      bool done = run.finish(*t, rc);
       curl_multi_remove_handle(m_impl->multi, t->easy);
       curl_easy_cleanup(t->easy);
       t->easy = nullptr;

@@ -20,6 +20,7 @@
 #include "util/fs.hpp"
 #include "util/text.hpp"
 #include "util/sha256.hpp"
+#include "util/strings.hpp"
 
 // ENVFIX_TRY for Expected<void>.
 namespace envfix::index {
@@ -55,8 +56,7 @@ std::int64_t now_seconds() {
 struct CachePolicy { std::optional<std::int64_t> max_age; bool no_cache = false; bool no_store = false; };
 CachePolicy parse_cache_control(std::string_view v) {
   CachePolicy p;
-  std::string s(v);
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string s = util::lower(v);
   std::size_t pos = 0;
   while (pos < s.size()) {
     std::size_t comma = s.find(',', pos);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "index/url.hpp"
+#include "util/strings.hpp"
 
 // ENVFIX_TRY for Expected<void>.
 namespace envfix::index {
@@ -15,12 +16,6 @@ namespace envfix::index {
 namespace {
 
 constexpr int implemented_minor = 1; // PEP 700
-
-std::string lower(std::string_view s) {
-  std::string o(s);
-  for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return o;
-}
 
 bool is_hex(std::string_view s) {
   if (s.empty()) return false;
@@ -102,7 +97,7 @@ std::optional<Candidate> candidate_from_href(std::string_view href, const PageCo
   while (pos <= frag.size()) {
     std::size_t amp = frag.find('&', pos);
     std::string_view part = std::string_view(frag).substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
-    if (part.starts_with("sha256=") && is_hex(part.substr(7))) c.sha256 = lower(part.substr(7));
+    if (part.starts_with("sha256=") && is_hex(part.substr(7))) c.sha256 = util::lower(part.substr(7));
     if (amp == std::string::npos) break;
     pos = amp + 1;
   }
@@ -112,7 +107,7 @@ std::optional<Candidate> candidate_from_href(std::string_view href, const PageCo
 // "true" | "sha256=<hex>" | "false"/absent (PEP 658 `data-dist-info-metadata`, PEP 714
 // `data-core-metadata`).
 void apply_core_metadata(std::string_view value, Candidate& c) {
-  std::string v = lower(value);
+  std::string v = util::lower(value);
   if (v == "false") return;
   c.has_metadata = true;
   if (v.starts_with("sha256=") && is_hex(std::string_view(v).substr(7))) c.metadata_sha256 = v.substr(7);
@@ -129,9 +124,7 @@ struct GumboDeleter {
 } // namespace
 
 PageFormat page_format_from_content_type(std::string_view content_type) {
-  std::string ct = lower(content_type.substr(0, content_type.find(';')));
-  while (!ct.empty() && (ct.back() == ' ' || ct.back() == '\t')) ct.pop_back();
-  while (!ct.empty() && (ct.front() == ' ' || ct.front() == '\t')) ct.erase(ct.begin());
+  const std::string ct = util::lower(util::trim(content_type.substr(0, content_type.find(';'))));
   if (ct == "application/vnd.pypi.simple.v1+json") return PageFormat::json;
   if (ct == "application/vnd.pypi.simple.v1+html" || ct == "text/html") return PageFormat::html;
   return PageFormat::unknown;
@@ -174,7 +167,7 @@ std::vector<std::size_t> anchor_starts(std::string_view html, std::size_t limit)
 bool mentions(std::string_view text, std::string_view tag) {
   for (std::size_t i = text.find('<'); i != std::string_view::npos; i = text.find('<', i + 1)) {
     if (text.size() - i - 1 < tag.size()) return false;
-    if (lower(text.substr(i + 1, tag.size())) == tag) return true;
+    if (util::lower(text.substr(i + 1, tag.size())) == tag) return true;
   }
   return false;
 }
@@ -445,7 +438,7 @@ private:
 };
 
 void apply_json_fields(const JsonFile& f, Candidate& c) {
-  if (f.sha256 && is_hex(*f.sha256)) c.sha256 = lower(*f.sha256);
+  if (f.sha256 && is_hex(*f.sha256)) c.sha256 = util::lower(*f.sha256);
   if (f.requires_python) c.requires_python = *f.requires_python;
   if (f.yanked_flag) {
     c.yanked = *f.yanked_flag;
@@ -455,7 +448,7 @@ void apply_json_fields(const JsonFile& f, Candidate& c) {
   if (md.flag) c.has_metadata = *md.flag;
   else if (md.is_object) {
     c.has_metadata = true;
-    if (md.sha256 && is_hex(*md.sha256)) c.metadata_sha256 = lower(*md.sha256);
+    if (md.sha256 && is_hex(*md.sha256)) c.metadata_sha256 = util::lower(*md.sha256);
   }
   if (f.size) c.size = *f.size;
 }

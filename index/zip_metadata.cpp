@@ -33,14 +33,72 @@ bool is_metadata_member(std::string_view name) {
   return name.substr(0, slash).ends_with(".dist-info") && name.substr(slash + 1) == "METADATA";
 }
 
+std::unexpected<Error> not_a_wheel(std::string_view what, std::string_view why) {
+  return make_error(ErrorCode::invalid_input, fmt::format("{}: not a valid wheel (zip): {}", what, why));
+}
+
+// The central directory entry at cd[p] (p moves past it); nullopt when it is corrupt.
+std::optional<Entry> central_entry(const std::string& cd, std::size_t& p) {
+  if (p + 46 > cd.size() || le(cd, p, 4) != sig_central) return std::nullopt;
+  Entry e;
+  e.method = static_cast<std::uint16_t>(le(cd, p + 10, 2));
+  e.crc = static_cast<std::uint32_t>(le(cd, p + 16, 4));
+  e.csize = le(cd, p + 20, 4);
+  e.usize = le(cd, p + 24, 4);
+  std::size_t nlen = le(cd, p + 28, 2), xlen = le(cd, p + 30, 2), clen = le(cd, p + 32, 2);
+  e.local_offset = le(cd, p + 42, 4);
+  if (p + 46 + nlen + xlen + clen > cd.size()) return std::nullopt;
+  e.name = cd.substr(p + 46, nlen);
+  // zip64 extra field: sizes/offset that overflowed 32 bits, in this order.
+  std::size_t x = p + 46 + nlen, xend = x + xlen;
+  while (x + 4 <= xend) {
+    std::size_t id = le(cd, x, 2), sz = le(cd, x + 2, 2);
+    if (x + 4 + sz > xend) break;
+    if (id == 1) {
+      std::size_t q = x + 4, qend = q + sz;
+      if (e.usize == 0xffffffff && q + 8 <= qend) { e.usize = le(cd, q, 8); q += 8; }
+      if (e.csize == 0xffffffff && q + 8 <= qend) { e.csize = le(cd, q, 8); q += 8; }
+      if (e.local_offset == 0xffffffff && q + 8 <= qend) { e.local_offset = le(cd, q, 8); }
+    }
+    x += 4 + sz;
+  }
+  p += 46 + nlen + xlen + clen;
+  return e;
+}
+
+// A member's stored or deflated bytes, checked against its recorded size and CRC-32.
+Expected<std::string> decode_member(const Entry& e, std::string data, std::string_view what) {
+  std::string out;
+  if (e.method == 0) {
+    out = std::move(data);
+  } else if (e.method == 8) {
+    out.resize(e.usize);
+    z_stream z{};
+    if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return fail(ErrorCode::internal, "zlib init failed");
+    z.next_in = reinterpret_cast<Bytef*>(data.data());
+    z.avail_in = static_cast<uInt>(data.size());
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = static_cast<uInt>(out.size());
+    int rc = inflate(&z, Z_FINISH);
+    std::uint64_t produced = z.total_out;
+    inflateEnd(&z);
+    if (rc != Z_STREAM_END || produced != e.usize)
+      return not_a_wheel(what, fmt::format("{} does not inflate to its recorded size", e.name));
+  } else {
+    return not_a_wheel(what, fmt::format("{} uses unsupported compression method {}", e.name, e.method));
+  }
+  if (out.size() != e.usize) return not_a_wheel(what, fmt::format("{} has the wrong size", e.name));
+  auto crc = crc32(0L, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size()));
+  if (crc != e.crc) return not_a_wheel(what, fmt::format("{} fails its CRC-32 check", e.name));
+  return out;
+}
+
 } // namespace
 
 Expected<std::string> read_wheel_metadata(std::uint64_t file_size, const RangeReader& read,
                                           std::string_view what, ZipMetadataStats* stats,
                                           std::uint64_t tail_hint) {
-  auto bad = [&](std::string_view why) {
-    return make_error(ErrorCode::invalid_input, fmt::format("{}: not a valid wheel (zip): {}", what, why));
-  };
+  auto bad = [&](std::string_view why) { return not_a_wheel(what, why); };
   auto do_read = [&](std::uint64_t off, std::uint64_t len) -> Expected<std::string> {
     if (off > file_size || len > file_size - off) return bad("a zip record points outside the file");
     if (stats) {
@@ -84,30 +142,9 @@ Expected<std::string> read_wheel_metadata(std::uint64_t file_size, const RangeRe
   std::optional<Entry> found;
   std::size_t p = 0;
   for (std::uint64_t i = 0; i < count; ++i) {
-    if (p + 46 > cd.size() || le(cd, p, 4) != sig_central) return bad("corrupt central directory entry");
-    Entry e;
-    e.method = static_cast<std::uint16_t>(le(cd, p + 10, 2));
-    e.crc = static_cast<std::uint32_t>(le(cd, p + 16, 4));
-    e.csize = le(cd, p + 20, 4);
-    e.usize = le(cd, p + 24, 4);
-    std::size_t nlen = le(cd, p + 28, 2), xlen = le(cd, p + 30, 2), clen = le(cd, p + 32, 2);
-    e.local_offset = le(cd, p + 42, 4);
-    if (p + 46 + nlen + xlen + clen > cd.size()) return bad("corrupt central directory entry");
-    e.name = cd.substr(p + 46, nlen);
-    // zip64 extra field: sizes/offset that overflowed 32 bits, in this order.
-    std::size_t x = p + 46 + nlen, xend = x + xlen;
-    while (x + 4 <= xend) {
-      std::size_t id = le(cd, x, 2), sz = le(cd, x + 2, 2);
-      if (x + 4 + sz > xend) break;
-      if (id == 1) {
-        std::size_t q = x + 4, qend = q + sz;
-        if (e.usize == 0xffffffff && q + 8 <= qend) { e.usize = le(cd, q, 8); q += 8; }
-        if (e.csize == 0xffffffff && q + 8 <= qend) { e.csize = le(cd, q, 8); q += 8; }
-        if (e.local_offset == 0xffffffff && q + 8 <= qend) { e.local_offset = le(cd, q, 8); }
-      }
-      x += 4 + sz;
-    }
-    p += 46 + nlen + xlen + clen;
+    auto entry = central_entry(cd, p);
+    if (!entry) return bad("corrupt central directory entry");
+    Entry& e = *entry;
     if (is_metadata_member(e.name)) {
       if (found) return bad(fmt::format("more than one .dist-info/METADATA ({} and {})", found->name, e.name));
       found = std::move(e);
@@ -121,29 +158,7 @@ Expected<std::string> read_wheel_metadata(std::uint64_t file_size, const RangeRe
   if (le(local, 0, 4) != sig_local) return bad("bad local file header for " + found->name);
   std::uint64_t data_off = found->local_offset + 30 + le(local, 26, 2) + le(local, 28, 2);
   std::string data = ENVFIX_TRY(do_read(data_off, found->csize));
-  std::string out;
-  if (found->method == 0) {
-    out = std::move(data);
-  } else if (found->method == 8) {
-    out.resize(found->usize);
-    z_stream z{};
-    if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return fail(ErrorCode::internal, "zlib init failed");
-    z.next_in = reinterpret_cast<Bytef*>(data.data());
-    z.avail_in = static_cast<uInt>(data.size());
-    z.next_out = reinterpret_cast<Bytef*>(out.data());
-    z.avail_out = static_cast<uInt>(out.size());
-    int rc = inflate(&z, Z_FINISH);
-    std::uint64_t produced = z.total_out;
-    inflateEnd(&z);
-    if (rc != Z_STREAM_END || produced != found->usize)
-      return bad(fmt::format("{} does not inflate to its recorded size", found->name));
-  } else {
-    return bad(fmt::format("{} uses unsupported compression method {}", found->name, found->method));
-  }
-  if (out.size() != found->usize) return bad(fmt::format("{} has the wrong size", found->name));
-  auto crc = crc32(0L, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size()));
-  if (crc != found->crc) return bad(fmt::format("{} fails its CRC-32 check", found->name));
-  return out;
+  return decode_member(*found, std::move(data), what);
 }
 
 } // namespace envfix::index

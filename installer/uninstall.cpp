@@ -12,6 +12,7 @@
 
 #include "installer/wheel_install.hpp"
 #include "specs/name.hpp"
+#include "specs/rfc822.hpp"
 #include "util/fs.hpp"
 #include "wheel/record.hpp"
 
@@ -43,27 +44,11 @@ std::string_view parent_of(std::string_view p) {
   return slash == 0 ? p.substr(0, 1) : p.substr(0, slash);
 }
 
+// The first value of a METADATA header (the one RFC 822 reader, specs/rfc822.hpp); "" when absent.
 std::string header_value(std::string_view text, std::string_view key) {
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    auto eol = text.find('\n', pos);
-    auto line = text.substr(pos, eol == std::string_view::npos ? text.size() - pos : eol - pos);
-    pos = eol == std::string_view::npos ? text.size() : eol + 1;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) break;
-    auto colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    auto k = line.substr(0, colon);
-    if (k.size() == key.size() && std::equal(k.begin(), k.end(), key.begin(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-        })) {
-      auto v = line.substr(colon + 1);
-      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-      while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-      return std::string(v);
-    }
-  }
-  return {};
+  auto block = specs::read_headers(text);
+  const auto* h = block ? block->find(key) : nullptr;
+  return h ? h->value : std::string();
 }
 
 // Name and version of a dist-info: METADATA first, the folder name (possibly unnormalized) as a
@@ -206,6 +191,39 @@ std::vector<fs::path> dirs_left_empty(const std::vector<std::string>& removed, c
   return out;
 }
 
+// The error for a dist-info without RECORD: the hint names the tool that installed it.
+std::unexpected<Error> missing_record(const UninstallPlan& plan) {
+  auto installer = util::read_file(plan.dist_info / "INSTALLER");
+  std::string who = installer ? std::string(installer->substr(0, installer->find_first_of("\r\n"))) : "";
+  std::string hint = who.empty() || who == "pip"
+                         ? fmt::format("you might be able to recover with 'pip install --force-reinstall "
+                                       "--no-deps {}=={}'", plan.name, plan.version)
+                         : fmt::format("the package was installed by {}; remove it with that tool", who);
+  return make_error(ErrorCode::invalid_input,
+                    fmt::format("cannot uninstall {} {}: RECORD file not found in {}", plan.name, plan.version,
+                                plan.dist_info.string()),
+                    std::move(hint));
+}
+
+// Files other installed distributions list (namespace packages, nvidia/ subpackages), each as
+// written and with its parent resolved.
+Expected<std::unordered_set<std::string>> files_of_others(const fs::path& dist_info, const InstallTarget& target,
+                                                          const UninstallOptions& options,
+                                                          util::ParentResolver& resolve) {
+  std::set<fs::path> skip_dists{dist_info};
+  for (const auto& d : options.also_removing) skip_dists.insert(d.lexically_normal());
+  std::unordered_set<std::string> others;
+  for (const auto& d : ENVFIX_TRY(list_dist_infos(target))) {
+    if (skip_dists.contains(d)) continue;
+    if (auto rp = record_paths(d))
+      for (auto& p : *rp) {
+        others.insert(resolve(p));
+        others.insert(std::move(p));
+      }
+  }
+  return others;
+}
+
 Expected<UninstallPlan> plan_uninstall(const fs::path& dist_info_in, const InstallTarget& target,
                                        const UninstallOptions& options) {
   UninstallPlan plan;
@@ -215,18 +233,7 @@ Expected<UninstallPlan> plan_uninstall(const fs::path& dist_info_in, const Insta
   if (!fs::is_directory(plan.dist_info, ec))
     return fail(ErrorCode::not_found, "{} is not an installed distribution (no such directory)",
                 plan.dist_info.string());
-  if (!fs::exists(plan.dist_info / "RECORD", ec)) {
-    auto installer = util::read_file(plan.dist_info / "INSTALLER");
-    std::string who = installer ? std::string(installer->substr(0, installer->find_first_of("\r\n"))) : "";
-    std::string hint = who.empty() || who == "pip"
-                           ? fmt::format("you might be able to recover with 'pip install --force-reinstall "
-                                         "--no-deps {}=={}'", plan.name, plan.version)
-                           : fmt::format("the package was installed by {}; remove it with that tool", who);
-    return make_error(ErrorCode::invalid_input,
-                      fmt::format("cannot uninstall {} {}: RECORD file not found in {}", plan.name,
-                                  plan.version, plan.dist_info.string()),
-                      hint);
-  }
+  if (!fs::exists(plan.dist_info / "RECORD", ec)) return missing_record(plan);
   auto paths = ENVFIX_TRY(record_paths(plan.dist_info));
   std::vector<std::string> roots, resolved_roots;
   for (const auto& r : target.roots()) {
@@ -239,18 +246,7 @@ Expected<UninstallPlan> plan_uninstall(const fs::path& dist_info_in, const Insta
   util::ParentResolver resolve;
   const Protected keep = Protected::of(target);
 
-  // Files other installed distributions list (namespace packages, nvidia/ subpackages).
-  std::set<fs::path> skip_dists{plan.dist_info};
-  for (const auto& d : options.also_removing) skip_dists.insert(d.lexically_normal());
-  std::unordered_set<std::string> others;
-  for (const auto& d : ENVFIX_TRY(list_dist_infos(target))) {
-    if (skip_dists.contains(d)) continue;
-    if (auto rp = record_paths(d))
-      for (auto& p : *rp) {
-        others.insert(resolve(p));
-        others.insert(std::move(p));
-      }
-  }
+  const auto others = ENVFIX_TRY(files_of_others(plan.dist_info, target, options, resolve));
 
   std::set<std::string> files;
   const std::string dist_name = plan.dist_info.filename().string();

@@ -442,6 +442,36 @@ Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::
 
 // ---- link_tree --------------------------------------------------------------------------------------
 
+namespace {
+
+// The first file decides what this filesystem pair can do: it is linked with the first mode of
+// clone → hardlink → copy that `mode` allows and the filesystems support; that mode is used for the
+// rest. Also returns the first "unsupported" errno seen, for the fallback message.
+struct FirstLink {
+  LinkMode used = LinkMode::copy;
+  int first_err = 0;
+};
+Expected<FirstLink> link_first(LinkMode mode, const std::string& from, const std::string& to, mode_t file_mode) {
+  std::vector<LinkMode> order;
+  if (mode == LinkMode::automatic || mode == LinkMode::clone) order.push_back(LinkMode::clone);
+  if (mode == LinkMode::automatic || mode == LinkMode::clone || mode == LinkMode::hardlink) order.push_back(LinkMode::hardlink);
+  order.push_back(LinkMode::copy);
+  FirstLink out;
+  for (auto m : order) {
+    int err = link_one(m, from, to, file_mode);
+    if (err == 0) {
+      out.used = m;
+      return out;
+    }
+    if (!unsupported(err, m))
+      return fail_errno(err, ErrorCode::io, "{} {} → {}: {}", to_string(m), from, to, std::strerror(err));
+    if (!out.first_err) out.first_err = err;
+  }
+  return out;
+}
+
+} // namespace
+
 Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_tree, LinkMode mode,
                                unsigned threads) {
   // The entry is rewritten in place (every path moves to dest_tree) rather than copied: it holds
@@ -498,25 +528,11 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
       relinked[k] = ctime_ns(after);
   };
 
-  // The first file decides what this filesystem pair can do.
-  std::vector<LinkMode> order;
-  if (mode == LinkMode::automatic || mode == LinkMode::clone) order.push_back(LinkMode::clone);
-  if (mode == LinkMode::automatic || mode == LinkMode::clone || mode == LinkMode::hardlink) order.push_back(LinkMode::hardlink);
-  order.push_back(LinkMode::copy);
-  int first_err = 0;
   struct stat before0;
   if (::lstat(src(0).c_str(), &before0) != 0)
     return fail_errno(errno, ErrorCode::io, "unpacked cache: {}: {}", src(0), std::strerror(errno));
-  for (auto m : order) {
-    int err = link_one(m, src(0), files[0].staged, modes[0]);
-    if (err == 0) {
-      out.used = m;
-      break;
-    }
-    if (!unsupported(err, m))
-      return fail_errno(err, ErrorCode::io, "{} {} → {}: {}", to_string(m), src(0), files[0].staged, std::strerror(err));
-    if (!first_err) first_err = err;
-  }
+  const auto [first_used, first_err] = ENVFIX_TRY(link_first(mode, src(0), files[0].staged, modes[0]));
+  out.used = first_used;
   if (mode != LinkMode::automatic && out.used != mode)
     out.fallback = fmt::format("link mode {} is not possible from {} to {} ({}); used {}", to_string(mode),
                                src_tree, dest_tree.string(), std::strerror(first_err), to_string(out.used));

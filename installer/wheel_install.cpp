@@ -158,6 +158,80 @@ Expected<void> write_install_metadata(WheelInstallPlan& plan, std::vector<wheel:
   return {};
 }
 
+// The names a console script's wrapper may have in a wheel's .data/scripts (setuptools writes them;
+// envfix generates the launcher instead).
+std::set<std::string> launcher_names(const std::vector<EntryPoint>& eps) {
+  std::set<std::string> names;
+  for (const auto& ep : eps) {
+    names.insert(ep.name);
+    names.insert(ep.name + ".exe");
+    names.insert(ep.name + "-script.py");
+    names.insert(ep.name + ".pya");
+  }
+  return names;
+}
+
+// Where a .data/<key>/ member goes (the binary distribution format spec); scripts are handled apart.
+Expected<fs::path> data_scheme_dir(const wheel::StagedWheel& sw, const InstallTarget& target, std::string_view key,
+                                   const std::string& member) {
+  if (key == "purelib") return target.purelib;
+  if (key == "platlib") return target.platlib;
+  if (key == "data") return target.data;
+  if (key == "headers") return target.headers_for(sw.name);
+  return fail(ErrorCode::invalid_input, "{}: unknown .data scheme in '{}'", sw.wheel.filename().string(), member);
+}
+
+// A RECORD row from a staged file's "algo=digest" hash and size.
+wheel::RecordEntry record_entry(std::string path, const std::string& hash, std::uint64_t size) {
+  wheel::RecordEntry re;
+  re.path = std::move(path);
+  auto eq = hash.find('=');
+  re.hash_algo = hash.substr(0, eq);
+  re.hash_b64 = eq == std::string::npos ? "" : hash.substr(eq + 1);
+  re.size = size;
+  return re;
+}
+
+// Where one staged member goes and with which bytes; nullopt for a member not installed as it is (a
+// setuptools wrapper of an entry point, the metadata files write_install_metadata regenerates).
+struct Placement {
+  fs::path dest;
+  std::string from, hash;
+  std::uint64_t size = 0;
+};
+Expected<std::optional<Placement>> place(const wheel::StagedWheel& sw, const wheel::StagedFile& f,
+                                         const InstallTarget& target, const fs::path& root,
+                                         const std::set<std::string>& ep_names, const fs::path& gen,
+                                         unsigned exec_mode) {
+  Placement out{{}, f.staged, f.hash, f.size};
+  if (f.member.starts_with(sw.data_dir + "/")) {
+    auto rest = std::string_view(f.member).substr(sw.data_dir.size() + 1);
+    auto slash = rest.find('/');
+    auto key = rest.substr(0, slash);
+    auto sub = std::string(rest.substr(slash + 1));
+    if (key != "scripts") {
+      out.dest = ENVFIX_TRY(data_scheme_dir(sw, target, key, f.member)) / sub;
+      return out;
+    }
+    if (sub.find('/') != std::string::npos)
+      return fail(ErrorCode::invalid_input, "{}: '{}': scripts may not be in subdirectories",
+                  sw.wheel.filename().string(), f.member);
+    if (ep_names.contains(sub)) return std::nullopt; // setuptools wrapper; we generate the launcher
+    out.dest = target.scripts / sub;
+    auto script = ENVFIX_TRY(rewrite_script(f.staged, gen / "scripts" / sub, target.python, exec_mode));
+    out.from = std::move(script.path);
+    out.hash = std::move(script.hash);
+    out.size = script.size;
+    return out;
+  }
+  out.dest = root / f.member;
+  if (f.member.starts_with(sw.dist_info + "/")) {
+    auto name = f.member.substr(sw.dist_info.size() + 1);
+    if (name == "INSTALLER" || name == "REQUESTED" || name == "direct_url.json") return std::nullopt;
+  }
+  return out;
+}
+
 } // namespace
 
 Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, const InstallTarget& target,
@@ -176,13 +250,7 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
 
   auto eps = ENVFIX_TRY(parse_entry_points(sw.entry_points, sw.wheel.filename().string() + ":" +
                                                                 sw.dist_info + "/entry_points.txt"));
-  std::set<std::string> ep_names;
-  for (const auto& ep : eps) {
-    ep_names.insert(ep.name);
-    ep_names.insert(ep.name + ".exe");
-    ep_names.insert(ep.name + "-script.py");
-    ep_names.insert(ep.name + ".pya");
-  }
+  const std::set<std::string> ep_names = launcher_names(eps);
 
   std::vector<wheel::RecordEntry> record;
   util::ParentResolver resolve;
@@ -207,51 +275,11 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
   };
 
   for (const auto& f : sw.files) {
-    fs::path dest;
-    std::string from = f.staged;
-    std::string hash = f.hash;
-    std::uint64_t size = f.size;
-    if (f.member.starts_with(sw.data_dir + "/")) {
-      auto rest = std::string_view(f.member).substr(sw.data_dir.size() + 1);
-      auto slash = rest.find('/');
-      auto key = rest.substr(0, slash);
-      auto sub = std::string(rest.substr(slash + 1));
-      if (key == "purelib") dest = target.purelib / sub;
-      else if (key == "platlib") dest = target.platlib / sub;
-      else if (key == "data") dest = target.data / sub;
-      else if (key == "headers") dest = target.headers_for(sw.name) / sub;
-      else if (key == "scripts") {
-        if (sub.find('/') != std::string::npos)
-          return fail(ErrorCode::invalid_input, "{}: '{}': scripts may not be in subdirectories",
-                      sw.wheel.filename().string(), f.member);
-        if (ep_names.contains(sub)) continue; // setuptools wrapper; we generate the launcher
-        dest = target.scripts / sub;
-        auto script = ENVFIX_TRY(rewrite_script(f.staged, gen / "scripts" / sub, target.python, exec_mode));
-        from = std::move(script.path);
-        hash = std::move(script.hash);
-        size = script.size;
-      } else {
-        return fail(ErrorCode::invalid_input, "{}: unknown .data scheme in '{}'", sw.wheel.filename().string(),
-                    f.member);
-      }
-    } else {
-      dest = root / f.member;
-      if (f.member.starts_with(sw.dist_info + "/")) {
-        auto name = f.member.substr(sw.dist_info.size() + 1);
-        // Regenerated below.
-        if (name == "INSTALLER" || name == "REQUESTED" || name == "direct_url.json") continue;
-      }
-    }
-    auto rp = record_path(dest, root);
-    wheel::RecordEntry re;
-    re.path = rp;
-    auto eq = hash.find('=');
-    re.hash_algo = hash.substr(0, eq);
-    re.hash_b64 = eq == std::string::npos ? "" : hash.substr(eq + 1);
-    re.size = size;
-    record.push_back(std::move(re));
+    auto placed = ENVFIX_TRY(place(sw, f, target, root, ep_names, gen, exec_mode));
+    if (!placed) continue;
+    record.push_back(record_entry(record_path(placed->dest, root), placed->hash, placed->size));
     const bool metadata = f.member.starts_with(sw.dist_info + "/");
-    ENVFIX_TRY_VOID(add_move(std::move(from), dest, f.member, metadata ? metadata_moves : plan.moves));
+    ENVFIX_TRY_VOID(add_move(std::move(placed->from), placed->dest, f.member, metadata ? metadata_moves : plan.moves));
   }
 
   // Launchers (the entry points spec,

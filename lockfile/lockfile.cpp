@@ -241,6 +241,143 @@ std::string LockFile::to_yaml() const {
   return o;
 }
 
+namespace {
+
+// parent[key] when it is there and a mapping (a list); when it is there as something else, a problem
+// naming `where`, and an undefined node as when it is absent.
+YAML::Node optional_node(Checker& c, const YAML::Node& parent, const char* key, YAML::NodeType::value type,
+                         const std::string& where) {
+  YAML::Node n = parent[key];
+  if (!n || n.Type() == type) return n;
+  c.problem(n, fmt::format("{}: '{}' must be a {}", where, key, type == YAML::NodeType::Map ? "mapping" : "list"));
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+// `host:` of a target.
+void parse_host(Checker& c, const YAML::Node& tn, const std::string& where, LockTarget& t) {
+  YAML::Node hn = tn["host"];
+  if (!hn || !hn.IsMap()) {
+    c.problem(hn ? hn : tn, where + ": 'host' must be a mapping");
+    return;
+  }
+  c.allow_keys(hn, {"gpus", "driver-min", "python", "platform"}, where + " host");
+  t.host.gpus = c.str_list(hn, "gpus", where + " host");
+  t.host.driver_min = c.str(hn, "driver-min", where + " host", false);
+  t.host.python = c.str(hn, "python", where + " host");
+  t.host.platform = c.str(hn, "platform", where + " host");
+}
+
+// `verified-on:` of a target (optional).
+void parse_verified_on(Checker& c, const YAML::Node& tn, const std::string& where, LockTarget& t) {
+  YAML::Node vn = optional_node(c, tn, "verified-on", YAML::NodeType::Map, where);
+  if (!vn) return;
+  const std::string vw = where + " verified-on";
+  c.allow_keys(vn, {"gpus", "driver", "cuda-runtime", "toolkit", "interpreter", "environment", "smoke"}, vw);
+  VerifiedOn vo;
+  vo.gpus = c.str_list(vn, "gpus", vw);
+  vo.driver = c.str(vn, "driver", vw, false);
+  vo.cuda_runtime = c.str(vn, "cuda-runtime", vw, false);
+  vo.toolkit = c.str(vn, "toolkit", vw, false);
+  vo.interpreter = c.str(vn, "interpreter", vw);
+  vo.environment = c.str(vn, "environment", vw, false);
+  vo.smoke = c.str_list(vn, "smoke", vw);
+  t.verified_on = std::move(vo);
+}
+
+// `kernels:` of a package (optional).
+void parse_kernels(Checker& c, const YAML::Node& pn, const std::string& pw, LockedPackage& p) {
+  YAML::Node kn = optional_node(c, pn, "kernels", YAML::NodeType::Map, pw);
+  if (!kn) return;
+  c.allow_keys(kn, {"sass", "ptx", "verified"}, pw + " kernels");
+  LockedKernels k;
+  k.sass = c.str_list(kn, "sass", pw + " kernels");
+  k.ptx = c.str_list(kn, "ptx", pw + " kernels");
+  YAML::Node vn = kn["verified"];
+  if (vn && (!vn.IsScalar() || !YAML::convert<bool>::decode(vn, k.verified)))
+    c.problem(vn, pw + ": 'verified' must be true or false");
+  p.kernels = std::move(k);
+}
+
+// One entry of `packages:` (a mapping); `names` catches duplicates within the target.
+LockedPackage parse_package(Checker& c, const YAML::Node& pn, const std::string& where, std::set<std::string>& names) {
+  LockedPackage p;
+  c.allow_keys(pn, {"name", "version", "filename", "url", "sha256", "size", "kernels"}, where + " package");
+  p.name = c.str(pn, "name", where + " package");
+  std::string pw = fmt::format("package '{}' in {}", p.name, where);
+  if (!p.name.empty() && !names.insert(p.name).second) c.problem(pn["name"], "duplicate " + pw);
+  p.version = c.str(pn, "version", pw);
+  p.filename = c.str(pn, "filename", pw);
+  if (!p.filename.empty())
+    if (auto why = filename_problem(p.filename, p.name); !why.empty()) c.problem(pn["filename"], pw + ": " + why);
+  p.url = c.str(pn, "url", pw);
+  p.sha256 = c.str(pn, "sha256", pw);
+  if (!p.sha256.empty() && !is_hex64(p.sha256))
+    c.problem(pn["sha256"], fmt::format("{}: sha256 must be 64 lower-case hex digits", pw));
+  // `size` is optional (unknown when the index gave none and nothing was downloaded); the
+  // `size: 0` older envfix wrote for "unknown" reads as unknown too.
+  if (YAML::Node sn = pn["size"]) {
+    std::uint64_t n = 0;
+    if (!sn.IsScalar() || !YAML::convert<std::uint64_t>::decode(sn, n))
+      c.problem(sn, fmt::format("{}: 'size' must be a byte count", pw));
+    else if (n > 0) p.size = n;
+  }
+  parse_kernels(c, pn, pw, p);
+  return p;
+}
+
+// `installed-only:` of a target (optional); names share `names` with the packages.
+void parse_installed_only(Checker& c, const YAML::Node& tn, const std::string& where, std::set<std::string>& names,
+                          LockTarget& t) {
+  YAML::Node io = optional_node(c, tn, "installed-only", YAML::NodeType::Sequence, where);
+  if (!io) return;
+  for (const YAML::Node& en : io) {
+    if (!en.IsMap()) {
+      c.problem(en, where + ": each installed-only entry must be a mapping");
+      continue;
+    }
+    c.allow_keys(en, {"name", "version", "provenance"}, where + " installed-only entry");
+    InstalledOnly e;
+    e.name = c.str(en, "name", where + " installed-only entry");
+    std::string ew = fmt::format("installed-only '{}' in {}", e.name, where);
+    if (!e.name.empty() && !names.insert(e.name).second) c.problem(en["name"], "duplicate " + ew);
+    e.version = c.str(en, "version", ew);
+    e.provenance = c.str(en, "provenance", ew, false);
+    t.installed_only.push_back(std::move(e));
+  }
+}
+
+// One entry of `targets:` (a mapping); `ids` catches duplicate target ids.
+LockTarget parse_target(Checker& c, const YAML::Node& tn, std::set<std::string>& ids) {
+  LockTarget t;
+  c.allow_keys(tn, {"id", "host", "channel", "index", "variant", "packages", "installed-only", "verified-on"},
+               "a target");
+  t.id = c.str(tn, "id", "a target");
+  std::string where = fmt::format("target '{}'", t.id);
+  if (!t.id.empty() && !ids.insert(t.id).second) c.problem(tn["id"], fmt::format("duplicate target id '{}'", t.id));
+  parse_host(c, tn, where, t);
+  parse_verified_on(c, tn, where, t);
+  t.channel = c.str(tn, "channel", where, false);
+  t.index = c.str(tn, "index", where);
+  t.variant = c.str(tn, "variant", where, false);
+  YAML::Node pkgs = tn["packages"];
+  if (!pkgs || !pkgs.IsSequence()) {
+    c.problem(pkgs ? pkgs : tn, where + ": 'packages' must be a list");
+    return t;
+  }
+  std::set<std::string> names;
+  for (const YAML::Node& pn : pkgs) {
+    if (!pn.IsMap()) {
+      c.problem(pn, where + ": each package must be a mapping");
+      continue;
+    }
+    t.packages.push_back(parse_package(c, pn, where, names));
+  }
+  parse_installed_only(c, tn, where, names, t);
+  return t;
+}
+
+} // namespace
+
 Expected<LockFile> LockFile::parse(std::string_view text, std::string_view source) {
   YAML::Node root;
   try {
@@ -284,113 +421,11 @@ Expected<LockFile> LockFile::parse(std::string_view text, std::string_view sourc
     } else {
       std::set<std::string> ids;
       for (const YAML::Node& tn : targets) {
-        LockTarget t;
         if (!tn.IsMap()) {
           c.problem(tn, "each target must be a mapping");
           continue;
         }
-        c.allow_keys(tn, {"id", "host", "channel", "index", "variant", "packages", "installed-only", "verified-on"},
-                     "a target");
-        t.id = c.str(tn, "id", "a target");
-        std::string where = fmt::format("target '{}'", t.id);
-        if (!t.id.empty() && !ids.insert(t.id).second) c.problem(tn["id"], fmt::format("duplicate target id '{}'", t.id));
-        YAML::Node hn = tn["host"];
-        if (!hn || !hn.IsMap()) {
-          c.problem(hn ? hn : tn, where + ": 'host' must be a mapping");
-        } else {
-          c.allow_keys(hn, {"gpus", "driver-min", "python", "platform"}, where + " host");
-          t.host.gpus = c.str_list(hn, "gpus", where + " host");
-          t.host.driver_min = c.str(hn, "driver-min", where + " host", false);
-          t.host.python = c.str(hn, "python", where + " host");
-          t.host.platform = c.str(hn, "platform", where + " host");
-        }
-        if (YAML::Node vn = tn["verified-on"]) {
-          if (!vn.IsMap()) c.problem(vn, where + ": 'verified-on' must be a mapping");
-          else {
-            const std::string vw = where + " verified-on";
-            c.allow_keys(vn, {"gpus", "driver", "cuda-runtime", "toolkit", "interpreter", "environment", "smoke"}, vw);
-            VerifiedOn vo;
-            vo.gpus = c.str_list(vn, "gpus", vw);
-            vo.driver = c.str(vn, "driver", vw, false);
-            vo.cuda_runtime = c.str(vn, "cuda-runtime", vw, false);
-            vo.toolkit = c.str(vn, "toolkit", vw, false);
-            vo.interpreter = c.str(vn, "interpreter", vw);
-            vo.environment = c.str(vn, "environment", vw, false);
-            vo.smoke = c.str_list(vn, "smoke", vw);
-            t.verified_on = std::move(vo);
-          }
-        }
-        t.channel = c.str(tn, "channel", where, false);
-        t.index = c.str(tn, "index", where);
-        t.variant = c.str(tn, "variant", where, false);
-        YAML::Node pkgs = tn["packages"];
-        if (!pkgs || !pkgs.IsSequence()) {
-          c.problem(pkgs ? pkgs : tn, where + ": 'packages' must be a list");
-        } else {
-          std::set<std::string> names;
-          for (const YAML::Node& pn : pkgs) {
-            if (!pn.IsMap()) {
-              c.problem(pn, where + ": each package must be a mapping");
-              continue;
-            }
-            LockedPackage p;
-            c.allow_keys(pn, {"name", "version", "filename", "url", "sha256", "size", "kernels"}, where + " package");
-            p.name = c.str(pn, "name", where + " package");
-            std::string pw = fmt::format("package '{}' in {}", p.name, where);
-            if (!p.name.empty() && !names.insert(p.name).second) c.problem(pn["name"], "duplicate " + pw);
-            p.version = c.str(pn, "version", pw);
-            p.filename = c.str(pn, "filename", pw);
-            if (!p.filename.empty())
-              if (auto why = filename_problem(p.filename, p.name); !why.empty()) c.problem(pn["filename"], pw + ": " + why);
-            p.url = c.str(pn, "url", pw);
-            p.sha256 = c.str(pn, "sha256", pw);
-            if (!p.sha256.empty() && !is_hex64(p.sha256))
-              c.problem(pn["sha256"], fmt::format("{}: sha256 must be 64 lower-case hex digits", pw));
-            // `size` is optional (unknown when the index gave none and nothing was downloaded); the
-            // `size: 0` older envfix wrote for "unknown" reads as unknown too.
-            if (YAML::Node sn = pn["size"]) {
-              std::uint64_t n = 0;
-              if (!sn.IsScalar() || !YAML::convert<std::uint64_t>::decode(sn, n))
-                c.problem(sn, fmt::format("{}: 'size' must be a byte count", pw));
-              else if (n > 0) p.size = n;
-            }
-            YAML::Node kn = pn["kernels"];
-            if (kn) {
-              if (!kn.IsMap()) {
-                c.problem(kn, pw + ": 'kernels' must be a mapping");
-              } else {
-                c.allow_keys(kn, {"sass", "ptx", "verified"}, pw + " kernels");
-                LockedKernels k;
-                k.sass = c.str_list(kn, "sass", pw + " kernels");
-                k.ptx = c.str_list(kn, "ptx", pw + " kernels");
-                YAML::Node vn = kn["verified"];
-                if (vn && (!vn.IsScalar() || !YAML::convert<bool>::decode(vn, k.verified)))
-                  c.problem(vn, pw + ": 'verified' must be true or false");
-                p.kernels = std::move(k);
-              }
-            }
-            t.packages.push_back(std::move(p));
-          }
-          if (YAML::Node io = tn["installed-only"]) {
-            if (!io.IsSequence()) c.problem(io, where + ": 'installed-only' must be a list");
-            else
-              for (const YAML::Node& en : io) {
-                if (!en.IsMap()) {
-                  c.problem(en, where + ": each installed-only entry must be a mapping");
-                  continue;
-                }
-                c.allow_keys(en, {"name", "version", "provenance"}, where + " installed-only entry");
-                InstalledOnly e;
-                e.name = c.str(en, "name", where + " installed-only entry");
-                std::string ew = fmt::format("installed-only '{}' in {}", e.name, where);
-                if (!e.name.empty() && !names.insert(e.name).second) c.problem(en["name"], "duplicate " + ew);
-                e.version = c.str(en, "version", ew);
-                e.provenance = c.str(en, "provenance", ew, false);
-                t.installed_only.push_back(std::move(e));
-              }
-          }
-        }
-        lock.targets.push_back(std::move(t));
+        lock.targets.push_back(parse_target(c, tn, ids));
       }
     }
   } catch (const YAML::Exception& e) {

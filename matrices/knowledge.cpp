@@ -53,12 +53,9 @@ bool Release::matches(const specs::Version& v) const {
 std::string Release::label() const {
   if (nightly) return nightly->to_string() + ".dev*";
   if (range) return range->to_string();
-  std::string out;
-  for (const auto& v : versions) {
-    if (!out.empty()) out += ", ";
-    out += v.to_string();
-  }
-  return out;
+  std::vector<std::string> out;
+  for (const auto& v : versions) out.push_back(v.to_string());
+  return util::join(out, ", ");
 }
 
 const ReleaseVariant* Release::variant(std::string_view name) const {

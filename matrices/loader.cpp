@@ -8,6 +8,7 @@
 #include "matrices/knowledge.hpp"
 #include "util/env.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace envfix::matrices {
 
@@ -17,14 +18,7 @@ const std::vector<std::string> k_platforms = {"linux_x86_64", "linux_aarch64", "
 const std::vector<std::string> k_channels = {"stable", "test", "nightly"};
 const std::vector<std::string> k_kinds = {"cuda", "cpu", "rocm", "xpu"};
 
-std::string join(const std::vector<std::string>& v, std::string_view sep = ", ") {
-  std::string out;
-  for (const auto& s : v) {
-    if (!out.empty()) out += sep;
-    out += s;
-  }
-  return out;
-}
+std::string join(const std::vector<std::string>& v) { return util::join(v, ", "); }
 
 bool contains(const std::vector<std::string>& v, std::string_view s) {
   return std::find(v.begin(), v.end(), s) != v.end();

@@ -88,7 +88,7 @@ Expected<InstalledDist> read_dist_info(const fs::path& dir, std::vector<std::str
     if (fields) {
       std::string name, version;
       for (auto& [k, v] : *fields) {
-        auto key = to_lower(k);
+        auto key = util::lower(k);
         if (key == "name" && name.empty()) name = v;
         else if (key == "version" && version.empty()) version = v;
         else if (key == "requires-dist") {

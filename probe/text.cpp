@@ -4,12 +4,6 @@
 
 namespace envfix::probe {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 std::vector<std::string_view> split_lines(std::string_view text) {
   std::vector<std::string_view> out;
   while (!text.empty()) {
@@ -44,12 +38,6 @@ std::vector<std::string_view> split_ws(std::string_view s) {
     if (j > i) out.push_back(s.substr(i, j - i));
     i = j;
   }
-  return out;
-}
-
-std::string to_lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "specs/name.hpp"
+#include "util/strings.hpp"
 
 namespace envfix::resolver {
 
@@ -96,11 +97,7 @@ std::string main_of(const FrameworkSpec& spec, const FrameworkIndex& idx) {
   return specs::normalize_name(idx.main_package.empty() ? spec.main_package : idx.main_package);
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
+std::string join(const std::vector<std::string>& v) { return util::join(v, ", "); }
 
 // A requested extra of the main package that names a variant (jax[cuda12]): it pins that variant.
 std::string requested_variant_extra(const FrameworkSpec& spec, const specs::Requirement* main_req) {

@@ -410,6 +410,36 @@ la_int64_t range_skip(struct archive*, void* data, la_int64_t request) {
 
 int range_close(struct archive*, void*) { return ARCHIVE_OK; }
 
+// Decompresses the current member into `sink`, checking it against its declared size and the
+// running total against the archive's limit (a zip bomb stops at the limit, not at the disk's end).
+Expected<void> pump(struct archive* a, const ArchiveEntry& entry, const DataSink& sink, std::uint64_t& total,
+                    const std::string& name, std::uint64_t max_total_size) {
+  std::uint64_t produced = 0;
+  char buf[1 << 16];
+  for (;;) {
+    la_ssize_t n = archive_read_data(a, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0)
+      return fail(ErrorCode::invalid_input, "{}: cannot decompress member '{}': {}", name, entry.name,
+                  archive_message(a));
+    produced += static_cast<std::uint64_t>(n);
+    total += static_cast<std::uint64_t>(n);
+    if (entry.size_known && produced > entry.size)
+      return fail(ErrorCode::invalid_input, "{}: member '{}' decompresses to more than its declared {} bytes", name,
+                  entry.name, entry.size);
+    if (total > max_total_size)
+      return make_error(ErrorCode::invalid_input,
+                        fmt::format("{}: uncompressed data exceeds {} bytes (at member '{}')", name, max_total_size,
+                                    entry.name),
+                        "this looks like a zip bomb");
+    ENVFIX_TRY_VOID(sink(std::string_view(buf, static_cast<std::size_t>(n))));
+  }
+  if (entry.size_known && produced != entry.size)
+    return fail(ErrorCode::invalid_input, "{}: member '{}' has {} bytes, the directory says {}", name, entry.name,
+                produced, entry.size);
+  return {};
+}
+
 } // namespace
 
 Expected<void> WheelArchive::stream(const EntryVisitor& visit, std::size_t begin, std::size_t end) const {
@@ -496,30 +526,7 @@ Expected<void> WheelArchive::stream(const EntryVisitor& visit, std::size_t begin
                     archive_message(a.get()));
       continue;
     }
-    std::uint64_t produced = 0;
-    char buf[1 << 16];
-    for (;;) {
-      la_ssize_t n = archive_read_data(a.get(), buf, sizeof buf);
-      if (n == 0) break;
-      if (n < 0)
-        return fail(ErrorCode::invalid_input, "{}: cannot decompress member '{}': {}", m_name,
-                    entry.name, archive_message(a.get()));
-      produced += static_cast<std::uint64_t>(n);
-      total += static_cast<std::uint64_t>(n);
-      if (entry.size_known && produced > entry.size)
-        return fail(ErrorCode::invalid_input,
-                    "{}: member '{}' decompresses to more than its declared {} bytes", m_name,
-                    entry.name, entry.size);
-      if (total > m_limits.max_total_size)
-        return make_error(ErrorCode::invalid_input,
-                          fmt::format("{}: uncompressed data exceeds {} bytes (at member '{}')", m_name,
-                                      m_limits.max_total_size, entry.name),
-                          "this looks like a zip bomb");
-      ENVFIX_TRY_VOID((*sink)(std::string_view(buf, static_cast<std::size_t>(n))));
-    }
-    if (entry.size_known && produced != entry.size)
-      return fail(ErrorCode::invalid_input, "{}: member '{}' has {} bytes, the directory says {}",
-                  m_name, entry.name, produced, entry.size);
+    ENVFIX_TRY_VOID(pump(a.get(), entry, *sink, total, m_name, m_limits.max_total_size));
   }
   return {};
 }

@@ -1,18 +1,14 @@
-// Golden transcripts of the main commands (plan, apply, apply again, lock, lock --check, export): the
-// whole text a user sees, compared line by line with tests/fixtures/golden/*.txt after filtering what
-// differs between runs and machines (durations, the test's temp root, the index's port, hashes, the
-// interpreter's version, the driver, the link mode). ENVFIX_UPDATE_GOLDEN=1 rewrites the files.
+// Golden transcripts of the main commands against a real index (tests/support/golden.hpp): the whole
+// text or JSON a user sees, compared with tests/fixtures/golden/*.txt after filtering what differs
+// between runs and machines (durations, the test's temp root, the index's port, hashes, the
+// interpreter's version, the driver, the link mode). ENVFIX_UPDATE_GOLDEN=1 rewrites the files; a
+// mismatch prints a unified diff.
 #include <doctest/doctest.h>
-
-#include <regex>
-#include <sstream>
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-#include <string_view>
-
 #include "tests/apply/apply_world.hpp"
+#include "tests/support/golden.hpp"
 
 using namespace envfix;
 namespace fs = std::filesystem;
@@ -28,80 +24,97 @@ constexpr const char* kIndex = R"({"packages": [
   {"name": "delta", "version": "0.3"}
 ]})";
 
-std::string filtered(std::string text, const World& w) {
-  auto replace_all = [&](const std::string& from, const std::string& to) {
-    for (std::size_t i = 0; !from.empty() && (i = text.find(from, i)) != std::string::npos; i += to.size()) text.replace(i, from.size(), to);
-  };
-  replace_all(w.index_url(), "<index>");
-  replace_all(w.http_base(), "<http>");
-  replace_all(w.root().string(), "<root>");
-  const std::pair<const char*, const char*> rules[] = {
-      {R"(\b\d+(\.\d+)?(ms|s)\b)", "<t>"},
-      {R"(sha256[:=][0-9a-f]{64})", "sha256:<hash>"},
-      {R"(Python \d+\.\d+\.\d+ \(cp\d+(, glibc \d+\.\d+)?\))", "Python <python>"},
-      {R"(driver [^;]+;)", "driver <driver>;"},
-      {R"(\((clone|hardlink|copy)(, )?)", "(<link-mode>$2"},
-      {R"(\d+(\.\d+)? (B|KiB|MiB))", "<size>"},
-      {R"(https://127\.0\.0\.1:\d+)", "<https>"},
-      {R"(transaction [0-9a-zA-Z_-]+)", "transaction <id>"},
-      {R"(-cp\d+t?-)", "-<cp>-"},
-  };
-  for (const auto& [re, to] : rules) text = std::regex_replace(text, std::regex(re), to);
-  return text;
-}
+// A PyTorch-shaped variant index: torch 2.7.0+cu126, which the matrices say has no sm_120 code.
+constexpr const char* kTorchIndex = R"({"simple_dir": "pt/whl/cu126", "files_dir": "pt/whl/files", "packages": [
+  {"name": "torch", "version": "2.7.0+cu126", "tags": ["py3-none-manylinux_2_17_x86_64"]}
+]})";
 
-void check_golden(const std::string& name, const std::string& text) {
-  const fs::path file = fs::path(ENVFIX_FIXTURES_DIR) / "golden" / (name + ".txt");
-  if (const char* u = std::getenv("ENVFIX_UPDATE_GOLDEN"); u && std::string_view(u) == "1") { // a test switch, not an envfix variable
-    fs::create_directories(file.parent_path());
-    REQUIRE(util::write_file_atomic(file, text, 0644));
-    return;
+// The commands of one world, each as "$ envfix ARGS", its stderr and stdout, and its exit code.
+// `common` options go after a with() command's own arguments, or before them when `common_first`.
+struct Transcript {
+  World& w;
+  std::vector<std::string> common = {};
+  bool common_first = false;
+  std::string text = {};
+  std::vector<std::string> with(std::vector<std::string> a) const {
+    a.insert(common_first ? a.begin() : a.end(), common.begin(), common.end());
+    return a;
   }
-  auto want = util::read_file(file);
-  REQUIRE_MESSAGE(want, "missing golden file ", file.string(), " (ENVFIX_UPDATE_GOLDEN=1 writes it)");
-  // Line by line, so a failure names the first line that differs.
-  std::istringstream a(*want), b(text);
-  std::string la, lb;
-  for (int n = 1;; ++n) {
-    const bool ga = static_cast<bool>(std::getline(a, la)), gb = static_cast<bool>(std::getline(b, lb));
-    if (!ga && !gb) break;
-    CAPTURE(n);
-    CHECK_MESSAGE(la == lb, file.filename().string(), ":", n, ": expected \"", la, "\", got \"", lb, "\"");
-    if (la != lb) break;
+  int step(const std::vector<std::string>& args) {
+    auto r = w.envfix(args, {{"NO_COLOR", "1"}});
+    std::string cmd = "$ envfix";
+    for (const auto& a : args) cmd += " " + a;
+    text += cmd + "\n" + r.err + r.out + fmt::format("[exit {}]\n\n", r.rc);
+    return r.rc;
   }
-}
+  void check(const std::string& name) const {
+    const auto got = testing::filter_transcript(
+        text, {{w.index_url(), "<index>"}, {w.http_base(), "<http>"}, {w.base_url(), "<https>"}, {w.root().string(), "<root>"}});
+    const auto diff = testing::golden_mismatch(fs::path(ENVFIX_FIXTURES_DIR) / "golden" / (name + ".txt"), got);
+    CHECK_MESSAGE(diff.empty(), diff);
+  }
+};
 
 } // namespace
 
 TEST_SUITE("integration") {
 
+// Fails on any change of the text these commands print: a reworded plan line, another order of the
+// change list, a lost "nothing to do" on the second apply, lock --check's verdict, export's lines, or
+// the unsatisfiable request's message and hint.
 TEST_CASE("golden transcripts: plan, apply, apply again, lock, lock --check, export") {
   World w(kIndex);
   auto ve = w.venv("venv");
   const auto py = (ve / "bin/python").string();
-  std::string transcript;
-  auto step = [&](const std::vector<std::string>& args) {
-    auto r = w.envfix(args, {{"NO_COLOR", "1"}});
-    std::string cmd = "$ envfix";
-    for (const auto& a : args) cmd += " " + a;
-    transcript += cmd + "\n" + r.err + r.out + fmt::format("[exit {}]\n\n", r.rc);
-    return r.rc;
-  };
   // --gpu none: the same host on a GPU machine and off it.
-  const std::vector<std::string> common{"--gpu", "none", "--index-url", w.index_url(), "--python", py, "--lockfile",
-                                        w.lockfile().string()};
-  auto with = [&](std::vector<std::string> a) {
-    a.insert(a.end(), common.begin(), common.end());
-    return a;
-  };
-  CHECK(step(with({"plan", "alpha"})) == 0);
-  CHECK(step(with({"apply", "alpha", "--yes"})) == 0);
-  CHECK(step(with({"apply", "alpha", "--yes"})) == 0);
-  CHECK(step(with({"lock", "alpha"})) == 0);
-  CHECK(step(with({"lock", "alpha", "--check"})) == 0);
-  CHECK(step({"export", "--as", "requirements", "--lockfile", w.lockfile().string()}) == 0);
-  CHECK(step(with({"plan", "alpha==9"})) == 1);
-  check_golden("plain-set", filtered(transcript, w));
+  Transcript t{w, {"--gpu", "none", "--index-url", w.index_url(), "--python", py, "--lockfile", w.lockfile().string()}};
+  auto with = [&](std::vector<std::string> a) { return t.with(std::move(a)); };
+  CHECK(t.step(with({"plan", "alpha"})) == 0);
+  CHECK(t.step(with({"apply", "alpha", "--yes"})) == 0);
+  CHECK(t.step(with({"apply", "alpha", "--yes"})) == 0);
+  CHECK(t.step(with({"lock", "alpha"})) == 0);
+  CHECK(t.step(with({"lock", "alpha", "--check"})) == 0);
+  CHECK(t.step({"export", "--as", "requirements", "--lockfile", w.lockfile().string()}) == 0);
+  CHECK(t.step(with({"plan", "alpha==9"})) == 1);
+  t.check("plain-set");
+}
+
+// The same commands' JSON documents (docs/json.md), and each one's JSON error document: fails on a
+// renamed or dropped key, a changed value (the plan's pins, the lock's target), or an error code.
+TEST_CASE("golden transcripts: plan, lock and export as JSON, and their JSON errors") {
+  World w(kIndex);
+  auto ve = w.venv("venv");
+  const auto py = (ve / "bin/python").string();
+  Transcript t{w, {"--format", "json", "--gpu", "none", "--index-url", w.index_url(), "--python", py, "--lockfile",
+                   w.lockfile().string()}, true};
+  auto with = [&](std::vector<std::string> a) { return t.with(std::move(a)); };
+  CHECK(t.step(with({"plan", "alpha"})) == 0);
+  CHECK(t.step(with({"lock", "alpha"})) == 0);
+  CHECK(t.step(with({"lock", "alpha", "--check"})) == 0);
+  CHECK(t.step({"--format", "json", "export", "--as", "pylock", "--lockfile", w.lockfile().string()}) == 0);
+  CHECK(t.step(with({"plan", "alpha==9"})) == 1);
+  CHECK(t.step(with({"lock", "alpha==9"})) == 1);
+  CHECK(t.step({"--format", "json", "export", "--as", "pylock", "--lockfile", (w.root() / "none.lock").string()}) != 0);
+  CHECK(t.step({"--format", "json", "--gpu", "none", "--python", py, "apply", "--locked", "--yes", "--lockfile",
+                (w.root() / "none.lock").string()}) != 0);
+  t.check("plain-set-json");
+}
+
+// A framework plan over a variant index (--index-url keeps the GPU, driver and kernel checks), text
+// and JSON, and its refusal on a GPU the build has no code for: fails when the chosen variant, the
+// "why" line, the driver check or the rejection's message, causes or hint change.
+TEST_CASE("golden transcripts: a framework plan on a variant index, and its refusal on sm_120") {
+  World w(kTorchIndex);
+  auto ve = w.venv("venv");
+  const auto py = (ve / "bin/python").string();
+  Transcript t{w};
+  const std::string pt = w.base_url() + "/pt/whl/cu126";
+  CHECK(t.step({"plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "580.65.06", "--python", py}) == 0);
+  CHECK(t.step({"--format", "json", "plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "580.65.06", "--python", py}) == 0);
+  CHECK(t.step({"plan", "torch", "--index-url", pt, "--gpu", "sm_120", "--driver", "580.65.06", "--python", py}) == 1);
+  CHECK(t.step({"--format", "json", "plan", "torch", "--index-url", pt, "--gpu", "sm_120", "--driver", "580.65.06", "--python", py}) == 1);
+  CHECK(t.step({"plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "470.42.01", "--python", py}) == 1);
+  t.check("framework-plan");
 }
 
 } // TEST_SUITE

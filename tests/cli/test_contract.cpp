@@ -3,9 +3,11 @@
 // stdout, and the exit code of its error class. Each case fails before anything is probed or changed.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/envfix_bin.hpp"
+#include "tests/support/golden.hpp"
 #include "util/subprocess.hpp"
 
 using namespace envfix;
@@ -23,12 +25,9 @@ util::SubprocessResult run(std::vector<std::string> args) {
   return *r;
 }
 
-} // namespace
-
-TEST_SUITE("cli") {
-
-TEST_CASE("every command's error path prints the JSON error document with --format json") {
-  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+// One failing call per command, and the error code it must give.
+const std::vector<std::pair<std::vector<std::string>, std::string>>& error_cases() {
+  static const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"doctor", "--driver", "not-a-driver"}, "invalid-input"},
       {{"plan", "--driver", "not-a-driver", "torch"}, "invalid-input"},
       {{"apply", "--locked", "--lockfile", "/nonexistent/envfix.lock", "--yes"}, "not-found"},
@@ -38,7 +37,15 @@ TEST_CASE("every command's error path prints the JSON error document with --form
       {{"matrix", "--gpu", "RTX 9999"}, "invalid-input"},
       {{"inspect", "--gpu", "sm_x", "/nonexistent.so"}, "invalid-input"},
   };
-  for (const auto& [args, code] : cases) {
+  return cases;
+}
+
+} // namespace
+
+TEST_SUITE("cli") {
+
+TEST_CASE("every command's error path prints the JSON error document with --format json") {
+  for (const auto& [args, code] : error_cases()) {
     auto a = args;
     a.insert(a.begin(), {"--format", "json"});
     CAPTURE(args.front());
@@ -60,6 +67,24 @@ TEST_CASE("export's file format is --as; the global --format stays text|json and
   auto r = run({"export", "--format", "pylock"});
   CHECK(r.exit_code != 0);
   CHECK(r.err.find("envfix export --as pylock") != std::string::npos);
+}
+
+// Golden transcript (tests/support/golden.hpp) of the same failures: each command's JSON error
+// document and its stderr, whole. Fails on a changed message, cause, hint or code, or on a second
+// document or stray text on stdout.
+TEST_CASE("golden: every command's JSON error document") {
+  std::string transcript;
+  for (const auto& [args, code] : error_cases()) {
+    auto a = args;
+    a.insert(a.begin(), {"--format", "json"});
+    auto r = run(a);
+    std::string cmd = "$ envfix";
+    for (const auto& x : a) cmd += " " + x;
+    transcript += fmt::format("{}\n{}{}[exit {}]\n\n", cmd, r.err, r.out, r.exit_code);
+  }
+  const auto diff = testing::golden_mismatch(std::filesystem::path(ENVFIX_FIXTURES_DIR) / "golden/errors-json.txt",
+                                             testing::filter_transcript(transcript));
+  CHECK_MESSAGE(diff.empty(), diff);
 }
 
 } // TEST_SUITE

@@ -8,11 +8,13 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
 #include "tests/support/envfix_bin.hpp"
+#include "tests/support/golden.hpp"
 
 using namespace envfix;
 namespace fs = std::filesystem;
@@ -781,6 +783,27 @@ TEST_CASE("plan without --framework in a venv holding only jax looks up jax, not
   INFO(t.err);
   CHECK(t.err.find("jax") == std::string::npos);
   CHECK(t.err.find("torch") != std::string::npos);
+}
+
+// Golden transcript (tests/support/golden.hpp) of doctor's text and JSON on the H200's captured
+// torch 2.11.0 set (tests/fixtures/gpu-h200/dist-info: torch, torchvision, torchaudio, triton, cuDNN)
+// with its /proc/driver/nvidia/version, the GPU planned as H200. Fails on any change of what doctor
+// says about that host: a step's layout, a package's variant or its source, a finding, the verdict.
+TEST_CASE("doctor golden: the H200's torch 2.11.0 set, text and JSON") {
+  FakeEnv env;
+  const fs::path h200 = fs::path(ENVFIX_FIXTURES_DIR) / "gpu-h200";
+  for (const auto& d : fs::directory_iterator(h200 / "dist-info"))
+    fs::copy(d.path(), env.site() / d.path().filename(), fs::copy_options::recursive);
+  write(env.root() / "sysfs/proc/driver/nvidia/version", util::read_file(h200 / "proc-driver-nvidia-version.txt").value());
+  std::string transcript;
+  for (bool as_json : {false, true}) {
+    auto r = env.run({"--gpu", "H200", "--no-repro"}, as_json);
+    transcript += fmt::format("$ envfix doctor --gpu H200 --no-repro{}\n{}{}[exit {}]\n\n", as_json ? " --format json" : "", r.err,
+                              r.out, r.exit_code);
+  }
+  const auto got = testing::filter_transcript(transcript, {{env.root().string(), "<root>"}});
+  const auto diff = testing::golden_mismatch(fs::path(ENVFIX_FIXTURES_DIR) / "golden/doctor-h200.txt", got);
+  CHECK_MESSAGE(diff.empty(), diff);
 }
 
 } // TEST_SUITE cli

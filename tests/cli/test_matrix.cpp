@@ -10,6 +10,7 @@
 #include "util/subprocess.hpp"
 #include "wheel/kernel_evidence.hpp"
 #include "tests/support/envfix_bin.hpp"
+#include "tests/support/golden.hpp"
 
 using namespace envfix;
 using nlohmann::json;
@@ -309,6 +310,30 @@ TEST_CASE("matrix --cache-dir DIR: kernel facts read from binaries are shown abo
   CHECK(run({"matrix", "--framework", "torch", "--cache-dir", empty.string()}).err.find("read from the binary") == std::string::npos);
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(empty);
+}
+
+// Golden transcript (tests/support/golden.hpp) of `matrix` in text and JSON: a GPU query (sm_61, the
+// legacy ladder) and a release query (torch 2.7.0 for sm_90 and sm_120), with an empty cache so no
+// evidence from another run shows. Fails when the matrices' rows for these change (regenerate after a
+// deliberate matrices update), or when matrix's layout, keys or wording change.
+TEST_CASE("matrix golden: --gpu sm_61 and --framework torch --version 2.7.0, text and JSON") {
+  const auto cache = util::make_temp_dir({}, "envfix-matrix-golden").value();
+  std::string transcript;
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"matrix", "--gpu", "sm_61", "--framework", "torch"},
+                                               {"matrix", "--framework", "torch", "--version", "2.7.0", "--gpu", "sm_90", "--gpu", "sm_120"}})
+    for (bool as_json : {false, true}) {
+      auto a = args;
+      if (as_json) a.insert(a.begin(), {"--format", "json"});
+      auto r = run(a, {{"ENVFIX_CACHE_DIR", cache.string()}});
+      std::string cmd = "$ envfix";
+      for (const auto& x : a) cmd += " " + x;
+      transcript += fmt::format("{}\n{}{}[exit {}]\n\n", cmd, r.err, r.out, r.exit_code);
+    }
+  std::error_code ec;
+  std::filesystem::remove_all(cache, ec);
+  const auto diff = testing::golden_mismatch(std::filesystem::path(ENVFIX_FIXTURES_DIR) / "golden/matrix.txt",
+                                             testing::filter_transcript(transcript, {{cache.string(), "<cache>"}}));
+  CHECK_MESSAGE(diff.empty(), diff);
 }
 
 } // TEST_SUITE

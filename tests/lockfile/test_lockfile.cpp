@@ -162,6 +162,21 @@ TEST_CASE("broken lockfiles: every problem named with its line") {
     CHECK(!LockFile::parse(z, "l"));
   }
   SUBCASE("not a mapping") { CHECK(!LockFile::parse("- a\n- b\n", "l")); }
+  SUBCASE("optional sections of the wrong kind: each named, with its target or package") {
+    std::string z = y;
+    z.replace(z.find("    channel: stable"), 19, "    verified-on: yesterday\n    installed-only: {a: b}\n    channel: stable");
+    auto at = z.find("        sha256: ");
+    z.insert(at, "        kernels: [sm_90]\n");
+    auto r = LockFile::parse(z, "envfix.lock");
+    REQUIRE(!r);
+    std::string all;
+    for (const auto& c : r.error().causes) all += c + "\n";
+    CAPTURE(all);
+    CHECK(all.find("'verified-on' must be a mapping") != std::string::npos);
+    CHECK(all.find("'installed-only' must be a list") != std::string::npos);
+    CHECK(all.find("in target '") != std::string::npos);
+    CHECK(all.find(": 'kernels' must be a mapping") != std::string::npos);
+  }
 }
 
 // docs/reliability.md §5, case 2: a lockfile's filename became a path in the cache, so "../" or an

@@ -29,6 +29,8 @@ TEST_CASE("lower, iequals and trim are ASCII-only and leave other bytes alone") 
   CHECK(util::trim("") == "");
   CHECK(util::join({"a", "b", "c"}, ", ") == "a, b, c");
   CHECK(util::join({}, ", ").empty());
+  // An empty part keeps its separators (the copies util::join replaced dropped the one after it).
+  CHECK(util::join({"", "b", ""}, ",") == ",b,");
 }
 
 TEST_CASE("strip_credentials removes only the userinfo of the authority") {
