@@ -10,12 +10,11 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "api/matrix.hpp"
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
-#include "index/index_client.hpp"
 #include "matrices/knowledge.hpp"
-#include "specs/name.hpp"
-#include "wheel/kernel_evidence.hpp"
+#include "wheel/coverage.hpp"
 #include "util/strings.hpp"
 
 namespace envfix::cli {
@@ -52,192 +51,6 @@ std::string join(const std::vector<std::string>& v, std::string_view sep = " ") 
 json opt_str(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
 
 
-// --- Learned evidence: kernel facts read from binaries on this machine (wheel/kernel_evidence.hpp),
-// shown beside and above the matrices' claims (docs/architecture.md, Kernel coverage: evidence beats
-// tables).
-
-// The matrices platform of a wheel's platform tags ("manylinux_2_28_x86_64" → linux_x86_64).
-std::string matrices_platform(const std::string& tags) {
-  if (tags.find("win") != std::string::npos) return "windows_x86_64";
-  if (tags.find("aarch64") != std::string::npos) return "linux_aarch64";
-  return "linux_x86_64";
-}
-
-// Every build the evidence store of the cache holds for the framework's packages (and `version`, when
-// given), sorted by key. The cache is --cache-dir, else the default one; none there is no evidence.
-std::vector<wheel::BuildEvidence> learned_builds(const Globals& g, const matrices::Framework& f,
-                                                 const std::optional<specs::Version>& version) {
-  std::filesystem::path dir;
-  if (!g.cache_dir.empty()) dir = g.cache_dir;
-  else if (auto d = index::default_cache_dir()) dir = *d;
-  else return {};
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir / "evidence-v1", ec)) return {};
-  std::set<std::string> projects = {specs::normalize_name(f.main_package)};
-  for (const auto* list : {&f.companions, &f.optional_companions})
-    for (const auto& c : *list) projects.insert(specs::normalize_name(c));
-  std::vector<wheel::BuildEvidence> out;
-  for (auto& e : wheel::EvidenceStore(dir / "evidence-v1").builds()) {
-    if (!projects.contains(specs::normalize_name(e.key.project))) continue;
-    if (version) {
-      auto v = specs::Version::parse(e.key.version);
-      if (!v || v->public_version() != version->public_version()) continue;
-    }
-    out.push_back(std::move(e));
-  }
-  return out;
-}
-
-std::vector<std::string> evidence_archs(const wheel::BuildEvidence& e, bool ptx) {
-  std::set<std::string> all;
-  for (const auto& file : e.files)
-    for (const auto& a : ptx ? file.profile.ptx() : file.profile.sass()) all.insert(a);
-  std::vector<std::string> out(all.begin(), all.end());
-  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
-    auto x = specs::GpuArch::parse(a), y = specs::GpuArch::parse(b);
-    if (x && y && x->number() != y->number()) return x->number() < y->number();
-    return a < b;
-  });
-  return out;
-}
-
-std::vector<std::string> minus(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  std::vector<std::string> out;
-  for (const auto& x : a)
-    if (std::find(b.begin(), b.end(), x) == b.end()) out.push_back(x);
-  return out;
-}
-
-// JSON and text lines for the learned builds; `gpus` are the GPUs asked (coverage verdicts per GPU).
-json evidence_view(const Knowledge& k, const matrices::Framework& f, const std::vector<wheel::BuildEvidence>& builds,
-                   const std::vector<std::pair<std::string, specs::ComputeCapability>>& gpus,
-                   std::vector<std::string>& text, const std::string& indent) {
-  json out = json::array();
-  if (builds.empty()) return out;
-  text.push_back(fmt::format("{}{}", indent, styled("read from the binary on this machine (evidence store; outranks the table):", Style::bold)));
-  for (const auto& e : builds) {
-    json j;
-    j["project"] = e.key.project;
-    j["version"] = e.key.version;
-    j["variant"] = e.key.variant.empty() ? json(nullptr) : json(e.key.variant);
-    j["platform"] = e.key.platform;
-    j["source"] = e.source;
-    auto sass = evidence_archs(e, false), ptx = evidence_archs(e, true);
-    j["sass"] = sass;
-    j["ptx"] = ptx;
-    j["files"] = e.files.size();
-    std::uint64_t containers = 0;
-    for (const auto& file : e.files) containers += file.profile.containers();
-    j["containers"] = containers;
-    text.push_back(fmt::format("{}  {}: SASS {}; PTX {} ({} file{}, {} containers; {})", indent, e.key.to_string(),
-                               sass.empty() ? "none" : join(sass), ptx.empty() ? "none" : join(ptx), e.files.size(),
-                               e.files.size() == 1 ? "" : "s", containers, e.source));
-    json cov = json::object();
-    for (const auto& [label, cc] : gpus) {
-      auto pc = wheel::package_coverage(e.files, cc);
-      std::string verdict = pc.has_gpu_code() ? wheel::to_string(pc.verdict) : "none";
-      cov[cc.sm_name()] = {{"verdict", verdict}, {"runnable", pc.runnable()}, {"total", pc.total()},
-                           {"jit_only", pc.jit_only}, {"partial_files", pc.partial_files}, {"none_files", pc.none_files}};
-      text.push_back(fmt::format("{}    on {}: {} ({} of {} modules runnable{}){}", indent, label,
-                                 verdict == "full" ? styled(verdict, Style::green)
-                                                   : styled(verdict, verdict == "partial" ? Style::yellow : Style::red),
-                                 pc.runnable(), pc.total(), pc.jit_only ? ", by PTX JIT only" : "",
-                                 pc.partial_files.empty() ? "" : "; partly: " + join(pc.partial_files, ", ")));
-    }
-    j["coverage"] = cov;
-    // The matrices' row for the same build: only the main package's archs are in the table.
-    json row = nullptr;
-    auto v = specs::Version::parse(e.key.version);
-    if (v && specs::normalize_name(e.key.project) == specs::normalize_name(f.main_package) && !e.key.variant.empty()) {
-      const std::string plat = matrices_platform(e.key.platform);
-      for (const auto& b : k.variants_for(f.name, *v, plat)) {
-        if (b.variant != e.key.variant) continue;
-        const matrices::Release* r = f.release(*v);
-        const matrices::ReleaseVariant* rv = r ? r->variant(b.variant) : nullptr;
-        const matrices::ArchBuild* ab = rv ? rv->platform(plat) : nullptr;
-        row = json::object();
-        row["row"] = r ? json(r->label()) : json(nullptr);
-        row["where"] = ab ? json(ab->where.to_string()) : json(nullptr);
-        row["confidence"] = matrices::to_string(b.confidence);
-        if (!b.sass && !b.ptx) {
-          row["sass"] = row["ptx"] = nullptr;
-          row["agrees"] = nullptr;
-          text.push_back(fmt::format("{}    the matrices have no arch data for this build; the binary's list stands", indent));
-          break;
-        }
-        auto tsass = arch_names(b.sass), tptx = arch_names(b.ptx);
-        row["sass"] = tsass;
-        row["ptx"] = tptx;
-        auto only_table = minus(tsass, sass), only_binary = minus(sass, tsass);
-        auto ptx_table = minus(tptx, ptx), ptx_binary = minus(ptx, tptx);
-        for (auto& x : ptx_table) only_table.push_back(x);
-        for (auto& x : ptx_binary) only_binary.push_back(x);
-        row["agrees"] = only_table.empty() && only_binary.empty();
-        row["table_only"] = only_table;
-        row["binary_only"] = only_binary;
-        if (only_table.empty() && only_binary.empty())
-          text.push_back(fmt::format("{}    agrees with the matrices row {} ({})", indent, r ? r->label() : "?",
-                                     matrices::to_string(b.confidence)));
-        else
-          text.push_back(styled(fmt::format("{}    disagrees with the matrices row {} ({}, {}): the table lists {} the "
-                                            "binary lacks; the binary has {} the table lacks",
-                                            indent, r ? r->label() : "?", ab ? ab->where.to_string() : "?",
-                                            matrices::to_string(b.confidence),
-                                            only_table.empty() ? "nothing" : join(only_table),
-                                            only_binary.empty() ? "nothing" : join(only_binary)),
-                                Style::yellow));
-        break;
-      }
-      if (row.is_null()) text.push_back(fmt::format("{}    not in the matrices (a build the table does not list)", indent));
-    }
-    j["matrices"] = row;
-    out.push_back(j);
-  }
-  return out;
-}
-
-// Every release row of a framework, newest first (by its highest version).
-std::vector<const matrices::Release*> rows_newest_first(const matrices::Framework& f) {
-  std::vector<const matrices::Release*> rows;
-  for (const auto& r : f.releases) rows.push_back(&r);
-  auto top = [](const matrices::Release* r) -> std::optional<specs::Version> {
-    if (!r->versions.empty()) return *std::max_element(r->versions.begin(), r->versions.end());
-    if (r->nightly) return r->nightly;
-    return std::nullopt;
-  };
-  std::stable_sort(rows.begin(), rows.end(), [&](auto* a, auto* b) {
-    auto x = top(a), y = top(b);
-    if (x && y) return *x > *y;
-    return x.has_value() && !y.has_value();
-  });
-  return rows;
-}
-
-// A version that represents the row for variants_for(): the newest exact version, the nightly line
-// itself as .dev0, or nothing for a range (handled directly).
-std::vector<matrices::VariantBuild> builds_of(const matrices::Framework& f, const matrices::Release& r,
-                                              const std::string& platform) {
-  std::vector<matrices::VariantBuild> out;
-  for (const auto& rv : r.variants) {
-    const auto* b = rv.platform(platform);
-    if (!b) continue;
-    const auto* var = f.variant(rv.variant);
-    matrices::VariantBuild vb;
-    vb.variant = rv.variant;
-    vb.kind = var ? var->kind : "cuda";
-    vb.cuda = var ? var->cuda : std::nullopt;
-    vb.platform = platform;
-    vb.sass = b->sass;
-    vb.ptx = b->ptx;
-    vb.confidence = b->confidence;
-    vb.verified = b->confidence == matrices::Confidence::verified && b->known();
-    vb.source = b->source;
-    vb.channels = r.channels;
-    out.push_back(std::move(vb));
-  }
-  return out;
-}
-
 json row_json(const matrices::Release& r) {
   json j;
   j["label"] = r.label();
@@ -248,6 +61,91 @@ json row_json(const matrices::Release& r) {
   j["range"] = r.range ? json(r.range->to_string()) : json(nullptr);
   j["channels"] = r.channels;
   return j;
+}
+
+// The matrices' row for a learned build: JSON (null when there is none) and its text line.
+json row_view(const api::RowComparison& c, std::vector<std::string>& text, const std::string& indent) {
+  using State = api::RowComparison::State;
+  if (c.state == State::not_applicable) return nullptr;
+  if (c.state == State::not_listed) {
+    text.push_back(fmt::format("{}    not in the matrices (a build the table does not list)", indent));
+    return nullptr;
+  }
+  json row = json::object();
+  row["row"] = c.row_label.empty() ? json(nullptr) : json(c.row_label);
+  row["where"] = c.where.empty() ? json(nullptr) : json(c.where);
+  row["confidence"] = matrices::to_string(c.confidence);
+  if (c.state == State::no_arch_data) {
+    row["sass"] = row["ptx"] = nullptr;
+    row["agrees"] = nullptr;
+    text.push_back(fmt::format("{}    the matrices have no arch data for this build; the binary's list stands", indent));
+    return row;
+  }
+  row["sass"] = c.table_sass;
+  row["ptx"] = c.table_ptx;
+  row["agrees"] = c.agrees();
+  row["table_only"] = c.table_only;
+  row["binary_only"] = c.binary_only;
+  const std::string label = c.row_label.empty() ? "?" : c.row_label;
+  if (c.agrees())
+    text.push_back(fmt::format("{}    agrees with the matrices row {} ({})", indent, label, matrices::to_string(c.confidence)));
+  else
+    text.push_back(styled(fmt::format("{}    disagrees with the matrices row {} ({}, {}): the table lists {} the "
+                                      "binary lacks; the binary has {} the table lacks",
+                                      indent, label, c.where.empty() ? "?" : c.where, matrices::to_string(c.confidence),
+                                      c.table_only.empty() ? "nothing" : join(c.table_only),
+                                      c.binary_only.empty() ? "nothing" : join(c.binary_only)),
+                          Style::yellow));
+  return row;
+}
+
+// --- Learned evidence (api::learned_builds): kernel facts read from binaries on this machine,
+// shown beside and above the matrices' claims.
+
+// JSON and text lines for the learned builds; `gpus` are the GPUs asked (coverage verdicts per GPU).
+json evidence_view(const Knowledge& k, const Globals& g, const matrices::Framework& f,
+                   const std::optional<specs::Version>& version,
+                   const std::vector<std::pair<std::string, specs::ComputeCapability>>& gpus,
+                   std::vector<std::string>& text, const std::string& indent) {
+  std::vector<specs::ComputeCapability> ccs;
+  for (const auto& [label, cc] : gpus) ccs.push_back(cc);
+  json out = json::array();
+  auto builds = api::learned_builds(k, f, g.cache_dir, version, ccs);
+  if (builds.empty()) return out;
+  text.push_back(fmt::format("{}{}", indent, styled("read from the binary on this machine (evidence store; outranks the table):", Style::bold)));
+  for (const auto& lb : builds) {
+    const auto& e = lb.evidence;
+    json j;
+    j["project"] = e.key.project;
+    j["version"] = e.key.version;
+    j["variant"] = e.key.variant.empty() ? json(nullptr) : json(e.key.variant);
+    j["platform"] = e.key.platform;
+    j["source"] = e.source;
+    j["sass"] = lb.sass;
+    j["ptx"] = lb.ptx;
+    j["files"] = e.files.size();
+    j["containers"] = lb.containers;
+    text.push_back(fmt::format("{}  {}: SASS {}; PTX {} ({} file{}, {} containers; {})", indent, e.key.to_string(),
+                               lb.sass.empty() ? "none" : join(lb.sass), lb.ptx.empty() ? "none" : join(lb.ptx), e.files.size(),
+                               e.files.size() == 1 ? "" : "s", lb.containers, e.source));
+    json cov = json::object();
+    for (std::size_t i = 0; i < gpus.size() && i < lb.coverage.size(); ++i) {
+      const auto& [label, cc] = gpus[i];
+      const auto& pc = lb.coverage[i];
+      std::string verdict = pc.has_gpu_code() ? wheel::to_string(pc.verdict) : "none";
+      cov[cc.sm_name()] = {{"verdict", verdict}, {"runnable", pc.runnable()}, {"total", pc.total()},
+                           {"jit_only", pc.jit_only}, {"partial_files", pc.partial_files}, {"none_files", pc.none_files}};
+      text.push_back(fmt::format("{}    on {}: {} ({} of {} modules runnable{}){}", indent, label,
+                                 verdict == "full" ? styled(verdict, Style::green)
+                                                   : styled(verdict, verdict == "partial" ? Style::yellow : Style::red),
+                                 pc.runnable(), pc.total(), pc.jit_only ? ", by PTX JIT only" : "",
+                                 pc.partial_files.empty() ? "" : "; partly: " + join(pc.partial_files, ", ")));
+    }
+    j["coverage"] = cov;
+    j["matrices"] = row_view(lb.row, text, indent);
+    out.push_back(j);
+  }
+  return out;
 }
 
 // --gpu, one GPU: what it is and the oldest driver that runs code for it (JSON, and text lines).
@@ -288,58 +186,47 @@ json gpu_json(const Knowledge& k, const matrices::ResolvedGpu& rg, const std::st
   return jg;
 }
 
-// --gpu, one GPU and framework: every build that runs on it (JSON builds, text lines), the newest
-// stable one natively and by PTX JIT, and how many builds lack arch data.
-struct GpuBuilds {
+// --gpu, one GPU and framework (api::builds_for_gpu): every build that runs on it as JSON and text
+// lines, and the newest stable one natively and by PTX JIT.
+struct GpuBuildsView {
   json builds = json::array();
   json newest = {{"native", nullptr}, {"jit", nullptr}};
   std::vector<std::string> lines;
   std::size_t unknown = 0;
 };
-GpuBuilds builds_for_gpu(const Knowledge& k, const Globals& g, const matrices::Framework& f, const matrices::ResolvedGpu& rg,
-                         const std::string& platform, const std::string& os) {
-  GpuBuilds out;
-  for (const auto* r : rows_newest_first(f)) {
-    for (const auto& b : builds_of(f, *r, platform)) {
-      RunKind how = b.runs_on(rg.cc);
-      if (how == RunKind::none) continue;
-      if (how == RunKind::unknown && b.kind != "cuda") continue;
-      json jb = row_json(*r);
-      jb["variant"] = b.variant;
-      jb["cuda"] = b.cuda ? json(b.cuda->to_string()) : json(nullptr);
-      jb["runs"] = matrices::to_string(how);
-      auto via = b.runnable_arch(rg.cc);
-      jb["via"] = via ? json(via->to_string()) : json(nullptr);
-      std::optional<std::string> need = b.cuda ? k.min_driver(*b.cuda, os) : std::nullopt;
-      std::optional<std::string> floor = b.cuda ? k.minor_compat_driver(*b.cuda, os) : std::nullopt;
-      jb["min_driver"] = opt_str(need);
-      jb["minor_compat_driver"] = opt_str(floor);
-      jb["confidence"] = matrices::to_string(b.confidence);
-      jb["verified"] = b.verified;
-      if (!g.driver.empty() && b.cuda) {
-        // PTX JIT of a newer ISA needs the toolkit's own driver; SASS can use minor compatibility.
-        jb["driver_ok"] = k.driver_supports(g.driver, *b.cuda, how == RunKind::native, os);
-      }
-      out.builds.push_back(jb);
-      if (how == RunKind::unknown) {
-        ++out.unknown;
-        continue;
-      }
-      auto& slot = out.newest[matrices::to_string(how)];
-      bool stable = std::find(r->channels.begin(), r->channels.end(), "stable") != r->channels.end();
-      if (slot.is_null() && stable && !r->versions.empty()) {
-        auto top = *std::max_element(r->versions.begin(), r->versions.end());
-        slot = {{"version", top.to_string()}, {"variant", b.variant}, {"channel", "stable"}};
-      }
-      out.lines.push_back(fmt::format(
-          "    {:<22} {:<7} {} via {}{}{}", r->label() + (stable ? "" : " (" + join(r->channels, ",") + ")"), b.variant,
-          how == RunKind::native ? styled("native", Style::green) : styled("PTX JIT", Style::yellow),
-          via ? via->to_string() : "?", need ? fmt::format("; driver ≥ {}", *need) : "",
-          b.verified ? "" : styled(fmt::format(" [{}]", matrices::to_string(b.confidence)), Style::dim)));
-    }
+GpuBuildsView builds_for_gpu(const Knowledge& k, const Globals& g, const matrices::Framework& f, const matrices::ResolvedGpu& rg,
+                             const std::string& platform, const std::string& os) {
+  auto found = api::builds_for_gpu(k, f, rg.cc, platform, os, g.driver);
+  GpuBuildsView out;
+  out.unknown = found.unknown;
+  auto newest = [](const std::optional<api::NewestStable>& n) -> json {
+    return n ? json{{"version", n->version}, {"variant", n->variant}, {"channel", "stable"}} : json(nullptr);
+  };
+  out.newest = {{"native", newest(found.native)}, {"jit", newest(found.jit)}};
+  for (const auto& gb : found.builds) {
+    const auto& b = gb.build;
+    json jb = row_json(*gb.row);
+    jb["variant"] = b.variant;
+    jb["cuda"] = b.cuda ? json(b.cuda->to_string()) : json(nullptr);
+    jb["runs"] = matrices::to_string(gb.runs);
+    jb["via"] = gb.via ? json(gb.via->to_string()) : json(nullptr);
+    jb["min_driver"] = opt_str(gb.min_driver);
+    jb["minor_compat_driver"] = opt_str(gb.minor_compat_driver);
+    jb["confidence"] = matrices::to_string(b.confidence);
+    jb["verified"] = b.verified;
+    if (gb.driver_ok) jb["driver_ok"] = *gb.driver_ok;
+    out.builds.push_back(jb);
+    if (gb.runs == RunKind::unknown) continue;
+    const auto* r = gb.row;
+    out.lines.push_back(fmt::format(
+        "    {:<22} {:<7} {} via {}{}{}", r->label() + (gb.stable ? "" : " (" + join(r->channels, ",") + ")"), b.variant,
+        gb.runs == RunKind::native ? styled("native", Style::green) : styled("PTX JIT", Style::yellow),
+        gb.via ? gb.via->to_string() : "?", gb.min_driver ? fmt::format("; driver ≥ {}", *gb.min_driver) : "",
+        b.verified ? "" : styled(fmt::format(" [{}]", matrices::to_string(b.confidence)), Style::dim)));
   }
   return out;
 }
+
 
 // The legacy ladder: the last release for a GPU its newest releases dropped (null and "" when none).
 json last_release_json(const Knowledge& k, const matrices::Framework& f, const matrices::ResolvedGpu& rg,
@@ -372,7 +259,7 @@ json framework_for_gpu(const Knowledge& k, const Globals& g, const matrices::Fra
   std::string last_line;
   jf["last_release"] = last_release_json(k, f, rg, platform, last_line);
   std::vector<std::string> ev_text;
-  jf["evidence"] = evidence_view(k, f, learned_builds(g, f, std::nullopt), {{rg.query, rg.cc}}, ev_text, "  ");
+  jf["evidence"] = evidence_view(k, g, f, std::nullopt, {{rg.query, rg.cc}}, ev_text, "  ");
   for (auto& l : ev_text) text.push_back(std::move(l));
   if (found.lines.empty() && found.unknown == 0) {
     text.push_back(fmt::format("  {}: no release in the matrices runs on {}", f.name, rg.cc.sm_name()));
@@ -491,7 +378,7 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
   const matrices::Release* r = f.release(*v);
   if (!r) {
     std::vector<std::string> known;
-    for (const auto* row : rows_newest_first(f)) known.push_back(row->label());
+    for (const auto* row : api::rows_newest_first(f)) known.push_back(row->label());
     Error e{ErrorCode::not_found, fmt::format("{} {} is not in the matrices", f.name, v->to_string()), {},
             fmt::format("known: {}; add a release with --matrices DIR (matrices/README.md)", join(known, "; "))};
     return fail(e);
@@ -535,7 +422,7 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
     std::vector<std::pair<std::string, specs::ComputeCapability>> asked;
     for (const auto& rg : gpus) asked.emplace_back(rg.query, rg.cc);
     std::vector<std::string> ev_text;
-    out["evidence"] = evidence_view(k, f, learned_builds(g, f, *v), asked, ev_text, "");
+    out["evidence"] = evidence_view(k, g, f, *v, asked, ev_text, "");
     // Evidence first: what the binaries said outranks the rows below.
     if (!ev_text.empty()) text.insert(text.begin() + 1, ev_text.begin(), ev_text.end());
   }
@@ -565,8 +452,8 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
     text.push_back(styled(fmt::format("{} (package {}; companions: {})", f->name, f->main_package,
                                       f->companions.empty() ? "none" : join(f->companions, ", ")),
                           Style::bold));
-    jf["evidence"] = evidence_view(k, *f, learned_builds(g, *f, std::nullopt), {}, text, "  ");
-    for (const auto* r : rows_newest_first(*f)) {
+    jf["evidence"] = evidence_view(k, g, *f, std::nullopt, {}, text, "  ");
+    for (const auto* r : api::rows_newest_first(*f)) {
       json jr = row_json(*r);
       std::vector<std::string> vs;
       for (const auto& rv : r->variants) vs.push_back(rv.variant);

@@ -1,0 +1,188 @@
+#include "api/matrix.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "index/index_client.hpp"
+#include "specs/name.hpp"
+
+namespace envfix::api {
+
+namespace fs = std::filesystem;
+
+std::vector<const matrices::Release*> rows_newest_first(const matrices::Framework& f) {
+  std::vector<const matrices::Release*> rows;
+  for (const auto& r : f.releases) rows.push_back(&r);
+  auto top = [](const matrices::Release* r) -> std::optional<specs::Version> {
+    if (!r->versions.empty()) return *std::max_element(r->versions.begin(), r->versions.end());
+    if (r->nightly) return r->nightly;
+    return std::nullopt;
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](auto* a, auto* b) {
+    auto x = top(a), y = top(b);
+    if (x && y) return *x > *y;
+    return x.has_value() && !y.has_value();
+  });
+  return rows;
+}
+
+std::vector<matrices::VariantBuild> builds_of(const matrices::Framework& f, const matrices::Release& r,
+                                              const std::string& platform) {
+  std::vector<matrices::VariantBuild> out;
+  for (const auto& rv : r.variants) {
+    const auto* b = rv.platform(platform);
+    if (!b) continue;
+    const auto* var = f.variant(rv.variant);
+    matrices::VariantBuild vb;
+    vb.variant = rv.variant;
+    vb.kind = var ? var->kind : "cuda";
+    vb.cuda = var ? var->cuda : std::nullopt;
+    vb.platform = platform;
+    vb.sass = b->sass;
+    vb.ptx = b->ptx;
+    vb.confidence = b->confidence;
+    vb.verified = b->confidence == matrices::Confidence::verified && b->known();
+    vb.source = b->source;
+    vb.channels = r.channels;
+    out.push_back(std::move(vb));
+  }
+  return out;
+}
+
+GpuBuilds builds_for_gpu(const matrices::Knowledge& k, const matrices::Framework& f, specs::ComputeCapability cc,
+                         const std::string& platform, const std::string& os, const std::string& driver) {
+  GpuBuilds out;
+  for (const auto* r : rows_newest_first(f)) {
+    for (auto& b : builds_of(f, *r, platform)) {
+      GpuBuild g;
+      g.runs = b.runs_on(cc);
+      if (g.runs == matrices::RunKind::none) continue;
+      if (g.runs == matrices::RunKind::unknown && b.kind != "cuda") continue;
+      g.row = r;
+      g.via = b.runnable_arch(cc);
+      if (b.cuda) {
+        g.min_driver = k.min_driver(*b.cuda, os);
+        g.minor_compat_driver = k.minor_compat_driver(*b.cuda, os);
+        // PTX JIT of a newer ISA needs the toolkit's own driver; SASS can use minor compatibility.
+        if (!driver.empty()) g.driver_ok = k.driver_supports(driver, *b.cuda, g.runs == matrices::RunKind::native, os);
+      }
+      g.stable = std::find(r->channels.begin(), r->channels.end(), "stable") != r->channels.end();
+      g.build = std::move(b);
+      if (g.runs == matrices::RunKind::unknown) {
+        ++out.unknown;
+      } else if (auto& slot = g.runs == matrices::RunKind::native ? out.native : out.jit;
+                 !slot && g.stable && !r->versions.empty()) {
+        slot = NewestStable{std::max_element(r->versions.begin(), r->versions.end())->to_string(), g.build.variant};
+      }
+      out.builds.push_back(std::move(g));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The matrices platform of a wheel's platform tags ("manylinux_2_28_x86_64" → linux_x86_64).
+std::string matrices_platform(const std::string& tags) {
+  if (tags.find("win") != std::string::npos) return "windows_x86_64";
+  if (tags.find("aarch64") != std::string::npos) return "linux_aarch64";
+  return "linux_x86_64";
+}
+
+std::vector<std::string> evidence_archs(const wheel::BuildEvidence& e, bool ptx) {
+  std::set<std::string> all;
+  for (const auto& file : e.files)
+    for (const auto& a : ptx ? file.profile.ptx() : file.profile.sass()) all.insert(a);
+  std::vector<std::string> out(all.begin(), all.end());
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+    auto x = specs::GpuArch::parse(a), y = specs::GpuArch::parse(b);
+    if (x && y && x->number() != y->number()) return x->number() < y->number();
+    return a < b;
+  });
+  return out;
+}
+
+std::vector<std::string> arch_names(const std::optional<std::vector<specs::GpuArch>>& list) {
+  std::vector<std::string> out;
+  if (list)
+    for (const auto& a : *list) out.push_back(a.to_string());
+  return out;
+}
+
+std::vector<std::string> minus(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<std::string> out;
+  for (const auto& x : a)
+    if (std::find(b.begin(), b.end(), x) == b.end()) out.push_back(x);
+  return out;
+}
+
+RowComparison compare_with_row(const matrices::Knowledge& k, const matrices::Framework& f, const LearnedBuild& lb) {
+  RowComparison c;
+  const auto& key = lb.evidence.key;
+  auto v = specs::Version::parse(key.version);
+  if (!v || specs::normalize_name(key.project) != specs::normalize_name(f.main_package) || key.variant.empty()) return c;
+  c.state = RowComparison::State::not_listed;
+  const std::string plat = matrices_platform(key.platform);
+  for (const auto& b : k.variants_for(f.name, *v, plat)) {
+    if (b.variant != key.variant) continue;
+    const matrices::Release* r = f.release(*v);
+    const matrices::ReleaseVariant* rv = r ? r->variant(b.variant) : nullptr;
+    const matrices::ArchBuild* ab = rv ? rv->platform(plat) : nullptr;
+    c.row_label = r ? r->label() : "";
+    c.where = ab ? ab->where.to_string() : "";
+    c.confidence = b.confidence;
+    if (!b.sass && !b.ptx) {
+      c.state = RowComparison::State::no_arch_data;
+      return c;
+    }
+    c.state = RowComparison::State::compared;
+    c.table_sass = arch_names(b.sass);
+    c.table_ptx = arch_names(b.ptx);
+    c.table_only = minus(c.table_sass, lb.sass);
+    c.binary_only = minus(lb.sass, c.table_sass);
+    for (auto& x : minus(c.table_ptx, lb.ptx)) c.table_only.push_back(x);
+    for (auto& x : minus(lb.ptx, c.table_ptx)) c.binary_only.push_back(x);
+    return c;
+  }
+  return c;
+}
+
+} // namespace
+
+std::vector<LearnedBuild> learned_builds(const matrices::Knowledge& k, const matrices::Framework& f,
+                                         const std::string& cache_dir, const std::optional<specs::Version>& version,
+                                         const std::vector<specs::ComputeCapability>& gpus) {
+  fs::path dir;
+  if (!cache_dir.empty()) dir = cache_dir;
+  else if (auto d = index::default_cache_dir()) dir = *d;
+  else return {};
+  std::error_code ec;
+  if (!fs::is_directory(dir / "evidence-v1", ec)) return {};
+  std::set<std::string> projects = {specs::normalize_name(f.main_package)};
+  for (const auto* list : {&f.companions, &f.optional_companions})
+    for (const auto& c : *list) projects.insert(specs::normalize_name(c));
+  for (const auto& var : f.variants) { // jax: jaxlib, jax-cuda13-plugin, jax-cuda13-pjrt
+    projects.insert(specs::normalize_name(f.main_package_of(var.name)));
+    for (const auto& p : f.kernel_packages(var.name)) projects.insert(specs::normalize_name(p));
+  }
+  std::vector<LearnedBuild> out;
+  for (auto& e : wheel::EvidenceStore(dir / "evidence-v1").builds()) {
+    if (!projects.contains(specs::normalize_name(e.key.project))) continue;
+    if (version) {
+      auto v = specs::Version::parse(e.key.version);
+      if (!v || v->public_version() != version->public_version()) continue;
+    }
+    LearnedBuild lb;
+    lb.evidence = std::move(e);
+    lb.sass = evidence_archs(lb.evidence, false);
+    lb.ptx = evidence_archs(lb.evidence, true);
+    for (const auto& file : lb.evidence.files) lb.containers += file.profile.containers();
+    for (const auto& cc : gpus) lb.coverage.push_back(wheel::package_coverage(lb.evidence.files, cc));
+    lb.row = compare_with_row(k, f, lb);
+    out.push_back(std::move(lb));
+  }
+  return out;
+}
+
+} // namespace envfix::api
