@@ -1,0 +1,190 @@
+#include "api/verify.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "api/frameworks.hpp"
+#include "api/smoke.hpp"
+#include "probe/host_facts.hpp"
+#include "specs/name.hpp"
+#include "util/python.hpp"
+#include "util/subprocess.hpp"
+
+namespace envfix::api {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// The last "OP <name>" line a model script printed: the operator that was running.
+std::string last_op(const std::string& out) {
+  std::string op;
+  std::size_t i = 0;
+  while (i < out.size()) {
+    auto j = out.find('\n', i);
+    if (j == std::string::npos) j = out.size();
+    std::string_view line(out.data() + i, j - i);
+    if (line.starts_with("OP ")) op = std::string(line.substr(3));
+    i = j + 1;
+  }
+  return op;
+}
+
+VerifyStep run_step(const fs::path& python, const std::string& layer, const std::string& name, const std::string& code,
+                    bool cpu, std::chrono::seconds timeout) {
+  VerifyStep s{layer, name};
+  util::SubprocessOptions o;
+  o.timeout = timeout;
+  o.set_env["CUDA_LAUNCH_BLOCKING"] = "1";
+  o.set_env["ENVFIX_DEVICE"] = cpu ? "cpu" : "cuda";
+  if (cpu) o.set_env["CUDA_VISIBLE_DEVICES"] = "";
+  o.unset_env = {"PYTHONPATH", "PYTHONHOME"};
+  auto t0 = Clock::now();
+  auto r = util::run_python(python, {"-B", "-c", code}, o);
+  s.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!r) {
+    s.error = r.error().message;
+    return s;
+  }
+  s.ok = r->ok();
+  if (s.ok) return s;
+  s.op = last_op(r->out);
+  s.error = r->timed_out ? fmt::format("timed out after {} s", timeout.count()) : exception_line(r->out, r->err);
+  if (s.error.empty()) s.error = fmt::format("exit code {}", r->exit_code);
+  s.cuda_class = cuda_error_class(s.error);
+  return s;
+}
+
+// The command that installs a build with kernels for these GPUs (as doctor prints it).
+std::string fix_command(const Options& g, const matrices::Framework& fw, const Host& host) {
+  std::set<std::string> family{specs::normalize_name(fw.main_package)};
+  for (const auto& c : fw.companions) family.insert(specs::normalize_name(c));
+  std::string pkgs;
+  for (const auto& n : host.installed_names)
+    if (family.contains(n) && pkgs.find(" " + n + " ") == std::string::npos) pkgs += n + " ";
+  if (pkgs.empty()) pkgs = specs::normalize_name(fw.main_package) + " ";
+  std::string cmd = "envfix apply " + pkgs;
+  if (fw.name != "torch") cmd += "--framework " + fw.name + " ";
+  if (!g.python.empty()) cmd += "--python " + g.python + " ";
+  if (!g.mirror.empty()) cmd += "--mirror " + g.mirror + " ";
+  if (!g.matrices_dir.empty()) cmd += "--matrices " + g.matrices_dir + " ";
+  cmd.pop_back();
+  return cmd;
+}
+
+AppRun run_app(const std::string& cmd, const fs::path& python, std::chrono::seconds timeout) {
+  AppRun a;
+  a.command = cmd;
+  util::SubprocessOptions o;
+  o.timeout = timeout;
+  // `python` in the command is the target interpreter.
+  std::string path = python.parent_path().string();
+  if (auto p = std::getenv("PATH")) path += std::string(":") + p;
+  o.set_env["PATH"] = path;
+  o.cwd = fs::current_path();
+  probe::GpuMemorySampler sampler;
+  auto t0 = Clock::now();
+  auto r = util::run_process({"/bin/sh", "-c", cmd}, o);
+  a.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  sampler.stop();
+  a.gpu_memory = sampler.peak();
+  a.memory_note = sampler.why();
+  if (!r) {
+    a.error_line = r.error().message;
+    return a;
+  }
+  a.exit_code = r->timed_out ? -1 : r->exit_code;
+  auto [line, cls] = first_cuda_error(r->err + "\n" + r->out);
+  a.error_line = line;
+  a.cuda_class = cls;
+  if (r->timed_out && a.error_line.empty()) a.error_line = fmt::format("timed out after {} s", timeout.count());
+  return a;
+}
+
+// The framework to verify, installed in the target, and the variant of its main package.
+Expected<const matrices::Framework*> installed_framework(const Options& o, const matrices::Knowledge& k, const Host& host,
+                                                         VerifyReport& report, std::string& main_local) {
+  auto choice = choose_frameworks(o.framework, o.detect_framework, &k, host.facts.installed);
+  report.framework_note = choice.note;
+  const auto* fw = k.framework(choice.names.front());
+  if (!fw) return make_error(ErrorCode::invalid_input, fmt::format("--framework {}: not in the matrices", choice.names.front()));
+  const std::string main = specs::normalize_name(fw->main_package);
+  bool installed = false;
+  for (const auto& d : host.facts.installed)
+    if (d.normalized_name() == main) {
+      installed = true;
+      main_local = d.local();
+    }
+  if (!installed)
+    return make_error(ErrorCode::not_found,
+                      fmt::format("{} is not installed in {}", fw->main_package, host.facts.python->executable.string()),
+                      fmt::format("install it first: envfix apply {}", main));
+  return fw;
+}
+
+} // namespace
+
+bool VerifyReport::ok() const {
+  return std::all_of(steps.begin(), steps.end(), [](const auto& s) { return s.ok; }) && (!app || app->exit_code == 0);
+}
+
+std::pair<std::string, std::string> first_cuda_error(const std::string& text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    auto j = text.find('\n', i);
+    if (j == std::string::npos) j = text.size();
+    std::string line = text.substr(i, j - i);
+    if (line.find("CUDA error") != std::string::npos || line.find("CUDA_ERROR") != std::string::npos ||
+        line.find("no kernel image") != std::string::npos || line.find("CUDA out of memory") != std::string::npos)
+      return {line, cuda_error_class(line)};
+    i = j + 1;
+  }
+  return {"", ""};
+}
+
+Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyReporter& rep) {
+  auto knowledge = ENVFIX_TRY(load_knowledge(o));
+  if (!knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
+  VerifyReport report;
+  report.host = ENVFIX_TRY(make_host(o, knowledge.get()));
+  report.layers = r.layers;
+  std::string main_local;
+  const auto* fw = ENVFIX_TRY(installed_framework(o, *knowledge, report.host, report, main_local));
+  report.framework = fw->name;
+  report.python = report.host.facts.python->executable;
+  const auto* variant = fw->variant(main_local);
+  const bool cpu_build = variant && variant->kind == "cpu";
+  const Host& host = report.host;
+  report.cpu = host.gpus.empty() || host.gpus_planned || cpu_build;
+  report.device_note = host.gpus_planned ? "planned GPUs cannot run anything: verifying on the CPU"
+                       : host.gpus.empty() ? "no GPU: verifying on the CPU"
+                       : cpu_build         ? "CPU build: verifying on the CPU"
+                                           : "";
+  rep.started(report);
+  auto run = [&](const std::string& layer, const std::string& name, const std::string& code) {
+    report.steps.push_back(run_step(report.python, layer, name, code, report.cpu, r.timeout));
+    rep.step(report.steps.back());
+  };
+  if (r.layers.contains("repro")) {
+    rep.layer("repro");
+    for (const auto& st : smoke_steps(fw->smoke, host.installed_names, report.cpu ? SmokeDevice::cpu : SmokeDevice::gpu))
+      run("repro", st.name, st.code);
+  }
+  if (r.layers.contains("model")) {
+    rep.layer("model");
+    if (fw->smoke.model.empty()) rep.note(fmt::format("the matrices define no model checks for {}", fw->name));
+    for (const auto& st : model_steps(fw->smoke, host.installed_names)) run("model", st.name.substr(7), st.code);
+  }
+  if (r.layers.contains("app") && !r.app.empty()) {
+    rep.layer("app");
+    report.app = run_app(r.app, report.python, r.timeout);
+    if (report.app->cuda_class == "missing-arch") report.app->fix = fix_command(o, *fw, host);
+    rep.app(*report.app);
+  }
+  return report;
+}
+
+} // namespace envfix::api

@@ -1,0 +1,85 @@
+#pragma once
+// envfix verify: the layered checks users are told to do by hand after a fix, in the target
+// interpreter, on the GPU (on the CPU when there is none, saying so), each step with a timeout and
+// its wall time (docs/json.md, verify):
+//   repro  the framework's smoke test: step A (a host-to-device copy), step B (a kernel), companions;
+//   model  small models built in code (matrices `smoke.model`), each naming the operator that failed;
+//   app    the user's command: exit code, wall time, peak GPU memory (NVML), the first CUDA error
+//          line classified ("no kernel image" → missing arch, with the fix command).
+// cli/command_verify.cpp parses the options and renders the report.
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "api/host.hpp"
+#include "api/options.hpp"
+#include "util/error.hpp"
+
+namespace envfix::api {
+
+struct VerifyRequest {
+  std::set<std::string> layers = {"repro", "model", "app"}; // app runs only with a command
+  std::string app;                                          // the user's command (sh -c)
+  std::chrono::seconds timeout{600};                        // each step, and the app
+};
+
+struct VerifyStep {
+  std::string layer, name;
+  bool ok = false;
+  double seconds = 0;
+  std::string error;      // the exception line (or "timed out after N s", "exit code N")
+  std::string op;         // model layer: the operator it was running when it failed
+  std::string cuda_class; // missing-arch | out-of-memory | cuda-error | "" (no CUDA error seen)
+};
+
+struct AppRun {
+  std::string command;
+  int exit_code = -1;
+  double seconds = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> gpu_memory; // {peak, baseline} per GPU
+  std::string memory_note;
+  std::string error_line, cuda_class;
+  std::string fix; // missing-arch: the envfix command that installs a build with kernels for these GPUs
+};
+
+struct VerifyReport {
+  std::string framework;
+  std::string framework_note; // detection said something (several installed, none installed)
+  Host host;
+  std::filesystem::path python;
+  bool cpu = false;           // the checks ran on the CPU
+  std::string device_note;    // why, when on the CPU
+  std::set<std::string> layers;
+  std::vector<VerifyStep> steps;
+  std::optional<AppRun> app;
+  [[nodiscard]] bool ok() const;
+};
+
+// Told as verify goes, so a person sees each step when it ends. Every method has a no-op default.
+class VerifyReporter {
+public:
+  VerifyReporter() = default;
+  VerifyReporter(const VerifyReporter&) = delete;
+  VerifyReporter& operator=(const VerifyReporter&) = delete;
+  virtual ~VerifyReporter() = default;
+  virtual void started(const VerifyReport& /*host, device, framework chosen*/) {}
+  virtual void layer(std::string_view /*repro | model | app*/) {}
+  virtual void note(std::string_view /*text*/) {}
+  virtual void step(const VerifyStep&) {}
+  virtual void app(const AppRun&) {}
+};
+
+// The framework is the one asked (--framework) or the one installed (api/frameworks.hpp); it must
+// be installed in the target. Fails (exit 2) only when verify cannot run; a failed step is in the report.
+[[nodiscard]] Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyReporter& rep);
+
+// The first line of `text` naming a CUDA error, and its class (api/smoke.hpp cuda_error_class).
+[[nodiscard]] std::pair<std::string, std::string> first_cuda_error(const std::string& text);
+
+} // namespace envfix::api
