@@ -305,6 +305,19 @@ TEST_CASE("matrix --cache-dir DIR: kernel facts read from binaries are shown abo
   CHECK(jh["evidence"][0]["coverage"]["sm_90"]["verdict"] == "full");
   // Another version: not shown.
   CHECK(run_json({"matrix", "--framework", "torch", "--version", "2.10.0", "--cache-dir", dir.string()})["evidence"].empty());
+  // A variant's kernel package (jax's plugin, api/matrix.cpp learned_builds) is the framework's evidence
+  // too; jax's learned build is not torch's.
+  wheel::KernelProfile plugin;
+  plugin.groups = {group({"sm_80", "sm_90", "sm_100", "sm_120"}, 52)};
+  wheel::BuildKey pkey{"jax-cuda13-plugin", "0.11.2", "", "manylinux_2_27_x86_64"};
+  REQUIRE(store.put_build({pkey, "installed", {{"jax_plugins/xla_cuda13/xla_cuda_plugin.so", plugin}}}));
+  json jj = run_json({"matrix", "--gpu", "H200", "--framework", "jax", "--cache-dir", dir.string()});
+  const json& je = jj["gpus"][0]["frameworks"][0]["evidence"];
+  REQUIRE(je.size() == 1);
+  CHECK(je[0]["project"] == "jax-cuda13-plugin");
+  CHECK(je[0]["coverage"]["sm_90"]["verdict"] == "full");
+  CHECK(je[0]["matrices"].is_null()); // not the main package: the table has no row for it
+  CHECK(run_json({"matrix", "--framework", "torch", "--cache-dir", dir.string()})["frameworks"][0]["evidence"].size() == 1);
   // Without evidence nothing is shown.
   auto empty = util::make_temp_dir(std::filesystem::temp_directory_path(), "envfix-matrix-noev-").value();
   CHECK(run({"matrix", "--framework", "torch", "--cache-dir", empty.string()}).err.find("read from the binary") == std::string::npos);
