@@ -29,6 +29,11 @@ using json = nlohmann::json;
 
 using envfix::testing::envfix_bin;
 
+// A PyTorch-shaped variant index: torch 2.7.0+cu126, which the matrices say has no sm_120 code.
+inline constexpr const char* kTorchCu126Index = R"({"simple_dir": "pt/whl/cu126", "files_dir": "pt/whl/files", "packages": [
+  {"name": "torch", "version": "2.7.0+cu126", "tags": ["py3-none-manylinux_2_17_x86_64"]}
+]})";
+
 inline std::string python3() { return util::find_in_path("python3").value_or("python3").string(); }
 
 inline void write(const fs::path& p, const std::string& text) {

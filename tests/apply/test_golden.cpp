@@ -24,11 +24,6 @@ constexpr const char* kIndex = R"({"packages": [
   {"name": "delta", "version": "0.3"}
 ]})";
 
-// A PyTorch-shaped variant index: torch 2.7.0+cu126, which the matrices say has no sm_120 code.
-constexpr const char* kTorchIndex = R"({"simple_dir": "pt/whl/cu126", "files_dir": "pt/whl/files", "packages": [
-  {"name": "torch", "version": "2.7.0+cu126", "tags": ["py3-none-manylinux_2_17_x86_64"]}
-]})";
-
 // The commands of one world, each as "$ envfix ARGS", its stderr and stdout, and its exit code.
 // `common` options go after a with() command's own arguments, or before them when `common_first`.
 struct Transcript {
@@ -104,7 +99,7 @@ TEST_CASE("golden transcripts: plan, lock and export as JSON, and their JSON err
 // and JSON, and its refusal on a GPU the build has no code for: fails when the chosen variant, the
 // "why" line, the driver check or the rejection's message, causes or hint change.
 TEST_CASE("golden transcripts: a framework plan on a variant index, and its refusal on sm_120") {
-  World w(kTorchIndex);
+  World w(kTorchCu126Index);
   auto ve = w.venv("venv");
   const auto py = (ve / "bin/python").string();
   Transcript t{w};

@@ -70,10 +70,6 @@ constexpr const char* kPypiIndex = R"({"simple_dir": "pypi/simple", "files_dir":
   {"name": "torch", "version": "9.0.0"}
 ]})";
 
-constexpr const char* kTorchIndex = R"({"simple_dir": "pt/whl/cu126", "files_dir": "pt/whl/files", "packages": [
-  {"name": "torch", "version": "2.7.0+cu126", "tags": ["py3-none-manylinux_2_17_x86_64"]}
-]})";
-
 // Paddle-shaped: a CDN directory per variant, files without local labels.
 constexpr const char* kPaddleIndex = R"({"simple_dir": "paddle/packages/stable/cu130", "files_dir": "paddle/files", "packages": [
   {"name": "paddlepaddle-gpu", "version": "3.2.0", "tags": ["py3-none-manylinux_2_17_x86_64"]}
@@ -85,7 +81,7 @@ struct IndexWorld {
   std::string py;
   IndexWorld() : w(framework_index(arch_shared_object("90"))) {
     w.rebuild_index(kPypiIndex);
-    w.rebuild_index(kTorchIndex);
+    w.rebuild_index(kTorchCu126Index);
     w.rebuild_index(kPaddleIndex);
     write(w.root() / "matrices/ixfw.yaml", kIxfwMatrices);
     venv = w.venv("venv");
