@@ -11,6 +11,13 @@ namespace envfix::api {
 
 namespace fs = std::filesystem;
 
+std::vector<std::string> arch_names(const std::optional<std::vector<specs::GpuArch>>& list) {
+  std::vector<std::string> out;
+  if (list)
+    for (const auto& a : *list) out.push_back(a.to_string());
+  return out;
+}
+
 std::vector<const matrices::Release*> rows_newest_first(const matrices::Framework& f) {
   std::vector<const matrices::Release*> rows;
   for (const auto& r : f.releases) rows.push_back(&r);
@@ -100,13 +107,6 @@ std::vector<std::string> evidence_archs(const wheel::BuildEvidence& e, bool ptx)
     if (x && y && x->number() != y->number()) return x->number() < y->number();
     return a < b;
   });
-  return out;
-}
-
-std::vector<std::string> arch_names(const std::optional<std::vector<specs::GpuArch>>& list) {
-  std::vector<std::string> out;
-  if (list)
-    for (const auto& a : *list) out.push_back(a.to_string());
   return out;
 }
 

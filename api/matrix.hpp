@@ -17,6 +17,9 @@
 
 namespace envfix::api {
 
+// The names of an arch list ("sm_90", "compute_90"); none for an unknown list.
+[[nodiscard]] std::vector<std::string> arch_names(const std::optional<std::vector<specs::GpuArch>>& list);
+
 // Every release row of a framework, newest first (by its highest version; a row with none last).
 [[nodiscard]] std::vector<const matrices::Release*> rows_newest_first(const matrices::Framework& f);
 // The variant builds one row lists for `platform` (a row may be a range or a nightly line, which

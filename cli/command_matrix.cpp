@@ -39,12 +39,6 @@ std::string platform_of(const Globals& g) {
 
 std::string os_of(const std::string& platform) { return platform.starts_with("windows") ? "windows" : "linux"; }
 
-std::vector<std::string> arch_names(const std::optional<std::vector<specs::GpuArch>>& list) {
-  std::vector<std::string> out;
-  if (list)
-    for (const auto& a : *list) out.push_back(a.to_string());
-  return out;
-}
 
 std::string join(const std::vector<std::string>& v, std::string_view sep = " ") { return util::join(v, sep); }
 
@@ -309,8 +303,8 @@ json platform_json(const Knowledge& k, const Globals& g, const matrices::Framewo
                    const std::vector<matrices::ResolvedGpu>& gpus, std::vector<std::string>& text) {
   json jp;
   jp["platform"] = b.platform;
-  jp["sass"] = b.sass ? json(arch_names(b.sass)) : json(nullptr);
-  jp["ptx"] = b.ptx ? json(arch_names(b.ptx)) : json(nullptr);
+  jp["sass"] = b.sass ? json(api::arch_names(b.sass)) : json(nullptr);
+  jp["ptx"] = b.ptx ? json(api::arch_names(b.ptx)) : json(nullptr);
   jp["confidence"] = matrices::to_string(b.confidence);
   jp["verified"] = b.confidence == matrices::Confidence::verified && b.known();
   jp["source"] = b.source;
@@ -327,8 +321,8 @@ json platform_json(const Knowledge& k, const Globals& g, const matrices::Framewo
     }
     jp["runs_on"] = jr;
   }
-  std::string archs = b.known() ? fmt::format("SASS {}; PTX {}", b.sass->empty() ? "none" : join(arch_names(b.sass)),
-                                              b.ptx->empty() ? "none" : join(arch_names(b.ptx)))
+  std::string archs = b.known() ? fmt::format("SASS {}; PTX {}", b.sass->empty() ? "none" : join(api::arch_names(b.sass)),
+                                              b.ptx->empty() ? "none" : join(api::arch_names(b.ptx)))
                                 : "archs unknown: unverified, checked after download";
   text.push_back(fmt::format("    {:<15} {}{}{}", b.platform, archs,
                              b.confidence == matrices::Confidence::verified
