@@ -75,6 +75,21 @@ std::string fix_command(const Options& g, const matrices::Framework& fw, const H
   return cmd;
 }
 
+// The first line of `text` naming a CUDA error, and its class (api/smoke.hpp cuda_error_class).
+std::pair<std::string, std::string> first_cuda_error(const std::string& text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    auto j = text.find('\n', i);
+    if (j == std::string::npos) j = text.size();
+    std::string line = text.substr(i, j - i);
+    if (line.find("CUDA error") != std::string::npos || line.find("CUDA_ERROR") != std::string::npos ||
+        line.find("no kernel image") != std::string::npos || line.find("CUDA out of memory") != std::string::npos)
+      return {line, cuda_error_class(line)};
+    i = j + 1;
+  }
+  return {"", ""};
+}
+
 AppRun run_app(const std::string& cmd, const fs::path& python, std::chrono::seconds timeout) {
   AppRun a;
   a.command = cmd;
@@ -131,19 +146,6 @@ bool VerifyReport::ok() const {
   return std::all_of(steps.begin(), steps.end(), [](const auto& s) { return s.ok; }) && (!app || app->exit_code == 0);
 }
 
-std::pair<std::string, std::string> first_cuda_error(const std::string& text) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    auto j = text.find('\n', i);
-    if (j == std::string::npos) j = text.size();
-    std::string line = text.substr(i, j - i);
-    if (line.find("CUDA error") != std::string::npos || line.find("CUDA_ERROR") != std::string::npos ||
-        line.find("no kernel image") != std::string::npos || line.find("CUDA out of memory") != std::string::npos)
-      return {line, cuda_error_class(line)};
-    i = j + 1;
-  }
-  return {"", ""};
-}
 
 Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyReporter& rep) {
   auto knowledge = ENVFIX_TRY(load_knowledge(o));

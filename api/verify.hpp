@@ -79,7 +79,4 @@ public:
 // be installed in the target. Fails (exit 2) only when verify cannot run; a failed step is in the report.
 [[nodiscard]] Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyReporter& rep);
 
-// The first line of `text` naming a CUDA error, and its class (api/smoke.hpp cuda_error_class).
-[[nodiscard]] std::pair<std::string, std::string> first_cuda_error(const std::string& text);
-
 } // namespace envfix::api
