@@ -229,7 +229,6 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
                                                                 Reporter& rep) {
   std::vector<installer::WheelToInstall> wheels(cands.size());
   installer::UnpackedCache cache(unpacked_cache_dir(client));
-  cache.remove_stale(); // what a run killed mid-unpack left
   std::vector<index::Candidate> fetch;
   std::vector<std::size_t> fetch_index;
   std::vector<std::string> shas; // all entries looked up at once (UnpackedCache::find_many)
@@ -249,6 +248,9 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
   rep.phase(Phase::download);
   std::vector<std::uint64_t> done(fetch.size()), total(fetch.size());
   for (std::size_t k = 0; k < fetch.size(); ++k) total[k] = fetch[k].size.value_or(0);
+  // Something will be unpacked: first clear what a run killed mid-unpack left (not on a warm
+  // install, where every wheel is a cache hit and nothing is written to the cache).
+  if (!fetch.empty()) cache.remove_stale();
   // Each verified download is unpacked into the cache while the others still download
   // (installer/early_unpack.hpp); ENVFIX_EARLY_UNPACK=0 leaves all unpacking to the transaction.
   std::optional<installer::EarlyUnpacker> early;
