@@ -418,11 +418,15 @@ class RealSet:
         self.save()
         plan = [w for w in a.workloads.split(",") if w]
         if "cold" in plan:
+            last_round = 0.0
             for r in range(a.cold_rounds):
-                if r and self.left() < 300:
+                # Room for one more round like the last one (its tools one after another), with a margin.
+                if r and self.left() < 1.3 * last_round + 20:
                     self.results["notes"].append(f"cold: {r} round(s), the time ran out.")
                     break
+                t_round = time.time()
                 self.round_cold(r)
+                last_round = time.time() - t_round
                 self.save()
         if any(w in plan for w in ("warm", "replace", "resolve-warm", "checked")):
             t0 = time.time()
@@ -430,10 +434,12 @@ class RealSet:
             log(f"caches primed in {time.time() - t0:.0f}s")
         # One round of every workload after another: a cut run keeps whole rounds.
         rounds_done = 0
+        last_round = 0.0
         for r in range(a.rounds):
-            if r and self.left() < (120 if r < a.checked_rounds else 50):
+            if r and self.left() < 1.2 * last_round + 15:
                 self.results["notes"].append(f"{rounds_done} round(s) of the warm workloads: the time ran out.")
                 break
+            t_round = time.time()
             if "warm" in plan:
                 self.round_warm(r)
             if "replace" in plan:
@@ -447,6 +453,7 @@ class RealSet:
             if "doctor" in plan and r < a.checked_rounds:
                 self.round_doctor(r)
             rounds_done += 1
+            last_round = time.time() - t_round
             self.results["rounds"] = rounds_done
             self.save()
         self.server.stop()

@@ -816,7 +816,13 @@ std::vector<Expected<fs::path>> IndexClient::download_many(std::span<const Candi
   std::vector<HttpRequest> reqs;
   std::vector<std::size_t> which;
   std::vector<fs::path> tmps;
-  for (std::size_t i = 0; i < cs.size(); ++i) {
+  // Largest first: the longest transfers start at once, and the big wheels, whose unpacking takes
+  // longest, are done (and unpacking) while the small ones still download, not last.
+  std::vector<std::size_t> order(cs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return cs[a].size.value_or(0) > cs[b].size.value_or(0); });
+  for (std::size_t i : order) {
     const Candidate& c = cs[i];
     if (auto ok = check_cache_filename(c); !ok) {
       slots[i] = std::unexpected(ok.error());

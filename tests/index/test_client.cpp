@@ -2,9 +2,13 @@
 // wheels from tests/support/index_builder.py, and the on-disk cache.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -307,6 +311,44 @@ TEST_CASE("downloads: verified, content-addressed, cached; wrong published hash 
   auto fresh = fx.client(false, [](IndexClientOptions& o) { o.cache_dir /= "parallel"; o.parallelism = 4; });
   auto results = fresh.download_many(demo);
   for (const auto& r : results) CHECK(r.has_value());
+
+  // Largest first, each reported through `ready` with its cache path the moment it is done (off the
+  // transfer loop: index/http_client.cpp's Finisher). One transfer at a time, so the access log
+  // shows the order in which they started.
+  auto many = demo;
+  for (const char* project : {"nometa", "htmlonly"}) {
+    auto more = client.project_candidates(index, project).value();
+    many.insert(many.end(), more.begin(), more.end());
+  }
+  std::set<std::uint64_t> sizes;
+  for (auto& c : many) {
+    if (!c.size) c.size = fs::file_size(fx.root / "files" / c.filename);
+    sizes.insert(*c.size);
+  }
+  REQUIRE(sizes.size() >= 3); // distinct sizes: the order means something
+  auto serial = fx.client(false, [](IndexClientOptions& o) { o.cache_dir /= "serial"; o.parallelism = 1; });
+  const auto log_from = fx.nginx->access_log_text().size();
+  std::mutex ready_mutex;
+  std::map<std::size_t, fs::path> readied;
+  auto ordered = serial.download_many(many, {}, [&](std::size_t i, const fs::path& path) {
+    std::lock_guard lock(ready_mutex);
+    readied[i] = path;
+  });
+  REQUIRE(ordered.size() == many.size());
+  std::vector<std::pair<std::size_t, std::uint64_t>> seen; // (log position, size)
+  const auto log = fx.nginx->access_log_text().substr(log_from);
+  for (std::size_t i = 0; i < many.size(); ++i) {
+    REQUIRE_MESSAGE(ordered[i], (ordered[i] ? "" : ordered[i].error().render()));
+    CHECK(readied.at(i) == *ordered[i]);
+    CHECK(util::sha256_file_hex(*ordered[i]).value() == fx.sha_of(many[i].filename));
+    std::string logged = many[i].filename; // as requested: a local version's '+' is %2B in the URL
+    for (std::size_t plus; (plus = logged.find('+')) != std::string::npos;) logged.replace(plus, 1, "%2B");
+    auto at = log.find("/" + logged + " ");
+    REQUIRE_MESSAGE(at != std::string::npos, many[i].filename);
+    seen.emplace_back(at, *many[i].size);
+  }
+  std::sort(seen.begin(), seen.end());
+  for (std::size_t k = 1; k < seen.size(); ++k) CHECK(seen[k - 1].second >= seen[k].second);
 }
 
 TEST_CASE("find-links: nginx autoindex, local folder, file:// index, a local wheel path") {
