@@ -12,6 +12,7 @@ pays for another's write-back). Workloads:
   warm      install into a fresh venv, caches full
   replace   the stable set installed (a hard-linked copy of a template venv) -> the nightly set
   resolve-cold / resolve-warm   plan only (envfix plan, uv pip install --dry-run), caches empty / full
+  resolve-parts  a warm plan taken apart: process start, the plan --offline, the interpreter's start
   checked   envfix warm with what a user gets by default: the kernel check against the GPU and the
             smoke test on it (uv and pip have neither)
   doctor    envfix doctor on the machine's own torch environment, with and without the repro
@@ -394,6 +395,30 @@ class RealSet:
             self.attempt(wl, tool, lambda argv=argv, env=env, tool=tool, wl=wl: self.record(wl, tool, self.timed(argv, env)))
         self.run.rmtree(os.path.join(self.work, "fresh-cache"))
 
+    def round_resolve_parts(self, r):
+        """What a warm `envfix plan` is made of, each part timed alone: the process's start, the same
+        plan with --offline (no round trip at all), the target interpreter's start (envfix probes it),
+        against uv's own start. One tool column each: the part's name is the workload."""
+        py = os.path.join(self.work, "venv-empty")
+        if not os.path.exists(py):
+            self.fresh_venv(py)
+        cache = os.path.join(self.work, "parts-cache")
+        plan = [self.tools["envfix"], "plan", "torch", "torchvision", "torchaudio", "--channel", "nightly",
+                "--mirror", self.mirror, "--python", os.path.join(py, "bin", "python"), "--cache-dir", cache,
+                "--format", "json"]
+        if r == 0:
+            self.run.rmtree(cache)
+            self.attempt("parts: prime", "envfix", lambda: self.timed(plan, self.env_nonvml))
+        jobs = [("parts: envfix --version", "envfix", [self.tools["envfix"], "--version"], self.env),
+                ("parts: envfix plan (warm)", "envfix", plan, self.env_nonvml),
+                ("parts: envfix plan --offline (warm)", "envfix", plan + ["--offline"], self.env_nonvml),
+                ("parts: target python -c pass", "envfix", [os.path.join(py, "bin", "python"), "-c", "pass"], self.env)]
+        if self.uv:
+            jobs.append(("parts: uv --version", "uv", [self.uv, "--version"], self.env))
+        for wl, tool, argv, env in jobs:
+            self.attempt(wl, tool, lambda wl=wl, tool=tool, argv=argv, env=env:
+                         self.record(wl, tool, self.timed(argv, env, sync=False)))
+
     def round_doctor(self, r):
         for tool in [t for t in ("envfix", "envfix-base") if t in self.tools]:
             for repro in (False, True):
@@ -448,6 +473,8 @@ class RealSet:
                 self.round_resolve(r, warm=False)
             if "resolve-warm" in plan:
                 self.round_resolve(r, warm=True)
+            if "resolve-parts" in plan:
+                self.round_resolve_parts(r)
             if "checked" in plan and r < a.checked_rounds:
                 self.round_warm(r, checked=True)
             if "doctor" in plan and r < a.checked_rounds:
@@ -572,6 +599,14 @@ def write_report(results, path, before=None):
         for t in ("envfix", "envfix-base"):
             if R.get(wl, {}).get(t):
                 L.append(f"| {wl} | {t} | {phase_line(R[wl][t])} | {steps_line(R[wl][t])} |")
+    parts = [wl for wl in R if wl.startswith("parts: ") and wl != "parts: prime"]
+    if parts:
+        L += ["", "## What a warm plan is made of (resolve-parts)", "",
+              "Each part alone, in the same rounds: the process's start, the plan without the network, the target "
+              "interpreter's start.", "", "| part | time |", "|---|---|"]
+        for wl in parts:
+            for t, rs in R[wl].items():
+                L.append(f"| {wl[len('parts: '):]} | {cell(rs)} |")
     if R.get("checked", {}).get("envfix") and R.get("warm", {}).get("envfix"):
         d = stats(R["checked"]["envfix"])[0] - stats(R["warm"]["envfix"])[0]
         kc = [r["phases"].get("kernel_check_s") for r in R["checked"]["envfix"] if r.get("phases")]
@@ -580,6 +615,8 @@ def write_report(results, path, before=None):
               f"(phase kernel_check) {fs(statistics.median(kc)) if kc else '–'} (target ≤ 0.5 s)."]
     L += ["", "## Peak RSS (median; whole process tree)", "", "| job | " + " | ".join(tools) + " |", "|---|" + "---|" * len(tools)]
     for wl, row in R.items():
+        if wl.startswith("parts: "):
+            continue
         cells = []
         for t in tools:
             s = stats(row.get(t, []), "rss_kib") if row.get(t) else None
