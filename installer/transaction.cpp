@@ -329,13 +329,13 @@ public:
   }
   // Where backup number i of `file` goes.
   fs::path backup_for(const fs::path& file, std::size_t i) {
-    auto dev = device_of(file.parent_path());
+    auto dev = device_of_dir(file.parent_path());
     if (!dev || dev == m_txn_dev) return m_txn_dir / "backup" / std::to_string(i);
     return aux_for(file, *dev) / "backup" / std::to_string(i);
   }
   // Where a staged file must be copied before it can be renamed to `dest`, if anywhere.
   std::optional<fs::path> stage_for(const fs::path& dest, std::size_t k) {
-    auto dev = device_of(dest.parent_path());
+    auto dev = device_of_dir(dest.parent_path());
     if (!dev || dev == m_txn_dev) return std::nullopt;
     return aux_for(dest, *dev) / "stage" / std::to_string(k);
   }
@@ -352,6 +352,18 @@ public:
   }
 
 private:
+  // device_of remembered per directory (and through it every ancestor on the way up): a fresh
+  // install asked it for each of 12,000 files, each walking up its missing directories.
+  std::optional<dev_t> device_of_dir(const fs::path& dir) {
+    std::string key = dir.lexically_normal().string();
+    if (auto it = m_devs.find(key); it != m_devs.end()) return it->second;
+    std::optional<dev_t> dev;
+    struct stat st;
+    if (::stat(key.c_str(), &st) == 0) dev = st.st_dev;
+    else if (auto parent = fs::path(key).parent_path(); !key.empty() && parent != fs::path(key)) dev = device_of_dir(parent);
+    m_devs.emplace(std::move(key), dev);
+    return dev;
+  }
   fs::path aux_for(const fs::path& p, dev_t dev) {
     fs::path base;
     auto n = p.lexically_normal().string();
@@ -372,6 +384,7 @@ private:
   std::optional<dev_t> m_txn_dev;
   std::vector<fs::path> m_roots;
   std::set<fs::path> m_used;
+  std::unordered_map<std::string, std::optional<dev_t>> m_devs;
 };
 
 // Creates the auxiliary directories and copies staged files across filesystems. Runs after the

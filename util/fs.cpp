@@ -136,16 +136,41 @@ std::string resolve_parent(std::string_view path) {
   }
 }
 
+const ParentResolver::Dir& ParentResolver::dir(const std::string& path) {
+  if (auto it = m_dirs.find(path); it != m_dirs.end()) return it->second;
+  Dir d;
+  const auto slash = path.rfind('/');
+  const std::string_view name = slash == std::string::npos ? std::string_view(path) : std::string_view(path).substr(slash + 1);
+  if (slash == std::string::npos || slash == 0 || name.empty() || name == "." || name == "..") {
+    // A top-level directory or a path that is not plain: the walk of resolve_parent.
+    auto r = resolve_parent(path + "/x");
+    d.resolved = r.substr(0, r.size() - 2);
+    struct stat st;
+    d.exists = ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  } else {
+    const Dir parent = dir(path.substr(0, slash)); // a copy: the map may rehash below
+    d.resolved = parent.resolved + "/" + std::string(name);
+    struct stat st;
+    if (parent.exists && ::lstat(d.resolved.c_str(), &st) == 0) {
+      if (S_ISLNK(st.st_mode)) {
+        char buf[PATH_MAX];
+        if (::realpath(d.resolved.c_str(), buf)) {
+          d.resolved = buf;
+          d.exists = ::stat(buf, &st) == 0 && S_ISDIR(st.st_mode);
+        } // a dangling link: judged as itself under its parent, like resolve_parent
+      } else {
+        d.exists = S_ISDIR(st.st_mode);
+      }
+    }
+  }
+  return m_dirs.emplace(path, std::move(d)).first->second;
+}
+
 std::string ParentResolver::operator()(std::string_view path) {
   auto slash = path.rfind('/');
   if (slash == std::string_view::npos || slash == 0) return resolve_parent(path);
-  std::string dir(path.substr(0, slash));
-  auto it = m_dirs.find(dir);
-  if (it == m_dirs.end()) {
-    auto r = resolve_parent(dir + "/x");
-    it = m_dirs.emplace(std::move(dir), r.substr(0, r.size() - 2)).first;
-  }
-  return it->second + std::string(path.substr(slash));
+  const auto& d = dir(std::string(path.substr(0, slash)));
+  return (d.resolved == "/" ? "" : d.resolved) + std::string(path.substr(slash));
 }
 
 int copy_file_exclusive(const fs::path& src, const fs::path& dest, unsigned mode) {

@@ -143,3 +143,33 @@ TEST_CASE("WritebackPacer hands each written range to write-back once, only for 
   fs::remove_all(dir, ec);
 }
 }
+
+TEST_SUITE("unit") {
+TEST_CASE("ParentResolver answers as resolve_parent does: symlinked, missing, dangling and file components") {
+  auto dir = util::make_temp_dir({}, "envfix-resolve").value();
+  const std::string root = fs::canonical(dir).string();
+  fs::create_directories(dir / "real" / "sub");
+  fs::create_directory_symlink(dir / "real", dir / "link");
+  std::ofstream(dir / "file.txt") << "x";
+  fs::create_symlink(dir / "nowhere", dir / "dangling");
+  fs::create_symlink(dir / "file.txt", dir / "linkfile");
+  fs::create_directory_symlink("sub", dir / "real" / "rel"); // relative target
+  const std::vector<std::string> paths = {
+      "real/sub/f", "real/sub", "link/sub/f", "link/sub/new/deeper/f", "link/new/f", "real/missing/a/b/c",
+      "file.txt/x/y", "file.txt", "dangling/a/b", "dangling", "linkfile/z", "linkfile", "real/rel/f", "link/rel/new/f",
+      "link/sub/../sub/f", "real/./sub/f", "link", "missing"};
+  util::ParentResolver resolver;
+  for (int pass = 0; pass < 2; ++pass) // the second pass answers from what the first remembered
+    for (const auto& p : paths) {
+      const std::string full = dir.string() + "/" + p;
+      CAPTURE(full);
+      CHECK(resolver(full) == util::resolve_parent(full));
+    }
+  // What the answers mean: a symlinked directory is seen through, the last component is not.
+  CHECK(resolver(dir.string() + "/link/sub/new/f") == root + "/real/sub/new/f");
+  CHECK(resolver(dir.string() + "/real/rel/f") == root + "/real/sub/f");
+  CHECK(resolver(dir.string() + "/link") == root + "/link");
+  CHECK(resolver(dir.string() + "/dangling/a") == root + "/dangling/a");
+  fs::remove_all(dir);
+}
+} // TEST_SUITE unit
