@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -138,11 +140,36 @@ const Pin* Resolution::find(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+// A target's tags as classify_files reads them: the ranking and the interpreter-abi pairs.
+struct TagMatch {
+  specs::TagRanking ranking;
+  std::set<std::string> pairs;
+};
+
+// Built once per distinct tag list in a process: a plan classifies every project's files (and the
+// framework selector each variant's) against the same few hundred tags, and building the ranking
+// each time was a fifth of a warm plan's instructions on the real torch set
+// (docs/performance-real.md). Entries are never dropped (references stay valid); a process sees
+// one tag list per target.
+const TagMatch& tag_match(const std::vector<specs::Tag>& tags) {
+  static std::mutex mutex;
+  static std::vector<std::pair<std::vector<specs::Tag>, std::unique_ptr<TagMatch>>> built;
+  std::lock_guard lock(mutex);
+  for (const auto& [key, match] : built)
+    if (key == tags) return *match;
+  auto match = std::make_unique<TagMatch>(TagMatch{specs::TagRanking(tags), {}});
+  for (const auto& t : tags) match->pairs.insert(interp_abi(t));
+  built.emplace_back(tags, std::move(match));
+  return *built.back().second;
+}
+} // namespace
+
 ProjectFiles classify_files(const std::vector<index::Candidate>& files, const ResolveOptions& options) {
   ProjectFiles out;
-  specs::TagRanking ranking(options.target.tags);
-  std::set<std::string> pairs;
-  for (const auto& t : options.target.tags) pairs.insert(interp_abi(t));
+  const TagMatch& match = tag_match(options.target.tags);
+  const specs::TagRanking& ranking = match.ranking;
+  const std::set<std::string>& pairs = match.pairs;
   for (const auto& f : files) {
     Rejection rej{f.project, "", f.index_url, RejectReason::invalid, "", f.filename};
     if (!f.is_wheel()) {

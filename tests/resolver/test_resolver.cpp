@@ -126,6 +126,12 @@ TEST_CASE("wheel tags: interpreter, manylinux level, best tag per version") {
   r = run(p, {"np"}, o);
   REQUIRE(r.has_value());
   CHECK(pins_text(*r) == "np==1.9");
+  // Each target's tags are ranked once per process (resolver.cpp tag_match): going back to the
+  // first target finds its own ranking again, not the last one built.
+  o.target = cpython_linux(11, 27);
+  r = run(p, {"np"}, o);
+  REQUIRE(r.has_value());
+  CHECK(pins_text(*r) == "np==1.8");
 }
 
 TEST_CASE("Requires-Python from the index and from METADATA") {
