@@ -425,6 +425,9 @@ class RealSet:
                 ("parts: envfix plan (warm)", "envfix", plan, self.env_nonvml),
                 ("parts: envfix plan --offline (warm)", "envfix", plan + ["--offline"], self.env_nonvml),
                 ("parts: target python -c pass", "envfix", [os.path.join(py, "bin", "python"), "-c", "pass"], self.env)]
+        if "envfix-base" in self.tools:  # the same offline plan (same cache) by the build before
+            jobs.append(("parts: envfix plan --offline (warm)", "envfix-base",
+                         [self.tools["envfix-base"], *plan[1:], "--offline"], self.env_nonvml))
         if self.uv:
             jobs.append(("parts: uv --version", "uv", [self.uv, "--version"], self.env))
         for wl, tool, argv, env in jobs:
