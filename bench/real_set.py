@@ -620,10 +620,10 @@ def write_report(results, path, before=None):
     if parts:
         L += ["", "## What a warm plan is made of (resolve-parts)", "",
               "Each part alone, in the same rounds: the process's start, the plan without the network, the target "
-              "interpreter's start.", "", "| part | time |", "|---|---|"]
+              "interpreter's start.", "", "| part | tool | time |", "|---|---|---|"]
         for wl in parts:
             for t, rs in R[wl].items():
-                L.append(f"| {wl[len('parts: '):]} | {cell(rs)} |")
+                L.append(f"| {wl[len('parts: '):]} | {t} | {cell(rs)} |")
     if R.get("checked", {}).get("envfix") and R.get("warm", {}).get("envfix"):
         d = stats(R["checked"]["envfix"])[0] - stats(R["warm"]["envfix"])[0]
         def step(wl, name):
