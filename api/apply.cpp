@@ -49,9 +49,7 @@ std::optional<unsigned> threads_from_env() {
 // Wheels unpacked at once while the downloads run: the large ones have single members of hundreds
 // of MB, each inflated by one core, so two workers left a queue of them behind the downloads on 16
 // cores (docs/performance-real.md); half the threads, at least two, at most eight.
-unsigned early_unpack_workers() {
-  return std::clamp(threads_from_env().value_or(util::default_threads()) / 2, 2u, 8u);
-}
+unsigned early_unpack_workers(unsigned threads) { return std::clamp(threads / 2, 2u, 8u); }
 
 // ---------------------------------------------------------------------------------------------
 // The kernel gate (installer/kernel_gate.hpp) for the wheels about to be installed: each package's
@@ -261,8 +259,10 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
   // Each verified download is unpacked into the cache while the others still download
   // (installer/early_unpack.hpp); ENVFIX_EARLY_UNPACK=0 leaves all unpacking to the transaction.
   std::optional<installer::EarlyUnpacker> early;
-  if (!fetch.empty() && util::get_env("ENVFIX_EARLY_UNPACK").value_or("1") != "0")
-    early.emplace(cache, fetch.size(), early_unpack_workers(), threads_from_env().value_or(util::default_threads()));
+  if (!fetch.empty() && util::get_env("ENVFIX_EARLY_UNPACK").value_or("1") != "0") {
+    const unsigned threads = threads_from_env().value_or(util::default_threads());
+    early.emplace(cache, fetch.size(), early_unpack_workers(threads), threads);
+  }
   auto ready = [&](std::size_t k, const fs::path& p) {
     if (early && fetch[k].sha256) early->ready(k, p, *fetch[k].sha256);
   };

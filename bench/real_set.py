@@ -556,6 +556,12 @@ def phase_line(rs):
     return ", ".join(out) or "–"
 
 
+def step_values(rs, k):
+    """Step k of the transaction (applied.timings.steps) in each run that reports it."""
+    v = [((r.get("phases") or {}).get("steps") or {}).get(k) for r in rs]
+    return [x for x in v if x is not None]
+
+
 def steps_line(rs):
     """The transaction's own steps (applied.timings.steps), medians; absent in builds before it."""
     keys = []
@@ -563,11 +569,7 @@ def steps_line(rs):
         for k in ((r.get("phases") or {}).get("steps") or {}):
             if k not in keys:
                 keys.append(k)
-    out = []
-    for k in keys:
-        v = [r["phases"]["steps"][k] for r in rs if ((r.get("phases") or {}).get("steps") or {}).get(k) is not None]
-        out.append(f"{k} {fs(statistics.median(v))}")
-    return ", ".join(out) or "–"
+    return ", ".join(f"{k} {fs(statistics.median(step_values(rs, k)))}" for k in keys) or "–"
 
 
 TARGETS = {"warm": 0.5, "cold": 0.6, "cold-primed": 0.6, "resolve-warm": 1.0}
@@ -626,11 +628,8 @@ def write_report(results, path, before=None):
                 L.append(f"| {wl[len('parts: '):]} | {t} | {cell(rs)} |")
     if R.get("checked", {}).get("envfix") and R.get("warm", {}).get("envfix"):
         d = stats(R["checked"]["envfix"])[0] - stats(R["warm"]["envfix"])[0]
-        def step(wl, name):
-            v = [((r.get("phases") or {}).get("steps") or {}).get(name) for r in R.get(wl, {}).get("envfix", [])]
-            return [x for x in v if x is not None]
-        kc, vf = step("checked", "kernel-check"), step("checked", "verify")
-        kc_cold = step("cold", "kernel-check")
+        kc, vf = step_values(R["checked"]["envfix"], "kernel-check"), step_values(R["checked"]["envfix"], "verify")
+        kc_cold = step_values(R.get("cold", {}).get("envfix", []), "kernel-check")
         L += ["", f"The kernel check and smoke test together add {fs(d)} to a warm apply. The kernel check itself "
               f"(the transaction's `kernel-check` step; the JSON phase `kernel_check_s` also counts the `plan` step): "
               f"{fs(statistics.median(kc)) if kc else '–'} with the GPU verdict on (checked), "
@@ -693,11 +692,10 @@ def main():
         for extra in a.merge:  # a later run: its envfix replaces the first's, the other tools' rounds add up
             later = json.load(open(extra))
             asked = re.search(r"--workloads (\S+)", later.get("command", ""))
-            for wl, row in list(later["runs"].items()):
-                if wl == "cold" and asked and "cold" not in asked.group(1).split(","):
-                    # Its cold row is the untimed-cache priming install of each tool (one round), not
-                    # cold rounds: kept as its own row rather than replacing the first run's.
-                    later["runs"]["cold-primed"] = later["runs"].pop("cold")
+            if "cold" in later["runs"] and asked and "cold" not in asked.group(1).split(","):
+                # Its cold row is the untimed-cache priming install of each tool (one round), not
+                # cold rounds: kept as its own row rather than replacing the first run's.
+                later["runs"]["cold-primed"] = later["runs"].pop("cold")
             for wl, row in later["runs"].items():
                 for tool, rs in row.items():
                     mine = res["runs"].setdefault(wl, {})

@@ -145,7 +145,7 @@ private:
 
 struct Transfer {
   std::size_t index = 0;
-  Finisher* finisher = nullptr; // the perform_many call's
+  Finisher* finisher = nullptr; // the perform_many call's (every transfer runs in one)
   HttpRequest req;
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
@@ -258,10 +258,8 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
     }
     t->hash->update(data, len);
     t->file_bytes += len;
-    if (auto r = t->writeback.due(t->file_bytes)) {
-      if (t->finisher) t->finisher->post([fd = t->fd.get(), r = *r] { util::start_writeback(fd, r); });
-      else util::start_writeback(t->fd.get(), *r);
-    }
+    if (auto r = t->writeback.due(t->file_bytes))
+      t->finisher->post([fd = t->fd.get(), r = *r] { util::start_writeback(fd, r); });
     if (t->req.progress) t->req.progress(t->file_bytes, t->total);
     return len;
   }

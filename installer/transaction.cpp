@@ -329,38 +329,30 @@ public:
   }
   // Where backup number i of `file` goes.
   fs::path backup_for(const fs::path& file, std::size_t i) {
-    auto dev = device_of_dir(file.parent_path());
+    auto dev = device_of(file.parent_path());
     if (!dev || dev == m_txn_dev) return m_txn_dir / "backup" / std::to_string(i);
     return aux_for(file, *dev) / "backup" / std::to_string(i);
   }
   // Where a staged file must be copied before it can be renamed to `dest`, if anywhere.
   std::optional<fs::path> stage_for(const fs::path& dest, std::size_t k) {
-    auto dev = device_of_dir(dest.parent_path());
+    auto dev = device_of(dest.parent_path());
     if (!dev || dev == m_txn_dev) return std::nullopt;
     return aux_for(dest, *dev) / "stage" / std::to_string(k);
   }
   [[nodiscard]] std::vector<fs::path> dirs() const { return {m_used.begin(), m_used.end()}; }
 
-  // Device of the nearest existing ancestor (stat follows a symlinked site-packages).
-  static std::optional<dev_t> device_of(fs::path p) {
-    for (p = p.lexically_normal(); !p.empty(); p = p.parent_path()) {
-      struct stat st;
-      if (::stat(p.c_str(), &st) == 0) return st.st_dev;
-      if (p == p.root_path()) break;
-    }
-    return std::nullopt;
-  }
 
 private:
-  // device_of remembered per directory (and through it every ancestor on the way up): a fresh
-  // install asked it for each of 12,000 files, each walking up its missing directories.
-  std::optional<dev_t> device_of_dir(const fs::path& dir) {
+  // Device of the nearest existing ancestor, `dir` included (stat follows a symlinked
+  // site-packages), remembered per directory and through it every ancestor on the way up: a fresh
+  // install asks for each of 12,000 files, each under directories that do not exist yet.
+  std::optional<dev_t> device_of(const fs::path& dir) {
     std::string key = dir.lexically_normal().string();
     if (auto it = m_devs.find(key); it != m_devs.end()) return it->second;
     std::optional<dev_t> dev;
     struct stat st;
     if (::stat(key.c_str(), &st) == 0) dev = st.st_dev;
-    else if (auto parent = fs::path(key).parent_path(); !key.empty() && parent != fs::path(key)) dev = device_of_dir(parent);
+    else if (auto parent = fs::path(key).parent_path(); !key.empty() && parent != fs::path(key)) dev = device_of(parent);
     m_devs.emplace(std::move(key), dev);
     return dev;
   }
