@@ -11,6 +11,7 @@
 #include <functional>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "index/candidate.hpp"
@@ -143,8 +144,27 @@ private:
   bool m_closing = false;
 };
 
+// "scheme://host:port" of a URL (curl's own parser, default ports filled in); the URL itself when
+// curl cannot parse it (the transfer then fails on its own).
+std::string origin_of(const std::string& url) {
+  std::string out = url;
+  if (CURLU* u = curl_url()) {
+    char *scheme = nullptr, *host = nullptr, *port = nullptr;
+    if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK && curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
+      out = fmt::format("{}://{}:{}", scheme, host, port);
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+  }
+  return out;
+}
+
 struct Transfer {
   std::size_t index = 0;
+  std::string origin; // "https://host:443": what is remembered per server (origin_of)
   Finisher* finisher = nullptr; // the perform_many call's (every transfer runs in one)
   HttpRequest req;
   CURL* easy = nullptr;
@@ -305,6 +325,9 @@ struct HttpClient::Impl {
   CURLSH* share = nullptr;
   std::string ca_file;
   std::string netrc_file;
+  // Servers that answered over HTTP/1.x: their transfers start at once on connections of their own
+  // instead of waiting to share one (CURLOPT_PIPEWAIT, for HTTP/2), see Attempts::start.
+  std::set<std::string> h1_origins;
   std::mt19937 rng{std::random_device{}()};
   ~Impl() {
     if (multi) curl_multi_cleanup(multi);
@@ -347,6 +370,7 @@ struct Attempts {
   const std::string& ca_file;
   const std::string& netrc_file;
   std::mt19937& rng;
+  std::set<std::string>& h1_origins;
 
   void log(std::string line) const {
     if (o.log) o.log(line);
@@ -368,9 +392,13 @@ struct Attempts {
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     bool https = url_scheme(t.req.url) == "https";
+    // Waiting for a connection to share pays off only with HTTP/2 (https here, ALPN). To an HTTP/1
+    // server every waiting transfer queued behind one connection: plain http:// pages went one at a
+    // time, and an HTTPS mirror without HTTP/2 got its parallel transfers a handshake late.
+    if (t.origin.empty()) t.origin = origin_of(t.req.url);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, https && !h1_origins.contains(t.origin) ? 1L : 0L);
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(e, CURLOPT_MAXREDIRS, static_cast<long>(o.max_redirects));
     // Never follow https -> http.
@@ -550,7 +578,7 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
   }
   Finisher finisher;
   for (auto& t : ts) t->finisher = &finisher;
-  Attempts run{o, m_impl->multi, m_impl->share, m_impl->ca_file, m_impl->netrc_file, m_impl->rng};
+  Attempts run{o, m_impl->multi, m_impl->share, m_impl->ca_file, m_impl->netrc_file, m_impl->rng, m_impl->h1_origins};
   std::size_t active = 0;
   std::vector<Transfer*> running;
   while (!waiting.empty() || active > 0) {
@@ -573,6 +601,9 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
       Transfer* t = nullptr;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
       CURLcode rc = msg->data.result;
+      if (long v = 0; curl_easy_getinfo(msg->easy_handle, CURLINFO_HTTP_VERSION, &v) == CURLE_OK &&
+                      (v == CURL_HTTP_VERSION_1_0 || v == CURL_HTTP_VERSION_1_1))
+        m_impl->h1_origins.insert(t->origin);
       bool done = run.finish(*t, rc);
       curl_multi_remove_handle(m_impl->multi, t->easy);
       curl_easy_cleanup(t->easy);

@@ -8,12 +8,15 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <unordered_map>
+#include <unordered_set>
 #include <random>
 #include <thread>
 
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
+#include "index/page_memo.hpp"
 #include "index/url.hpp"
 #include "index/zip_metadata.hpp"
 #include "util/env.hpp"
@@ -240,7 +243,24 @@ struct IndexClient::Impl {
   std::mutex stats_mutex;
   IndexStats stats;
 
+  // The page memo (index/page_memo.hpp). Page calls come from one thread (the resolver's).
+  std::optional<std::string> memo_key; // set by the run's first page call
+  PageMemo memo_last;                  // what the last run that began the same way asked for
+  PageMemo memo_now;                   // what this run asks for
+  bool companions_sent = false;
+  std::unordered_set<std::string> validated; // page keys the server answered this run: fresh for the rest of it
+  std::unordered_map<std::string, Error> gone; // page keys the server answered 404 this run
+  // A companion's changed page, parsed once: the caller's request takes it (same index and project).
+  struct Prefetched {
+    PageContext ctx;
+    ProjectPage page;
+  };
+  std::unordered_map<std::string, Prefetched> prefetched;
+
   explicit Impl(IndexClientOptions o) : options(std::move(o)), http(options.http) {}
+  ~Impl() { save_memo(); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   void bump(std::uint64_t IndexStats::*field, std::uint64_t by = 1) {
     std::lock_guard lock(stats_mutex);
@@ -324,7 +344,65 @@ struct IndexClient::Impl {
     PageContext ctx;
     std::optional<CachedPage> cached;
     std::optional<Expected<ProjectPage>> done; // answered from the cache (or failed) without a request
+    bool companion = false;                    // asked for by the memo, not by the caller
   };
+
+  fs::path memo_path(const std::string& key) const { return page_dir() / "memo" / (key + ".json"); }
+
+  // Every page call starts here: the first names the memo to use, all are remembered for the next run.
+  void note_page_call(const std::vector<PageMemo::Entry>& call) {
+    if (options.offline) return;
+    if (!memo_key) {
+      std::vector<std::string> urls;
+      for (const auto& e : call) urls.push_back(strip_credentials(e.url));
+      memo_key = PageMemo::key_of(std::move(urls));
+      if (auto text = util::read_file(memo_path(*memo_key)))
+        if (auto m = PageMemo::parse(*text)) memo_last = std::move(*m); // a bad memo is only a lost hint
+    }
+    for (const auto& e : call) // pages behind credentials are not remembered: the memo holds none
+      if (strip_credentials(e.url) == e.url && strip_credentials(e.index_url) == e.index_url) memo_now.add(e);
+  }
+
+  // Joins the pages the memo names, and that are not fresh, to the run's first request round.
+  void add_companions(std::vector<PageFetch>& fetches, std::vector<HttpRequest>& reqs) {
+    if (companions_sent || options.offline) return;
+    companions_sent = true;
+    for (const auto& e : memo_last.entries) {
+      if (std::any_of(fetches.begin(), fetches.end(), [&](const PageFetch& f) { return f.url == e.url; })) continue;
+      PageContext ctx{.page_url = "", .project = e.project, .index_url = e.index_url, .filter_by_project = e.find_links};
+      PageFetch f = begin_page(e.url, ctx);
+      if (f.done) continue;
+      f.companion = true;
+      bump(&IndexStats::page_companions);
+      reqs.push_back(page_request(f));
+      fetches.push_back(std::move(f));
+    }
+  }
+
+  // One round of page requests, the memo's companions with the first; results for the caller's
+  // fetches, in order (a companion's answer is stored by finish_page, or dropped when it failed).
+  std::vector<Expected<ProjectPage>> fetch_round(std::vector<PageFetch> fetches) {
+    std::vector<HttpRequest> reqs;
+    for (const auto& f : fetches) reqs.push_back(page_request(f));
+    add_companions(fetches, reqs);
+    bump(&IndexStats::page_rounds);
+    auto results = http.perform_many(std::move(reqs)); // one multi handle: HTTP/2 streams on one connection
+    std::vector<Expected<ProjectPage>> out;
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      auto page = finish_page(fetches[k], std::move(results[k]));
+      if (!fetches[k].companion) out.push_back(std::move(page));
+    }
+    return out;
+  }
+
+  void save_memo() noexcept {
+    if (!memo_key || options.offline || memo_now.entries.empty() || memo_now == memo_last) return;
+    try {
+      if (util::create_directories(page_dir() / "memo")) (void)write_cache_file(memo_path(*memo_key), memo_now.to_json());
+    } catch (...) {
+      // a memo that cannot be written is a hint lost, not a failure
+    }
+  }
 
   PageFetch begin_page(const std::string& url, const PageContext& ctx) {
     PageFetch f{url, util::sha256_hex(strip_credentials(url)), ctx, std::nullopt, std::nullopt};
@@ -337,6 +415,25 @@ struct IndexClient::Impl {
         bump(&IndexStats::page_offline_hits);
         f.done = parse_page(*f.cached, url, ctx);
       }
+      return f;
+    }
+    if (auto it = gone.find(f.key); it != gone.end()) { // one answer per page and run, a 404 too
+      f.done = std::unexpected(it->second);
+      return f;
+    }
+    if (auto it = prefetched.find(f.key); it != prefetched.end()) {
+      const PageContext& c = it->second.ctx;
+      if (c.index_url == ctx.index_url && c.filter_by_project == ctx.filter_by_project &&
+          normalize_project_name(c.project) == normalize_project_name(ctx.project)) {
+        bump(&IndexStats::page_fresh_hits);
+        f.done = std::move(it->second.page);
+        prefetched.erase(it);
+        return f;
+      }
+    }
+    if (f.cached && validated.contains(f.key)) { // the server answered for it earlier in this run
+      bump(&IndexStats::page_fresh_hits);
+      f.done = parse_page(*f.cached, url, ctx);
       return f;
     }
     const auto lifetime = f.cached ? (f.cached->max_age ? f.cached->max_age : f.cached->heuristic_max_age) : std::nullopt;
@@ -370,13 +467,18 @@ struct IndexClient::Impl {
       if (f.cached->heuristic_max_age)
         f.cached->heuristic_max_age = heuristic_lifetime(f.cached->last_modified, f.cached->stored_at);
       (void)store_page(f.key, *f.cached, false); // refreshing the timestamp is best effort
+      validated.insert(f.key);
+      if (f.companion) return ProjectPage{}; // parsed when it is asked for: once per page and run
       return parse_page(*f.cached, url, ctx);
     }
-    if (resp->status == 404)
-      return make_error(ErrorCode::not_found,
-                        fmt::format("project {:?} not found on {} (HTTP 404 for {})", ctx.project,
-                                    redact_url(ctx.index_url), redact_url(url)),
-                        "check the package name and the index URL");
+    if (resp->status == 404) {
+      Error e{ErrorCode::not_found,
+              fmt::format("project {:?} not found on {} (HTTP 404 for {})", ctx.project, redact_url(ctx.index_url),
+                          redact_url(url)),
+              {}, "check the package name and the index URL"};
+      gone.emplace(f.key, e);
+      return std::unexpected(std::move(e));
+    }
     if (resp->status == 406)
       return make_error(ErrorCode::network, fmt::format("{} refused every page format envfix reads (HTTP 406)", redact_url(url)));
     if (!resp->ok()) return std::unexpected(http_status_error(*resp, url));
@@ -393,13 +495,23 @@ struct IndexClient::Impl {
     if (!p.max_age && !p.no_cache && !resp->header("expires"))
       p.heuristic_max_age = heuristic_lifetime(p.last_modified, p.stored_at);
     auto page = parse_page(p, strip_credentials(resp->url) == strip_credentials(url) ? url : resp->url, ctx);
-    if (page && !policy.no_store) (void)store_page(f.key, p); // an unwritable cache must not fail the run
+    // An unwritable cache must not fail the run; a page that was stored is fresh for the rest of it.
+    if (page && !policy.no_store && store_page(f.key, p)) validated.insert(f.key);
+    if (page && f.companion) prefetched[f.key] = Prefetched{ctx, *page};
     return page;
   }
 
   Expected<ProjectPage> remote_page(const std::string& url, const PageContext& ctx) {
+    note_page_call({{url, ctx.index_url, ctx.project, ctx.filter_by_project}});
     PageFetch f = begin_page(url, ctx);
     if (f.done) return std::move(*f.done);
+    if (!companions_sent && !memo_last.entries.empty()) {
+      std::vector<PageFetch> one;
+      one.push_back(std::move(f));
+      return std::move(fetch_round(std::move(one)).front());
+    }
+    companions_sent = true; // no memo: the first round has gone out alone
+    bump(&IndexStats::page_rounds);
     return finish_page(f, http.perform(page_request(f)));
   }
 
@@ -712,23 +824,25 @@ std::vector<Expected<std::vector<Candidate>>> IndexClient::project_candidates_ma
   } else {
     std::vector<Impl::PageFetch> fetches;
     std::vector<std::size_t> which;
-    std::vector<HttpRequest> reqs;
+    std::vector<PageMemo::Entry> call;
+    for (const auto& p : projects) call.push_back({project_page_url(index_url, p), index_url, p, false});
+    m_impl->note_page_call(call);
     for (std::size_t i = 0; i < projects.size(); ++i) {
       PageContext ctx{.page_url = "", .project = projects[i], .index_url = index_url, .filter_by_project = false};
-      auto f = m_impl->begin_page(project_page_url(index_url, projects[i]), ctx);
+      auto f = m_impl->begin_page(call[i].url, ctx);
       if (f.done) {
         slots[i] = f.done->has_value() ? Expected<std::vector<Candidate>>(std::move((*f.done)->candidates))
                                        : std::unexpected(f.done->error());
         continue;
       }
-      reqs.push_back(m_impl->page_request(f));
       fetches.push_back(std::move(f));
       which.push_back(i);
     }
-    auto results = m_impl->http.perform_many(std::move(reqs)); // one multi handle: HTTP/2 streams on one connection
-    for (std::size_t k = 0; k < results.size(); ++k) {
-      auto page = m_impl->finish_page(fetches[k], std::move(results[k]));
-      slots[which[k]] = page ? Expected<std::vector<Candidate>>(std::move(page->candidates)) : std::unexpected(page.error());
+    if (!fetches.empty()) {
+      auto pages = m_impl->fetch_round(std::move(fetches));
+      for (std::size_t k = 0; k < pages.size(); ++k)
+        slots[which[k]] = pages[k] ? Expected<std::vector<Candidate>>(std::move(pages[k]->candidates))
+                                   : std::unexpected(pages[k].error());
     }
   }
   std::vector<Expected<std::vector<Candidate>>> out;

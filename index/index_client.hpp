@@ -37,6 +37,8 @@ enum class MetadataSource { cache, pep658, range_requests, full_download, local_
 // Counters for tests, benchmarks and `-v` output.
 struct IndexStats {
   std::uint64_t page_requests = 0, page_fresh_hits = 0, page_revalidated = 0, page_offline_hits = 0;
+  // Rounds of page requests that went to a server; pages the memo (index/page_memo.hpp) joined to the first.
+  std::uint64_t page_rounds = 0, page_companions = 0;
   std::uint64_t metadata_cache = 0, metadata_pep658 = 0, metadata_range = 0, metadata_full = 0,
                 metadata_local = 0;
   std::uint64_t downloads = 0, download_cache_hits = 0, bytes_downloaded = 0, range_requests = 0;

@@ -30,6 +30,8 @@ struct SourceLocation {
   int line = 0;     // 1-based
   int column = 0;   // 1-based
   [[nodiscard]] std::string to_string() const; // "file:line:column"
+  // Every row type compares member by member: the compiled knowledge must equal the YAML (tests).
+  bool operator==(const SourceLocation&) const = default;
 };
 
 struct CudaToolkit {
@@ -47,6 +49,7 @@ struct CudaToolkit {
   SourceLocation where;
   // Can this toolkit produce `arch`? SASS: listed; PTX compute_XY[a|f]: sm_XY[a|f] listed; LTO: as SASS.
   [[nodiscard]] bool can_target(const specs::GpuArch& arch) const;
+  bool operator==(const CudaToolkit&) const = default;
 };
 
 // A `--gpu` value (or one of ENVFIX_GPU's) understood: an arch ("sm_120", "12.0") or a product name.
@@ -66,6 +69,7 @@ struct GpuProduct {
   std::string segment;              // "consumer", "datacenter", "workstation", "jetson"
   Confidence confidence = Confidence::unverified;
   std::string source;
+  bool operator==(const GpuProduct&) const = default;
 };
 
 struct Variant {
@@ -83,6 +87,7 @@ struct Variant {
   std::vector<std::string> packages;
   std::vector<std::string> kernels;
   SourceLocation where;
+  bool operator==(const Variant&) const = default;
 };
 
 // The kernels of one variant of one release row on one platform.
@@ -94,6 +99,7 @@ struct ArchBuild {
   std::string source;
   SourceLocation where;
   [[nodiscard]] bool known() const { return sass.has_value() || ptx.has_value(); }
+  bool operator==(const ArchBuild&) const = default;
 };
 
 struct ReleaseVariant {
@@ -101,6 +107,7 @@ struct ReleaseVariant {
   std::vector<ArchBuild> platforms;
   SourceLocation where;
   [[nodiscard]] const ArchBuild* platform(std::string_view name) const;
+  bool operator==(const ReleaseVariant&) const = default;
 };
 
 // One row of releases sharing the same builds: exact versions, a nightly line, or a version range.
@@ -118,6 +125,7 @@ struct Release {
   [[nodiscard]] bool matches(const specs::Version& v) const;
   [[nodiscard]] std::string label() const; // "2.7.0, 2.7.1" | "2.15.0.dev*" | ">=2.18,<2.21"
   [[nodiscard]] const ReleaseVariant* variant(std::string_view name) const;
+  bool operator==(const Release&) const = default;
 };
 
 // Version coupling of companions: for `version` (or every nightly of `nightly`), the companions' versions.
@@ -128,6 +136,7 @@ struct Coupling {
   std::map<std::string, std::string> companions;
   std::string source;
   SourceLocation where;
+  bool operator==(const Coupling&) const = default;
 };
 
 struct SmokeTest {
@@ -143,6 +152,7 @@ struct SmokeTest {
   // "cpu"); it prints "OP <operator>" before each step so a failure names its operator. A name
   // "<companion>: …" runs only when that companion is installed.
   std::map<std::string, std::string> model;
+  bool operator==(const SmokeTest&) const = default;
 };
 
 // A framework's announced end of support for old GPUs: releases from `from` on have no build with code
@@ -155,6 +165,7 @@ struct SupportEnd {
   Confidence confidence = Confidence::unverified;
   std::string source;
   SourceLocation where;
+  bool operator==(const SupportEnd&) const = default;
 };
 
 struct Framework {
@@ -184,6 +195,7 @@ struct Framework {
   // The index URL of (channel, variant); `mirror` replaces default_mirror when not empty.
   [[nodiscard]] Expected<std::string> index_url(std::string_view channel, std::string_view variant,
                                                 std::string_view mirror = {}) const;
+  bool operator==(const Framework&) const = default;
 };
 
 // Will the kernels of a build run on a device?
@@ -265,6 +277,8 @@ public:
   // Exactly these files, in order (tests, fuzzing). Reports every problem at once.
   [[nodiscard]] static Expected<Knowledge> load_from(const std::vector<SourceFile>& files);
   [[nodiscard]] static const std::vector<SourceFile>& embedded_files();
+  // The embedded YAML as the build compiled it (matrices/compiled.hpp): what load_embedded() reads.
+  [[nodiscard]] static std::string_view compiled_json();
 
   [[nodiscard]] const Framework* framework(std::string_view name) const;
   [[nodiscard]] const std::vector<Framework>& frameworks() const { return m_frameworks; }
@@ -330,6 +344,7 @@ public:
 
 private:
   friend class Loader;
+  friend struct KnowledgeCodec; // matrices/compiled.cpp
   std::vector<Framework> m_frameworks;
   std::vector<CudaToolkit> m_toolkits;
   std::vector<GpuProduct> m_gpus;

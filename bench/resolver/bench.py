@@ -6,9 +6,13 @@ several cp/platform tags, PEP 658 metadata on half of them), serves it over HTTP
 http.server), and times both resolvers cold (empty caches) and warm (second run, same caches) on the
 same request. Prints one table and the envfix/pip time ratio.
 
-Usage: bench.py --envfix build/resolver/cli/envfix [--projects 12] [--versions 60] [--runs 3]
+Usage: bench.py --envfix build/resolver/cli/envfix [--projects 12] [--versions 60] [--runs 3] [--delay-ms 20]
+
+--delay-ms N answers every request N ms late, like an index across a network (the dependency chain
+is --projects deep, so a resolver that asks level by level pays N ms per level).
 """
-import argparse, json, os, random, shutil, socket, statistics, subprocess, sys, tempfile, time
+import argparse, functools, http.server, json, os, random, shutil, statistics, subprocess, sys, tempfile, \
+    threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "support"))
@@ -31,8 +35,20 @@ def make_spec(projects, versions, seed=1):
     return {"packages": pkgs, "html": True, "json": False, "href_style": "relative"}, names[0]
 
 
-def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+class Server(http.server.ThreadingHTTPServer):
+    request_queue_size = 128  # the default 5 drops the SYNs of parallel connections: 1 s retransmits
+    daemon_threads = True
+
+
+class DelayedHandler(http.server.SimpleHTTPRequestHandler):
+    delay_s = 0.0
+
+    def log_message(self, *a):
+        pass
+
+    def send_head(self):
+        time.sleep(self.delay_s)
+        return super().send_head()
 
 
 def timed(argv, env):
@@ -50,15 +66,23 @@ def main():
     ap.add_argument("--projects", type=int, default=12)
     ap.add_argument("--versions", type=int, default=60)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--delay-ms", type=float, default=0.0)
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="envfix-bench-")
     spec, root = make_spec(a.projects, a.versions)
     index_builder.build(spec, os.path.join(work, "idx"))
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-                               "--directory", os.path.join(work, "idx")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Pages dated an hour ahead have no heuristic freshness: every warm run revalidates every page.
+    ahead = time.time() + 3600
+    for d, _, fs in os.walk(os.path.join(work, "idx")):
+        for f in fs:
+            if f.startswith("index."):
+                os.utime(os.path.join(d, f), (ahead, ahead))
+    DelayedHandler.delay_s = a.delay_ms / 1000.0
+    server = Server(("127.0.0.1", 0),
+                                             functools.partial(DelayedHandler, directory=os.path.join(work, "idx")))
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        time.sleep(1.0)
         url = f"http://127.0.0.1:{port}/simple/"
         env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
         env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
@@ -78,13 +102,13 @@ def main():
             rows[tool] = (statistics.median(cold), statistics.median(warm))
         files = len(spec["packages"]) * len(TAGS)
         print(f"index: {a.projects} projects x {a.versions} versions x {len(TAGS)} tags = {files} files "
-              f"(~{len(TAGS) * a.versions} per page)")
+              f"(~{len(TAGS) * a.versions} per page); {a.delay_ms:g} ms added to every request")
         print(f"{'tool':8} {'cold s':>8} {'warm s':>8}")
         for tool, (c, w) in rows.items():
             print(f"{tool:8} {c:8.3f} {w:8.3f}")
         print(f"ratio envfix/pip: cold {rows['envfix'][0] / rows['pip'][0]:.2f}, warm {rows['envfix'][1] / rows['pip'][1]:.2f}")
     finally:
-        server.terminate(); server.wait()
+        server.shutdown()
         shutil.rmtree(work, ignore_errors=True)
 
 

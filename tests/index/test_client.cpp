@@ -147,11 +147,14 @@ TEST_CASE("nginx over HTTPS: JSON and HTML pages give the same candidates; 304 r
   REQUIRE(h);
   CHECK(h->size() == 1);
 
-  // Second fetch revalidates with If-None-Match and gets a 304.
-  auto again = client.project_candidates(index, "demo");
+  // Within a run a page is asked for once; the next run revalidates with If-None-Match and gets a 304.
+  REQUIRE(client.project_candidates(index, "demo"));
+  CHECK(client.stats().page_requests == 2);
+  auto next = fx.client();
+  auto again = next.project_candidates(index, "demo");
   REQUIRE(again);
   CHECK(*again == *json_page);
-  CHECK(client.stats().page_revalidated == 1);
+  CHECK(next.stats().page_revalidated == 1);
   // nginx logs a request after it has sent the response: give the line a moment to land.
   for (int i = 0; i < 50 && count(fx.nginx->access_log_text(), "\" 304 ") == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -196,14 +199,87 @@ TEST_CASE("a page with only Last-Modified is fresh for a tenth of its age (heuri
     CHECK(*again == *first);
     CHECK(client.stats().page_fresh_hits == 1); // 360 s of freshness: no request at all
     CHECK(client.stats().page_requests == 1);
-    // A page without a usable Last-Modified age (htmlonly, dated ahead) gets none: revalidated.
     REQUIRE(client.project_candidates(index, "htmlonly"));
-    REQUIRE(client.project_candidates(index, "htmlonly"));
-    CHECK(client.stats().page_revalidated == 1);
+  }
+  // A page without a usable Last-Modified age (htmlonly, dated ahead) gets none: the next run
+  // revalidates it (within one run a page the server answered is not asked for again).
+  {
+    auto next = fx.client();
+    REQUIRE(next.project_candidates(index, "htmlonly"));
+    REQUIRE(next.project_candidates(index, "htmlonly"));
+    CHECK(next.stats().page_revalidated == 1);
+    CHECK(next.stats().page_fresh_hits == 1);
   }
   auto refreshing = fx.client(false, [](IndexClientOptions& o) { o.refresh = true; });
   REQUIRE(refreshing.project_candidates(index, "demo"));
-  CHECK(refreshing.stats().page_revalidated == 1); // a 304: nginx's log can lag the response, the client's count cannot
+  // A 304 for demo and for htmlonly, which the first run asked for after demo (the page memo):
+  // nginx's log can lag the response, the client's count cannot.
+  CHECK(refreshing.stats().page_companions == 1);
+  CHECK(refreshing.stats().page_revalidated == 2);
+  CHECK(refreshing.stats().page_rounds == 1);
+}
+
+TEST_CASE("page memo: the pages a run asked for are revalidated in the next run's first round") {
+  Fixture fx(standard_spec); // pages dated ahead: every run revalidates every page
+  fx.start_nginx();
+  const std::string index = fx.nginx->https_url() + "/simple";
+  const std::vector<std::string> later = {"nohash", "htmlonly", "does-not-exist"};
+  auto run = [&](IndexClient& c) {
+    auto demo = c.project_candidates(index, "demo");
+    REQUIRE_MESSAGE(demo, (demo ? "" : demo.error().render()));
+    CHECK(demo->size() == 3);
+    auto rest = c.project_candidates_many(index, later);
+    REQUIRE(rest.size() == 3);
+    CHECK(rest[0]);
+    CHECK(rest[1]);
+    REQUIRE_FALSE(rest[2]);
+    CHECK(rest[2].error().code == ErrorCode::not_found);
+    return c.stats();
+  };
+  {
+    auto first = fx.client();
+    auto s = run(first);
+    CHECK(s.page_rounds == 2); // demo, then what it led to: one round per level
+    CHECK(s.page_companions == 0);
+  }
+  const fs::path memo_dir = fx.cache / "http-v1" / "pages" / "memo";
+  REQUIRE(fs::is_directory(memo_dir));
+  {
+    // The same beginning: demo's round carries the three others (the 404 among them, harmlessly).
+    auto second = fx.client();
+    auto s = run(second);
+    CHECK(s.page_rounds == 1);
+    CHECK(s.page_companions == 3);
+    CHECK(s.page_revalidated == 3); // demo, nohash, htmlonly: 304s
+    CHECK(s.page_requests == 4);
+  }
+  {
+    // Another beginning has its own memo: htmlonly alone first, no companions.
+    auto other = fx.client();
+    REQUIRE(other.project_candidates(index, "htmlonly"));
+    CHECK(other.stats().page_companions == 0);
+  }
+  // A memo that does not parse is a lost hint, not an error: one round per level again, and the run
+  // writes a good memo in its place.
+  std::size_t broken = 0;
+  for (const auto& e : fs::directory_iterator(memo_dir)) {
+    REQUIRE(util::write_file_atomic(e.path(), "{not json"));
+    ++broken;
+  }
+  CHECK(broken == 2);
+  {
+    auto third = fx.client();
+    auto s = run(third);
+    CHECK(s.page_rounds == 2);
+    CHECK(s.page_companions == 0);
+  }
+  auto fourth = fx.client();
+  CHECK(run(fourth).page_rounds == 1);
+  // Offline runs neither read nor write memos.
+  auto off = fx.client(true);
+  REQUIRE(off.project_candidates(index, "demo"));
+  CHECK(off.stats().page_companions == 0);
+  CHECK(off.stats().page_rounds == 0);
 }
 
 TEST_CASE("metadata: PEP 658 file, range reads, full download; hashes checked; cached") {

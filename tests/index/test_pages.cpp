@@ -7,6 +7,7 @@
 #include <vector>
 #include <fmt/format.h>
 
+#include "index/page_memo.hpp"
 #include "index/project_page.hpp"
 #include "index/url.hpp"
 #include "util/fs.hpp"
@@ -361,4 +362,25 @@ TEST_CASE("security 7: pages are parsed in slices: every anchor of a large page,
   c.max_anchors = n - 1;
   CHECK_FALSE(parse_html_page(html, c));
 }
+}
+
+TEST_CASE("page memo: prints and parses back; duplicates and bad input refused; key ignores order") {
+  PageMemo m;
+  CHECK(m.add({"https://i.example/simple/torch/", "https://i.example/simple", "torch", false}));
+  CHECK(m.add({"https://i.example/links.html", "https://i.example/links.html", "numpy", true}));
+  CHECK_FALSE(m.add({"https://i.example/simple/torch/", "https://i.example/simple", "torch", false}));
+  auto back = PageMemo::parse(m.to_json());
+  REQUIRE_MESSAGE(back, (back ? "" : back.error().render()));
+  CHECK(*back == m);
+  CHECK(back->entries[1].find_links);
+  CHECK(PageMemo::key_of({"b", "a", "a"}) == PageMemo::key_of({"a", "b"}));
+  CHECK(PageMemo::key_of({"a"}) != PageMemo::key_of({"a", "b"}));
+  for (const char* bad : {"{not json", "[]", R"({"version":2,"pages":[]})", R"({"version":1,"pages":[{"url":"x"}]})"}) {
+    auto r = PageMemo::parse(bad);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message.find("page memo") != std::string::npos);
+  }
+  PageMemo full;
+  for (std::size_t i = 0; i < PageMemo::max_entries + 5; ++i) (void)full.add({"u" + std::to_string(i), "i", "p", false});
+  CHECK(full.entries.size() == PageMemo::max_entries);
 }

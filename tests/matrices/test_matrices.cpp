@@ -4,6 +4,7 @@
 #include <regex>
 #include <set>
 
+#include "matrices/compiled.hpp"
 #include "matrices/knowledge.hpp"
 #include "util/fs.hpp"
 
@@ -876,3 +877,32 @@ TEST_CASE("a CUDA toolkit row may give only its minor-compatibility floor, but n
 }
 
 } // TEST_SUITE
+
+TEST_CASE("compiled knowledge: load_embedded() reads the build's JSON, equal row by row to the YAML") {
+  auto from_yaml = Knowledge::load_from(Knowledge::embedded_files());
+  REQUIRE_MESSAGE(from_yaml, (from_yaml ? "" : from_yaml.error().render()));
+  auto compiled = knowledge_from_json(Knowledge::compiled_json());
+  REQUIRE_MESSAGE(compiled, (compiled ? "" : compiled.error().render()));
+  // Member-wise equality (every row type's operator==): a member the codec left out differs here.
+  CHECK(compiled->frameworks() == from_yaml->frameworks());
+  CHECK(compiled->toolkits() == from_yaml->toolkits());
+  CHECK(compiled->gpus() == from_yaml->gpus());
+  CHECK(embedded().frameworks() == from_yaml->frameworks());
+  REQUIRE_FALSE(from_yaml->frameworks().empty());
+  // Locations survive: where a row came from, as the YAML loader saw it.
+  const auto& torch = *compiled->framework("torch");
+  CHECK(torch.where.file == "embedded:torch.yaml");
+  CHECK(torch.where.line > 0);
+  CHECK(knowledge_to_json(*compiled) == std::string(Knowledge::compiled_json()));
+}
+
+TEST_CASE("compiled knowledge: bad input is an error naming it, never a half-read knowledge") {
+  for (const char* bad : {"", "{", "[]", R"({"compiled":2})", R"({"compiled":1,"frameworks":[],"toolkits":[]})",
+                          R"({"compiled":1,"frameworks":[{"name":1}],"toolkits":[],"gpus":[]})",
+                          R"({"compiled":1,"frameworks":[],"toolkits":[{"version":"twelve"}],"gpus":[]})"}) {
+    auto k = knowledge_from_json(bad);
+    REQUIRE_FALSE(k);
+    CHECK(k.error().message.find("compiled matrices data") != std::string::npos);
+    CHECK(!k.error().hint.empty());
+  }
+}
