@@ -677,6 +677,24 @@ TEST_CASE("faults: every injected failure ends in success after retry or a clear
   (void)size;
 }
 
+TEST_CASE("a batch to a plain-HTTP (HTTP/1) index goes out at once, not one request at a time") {
+  Fixture fx(standard_spec);
+  auto server = testing::FaultServer::start(fx.root, 120);
+  REQUIRE_MESSAGE(server, (server ? "" : server.error().render()));
+  // together=3: the server holds each request until all three are in flight (else a 504), so
+  // transfers queued behind one connection (curl's PIPEWAIT towards an HTTP/1 server) fail here.
+  const std::string index = (*server)->fault_url("together=3", "simple");
+  auto client = fx.client(false, [](IndexClientOptions& o) { o.http.retries = 0; });
+  const std::vector<std::string> projects = {"demo", "nohash", "htmlonly"};
+  auto pages = client.project_candidates_many(index, projects);
+  REQUIRE(pages.size() == 3);
+  for (std::size_t i = 0; i < pages.size(); ++i) {
+    CAPTURE(projects[i]);
+    CHECK_MESSAGE(pages[i], (pages[i] ? "" : pages[i].error().render()));
+  }
+  CHECK(client.stats().page_rounds == 1);
+}
+
 TEST_CASE("many pages and metadata at once: one batch on the shared connection, same answers as one by one") {
   Fixture fx(standard_spec);
   fx.start_nginx();

@@ -15,6 +15,8 @@ Fault paths  /fault/<spec>/<path>  the same file with faults; <spec> is comma-se
   trickle=BPS    send at about BPS bytes per second in small chunks
   norange        ignore Range (always 200 with the whole file)
   badrange       answer a Range request with 206 and the bytes from offset 0
+  together=K     hold each request until K requests of this spec are in flight at once (5 s at most,
+                 then 504): a client that sends a batch one request at a time fails
   times=K        apply the transient faults (drop, stall, status, cl) to the first K requests of this
                  spec+path only (default 1); times=0 means always.
 Every request is appended to --log as "METHOD PATH STATUS RANGE".
@@ -32,6 +34,8 @@ import urllib.parse
 
 COUNTS = {}
 LOCK = threading.Lock()
+ARRIVED = {}  # together=K: requests of a spec seen so far
+TOGETHER = threading.Condition()
 
 
 def parse_spec(spec):
@@ -77,6 +81,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             transient_active = times == 0 or n <= times
         else:
             transient_active = False
+        if "together" in faults:
+            k = int(faults["together"])
+            with TOGETHER:
+                ARRIVED[spec] = ARRIVED.get(spec, 0) + 1
+                TOGETHER.notify_all()
+                if not TOGETHER.wait_for(lambda: ARRIVED[spec] >= k, timeout=5):
+                    return self.simple(504, b"the requests of this batch did not arrive together\n")
         root = self.server.root
         full = os.path.realpath(os.path.join(root, path.lstrip("/")))
         if not full.startswith(root + os.sep) and full != root:
@@ -181,6 +192,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # the default 5 drops SYNs of a client's parallel connections
 
 
 def main():
