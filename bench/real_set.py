@@ -333,13 +333,16 @@ class RealSet:
                 continue
             self.fresh_venv()
             self.install_nightly("cold", tool)  # no cold round ran: the priming install is one
-        self.template = os.path.join(self.work, "template-stable")
-        self.fresh_venv(self.template)
-        argv, env = self.envfix_apply("envfix", "stable", os.path.join(self.work, "template-cache"), python=self.template)
+        template = os.path.join(self.work, "template-stable")
+        self.fresh_venv(template)
+        argv, env = self.envfix_apply("envfix", "stable", os.path.join(self.work, "template-cache"), python=template)
         argv += ["--link-mode", "copy"]
         self.run.run_ok(argv, env=env)
         self.run.rmtree(os.path.join(self.work, "template-cache"))
-        self.expect("stable", self.template)
+        self.expect("stable", template)
+        # Only a template that holds the stable set makes `replace` a replace (a failed one left an
+        # empty venv, and its rounds would be warm installs under the wrong name).
+        self.template = template
 
     def install_nightly(self, wl, tool, checked=False):
         """One timed install of the nightly set into self.venv from the tool's own cache, checked and recorded."""
@@ -681,6 +684,10 @@ def main():
     ap.add_argument("--workloads", default="cold,warm,replace,resolve-cold,resolve-warm,checked,doctor")
     ap.add_argument("--report-only", metavar="RESULTS")
     ap.add_argument("--merge", nargs="*", default=[], help="with --report-only: later results whose workloads replace the first's")
+    ap.add_argument("--exclude", nargs="*", default=[], metavar="FILE:WORKLOAD",
+                    help="with --report-only: leave out that workload of that results file (the notes say why)")
+    ap.add_argument("--same-build", action="store_true", help="with --merge: every run measured the same two builds, so "
+                    "envfix's rounds add up too instead of the later run's replacing them")
     ap.add_argument("--callgrind", default="", help="resolve-parts: also run one warm plan under callgrind from this "
                     "directory (valgrind.bin, callgrind-amd64-linux, vgpreload_core-amd64-linux.so)")
     ap.add_argument("--callgrind-out", default="callgrind.plan.out")
@@ -689,8 +696,16 @@ def main():
     if a.report_only:
         res = json.load(open(a.report_only))
         res["_path"] = os.path.abspath(a.report_only)
+
+        def drop(path, results):
+            for x in a.exclude:
+                f, _, wl = x.rpartition(":")
+                if os.path.basename(f) == os.path.basename(path) and results["runs"].pop(wl, None) is not None:
+                    res["notes"].append(f"{wl} of {os.path.basename(path)} left out (bench/real_set.md says why).")
+        drop(a.report_only, res)
         for extra in a.merge:  # a later run: its envfix replaces the first's, the other tools' rounds add up
             later = json.load(open(extra))
+            drop(extra, later)
             asked = re.search(r"--workloads (\S+)", later.get("command", ""))
             if "cold" in later["runs"] and asked and "cold" not in asked.group(1).split(","):
                 # Its cold row is the untimed-cache priming install of each tool (one round), not
@@ -699,8 +714,9 @@ def main():
             for wl, row in later["runs"].items():
                 for tool, rs in row.items():
                     mine = res["runs"].setdefault(wl, {})
-                    mine[tool] = rs if tool == "envfix" else mine.get(tool, []) + rs
-            res["notes"].append(f"envfix in {', '.join(later['runs'])}, and more rounds of the others: from the later run {later['date']} "
+                    mine[tool] = rs if tool == "envfix" and not a.same_build else mine.get(tool, []) + rs
+            what = "more rounds of every tool" if a.same_build else f"envfix in {', '.join(later['runs'])}, and more rounds of the others"
+            res["notes"].append(f"{what}: from the later run {later['date']} "
                                 f"({os.path.basename(extra)}, {later.get('rounds', '?')} round(s); "
                                 f"command `{later['command']}`)" + (" " + " ".join(later["notes"]) if later["notes"] else ""))
         write_report(res, a.report or "performance-real.md", open(a.notes).read() if a.notes else None)
