@@ -594,7 +594,7 @@ def write_report(results, path, before=None):
          f"torch {results['index']['stable'].get('torch')}, nightly torch {results['index']['nightly'].get('torch')}; "
          f"{len(results['index']['closure'])} distributions in the closure",
          "- **Rounds**: n in each cell; tools alternate within each round; median (min–max, n). "
-         "`sync` before every timed run." + (" " + " ".join(results["notes"]) if results["notes"] else ""), ""]
+         "`sync` before every timed run." + (" " + " ".join(" ".join(n.split()) for n in results["notes"]) if results["notes"] else ""), ""]
     tools = ["envfix", "envfix-base", "uv", "pip"]
     L += ["## Wall time", "",
           "| job | " + " | ".join(t for t in tools) + " | envfix/uv | target |", "|---|" + "---|" * (len(tools) + 2)]
