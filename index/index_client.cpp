@@ -9,7 +9,6 @@
 #include <chrono>
 #include <mutex>
 #include <unordered_map>
-#include <unordered_set>
 #include <random>
 #include <thread>
 
@@ -248,7 +247,8 @@ struct IndexClient::Impl {
   PageMemo memo_last;                  // what the last run that began the same way asked for
   PageMemo memo_now;                   // what this run asks for
   bool companions_sent = false;
-  std::unordered_set<std::string> validated; // page keys the server answered this run: fresh for the rest of it
+  // Pages the server answered this run, as stored: fresh for the rest of it, and not read from disk again.
+  std::unordered_map<std::string, CachedPage> validated;
   std::unordered_map<std::string, Error> gone; // page keys the server answered 404 this run
   // A companion's changed page, parsed once: the caller's request takes it (same index and project).
   struct Prefetched {
@@ -406,6 +406,7 @@ struct IndexClient::Impl {
 
   PageFetch begin_page(const std::string& url, const PageContext& ctx) {
     PageFetch f{url, util::sha256_hex(strip_credentials(url)), ctx, std::nullopt, std::nullopt};
+    if (answered_this_run(f)) return f;
     f.cached = load_page(f.key);
     if (options.offline) {
       if (!f.cached)
@@ -417,25 +418,6 @@ struct IndexClient::Impl {
       }
       return f;
     }
-    if (auto it = gone.find(f.key); it != gone.end()) { // one answer per page and run, a 404 too
-      f.done = std::unexpected(it->second);
-      return f;
-    }
-    if (auto it = prefetched.find(f.key); it != prefetched.end()) {
-      const PageContext& c = it->second.ctx;
-      if (c.index_url == ctx.index_url && c.filter_by_project == ctx.filter_by_project &&
-          normalize_project_name(c.project) == normalize_project_name(ctx.project)) {
-        bump(&IndexStats::page_fresh_hits);
-        f.done = std::move(it->second.page);
-        prefetched.erase(it);
-        return f;
-      }
-    }
-    if (f.cached && validated.contains(f.key)) { // the server answered for it earlier in this run
-      bump(&IndexStats::page_fresh_hits);
-      f.done = parse_page(*f.cached, url, ctx);
-      return f;
-    }
     const auto lifetime = f.cached ? (f.cached->max_age ? f.cached->max_age : f.cached->heuristic_max_age) : std::nullopt;
     if (f.cached && !options.refresh && !f.cached->no_cache && lifetime &&
         now_seconds() - f.cached->stored_at < *lifetime) {
@@ -443,6 +425,31 @@ struct IndexClient::Impl {
       f.done = parse_page(*f.cached, url, ctx);
     }
     return f;
+  }
+
+  // One answer per page and run (online runs only fill these): a 404, a companion's parsed page, a
+  // page the server confirmed. Sets f.done and returns true when the run already has the answer.
+  bool answered_this_run(PageFetch& f) {
+    if (auto it = gone.find(f.key); it != gone.end()) {
+      f.done = std::unexpected(it->second);
+      return true;
+    }
+    if (auto it = prefetched.find(f.key); it != prefetched.end()) {
+      const PageContext& c = it->second.ctx;
+      if (c.index_url == f.ctx.index_url && c.filter_by_project == f.ctx.filter_by_project &&
+          normalize_project_name(c.project) == normalize_project_name(f.ctx.project)) {
+        bump(&IndexStats::page_fresh_hits);
+        f.done = std::move(it->second.page);
+        prefetched.erase(it);
+        return true;
+      }
+    }
+    if (auto it = validated.find(f.key); it != validated.end()) {
+      bump(&IndexStats::page_fresh_hits);
+      f.done = parse_page(it->second, f.url, f.ctx);
+      return true;
+    }
+    return false;
   }
 
   HttpRequest page_request(const PageFetch& f) {
@@ -467,9 +474,9 @@ struct IndexClient::Impl {
       if (f.cached->heuristic_max_age)
         f.cached->heuristic_max_age = heuristic_lifetime(f.cached->last_modified, f.cached->stored_at);
       (void)store_page(f.key, *f.cached, false); // refreshing the timestamp is best effort
-      validated.insert(f.key);
+      const CachedPage& kept = validated.insert_or_assign(f.key, std::move(*f.cached)).first->second;
       if (f.companion) return ProjectPage{}; // parsed when it is asked for: once per page and run
-      return parse_page(*f.cached, url, ctx);
+      return parse_page(kept, url, ctx);
     }
     if (resp->status == 404) {
       Error e{ErrorCode::not_found,
@@ -496,7 +503,7 @@ struct IndexClient::Impl {
       p.heuristic_max_age = heuristic_lifetime(p.last_modified, p.stored_at);
     auto page = parse_page(p, strip_credentials(resp->url) == strip_credentials(url) ? url : resp->url, ctx);
     // An unwritable cache must not fail the run; a page that was stored is fresh for the rest of it.
-    if (page && !policy.no_store && store_page(f.key, p)) validated.insert(f.key);
+    if (page && !policy.no_store && store_page(f.key, p)) validated.insert_or_assign(f.key, std::move(p));
     if (page && f.companion) prefetched[f.key] = Prefetched{ctx, *page};
     return page;
   }

@@ -26,9 +26,10 @@ T parse_or_throw(const nlohmann::json& j) {
   return std::move(*v);
 }
 } // namespace
+// Internal linkage: found by ADL from this file only, so no other module's serializer can clash.
 #define ENVFIX_TEXT_JSON(T)                                                             \
-  void to_json(nlohmann::json& j, const T& v) { j = v.to_string(); }                  \
-  void from_json(const nlohmann::json& j, T& v) { v = parse_or_throw<T>(j); }
+  static void to_json(nlohmann::json& j, const T& v) { j = v.to_string(); }           \
+  static void from_json(const nlohmann::json& j, T& v) { v = parse_or_throw<T>(j); }
 ENVFIX_TEXT_JSON(Version)
 ENVFIX_TEXT_JSON(SpecifierSet)
 ENVFIX_TEXT_JSON(CudaVersion)

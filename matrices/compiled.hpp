@@ -2,7 +2,7 @@
 // The knowledge in a form read without a YAML parser. The build loads and validates
 // matrices/data/*.yaml once (matrices/compile.cpp) and embeds the result as JSON;
 // Knowledge::load_embedded() reads that back. yaml-cpp's scanner took ~70% of the instructions of
-// loading the knowledge, ~60 ms of every run on the GPU machine (docs/performance-real.md). An
+// loading the knowledge, ~20 ms of every run on the GPU machine (docs/performance-real.md). An
 // override directory (--matrices) still goes through the YAML loader, with its line numbers.
 #include <string>
 #include <string_view>

@@ -78,8 +78,7 @@ def main():
             if f.startswith("index."):
                 os.utime(os.path.join(d, f), (ahead, ahead))
     DelayedHandler.delay_s = a.delay_ms / 1000.0
-    server = Server(("127.0.0.1", 0),
-                                             functools.partial(DelayedHandler, directory=os.path.join(work, "idx")))
+    server = Server(("127.0.0.1", 0), functools.partial(DelayedHandler, directory=os.path.join(work, "idx")))
     port = server.server_address[1]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
