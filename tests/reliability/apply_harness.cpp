@@ -57,7 +57,7 @@ frameworks:
       step_a: "import os, sys, time; p = os.environ.get('SMOKE_PIDFILE'); p and open(p, 'w').write(str(os.getpid())); time.sleep(float(os.environ.get('SMOKE_SLEEP', '0'))); os.environ.get('SMOKE_FAIL') and sys.exit('smoke fixture failure'); print('step A ok')"
       step_b: "import bulk; print('step B ok', bulk.VERSION)"
     releases:
-      - versions: ["1.0.0", "2.0.0"]
+      - versions: ["1.0.0", "2.0.0", "3.0.0"]
         python: [cp311, cp312]
         source: "test fixture"
         variants:
@@ -85,6 +85,13 @@ std::string index_spec() {
                 {"pad_bytes", 1 << 20},
                 {"requires_dist", {"helper==1.0"}}});
   pk.push_back({{"name", "helper"}, {"version", "1.0"}, {"files", files_for("helper", "ab", 20, 1)}});
+  // A three-wheel set (bulk 3, helper, tail) for the SIGKILL trials (tests/reliability/test_apply_kill.cpp).
+  pk.push_back({{"name", "bulk"},
+                {"version", "3.0.0+cu128"},
+                {"files", files_for("bulk", "abcdef", 60, 3)},
+                {"pad_bytes", 1 << 19},
+                {"requires_dist", {"helper==1.0", "tail==1.0"}}});
+  pk.push_back({{"name", "tail"}, {"version", "1.0"}, {"files", files_for("tail", "abcd", 30, 1)}, {"pad_bytes", 1 << 18}});
   return json{{"simple_dir", "whl/cu128"}, {"files_dir", "whl/files"}, {"packages", pk}}.dump();
 }
 

@@ -53,6 +53,8 @@ private:
 //   bulk 1.0.0+cu128: 300 files in bulk/a..c/ + 16 KiB pad
 //   bulk 2.0.0+cu128: 400 files in bulk/a..h/ + 1 MiB pad, requires helper==1.0
 //   helper 1.0: 40 files
+//   bulk 3.0.0+cu128: 360 files + 512 KiB pad, requires helper==1.0 and tail==1.0 (a three-wheel set)
+//   tail 1.0: 120 files + 256 KiB pad
 // The smoke test (step A) writes its pid to $SMOKE_PIDFILE when set, sleeps $SMOKE_SLEEP seconds,
 // and fails when $SMOKE_FAIL is set.
 class ApplyWorld {
