@@ -894,6 +894,11 @@ Expected<std::string> IndexClient::fetch_metadata(const Candidate& c, MetadataSo
   return m_impl->fetch_metadata(m_impl->http, c, source);
 }
 
+void IndexClient::forget_metadata(const Candidate& c) {
+  std::error_code ec;
+  fs::remove(m_impl->metadata_path(c), ec); // a stale entry left behind is only re-checked, and refused, again
+}
+
 Expected<fs::path> IndexClient::download(const Candidate& c, ProgressFn progress) {
   return m_impl->download(m_impl->http, c, std::move(progress));
 }
