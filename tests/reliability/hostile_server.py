@@ -16,10 +16,12 @@ Prints "PORT <n>" once listening; appends "METHOD PATH RANGE" per request to --l
   /redirect-loop/<x>    302 to itself
   /huge-header/<x>      200 with one 1 MiB header line
   /many-headers/<x>     200 with 100,000 header lines
+  /gzip-json/<n>/       a PEP 691 page of n tiny `files` entries, sent gzip'd (Content-Encoding: gzip)
   /<path>               the file under --root
 """
 import argparse
 import base64
+import gzip
 import http.server
 import os
 import socketserver
@@ -144,6 +146,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             except OSError:
                 self.close_connection = True
                 return
+        if path.startswith("/gzip-json/"):
+            n = int(path[len("/gzip-json/"):].strip("/"))
+            body = gzip.compress(b'{"meta":{"api-version":"1.1"},"files":[' + b'{"url":"a"},' * n + b'{"url":"a"}]}', 9)
+            return self.send_simple(200, body, [("Content-Type", "application/vnd.pypi.simple.v1+json"),
+                                                ("Content-Encoding", "gzip")])
         if path.startswith("/redirect-file/"):
             return self.send_simple(302, b"", [("Location", "file:///etc/passwd")])
         if path.startswith("/redirect-scheme/"):
