@@ -16,7 +16,7 @@ Prints "PORT <n>" once listening; appends "METHOD PATH RANGE" per request to --l
   /redirect-loop/<x>    302 to itself
   /huge-header/<x>      200 with one 1 MiB header line
   /many-headers/<x>     200 with 100,000 header lines
-  /gzip-json/<n>/       a PEP 691 page of n tiny `files` entries, sent gzip'd (Content-Encoding: gzip)
+  /gzip-json/<n>/<x>    a PEP 691 page of n tiny `files` entries, sent gzip'd (Content-Encoding: gzip)
   /<path>               the file under --root
 """
 import argparse
@@ -133,7 +133,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             n, _, rest = path[len("/redirect-chain/"):].partition("/")
             if int(n) > 0:
                 return self.send_simple(302, b"", [("Location", f"/redirect-chain/{int(n) - 1}/{rest}")])
-            return self.send_file(os.path.join(root, rest), head, rng)
+            full = os.path.join(root, rest)
+            return self.send_file(os.path.join(full, "index.html") if os.path.isdir(full) else full, head, rng)
         if path.startswith("/redirect-loop/"):
             return self.send_simple(302, b"", [("Location", path)])
         if path.startswith("/huge-header/") or path.startswith("/many-headers/"):
@@ -147,7 +148,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
         if path.startswith("/gzip-json/"):
-            n = int(path[len("/gzip-json/"):].strip("/"))
+            n = int(path[len("/gzip-json/"):].split("/")[0])
             body = gzip.compress(b'{"meta":{"api-version":"1.1"},"files":[' + b'{"url":"a"},' * n + b'{"url":"a"}]}', 9)
             return self.send_simple(200, body, [("Content-Type", "application/vnd.pypi.simple.v1+json"),
                                                 ("Content-Encoding", "gzip")])

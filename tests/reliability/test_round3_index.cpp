@@ -186,6 +186,7 @@ TEST_CASE("round3 7e: a gzip'd PEP 691 page of 1.4 million tiny entries is refus
   auto page = c.project_page(url, "demo");
   const std::size_t peak = status_kib("VmHWM:");
   REQUIRE_FALSE(page);
+  CAPTURE(page.error().render());
   CHECK(page.error().render().find("more than 250000 files") != std::string::npos);
   MESSAGE("peak RSS growth " << (peak - before) / 1024 << " MiB for a 16 MiB JSON page sent gzip'd");
   CHECK((peak - before) < 256u * 1024); // KiB: the body and 250,000 entries, not gigabytes
