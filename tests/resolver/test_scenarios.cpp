@@ -204,7 +204,7 @@ Outcome run_scenario(const YAML::Node& s) {
   out.plan.variant = choice->index.variant;
   out.plan.index = choice->index.url;
   out.plan.why = choice->why;
-  out.plan.warnings = choice->warnings;
+  out.plan.warnings.insert(out.plan.warnings.begin(), choice->warnings.begin(), choice->warnings.end()); // as api/plan.cpp
   out.plan.rejected.insert(out.plan.rejected.begin(), choice->rejected.begin(), choice->rejected.end());
   return out;
 }
