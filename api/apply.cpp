@@ -341,7 +341,8 @@ std::vector<std::string> metadata_differences(const specs::CoreMetadata& used, c
 
 // The plan's dependencies were read from the index's metadata; a downloaded wheel whose own METADATA
 // says otherwise (a .metadata file that hides a Requires-Dist) is refused before anything is
-// installed, and its cached metadata is dropped so that the next run reads it again.
+// installed, and its cached metadata is dropped: the next run reads the wheel's own (the wheel cache
+// comes before PEP 658 in IndexClient::fetch_metadata), so its plan is the true one.
 Expected<void> check_metadata_agrees(index::IndexClient& client, const resolver::Resolution& resolution,
                                      const resolver::Plan& plan, const std::vector<installer::WheelToInstall>& wheels) {
   for (std::size_t i = 0; i < wheels.size() && i < plan.install.size(); ++i) {
@@ -360,7 +361,7 @@ Expected<void> check_metadata_agrees(index::IndexClient& client, const resolver:
                         util::escape_control(pin->file.filename), index::redact_url(pin->file.url), diff.front()),
             {diff.begin() + 1, diff.end()},
             "the plan was made from metadata (PEP 658 .metadata) that is not the wheel's, so nothing was installed; report it "
-            "to the index's operator (the cached copy was dropped: the next run reads it again)"};
+            "to the index's operator (its cached copy was dropped: the next run reads the downloaded wheel's own)"};
     return std::unexpected(std::move(e));
   }
   return {};
