@@ -520,10 +520,15 @@ bool Attempts::finish(Transfer& t, CURLcode rc) const {
   bool retry = false;
   bool progressed = false;
   std::optional<std::chrono::milliseconds> delay;
-  if (t.headers_too_large) {
+  // A header line past curl's own limit (CURL_MAX_HTTP_HEADER, 100 KiB) reads as "Out of memory" in curl
+  // 7.88; no body byte has arrived then.
+  const bool long_header_line = rc == CURLE_OUT_OF_MEMORY && !t.decided;
+  if (t.headers_too_large || long_header_line) {
     t.result = make_error(ErrorCode::network,
-                          fmt::format("{}: the response's headers are larger than {} bytes", redact_url(t.req.url),
-                                      t.max_header_bytes),
+                          long_header_line ? fmt::format("{}: the response's headers are larger than curl accepts (a header line over 100 KiB)",
+                                                         redact_url(t.req.url))
+                                           : fmt::format("{}: the response's headers are larger than {} bytes",
+                                                         redact_url(t.req.url), t.max_header_bytes),
                           "the server is broken or hostile; no index needs headers that large");
   } else if (rc == CURLE_OPERATION_TIMEDOUT && t.deadline && Clock::now() + std::chrono::milliseconds(50) >= *t.deadline) {
     t.result = std::unexpected(deadline_error(t.req.url, t.req.dest.has_value(), t.deadline_after, t.attempts));
