@@ -30,7 +30,9 @@
 #include "util/sha256.hpp"
 #include "util/subprocess.hpp"
 #include "util/strings.hpp"
+#include "util/text.hpp"
 #include "wheel/kernel_evidence.hpp"
+#include "wheel/wheel_archive.hpp"
 
 namespace envfix::api {
 
@@ -300,6 +302,71 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
   return wheels;
 }
 
+// The wheel's own METADATA: from the unpacked cache's entry, else the archive's one
+// `*.dist-info/METADATA` (staging later refuses a wheel with none, or with two).
+std::optional<std::string> own_metadata(const installer::WheelToInstall& w) {
+  if (w.cached) return w.cached->metadata;
+  auto archive = wheel::WheelArchive::open(w.wheel);
+  if (!archive) return std::nullopt;
+  for (const auto& n : archive->raw_names())
+    if (n.ends_with(".dist-info/METADATA") && std::count(n.begin(), n.end(), '/') == 1)
+      if (auto text = archive->read_member(n)) return std::move(*text);
+  return std::nullopt;
+}
+
+// Where the core metadata the resolver used (a PEP 658 file, range reads) and the wheel's own differ:
+// name, version, Requires-Dist (as a set) and Requires-Python, each fact said both ways.
+std::vector<std::string> metadata_differences(const specs::CoreMetadata& used, const specs::CoreMetadata& own) {
+  std::vector<std::string> out;
+  if (specs::normalize_name(used.name) != specs::normalize_name(own.name))
+    out.push_back(fmt::format("Name: the index's metadata says {:?}, the wheel's METADATA says {:?}", used.name, own.name));
+  if (used.version.to_string() != own.version.to_string())
+    out.push_back(fmt::format("Version: the index's metadata says {}, the wheel's METADATA says {}", used.version.to_string(),
+                              own.version.to_string()));
+  auto reqs = [](const specs::CoreMetadata& m) {
+    std::set<std::string> s;
+    for (const auto& r : m.requires_dist) s.insert(r.to_string());
+    return s;
+  };
+  const auto a = reqs(used), b = reqs(own);
+  for (const auto& r : b)
+    if (!a.contains(r)) out.push_back(fmt::format("Requires-Dist: the wheel's METADATA requires {:?}, the index's metadata does not", r));
+  for (const auto& r : a)
+    if (!b.contains(r)) out.push_back(fmt::format("Requires-Dist: the index's metadata requires {:?}, the wheel's METADATA does not", r));
+  auto rp = [](const specs::CoreMetadata& m) { return m.requires_python ? m.requires_python->to_string() : std::string("(none)"); };
+  if (rp(used) != rp(own))
+    out.push_back(fmt::format("Requires-Python: the index's metadata says {}, the wheel's METADATA says {}", rp(used), rp(own)));
+  return out;
+}
+
+// The plan's dependencies were read from the index's metadata; a downloaded wheel whose own METADATA
+// says otherwise (a .metadata file that hides a Requires-Dist) is refused before anything is
+// installed, and its cached metadata is dropped: the next run reads the wheel's own (the wheel cache
+// comes before PEP 658 in IndexClient::fetch_metadata), so its plan is the true one.
+Expected<void> check_metadata_agrees(index::IndexClient& client, const resolver::Resolution& resolution,
+                                     const resolver::Plan& plan, const std::vector<installer::WheelToInstall>& wheels) {
+  for (std::size_t i = 0; i < wheels.size() && i < plan.install.size(); ++i) {
+    const auto* pin = resolution.find(plan.install[i].name);
+    if (!pin || !pin->metadata) continue;
+    const auto text = own_metadata(wheels[i]);
+    if (!text) continue; // staging refuses such a wheel, naming what is wrong
+    auto own = specs::CoreMetadata::parse(*text);
+    if (!own) continue;
+    auto diff = metadata_differences(*pin->metadata, *own);
+    if (diff.empty()) continue;
+    client.forget_metadata(pin->file);
+    for (auto& d : diff) d = util::escape_control(d);
+    Error e{ErrorCode::invalid_input,
+            fmt::format("the index's core metadata for {} ({}) disagrees with the wheel's own METADATA: {}",
+                        util::escape_control(pin->file.filename), index::redact_url(pin->file.url), diff.front()),
+            {diff.begin() + 1, diff.end()},
+            "the plan was made from metadata (PEP 658 .metadata) that is not the wheel's, so nothing was installed; report it "
+            "to the index's operator (its cached copy was dropped: the next run reads the downloaded wheel's own)"};
+    return std::unexpected(std::move(e));
+  }
+  return {};
+}
+
 // What the kernel gate refused so far in this run, in order: apply falls through to the next
 // candidate after each (the resolver sees the refused build's evidence), and lists them when none fits.
 struct FallThrough {
@@ -381,6 +448,7 @@ Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const Apply
   auto wheels = ENVFIX_TRY(prepare_wheels(*ctx.client, cands, [&](std::size_t i) {
     return fmt::format("could not download {}=={} ({})", plan.install[i].name, plan.install[i].version, index::redact_url(cands[i].url));
   }, rep));
+  ENVFIX_TRY_VOID(check_metadata_agrees(*ctx.client, ctx.resolution, plan, wheels));
   std::map<std::string, LocalFile> local;
   std::vector<std::string> names;
   std::vector<GateInput> gate_in;

@@ -1,6 +1,7 @@
 // The one host builder (see host.hpp).
 #include "api/host.hpp"
 
+#include <charconv>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -131,10 +132,28 @@ Expected<std::unique_ptr<matrices::Knowledge>> load_knowledge(const Options& o, 
   return std::unique_ptr<matrices::Knowledge>{};
 }
 
+namespace {
+
+// ENVFIX_PAGE_DEADLINE / ENVFIX_DOWNLOAD_DEADLINE: whole seconds, at least 1; unset keeps `fallback`.
+Expected<std::chrono::milliseconds> deadline_from_env(std::string_view name, std::chrono::milliseconds fallback) {
+  const auto v = util::get_env(name);
+  if (!v || v->empty()) return fallback;
+  unsigned long long s = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), s);
+  if (ec != std::errc{} || end != v->data() + v->size() || s == 0 || s > 1'000'000'000ull)
+    return make_error(ErrorCode::invalid_input, fmt::format("{}={:?} is not a number of seconds", name, *v),
+                      fmt::format("set {} to a whole number of seconds, e.g. 600, or unset it", name));
+  return std::chrono::milliseconds(s * 1000);
+}
+
+} // namespace
+
 Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Options& o) {
   index::IndexClientOptions io;
   if (!o.cache_dir.empty()) io.cache_dir = o.cache_dir;
   io.offline = o.offline || util::get_env("ENVFIX_OFFLINE").value_or("") == "1";
+  io.http.page_deadline = ENVFIX_TRY(deadline_from_env("ENVFIX_PAGE_DEADLINE", io.http.page_deadline));
+  io.http.download_deadline = ENVFIX_TRY(deadline_from_env("ENVFIX_DOWNLOAD_DEADLINE", io.http.download_deadline));
   auto client = ENVFIX_TRY(index::IndexClient::create(io));
   return std::make_unique<index::IndexClient>(std::move(client));
 }

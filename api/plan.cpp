@@ -255,7 +255,7 @@ resolver::Plan framework_plan(const resolver::FrameworkChoice& choice, const Pla
   plan.variant = choice.index.variant;
   plan.index = index::redact_url(choice.index.url);
   plan.why = choice.why;
-  plan.warnings = choice.warnings;
+  plan.warnings.insert(plan.warnings.begin(), choice.warnings.begin(), choice.warnings.end()); // then make_plan's (yanked pins)
   if (!fws.note.empty()) plan.warnings.insert(plan.warnings.begin(), fws.note);
   if (choice.index.variant.empty() && !ctx.host.gpus.empty()) {
     // An --index-url whose variant nothing names (indexes_for_url): no CUDA to check the driver

@@ -81,6 +81,18 @@ Error transport_error(CURLcode rc, std::string_view url, const std::string& why)
                {}, std::string(k.hint)};
 }
 
+// A transfer that outlived its overall deadline (HttpOptions::page_deadline, download_deadline).
+Error deadline_error(std::string_view url, bool download, std::chrono::milliseconds limit, int attempts) {
+  Error e{ErrorCode::network,
+          fmt::format("{}: no complete answer within {:g} s (the {} deadline)", redact_url(url),
+                      static_cast<double>(limit.count()) / 1000.0, download ? "download" : "page"),
+          {},
+          fmt::format("the server is slow, or sends its answer a little at a time; on a slow link raise {} (seconds)",
+                      download ? "ENVFIX_DOWNLOAD_DEADLINE" : "ENVFIX_PAGE_DEADLINE")};
+  if (attempts > 1) e.causes.push_back(fmt::format("gave up after {} attempts", attempts));
+  return e;
+}
+
 bool retryable_status(long s) { return s == 408 || s == 429 || (s >= 500 && s <= 599); }
 
 // Remove user:password from text that might echo a URL (curl messages).
@@ -173,7 +185,12 @@ struct Transfer {
   int retries_used = 0;
   int resumes = 0;
   Clock::time_point not_before{};
+  std::chrono::milliseconds deadline_after{0}; // HttpOptions' page or download deadline (0: none)
+  std::optional<Clock::time_point> deadline;   // set when the first attempt starts
+  std::size_t max_header_bytes = 0;
   // Per attempt
+  std::size_t header_bytes = 0; // this response's header lines so far
+  bool headers_too_large = false;
   long status = 0;
   std::vector<std::pair<std::string, std::string>> resp_headers;
   std::string body;
@@ -208,7 +225,13 @@ size_t header_cb(char* data, size_t size, size_t n, void* user) {
   std::string_view line(data, size * n);
   if (line.starts_with("HTTP/")) {
     t->resp_headers.clear();
+    t->header_bytes = 0;
     return size * n;
+  }
+  t->header_bytes += line.size();
+  if (t->max_header_bytes && t->header_bytes > t->max_header_bytes) {
+    t->headers_too_large = true;
+    return 0; // curl ends the transfer (CURLE_WRITE_ERROR), judged in Attempts::finish
   }
   auto colon = line.find(':');
   if (colon != std::string_view::npos)
@@ -379,6 +402,8 @@ struct Attempts {
   void start(Transfer& t) const {
     ++t.attempts;
     t.status = 0;
+    t.header_bytes = 0;
+    t.headers_too_large = false;
     t.resp_headers.clear();
     t.body.clear();
     t.too_large = t.write_failed = t.range_mismatch = t.decided = t.to_file = false;
@@ -404,6 +429,11 @@ struct Attempts {
     // Never follow https -> http.
     curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout.count()));
+    if (t.deadline_after.count() > 0) {
+      if (!t.deadline) t.deadline = Clock::now() + t.deadline_after;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*t.deadline - Clock::now()).count();
+      curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(std::max<long long>(left, 1)));
+    }
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(std::max<long>(1, static_cast<long>(o.low_speed_time.count()))));
     curl_easy_setopt(e, CURLOPT_USERAGENT, o.user_agent.c_str());
@@ -457,11 +487,15 @@ void restart_download(Transfer& t) {
 bool Attempts::schedule_retry(Transfer& t, CURLcode rc, const std::string& why, bool progressed,
                               std::optional<std::chrono::milliseconds> delay) const {
   bool can = progressed ? t.resumes < o.max_resumes : t.retries_used < o.retries;
+  auto d = progressed ? std::chrono::milliseconds(0) : backoff(t);
+  if (delay) d = std::min<std::chrono::milliseconds>(*delay, o.max_retry_after);
+  if (can && t.deadline && Clock::now() + d >= *t.deadline) { // no time left for another attempt
+    t.result = std::unexpected(deadline_error(t.req.url, t.req.dest.has_value(), t.deadline_after, t.attempts));
+    return false;
+  }
   if (can) {
     if (progressed) ++t.resumes;
     else ++t.retries_used;
-    auto d = progressed ? std::chrono::milliseconds(0) : backoff(t);
-    if (delay) d = std::min<std::chrono::milliseconds>(*delay, o.max_retry_after);
     t.not_before = Clock::now() + d;
     log(fmt::format("retry {} in {} ms: {}", redact_url(t.req.url), d.count(), why));
     return true;
@@ -486,7 +520,19 @@ bool Attempts::finish(Transfer& t, CURLcode rc) const {
   bool retry = false;
   bool progressed = false;
   std::optional<std::chrono::milliseconds> delay;
-  if (t.too_large) {
+  // A header line past curl's own limit (CURL_MAX_HTTP_HEADER, 100 KiB) reads as "Out of memory" in curl
+  // 7.88; no body byte has arrived then.
+  const bool long_header_line = rc == CURLE_OUT_OF_MEMORY && !t.decided;
+  if (t.headers_too_large || long_header_line) {
+    t.result = make_error(ErrorCode::network,
+                          long_header_line ? fmt::format("{}: the response's headers are larger than curl accepts (a header line over 100 KiB)",
+                                                         redact_url(t.req.url))
+                                           : fmt::format("{}: the response's headers are larger than {} bytes",
+                                                         redact_url(t.req.url), t.max_header_bytes),
+                          "the server is broken or hostile; no index needs headers that large");
+  } else if (rc == CURLE_OPERATION_TIMEDOUT && t.deadline && Clock::now() + std::chrono::milliseconds(50) >= *t.deadline) {
+    t.result = std::unexpected(deadline_error(t.req.url, t.req.dest.has_value(), t.deadline_after, t.attempts));
+  } else if (t.too_large) {
     t.result = make_error(ErrorCode::invalid_input,
                           fmt::format("{}: response is larger than the limit of {} bytes", redact_url(t.req.url),
                                       t.req.dest && t.req.max_file ? t.req.max_file : t.req.max_body),
@@ -563,6 +609,8 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
     t->index = i;
     t->req = std::move(requests[i]);
     if (t->req.max_body == 0) t->req.max_body = o.max_body_bytes;
+    t->deadline_after = t->req.dest ? o.download_deadline : o.page_deadline;
+    t->max_header_bytes = o.max_header_bytes;
     std::string scheme = url_scheme(t->req.url);
     if (scheme != "http" && scheme != "https") {
       t->result = fail(ErrorCode::invalid_input, "unsupported URL scheme {:?}: {}", scheme, redact_url(t->req.url));

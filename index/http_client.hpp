@@ -34,6 +34,13 @@ struct HttpOptions {
   std::chrono::milliseconds backoff{250};  // base of the exponential backoff
   std::chrono::seconds max_retry_after{60};
   int max_redirects = 10;
+  // Overall limit on one transfer, its attempts, retry waits and resumes together: a server that sends
+  // a byte a second passes the low-speed check forever (slowloris). Memory bodies (pages, metadata,
+  // range reads) take the page deadline, downloads (dest) theirs; 0: none. api/host.cpp sets them from
+  // ENVFIX_PAGE_DEADLINE and ENVFIX_DOWNLOAD_DEADLINE (docs/environment.md).
+  std::chrono::milliseconds page_deadline{std::chrono::minutes(5)};
+  std::chrono::milliseconds download_deadline{std::chrono::hours(1)};
+  std::size_t max_header_bytes = 256 * 1024; // one response's header lines together (100k lines of junk)
   std::size_t parallel = 8;
   std::optional<std::filesystem::path> ca_file; // else SSL_CERT_FILE, REQUESTS_CA_BUNDLE, system store
   bool use_netrc = true;                        // $NETRC or ~/.netrc, matched on host

@@ -83,7 +83,27 @@ struct CachedPage {
   std::optional<std::int64_t> max_age;
   std::optional<std::int64_t> heuristic_max_age; // no explicit lifetime: from Last-Modified (below)
   bool no_cache = false;
+  std::string credentials; // credentials_digest() of the URL it was fetched with ("" for none)
 };
+
+// A digest of the URL's "user:password@" ("" when it has none). What was fetched with credentials is
+// cached under a key that holds this digest, and its stored entry records it: a run without them
+// (or with others, or --offline) never reads it, since a private page must not reach a run that could
+// not fetch it (docs/reliability.md, security model). Pages fetched through ~/.netrc carry no
+// credentials in the URL and are keyed as public.
+std::string credentials_digest(std::string_view url) {
+  const std::string bare = strip_credentials(url);
+  if (bare.size() == url.size()) return {};
+  const std::size_t at = url.find("://") + 3; // strip_credentials removes exactly the userinfo after it
+  return util::sha256_hex(url.substr(at, url.size() - bare.size()));
+}
+
+// The cache key of a URL: its hash without credentials, with their digest when it had some.
+std::string cache_key_of(std::string_view url) {
+  const std::string cred = credentials_digest(url);
+  const std::string bare = strip_credentials(url);
+  return util::sha256_hex(cred.empty() ? bare : bare + "\ncredentials " + cred);
+}
 
 // A page the server gave no lifetime (no max-age, no no-cache) but a Last-Modified date is fresh for
 // a tenth of its age when stored (RFC 9111 section 4.2.2, heuristic freshness, as browsers and uv's
@@ -272,23 +292,28 @@ struct IndexClient::Impl {
     return cache / "wheels" / sha.substr(0, 2) / sha / filename;
   }
   fs::path url_map_path(std::string_view url) const {
-    return cache / "wheels" / "by-url" / util::sha256_hex(strip_credentials(url));
+    return cache / "wheels" / "by-url" / cache_key_of(url);
   }
   fs::path metadata_path(const Candidate& c) const {
-    // Keyed by the wheel's hash when known (immutable), else by its URL (credentials stripped).
-    std::string key = c.sha256 ? "sha256-" + *c.sha256 : "url-" + util::sha256_hex(strip_credentials(c.url));
+    // Keyed by the wheel's hash when known (immutable), else by its URL (cache_key_of).
+    std::string key = c.sha256 ? "sha256-" + *c.sha256 : "url-" + cache_key_of(c.url);
     return cache / "metadata" / (key + ".metadata");
   }
   fs::path tmp_dir() const { return cache / "tmp"; }
 
   // ---- pages -------------------------------------------------------------------------------
-  std::optional<CachedPage> load_page(const std::string& key) {
+  // `credentials`: credentials_digest() of the URL asked for; an entry stored for others is not
+  // this run's (nor is one written before entries recorded it).
+  std::optional<CachedPage> load_page(const std::string& key, const std::string& credentials) {
     auto meta_text = util::read_file(page_dir() / (key + ".json"));
     auto body = util::read_file(page_dir() / (key + ".body"));
     if (!meta_text || !body) return std::nullopt;
     auto j = nlohmann::json::parse(*meta_text, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return std::nullopt;
+    if (!j.contains("credentials") || !j["credentials"].is_string() || j["credentials"].get<std::string>() != credentials)
+      return std::nullopt;
     CachedPage p;
+    p.credentials = credentials;
     p.body = std::move(*body);
     p.content_type = j.value("content_type", "");
     p.etag = j.value("etag", "");
@@ -311,7 +336,7 @@ struct IndexClient::Impl {
     nlohmann::json j = {{"content_type", p.content_type}, {"etag", p.etag},
                         {"last_modified", p.last_modified}, {"final_url", p.final_url},
                         {"stored_at", p.stored_at}, {"no_cache", p.no_cache},
-                        {"body_sha256", util::sha256_hex(p.body)}};
+                        {"body_sha256", util::sha256_hex(p.body)}, {"credentials", p.credentials}};
     if (p.max_age) j["max_age"] = *p.max_age;
     if (p.heuristic_max_age) j["heuristic_max_age"] = *p.heuristic_max_age;
     if (body_too) ENVFIX_TRY_VOID(write_cache_file(page_dir() / (key + ".body"), p.body));
@@ -405,9 +430,9 @@ struct IndexClient::Impl {
   }
 
   PageFetch begin_page(const std::string& url, const PageContext& ctx) {
-    PageFetch f{url, util::sha256_hex(strip_credentials(url)), ctx, std::nullopt, std::nullopt};
+    PageFetch f{url, cache_key_of(url), ctx, std::nullopt, std::nullopt};
     if (answered_this_run(f)) return f;
-    f.cached = load_page(f.key);
+    f.cached = load_page(f.key, credentials_digest(url));
     if (options.offline) {
       if (!f.cached)
         f.done = make_error(ErrorCode::not_found, fmt::format("offline: no cached copy of {}", redact_url(url)),
@@ -478,10 +503,10 @@ struct IndexClient::Impl {
       if (f.companion) return ProjectPage{}; // parsed when it is asked for: once per page and run
       return parse_page(kept, url, ctx);
     }
-    if (resp->status == 404) {
+    if (resp->status == 404 || resp->status == 410) { // 410 Gone: not on this index either (PEP 503 servers use both)
       Error e{ErrorCode::not_found,
-              fmt::format("project {:?} not found on {} (HTTP 404 for {})", ctx.project, redact_url(ctx.index_url),
-                          redact_url(url)),
+              fmt::format("project {:?} not found on {} (HTTP {} for {})", ctx.project, redact_url(ctx.index_url),
+                          resp->status, redact_url(url)),
               {}, "check the package name and the index URL"};
       gone.emplace(f.key, e);
       return std::unexpected(std::move(e));
@@ -495,6 +520,7 @@ struct IndexClient::Impl {
     p.etag = resp->header("etag").value_or("");
     p.last_modified = resp->header("last-modified").value_or("");
     p.final_url = strip_credentials(resp->url);
+    p.credentials = credentials_digest(url);
     p.stored_at = now_seconds();
     auto policy = parse_cache_control(resp->header("cache-control").value_or(""));
     p.max_age = policy.max_age;
@@ -866,6 +892,11 @@ Expected<std::vector<Candidate>> IndexClient::find_links_candidates(const std::s
 
 Expected<std::string> IndexClient::fetch_metadata(const Candidate& c, MetadataSource* source) {
   return m_impl->fetch_metadata(m_impl->http, c, source);
+}
+
+void IndexClient::forget_metadata(const Candidate& c) {
+  std::error_code ec;
+  fs::remove(m_impl->metadata_path(c), ec); // a stale entry left behind is only re-checked, and refused, again
 }
 
 Expected<fs::path> IndexClient::download(const Candidate& c, ProgressFn progress) {

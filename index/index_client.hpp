@@ -70,6 +70,8 @@ public:
 
   // METADATA text of a wheel (PEP 658 -> range reads -> full download), cached.
   [[nodiscard]] Expected<std::string> fetch_metadata(const Candidate& candidate, MetadataSource* source = nullptr);
+  // Drops the cached METADATA of a candidate (its wheel disagreed with it): the next fetch asks again.
+  void forget_metadata(const Candidate& candidate);
   // Path of the verified file in the cache (<cache>/wheels/<sha256[:2]>/<sha256>/<filename>).
   [[nodiscard]] Expected<std::filesystem::path> download(const Candidate& candidate, ProgressFn progress = {});
 

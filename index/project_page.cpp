@@ -295,7 +295,9 @@ struct JsonFile {
 
 class PageSax final : public nlohmann::json_sax<nlohmann::json> {
 public:
+  explicit PageSax(std::size_t max_files) : m_max_files(max_files) {}
   bool top_is_object = false;
+  bool too_many = false; // `files` passed m_max_files: parsing stopped there
   bool api_present = false, api_is_string = false;
   std::string api;
   bool files_present = false, files_is_array = false;
@@ -331,6 +333,18 @@ private:
   };
   std::vector<Frame> m_stack;
   std::string m_key;
+  std::size_t m_max_files;
+
+  // One more entry of `files`; false (stop parsing) past the cap: a 60 KB gzip'd page of `{},`
+  // entries decompresses to 20 million of them, each a JsonFile and then a Candidate.
+  bool add_file(bool is_object) {
+    if (files.size() >= m_max_files) {
+      too_many = true;
+      return false;
+    }
+    files.emplace_back().is_object = is_object;
+    return true;
+  }
 
   JsonMetadataField& md(Frame f) { return f == Frame::core_md ? files.back().core : files.back().dist_info; }
 
@@ -369,7 +383,9 @@ private:
         if (v.text) api = *v.text;
       }
       break;
-    case Frame::files: files.emplace_back(); break;
+    case Frame::files:
+      if (!add_file(false)) return false;
+      break;
     case Frame::file: file_field(v, false); break;
     case Frame::hashes:
       if (m_key == "sha256") files.back().sha256 = v.text ? std::optional<std::string>(*v.text) : std::nullopt;
@@ -408,7 +424,7 @@ private:
         }
         break;
       case Frame::files:
-        files.emplace_back().is_object = object;
+        if (!add_file(object)) return false;
         if (object) next = Frame::file;
         break;
       case Frame::file:
@@ -459,8 +475,14 @@ Expected<ProjectPage> parse_json_page(std::string_view text, const PageContext& 
   auto bad = [&](std::string_view what) {
     return fail(ErrorCode::invalid_input, "{}: invalid project page JSON: {}", redact_url(ctx.page_url), what);
   };
-  PageSax sax;
-  if (!nlohmann::json::sax_parse(text.begin(), text.end(), &sax)) return bad(sax.error.empty() ? "invalid JSON" : sax.error);
+  PageSax sax(ctx.max_anchors);
+  if (!nlohmann::json::sax_parse(text.begin(), text.end(), &sax)) {
+    if (sax.too_many)
+      return make_error(ErrorCode::invalid_input,
+                        fmt::format("{}: the page lists more than {} files", redact_url(ctx.page_url), ctx.max_anchors),
+                        "the index page is broken or hostile; no index needs that many files for one project");
+    return bad(sax.error.empty() ? "invalid JSON" : sax.error);
+  }
   if (!sax.top_is_object) return bad("top level is not an object");
   ProjectPage page;
   if (sax.api_present) {

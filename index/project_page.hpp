@@ -17,8 +17,9 @@ struct PageContext {
   // Keep only files whose filename names `project` (find-links pages list many projects).
   bool filter_by_project = false;
   // A page with more anchors than this is refused before it is parsed (docs/reliability.md §2:
-  // 16 MiB of short anchors cost 1.9 GB as one parse tree). PyPI's and PyTorch's largest project
-  // pages list tens of thousands of files.
+  // 16 MiB of short anchors cost 1.9 GB as one parse tree); a JSON page with more `files` entries
+  // stops parsing at the first one past it. PyPI's and PyTorch's largest project pages list tens of
+  // thousands of files.
   std::size_t max_anchors = 250'000;
 };
 

@@ -38,6 +38,13 @@ public:
     (void)project;
     return {};
   }
+  // True when the source said it does not have `project` at all (HTTP 404/410, no such directory), as
+  // against a page that lists no files: FirstIndexProvider looks in the next index only then. A source
+  // held in memory has only the projects added to it.
+  [[nodiscard]] virtual bool lacks_project(const std::string& project) const {
+    (void)project;
+    return true;
+  }
   // A version the resolver tries first when it is allowed (the installed one: resolver/installed.hpp).
   [[nodiscard]] virtual std::optional<specs::Version> preferred_version(const std::string& project) {
     (void)project;

@@ -213,7 +213,7 @@ std::optional<Rejection> version_veto(const Pass& p, const FrameworkIndex& idx, 
   } else if (f.version.has_local() && f.version.local() != idx.variant) {
     r.reason = RejectReason::mixed_variant;
     r.detail = fmt::format("+{} build on the {} index", f.version.local(), idx.variant);
-  } else if (f.file.yanked) {
+  } else if (f.file.yanked && !(p.main_req && is_pinned(p.main_req->specifier))) { // PEP 592: `==` may pick it
     r.reason = RejectReason::yanked;
     r.detail = f.file.yanked_reason.empty() ? "yanked" : "yanked: " + f.file.yanked_reason;
   } else {

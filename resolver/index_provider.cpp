@@ -40,6 +40,11 @@ Expected<std::vector<index::Candidate>> IndexProvider::assemble(const std::strin
   return m_pages.emplace(project, std::move(out)).first->second; // one copy to the caller, not two
 }
 
+bool IndexProvider::lacks_project(const std::string& project) const {
+  if (auto it = m_pages.find(project); it != m_pages.end() && !it->second.empty()) return false;
+  return m_index_url.empty() || m_missing.contains(project);
+}
+
 Expected<std::vector<index::Candidate>> IndexProvider::candidates(const std::string& project) {
   if (auto it = m_pages.find(project); it != m_pages.end()) return it->second;
   if (m_index_url.empty()) return assemble(project, std::vector<index::Candidate>{});
@@ -112,11 +117,23 @@ Expected<std::vector<index::Candidate>> FirstIndexProvider::candidates(const std
   for (std::size_t i = 0; i < n; ++i) {
     auto files = m_indexes[i]->candidates(project);
     if (!files) {
-      if (i == 0) return files; // the first index's own errors read as before
-      return std::unexpected(std::move(files).error().context(fmt::format("extra index {}", m_indexes[i]->describe())));
+      Error e = std::move(files).error();
+      if (i + 1 < n)
+        e.causes.push_back(fmt::format("'{}' is not looked up on the indexes after {}: a project an index cannot answer for "
+                                       "is never taken from the next one (first-index rule)",
+                                       project, m_indexes[i]->describe()));
+      if (i == 0) return std::unexpected(std::move(e)); // the first index's own errors read as before
+      return std::unexpected(std::move(e).context(fmt::format("extra index {}", m_indexes[i]->describe())));
     }
-    if (!files->empty() || i + 1 == n) {
-      if (!files->empty()) m_owner[project] = i;
+    if (!files->empty()) {
+      m_owner[project] = i;
+      return files;
+    }
+    // Found there with no files (a 200 page without anchors): the project is that index's, so a later
+    // index's files for it are never used (a page an outage or portal empties must not hand it on).
+    if (i + 1 < n && !m_indexes[i]->lacks_project(project)) {
+      m_owner[project] = i;
+      m_empty[project] = i;
       return files;
     }
   }
@@ -132,7 +149,7 @@ void FirstIndexProvider::prefetch_candidates(std::span<const std::string> projec
     for (const auto& p : todo) {
       if (searched(p) <= i + 1) continue;
       auto files = m_indexes[i]->candidates(p); // answered from what was just fetched
-      if (files && files->empty()) next.push_back(p);
+      if (files && files->empty() && m_indexes[i]->lacks_project(p)) next.push_back(p);
     }
     todo = std::move(next);
   }
@@ -154,6 +171,10 @@ Expected<specs::CoreMetadata> FirstIndexProvider::metadata(const index::Candidat
 Expected<void> FirstIndexProvider::complete_hash(index::Candidate& file) { return owner_of(file.project).complete_hash(file); }
 
 std::string FirstIndexProvider::missing_detail(const std::string& project) const {
+  if (auto it = m_empty.find(project); it != m_empty.end())
+    return fmt::format("'{}' is listed on {} with no usable file; the indexes after it are not searched for a project "
+                       "an earlier index has (first-index rule, against dependency confusion)",
+                       project, m_indexes[it->second]->describe());
   std::string out;
   for (std::size_t i = 0; i < searched(project); ++i) {
     auto d = m_indexes[i]->missing_detail(project);

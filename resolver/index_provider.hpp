@@ -30,6 +30,9 @@ public:
     auto it = m_missing.find(project);
     return it == m_missing.end() ? std::string() : it->second.message;
   }
+  // The index answered 404/410 for the project (or there is no index, only find-links) and no
+  // find-links location has a file of it.
+  [[nodiscard]] bool lacks_project(const std::string& project) const override;
 
 private:
   index::IndexClient& m_client;
@@ -47,8 +50,11 @@ private:
 // comes from the first index that has it, all of its files from that one index, never merged across
 // indexes; the `pinned` projects (the framework's own packages) only from the first index. Order: the
 // first index (the framework's, or --index-url), then each --extra-index-url as given. A page that
-// fails (TLS, DNS, HTTP 5xx) is an error naming that index, not a reason to look further: an index
-// that is down must not hand its projects to the next one.
+// fails (TLS, DNS, HTTP 5xx after the retries, a page that does not parse) is an error naming that
+// index and the project, not a reason to look further: an index that is down must not hand its
+// projects to the next one. Only "not on this index" (HTTP 404/410: lacks_project) moves on; a page
+// that answers 200 with no files is the project found there, with no file to offer (uv's
+// first-index rule): the next index is not asked, and missing_detail says why.
 class FirstIndexProvider final : public CandidateProvider {
 public:
   // `indexes` (not owned, at least one) outlive the provider; `pinned` is asked with normalized names.
@@ -70,6 +76,7 @@ private:
   std::vector<CandidateProvider*> m_indexes;
   Pinned m_pinned;
   std::map<std::string, std::size_t> m_owner; // project → the index that has it
+  std::map<std::string, std::size_t> m_empty; // project → the index whose page listed no files (it stopped the search)
   // The indexes a project is looked up in: the first only when pinned.
   [[nodiscard]] std::size_t searched(const std::string& project) const {
     return m_pinned && m_pinned(project) ? 1 : m_indexes.size();

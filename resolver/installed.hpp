@@ -34,6 +34,7 @@ public:
   [[nodiscard]] Expected<void> complete_hash(index::Candidate& file) override;
   [[nodiscard]] std::optional<specs::Version> preferred_version(const std::string& project) override;
   [[nodiscard]] std::string missing_detail(const std::string& project) const override { return m_inner.missing_detail(project); }
+  [[nodiscard]] bool lacks_project(const std::string& project) const override { return m_inner.lacks_project(project); }
 
 private:
   CandidateProvider& m_inner;

@@ -116,15 +116,6 @@ std::vector<std::string> normalized_extras(const std::vector<std::string>& extra
   return {s.begin(), s.end()};
 }
 
-bool is_pinned(const specs::SpecifierSet& set) {
-  for (const auto& c : set.clauses()) {
-    auto t = c.to_string();
-    if (t.starts_with("===")) return true;
-    if (t.starts_with("==") && !t.ends_with(".*")) return true;
-  }
-  return false;
-}
-
 struct Conflict {
   Criterion criterion;
 };
@@ -133,6 +124,15 @@ struct Conflict {
 std::string interp_abi(const specs::Tag& t) { return t.interpreter + "-" + t.abi; }
 
 } // namespace
+
+bool is_pinned(const specs::SpecifierSet& set) {
+  for (const auto& c : set.clauses()) {
+    auto t = c.to_string();
+    if (t.starts_with("===")) return true;
+    if (t.starts_with("==") && !t.ends_with(".*")) return true;
+  }
+  return false;
+}
 
 const Pin* Resolution::find(std::string_view name) const {
   for (const auto& p : pins)
@@ -850,6 +850,8 @@ Expected<Resolution> Resolver::Impl::build_result(std::size_t rounds) {
     p.name = n.name;
     p.version = f.version;
     p.file = f.file;
+    const auto& read = projects.at(n.name).metadata;
+    if (auto md = read.find(n.file); md != read.end()) p.metadata = md->second;
     for (const auto& e : n.extras)
       if (std::find(p.extras.begin(), p.extras.end(), e) == p.extras.end()) p.extras.push_back(e);
     for (const auto& i : s.criteria.get(key)->information) {

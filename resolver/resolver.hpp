@@ -55,6 +55,9 @@ struct Pin {
   index::Candidate file;
   std::vector<std::string> extras;  // extras requested of it (normalized, sorted)
   std::vector<std::string> required_by; // "torch==2.7.0+cu128", or "<request>"
+  // The core metadata the resolver read for this file (PEP 658, range reads, …): its dependencies were
+  // taken from it, so apply holds it against the downloaded wheel's own METADATA. nullopt when never read.
+  std::optional<specs::CoreMetadata> metadata;
 };
 
 struct Resolution {
@@ -95,6 +98,9 @@ struct ProjectFiles {
   std::vector<ProjectFile> usable;  // best first: version desc, then tag rank, then build tag
   std::vector<Rejection> rejected;
 };
+// The set names one version exactly (`==1.2`, `===1.2`; not `==1.*`): PEP 592 lets such a pin choose a
+// yanked file.
+[[nodiscard]] bool is_pinned(const specs::SpecifierSet& set);
 [[nodiscard]] ProjectFiles classify_files(const std::vector<index::Candidate>& files,
                                           const ResolveOptions& options);
 

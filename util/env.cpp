@@ -13,6 +13,8 @@ const std::vector<EnvVar>& known_env_vars() {
       {"ENVFIX_DRIVER", "driver version to plan for instead of probing (570.86.10)"},
       {"ENVFIX_PYTHON", "target interpreter (like --python)"},
       {"ENVFIX_OFFLINE", "1: serve only from the cache"},
+      {"ENVFIX_PAGE_DEADLINE", "seconds one index page (or metadata file) may take, retries included (default 300)"},
+      {"ENVFIX_DOWNLOAD_DEADLINE", "seconds one download may take, retries and resumes included (default 3600)"},
       {"ENVFIX_LINK_MODE", "how apply places files from the unpacked cache: auto|clone|hardlink|copy (like --link-mode)"},
       {"ENVFIX_EARLY_UNPACK", "0: apply unpacks no wheel while others download, all of it in the transaction (for comparisons)"},
       {"ENVFIX_THREADS", "threads for unpacking, linking and hashing (default: one per core)"},

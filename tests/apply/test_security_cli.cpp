@@ -95,3 +95,60 @@ TEST_CASE("security 6: a member name with terminal escapes is printed escaped") 
 }
 
 } // TEST_SUITE
+
+namespace {
+
+// Issue 42 item 7a: indexes whose PEP 658 .metadata files lie about their wheels (each lie's hash is
+// published, so the hash check passes): a hidden Requires-Dist, a hidden Requires-Python, another version.
+constexpr const char* kLyingMetadataIndex = R"({"packages": [
+  {"name": "helper", "version": "1.0"},
+  {"name": "hidden", "version": "1.0", "requires_dist": ["helper"],
+   "metadata_file_text": "Metadata-Version: 2.1\nName: hidden\nVersion: 1.0\n"},
+  {"name": "pylie", "version": "1.0", "requires_python": ">=3.99", "index_requires_python": null,
+   "metadata_file_text": "Metadata-Version: 2.1\nName: pylie\nVersion: 1.0\n"},
+  {"name": "honest", "version": "1.0", "requires_dist": ["helper"]}
+]})";
+
+} // namespace
+
+TEST_SUITE("integration") {
+
+TEST_CASE("round3 7a: a wheel whose METADATA disagrees with the index's PEP 658 metadata is refused before install") {
+  World w(kLyingMetadataIndex);
+  auto ve = w.venv("venv");
+  const std::string py = (ve / "bin/python").string();
+  const auto before = manifest(ve);
+  struct Case {
+    std::string package, says;
+  };
+  for (const Case& c : {Case{"hidden", R"(Requires-Dist: the wheel's METADATA requires "helper", the index's metadata does not)"},
+                        Case{"pylie", "Requires-Python: the index's metadata says (none), the wheel's METADATA says >=3.99"}}) {
+    CAPTURE(c.package);
+    auto r = w.envfix({"apply", c.package, "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile",
+                       w.lockfile().string()});
+    CHECK((r.rc == 1 || r.rc == 2));
+    CHECK(r.err.find(c.package + "-1.0-py3-none-any.whl") != std::string::npos);
+    CHECK(r.err.find("disagrees with the wheel's own METADATA") != std::string::npos);
+    CHECK(r.err.find(c.says) != std::string::npos);
+    CHECK(manifest(ve) == before); // nothing installed
+    CHECK_FALSE(fs::exists(w.lockfile()));
+  }
+  // The lie was dropped from the cache: the next run reads the downloaded wheel's own METADATA, so its
+  // plan is the true one (pylie needs Python 3.99: refused by the resolver; hidden brings helper).
+  auto py_again = w.envfix({"apply", "pylie", "--index-url", w.index_url(), "--python", py, "--yes"});
+  CHECK(py_again.rc == 1);
+  CHECK(py_again.err.find("requires Python>=3.99") != std::string::npos);
+  CHECK(manifest(ve) == before);
+  auto hidden_again = w.envfix({"apply", "hidden", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile",
+                                w.lockfile().string()});
+  CHECK(hidden_again.rc == 0);
+  CHECK(w.pip_list(ve).contains("hidden"));
+  CHECK(w.pip_list(ve).contains("helper"));
+  // The control: metadata that agrees with its wheel installs, with its dependency.
+  auto ok = w.envfix({"apply", "honest", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile",
+                      w.lockfile().string()});
+  CHECK(ok.rc == 0);
+  CHECK(w.pip_list(ve).contains("helper"));
+}
+
+} // TEST_SUITE

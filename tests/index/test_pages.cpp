@@ -384,3 +384,32 @@ TEST_CASE("page memo: prints and parses back; duplicates and bad input refused; 
   for (std::size_t i = 0; i < PageMemo::max_entries + 5; ++i) (void)full.add({"u" + std::to_string(i), "i", "p", false});
   CHECK(full.entries.size() == PageMemo::max_entries);
 }
+
+TEST_SUITE("unit") {
+// Issue 42 item 7: the entry cap covers PEP 691 JSON pages. 16 MiB of `{"url":"a"},` entries (about
+// 60 KB gzip'd) held every entry twice (a JsonFile, then a Candidate and a warning) before the cap.
+TEST_CASE("round3 7e: a JSON page of 1.4 million tiny files entries is refused at the cap, memory bounded") {
+  std::string json = R"({"meta":{"api-version":"1.1"},"files":[)";
+  const std::string entry = R"({"url":"a"},)";
+  while (json.size() < (16u << 20)) json += entry;
+  json += R"({"url":"a"}]})";
+  reset_peak_rss();
+  const std::size_t before = status_kib("VmRSS:");
+  auto page = parse_json_page(json, ctx("https://example.org/simple/demo/", "demo"));
+  const std::size_t peak = status_kib("VmHWM:");
+  REQUIRE_FALSE(page);
+  CHECK(page.error().message.find("more than 250000 files") != std::string::npos);
+  CHECK(page.error().message.find("https://example.org/simple/demo/") != std::string::npos);
+  MESSAGE("peak RSS growth " << (peak - before) / 1024 << " MiB for a " << json.size() / (1 << 20) << " MiB JSON page");
+  CHECK((peak - before) * 1024 < 8 * json.size());
+  // Under the cap the same form parses; a cap of our own choosing applies as documented.
+  auto c = ctx("https://example.org/simple/demo/", "demo");
+  std::string small = R"({"meta":{"api-version":"1.1"},"files":[{"url":"demo-1.1-py3-none-any.whl"},)"
+                      R"({"url":"demo-1.0-py3-none-any.whl"}]})";
+  auto ok = parse_json_page(small, c);
+  REQUIRE_MESSAGE(ok, (ok ? "" : ok.error().render()));
+  CHECK(ok->candidates.size() == 2);
+  c.max_anchors = 1;
+  CHECK_FALSE(parse_json_page(small, c));
+}
+}

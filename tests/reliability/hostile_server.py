@@ -8,9 +8,20 @@ Prints "PORT <n>" once listening; appends "METHOD PATH RANGE" per request to --l
                         (same length): the bytes change between metadata reads and the download
   /redirect-file/<x>    302 to file:///etc/passwd
   /redirect-scheme/<x>  302 to javascript:alert(1)
+  /private-fresh/<path> the file, only with "Authorization: Basic" of envfix:s3cret-pw (else 401),
+                        with Cache-Control: max-age=600 (a page a cache would call fresh)
+  /slowloris/<x>        200 with a Content-Length of 1 GB, then one body byte every 0.3 s, forever
+  /slow-headers/<x>     a status line, then one header line every 0.3 s, forever
+  /redirect-chain/<n>/<p>  302 to /redirect-chain/<n-1>/<p>; /redirect-chain/0/<p> is the file <p>
+  /redirect-loop/<x>    302 to itself
+  /huge-header/<x>      200 with one 1 MiB header line
+  /many-headers/<x>     200 with 100,000 header lines
+  /gzip-json/<n>/<x>    a PEP 691 page of n tiny `files` entries, sent gzip'd (Content-Encoding: gzip)
   /<path>               the file under --root
 """
 import argparse
+import base64
+import gzip
 import http.server
 import os
 import socketserver
@@ -44,7 +55,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def send_file(self, path, head, rng):
+    def trickle(self, body):
+        try:
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            if body:
+                self.wfile.write(b"Content-Type: application/octet-stream\r\nContent-Length: 1000000000\r\n\r\n")
+            self.wfile.flush()
+            i = 0
+            while True:
+                time.sleep(0.3)
+                self.wfile.write(b"x" if body else b"X-Slow-%d: v\r\n" % i)
+                self.wfile.flush()
+                i += 1
+        except OSError:
+            self.close_connection = True
+
+    def send_file(self, path, head, rng, extra=()):
         try:
             with open(path, "rb") as f:
                 data = f.read()
@@ -63,6 +89,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Accept-Ranges", "bytes")
         if status == 206:
             self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+        for k, v in extra:
+            self.send_header(k, v)
         self.end_headers()
         if not head:
             self.wfile.write(body)
@@ -91,6 +119,39 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if head or rng:
                 return self.send_file(real, head, rng)
             return self.send_file(real + ".other", head, None)
+        if path.startswith("/private-fresh/"):
+            want = "Basic " + base64.b64encode(b"envfix:s3cret-pw").decode()
+            if self.headers.get("Authorization") != want:
+                return self.send_simple(401, b"credentials needed\n", [("WWW-Authenticate", 'Basic realm="envfix"')])
+            full = os.path.join(root, path[len("/private-fresh/"):])
+            if os.path.isdir(full):
+                full = os.path.join(full, "index.html")
+            return self.send_file(full, head, rng, [("Cache-Control", "max-age=600")])
+        if path.startswith("/slowloris/") or path.startswith("/slow-headers/"):
+            return self.trickle(path.startswith("/slowloris/"))
+        if path.startswith("/redirect-chain/"):
+            n, _, rest = path[len("/redirect-chain/"):].partition("/")
+            if int(n) > 0:
+                return self.send_simple(302, b"", [("Location", f"/redirect-chain/{int(n) - 1}/{rest}")])
+            full = os.path.join(root, rest)
+            return self.send_file(os.path.join(full, "index.html") if os.path.isdir(full) else full, head, rng)
+        if path.startswith("/redirect-loop/"):
+            return self.send_simple(302, b"", [("Location", path)])
+        if path.startswith("/huge-header/") or path.startswith("/many-headers/"):
+            if path.startswith("/huge-header/"):
+                extra = [("X-Huge", "a" * (1 << 20))]
+            else:
+                extra = [(f"X-Many-{i}", "v") for i in range(100000)]
+            try:
+                return self.send_simple(200, b"<html></html>\n", [("Content-Type", "text/html")] + extra)
+            except OSError:
+                self.close_connection = True
+                return
+        if path.startswith("/gzip-json/"):
+            n = int(path[len("/gzip-json/"):].split("/")[0])
+            body = gzip.compress(b'{"meta":{"api-version":"1.1"},"files":[' + b'{"url":"a"},' * n + b'{"url":"a"}]}', 9)
+            return self.send_simple(200, body, [("Content-Type", "application/vnd.pypi.simple.v1+json"),
+                                                ("Content-Encoding", "gzip")])
         if path.startswith("/redirect-file/"):
             return self.send_simple(302, b"", [("Location", "file:///etc/passwd")])
         if path.startswith("/redirect-scheme/"):

@@ -42,6 +42,7 @@ void add_file(MemoryProvider& p, const YAML::Node& f) {
   c.project = wf->normalized_name();
   if (!(f.IsMap() && f["hash"] && !f["hash"].as<bool>())) c.sha256 = std::string(64, 'a');
   if (f.IsMap() && f["yanked"]) c.yanked = f["yanked"].as<bool>();
+  if (f.IsMap() && f["yanked_reason"]) c.yanked_reason = f["yanked_reason"].as<std::string>();
   if (f.IsMap() && f["index_requires_python"]) c.requires_python = f["index_requires_python"].as<std::string>();
   c.size = f.IsMap() && f["size"] ? f["size"].as<std::uint64_t>() : 1000;
   std::string md = fmt::format("Metadata-Version: 2.1\nName: {}\nVersion: {}\n", wf->name, wf->version.to_string());
@@ -203,7 +204,7 @@ Outcome run_scenario(const YAML::Node& s) {
   out.plan.variant = choice->index.variant;
   out.plan.index = choice->index.url;
   out.plan.why = choice->why;
-  out.plan.warnings = choice->warnings;
+  out.plan.warnings.insert(out.plan.warnings.begin(), choice->warnings.begin(), choice->warnings.end()); // as api/plan.cpp
   out.plan.rejected.insert(out.plan.rejected.begin(), choice->rejected.begin(), choice->rejected.end());
   return out;
 }
@@ -247,6 +248,17 @@ void check_scenario(const fs::path& file) {
 } // namespace
 
 TEST_SUITE("scenario") {
+
+// Issue 42 item 7b (PEP 592): `==` may choose a yanked file, and the plan says why it was yanked;
+// unpinned, a yanked build or dependency stays excluded (16-*, 17-*).
+TEST_CASE("round3 7b: a yanked build pinned with == installs with its yank reason; unpinned it stays excluded") {
+  const fs::path dir = fs::path(ENVFIX_SOURCE_DIR) / "tests" / "scenarios";
+  for (const char* f : {"77-yanked-pinned-exactly-installs-with-reason.yaml", "16-yanked-framework-build.yaml",
+                        "17-yanked-dependency.yaml"}) {
+    CAPTURE(f);
+    check_scenario(dir / f);
+  }
+}
 
 TEST_CASE("scenario corpus") {
   fs::path dir = fs::path(ENVFIX_SOURCE_DIR) / "tests" / "scenarios";

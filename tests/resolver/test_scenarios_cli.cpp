@@ -72,6 +72,7 @@ json builder_package(const YAML::Node& f) {
     if (f["requires_python"]) p["requires_python"] = f["requires_python"].as<std::string>();
     if (f["index_requires_python"]) p["index_requires_python"] = f["index_requires_python"].as<std::string>();
     if (f["yanked"] && f["yanked"].as<bool>()) p["yanked"] = true;
+    if (f["yanked"] && f["yanked"].as<bool>() && f["yanked_reason"]) p["yanked"] = f["yanked_reason"].as<std::string>();
     if (f["hash"] && !f["hash"].as<bool>()) p["omit_hash"] = true;
     if (f["extras"]) p["provides_extra"] = strings(f["extras"]);
   }

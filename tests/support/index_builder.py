@@ -21,6 +21,8 @@ SPEC (JSON):
      "yanked": false | true | "reason",
      "omit_hash": false,                              # no #sha256 in HTML, empty hashes in JSON
      "metadata_file": true,                           # write <wheel>.metadata and advertise it (PEP 658/714)
+     "metadata_file_text": "Metadata-Version: ...",    # write this as <wheel>.metadata instead (an index that
+                                                      # lies about the wheel; its hash is published)
      "wrong_hash": false,                             # publish a wrong sha256 for the wheel
      "wrong_metadata_hash": false,
      "compress": true}                                # deflate members (METADATA is always readable)
@@ -113,6 +115,8 @@ def build(spec, out):
             sha = hashlib.sha256(data).hexdigest()
             meta_sha = None
             if pkg.get("metadata_file", True):
+                if "metadata_file_text" in pkg:
+                    meta = pkg["metadata_file_text"].encode()
                 with open(path + ".metadata", "wb") as f:
                     f.write(meta)
                 meta_sha = hashlib.sha256(meta).hexdigest()
