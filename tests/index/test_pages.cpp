@@ -10,6 +10,7 @@
 #include "index/page_memo.hpp"
 #include "index/project_page.hpp"
 #include "index/url.hpp"
+#include "tests/support/peak_rss.hpp"
 #include "util/fs.hpp"
 
 using namespace envfix;
@@ -304,19 +305,8 @@ TEST_CASE("hostile HTML does not crash: deep nesting, unterminated tags, NULs") 
 }
 }
 
-namespace {
-
-// Peak resident set since the last reset, in bytes (VmHWM), after resetting it to the current RSS.
-std::size_t status_kib(const char* key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(key, 0) == 0) return static_cast<std::size_t>(std::stoull(line.substr(std::strlen(key))));
-  return 0;
-}
-void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
-
-} // namespace
+using testing::reset_peak_rss;
+using testing::status_kib;
 
 TEST_SUITE("unit") {
 // docs/reliability.md §5, case 7: a 16 MiB page of anchors (32 KB gzipped) cost 1.9 GB as one tree.

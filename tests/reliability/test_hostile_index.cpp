@@ -11,6 +11,7 @@
 
 #include "index/index_client.hpp"
 #include "index/url.hpp"
+#include "tests/reliability/hostile_server.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/nginx_server.hpp"
 #include "util/fs.hpp"
@@ -42,24 +43,7 @@ std::vector<std::string> files_under(const fs::path& dir) {
   return out;
 }
 
-// tests/reliability/hostile_server.py as a child process (killed and reaped by the destructor).
-struct HostileServer {
-  std::optional<testing::ChildProcess> child;
-  fs::path log;
-  int port = 0;
-  HostileServer(const fs::path& root, const fs::path& log_file) : log(log_file) {
-    auto c = testing::ChildProcess::spawn({"python3", ENVFIX_SOURCE_DIR "/tests/reliability/hostile_server.py",
-                                           "--root", root.string(), "--lifetime", "600", "--log", log.string()});
-    REQUIRE(c);
-    child.emplace(std::move(*c));
-    auto line = child->read_line(std::chrono::seconds(20));
-    REQUIRE_MESSAGE(line, "hostile_server.py did not start");
-    REQUIRE(line->starts_with("PORT "));
-    port = std::stoi(line->substr(5));
-  }
-  std::string url(std::string_view path) const { return fmt::format("http://127.0.0.1:{}/{}", port, path); }
-  std::string log_text() const { return util::read_file(log).value_or(""); }
-};
+using testing::HostileServer;
 
 // One index tree, one nginx (HTTPS, test CA) and one hostile server for the whole suite: starting
 // them (openssl keys, Python) costs seconds each on a loaded machine. Each test case writes its own

@@ -11,8 +11,10 @@
 #include <fstream>
 
 #include "index/index_client.hpp"
+#include "tests/reliability/hostile_server.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/nginx_server.hpp"
+#include "tests/support/peak_rss.hpp"
 #include "util/fs.hpp"
 
 using namespace envfix;
@@ -22,32 +24,23 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// The hostile server of tests/reliability/hostile_server.hpp over a one-project index tree.
 struct Hostile {
   fs::path root;
-  std::optional<testing::ChildProcess> child;
-  int port = 0;
+  std::optional<testing::HostileServer> server;
   Hostile() {
     root = util::make_temp_dir({}, "envfix-round3-index").value();
     auto s = testing::build_index(root, R"({"packages":[{"name":"demo","version":"1.0"}]})");
     REQUIRE_MESSAGE(s, (s ? "" : s.error().render()));
-    auto c = testing::ChildProcess::spawn({"python3", ENVFIX_SOURCE_DIR "/tests/reliability/hostile_server.py", "--root",
-                                           root.string(), "--lifetime", "600", "--log", (root / "hostile.log").string()});
-    REQUIRE(c);
-    child.emplace(std::move(*c));
-    auto line = child->read_line(std::chrono::seconds(20));
-    REQUIRE_MESSAGE(line, "hostile_server.py did not start");
-    REQUIRE(line->starts_with("PORT "));
-    port = std::stoi(line->substr(5));
+    server.emplace(root, root / "hostile.log");
   }
   ~Hostile() {
-    child.reset();
+    server.reset();
     std::error_code ec;
     fs::remove_all(root, ec);
   }
-  std::string url(std::string_view path, std::string_view userinfo = "") const {
-    return fmt::format("http://{}127.0.0.1:{}/{}", userinfo, port, path);
-  }
-  std::string log() const { return util::read_file(root / "hostile.log").value_or(""); }
+  std::string url(std::string_view path, std::string_view userinfo = "") const { return server->url(path, userinfo); }
+  std::string log() const { return server->log_text(); }
 };
 
 Hostile& hostile() {
@@ -68,14 +61,8 @@ IndexClient client(const fs::path& cache, const std::function<void(IndexClientOp
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::size_t status_kib(const char* key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(key, 0) == 0) return static_cast<std::size_t>(std::stoull(line.substr(std::strlen(key))));
-  return 0;
-}
-void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+using testing::reset_peak_rss;
+using testing::status_kib;
 
 } // namespace
 
