@@ -32,7 +32,6 @@
 #include "util/strings.hpp"
 #include "util/text.hpp"
 #include "wheel/kernel_evidence.hpp"
-#include "wheel/wheel_archive.hpp"
 
 namespace envfix::api {
 
@@ -306,12 +305,8 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
 // `*.dist-info/METADATA` (staging later refuses a wheel with none, or with two).
 std::optional<std::string> own_metadata(const installer::WheelToInstall& w) {
   if (w.cached) return w.cached->metadata;
-  auto archive = wheel::WheelArchive::open(w.wheel);
-  if (!archive) return std::nullopt;
-  for (const auto& n : archive->raw_names())
-    if (n.ends_with(".dist-info/METADATA") && std::count(n.begin(), n.end(), '/') == 1)
-      if (auto text = archive->read_member(n)) return std::move(*text);
-  return std::nullopt;
+  auto text = index::read_local_metadata(w.wheel);
+  return text ? std::optional<std::string>(std::move(*text)) : std::nullopt;
 }
 
 // Where the core metadata the resolver used (a PEP 658 file, range reads) and the wheel's own differ:

@@ -233,6 +233,8 @@ Candidate local_candidate(const fs::path& file, std::string_view project, std::s
   return c;
 }
 
+} // namespace
+
 Expected<std::string> read_local_metadata(const fs::path& wheel) {
   util::Fd fd(::open(wheel.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return fail_errno(errno, ErrorCode::io, "cannot open {}: {}", wheel.string(), std::strerror(errno));
@@ -252,8 +254,6 @@ Expected<std::string> read_local_metadata(const fs::path& wheel) {
   };
   return read_wheel_metadata(static_cast<std::uint64_t>(st.st_size), reader, wheel.string());
 }
-
-} // namespace
 
 struct IndexClient::Impl {
   IndexClientOptions options;

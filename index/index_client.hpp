@@ -46,6 +46,9 @@ struct IndexStats {
 
 // $ENVFIX_CACHE_DIR, else $XDG_CACHE_HOME/envfix, else ~/.cache/envfix.
 [[nodiscard]] Expected<std::filesystem::path> default_cache_dir();
+// The core metadata of a local wheel file: its one top-level `*.dist-info/METADATA`, read through
+// the bounds-checked zip reader (index/zip_metadata.hpp) with range reads, not the whole archive.
+[[nodiscard]] Expected<std::string> read_local_metadata(const std::filesystem::path& wheel);
 
 class IndexClient {
 public:
