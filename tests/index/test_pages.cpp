@@ -341,12 +341,7 @@ TEST_CASE("security 7: pages are parsed in slices: every anchor of a large page,
   CHECK(page->candidates[5000].sha256 == fmt::format("{:064x}", 5000));
   // The candidates themselves (about 600 bytes each here) plus one slice's tree.
   MESSAGE("peak RSS growth " << (peak - before) / 1024 << " MiB for " << html.size() / (1 << 20) << " MiB, " << n << " anchors");
-#if defined(__SANITIZE_ADDRESS__)
-  const std::size_t factor = 24; // ASan's redzones and its quarantine of freed slice trees
-#else
-  const std::size_t factor = 6;
-#endif
-  CHECK((peak - before) * 1024 < factor * html.size());
+  CHECK((peak - before) * 1024 < 6 * testing::sanitizer_memory_factor * html.size());
   // A limit of our own choosing applies as documented.
   auto c = ctx("https://example.org/simple/demo/", "demo");
   c.max_anchors = n - 1;
@@ -391,7 +386,7 @@ TEST_CASE("round3 7e: a JSON page of 1.4 million tiny files entries is refused a
   CHECK(page.error().message.find("more than 250000 files") != std::string::npos);
   CHECK(page.error().message.find("https://example.org/simple/demo/") != std::string::npos);
   MESSAGE("peak RSS growth " << (peak - before) / 1024 << " MiB for a " << json.size() / (1 << 20) << " MiB JSON page");
-  CHECK((peak - before) * 1024 < 8 * json.size());
+  CHECK((peak - before) * 1024 < 8 * testing::sanitizer_memory_factor * json.size());
   // Under the cap the same form parses; a cap of our own choosing applies as documented.
   auto c = ctx("https://example.org/simple/demo/", "demo");
   std::string small = R"({"meta":{"api-version":"1.1"},"files":[{"url":"demo-1.1-py3-none-any.whl"},)"

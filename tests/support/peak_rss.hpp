@@ -16,6 +16,13 @@ inline std::size_t status_kib(const char* key) {
   return 0;
 }
 
+// Memory bounds scale by this under ASan: its redzones and its quarantine of freed blocks.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr std::size_t sanitizer_memory_factor = 4;
+#else
+inline constexpr std::size_t sanitizer_memory_factor = 1;
+#endif
+
 // Sets VmHWM back to the current VmRSS (proc(5), clear_refs "5").
 inline void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
