@@ -24,6 +24,12 @@ Expected<FrameworkSpec> framework_spec_from(const matrices::Knowledge& knowledge
       if (!in_channel) continue;
       for (const auto& v : r.variants) variants.insert(v.variant);
     }
+    // The CPU build is on every channel that has per-variant indexes (torch's /whl/cpu,
+    // /whl/test/cpu, /whl/nightly/cpu; matrices/data/torch.yaml lists no `cpu` row per release):
+    // without it --allow-cpu and GPU-less hosts had no CPU set to choose.
+    if (tmpl.find("{variant}") != std::string::npos)
+      for (const auto& v : fw->variants)
+        if (v.kind == "cpu") variants.insert(v.name);
     for (const auto& name : variants) {
       const matrices::Variant* v = fw->variant(name);
       if (!v || (v->kind != "cuda" && v->kind != "cpu")) continue;

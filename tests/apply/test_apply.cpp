@@ -762,6 +762,39 @@ TEST_CASE("framework apply without a GPU, or of a CPU build: the smoke test runs
   }
 }
 
+// The shipped torch matrices list no `cpu` row per release, yet download.pytorch.org has a CPU
+// build of every release: --allow-cpu and a GPU-less host must find /whl/cpu (issue 33, item 2).
+TEST_CASE("torch's CPU set from the real matrices: --allow-cpu on a GPU no build covers, and a host without GPUs") {
+  World w(kTorchCu126Index);
+  w.rebuild_index(R"({"simple_dir": "pt/whl/cpu", "files_dir": "pt/whl/files", "packages": [
+    {"name": "torch", "version": "2.7.0+cpu", "tags": ["py3-none-manylinux_2_17_x86_64"]}]})");
+  auto ve = w.venv("venv");
+  const auto py = (ve / "bin/python").string();
+  auto plan = [&](std::vector<std::string> extra, std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> a{"--format", "json", "plan", "torch==2.7.0", "--mirror", w.base_url() + "/pt/whl", "--python", py};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return w.envfix(a, std::move(env));
+  };
+  const std::vector<std::string> sm120{"--gpu", "sm_120", "--driver", "580.65.06"};
+  auto refused = plan(sm120);
+  CHECK(refused.rc == 1);
+  CHECK(refused.err.find("--allow-cpu") != std::string::npos);
+
+  auto cpu = plan({"--gpu", "sm_120", "--driver", "580.65.06", "--allow-cpu"});
+  REQUIRE_MESSAGE(cpu.rc == 0, cpu.err);
+  auto j = json::parse(cpu.out);
+  CHECK(j["variant"] == "cpu");
+  REQUIRE(j["install"].size() == 1);
+  CHECK(j["install"][0]["version"] == "2.7.0+cpu");
+  CHECK(j["install"][0]["url"].get<std::string>().find("/pt/whl/") != std::string::npos);
+
+  // No GPU at all: the CPU set first, not the CUDA build and its runtime wheels.
+  auto bare = plan({}, {{"ENVFIX_NO_NVML", "1"}});
+  REQUIRE_MESSAGE(bare.rc == 0, bare.err);
+  CHECK(json::parse(bare.out)["variant"] == "cpu");
+  CHECK(json::parse(bare.out)["install"][0]["version"] == "2.7.0+cpu");
+}
+
 // apply's smoke test is envfix verify's layers 1 and 2 (repro, model) unless --smoke-layers says less.
 TEST_CASE("framework apply: the smoke test runs the model layer too, and a failing model rolls back") {
   World w(cpufw_spec("cu128"));
