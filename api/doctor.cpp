@@ -43,6 +43,27 @@ fs::path env_prefix_of(const fs::path& interpreter) {
   return fs::absolute(interpreter).lexically_normal().parent_path().parent_path();
 }
 
+// The guide's wrong-interpreter pitfall, the `python` half: `python app.py` runs the first
+// interpreter on PATH, which may not see the environment envfix fixed. Same environment: the same
+// prefix, or (two interpreters outside any venv) the same real file.
+void check_python_on_path(DoctorReport& r) {
+  const auto& f = r.facts;
+  if (!f.python || f.path_interpreters.empty()) return;
+  const auto& first = f.path_interpreters.front();
+  const auto target = fs::absolute(f.python->prefix).lexically_normal();
+  const auto prefix = env_prefix_of(first.path);
+  std::error_code ec;
+  if (prefix == target) return;
+  const bool in_venv = fs::exists(prefix / "pyvenv.cfg", ec) || fs::exists(target / "pyvenv.cfg", ec);
+  if (!in_venv && fs::equivalent(first.resolved, f.python->executable, ec)) return;
+  add(r, "python-other-interpreter", "warning",
+      fmt::format("`{}` first on PATH ({}) is another interpreter than the target {}: a program started with it "
+                  "does not see the packages envfix checks and fixes",
+                  first.path.filename().string(), first.path.string(), f.python->executable.string()),
+      fmt::format("run your program with {}, or activate the environment first (source {}/bin/activate)",
+                  f.python->executable.string(), target.string()));
+}
+
 void check_environment(DoctorReport& r) {
   const auto& f = r.facts;
   if (!f.python) return;
@@ -55,6 +76,7 @@ void check_environment(DoctorReport& r) {
         fmt::format("{} is externally managed (PEP 668): {}", py.executable.string(), msg),
         "install into a virtual environment: envfix apply --venv .venv");
   }
+  check_python_on_path(r);
   if (f.pip_interpreter) {
     auto pip_prefix = env_prefix_of(*f.pip_interpreter);
     auto target = fs::absolute(py.prefix).lexically_normal();
@@ -729,8 +751,8 @@ std::string fix_for(const DoctorReport& r, const FrameworkReport& s, const Optio
 
 void conclude(DoctorReport& r, const Options& g) {
   // Advice about the user's shell, not the environment: shown as a warning, but a healthy
-  // environment stays healthy (a `pip` on PATH that belongs elsewhere breaks nothing installed).
-  static const std::set<std::string> advisory = {"pip-other-interpreter"};
+  // environment stays healthy (a `pip` or `python` on PATH that belongs elsewhere breaks nothing installed).
+  static const std::set<std::string> advisory = {"pip-other-interpreter", "python-other-interpreter"};
   bool error = false, warning = false;
   for (const auto& f : r.findings) {
     if (advisory.count(f.code)) continue;

@@ -294,6 +294,23 @@ TEST_CASE("doctor: the repro runs the framework's smoke test in a subprocess and
   }
 }
 
+// The pitfall's other half (issue 33, item 6): `python` on PATH is another interpreter than the target.
+TEST_CASE("doctor: python first on PATH is another interpreter than the target") {
+  FakeEnv env;
+  env.dist("torch", "2.7.0+cu128");
+  const auto other = env.root() / "other-venv";
+  auto mk = util::run_process({"python3", "-m", "venv", "--without-pip", other.string()});
+  REQUIRE((mk && mk->ok()));
+  const std::string path_other = (other / "bin").string() + ":" + (env.venv() / "bin").string();
+  auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro"}, true, {{"PATH", path_other}}));
+  auto* f = finding(j, "python-other-interpreter");
+  REQUIRE(f);
+  CHECK(f->at("message").get<std::string>().find((other / "bin").string()) != std::string::npos);
+  CHECK(f->at("hint").get<std::string>().find(env.python().string()) != std::string::npos);
+  // The target's own bin first: nothing to say.
+  CHECK(!codes(parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro"}))).count("python-other-interpreter"));
+}
+
 TEST_CASE("doctor: pip on PATH belongs to another interpreter") {
   FakeEnv env;
   env.dist("torch", "2.7.0+cu128");
