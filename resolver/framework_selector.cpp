@@ -1,4 +1,5 @@
 #include "resolver/framework_selector.hpp"
+#include "resolver/source_build.hpp"
 
 #include <algorithm>
 #include <map>
@@ -512,6 +513,23 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
   return true;
 }
 
+// What to build from source: the pinned release, else the newest one the host turned down; the
+// newest toolkit any GPU needs first.
+SourceBuild source_build_of(const Pass& p) {
+  SourceBuild b{specs::normalize_name(p.spec.main_package), std::nullopt, p.host.gpus, std::nullopt};
+  if (p.main_req && is_pinned(p.main_req->specifier))
+    for (const auto& c : p.main_req->specifier.clauses())
+      if (c.version()) b.version = *c.version();
+  if (!b.version)
+    for (const auto& r : p.out.rejected)
+      if (r.name == b.framework && r.reason == RejectReason::arch_not_covered)
+        if (auto v = specs::Version::parse(r.version); v && !v->is_prerelease() && (!b.version || *v > *b.version)) b.version = *v;
+  if (p.spec.first_toolkit)
+    for (const auto& g : p.host.gpus)
+      if (auto t = p.spec.first_toolkit(g); t && (!b.min_cuda || *t > *b.min_cuda)) b.min_cuda = t;
+  return b;
+}
+
 // Nothing fits: say why plainly.
 Error no_set_error(Pass& p) {
   const auto& spec = p.spec;
@@ -543,13 +561,7 @@ Error no_set_error(Pass& p) {
     for (const auto& [reason, n] : why) e.causes.push_back(fmt::format("{} file(s) rejected: {}", n, reason));
   }
   if (arch_problem || p.gpu_host) {
-    std::string archs;
-    for (const auto& g : p.host.gpus) archs += (archs.empty() ? "" : ";") + g.to_string();
-    e.hint = main == "torch" ? fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for this GPU: "
-                                                "TORCH_CUDA_ARCH_LIST=\"{}\" pip install --no-binary {} {}",
-                                                spec.name, archs, main, main)
-                                  : fmt::format("`--allow-cpu` installs the CPU build instead; or build {} from source for {}",
-                                                spec.name, gpu_list(p.host.gpus));
+    e.hint = "`--allow-cpu` installs the CPU build instead; or " + source_build_recipe(source_build_of(p));
     if (p.jit_cuda)
       e.hint = fmt::format("a driver that runs CUDA {} natively can JIT its PTX; ", p.jit_cuda->to_string()) + e.hint;
   }

@@ -67,6 +67,8 @@ struct FrameworkSpec {
   std::function<std::optional<BuildFacts>(const specs::WheelFilename&, std::string_view variant)> evidence;
   // The companion version coupled to a main version ("0.22.0" for torchvision and torch 2.7.0).
   std::function<std::optional<std::string>(const specs::Version&, std::string_view companion)> companion_version;
+  // The first CUDA toolkit whose nvcc has code for a GPU (the source-build recipe's prerequisite).
+  std::function<std::optional<specs::CudaVersion>(specs::ComputeCapability)> first_toolkit;
   std::vector<SupportEndInfo> support_ends;
 };
 

@@ -65,6 +65,11 @@ Expected<FrameworkSpec> framework_spec_from(const matrices::Knowledge& knowledge
   spec.companion_version = [k, fw_name](const specs::Version& v, std::string_view companion) {
     return k->companion_version(fw_name, v, companion);
   };
+  spec.first_toolkit = [k](specs::ComputeCapability cc) -> std::optional<specs::CudaVersion> {
+    auto ft = k->first_toolkit_for(cc);
+    if (!ft.toolkit) return std::nullopt;
+    return ft.toolkit->version;
+  };
   for (const auto& e : fw->support_ends) spec.support_ends.push_back(SupportEndInfo{e.from, e.below, e.variant, e.source});
   return spec;
 }

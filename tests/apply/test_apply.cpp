@@ -779,6 +779,9 @@ TEST_CASE("torch's CPU set from the real matrices: --allow-cpu on a GPU no build
   auto refused = plan(sm120);
   CHECK(refused.rc == 1);
   CHECK(refused.err.find("--allow-cpu") != std::string::npos);
+  // Fix C as it runs: a checkout at the tag, not `pip install --no-binary torch` (no sdist exists).
+  CHECK(refused.err.find("git clone --branch v2.7.0 --recursive https://github.com/pytorch/pytorch") != std::string::npos);
+  CHECK(refused.err.find("--no-binary") == std::string::npos);
 
   auto cpu = plan({"--gpu", "sm_120", "--driver", "580.65.06", "--allow-cpu"});
   REQUIRE_MESSAGE(cpu.rc == 0, cpu.err);

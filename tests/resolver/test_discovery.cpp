@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include <fmt/format.h>
+
 #include "resolver/discovery.hpp"
 #include "resolver/knowledge_adapter.hpp"
 #include "resolver/memory_provider.hpp"
@@ -110,6 +112,34 @@ TEST_CASE("last_release_note: the last release for a GPU a later release dropped
   CHECK(last_release_note(spec, v, {sm61}, false).starts_with("torch 2.14.0+cu126 has code for sm_61; torch 2.15.0 and later"));
   CHECK(last_release_note(spec, v, {sm90}, true).empty());
   CHECK(last_release_note(spec, *specs::Version::parse("2.15.0.dev20261120"), {sm61}, true).empty());
+}
+
+} // TEST_SUITE
+
+#include "resolver/source_build.hpp"
+
+TEST_SUITE("unit") {
+
+// Fix C must run as printed (issue 33, item 5): torch has no sdist, so a checkout at the release tag.
+TEST_CASE("source-build recipes: a checkout at the release tag, the arch setting, the toolkit the GPU needs") {
+  auto spec = *framework_spec_from(embedded(), "torch", "", "linux_x86_64");
+  REQUIRE(spec.first_toolkit);
+  auto t = spec.first_toolkit(specs::ComputeCapability{12, 0});
+  REQUIRE(t);
+  SourceBuild b{"torch", *specs::Version::parse("2.7.1+cu126"), {{12, 0}, {8, 6}}, t};
+  auto torch = source_build_recipe(b);
+  CHECK(contains(torch, "git clone --branch v2.7.1 --recursive https://github.com/pytorch/pytorch"));
+  CHECK(contains(torch, "TORCH_CUDA_ARCH_LIST=\"12.0;8.6\""));
+  CHECK(contains(torch, fmt::format("CUDA toolkit ≥ {}", t->to_string())));
+  CHECK(!contains(torch, "--no-binary"));
+  b.framework = "jax";
+  b.version = *specs::Version::parse("0.7.2");
+  CHECK(contains(source_build_recipe(b), "--branch jax-v0.7.2"));
+  CHECK(contains(source_build_recipe(b), "--cuda_compute_capabilities=sm_120,sm_86"));
+  b.framework = "paddlepaddle";
+  CHECK(contains(source_build_recipe(b), "-DCUDA_ARCH_BIN=\"120;86\""));
+  b.version.reset();
+  CHECK(contains(source_build_recipe(b), "<the release tag>"));
 }
 
 } // TEST_SUITE

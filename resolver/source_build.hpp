@@ -1,0 +1,26 @@
+// Fix C of the troubleshooting path: when no published build covers the GPU, the commands that
+// build the framework from its source checkout for exactly that GPU, with what the build needs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "specs/cuda_version.hpp"
+#include "specs/gpu_arch.hpp"
+#include "specs/version.hpp"
+
+namespace envfix::resolver {
+
+struct SourceBuild {
+  std::string framework;                   // "torch", "jax", "tensorflow", "paddlepaddle"
+  std::optional<specs::Version> version;   // the release to check out; nullopt: the newest tag
+  std::vector<specs::ComputeCapability> gpus;
+  std::optional<specs::CudaVersion> min_cuda; // the first toolkit whose nvcc emits code for every GPU
+};
+
+// One line: prerequisites, a time estimate, then the shell commands. Torch has no sdist on any
+// index, so the recipe starts from `git clone --branch <tag> --recursive`, never `pip --no-binary`.
+[[nodiscard]] std::string source_build_recipe(const SourceBuild& b);
+
+} // namespace envfix::resolver
