@@ -497,6 +497,13 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
   bool pinned = p.main_req && !p.main_req->specifier.empty();
   if (auto note = last_release_note(p.spec, v, p.host.gpus, !pinned); !note.empty()) p.out.warnings.push_back(note);
   if (!idx.discovered.empty()) p.out.warnings.push_back(idx.discovered);
+  // The guide's nightly pitfall: a nightly is no release, and its index keeps only recent dates.
+  if (channel == "nightly")
+    p.out.warnings.push_back(fmt::format(
+        "{} {} is a nightly build: untested as a release and may change or break without notice; the nightly index "
+        "deletes old builds, so a lock naming this file stops working when it is gone: keep the lockfile's hashes and "
+        "a copy of the wheels (--find-links), and move to a release as soon as one covers {}",
+        main, v.to_string(), p.host.gpus.empty() ? std::string("this host") : gpu_list(p.host.gpus)));
   if (chosen.cuda && (mc.ptx_only || mc.partial)) {
     if (!p.jit_fallback) {
       p.jit_fallback = p.out;
