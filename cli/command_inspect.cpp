@@ -77,7 +77,7 @@ void add_inspect_command(CLI::App& app, Globals& g) {
   auto* cmd = app.add_subcommand("inspect", "Kernels in .so/.whl/.a/.o/.cubin/.fatbin files, and GPU coverage");
   auto files = std::make_shared<std::vector<std::string>>();
   cmd->add_option("files", *files, "Files to read")->required();
-  cmd->footer("Use --gpu sm_XX or --gpu 9.0 (repeatable) to judge coverage: per file and GPU a verdict\n"
+  cmd->footer("Use --gpu sm_XX or --gpu 9.0 (repeatable; tegra:8.7 for an integrated Jetson GPU) to judge coverage: per file and GPU a verdict\n"
               "full, partial (normal in vendor libraries) or none (no entry runs). Exit 0 when no file is\n"
               "`none` for a GPU, 1 when one is or a file is bad, 2 on a runtime error.");
   cmd->callback([&g, files] {

@@ -224,11 +224,16 @@ bool words_in_order(const std::vector<std::string>& q, const std::vector<std::st
 Expected<ResolvedGpu> Knowledge::resolve_gpu(std::string_view query) const {
   if (auto c = specs::ComputeCapability::parse(query)) {
     ResolvedGpu r{std::string(query), "planned " + c->sm_name(), "", *c, true};
-    for (const auto& g : m_gpus) // a family name for a bare arch: any product of that compute capability
-      if (g.cc == *c) {
-        r.family = g.family;
-        break;
+    // A family name for a bare arch: any product of that compute capability. An arch only Jetson
+    // parts have (8.7, 11.0) is a Tegra device even when written bare ("sm_87").
+    bool any = false, all_tegra = true;
+    for (const auto& g : m_gpus)
+      if (g.cc.same_number(*c)) {
+        if (r.family.empty()) r.family = g.family;
+        any = true;
+        all_tegra = all_tegra && g.cc.tegra;
       }
+    if (any && all_tegra) r.cc.tegra = true;
     return r;
   }
   if (auto g = gpu(query)) return ResolvedGpu{std::string(query), g->name, g->family, g->cc, false};

@@ -329,6 +329,7 @@ private:
     if (!has_source) problem(n, path, "missing key 'source'");
     if (names.empty()) problem(n, path, "missing or empty key 'names'");
     if (!has_cc) return;
+    cc.tegra = segment == "jetson"; // Jetson parts are Tegra: their own SASS rule (specs/gpu_arch.hpp)
     for (const auto& nm : names) {
       GpuProduct g{nm, aliases, cc, family, segment, conf, source};
       std::vector<std::string> keys = {normalize_gpu_name(nm)};

@@ -37,6 +37,12 @@ bool split_number(std::string_view digits, int& major, int& minor) {
 } // namespace
 
 Expected<ComputeCapability> ComputeCapability::parse(std::string_view text) {
+  if (lower(text).starts_with("tegra:")) {
+    auto cc = parse(text.substr(6));
+    if (!cc) return cc;
+    cc->tegra = true;
+    return cc;
+  }
   const std::string s = lower(text);
   std::string_view v = s;
   std::size_t skipped = 0;
@@ -74,6 +80,7 @@ Expected<ComputeCapability> ComputeCapability::parse(std::string_view text) {
 
 std::string ComputeCapability::to_string() const { return fmt::format("{}.{}", major, minor); }
 std::string ComputeCapability::sm_name() const { return fmt::format("sm_{}{}", major, minor); }
+std::string ComputeCapability::spec() const { return tegra ? "tegra:" + to_string() : to_string(); }
 
 const char* to_string(GpuArch::Kind kind) {
   switch (kind) {
@@ -130,18 +137,29 @@ std::string GpuArch::to_string() const {
   return fmt::format("{}{}{}{}", prefix, major, minor, suffix);
 }
 
+bool GpuArch::tegra_only() const {
+  switch (number()) {
+  case 53: case 62: case 72: case 87: case 101: case 110: return true;
+  default: return false;
+  }
+}
+
 bool GpuArch::runs_on(ComputeCapability dev) const {
   const bool same_major_not_older = dev.major == major && dev.minor >= minor;
+  const bool exact = dev.same_number(cc());
   switch (kind) {
   case Kind::lto: return false; // input for nvJitLink, never loaded directly
   case Kind::sass:
-    // SASS never crosses majors; `a` is exact; `f` is the same rule as plain for SASS.
-    if (variant == Variant::a) return dev == cc();
+    // SASS never crosses majors; `a` is exact; `f` is the same rule as plain for SASS. Tegra has
+    // no SASS compatibility between minors, nor with desktop parts (the CUDA Programming Guide,
+    // "Binary Compatibility"): an sm_80 cubin does not load on an Orin (8.7).
+    if (variant == Variant::a || dev.tegra) return exact;
+    if (tegra_only()) return false;
     return same_major_not_older;
   case Kind::ptx:
-    if (variant == Variant::a) return dev == cc();
+    if (variant == Variant::a) return exact;
     if (variant == Variant::f) return same_major_not_older;
-    return dev >= cc(); // plain PTX JIT-compiles on any later device, future majors included
+    return dev.major > major || (dev.major == major && dev.minor >= minor); // plain PTX JITs on any later device
   }
   return false;
 }

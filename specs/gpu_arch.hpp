@@ -9,15 +9,22 @@
 
 namespace envfix::specs {
 
-// A device's compute capability, e.g. 9.0 (H100/H200) or 12.0 (RTX 50xx).
+// A device's compute capability, e.g. 9.0 (H100/H200) or 12.0 (RTX 50xx), and whether the device
+// is an integrated Tegra GPU (Jetson): those have no SASS compatibility between minor versions
+// (docs/kernels.md, Runs-on rules).
 struct ComputeCapability {
   int major = 0;
   int minor = 0;
+  bool tegra = false;
 
-  // Accepts "9.0", "12.0", "90", "120", "sm_90", "compute_90" (no a/f suffix: a device has none).
+  // Accepts "9.0", "12.0", "90", "120", "sm_90", "compute_90" (no a/f suffix: a device has none),
+  // each optionally after "tegra:" for an integrated device ("tegra:8.7").
   [[nodiscard]] static Expected<ComputeCapability> parse(std::string_view text);
-  [[nodiscard]] std::string to_string() const; // "9.0"
+  [[nodiscard]] std::string to_string() const; // "9.0" (the number alone, as arch lists want it)
   [[nodiscard]] std::string sm_name() const;   // "sm_90"
+  [[nodiscard]] std::string spec() const;      // parse() reads it back: "9.0", "tegra:8.7"
+  // The same compute capability, whatever the device kind.
+  [[nodiscard]] bool same_number(const ComputeCapability& o) const { return major == o.major && minor == o.minor; }
   [[nodiscard]] int number() const { return major * 10 + minor; } // 90, 120
   auto operator<=>(const ComputeCapability&) const = default;
 };
@@ -40,6 +47,9 @@ struct GpuArch {
   // Can a device of compute capability `cc` load this code (SASS directly, PTX by JIT)?
   // docs/kernels.md, Runs-on rules.
   [[nodiscard]] bool runs_on(ComputeCapability cc) const;
+  // Arch numbers only Tegra parts have (5.3, 6.2, 7.2, 8.7, 10.1, 11.0): their SASS never runs on
+  // a discrete GPU.
+  [[nodiscard]] bool tegra_only() const;
   [[nodiscard]] ComputeCapability cc() const { return {major, minor}; }
   [[nodiscard]] int number() const { return major * 10 + minor; }
   auto operator<=>(const GpuArch&) const = default;

@@ -798,6 +798,32 @@ TEST_CASE("torch's CPU set from the real matrices: --allow-cpu on a GPU no build
   CHECK(json::parse(bare.out)["install"][0]["version"] == "2.7.0+cpu");
 }
 
+// Integrated GPUs (Tegra) have no SASS compatibility between minors (issue 34, item 1), on real
+// nvcc-built bytes: an sm_80-only library is `none` on an Orin (tegra:8.7) and `full` on an A10 (8.6);
+// an sm_87 library runs on the Orin only; `--gpu orin` names the Jetson part from the matrices.
+TEST_CASE("inspect on real nvcc output: sm_80 and sm_87 libraries judged for an integrated 8.7 and a discrete 8.6") {
+  auto dir = util::make_temp_dir({}, "envfix-tegra").value();
+  write(dir / "libsm80.so", arch_shared_object("80"));
+  write(dir / "libsm87.so", arch_shared_object("87"));
+  auto inspect = [&](const std::string& file, std::vector<std::string> gpus) {
+    std::vector<std::string> argv{envfix_bin().string(), "inspect", (dir / file).string(), "--format", "json"};
+    for (const auto& g : gpus) argv.insert(argv.end(), {"--gpu", g});
+    auto r = util::run_process(argv, {.timeout = std::chrono::seconds(60)});
+    REQUIRE(r);
+    INFO(r->err);
+    return json::parse(r->out)["files"][0]["coverage"];
+  };
+  auto sm80 = inspect("libsm80.so", {"tegra:8.7", "8.6"});
+  INFO(sm80.dump());
+  CHECK(sm80["sm_87"]["verdict"] == "none");
+  CHECK(sm80["sm_86"]["verdict"] == "full");
+  auto sm87 = inspect("libsm87.so", {"tegra:8.7", "8.9"});
+  INFO(sm87.dump());
+  CHECK(sm87["sm_87"]["verdict"] == "full");
+  CHECK(sm87["sm_89"]["verdict"] == "none"); // Tegra SASS does not run on a desktop part
+  fs::remove_all(dir);
+}
+
 // apply's smoke test is envfix verify's layers 1 and 2 (repro, model) unless --smoke-layers says less.
 TEST_CASE("framework apply: the smoke test runs the model layer too, and a failing model rolls back") {
   World w(cpufw_spec("cu128"));

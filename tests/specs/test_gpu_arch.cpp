@@ -104,7 +104,23 @@ TEST_CASE("runs_on follows the compatibility rules") {
       {"compute_100f", "12.0", false}, {"compute_120f", "9.0", false}, {"compute_120f", "12.1", true},
       // LTO-IR never
       {"lto_90", "9.0", false}, {"lto_75", "12.0", false},
+      // Tegra (integrated): SASS only for the exact CC, PTX as on the desktop; Tegra-only SASS never on a desktop part
+      {"sm_80", "tegra:8.7", false}, {"sm_87", "tegra:8.7", true}, {"compute_80", "tegra:8.7", true},
+      {"sm_87", "8.9", false}, {"sm_110", "tegra:11.0", true}, {"sm_110", "11.0", false}, {"sm_100", "tegra:11.0", false},
+      {"sm_72", "tegra:7.2", true}, {"sm_70", "tegra:7.2", false}, {"compute_110", "tegra:11.0", true},
+      {"sm_80", "8.6", true},
   };
   for (const auto& r : rows) CHECK_MESSAGE(runs(r.arch, r.device) == r.runs, r.arch, " on ", r.device);
+}
+TEST_CASE("a Tegra device parses and prints back as tegra:M.m; the number alone stays M.m") {
+  auto t = ComputeCapability::parse("tegra:sm_87").value();
+  CHECK(t.tegra);
+  CHECK(t.to_string() == "8.7");
+  CHECK(t.sm_name() == "sm_87");
+  CHECK(t.spec() == "tegra:8.7");
+  CHECK(ComputeCapability::parse(t.spec()).value() == t);
+  CHECK(ComputeCapability::parse("8.7").value() != t);
+  CHECK(ComputeCapability::parse("8.7").value().same_number(t));
+  CHECK(!ComputeCapability::parse("tegra:").has_value());
 }
 } // TEST_SUITE
