@@ -147,6 +147,22 @@ Expected<void> copy_hashing(const fs::path& from, const fs::path& to, std::uint6
   return {};
 }
 
+// A local index or find-links page: a regular file of at most `max_bytes` (the page limit), checked
+// on the descriptor it is read from, not on the path before (which a FIFO could replace in between).
+Expected<std::string> read_local_page(const fs::path& path, std::uint64_t max_bytes) {
+  util::Fd fd = ENVFIX_TRY(util::open_local_file(path, max_bytes));
+  std::string out;
+  std::vector<char> buf(1 << 16);
+  for (;;) {
+    const ssize_t n = util::retry_eintr([&] { return ::read(fd.get(), buf.data(), buf.size()); });
+    if (n < 0) return fail_errno(errno, ErrorCode::io, "reading {}: {}", path.string(), std::strerror(errno));
+    if (n == 0) return out;
+    out.append(buf.data(), static_cast<std::size_t>(n));
+    if (out.size() > max_bytes)
+      return fail(ErrorCode::invalid_input, "{}: the page is larger than {} bytes", path.string(), max_bytes);
+  }
+}
+
 std::string random_suffix() {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   return fmt::format("{:016x}", rng());
@@ -570,7 +586,7 @@ struct IndexClient::Impl {
       ProjectPage page;
       std::string name = root.filename().string();
       if (name.ends_with(".html") || name.ends_with(".htm")) {
-        auto text = ENVFIX_TRY(util::read_file(root));
+        auto text = ENVFIX_TRY(read_local_page(root, options.max_page_bytes));
         ctx.page_url = path_to_file_url(root.string());
         ctx.filter_by_project = true;
         return parse_html_page(text, ctx);
@@ -586,7 +602,7 @@ struct IndexClient::Impl {
       ctx.page_url = path_to_file_url(proj.string()) + "/";
       for (const char* name : {"index.html", "index.json"}) {
         if (fs::is_regular_file(proj / name, ec)) {
-          auto text = ENVFIX_TRY(util::read_file(proj / name));
+          auto text = ENVFIX_TRY(read_local_page(proj / name, options.max_page_bytes));
           return std::string_view(name) == "index.json" ? parse_json_page(text, ctx) : parse_html_page(text, ctx);
         }
       }
