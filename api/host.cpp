@@ -154,6 +154,10 @@ Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Options& o
   io.offline = o.offline || util::get_env("ENVFIX_OFFLINE").value_or("") == "1";
   io.http.page_deadline = ENVFIX_TRY(deadline_from_env("ENVFIX_PAGE_DEADLINE", io.http.page_deadline));
   io.http.download_deadline = ENVFIX_TRY(deadline_from_env("ENVFIX_DOWNLOAD_DEADLINE", io.http.download_deadline));
+  io.index_urls = extra_index_urls(o);
+  io.index_urls.insert(io.index_urls.end(), o.find_links.begin(), o.find_links.end());
+  for (const auto& u : {plain_index_url(o), mirror_of(o)})
+    if (!u.empty()) io.index_urls.push_back(u);
   auto client = ENVFIX_TRY(index::IndexClient::create(io));
   return std::make_unique<index::IndexClient>(std::move(client));
 }

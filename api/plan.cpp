@@ -365,6 +365,7 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     ctx.plan = ENVFIX_TRY(plan_framework(g, flags, ctx, index_url, extras, fws, rejected_out));
   else
     ctx.plan = ENVFIX_TRY(plan_plain(g, flags, ctx, index_url, extras, rejected_out));
+  for (auto& w : ctx.client->warnings()) ctx.plan.warnings.push_back(std::move(w));
   ctx.resolved = ctx.resolution.pins.size();
   ctx.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return ctx;

@@ -15,6 +15,7 @@
 #include "lockfile/lockfile.hpp"
 #include "util/fs.hpp"
 #include "util/strings.hpp"
+#include "util/text.hpp"
 
 namespace envfix::cli {
 
@@ -35,6 +36,17 @@ std::string target_ids(const lockfile::LockFile& lock) {
   std::vector<std::string> ids;
   for (const auto& x : lock.targets) ids.push_back(x.id);
   return util::join(ids, ", ");
+}
+
+// Why a target id cannot be part of a file name ("" when it can): a path separator, "..", a control
+// character, or nothing at all.
+std::string file_name_problem(std::string_view id) {
+  if (id.empty()) return "is empty";
+  if (id.find('/') != std::string_view::npos || id.find('\\') != std::string_view::npos) return "contains a path separator";
+  if (id.find("..") != std::string_view::npos) return "contains '..'";
+  for (char ch : id)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) return "contains a control character";
+  return {};
 }
 
 Expected<int> run_export(const Globals& g, const ExportOptions& o) {
@@ -66,6 +78,31 @@ Expected<int> run_export(const Globals& g, const ExportOptions& o) {
     chosen.push_back(sel.chosen);
   }
   const bool pylock = o.format == "pylock";
+  // Every file's text and name first: a target that cannot be exported leaves no file behind.
+  struct File {
+    const lockfile::LockTarget* target;
+    std::string text, path;
+  };
+  std::vector<File> files;
+  for (const auto* t : chosen) {
+    auto text = pylock ? lockfile::to_pylock_toml(lock, *t) : lockfile::to_requirements_txt(lock, *t);
+    if (!text) return std::unexpected(std::move(text.error()).context(fmt::format("exporting {}", g.lockfile)));
+    std::string out = o.output;
+    if (o.all) {
+      // One file per target: pylock.<id>.toml (PEP 751 names), requirements-<id>.txt. The id comes from
+      // the lockfile: one that is not a plain name would choose another directory.
+      if (auto why = file_name_problem(t->id); !why.empty())
+        return make_error(ErrorCode::invalid_input,
+                          fmt::format("{}: target id '{}' {}; --all names files after target ids", g.lockfile,
+                                      util::escape_control(t->id, false), why),
+                          "export it alone with --target ID -o FILE, or regenerate the lockfile with `envfix lock`");
+      fs::path base = o.output.empty() ? fs::path(".") : fs::path(o.output);
+      out = (base / (pylock ? fmt::format("pylock.{}.toml", t->id) : fmt::format("requirements-{}.txt", t->id))).string();
+    } else if (out.empty()) {
+      out = pylock ? "pylock.toml" : "-";
+    }
+    files.push_back({t, std::move(*text), std::move(out)});
+  }
   if (o.all && !o.output.empty() && o.output != "-") {
     // --all -o DIR: DIR is created (with its parents), as `mkdir -p` would; a file there is an error.
     std::error_code ec;
@@ -76,24 +113,15 @@ Expected<int> run_export(const Globals& g, const ExportOptions& o) {
                         "with --all, -o names a directory for one file per target");
   }
   json written = json::array();
-  for (const auto* t : chosen) {
-    std::string text = pylock ? lockfile::to_pylock_toml(lock, *t) : lockfile::to_requirements_txt(lock, *t);
-    std::string out = o.output;
-    if (o.all) {
-      // One file per target: pylock.<id>.toml (PEP 751 names), requirements-<id>.txt.
-      fs::path base = o.output.empty() ? fs::path(".") : fs::path(o.output);
-      out = (base / (pylock ? fmt::format("pylock.{}.toml", t->id) : fmt::format("requirements-{}.txt", t->id))).string();
-    } else if (out.empty()) {
-      out = pylock ? "pylock.toml" : "-";
-    }
-    if (out == "-") {
-      std::fwrite(text.data(), 1, text.size(), stdout);
+  for (const auto& f : files) {
+    if (f.path == "-") {
+      std::fwrite(f.text.data(), 1, f.text.size(), stdout);
       std::fflush(stdout);
     } else {
-      ENVFIX_TRY_VOID(util::write_file_atomic(out, text, 0644));
-      human(fmt::format("Wrote {} (target {}, {} packages)", out, t->id, t->packages.size()));
+      ENVFIX_TRY_VOID(util::write_file_atomic(f.path, f.text, 0644));
+      human(fmt::format("Wrote {} (target {}, {} packages)", f.path, f.target->id, f.target->packages.size()));
     }
-    written.push_back({{"target", t->id}, {"path", out}});
+    written.push_back({{"target", f.target->id}, {"path", f.path}});
   }
   if (g.format == "json") machine(json{{"format", o.format}, {"files", written}}.dump(2));
   return 0;

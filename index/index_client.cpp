@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <random>
 #include <thread>
@@ -15,6 +17,7 @@
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
+#include "index/page_cache.hpp"
 #include "index/page_memo.hpp"
 #include "index/url.hpp"
 #include "index/zip_metadata.hpp"
@@ -77,15 +80,6 @@ CachePolicy parse_cache_control(std::string_view v) {
   return p;
 }
 
-struct CachedPage {
-  std::string body, content_type, etag, last_modified, final_url;
-  std::int64_t stored_at = 0;
-  std::optional<std::int64_t> max_age;
-  std::optional<std::int64_t> heuristic_max_age; // no explicit lifetime: from Last-Modified (below)
-  bool no_cache = false;
-  std::string credentials; // credentials_digest() of the URL it was fetched with ("" for none)
-};
-
 // A digest of the URL's "user:password@" ("" when it has none). What was fetched with credentials is
 // cached under a key that holds this digest, and its stored entry records it: a run without them
 // (or with others, or --offline) never reads it, since a private page must not reach a run that could
@@ -117,31 +111,56 @@ std::optional<std::int64_t> heuristic_lifetime(const std::string& last_modified,
   return std::min<std::int64_t>((date - lm) / 10, 600);
 }
 
-Expected<void> copy_hashing(const fs::path& from, const fs::path& to, std::string& hex, std::uint64_t& size) {
-  util::Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!in.valid()) return fail_errno(errno, ErrorCode::io, "cannot open {}: {}", from.string(), std::strerror(errno));
+// A local file (a file: URL of a lockfile or page) copied into the cache: a regular file only, and
+// at most `max_bytes` read whatever it claims (one more byte is the proof it is larger), within
+// `deadline`: a FIFO or /dev/zero named by a lockfile blocked forever or filled the disk.
+Expected<void> copy_hashing(const fs::path& from, const fs::path& to, std::uint64_t max_bytes,
+                            std::chrono::milliseconds deadline, std::string& hex, std::uint64_t& size) {
+  util::Fd in = ENVFIX_TRY(util::open_local_file(from, max_bytes));
   util::Fd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!out.valid()) return fail_errno(errno, ErrorCode::io, "cannot create {}: {}", to.string(), std::strerror(errno));
+  const auto until = std::chrono::steady_clock::now() + deadline;
   util::Sha256 h;
   std::vector<char> buf(1 << 20);
   size = 0;
   for (;;) {
-    ssize_t n = ::read(in.get(), buf.data(), buf.size());
+    const std::uint64_t left = max_bytes - size; // size <= max_bytes here
+    const std::size_t want = left >= buf.size() ? buf.size() : static_cast<std::size_t>(left + 1);
+    ssize_t n = ::read(in.get(), buf.data(), want);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return fail_errno(errno, ErrorCode::io, "reading {}: {}", from.string(), std::strerror(errno));
     if (n == 0) break;
-    h.update(buf.data(), static_cast<std::size_t>(n));
-    for (ssize_t off = 0; off < n;) {
-      ssize_t w = ::write(out.get(), buf.data() + off, static_cast<std::size_t>(n - off));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return fail_errno(errno, ErrorCode::io, "writing {}: {}", to.string(), std::strerror(errno));
-      off += w;
-    }
     size += static_cast<std::uint64_t>(n);
+    if (size > max_bytes)
+      return make_error(ErrorCode::invalid_input,
+                        fmt::format("refusing to read {}: it is larger than the {} bytes expected of it", from.string(), max_bytes),
+                        "the lockfile or page that names it gives another size: regenerate it, or replace the file");
+    if (std::chrono::steady_clock::now() > until)
+      return fail(ErrorCode::io, "reading {} took longer than {} s", from.string(),
+                  std::chrono::duration_cast<std::chrono::seconds>(deadline).count());
+    h.update(buf.data(), static_cast<std::size_t>(n));
+    if (int e = util::write_all(out.get(), std::string_view(buf.data(), static_cast<std::size_t>(n))); e != 0)
+      return fail_errno(e, ErrorCode::io, "writing {}: {}", to.string(), std::strerror(e));
   }
   if (::fsync(out.get()) != 0) return fail_errno(errno, ErrorCode::io, "fsync {}: {}", to.string(), std::strerror(errno));
   hex = h.hex_digest();
   return {};
+}
+
+// A local index or find-links page: a regular file of at most `max_bytes` (the page limit), checked
+// on the descriptor it is read from, not on the path before (which a FIFO could replace in between).
+Expected<std::string> read_local_page(const fs::path& path, std::uint64_t max_bytes) {
+  util::Fd fd = ENVFIX_TRY(util::open_local_file(path, max_bytes));
+  std::string out;
+  std::vector<char> buf(1 << 16);
+  for (;;) {
+    const ssize_t n = util::retry_eintr([&] { return ::read(fd.get(), buf.data(), buf.size()); });
+    if (n < 0) return fail_errno(errno, ErrorCode::io, "reading {}: {}", path.string(), std::strerror(errno));
+    if (n == 0) return out;
+    out.append(buf.data(), static_cast<std::size_t>(n));
+    if (out.size() > max_bytes)
+      return fail(ErrorCode::invalid_input, "{}: the page is larger than {} bytes", path.string(), max_bytes);
+  }
 }
 
 std::string random_suffix() {
@@ -183,6 +202,14 @@ Expected<void> write_cache_file(const fs::path& path, std::string_view content) 
 bool cached_metadata_ok(const Candidate& c, const std::string& text) {
   if (c.metadata_sha256) return util::sha256_hex(text) == *c.metadata_sha256;
   return text.starts_with("Metadata-Version:") && text.find("\nName:") != std::string::npos;
+}
+
+// "scheme://host:port" of an http(s) URL, lower case, without credentials; "" for anything else.
+std::string http_origin_of(std::string_view url) {
+  const std::string bare = util::lower(strip_credentials(url));
+  if (!bare.starts_with("http://") && !bare.starts_with("https://")) return {};
+  const std::size_t host = bare.find("://") + 3;
+  return bare.substr(0, bare.find_first_of("/?#", host));
 }
 
 // Local path named by a location that is not http(s): "file://…" or a plain path.
@@ -236,8 +263,8 @@ Candidate local_candidate(const fs::path& file, std::string_view project, std::s
 } // namespace
 
 Expected<std::string> read_local_metadata(const fs::path& wheel) {
-  util::Fd fd(::open(wheel.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return fail_errno(errno, ErrorCode::io, "cannot open {}: {}", wheel.string(), std::strerror(errno));
+  // A regular file only (a FIFO named by a file: URL blocked here); the zip reader bounds what it reads.
+  util::Fd fd = ENVFIX_TRY(util::open_local_file(wheel, std::numeric_limits<std::uint64_t>::max()));
   struct stat st{};
   if (::fstat(fd.get(), &st) != 0) return fail(ErrorCode::io, "cannot stat {}", wheel.string());
   int raw = fd.get();
@@ -267,6 +294,7 @@ struct IndexClient::Impl {
   PageMemo memo_last;                  // what the last run that began the same way asked for
   PageMemo memo_now;                   // what this run asks for
   bool companions_sent = false;
+  std::set<std::string> memo_origins; // http_origin_of this run's index URLs and its first page call's
   // Pages the server answered this run, as stored: fresh for the rest of it, and not read from disk again.
   std::unordered_map<std::string, CachedPage> validated;
   std::unordered_map<std::string, Error> gone; // page keys the server answered 404 this run
@@ -281,6 +309,13 @@ struct IndexClient::Impl {
   ~Impl() { save_memo(); }
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
+
+  std::vector<std::string> warnings; // under stats_mutex; each text once
+
+  void warn(std::string text) {
+    std::lock_guard lock(stats_mutex);
+    if (std::find(warnings.begin(), warnings.end(), text) == warnings.end()) warnings.push_back(std::move(text));
+  }
 
   void bump(std::uint64_t IndexStats::*field, std::uint64_t by = 1) {
     std::lock_guard lock(stats_mutex);
@@ -305,27 +340,19 @@ struct IndexClient::Impl {
   // `credentials`: credentials_digest() of the URL asked for; an entry stored for others is not
   // this run's (nor is one written before entries recorded it).
   std::optional<CachedPage> load_page(const std::string& key, const std::string& credentials) {
-    auto meta_text = util::read_file(page_dir() / (key + ".json"));
-    auto body = util::read_file(page_dir() / (key + ".body"));
-    if (!meta_text || !body) return std::nullopt;
-    auto j = nlohmann::json::parse(*meta_text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return std::nullopt;
-    if (!j.contains("credentials") || !j["credentials"].is_string() || j["credentials"].get<std::string>() != credentials)
+    const fs::path meta_path = page_dir() / (key + ".json");
+    auto meta_text = util::read_file(meta_path);
+    if (!meta_text) return std::nullopt;
+    auto p = parse_page_headers(*meta_text);
+    if (!p) { // damaged: refetched, and said so (the file is overwritten when the page is stored)
+      warn(fmt::format("ignoring the damaged cache file {}: {}", meta_path.string(), p.error().message));
       return std::nullopt;
-    CachedPage p;
-    p.credentials = credentials;
-    p.body = std::move(*body);
-    p.content_type = j.value("content_type", "");
-    p.etag = j.value("etag", "");
-    p.last_modified = j.value("last_modified", "");
-    p.final_url = j.value("final_url", "");
-    p.stored_at = j.value("stored_at", std::int64_t{0});
-    if (j.contains("max_age") && j["max_age"].is_number_integer()) p.max_age = j["max_age"].get<std::int64_t>();
-    if (j.contains("heuristic_max_age") && j["heuristic_max_age"].is_number_integer())
-      p.heuristic_max_age = j["heuristic_max_age"].get<std::int64_t>();
-    p.no_cache = j.value("no_cache", false);
-    if (j.value("body_sha256", "") != util::sha256_hex(p.body)) return std::nullopt; // torn or tampered
-    return p;
+    }
+    if (p->credentials != credentials) return std::nullopt;
+    auto body = util::read_file(page_dir() / (key + ".body"));
+    if (!body || p->body_sha256 != util::sha256_hex(*body)) return std::nullopt; // torn or tampered
+    p->body = std::move(*body);
+    return std::move(*p);
   }
 
   // The body, then its headers (which name the body's hash). `body_too` false after a 304: the
@@ -333,14 +360,8 @@ struct IndexClient::Impl {
   // revalidation cost a warm plan more than parsing it).
   Expected<void> store_page(const std::string& key, const CachedPage& p, bool body_too = true) {
     ENVFIX_TRY_VOID(util::create_directories(page_dir()));
-    nlohmann::json j = {{"content_type", p.content_type}, {"etag", p.etag},
-                        {"last_modified", p.last_modified}, {"final_url", p.final_url},
-                        {"stored_at", p.stored_at}, {"no_cache", p.no_cache},
-                        {"body_sha256", util::sha256_hex(p.body)}, {"credentials", p.credentials}};
-    if (p.max_age) j["max_age"] = *p.max_age;
-    if (p.heuristic_max_age) j["heuristic_max_age"] = *p.heuristic_max_age;
     if (body_too) ENVFIX_TRY_VOID(write_cache_file(page_dir() / (key + ".body"), p.body));
-    ENVFIX_TRY_VOID(write_cache_file(page_dir() / (key + ".json"), j.dump()));
+    ENVFIX_TRY_VOID(write_cache_file(page_dir() / (key + ".json"), page_headers_json(p)));
     return {};
   }
 
@@ -381,8 +402,15 @@ struct IndexClient::Impl {
       std::vector<std::string> urls;
       for (const auto& e : call) urls.push_back(strip_credentials(e.url));
       memo_key = PageMemo::key_of(std::move(urls));
-      if (auto text = util::read_file(memo_path(*memo_key)))
-        if (auto m = PageMemo::parse(*text)) memo_last = std::move(*m); // a bad memo is only a lost hint
+      for (const auto& u : options.index_urls) memo_origins.insert(http_origin_of(u));
+      for (const auto& e : call) memo_origins.insert(http_origin_of(e.index_url));
+      memo_origins.erase(""); // local locations: their pages are never companions
+      if (auto text = util::read_file(memo_path(*memo_key))) {
+        auto m = PageMemo::parse(*text);
+        if (m) memo_last = std::move(*m);
+        else // a bad memo is only a lost hint; this run's replaces it
+          warn(fmt::format("ignoring the damaged cache file {}: {}", memo_path(*memo_key).string(), m.error().message));
+      }
     }
     for (const auto& e : call) // pages behind credentials are not remembered: the memo holds none
       if (strip_credentials(e.url) == e.url && strip_credentials(e.index_url) == e.index_url) memo_now.add(e);
@@ -393,6 +421,8 @@ struct IndexClient::Impl {
     if (companions_sent || options.offline) return;
     companions_sent = true;
     for (const auto& e : memo_last.entries) {
+      // A memo is a file in the cache: what it names is fetched only on this run's index hosts.
+      if (!memo_origins.contains(http_origin_of(e.url)) || !memo_origins.contains(http_origin_of(e.index_url))) continue;
       if (std::any_of(fetches.begin(), fetches.end(), [&](const PageFetch& f) { return f.url == e.url; })) continue;
       PageContext ctx{.page_url = "", .project = e.project, .index_url = e.index_url, .filter_by_project = e.find_links};
       PageFetch f = begin_page(e.url, ctx);
@@ -556,7 +586,7 @@ struct IndexClient::Impl {
       ProjectPage page;
       std::string name = root.filename().string();
       if (name.ends_with(".html") || name.ends_with(".htm")) {
-        auto text = ENVFIX_TRY(util::read_file(root));
+        auto text = ENVFIX_TRY(read_local_page(root, options.max_page_bytes));
         ctx.page_url = path_to_file_url(root.string());
         ctx.filter_by_project = true;
         return parse_html_page(text, ctx);
@@ -572,7 +602,7 @@ struct IndexClient::Impl {
       ctx.page_url = path_to_file_url(proj.string()) + "/";
       for (const char* name : {"index.html", "index.json"}) {
         if (fs::is_regular_file(proj / name, ec)) {
-          auto text = ENVFIX_TRY(util::read_file(proj / name));
+          auto text = ENVFIX_TRY(read_local_page(proj / name, options.max_page_bytes));
           return std::string_view(name) == "index.json" ? parse_json_page(text, ctx) : parse_html_page(text, ctx);
         }
       }
@@ -661,7 +691,8 @@ struct IndexClient::Impl {
     ENVFIX_TRY(prepare_tmp(tmp));
     std::string hex;
     std::uint64_t size = 0;
-    if (auto r = copy_hashing(src, tmp, hex, size); !r) {
+    const std::uint64_t limit = c.size ? *c.size : options.max_download_bytes;
+    if (auto r = copy_hashing(src, tmp, limit, options.http.download_deadline, hex, size); !r) {
       std::error_code ec;
       fs::remove(tmp, ec);
       return std::unexpected(r.error());
@@ -1017,6 +1048,10 @@ std::vector<Expected<fs::path>> IndexClient::download_many(std::span<const Candi
 IndexStats IndexClient::stats() const {
   std::lock_guard lock(m_impl->stats_mutex);
   return m_impl->stats;
+}
+std::vector<std::string> IndexClient::warnings() const {
+  std::lock_guard lock(m_impl->stats_mutex);
+  return m_impl->warnings;
 }
 std::optional<std::uint64_t> IndexClient::file_size(const Candidate& c) {
   if (c.size) return c.size;

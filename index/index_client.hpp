@@ -29,6 +29,9 @@ struct IndexClientOptions {
   std::uint64_t range_tail_bytes = 64 * 1024;
   std::size_t parallelism = 8;              // concurrent transfers in the *_many calls
   HttpOptions http;
+  // The index and find-links locations the run was given: the page memo replays only pages on their
+  // hosts, or on the hosts of the run's first page call (index/page_memo.hpp).
+  std::vector<std::string> index_urls;
 };
 
 enum class MetadataSource { cache, pep658, range_requests, full_download, local_file };
@@ -94,6 +97,8 @@ public:
   [[nodiscard]] std::optional<std::uint64_t> file_size(const Candidate& candidate);
 
   [[nodiscard]] IndexStats stats() const;
+  // What the run met in the cache and ignored (a damaged entry, named by its file), once each.
+  [[nodiscard]] std::vector<std::string> warnings() const;
   [[nodiscard]] const std::filesystem::path& cache_dir() const;
   [[nodiscard]] const IndexClientOptions& options() const;
 

@@ -16,20 +16,32 @@ std::string PageMemo::key_of(std::vector<std::string> urls) {
   return util::sha256_hex(joined);
 }
 
+// Every field is checked for its type before it is read: the memo is a file in the cache, and a
+// wrong type read with value()/get() throws nlohmann's type_error, which aborted every page call.
 Expected<PageMemo> PageMemo::parse(std::string_view json) {
-  auto j = nlohmann::json::parse(json, nullptr, false);
   auto bad = [](std::string what) {
     return make_error(ErrorCode::invalid_input, "page memo: " + what, "it is a cache hint: delete the file");
   };
-  if (j.is_discarded() || !j.is_object() || j.value("version", 0) != 1 || !j.contains("pages") || !j["pages"].is_array())
+  auto j = nlohmann::json::parse(json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
+  const auto v = j.find("version");
+  const auto pages = j.find("pages");
+  if (v == j.end() || !v->is_number_integer() || v->get<std::int64_t>() != 1 || pages == j.end() || !pages->is_array())
     return bad("not a version-1 memo");
+  auto text = [](const nlohmann::json& e, const char* key) -> const std::string* {
+    auto it = e.find(key);
+    return it != e.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
+  };
   PageMemo m;
-  for (const auto& e : j["pages"]) {
-    if (!e.is_object() || !e.contains("url") || !e["url"].is_string() || !e.contains("index_url") ||
-        !e["index_url"].is_string() || !e.contains("project") || !e["project"].is_string())
-      return bad("an entry lacks url, index_url or project");
-    m.add({e["url"].get<std::string>(), e["index_url"].get<std::string>(), e["project"].get<std::string>(),
-           e.value("find_links", false)});
+  for (const auto& e : *pages) {
+    if (!e.is_object()) return bad("an entry is not an object");
+    const std::string* url = text(e, "url");
+    const std::string* index_url = text(e, "index_url");
+    const std::string* project = text(e, "project");
+    if (!url || !index_url || !project) return bad("an entry lacks url, index_url or project");
+    const auto fl = e.find("find_links");
+    if (fl != e.end() && !fl->is_boolean()) return bad("an entry's find_links is not true or false");
+    m.add({*url, *index_url, *project, fl != e.end() && fl->get<bool>()});
   }
   return m;
 }

@@ -19,8 +19,8 @@
 #include <unordered_set>
 #include <system_error>
 
-#include <nlohmann/json.hpp>
 
+#include "installer/txn_meta.hpp"
 #include "installer/uninstall.hpp"
 #include "specs/name.hpp"
 #include "util/fs.hpp"
@@ -30,7 +30,6 @@
 namespace envfix::installer {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 const char* to_string(TxnState s) {
   switch (s) {
@@ -189,80 +188,11 @@ private:
 
 // ---- journal files --------------------------------------------------------------------------
 
-struct TxnMeta {
-  std::string id;
-  std::string kind = "apply";         // apply | rollback
-  std::string rolls_back;             // for kind rollback: the id undone
-  std::int64_t started = 0;           // unix seconds; byte-code newer than this is ours to delete
-  std::vector<TxnOp> ops;
-  std::size_t split = 0;              // ops[0, split) remove, ops[split, n) install
-  std::vector<DistRef> installed, removed;
-  // Directories outside the transaction directory that belong to it (see AuxDirs).
-  std::vector<fs::path> aux;
-};
-
-json to_json(const TxnMeta& m) {
-  json ops = json::array();
-  for (const auto& o : m.ops) {
-    switch (o.kind) {
-    case TxnOp::Kind::move: ops.push_back({"move", o.path, o.dest}); break;
-    case TxnOp::Kind::mkdir: ops.push_back({"mkdir", o.path, o.mode}); break;
-    case TxnOp::Kind::rmdir: ops.push_back({"rmdir", o.path, o.mode}); break;
-    }
-  }
-  auto refs = [](const std::vector<DistRef>& v) {
-    json a = json::array();
-    for (const auto& d : v) a.push_back({{"name", d.name}, {"version", d.version}});
-    return a;
-  };
-  json aux = json::array();
-  for (const auto& a : m.aux) aux.push_back(a.string());
-  return {{"format", 1},       {"id", m.id},         {"kind", m.kind},
-          {"rolls_back", m.rolls_back}, {"started", m.started}, {"split", m.split},
-          {"installed", refs(m.installed)}, {"removed", refs(m.removed)}, {"ops", ops}, {"aux", aux}};
-}
-
-// `with_ops` false skips the steps (one per file) without building them: discarding a journal,
-// sizing a backup or listing what a transaction did needs only the header.
+// The journal's header and steps (installer/txn_meta.hpp); `with_ops` false reads the header only.
 Expected<TxnMeta> read_meta(const fs::path& txn_dir, bool with_ops = true) {
-  auto path = txn_dir / "ops.json";
+  const auto path = txn_dir / "ops.json";
   auto text = ENVFIX_TRY(util::read_file(path));
-  try {
-    auto j = with_ops ? json::parse(text)
-                      : json::parse(text, [](int depth, json::parse_event_t event, json& parsed) {
-                          return !(depth == 1 && event == json::parse_event_t::key && parsed == "ops");
-                        });
-    TxnMeta m;
-    m.id = j.at("id").get<std::string>();
-    m.kind = j.at("kind").get<std::string>();
-    m.rolls_back = j.at("rolls_back").get<std::string>();
-    m.started = j.at("started").get<std::int64_t>();
-    m.split = j.at("split").get<std::size_t>();
-    for (const auto& d : j.at("installed")) m.installed.push_back({d.at("name"), d.at("version")});
-    for (const auto& d : j.at("removed")) m.removed.push_back({d.at("name"), d.at("version")});
-    if (j.contains("aux"))
-      for (const auto& a : j.at("aux")) m.aux.push_back(a.get<std::string>());
-    if (!with_ops) return m;
-    m.ops.reserve(j.at("ops").size());
-    for (const auto& o : j.at("ops")) {
-      TxnOp op;
-      auto kind = o.at(0).get<std::string>();
-      op.path = o.at(1).get<std::string>();
-      if (kind == "move") {
-        op.kind = TxnOp::Kind::move;
-        op.dest = o.at(2).get<std::string>();
-      } else if (kind == "mkdir" || kind == "rmdir") {
-        op.kind = kind == "mkdir" ? TxnOp::Kind::mkdir : TxnOp::Kind::rmdir;
-        op.mode = o.at(2).get<unsigned>();
-      } else {
-        return fail(ErrorCode::invalid_input, "{}: unknown operation '{}'", path.string(), kind);
-      }
-      m.ops.push_back(std::move(op));
-    }
-    return m;
-  } catch (const std::exception& e) {
-    return fail(ErrorCode::invalid_input, "{}: unreadable transaction file: {}", path.string(), e.what());
-  }
+  return parse_txn_meta(text, path, with_ops);
 }
 
 // The scheme directories of the target, where AuxDirs places auxiliary directories (in a root, or
@@ -415,12 +345,7 @@ Expected<void> write_journal_file(const fs::path& path, std::string_view text, b
 }
 
 Expected<void> write_meta(const fs::path& txn_dir, const TxnMeta& m, bool durable = true) {
-  std::string text;
-  try {
-    text = to_json(m).dump(1);
-  } catch (const std::exception& e) {
-    return fail(ErrorCode::invalid_input, "cannot record the transaction (a path is not UTF-8?): {}", e.what());
-  }
+  const std::string text = ENVFIX_TRY(txn_meta_json(m));
   return write_journal_file(txn_dir / "ops.json", text, durable);
 }
 
@@ -641,6 +566,10 @@ Expected<std::vector<std::string>> recover_locked(const InstallTarget& target) {
     const bool undo = state && (*state == TxnState::removing || *state == TxnState::installing ||
                                 *state == TxnState::verifying);
     auto meta = read_meta(dir, undo);
+    // The environment was being changed: without its steps the change cannot be undone, and
+    // discarding the journal would throw the way back away with it.
+    if (!meta && undo && fs::exists(dir / "ops.json"))
+      return std::unexpected(std::move(meta.error()).context(fmt::format("cannot undo interrupted transaction {}", id)));
     if (!meta || !state) {
       // Crashed while preparing: nothing in the environment was touched yet.
       discard_txn(dir, roots);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "installer/install_target.hpp"
+#include "installer/txn_meta.hpp"
 #include "installer/unpacked_cache.hpp"
 #include "installer/wheel_install.hpp"
 #include "util/error.hpp"
@@ -39,15 +40,6 @@ struct WheelToInstall {
   bool unpacked_now = false;                   // `cached` was unpacked by this run (not a cache hit)
   bool requested = true;                       // REQUESTED file
   std::optional<std::string> direct_url;       // direct_url.json content (direct URL installs only)
-};
-
-// One reversible step, in execution order. Paths are plain strings (see FileMove).
-struct TxnOp {
-  enum class Kind { move, mkdir, rmdir };
-  Kind kind = Kind::move;
-  std::string path;                            // move: source; mkdir/rmdir: the directory
-  std::string dest;                            // move: destination
-  unsigned mode = 0755;                        // mkdir/rmdir: directory mode to create/restore
 };
 
 // A staged shared object, told to the kernel check with the wheel it came from.
@@ -95,10 +87,6 @@ struct TransactionOptions {
   std::function<void(const TxnEvent&)> progress;
   // Bytes unpacked so far of the total, from the unpacking threads (the caller serializes).
   std::function<void(std::uint64_t done, std::uint64_t total)> unpack_progress;
-};
-
-struct DistRef {
-  std::string name, version;
 };
 
 struct TransactionResult {

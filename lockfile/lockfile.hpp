@@ -114,9 +114,13 @@ using util::strip_credentials;
 [[nodiscard]] std::vector<std::string> unmet_installed_only(const LockTarget& target,
                                                             const std::vector<std::pair<std::string, std::string>>& installed);
 
+// The exports copy strings out of a lockfile that someone else may have written: each refuses (an
+// error naming the target and the field) a string with a control character (a line break began a
+// pip option line of its own: "1.0\n--extra-index-url http://…") and a name or version that is not
+// a PEP 508 name or a PEP 440 version.
 // PEP 751 pylock.toml for one target.
-[[nodiscard]] std::string to_pylock_toml(const LockFile& lock, const LockTarget& target);
+[[nodiscard]] Expected<std::string> to_pylock_toml(const LockFile& lock, const LockTarget& target);
 // pip requirements with --index-url and --hash lines (accepted by pip install --require-hashes -r).
-[[nodiscard]] std::string to_requirements_txt(const LockFile& lock, const LockTarget& target);
+[[nodiscard]] Expected<std::string> to_requirements_txt(const LockFile& lock, const LockTarget& target);
 
 } // namespace envfix::lockfile

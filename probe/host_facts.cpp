@@ -104,6 +104,50 @@ Expected<fs::path> default_interpreter(const std::optional<fs::path>& explicit_p
   return ENVFIX_TRY(choose_interpreter(explicit_python)).path;
 }
 
+Expected<CondaMetaRecord> parse_conda_record(std::string_view text, const fs::path& path, const fs::path& prefix) {
+  auto bad = [&](std::string_view why) {
+    return make_error(ErrorCode::invalid_input, fmt::format("{}: {}; skipped", path.string(), why),
+                      "a damaged conda-meta record: `conda install --force-reinstall` the package, or remove the file");
+  };
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return bad("not a JSON object");
+  CondaMetaRecord out;
+  CondaRecord& r = out.record;
+  r.record = path;
+  for (auto [key, field] : {std::pair{"name", &r.name}, {"version", &r.version}, {"build", &r.build}, {"channel", &r.channel}}) {
+    auto it = j.find(key);
+    if (it == j.end()) continue;
+    if (!it->is_string()) return bad(fmt::format("'{}' is not a string", key));
+    *field = it->get<std::string>();
+  }
+  // Lists of strings: absent is empty, anything else is damage.
+  auto strings = [&](const char* key, std::vector<std::string>& into) -> bool {
+    auto it = j.find(key);
+    if (it == j.end()) return true;
+    if (!it->is_array()) return false;
+    for (const auto& x : *it) {
+      if (!x.is_string()) return false;
+      into.push_back(x.get<std::string>());
+    }
+    return true;
+  };
+  std::vector<std::string> files, deps;
+  if (!strings("files", files)) return bad("'files' is not a list of strings");
+  if (!strings("depends", deps)) return bad("'depends' is not a list of strings");
+  for (const auto& d : deps) out.depends.insert(d.substr(0, d.find(' ')));
+  for (const auto& f : files) {
+    const fs::path rel(f);
+    if (rel.is_absolute() || std::find(rel.begin(), rel.end(), "..") != rel.end())
+      return bad(fmt::format("'files' names {:?}, outside the prefix", f));
+    const auto slash = f.find(".dist-info/");
+    if (slash != std::string::npos) out.dist_infos.push_back(f.substr(0, slash + 10));
+    else if (f.starts_with("lib/") && f.find('/', 4) == std::string::npos &&
+             (f.ends_with(".so") || f.find(".so.") != std::string::npos) && !f.starts_with("lib/python"))
+      r.prefix_objects.push_back(prefix / f);
+  }
+  return out;
+}
+
 void read_conda_meta(const fs::path& prefix, std::vector<InstalledDist>& dists, std::vector<std::string>* notes) {
   std::error_code ec;
   const fs::path meta = prefix / "conda-meta";
@@ -119,31 +163,16 @@ void read_conda_meta(const fs::path& prefix, std::vector<InstalledDist>& dists, 
       if (e.path().extension() != ".json") continue;
       auto text = util::read_file(e.path());
       if (!text) continue;
-      nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-      if (!j.is_object()) {
-        if (notes) notes->push_back(fmt::format("{}: not a JSON object; skipped", e.path().string()));
+      auto rec = parse_conda_record(*text, e.path(), prefix);
+      if (!rec) { // one damaged record costs its own ownership facts, not the probe
+        if (notes) notes->push_back(rec.error().message);
         continue;
       }
-      CondaRecord r{j.value("name", ""), j.value("version", ""), j.value("build", ""), j.value("channel", ""), e.path(), {}};
-      std::vector<std::string> dist_infos;
-      if (auto f = j.find("files"); f != j.end() && f->is_array())
-        for (const auto& x : *f) {
-          if (!x.is_string()) continue;
-          const std::string& path = x.get_ref<const std::string&>();
-          auto slash = path.find(".dist-info/");
-          if (slash != std::string::npos) dist_infos.push_back(path.substr(0, slash + 10));
-          else if (path.starts_with("lib/") && path.find('/', 4) == std::string::npos &&
-                   (path.ends_with(".so") || path.find(".so.") != std::string::npos) && !path.starts_with("lib/python"))
-            r.prefix_objects.push_back(prefix / path);
-        }
-      std::set<std::string> deps;
-      if (auto dp = j.find("depends"); dp != j.end() && dp->is_array())
-        for (const auto& x : *dp)
-          if (x.is_string()) deps.insert(x.get<std::string>().substr(0, x.get<std::string>().find(' ')));
-      if (dist_infos.empty() && !r.prefix_objects.empty()) lib_objects[r.name] = r.prefix_objects;
-      for (const auto& d : dist_infos) {
+      const CondaRecord& r = rec->record;
+      if (rec->dist_infos.empty() && !r.prefix_objects.empty()) lib_objects[r.name] = r.prefix_objects;
+      for (const auto& d : rec->dist_infos) {
         owner.emplace(d, r);
-        depends.emplace(d, deps);
+        depends.emplace(d, rec->depends);
       }
     }
   for (auto& d : dists) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -161,6 +162,17 @@ struct InterpreterChoice {
 [[nodiscard]] Expected<InterpreterChoice> choose_interpreter(const std::optional<std::filesystem::path>& explicit_python);
 // The default interpreter: --python, then $VIRTUAL_ENV, then $CONDA_PREFIX, then python3 on PATH.
 [[nodiscard]] Expected<std::filesystem::path> default_interpreter(const std::optional<std::filesystem::path>& explicit_python);
+// One conda-meta/*.json record as read_conda_meta uses it.
+struct CondaMetaRecord {
+  CondaRecord record;                 // prefix_objects: the $PREFIX/lib/*.so files it installs
+  std::vector<std::string> dist_infos; // "lib/python3.12/site-packages/x-1.0.dist-info": where it installs files
+  std::set<std::string> depends;      // the names of its dependencies
+};
+// `text` of the record `path` under `prefix`, every field checked for its type (the file lies in an
+// environment someone else may have written): an error naming the file for a wrong type, a non-object
+// or a file path that leaves the prefix, never an exception.
+[[nodiscard]] Expected<CondaMetaRecord> parse_conda_record(std::string_view text, const std::filesystem::path& path,
+                                                           const std::filesystem::path& prefix);
 // Marks the dists conda owns: a conda-meta record under `prefix` whose `files` lie in the dist-info,
 // or INSTALLER "conda". A prefix without conda-meta/ changes nothing.
 void read_conda_meta(const std::filesystem::path& prefix, std::vector<InstalledDist>& dists,

@@ -202,12 +202,11 @@ std::vector<std::string> installed_platform_tags(const InstalledDist& dist) {
 
 std::string direct_url_of(const InstalledDist& dist) {
   if (!dist.direct_url) return {};
-  try {
-    auto j = nlohmann::json::parse(*dist.direct_url);
-    if (j.is_object() && j.contains("url") && j["url"].is_string()) return j["url"].get<std::string>();
-  } catch (const nlohmann::json::exception&) {
-  }
-  return {};
+  // Checked, not caught: a damaged direct_url.json (PEP 610) is an unknown origin, never an abort.
+  const auto j = nlohmann::json::parse(*dist.direct_url, nullptr, false);
+  if (!j.is_object()) return {};
+  const auto url = j.find("url");
+  return url != j.end() && url->is_string() ? url->get<std::string>() : std::string();
 }
 
 } // namespace envfix::probe

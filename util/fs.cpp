@@ -71,6 +71,28 @@ Expected<std::string> read_file(const fs::path& path) {
   return out;
 }
 
+Expected<Fd> open_local_file(const fs::path& path, std::uint64_t max_bytes) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) return errno_error("cannot open", path, errno);
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0) return errno_error("cannot stat", path, errno);
+  if (!S_ISREG(st.st_mode)) {
+    const char* what = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
+                       : S_ISBLK(st.st_mode) ? "a block device" : S_ISDIR(st.st_mode) ? "a directory"
+                       : S_ISSOCK(st.st_mode) ? "a socket" : "not a plain file";
+    return make_error(ErrorCode::invalid_input, fmt::format("refusing to read {}: not a regular file ({})", path.string(), what),
+                      "a local file: URL or find-links entry must name a wheel file");
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
+    return make_error(ErrorCode::invalid_input,
+                      fmt::format("refusing to read {}: it is larger than the {} bytes expected of it ({} bytes)", path.string(),
+                                  max_bytes, st.st_size),
+                      "the lockfile or page that names it gives another size: regenerate it, or replace the file");
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) return errno_error("cannot use", path, errno);
+  return fd;
+}
+
 Expected<void> fsync_path(const fs::path& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return errno_error("cannot open", path, errno);

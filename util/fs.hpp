@@ -83,6 +83,13 @@ private:
   int m_fd = -1;
 };
 
+// A local file envfix was told to read (a lockfile's or a page's file: URL, a find-links wheel):
+// opened with O_NONBLOCK, so that a FIFO does not wait for a writer in open(), and refused unless
+// fstat says it is a regular file (not a FIFO, a device such as /dev/zero or a directory; a symlink
+// is judged by what it names) of at most `max_bytes` bytes. The descriptor is blocking again when
+// returned. Errors name the path and say what it is.
+[[nodiscard]] Expected<Fd> open_local_file(const fs::path& path, std::uint64_t max_bytes);
+
 // Read-only memory map of a whole file (empty files map to an empty span).
 // Touched pages count in the process's resident set until unmapped or dropped: readers of large
 // files drop what they have finished with (drop) so that their peak stays flat.

@@ -205,7 +205,7 @@ TEST_CASE("security 2: a filename that is a path, not a wheel, or another packag
 
 TEST_CASE("requirements export has index, pins and hashes") {
   LockFile l = sample();
-  std::string r = to_requirements_txt(l, l.targets[0]);
+  std::string r = to_requirements_txt(l, l.targets[0]).value();
   CHECK(r.find("--index-url https://download.example.org/whl/cu128\n") != std::string::npos);
   CHECK(r.find("torch==2.7.0+cu128 \\\n    --hash=sha256:" + std::string(64, 'a')) != std::string::npos);
   CHECK(r.find("secret") == std::string::npos);
@@ -221,7 +221,7 @@ TEST_CASE("an unknown size is left out, never written as 0; size: 0 of older fil
   REQUIRE_MESSAGE(back, (back ? "" : back.error().render()));
   CHECK(back->to_yaml() == y);
   CHECK(!back->find(back->targets[0].id)->packages[0].size); // sorted: torch first
-  auto py = to_pylock_toml(*back, back->targets[0]);
+  auto py = to_pylock_toml(*back, back->targets[0]).value();
   CHECK(py.find("size = 0") == std::string::npos);
   CHECK(py.find("size = 8000") != std::string::npos);
   std::string old = y;
@@ -236,7 +236,7 @@ TEST_CASE("a free-threaded target: id cp313t, pylock requires-python without the
   l.targets[0].host.python = "3.13t";
   l.targets[0].id = make_target_id(l.targets[0].host);
   CHECK(l.targets[0].id == "sm_120-cp313t-manylinux_2_28_x86_64");
-  auto py = to_pylock_toml(l, l.targets[0]);
+  auto py = to_pylock_toml(l, l.targets[0]).value();
   CHECK(py.find("==3.13.*") != std::string::npos);
   CHECK(py.find("3.13t.*") == std::string::npos);
 }
@@ -252,10 +252,10 @@ TEST_CASE("installed-only: a kept package no index serves is locked with its pro
   CHECK(back->targets[0].installed_only[0] == l.targets[0].installed_only[0]);
   CHECK(back->to_yaml() == y);
   // Nothing pretends to install it: the pylock names it in [tool.envfix], requirements in a comment.
-  auto py = to_pylock_toml(l, l.targets[0]);
+  auto py = to_pylock_toml(l, l.targets[0]).value();
   CHECK(py.find("installed-only = [") != std::string::npos);
   CHECK(py.find("typing-extensions==4.15.0 (installed by pip") != std::string::npos);
-  auto rq = to_requirements_txt(l, l.targets[0]);
+  auto rq = to_requirements_txt(l, l.targets[0]).value();
   CHECK(rq.find("# not installed by this file: typing-extensions==4.15.0") != std::string::npos);
   CHECK(rq.find("\ntyping-extensions==") == std::string::npos);
   // apply --locked's check: the exact version installed, or a line naming what is there.
@@ -281,7 +281,7 @@ TEST_SUITE("integration") {
 TEST_CASE("pylock export parses with tomllib and has every PEP 751 field") {
   LockFile l = sample();
   auto dir = util::make_temp_dir({}, "envfix-pylock").value();
-  REQUIRE(util::write_file_atomic(dir / "pylock.toml", to_pylock_toml(l, l.targets[0])));
+  REQUIRE(util::write_file_atomic(dir / "pylock.toml", to_pylock_toml(l, l.targets[0]).value()));
   const char* check = R"PY(
 import sys, tomllib, re
 d = tomllib.load(open(sys.argv[1], 'rb'))
@@ -347,7 +347,7 @@ print(hashlib.sha256(data).hexdigest(), len(data))
   t.packages.push_back({"demo-pkg", "1.2.0+cu128", "demo_pkg-1.2.0+cu128-py3-none-any.whl",
                         t.index + "/demo-pkg/demo_pkg-1.2.0%2Bcu128-py3-none-any.whl", sha, size, std::nullopt});
   l.targets.push_back(t);
-  REQUIRE(util::write_file_atomic(dir / "requirements.txt", to_requirements_txt(l, l.targets[0])));
+  REQUIRE(util::write_file_atomic(dir / "requirements.txt", to_requirements_txt(l, l.targets[0]).value()));
   auto venv = util::run_process({python(), "-m", "venv", "--without-pip", (dir / "venv").string()}).value();
   REQUIRE_MESSAGE(venv.ok(), venv.err);
   util::SubprocessOptions o;
@@ -367,7 +367,7 @@ print(hashlib.sha256(data).hexdigest(), len(data))
   CHECK(run.out == "42 1.2.0+cu128\n");
   // A tampered hash is refused by pip too.
   l.targets[0].packages[0].sha256 = std::string(64, '0');
-  REQUIRE(util::write_file_atomic(dir / "bad.txt", to_requirements_txt(l, l.targets[0])));
+  REQUIRE(util::write_file_atomic(dir / "bad.txt", to_requirements_txt(l, l.targets[0]).value()));
   auto bad = pip_install(dir / "bad.txt").value();
   CHECK_MESSAGE(!bad.ok(), (bad.out + bad.err));
   CHECK_MESSAGE((bad.out + bad.err).find("THESE PACKAGES DO NOT MATCH THE HASHES") != std::string::npos, (bad.out + bad.err));
