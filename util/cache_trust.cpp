@@ -104,7 +104,7 @@ Expected<fs::path> open_cache(const fs::path& dir, bool create) {
   const bool existed = fs::exists(dir, ec);
   if (!existed) {
     if (!create) return dir; // nothing to trust or distrust: every read misses
-    if (auto made = create_directories(dir); !made) return std::unexpected(made.error());
+    if (auto made = util::create_directories(dir); !made) return std::unexpected(made.error());
     write_markers(dir);
   }
   auto why = untrusted_because(dir);

@@ -108,8 +108,9 @@ void plant_evidence(const fs::path& cache, const std::string& arch, const std::s
 
 TEST_SUITE("integration") {
 
-TEST_CASE("round3 2: the cache is a trust boundary") {
-  SUBCASE("a cache owned by another user, or an entry of it, is not used: one warning, the planted entry ignored") {
+// Item 2, one case per part: (a) ownership, (b) cache clean, (c) content checked against what it claims.
+TEST_CASE("round3 2a: a cache owned by another user, or an entry of it, is not used: one warning, the planted entry ignored") {
+  {
     World w(kAlpha);
     auto ve = w.venv("venv");
     const auto py = (ve / "bin/python").string();
@@ -135,7 +136,10 @@ TEST_CASE("round3 2: the cache is a trust boundary") {
     CHECK(d2.out.find("3.99.1") == std::string::npos);
   }
 
-  SUBCASE("cache clean refuses a directory that is not an envfix cache, and a cache a run holds") {
+}
+
+TEST_CASE("round3 2b: cache clean refuses a directory that is not an envfix cache, and a cache a run holds") {
+  {
     World w(kAlpha);
     const auto other = w.root() / "not-a-cache";
     write(other / "precious.txt", "keep me\n");
@@ -164,7 +168,10 @@ TEST_CASE("round3 2: the cache is a trust boundary") {
     CHECK(fs::exists(w.cache() / ".envfix-cache")); // still an envfix cache
   }
 
-  SUBCASE("a planted interpreter-probe entry pointing outside the venv is not used") {
+}
+
+TEST_CASE("round3 2c: a planted interpreter-probe entry pointing outside the venv is not used") {
+  {
     World w(kAlpha);
     auto ve = w.venv("venv");
     const auto py = (ve / "bin/python").string();
@@ -182,7 +189,10 @@ TEST_CASE("round3 2: the cache is a trust boundary") {
     CHECK(fs::exists(fs::path(site_packages_of(ve)) / "alpha" / "__init__.py"));
   }
 
-  SUBCASE("a planted evidence record of another file neither rules out the build nor makes lock write verified") {
+}
+
+TEST_CASE("round3 2c: a planted evidence record of another file neither rules out the build nor makes lock write verified") {
+  {
     World w(fmt::format(R"({{"simple_dir": "whl/cu128", "files_dir": "whl/files", "packages": [
       {{"name": "evfw", "version": "3.0.0+cu128", "tags": ["py3-none-manylinux_2_17_x86_64"],
         "files": {{"evfw/__init__.py": "VALUE = 1\n", "evfw/lib/libevfw_kernels.so": {}}}}}]}})",
