@@ -57,7 +57,7 @@ unsigned early_unpack_workers(unsigned threads) { return std::clamp(threads / 2,
 // evidence key (wheel name + the index's variant) and whether it is a framework package.
 
 struct GateInput {
-  std::string name, version, filename;
+  std::string name, version, filename, sha256;
 };
 
 installer::KernelGate make_gate(const Host& host, const std::vector<GateInput>& wheels, std::string_view variant,
@@ -65,7 +65,7 @@ installer::KernelGate make_gate(const Host& host, const std::vector<GateInput>& 
                                 bool refuse_partial, std::set<wheel::BuildKey> accept_partial) {
   std::vector<installer::GatePackage> pkgs;
   for (const auto& w : wheels) {
-    installer::GatePackage p{w.name, w.version, {}, family.contains(w.name)};
+    installer::GatePackage p{w.name, w.version, {}, family.contains(w.name), w.sha256};
     if (auto wf = specs::WheelFilename::parse(w.filename)) p.key = wheel::build_key(*wf, variant);
     pkgs.push_back(std::move(p));
   }
@@ -466,7 +466,8 @@ Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const Apply
       local[plan.install[i].name] = {*w.sha256, size};
     }
     names.push_back(plan.install[i].name);
-    gate_in.push_back({plan.install[i].name, plan.install[i].version, plan.install[i].filename});
+    gate_in.push_back({plan.install[i].name, plan.install[i].version, plan.install[i].filename,
+                       w.sha256 ? *w.sha256 : local[plan.install[i].name].sha256});
   }
   const double t_download = since(t_prep);
 
@@ -660,7 +661,7 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
   ENVFIX_TRY_VOID(check_locked_changes(host, *chosen, plan, lock_names, o, rep));
 
   std::vector<GateInput> gate_in;
-  for (const auto& p : chosen->packages) gate_in.push_back({p.name, p.version, p.filename});
+  for (const auto& p : chosen->packages) gate_in.push_back({p.name, p.version, p.filename, p.sha256});
   auto store = evidence_store(*client);
   // A lockfile is exact: a refusal is final, and partial coverage is a warning.
   auto gate = make_gate(host, gate_in, chosen->variant, fw ? family_of(*fw, false) : std::set<std::string>{}, &store, false, {});

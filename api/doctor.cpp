@@ -844,8 +844,8 @@ Expected<DoctorReport> doctor(const Options& o, const DoctorRequest& opt) {
   in.cuda_visible_devices = util::get_env("CUDA_VISIBLE_DEVICES");
   in.base = probe::probe_base_env(in.facts);
 
-  fs::path cache = o.cache_dir.empty() ? index::default_cache_dir().value_or(fs::path{}) : fs::path(o.cache_dir);
-  auto store = cache.empty() ? nullptr : std::make_shared<wheel::EvidenceStore>(cache / "evidence-v1");
+  const fs::path cache = run_cache_dir(o);
+  auto store = cache.empty() ? nullptr : std::make_shared<wheel::EvidenceStore>(cache / wheel::evidence_dir_name);
   in.evidence = store;
   in.kernels = [store](const probe::InstalledDist& d) -> Expected<probe::InstalledKernels> {
     auto ik = ENVFIX_TRY(probe::read_installed_kernels(d, store.get(), util::default_threads()));

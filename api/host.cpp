@@ -8,6 +8,7 @@
 
 #include "index/url.hpp"
 #include "probe/text.hpp"
+#include "util/cache_trust.hpp"
 #include "util/env.hpp"
 #include "util/strings.hpp"
 
@@ -77,8 +78,7 @@ Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNee
   po.gpus = gpu_specs.empty() || driver.empty();
   po.survey_path = needs.survey_path;
   if (!o.python.empty()) po.python = fs::path(o.python);
-  if (!o.cache_dir.empty()) po.cache_dir = o.cache_dir;
-  else if (auto c = index::default_cache_dir()) po.cache_dir = *c;
+  po.cache_dir = run_cache_dir(o);
   auto facts = probe::probe_host(po);
   if (!facts) return std::unexpected(std::move(facts.error()).context("could not probe the target interpreter"));
   if (!facts->python && needs.require_python) return make_error(ErrorCode::not_found, "no target interpreter", "pass --python PATH");
@@ -163,7 +163,14 @@ Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Options& o
 }
 
 wheel::EvidenceStore evidence_store(const index::IndexClient& client) {
-  return wheel::EvidenceStore(client.cache_dir() / "evidence-v1");
+  return wheel::EvidenceStore(client.cache_dir() / wheel::evidence_dir_name);
+}
+
+fs::path run_cache_dir(const Options& o, bool create) {
+  fs::path dir = o.cache_dir;
+  if (dir.empty()) dir = index::default_cache_dir().value_or(fs::path{});
+  if (dir.empty()) return {};
+  return util::open_cache(dir, create).value_or(fs::path{});
 }
 
 std::string plain_index_url(const Options& o) {

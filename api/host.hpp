@@ -48,8 +48,12 @@ struct HostNeeds {
 // error; a broken embedded set gives null (framework mode off) and, in *why, the reason.
 [[nodiscard]] Expected<std::unique_ptr<matrices::Knowledge>> load_knowledge(const Options& o, std::string* why = nullptr);
 [[nodiscard]] Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Options& o);
-// <cache>/evidence-v1: the kernel facts read from binaries (wheel/kernel_evidence.hpp).
+// <cache>/evidence-v2: the kernel facts read from binaries (wheel/kernel_evidence.hpp).
 [[nodiscard]] wheel::EvidenceStore evidence_store(const index::IndexClient& client);
+// The cache directory this run uses outside the index client (interpreter probes, evidence): --cache-dir
+// or the default, through util::open_cache (another user's cache gives a private temporary one); empty
+// when there is none. `create`: make it when missing.
+[[nodiscard]] std::filesystem::path run_cache_dir(const Options& o, bool create = true);
 // --index-url or ENVFIX_INDEX_URL.
 [[nodiscard]] std::string plain_index_url(const Options& o);
 // --mirror or ENVFIX_MIRROR.

@@ -62,15 +62,15 @@ lockfile::LockedHost lock_host(const PlanContext& ctx) {
 std::map<std::string, lockfile::LockedKernels> claimed_kernels(const PlanContext& ctx) {
   std::map<std::string, lockfile::LockedKernels> out;
   if (!ctx.spec || !ctx.knowledge || !ctx.framework_index) return out;
-  // What a binary said beats the table: builds read before (by the kernel gate, or installed) are
-  // recorded as verified.
+  // What a binary said beats the table: a build the kernel gate read before from this very file (its
+  // record keyed by the locked sha256, wheel/kernel_evidence.hpp) is recorded as verified.
   if (ctx.client) {
     auto store = evidence_store(*ctx.client);
     for (const auto& p : ctx.resolution.pins) {
       auto wf = specs::WheelFilename::parse(p.file.filename);
-      if (!wf) continue;
-      auto e = store.build(wheel::build_key(*wf, ctx.framework_index->variant));
-      if (!e || e->files.empty()) continue;
+      if (!wf || !p.file.sha256) continue;
+      auto e = store.build(*p.file.sha256);
+      if (!e || e->files.empty() || !wheel::same_wheel(e->key, wheel::build_key(*wf, ctx.framework_index->variant))) continue;
       lockfile::LockedKernels k;
       for (const auto& a : wheel::archs_of(e->files)) (a.kind == specs::GpuArch::Kind::sass ? k.sass : k.ptx).push_back(a.to_string());
       k.verified = true;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "index/index_client.hpp"
+#include "util/cache_trust.hpp"
 #include "specs/name.hpp"
 
 namespace envfix::api {
@@ -153,12 +154,11 @@ RowComparison compare_with_row(const matrices::Knowledge& k, const matrices::Fra
 std::vector<LearnedBuild> learned_builds(const matrices::Knowledge& k, const matrices::Framework& f,
                                          const std::string& cache_dir, const std::optional<specs::Version>& version,
                                          const std::vector<specs::ComputeCapability>& gpus) {
-  fs::path dir;
-  if (!cache_dir.empty()) dir = cache_dir;
-  else if (auto d = index::default_cache_dir()) dir = *d;
-  else return {};
+  fs::path dir = cache_dir.empty() ? index::default_cache_dir().value_or(fs::path{}) : fs::path(cache_dir);
+  if (dir.empty()) return {};
+  dir = util::open_cache(dir, false).value_or(fs::path{}); // another user's records are not learned
   std::error_code ec;
-  if (!fs::is_directory(dir / "evidence-v1", ec)) return {};
+  if (dir.empty() || !fs::is_directory(dir / wheel::evidence_dir_name, ec)) return {};
   std::set<std::string> projects = {specs::normalize_name(f.main_package)};
   for (const auto* list : {&f.companions, &f.optional_companions})
     for (const auto& c : *list) projects.insert(specs::normalize_name(c));
@@ -167,7 +167,7 @@ std::vector<LearnedBuild> learned_builds(const matrices::Knowledge& k, const mat
     for (const auto& p : f.kernel_packages(var.name)) projects.insert(specs::normalize_name(p));
   }
   std::vector<LearnedBuild> out;
-  for (auto& e : wheel::EvidenceStore(dir / "evidence-v1").builds()) {
+  for (auto& e : wheel::EvidenceStore(dir / wheel::evidence_dir_name).builds()) {
     if (!projects.contains(specs::normalize_name(e.key.project))) continue;
     if (version) {
       auto v = specs::Version::parse(e.key.version);

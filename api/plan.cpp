@@ -36,8 +36,9 @@ std::vector<std::string> whole_set(const resolver::FrameworkSpec& spec) {
 }
 
 // Evidence beats tables: what binaries said about a build, before the matrices. The installed set's
-// own framework binaries count (read once per file, kept by RECORD hash), then every build the
-// kernel gate read before (wheel/kernel_evidence.hpp).
+// own framework binaries count (read once per file, kept by RECORD hash), then the build the kernel
+// gate read from this very file before, by its sha256 (wheel/kernel_evidence.hpp): a record of another
+// file with the same name and version rules nothing out.
 void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const index::IndexClient& client) {
   auto store = std::make_shared<wheel::EvidenceStore>(evidence_store(client));
   auto installed = std::make_shared<std::map<wheel::BuildKey, resolver::BuildFacts>>();
@@ -53,14 +54,17 @@ void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const inde
       (*installed)[key] = std::move(facts);
     }
   }
-  auto find = [store, installed](const wheel::BuildKey& key) -> std::optional<resolver::BuildFacts> {
+  auto find = [installed](const wheel::BuildKey& key) -> std::optional<resolver::BuildFacts> {
     if (auto it = installed->find(key); it != installed->end()) return it->second;
-    if (auto e = store->build(key)) return resolver::BuildFacts{std::move(e->files), std::move(e->source)};
     return std::nullopt;
   };
-  spec.evidence = [find](const specs::WheelFilename& wf, std::string_view variant) -> std::optional<resolver::BuildFacts> {
+  spec.evidence = [find, store](const index::Candidate& c, const specs::WheelFilename& wf,
+                                std::string_view variant) -> std::optional<resolver::BuildFacts> {
     auto key = wheel::build_key(wf, variant);
     if (auto facts = find(key)) return facts;
+    if (c.sha256)
+      if (auto e = store->build(*c.sha256); e && wheel::same_wheel(e->key, key))
+        return resolver::BuildFacts{std::move(e->files), std::move(e->source)};
     // A file without a local label is the same build on whichever index lists it (jax-cuda13-pjrt
     // 0.11.2 names its variant in its project name): installed builds are keyed by the label alone.
     if (wf.version.has_local() || variant.empty()) return std::nullopt;

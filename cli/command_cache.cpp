@@ -8,6 +8,7 @@
 #include "cli/globals.hpp"
 #include "cli/views.hpp"
 #include "cli/render.hpp"
+#include "index/cache.hpp"
 #include "index/index_client.hpp"
 
 namespace envfix::cli {
@@ -51,8 +52,8 @@ Expected<int> run_cache(const Globals& g, const std::string& action) {
     else std::fprintf(stdout, "%s\n", dir.string().c_str());
     return 0;
   }
-  auto u = ENVFIX_TRY(usage(dir));
   if (action == "size") {
+    auto u = ENVFIX_TRY(usage(dir));
     if (js) machine(json{{"dir", dir.string()}, {"bytes", u.bytes}, {"files", u.files}, {"human", human_size(u.bytes)}}.dump(2));
     else {
       std::fprintf(stdout, "%llu\n", static_cast<unsigned long long>(u.bytes));
@@ -60,13 +61,8 @@ Expected<int> run_cache(const Globals& g, const std::string& action) {
     }
     return 0;
   }
-  // clean: remove what is inside, keep the directory itself.
-  std::error_code ec;
-  if (fs::exists(dir, ec))
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      fs::remove_all(e.path(), ec);
-      if (ec) return fail(ErrorCode::io, "removing {}: {}", e.path().string(), ec.message());
-    }
+  // clean: index::clean_cache refuses a directory that is not an envfix cache, or one a run holds.
+  const auto u = ENVFIX_TRY(index::clean_cache(dir));
   if (js) machine(json{{"dir", dir.string()}, {"freed_bytes", u.bytes}, {"files", u.files}}.dump(2));
   else human(fmt::format("Removed {} files ({}) from {}", u.files, human_size(u.bytes), dir.string()));
   return 0;

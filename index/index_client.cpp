@@ -17,10 +17,12 @@
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
+#include "index/cache.hpp"
 #include "index/page_cache.hpp"
 #include "index/page_memo.hpp"
 #include "index/url.hpp"
 #include "index/zip_metadata.hpp"
+#include "util/cache_trust.hpp"
 #include "util/env.hpp"
 #include "util/fs.hpp"
 #include "util/text.hpp"
@@ -340,8 +342,9 @@ struct IndexClient::Impl {
   // `credentials`: credentials_digest() of the URL asked for; an entry stored for others is not
   // this run's (nor is one written before entries recorded it).
   std::optional<CachedPage> load_page(const std::string& key, const std::string& credentials) {
+    // Read back only when this user's alone (util/cache_trust.hpp): the body decides what is installed.
     const fs::path meta_path = page_dir() / (key + ".json");
-    auto meta_text = util::read_file(meta_path);
+    auto meta_text = util::read_trusted(meta_path);
     if (!meta_text) return std::nullopt;
     auto p = parse_page_headers(*meta_text);
     if (!p) { // damaged: refetched, and said so (the file is overwritten when the page is stored)
@@ -349,7 +352,7 @@ struct IndexClient::Impl {
       return std::nullopt;
     }
     if (p->credentials != credentials) return std::nullopt;
-    auto body = util::read_file(page_dir() / (key + ".body"));
+    auto body = util::read_trusted(page_dir() / (key + ".body"));
     if (!body || p->body_sha256 != util::sha256_hex(*body)) return std::nullopt; // torn or tampered
     p->body = std::move(*body);
     return std::move(*p);
@@ -405,7 +408,7 @@ struct IndexClient::Impl {
       for (const auto& u : options.index_urls) memo_origins.insert(http_origin_of(u));
       for (const auto& e : call) memo_origins.insert(http_origin_of(e.index_url));
       memo_origins.erase(""); // local locations: their pages are never companions
-      if (auto text = util::read_file(memo_path(*memo_key))) {
+      if (auto text = util::read_trusted(memo_path(*memo_key))) {
         auto m = PageMemo::parse(*text);
         if (m) memo_last = std::move(*m);
         else // a bad memo is only a lost hint; this run's replaces it
@@ -635,7 +638,7 @@ struct IndexClient::Impl {
   std::optional<fs::path> cached_wheel(const Candidate& c) {
     std::string sha;
     if (c.sha256) sha = *c.sha256;
-    else if (auto m = util::read_file(url_map_path(c.url))) sha = *m;
+    else if (auto m = util::read_trusted(url_map_path(c.url))) sha = *m;
     if (sha.size() != 64) return std::nullopt;
     fs::path p = wheel_path(sha, c.filename);
     std::error_code ec;
@@ -680,15 +683,30 @@ struct IndexClient::Impl {
     return dest;
   }
 
+  // Each partial download is held under its flock until it is moved into the cache or removed
+  // (index/cache.hpp): the next run removes only the .part files of dead writers.
+  std::mutex parts_mutex;
+  std::unordered_map<std::string, util::Fd> parts;
   Expected<fs::path> prepare_tmp(fs::path& tmp) {
-    ENVFIX_TRY_VOID(util::create_directories(tmp_dir()));
-    tmp = tmp_dir() / (random_suffix() + ".part");
+    auto part = ENVFIX_TRY(create_part(tmp_dir(), random_suffix()));
+    tmp = part.path;
+    std::lock_guard lock(parts_mutex);
+    parts.insert_or_assign(tmp.string(), std::move(part.lock));
     return tmp;
   }
+  struct PartRelease { // at the end of a download's last step, whatever its outcome
+    Impl* impl;
+    const fs::path& tmp;
+    ~PartRelease() {
+      std::lock_guard lock(impl->parts_mutex);
+      impl->parts.erase(tmp.string());
+    }
+  };
 
   Expected<fs::path> download_local(const Candidate& c, const fs::path& src) {
     fs::path tmp;
     ENVFIX_TRY(prepare_tmp(tmp));
+    PartRelease release{this, tmp};
     std::string hex;
     std::uint64_t size = 0;
     const std::uint64_t limit = c.size ? *c.size : options.max_download_bytes;
@@ -710,6 +728,7 @@ struct IndexClient::Impl {
   }
 
   Expected<fs::path> finish_download(const Candidate& c, const fs::path& tmp, Expected<HttpResponse> resp) {
+    PartRelease release{this, tmp};
     std::error_code ec;
     if (!resp) {
       fs::remove(tmp, ec);
@@ -797,7 +816,7 @@ struct IndexClient::Impl {
       if (source) *source = s;
     };
     fs::path mpath = metadata_path(c);
-    if (auto m = util::read_file(mpath); m && cached_metadata_ok(c, *m)) {
+    if (auto m = util::read_trusted(mpath); m && cached_metadata_ok(c, *m)) {
       bump(&IndexStats::metadata_cache);
       set(MetadataSource::cache);
       return *m;
@@ -857,7 +876,10 @@ struct IndexClient::Impl {
 
 Expected<IndexClient> IndexClient::create(IndexClientOptions options) {
   if (options.cache_dir.empty()) options.cache_dir = ENVFIX_TRY(default_cache_dir());
+  // Another user's cache is not used (util/cache_trust.hpp); a private temporary one is, for this run.
+  options.cache_dir = ENVFIX_TRY(util::open_cache(options.cache_dir, !options.offline));
   if (!options.offline) ENVFIX_TRY_VOID(util::create_directories(options.cache_dir));
+  remove_dead_parts(options.cache_dir / "tmp"); // downloads a killed run left
   options.http.parallel = std::max<std::size_t>(options.parallelism, 1);
   auto impl = std::make_unique<Impl>(std::move(options));
   impl->cache = impl->options.cache_dir;
@@ -947,7 +969,7 @@ std::vector<Expected<std::string>> IndexClient::fetch_metadata_many(std::span<co
       const Candidate& c = cs[i];
       if (!c.has_metadata || !c.is_wheel() || candidate_local_path(c.url)) continue;
       fs::path mpath = m_impl->metadata_path(c);
-      if (auto m = util::read_file(mpath); m && cached_metadata_ok(c, *m)) {
+      if (auto m = util::read_trusted(mpath); m && cached_metadata_ok(c, *m)) {
         m_impl->bump(&IndexStats::metadata_cache);
         slots[i] = std::move(*m);
         continue;

@@ -70,8 +70,10 @@ Expected<void> KernelGate::operator()(const std::vector<StagedObject>& objects) 
     std::sort(r.files.begin(), r.files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
     judge(r);
     // What the binaries said is kept whatever the outcome: a refused build is the most useful fact.
-    if (m_options.evidence && !r.package.key.project.empty())
-      (void)m_options.evidence->put_build({r.package.key, fmt::format("downloaded {}", r.package.key.to_string()), r.files});
+    // Kept by the sha256 of the file read, so that it speaks for that file only (wheel/kernel_evidence.hpp).
+    if (m_options.evidence && !r.package.key.project.empty() && !r.package.sha256.empty())
+      (void)m_options.evidence->put_build(
+          {r.package.key, fmt::format("downloaded {}", r.package.key.to_string()), r.files, r.package.sha256});
   }
   if (m_refusal)
     return std::unexpected(Error{ErrorCode::unsatisfiable, m_refusal->message(),

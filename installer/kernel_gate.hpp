@@ -29,6 +29,7 @@ struct GatePackage {
   std::string version;
   wheel::BuildKey key; // how its evidence is kept
   bool framework = false; // a framework package (main or companion): partial coverage matters
+  std::string sha256;     // of the wheel file: its build record's key in the evidence store
 };
 
 struct GatePackageReport {

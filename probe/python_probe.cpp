@@ -2,13 +2,16 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "probe/text.hpp"
+#include "util/cache_trust.hpp"
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
 #include "util/python.hpp"
@@ -155,17 +158,65 @@ Expected<PythonInfo> parse_python_probe_json(const nlohmann::json& j) {
   return info;
 }
 
+std::string real_path(const fs::path& p) {
+  char* r = ::realpath(p.c_str(), nullptr);
+  if (!r) return {};
+  std::string out(r);
+  std::free(r);
+  return out;
+}
+
+// The venv a bin/python belongs to: the directory above bin/ when it holds pyvenv.cfg.
+std::optional<fs::path> venv_of(const fs::path& python) {
+  std::error_code ec;
+  auto dir = fs::absolute(python, ec).parent_path().parent_path();
+  if (ec || !fs::is_regular_file(dir / "pyvenv.cfg", ec)) return std::nullopt;
+  return dir;
+}
+
+// An entry is keyed by the interpreter's identity (issue 42: keyed by its path, a planted entry chose
+// the install scheme and the program run): the path asked for (a venv's bin/python is a symlink to its
+// base; the venv is known by where the link is), what it resolves to with that file's device, inode,
+// size and mtime, and the content of the venv's pyvenv.cfg.
 fs::path cache_file(const fs::path& cache_dir, const fs::path& python) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(python, ec);
+  const std::string real = real_path(python);
+  std::string key = fmt::format("v2|{}|{}", abs.string(), real);
   struct stat st {};
-  std::string key = fs::absolute(python).string();
-  if (::stat(python.c_str(), &st) == 0)
-    key += fmt::format("|{}.{}|{}", st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size);
-  // pyvenv.cfg next to bin/ says which base a venv uses; a recreated venv changes it.
-  auto cfg = fs::absolute(python).parent_path().parent_path() / "pyvenv.cfg";
-  if (::stat(cfg.c_str(), &st) == 0) key += fmt::format("|cfg {}.{}", st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  if (!real.empty() && ::stat(real.c_str(), &st) == 0)
+    key += fmt::format("|{}:{}|{}|{}.{}", st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  if (auto venv = venv_of(python))
+    if (auto cfg = util::read_file(*venv / "pyvenv.cfg")) key += "|cfg " + util::sha256_hex(*cfg);
   return cache_dir / "interpreters" / (util::sha256_hex(key).substr(0, 32) + ".json");
 }
 
+bool under(const fs::path& p, const fs::path& root) {
+  std::error_code ec;
+  const auto a = fs::weakly_canonical(p, ec);
+  if (ec) return false;
+  const auto b = fs::weakly_canonical(root, ec);
+  if (ec || b.empty()) return false;
+  auto [r, _] = std::mismatch(b.begin(), b.end(), a.begin(), a.end());
+  return r == b.end();
+}
+
+} // namespace
+
+std::optional<std::string> inconsistent_probe(const PythonInfo& info, const fs::path& python) {
+  const std::string real = real_path(python);
+  if (real.empty() || real_path(info.executable) != real)
+    return fmt::format("its executable {} is not {}", info.executable.string(), python.string());
+  if (auto venv = venv_of(python); venv && !under(info.prefix, *venv))
+    return fmt::format("its prefix {} is not the venv {}", info.prefix.string(), venv->string());
+  if (info.prefix.empty()) return std::string("it names no prefix");
+  for (const char* k : {"purelib", "platlib", "scripts", "data"})
+    if (auto it = info.scheme.find(k); it != info.scheme.end() && !under(it->second, info.prefix))
+      return fmt::format("its {} {} is outside its prefix {}", k, it->second.string(), info.prefix.string());
+  return std::nullopt;
+}
+
+namespace {
 } // namespace
 
 Expected<PythonInfo> parse_python_probe(std::string_view json_text) {
@@ -235,10 +286,10 @@ Expected<PythonInfo> probe_python(const fs::path& python, const fs::path& cache_
   fs::path cached;
   if (!cache_dir.empty()) {
     cached = cache_file(cache_dir, python);
-    if (auto text = util::read_file(cached)) {
-      if (auto info = parse_python_probe(*text)) return info;
-      // A corrupt cache entry is rewritten below.
-    }
+    // Only this user's own entry (util/cache_trust.hpp), and only one that describes this interpreter:
+    // a damaged or inconsistent entry is probed afresh and rewritten below.
+    if (auto text = util::read_trusted(cached))
+      if (auto info = parse_python_probe(*text); info && !inconsistent_probe(*info, python)) return info;
   }
   util::SubprocessOptions opt;
   opt.timeout = timeout;
@@ -255,7 +306,7 @@ Expected<PythonInfo> probe_python(const fs::path& python, const fs::path& cache_
   }
   auto info = parse_python_probe(r->out);
   if (!info) return std::unexpected(std::move(info.error()).context(fmt::format("probing {}", python.string())));
-  if (!cached.empty()) {
+  if (!cached.empty() && !inconsistent_probe(*info, python)) { // else a later run would only reject it
     if (util::create_directories(cached.parent_path())) (void)util::write_file_atomic(cached, r->out);
   }
   return info;

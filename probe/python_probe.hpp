@@ -20,6 +20,11 @@ namespace envfix::probe {
 // are optional.
 [[nodiscard]] Expected<PythonInfo> parse_python_probe(std::string_view json_text);
 
+// Why a probe result (a cached entry, read back) does not describe the interpreter `python`: its
+// sys.executable resolves elsewhere, its prefix is not the venv `python` belongs to, or an install
+// path (purelib, platlib, scripts, data) lies outside its prefix. nullopt when consistent.
+[[nodiscard]] std::optional<std::string> inconsistent_probe(const PythonInfo& info, const std::filesystem::path& python);
+
 // "glibc 2.39" → {2, 39}; nullopt for anything else (musl, empty).
 [[nodiscard]] std::optional<std::pair<int, int>> parse_glibc(std::string_view text);
 

@@ -231,7 +231,7 @@ bool judge_kernels(Pass& p, const FrameworkIndex& idx, const std::string& channe
   const std::string main = main_of(p.spec, idx), ver = f.version.to_string();
   Rejection r{main, ver, idx.url, RejectReason::arch_not_covered, "", f.file.filename};
   std::vector<specs::ComputeCapability> jit_only;
-  auto facts = p.gpu_host && idx.cuda && p.spec.evidence ? p.spec.evidence(f.wheel, idx.variant) : std::nullopt;
+  auto facts = p.gpu_host && idx.cuda && p.spec.evidence ? p.spec.evidence(f.file, f.wheel, idx.variant) : std::nullopt;
   if (facts) {
     // What the binaries said outranks any table row.
     auto ev = judge_evidence(*facts, host.gpus);
@@ -373,7 +373,7 @@ CandidateFilter set_filter(const Pass& p, const FrameworkIndex& idx, const specs
     if (!members.contains(c.project) || c.project == main) return std::nullopt;
     // A member whose binaries were read and hold nothing for a GPU cannot join the set.
     if (evidence)
-      if (auto facts = (*evidence)(wf, variant))
+      if (auto facts = (*evidence)(c, wf, variant))
         if (auto ev = judge_evidence(*facts, gpus); ev.none)
           return Veto{RejectReason::arch_not_covered,
                       fmt::format("read from the binaries ({}): none of its {} GPU modules runs on {}", facts->source,

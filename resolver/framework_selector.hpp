@@ -63,8 +63,10 @@ struct FrameworkSpec {
   // Whether those archs were confirmed (confidence verified); unset: none are.
   std::function<bool(const specs::Version&, std::string_view variant)> archs_verified;
   // What the binaries of a build already said (read by apply's kernel gate, or from the installed
-  // set), by wheel and index variant; nullopt when none was read. Evidence beats the table above.
-  std::function<std::optional<BuildFacts>(const specs::WheelFilename&, std::string_view variant)> evidence;
+  // set), by the index's file (its sha256 keys what was read from it), its wheel name and the index
+  // variant; nullopt when none was read. Evidence beats the table above.
+  std::function<std::optional<BuildFacts>(const index::Candidate&, const specs::WheelFilename&, std::string_view variant)>
+      evidence;
   // The companion version coupled to a main version ("0.22.0" for torchvision and torch 2.7.0).
   std::function<std::optional<std::string>(const specs::Version&, std::string_view companion)> companion_version;
   // The first CUDA toolkit whose nvcc has code for a GPU (the source-build recipe's prerequisite).

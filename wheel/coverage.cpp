@@ -108,13 +108,15 @@ Expected<KernelProfile> KernelProfile::from_json(const nlohmann::json& j) {
   };
   if (!j.is_object() || !j.contains("groups") || !j["groups"].is_array()) return bad("no `groups` array");
   KernelProfile p;
-  p.zstd = j.value("zstd", false);
+  if (j.contains("zstd") && !j["zstd"].is_boolean()) return bad("`zstd` is not a boolean");
+  p.zstd = j.contains("zstd") && j["zstd"].get<bool>();
   for (const auto& g : j["groups"]) {
     if (!g.is_object() || !g.contains("archs") || !g["archs"].is_array() || !g.contains("count") ||
         !g["count"].is_number_unsigned())
       return bad("a group without `archs` or `count`");
     ContainerGroup grp;
-    grp.registered = g.value("registered", true);
+    if (g.contains("registered") && !g["registered"].is_boolean()) return bad("`registered` is not a boolean");
+    grp.registered = !g.contains("registered") || g["registered"].get<bool>();
     grp.count = g["count"].get<std::uint64_t>();
     for (const auto& a : g["archs"]) {
       if (!a.is_string()) return bad("an arch that is not a string");

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "specs/name.hpp"
+#include "util/cache_trust.hpp"
 #include "util/fs.hpp"
 #include "util/parallel.hpp"
 #include "util/sha256.hpp"
@@ -37,14 +38,20 @@ namespace {
 
 std::string key_text(const BuildKey& k) { return fmt::format("{}\n{}\n{}\n{}", k.project, k.version, k.variant, k.platform); }
 
-std::optional<json> read_json(const fs::path& p) {
-  std::error_code ec;
-  if (!fs::is_regular_file(p, ec)) return std::nullopt;
-  auto text = util::read_file(p);
-  if (!text) return std::nullopt;
-  auto j = json::parse(*text, nullptr, false);
-  if (j.is_discarded()) return std::nullopt;
+bool is_sha256(std::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+std::optional<json> parse_object(std::string_view text) {
+  auto j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
   return j;
+}
+
+std::optional<json> read_json(const fs::path& p) {
+  auto text = util::read_trusted(p);
+  if (!text) return std::nullopt;
+  return parse_object(*text);
 }
 
 Expected<void> write_json(const fs::path& p, const json& j) {
@@ -52,30 +59,61 @@ Expected<void> write_json(const fs::path& p, const json& j) {
   return util::write_file_atomic(p, j.dump());
 }
 
+// A string member, checked: nullopt when absent or of another type (never a type_error).
+std::optional<std::string> str(const json& j, const char* k) {
+  auto it = j.find(k);
+  if (it == j.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
 std::optional<BuildEvidence> build_from_json(const json& j) {
   if (!j.is_object() || !j.contains("key") || !j["key"].is_object() || !j.contains("files") || !j["files"].is_array())
     return std::nullopt;
   BuildEvidence e;
   const auto& k = j["key"];
-  e.key = {k.value("project", ""), k.value("version", ""), k.value("variant", ""), k.value("platform", "")};
-  e.source = j.value("source", "");
+  auto project = str(k, "project"), version = str(k, "version"), variant = str(k, "variant"), platform = str(k, "platform");
+  if (!project || !version || !variant || !platform) return std::nullopt;
+  e.key = {*project, *version, *variant, *platform};
+  e.source = str(j, "source").value_or("");
+  e.sha256 = str(j, "sha256").value_or("");
+  if (!e.sha256.empty() && !is_sha256(e.sha256)) return std::nullopt;
   for (const auto& f : j["files"]) {
     if (!f.is_object() || !f.contains("profile")) return std::nullopt;
+    auto path = str(f, "path");
+    if (!path) return std::nullopt;
     auto p = KernelProfile::from_json(f["profile"]);
     if (!p) return std::nullopt;
-    e.files.push_back({f.value("path", ""), std::move(*p)});
+    e.files.push_back({*path, std::move(*p)});
   }
   return e;
 }
 
+// Belt to the checked reads above: a profile parser that still throws drops the record, never aborts.
+template <class F>
+auto checked(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
 } // namespace
+
+std::optional<BuildEvidence> parse_build_record(std::string_view text) {
+  auto j = parse_object(text);
+  if (!j) return std::nullopt;
+  return checked([&] { return build_from_json(*j); });
+}
 
 std::optional<KernelProfile> EvidenceStore::file(std::string_view file_hash) const {
   auto j = read_json(m_dir / "files" / (util::sha256_hex(file_hash) + ".json"));
-  if (!j || j->value("hash", "") != file_hash || !j->contains("profile")) return std::nullopt;
-  auto p = KernelProfile::from_json((*j)["profile"]);
-  if (!p) return std::nullopt;
-  return *p;
+  if (!j || str(*j, "hash") != std::optional<std::string>(std::string(file_hash)) || !j->contains("profile")) return std::nullopt;
+  return checked([&]() -> std::optional<KernelProfile> {
+    auto p = KernelProfile::from_json((*j)["profile"]);
+    if (!p) return std::nullopt;
+    return *p;
+  });
 }
 
 Expected<void> EvidenceStore::put_file(std::string_view file_hash, const KernelProfile& p) const {
@@ -83,30 +121,42 @@ Expected<void> EvidenceStore::put_file(std::string_view file_hash, const KernelP
                     {{"hash", file_hash}, {"profile", p.to_json()}});
 }
 
-std::optional<BuildEvidence> EvidenceStore::build(const BuildKey& key) const {
-  auto j = read_json(m_dir / "builds" / (util::sha256_hex(key_text(key)) + ".json"));
+std::optional<BuildEvidence> EvidenceStore::build(std::string_view wheel_sha256) const {
+  if (!is_sha256(wheel_sha256)) return std::nullopt;
+  auto j = read_json(m_dir / "builds" / (std::string(wheel_sha256) + ".json"));
   if (!j) return std::nullopt;
-  auto e = build_from_json(*j);
-  if (!e || e->key != key) return std::nullopt;
+  auto e = checked([&] { return build_from_json(*j); });
+  if (!e || e->sha256 != wheel_sha256) return std::nullopt; // a record of another file
   return e;
 }
 
 Expected<void> EvidenceStore::put_build(const BuildEvidence& e) const {
+  if (!e.sha256.empty() && !is_sha256(e.sha256))
+    return fail(ErrorCode::internal, "evidence: '{}' is not a sha256", e.sha256);
   json files = json::array();
   for (const auto& f : e.files) files.push_back({{"path", f.path}, {"profile", f.profile.to_json()}});
   json j{{"key", {{"project", e.key.project}, {"version", e.key.version}, {"variant", e.key.variant}, {"platform", e.key.platform}}},
          {"source", e.source},
          {"files", files}};
-  return write_json(m_dir / "builds" / (util::sha256_hex(key_text(e.key)) + ".json"), j);
+  if (e.sha256.empty()) return write_json(m_dir / "installed" / (util::sha256_hex(key_text(e.key)) + ".json"), j);
+  j["sha256"] = e.sha256;
+  return write_json(m_dir / "builds" / (e.sha256 + ".json"), j);
 }
 
 std::vector<BuildEvidence> EvidenceStore::builds() const {
   std::vector<BuildEvidence> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(m_dir / "builds", ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().extension() != ".json") continue;
-    if (auto j = read_json(it->path()))
-      if (auto e = build_from_json(*j)) out.push_back(std::move(*e));
+  for (const char* sub : {"builds", "installed"}) {
+    std::error_code ec;
+    for (fs::directory_iterator it(m_dir / sub, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().extension() != ".json") continue;
+      auto j = read_json(it->path());
+      if (!j) continue;
+      auto e = checked([&] { return build_from_json(*j); });
+      // A record is listed only under its own name: builds/<its sha256>, installed/<hash of its key>.
+      const std::string stem = it->path().stem().string();
+      if (e && (std::string_view(sub) == "builds" ? e->sha256 == stem : e->sha256.empty() && stem == util::sha256_hex(key_text(e->key))))
+        out.push_back(std::move(*e));
+    }
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
   return out;

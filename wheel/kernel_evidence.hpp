@@ -1,8 +1,10 @@
 #pragma once
 // Kernel facts read from binaries, kept so that later runs (plan, lock, doctor, matrix) use what
 // the binaries said before any table (docs/architecture.md, "Kernel coverage"): by file hash (the
-// RECORD hash of an installed or staged file, so a file once read is not read again) and by build
-// (project, version, variant, platform).
+// RECORD hash of an installed or staged file, so a file once read is not read again) and by build:
+// the sha256 of the wheel file read (issue 42: a name/version key let another file's binaries rule out
+// a good build, and `lock` write verified for a file never read), or, for an installed build, which
+// has no wheel file, its key (project, version, variant, platform), for doctor and `envfix matrix` only.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -23,6 +25,11 @@ struct BuildKey {
   auto operator<=>(const BuildKey&) const = default;
 };
 
+// Do two keys name the same wheel (project, version, platform)? The variant is the index's, and one
+// file may be listed on several (jax-cuda13-pjrt names its variant in its project name).
+[[nodiscard]] inline bool same_wheel(const BuildKey& a, const BuildKey& b) {
+  return a.project == b.project && a.version == b.version && a.platform == b.platform;
+}
 // The key of a wheel offered by an index of `variant`.
 [[nodiscard]] BuildKey build_key(const specs::WheelFilename& wf, std::string_view variant);
 // The platform part of a key: the tags joined with '.' ("manylinux_2_27_x86_64.manylinux_2_28_x86_64").
@@ -32,10 +39,18 @@ struct BuildEvidence {
   BuildKey key;
   std::string source;             // "downloaded torch-2.11.0+cu130-….whl" | "installed in /…/site-packages"
   std::vector<ProfiledFile> files; // files with GPU code, by path inside the package
+  std::string sha256;              // of the wheel file whose binaries these are; "" for an installed build
 };
 
-// <cache>/evidence-v1: files/<sha256 of the file hash>.json, builds/<sha256 of the key>.json.
-// Entries are named by a hash of their key, never by a name that came from outside.
+// The store's directory under the cache: v2 keys downloaded builds by their file's sha256.
+inline constexpr const char* evidence_dir_name = "evidence-v2";
+
+// A build record as stored (JSON text), checked: nullopt for anything but a well-formed record.
+[[nodiscard]] std::optional<BuildEvidence> parse_build_record(std::string_view text);
+
+// <cache>/evidence-v2: files/<sha256 of the file hash>.json, builds/<wheel sha256>.json,
+// installed/<sha256 of the key>.json. Entries are named by a hash, never by a name that came from
+// outside; each is read back only when this user's alone (util/cache_trust.hpp) and names its own key.
 class EvidenceStore {
 public:
   explicit EvidenceStore(std::filesystem::path dir) : m_dir(std::move(dir)) {}
@@ -43,9 +58,11 @@ public:
 
   [[nodiscard]] std::optional<KernelProfile> file(std::string_view file_hash) const;
   [[nodiscard]] Expected<void> put_file(std::string_view file_hash, const KernelProfile& p) const;
-  [[nodiscard]] std::optional<BuildEvidence> build(const BuildKey& key) const;
+  // The record of the wheel file with this sha256 (64 hex digits), when it names that same sha256.
+  [[nodiscard]] std::optional<BuildEvidence> build(std::string_view wheel_sha256) const;
+  // Stored by e.sha256 when set, else (an installed build) by its key.
   [[nodiscard]] Expected<void> put_build(const BuildEvidence& e) const;
-  // Every build recorded, sorted by key (for `envfix matrix`).
+  // Every build recorded, downloaded and installed, sorted by key (for `envfix matrix` and doctor).
   [[nodiscard]] std::vector<BuildEvidence> builds() const;
 
 private:

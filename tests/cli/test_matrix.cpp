@@ -258,7 +258,7 @@ TEST_CASE("matrix --gpu: names as people type them (Jetson Thor, rtx5090) and nv
 
 TEST_CASE("matrix --cache-dir DIR: kernel facts read from binaries are shown above the table, with disagreement") {
   auto dir = util::make_temp_dir(std::filesystem::temp_directory_path(), "envfix-matrix-ev-").value();
-  wheel::EvidenceStore store(dir / "evidence-v1");
+  wheel::EvidenceStore store(dir / wheel::evidence_dir_name);
   auto group = [](std::vector<const char*> archs, std::uint64_t n) {
     wheel::ContainerGroup g;
     for (const char* a : archs) g.archs.push_back(specs::GpuArch::parse(a).value());
@@ -271,7 +271,8 @@ TEST_CASE("matrix --cache-dir DIR: kernel facts read from binaries are shown abo
   linalg.groups = {group({"sm_80", "sm_86", "sm_90", "sm_100", "sm_120"}, 99)};
   wheel::BuildKey key{"torch", "2.11.0+cu130", "cu130", "manylinux_2_28_x86_64"};
   REQUIRE(store.put_build({key, "downloaded torch-2.11.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
-                           {{"torch/lib/libtorch_cuda.so", cuda}, {"torch/lib/libtorch_cuda_linalg.so", linalg}}}));
+                           {{"torch/lib/libtorch_cuda.so", cuda}, {"torch/lib/libtorch_cuda_linalg.so", linalg}},
+                           std::string(64, 'c')}));
 
   auto t = run({"matrix", "--framework", "torch", "--cache-dir", dir.string()});
   CAPTURE(t.err);

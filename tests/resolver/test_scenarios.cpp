@@ -154,7 +154,8 @@ Outcome run_scenario(const YAML::Node& s) {
   std::map<wheel::BuildKey, BuildFacts> evidence;
   for (auto& e : test::scenario_evidence(s["evidence"])) evidence[e.key] = BuildFacts{std::move(e.files), std::move(e.source)};
   if (!evidence.empty())
-    spec.evidence = [evidence](const specs::WheelFilename& wf, std::string_view variant) -> std::optional<BuildFacts> {
+    spec.evidence = [evidence](const index::Candidate&, const specs::WheelFilename& wf,
+                               std::string_view variant) -> std::optional<BuildFacts> {
       auto it = evidence.find(wheel::build_key(wf, variant));
       if (it == evidence.end()) return std::nullopt;
       return it->second;

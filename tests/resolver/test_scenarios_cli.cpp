@@ -29,6 +29,7 @@
 #include "tests/resolver/resolver_test_support.hpp"
 #include "tests/support/nginx_server.hpp"
 #include "util/fs.hpp"
+#include "util/sha256.hpp"
 #include "util/subprocess.hpp"
 #include "tests/support/envfix_bin.hpp"
 
@@ -246,8 +247,21 @@ CliOutcome run_cli(const Corpus& c, const std::string& id, const YAML::Node& s) 
   fs::path cache = c.cache;
   if (s["evidence"]) {
     cache = c.root / ("cache-" + id);
-    wheel::EvidenceStore store(cache / "evidence-v1");
-    for (const auto& e : resolver::test::scenario_evidence(s["evidence"])) REQUIRE(store.put_build(e).has_value());
+    wheel::EvidenceStore store(cache / wheel::evidence_dir_name);
+    // Keyed by the sha256 of the file read (wheel/kernel_evidence.hpp): one record per copy of the
+    // scenario's file in its indexes.
+    auto evidence = resolver::test::scenario_evidence(s["evidence"]);
+    for (std::size_t i = 0; i < evidence.size(); ++i) {
+      const auto name = s["evidence"][i]["file"].as<std::string>();
+      int copies = 0;
+      for (const auto& f : fs::recursive_directory_iterator(c.root / "www" / id))
+        if (f.path().filename() == name) {
+          evidence[i].sha256 = util::sha256_file_hex(f.path()).value();
+          REQUIRE(store.put_build(evidence[i]).has_value());
+          ++copies;
+        }
+      REQUIRE_MESSAGE(copies > 0, name);
+    }
   }
   std::vector<std::string> args{envfix_bin().string(), "plan", "--format", "json", "--no-progress",
                                 "--python", c.venv_python.string(), "--cache-dir", cache.string()};

@@ -138,19 +138,26 @@ TEST_CASE("evidence store: by file hash and by build, named by hashes only") {
   REQUIRE(store.file("sha256=abc"));
   CHECK(*store.file("sha256=abc") == p);
   CHECK_FALSE(store.file("sha256=abd"));
-  // A key with path characters in it stays inside the store.
+  // A key with path characters in it stays inside the store; a build is found by its file's sha256.
   wheel::BuildKey key{"torch", "2.11.0+cu130", "../../cu130", "manylinux_2_28_x86_64"};
-  REQUIRE(store.put_build({key, "downloaded", {{"torch/lib/libtorch_cuda.so", p}}}));
-  auto e = store.build(key);
+  const std::string sha(64, 'a'), other(64, 'b');
+  REQUIRE(store.put_build({key, "downloaded", {{"torch/lib/libtorch_cuda.so", p}}, sha}));
+  auto e = store.build(sha);
   REQUIRE(e);
   CHECK(e->files.size() == 1);
   CHECK(e->files[0].profile == p);
-  CHECK_FALSE(store.build(wheel::BuildKey{"torch", "2.11.0+cu130", "cu130", "manylinux_2_28_x86_64"}));
-  CHECK(store.builds().size() == 1);
+  CHECK_FALSE(store.build(other));
+  CHECK_FALSE(store.build("../../etc/passwd"));
+  REQUIRE(store.put_build({key, "installed", {{"torch/lib/libtorch_cuda.so", p}}})); // no file: by key, listed only
+  CHECK(store.builds().size() == 2);
   for (const auto& f : fs::recursive_directory_iterator(dir)) CHECK(f.path().string().starts_with(dir.string()));
+  // A record copied under another file's name is not that file's.
+  fs::copy_file(dir / "builds" / (sha + ".json"), dir / "builds" / (other + ".json"));
+  CHECK_FALSE(store.build(other));
+  CHECK(store.builds().size() == 2);
   // A damaged entry is ignored, not trusted.
   for (const auto& f : fs::directory_iterator(dir / "builds")) REQUIRE(util::write_file_atomic(f.path(), "{\"key\": 1}"));
-  CHECK_FALSE(store.build(key));
+  CHECK_FALSE(store.build(sha));
   fs::remove_all(dir);
 }
 } // TEST_SUITE unit
