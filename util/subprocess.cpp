@@ -1,6 +1,7 @@
 #include "util/subprocess.hpp"
 
 #include <cerrno>
+#include <csignal>
 #include <algorithm>
 #include <cstring>
 #include <fcntl.h>
