@@ -259,8 +259,14 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
   std::vector<index::Candidate> fetch;
   std::vector<std::size_t> fetch_index;
   std::vector<std::string> shas; // all entries looked up at once (UnpackedCache::find_many)
-  for (const auto& c : cands) shas.push_back(c.sha256.value_or(""));
-  auto found = cache.find_many(shas, util::default_threads());
+  std::vector<std::string> filenames; // each entry must hold the very file asked for
+  for (const auto& c : cands) {
+    shas.push_back(c.sha256.value_or(""));
+    filenames.push_back(c.filename);
+  }
+  installer::UnpackedCache::FindStats stats;
+  auto found = cache.find_many(shas, util::default_threads(), &stats, filenames);
+  for (const auto& w : stats.warnings) rep.warning(w);
   for (std::size_t i = 0; i < cands.size(); ++i) {
     wheels[i].sha256 = cands[i].sha256;
     wheels[i].size = cands[i].size;
