@@ -14,6 +14,8 @@
 #include "api/lock.hpp"
 #include "api/smoke.hpp"
 #include "probe/base_env.hpp"
+#include "probe/host_facts.hpp"
+#include "installer/env_lock.hpp"
 #include "installer/install_target.hpp"
 #include "installer/kernel_gate.hpp"
 #include "installer/early_unpack.hpp"
@@ -101,6 +103,25 @@ Expected<Options> prepare_venv(Options o, const ApplyRequest& r, Reporter& rep) 
   rep.note(fmt::format("Using venv {} ({})", r.venv, py.string()));
   o.python = py.string();
   return o;
+}
+
+// The environment lock, taken before anything is probed or planned (installer/env_lock.hpp) and held
+// through the install: a second apply on the same environment waits here, then plans on what the
+// first left. The prefix is found without running Python: the interpreter's <prefix>/bin/.. when it
+// is a venv (pyvenv.cfg), a conda prefix or one envfix changed before (.envfix/). Any other (a system
+// interpreter) gets the lock from the transaction only, as before, so that a refused apply (PEP 668)
+// leaves no .envfix/ there.
+Expected<std::optional<installer::EnvLock>> lock_before_planning(const Options& o, Reporter& rep) {
+  auto python = probe::default_interpreter(o.python.empty() ? std::nullopt : std::optional<fs::path>(o.python));
+  if (!python) return std::optional<installer::EnvLock>{}; // make_host says why
+  std::error_code ec;
+  const fs::path prefix = fs::absolute(*python, ec).lexically_normal().parent_path().parent_path();
+  if (ec || !(fs::exists(prefix / "pyvenv.cfg", ec) || fs::is_directory(prefix / ".envfix", ec) ||
+              fs::is_directory(prefix / "conda-meta", ec)))
+    return std::optional<installer::EnvLock>{};
+  installer::EnvLockOptions lo;
+  lo.on_wait = [&rep](const std::string& text) { rep.note(text); };
+  return std::optional<installer::EnvLock>(ENVFIX_TRY(installer::EnvLock::acquire(prefix, lo)));
 }
 
 // The transaction reports its steps as progress notes (installer/transaction.hpp, `progress`); this
@@ -238,8 +259,14 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
   std::vector<index::Candidate> fetch;
   std::vector<std::size_t> fetch_index;
   std::vector<std::string> shas; // all entries looked up at once (UnpackedCache::find_many)
-  for (const auto& c : cands) shas.push_back(c.sha256.value_or(""));
-  auto found = cache.find_many(shas, util::default_threads());
+  std::vector<std::string> filenames; // each entry must hold the very file asked for
+  for (const auto& c : cands) {
+    shas.push_back(c.sha256.value_or(""));
+    filenames.push_back(c.filename);
+  }
+  installer::UnpackedCache::FindStats stats;
+  auto found = cache.find_many(shas, util::default_threads(), &stats, filenames);
+  for (const auto& w : stats.warnings) rep.warning(w);
   for (std::size_t i = 0; i < cands.size(); ++i) {
     wheels[i].sha256 = cands[i].sha256;
     wheels[i].size = cands[i].size;
@@ -522,6 +549,7 @@ std::set<std::string> family_of(const matrices::Framework& fw, bool optional_com
 
 Expected<ApplyReport> apply(const Options& options, const ApplyRequest& r, ApplyReporter& rep) {
   const Options o = ENVFIX_TRY(prepare_venv(options, r, rep));
+  const auto env_lock = ENVFIX_TRY(lock_before_planning(o, rep));
   FallThrough ft;
   while (true) {
     auto a = apply_attempt(o, r, ft, rep);
@@ -593,6 +621,7 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
     return make_error(ErrorCode::invalid_input, "--locked installs the lockfile's set; it takes no requirements",
                       "drop the requirements, or run `envfix apply REQ...` to re-resolve");
   const Options g = ENVFIX_TRY(prepare_venv(options, o, rep));
+  const auto env_lock = ENVFIX_TRY(lock_before_planning(g, rep));
   auto text = util::read_file(g.lockfile);
   if (!text) return make_error(ErrorCode::not_found, fmt::format("cannot read the lockfile {}", g.lockfile), "run `envfix lock` or `envfix apply` first, or pass --lockfile PATH");
   auto lock = ENVFIX_TRY(lockfile::LockFile::parse(*text, g.lockfile));

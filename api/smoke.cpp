@@ -91,11 +91,19 @@ Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeS
     // SIGINT/SIGTERM to envfix (the smoke test runs in its own process group, so a terminal's ^C
     // does not reach it) stops the step at once instead of after the timeout.
     o.cancel = [] { return installer::interrupt_signal() != 0; };
+    // Its own session: what the step leaves running is found and stopped when it ends, before a
+    // rollback removes the files it runs from; and no index credentials (it needs none).
+    o.new_session = true;
+    o.drop_index_credentials = true;
     // -I from an empty directory: nothing in the caller's cwd shadows the installed packages.
     // -B: -I ignores PYTHONDONTWRITEBYTECODE, and byte-code written into the new set would make a
     // later rollback find files it did not install.
     auto r = ENVFIX_TRY(util::run_python(python, {"-B", "-c", s.code}, o));
     if (r.cancelled) return fail(ErrorCode::interrupted, "smoke test {} stopped: envfix was interrupted", s.name);
+    std::vector<std::string> stopped;
+    for (const auto& p : r.leftovers)
+      stopped.push_back(fmt::format("left running by the smoke test, stopped: pid {} ({})", p.pid, elide(p.command)));
+    report.stopped.insert(report.stopped.end(), stopped.begin(), stopped.end());
     if (r.ok()) {
       report.passed.push_back(s.name);
       continue;
@@ -107,6 +115,7 @@ Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeS
                                       r.term_signal ? fmt::format("signal {}", r.term_signal) : std::to_string(r.exit_code)),
             tail_lines(r.err.empty() ? r.out : r.err, 6),
             "the new files were removed again; run `envfix doctor` for a diagnosis"};
+    e.causes.insert(e.causes.end(), stopped.begin(), stopped.end());
     return std::unexpected(std::move(e));
   }
   return report;

@@ -22,6 +22,7 @@ struct SmokeStep {
 
 struct SmokeReport {
   std::vector<std::string> passed; // step names, in order
+  std::vector<std::string> stopped; // processes a step left running (pid, command), killed when it ended
 };
 
 // The steps to run on the GPU: A, B, then the check of every companion in `present` (normalized

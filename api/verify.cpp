@@ -33,6 +33,20 @@ std::string last_op(const std::string& out) {
   return op;
 }
 
+// What verify runs (a step, the app) gets its own session, stopped with it on SIGINT/SIGTERM
+// (verify's InterruptScope) and on its exit or timeout; and no index credentials.
+void child_session(util::SubprocessOptions& o) {
+  o.new_session = true;
+  o.drop_index_credentials = true;
+  o.cancel = [] { return util::interrupt_signal() != 0; };
+}
+
+std::vector<std::string> stopped_lines(const std::vector<util::LeftoverProcess>& left) {
+  std::vector<std::string> out;
+  for (const auto& p : left) out.push_back(fmt::format("pid {} ({})", p.pid, p.command));
+  return out;
+}
+
 VerifyStep run_step(const fs::path& python, const std::string& layer, const std::string& name, const std::string& code,
                     bool cpu, std::chrono::seconds timeout) {
   VerifyStep s{layer, name};
@@ -42,6 +56,7 @@ VerifyStep run_step(const fs::path& python, const std::string& layer, const std:
   o.set_env["ENVFIX_DEVICE"] = cpu ? "cpu" : "cuda";
   if (cpu) o.set_env["CUDA_VISIBLE_DEVICES"] = "";
   o.unset_env = {"PYTHONPATH", "PYTHONHOME"};
+  child_session(o);
   auto t0 = Clock::now();
   auto r = util::run_python(python, {"-B", "-c", code}, o);
   s.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -100,6 +115,7 @@ AppRun run_app(const std::string& cmd, const fs::path& python, std::chrono::seco
   if (auto p = std::getenv("PATH")) path += std::string(":") + p;
   o.set_env["PATH"] = path;
   o.cwd = fs::current_path();
+  child_session(o);
   probe::GpuMemorySampler sampler;
   auto t0 = Clock::now();
   auto r = util::run_process({"/bin/sh", "-c", cmd}, o);
@@ -111,7 +127,8 @@ AppRun run_app(const std::string& cmd, const fs::path& python, std::chrono::seco
     a.error_line = r.error().message;
     return a;
   }
-  a.exit_code = r->timed_out ? -1 : r->exit_code;
+  a.exit_code = r->timed_out || r->cancelled ? -1 : r->exit_code;
+  a.stopped = stopped_lines(r->leftovers);
   auto [line, cls] = first_cuda_error(r->err + "\n" + r->out);
   a.error_line = line;
   a.cuda_class = cls;
@@ -166,23 +183,30 @@ Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyRe
                        : cpu_build         ? "CPU build: verifying on the CPU"
                                            : "";
   rep.started(report);
+  // SIGINT/SIGTERM: the running child's session is killed, then envfix exits 128 + the signal.
+  util::InterruptScope interrupts;
+  auto interrupted = [] {
+    return fail(ErrorCode::interrupted, "verify stopped: envfix was interrupted by signal {}", util::interrupt_signal());
+  };
   auto run = [&](const std::string& layer, const std::string& name, const std::string& code) {
     report.steps.push_back(run_step(report.python, layer, name, code, report.cpu, r.timeout));
-    rep.step(report.steps.back());
+    if (!util::interrupt_signal()) rep.step(report.steps.back());
   };
   if (r.layers.contains("repro")) {
     rep.layer("repro");
     for (const auto& st : smoke_steps(fw->smoke, host.installed_names, report.cpu ? SmokeDevice::cpu : SmokeDevice::gpu))
-      run("repro", st.name, st.code);
+      if (run("repro", st.name, st.code); util::interrupt_signal()) return interrupted();
   }
   if (r.layers.contains("model")) {
     rep.layer("model");
     if (fw->smoke.model.empty()) rep.note(fmt::format("the matrices define no model checks for {}", fw->name));
-    for (const auto& st : model_steps(fw->smoke, host.installed_names)) run("model", st.name.substr(7), st.code);
+    for (const auto& st : model_steps(fw->smoke, host.installed_names))
+      if (run("model", st.name.substr(7), st.code); util::interrupt_signal()) return interrupted();
   }
   if (r.layers.contains("app") && !r.app.empty()) {
     rep.layer("app");
     report.app = run_app(r.app, report.python, r.timeout);
+    if (util::interrupt_signal()) return interrupted();
     if (report.app->cuda_class == "missing-arch") report.app->fix = fix_command(o, *fw, host);
     rep.app(*report.app);
   }

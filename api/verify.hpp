@@ -45,6 +45,7 @@ struct AppRun {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> gpu_memory; // {peak, baseline} per GPU
   std::string memory_note;
   std::string error_line, cuda_class;
+  std::vector<std::string> stopped; // processes the app left running (pid, command), killed when it exited
   std::string fix; // missing-arch: the envfix command that installs a build with kernels for these GPUs
 };
 

@@ -108,6 +108,7 @@ public:
     human(fmt::format("  {} {} (exit {}) {:.2f}s{}", a.exit_code == 0 ? styled("PASS", Style::green) : styled("FAIL", Style::red),
                       a.command, a.exit_code, a.seconds, mem.empty() ? "" : "; " + mem));
     if (!a.error_line.empty()) human(fmt::format("  first CUDA error: {} [{}]", a.error_line, a.cuda_class));
+    for (const auto& p : a.stopped) human(fmt::format("  left running by the app, stopped: {}", p));
     if (!a.fix.empty()) human(fmt::format("{} {}", styled("fix:", Style::bold), a.fix));
   }
 };

@@ -11,6 +11,7 @@
 #include "cli/globals.hpp"
 #include "installer/transaction.hpp"
 #include "util/env.hpp"
+#include "util/subprocess.hpp"
 #include "util/text.hpp"
 
 namespace envfix::cli {
@@ -121,7 +122,11 @@ int exit_code_for(const Error& e) {
     case ErrorCode::unsatisfiable: return 1;
     case ErrorCode::rollback_failed: return 3;
     // Rolled back after SIGINT/SIGTERM: the shell's convention for "killed by signal N", 128 + N.
-    case ErrorCode::interrupted: return 128 + (installer::interrupt_signal() ? installer::interrupt_signal() : SIGINT);
+    case ErrorCode::interrupted: {
+      // The transaction's handler (apply), or util::InterruptScope's (verify's children).
+      const int sig = installer::interrupt_signal() ? installer::interrupt_signal() : util::interrupt_signal();
+      return 128 + (sig ? sig : SIGINT);
+    }
     default: return 2;
   }
 }

@@ -19,7 +19,7 @@
 #include <unordered_set>
 #include <system_error>
 
-
+#include "installer/env_lock.hpp"
 #include "installer/txn_meta.hpp"
 #include "installer/uninstall.hpp"
 #include "specs/name.hpp"
@@ -153,38 +153,7 @@ Expected<void> check_interrupted() {
   return {};
 }
 
-// ---- the environment lock -------------------------------------------------------------------
-
-class EnvLock {
-public:
-  static Expected<EnvLock> acquire(const fs::path& prefix, bool wait) {
-    auto dir = prefix / ".envfix";
-    ENVFIX_TRY_VOID(util::create_directories(dir));
-    auto path = dir / "lock";
-    util::Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
-    if (!fd.valid()) return fail_errno(errno, ErrorCode::io, "cannot open {}: {}", path.string(), std::strerror(errno));
-    if (util::retry_eintr([&] { return ::flock(fd.get(), LOCK_EX | (wait ? 0 : LOCK_NB)); }) != 0) {
-      if (errno == EWOULDBLOCK) {
-        std::string holder;
-        if (auto text = util::read_file(path)) holder = text->substr(0, text->find('\n'));
-        return make_error(ErrorCode::io,
-                          fmt::format("another envfix process{} is changing {} (lock {})",
-                                      holder.empty() ? "" : " (pid " + holder + ")", prefix.string(),
-                                      path.string()),
-                          "wait for it to finish and try again");
-      }
-      return fail_errno(errno, ErrorCode::io, "cannot lock {}: {}", path.string(), std::strerror(errno));
-    }
-    auto pid = std::to_string(::getpid()) + "\n";
-    if (::ftruncate(fd.get(), 0) == 0) (void)!::pwrite(fd.get(), pid.data(), pid.size(), 0);
-    EnvLock l;
-    l.m_fd = std::move(fd);
-    return l;
-  }
-
-private:
-  util::Fd m_fd; // the flock is released when the descriptor closes
-};
+// ---- the environment lock: installer/env_lock.hpp (re-entrant: apply holds it already) ----------
 
 // ---- journal files --------------------------------------------------------------------------
 

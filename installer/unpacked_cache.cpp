@@ -1,6 +1,8 @@
 #include "installer/unpacked_cache.hpp"
 
 #include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -11,6 +13,8 @@
 #include <cerrno>
 #include <ctime>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <unordered_map>
@@ -18,6 +22,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "specs/name.hpp"
+#include "specs/wheel_filename.hpp"
 #include "util/fs.hpp"
 #include "util/parallel.hpp"
 #include "util/sha256.hpp"
@@ -157,6 +163,174 @@ void refresh_manifest(const fs::path& entry,
 
 } // namespace
 
+// ---- the manifest, with checked types ---------------------------------------------------------------
+
+namespace {
+
+Error bad_manifest(const fs::path& path, std::string_view what) {
+  return Error{ErrorCode::invalid_input, fmt::format("{}: damaged unpacked-cache manifest: {}", path.string(), what), {},
+               "the entry is ignored and the wheel unpacked again"};
+}
+
+template <class T>
+bool typed(const json& v) {
+  if constexpr (std::is_same_v<T, std::string>) return v.is_string();
+  else if constexpr (std::is_same_v<T, bool>) return v.is_boolean();
+  else if constexpr (std::is_same_v<T, std::uint64_t>) return v.is_number_unsigned();
+  else if constexpr (std::is_same_v<T, std::int64_t>) return v.is_number_integer();
+  else return false;
+}
+
+template <class T>
+Expected<T> field(const json& j, const char* key, const fs::path& path) {
+  auto it = j.find(key);
+  if (it == j.end() || !typed<T>(*it)) return std::unexpected(bad_manifest(path, fmt::format("\"{}\" missing or of the wrong type", key)));
+  return it->get<T>();
+}
+
+template <class T>
+Expected<T> element(const json& a, std::size_t i, const fs::path& path, std::size_t file) {
+  if (i >= a.size() || !typed<T>(a[i]))
+    return std::unexpected(bad_manifest(path, fmt::format("files[{}][{}] missing or of the wrong type", file, i)));
+  return a[i].get<T>();
+}
+
+Expected<std::vector<std::string>> strings(const json& v, const fs::path& path, std::string_view what) {
+  if (!v.is_array()) return std::unexpected(bad_manifest(path, fmt::format("{} is not a list", what)));
+  std::vector<std::string> out;
+  for (const auto& e : v) {
+    if (!e.is_string()) return std::unexpected(bad_manifest(path, fmt::format("{} holds a non-string", what)));
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+Expected<ManifestFile> parse_file(const json& f, const fs::path& path, std::size_t k) {
+  if (!f.is_array()) return std::unexpected(bad_manifest(path, fmt::format("files[{}] is not a list", k)));
+  ManifestFile mf;
+  mf.member = ENVFIX_TRY(element<std::string>(f, 0, path, k));
+  mf.hash = ENVFIX_TRY(element<std::string>(f, 1, path, k));
+  mf.size = ENVFIX_TRY(element<std::uint64_t>(f, 2, path, k));
+  mf.executable = ENVFIX_TRY(element<bool>(f, 3, path, k));
+  mf.mtime = ENVFIX_TRY(element<std::int64_t>(f, 4, path, k));
+  mf.ctime = ENVFIX_TRY(element<std::int64_t>(f, 5, path, k));
+  mf.ino = ENVFIX_TRY(element<std::uint64_t>(f, 6, path, k));
+  if (f.size() > 7) mf.pieces = ENVFIX_TRY(strings(f[7], path, fmt::format("files[{}][7]", k)));
+  return mf;
+}
+
+} // namespace
+
+Expected<UnpackedManifest> parse_manifest(std::string_view text, const fs::path& path) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return std::unexpected(bad_manifest(path, "not JSON"));
+  if (!j.is_object()) return std::unexpected(bad_manifest(path, "not a JSON object"));
+  UnpackedManifest m;
+  auto v = j.find("manifest");
+  if (v == j.end() || !v->is_number_integer()) return std::unexpected(bad_manifest(path, "\"manifest\" missing or of the wrong type"));
+  m.version = static_cast<int>(std::clamp<std::int64_t>(v->get<std::int64_t>(), -1, 1 << 20));
+  if (m.version != manifest_version) return m; // another format: the caller ignores it without a word
+  m.filename = ENVFIX_TRY(field<std::string>(j, "filename", path));
+  m.archive_size = ENVFIX_TRY(field<std::uint64_t>(j, "archive_size", path));
+  m.name = ENVFIX_TRY(field<std::string>(j, "name", path));
+  m.version_text = ENVFIX_TRY(field<std::string>(j, "version", path));
+  m.dist_info = ENVFIX_TRY(field<std::string>(j, "dist_info", path));
+  m.data_dir = ENVFIX_TRY(field<std::string>(j, "data_dir", path));
+  m.root_is_purelib = ENVFIX_TRY(field<bool>(j, "root_is_purelib", path));
+  m.wheel_version = ENVFIX_TRY(field<std::string>(j, "wheel_version", path));
+  m.metadata = ENVFIX_TRY(field<std::string>(j, "metadata", path));
+  m.entry_points = ENVFIX_TRY(field<std::string>(j, "entry_points", path));
+  auto w = j.find("warnings");
+  if (w == j.end()) return std::unexpected(bad_manifest(path, "\"warnings\" missing"));
+  m.warnings = ENVFIX_TRY(strings(*w, path, "\"warnings\""));
+  auto files = j.find("files");
+  if (files == j.end() || !files->is_array()) return std::unexpected(bad_manifest(path, "\"files\" missing or not a list"));
+  m.files.reserve(files->size());
+  for (std::size_t k = 0; k < files->size(); ++k) m.files.push_back(ENVFIX_TRY(parse_file((*files)[k], path, k)));
+  return m;
+}
+
+// ---- entry locks ------------------------------------------------------------------------------------
+
+namespace {
+
+// <root>/.locks/<sha256>: outside the entry, so that it outlives the entry's replacement. One
+// descriptor per lock file in this process (flock belongs to the open file description: a second
+// one would wait on the first), kept until the process ends or add() converts it.
+struct EntryLocks {
+  std::mutex mutex;
+  std::map<std::string, util::Fd> shared; // lock path -> descriptor holding LOCK_SH
+};
+EntryLocks& entry_locks() {
+  static EntryLocks l;
+  return l;
+}
+
+fs::path lock_path(const fs::path& root, std::string_view sha256) { return root / ".locks" / std::string(sha256); }
+
+util::Fd open_lock(const fs::path& path) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  return util::Fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+}
+
+// flock with LOCK_NB retried every 10 ms for up to `bound`.
+bool flock_within(int fd, int op, std::chrono::milliseconds bound) {
+  const auto end = std::chrono::steady_clock::now() + bound;
+  while (true) {
+    if (::flock(fd, op | LOCK_NB) == 0) return true;
+    if (errno != EWOULDBLOCK && errno != EINTR) return false;
+    if (std::chrono::steady_clock::now() >= end) return false;
+    ::usleep(10000);
+  }
+}
+
+// A shared hold on the entry, kept for the life of the process; false when it cannot be had (an
+// add() of another run is replacing it for longer than the bound, or the lock cannot be created).
+bool hold_shared(const fs::path& root, std::string_view sha256) {
+  const auto path = lock_path(root, sha256).string();
+  {
+    std::lock_guard g(entry_locks().mutex);
+    if (entry_locks().shared.contains(path)) return true;
+  }
+  util::Fd fd = open_lock(path);
+  if (!fd.valid() || !flock_within(fd.get(), LOCK_SH, std::chrono::seconds(30))) return false;
+  std::lock_guard g(entry_locks().mutex);
+  entry_locks().shared.try_emplace(path, std::move(fd));
+  return true;
+}
+
+void release_shared(const fs::path& root, std::string_view sha256) {
+  std::lock_guard g(entry_locks().mutex);
+  entry_locks().shared.erase(lock_path(root, sha256).string());
+}
+
+// The exclusive lock for replacing the entry, on this process's descriptor when it holds one
+// (converted), else a new one; invalid when another run holds the entry shared past the bound.
+util::Fd take_exclusive(const fs::path& root, std::string_view sha256) {
+  const auto path = lock_path(root, sha256).string();
+  util::Fd fd;
+  {
+    std::lock_guard g(entry_locks().mutex);
+    if (auto it = entry_locks().shared.find(path); it != entry_locks().shared.end()) {
+      fd = std::move(it->second);
+      entry_locks().shared.erase(it);
+    }
+  }
+  if (!fd.valid()) fd = open_lock(path);
+  if (!fd.valid() || !flock_within(fd.get(), LOCK_EX, std::chrono::seconds(2))) return util::Fd();
+  return fd;
+}
+
+// After the replacement: back to shared, kept like hold_shared's.
+void keep_shared(const fs::path& root, std::string_view sha256, util::Fd fd) {
+  if (!fd.valid() || ::flock(fd.get(), LOCK_SH) != 0) return;
+  std::lock_guard g(entry_locks().mutex);
+  entry_locks().shared.insert_or_assign(lock_path(root, sha256).string(), std::move(fd));
+}
+
+} // namespace
+
 // ---- the cache ------------------------------------------------------------------------------------
 
 namespace {
@@ -194,86 +368,111 @@ struct LoadedEntry {
   std::vector<std::vector<std::string>> pieces; // per file: piece hashes (empty: whole-file hash only)
 };
 
-std::optional<LoadedEntry> load_entry(const fs::path& root, std::string_view sha256) {
+// The entry asked for by a lock or an index: the manifest names that very wheel file, and its name
+// and version are the file name's (an entry filed under another package's sha256 is not used).
+bool is_wheel_asked(const UnpackedManifest& m, std::string_view filename) {
+  auto wf = specs::WheelFilename::parse(m.filename);
+  auto version = specs::Version::parse(m.version_text);
+  if (!wf || !version || specs::normalize_name(wf->name) != specs::normalize_name(m.name) ||
+      wf->version.to_string() != version->to_string())
+    return false;
+  return filename.empty() || m.filename == filename;
+}
+
+// Reads the manifest and stats every file. A damaged manifest (wrong types, bad names, another
+// package) says so in `warning`; a missing or older-format one is absent without a word.
+std::optional<LoadedEntry> load_entry(const fs::path& root, std::string_view sha256, std::string_view filename, std::string& warning) {
   if (!valid_sha256(sha256)) return std::nullopt;
   LoadedEntry e;
   e.dir = root / std::string(sha256);
-  auto text = util::read_file(e.dir / manifest_name);
+  const fs::path path = e.dir / manifest_name;
+  auto text = util::read_file(path);
   if (!text) return std::nullopt;
-  auto& sw = e.sw;
-  try {
-    auto j = json::parse(*text);
-    if (j.value("manifest", 0) != manifest_version) return std::nullopt;
-    const auto filename = j.at("filename").get<std::string>();
-    sw.wheel = e.dir / filename;
-    sw.tree = e.dir / "tree";
-    sw.archive_size = j.at("archive_size").get<std::uint64_t>();
-    sw.name = j.at("name").get<std::string>();
-    sw.version = j.at("version").get<std::string>();
-    sw.dist_info = j.at("dist_info").get<std::string>();
-    sw.data_dir = j.at("data_dir").get<std::string>();
-    sw.root_is_purelib = j.at("root_is_purelib").get<bool>();
-    sw.wheel_version = j.at("wheel_version").get<std::string>();
-    sw.metadata = j.at("metadata").get<std::string>();
-    sw.entry_points = j.at("entry_points").get<std::string>();
-    sw.warnings = j.at("warnings").get<std::vector<std::string>>();
-    if (!valid_manifest_names(sw, filename)) return std::nullopt;
-    std::set<std::string_view> members;
-    sw.files.reserve(j.at("files").size());
-    e.pieces.reserve(j.at("files").size());
-    for (const auto& f : j.at("files")) {
-      wheel::StagedFile sf;
-      sf.member = f.at(0).get<std::string>();
-      sf.hash = f.at(1).get<std::string>();
-      sf.size = f.at(2).get<std::uint64_t>();
-      sf.executable = f.at(3).get<bool>();
-      const auto mtime = f.at(4).get<std::int64_t>();
-      const auto ctime = f.at(5).get<std::int64_t>();
-      const auto ino = f.at(6).get<std::uint64_t>();
-      std::vector<std::string> pieces;
-      if (f.size() > 7) pieces = f.at(7).get<std::vector<std::string>>();
-      if (!pieces.empty() && (pieces.size() != pieces_of(sf.size) ||
-                              !std::all_of(pieces.begin(), pieces.end(), [](const std::string& h) { return valid_sha256(h); })))
-        return std::nullopt;
-      if (!wheel::check_member_name(sf.member) || sf.member.back() == '/' || !sf.hash.starts_with("sha256="))
-        return std::nullopt;
-      sf.staged = (sw.tree / sf.member).string();
-      // Intact = the very files the manifest describes. Size and mtime catch ordinary edits; an
-      // edit that keeps both (a write, then utimensat) still moves the change time, which no
-      // program can set back: such a file is hashed again, as is one whose inode changed.
-      struct stat st;
-      if (::lstat(sf.staged.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-          static_cast<std::uint64_t>(st.st_size) != sf.size || mtime_ns(st) != mtime)
-        return std::nullopt;
-      sf.checked_ino = static_cast<std::uint64_t>(st.st_ino);
-      sf.checked_ctime = ctime_ns(st);
-      if (ctime_ns(st) != ctime || sf.checked_ino != ino) e.rehash.push_back(sw.files.size());
-      sw.files.push_back(std::move(sf));
-      e.pieces.push_back(std::move(pieces));
-    }
-    for (const auto& f : sw.files)
-      if (!members.insert(f.member).second) return std::nullopt;
-  } catch (const std::exception&) {
-    return std::nullopt; // unreadable manifest: treated as absent, the wheel is unpacked again
+  auto m = parse_manifest(*text, path);
+  if (!m) {
+    warning = m.error().message + "; " + m.error().hint;
+    return std::nullopt;
   }
+  if (m->version != manifest_version) return std::nullopt;
+  auto& sw = e.sw;
+  sw.wheel = e.dir / m->filename;
+  sw.tree = e.dir / "tree";
+  sw.archive_size = m->archive_size;
+  sw.name = m->name;
+  sw.version = m->version_text;
+  sw.dist_info = m->dist_info;
+  sw.data_dir = m->data_dir;
+  sw.root_is_purelib = m->root_is_purelib;
+  sw.wheel_version = m->wheel_version;
+  sw.metadata = m->metadata;
+  sw.entry_points = m->entry_points;
+  sw.warnings = m->warnings;
+  if (!valid_manifest_names(sw, m->filename)) {
+    warning = fmt::format("{}: damaged unpacked-cache manifest: a file or directory name breaks the wheel rules; ignored", path.string());
+    return std::nullopt;
+  }
+  if (!is_wheel_asked(*m, filename)) {
+    warning = fmt::format("{}: the unpacked-cache entry under sha256 {} holds {} {} ({}), not {}; ignored", path.string(), sha256,
+                          m->name, m->version_text, m->filename, filename.empty() ? "its own file name's package" : filename);
+    return std::nullopt;
+  }
+  std::set<std::string_view> members;
+  sw.files.reserve(m->files.size());
+  e.pieces.reserve(m->files.size());
+  for (auto& f : m->files) {
+    wheel::StagedFile sf;
+    sf.member = f.member;
+    sf.hash = f.hash;
+    sf.size = f.size;
+    sf.executable = f.executable;
+    auto& pieces = f.pieces;
+    if (!pieces.empty() && (pieces.size() != pieces_of(sf.size) ||
+                            !std::all_of(pieces.begin(), pieces.end(), [](const std::string& h) { return valid_sha256(h); })))
+      return std::nullopt;
+    if (!wheel::check_member_name(sf.member) || sf.member.back() == '/' || !sf.hash.starts_with("sha256=")) return std::nullopt;
+    sf.staged = (sw.tree / sf.member).string();
+    // Intact = the very files the manifest describes. Size and mtime catch ordinary edits; an
+    // edit that keeps both (a write, then utimensat) still moves the change time, which no
+    // program can set back: such a file is hashed again, as is one whose inode changed.
+    struct stat st;
+    if (::lstat(sf.staged.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != sf.size ||
+        mtime_ns(st) != f.mtime)
+      return std::nullopt;
+    sf.checked_ino = static_cast<std::uint64_t>(st.st_ino);
+    sf.checked_ctime = ctime_ns(st);
+    if (ctime_ns(st) != f.ctime || sf.checked_ino != f.ino) e.rehash.push_back(sw.files.size());
+    sw.files.push_back(std::move(sf));
+    e.pieces.push_back(std::move(pieces));
+  }
+  for (const auto& f : sw.files)
+    if (!members.insert(f.member).second) return std::nullopt;
   return e;
 }
 
 } // namespace
 
-std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256, unsigned threads, FindStats* stats) const {
-  auto all = find_many({std::string(sha256)}, threads, stats);
+std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256, unsigned threads, FindStats* stats,
+                                                      std::string_view filename) const {
+  auto all = find_many({std::string(sha256)}, threads, stats, {std::string(filename)});
   return std::move(all.front());
 }
 
 std::vector<std::optional<wheel::StagedWheel>> UnpackedCache::find_many(const std::vector<std::string>& shas,
-                                                                        unsigned threads, FindStats* stats) const {
+                                                                        unsigned threads, FindStats* stats,
+                                                                        const std::vector<std::string>& filenames) const {
   threads = std::max(1u, threads);
   std::vector<std::optional<LoadedEntry>> loaded(shas.size());
+  std::vector<std::string> warnings(shas.size());
   (void)util::parallel_for(shas.size(), threads, [&](std::size_t i) -> Expected<void> {
-    loaded[i] = load_entry(m_root, shas[i]);
+    std::error_code ec;
+    // Held shared before it is checked, so that what is checked is what gets linked (entry locks).
+    if (!valid_sha256(shas[i]) || !fs::exists(m_root / shas[i] / manifest_name, ec) || !hold_shared(m_root, shas[i])) return {};
+    loaded[i] = load_entry(m_root, shas[i], i < filenames.size() ? std::string_view(filenames[i]) : std::string_view(), warnings[i]);
     return {};
   });
+  if (stats)
+    for (auto& w : warnings)
+      if (!w.empty()) stats->warnings.push_back(std::move(w));
   // Every file whose inode or change time moved, in every entry, hashed over one set of threads:
   // a file with piece hashes as one job per piece, else as one job. Longest jobs first.
   struct Job {
@@ -313,7 +512,10 @@ std::vector<std::optional<wheel::StagedWheel>> UnpackedCache::find_many(const st
   });
   std::vector<std::optional<wheel::StagedWheel>> out(loaded.size());
   for (std::size_t i = 0; i < loaded.size(); ++i) {
-    if (!loaded[i] || bad[i]) continue; // changed under us: unpacked again from the archive
+    if (!loaded[i] || bad[i]) { // absent, or changed under us: unpacked again from the archive
+      if (valid_sha256(shas[i])) release_shared(m_root, shas[i]);
+      continue;
+    }
     auto& e = *loaded[i];
     // A re-hashed file is known good as of the change time seen before hashing, provided it is
     // still the same after (a write during the hash moves it). Known good, that change time goes
@@ -330,7 +532,10 @@ std::vector<std::optional<wheel::StagedWheel>> UnpackedCache::find_many(const st
       }
       healed.emplace(f.member, std::pair{f.checked_ino, f.checked_ctime});
     }
-    if (changed) continue;
+    if (changed) {
+      release_shared(m_root, shas[i]);
+      continue;
+    }
     if (stats) stats->rehashed += e.rehash.size();
     refresh_manifest(e.dir, healed);
     out[i] = std::move(e.sw);
@@ -421,20 +626,32 @@ Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::
                   std::strerror(errno));
   }
   const fs::path entry = m_root / std::string(sha256);
+  // Exclusive while the entry is put in place: a run holding it shared (it checked it and links
+  // from it) keeps its files; ours is then not needed.
+  util::Fd exclusive = take_exclusive(m_root, sha256);
+  if (!exclusive.valid()) {
+    remove_quietly(temp);
+    if (auto existing = find(sha256)) return *existing;
+    return fail(ErrorCode::io, "unpacked cache: {} is in use by another envfix run and cannot be replaced now", entry.string());
+  }
   if (::rename(temp.c_str(), entry.c_str()) != 0) {
     if (errno != ENOTEMPTY && errno != EEXIST)
       return fail_errno(errno, ErrorCode::io, "unpacked cache: rename {} → {}: {}", temp.string(), entry.string(),
                   std::strerror(errno));
-    // An entry is already there: a damaged one (find() refused it) or a concurrent run's. Swap it
-    // out atomically and drop it; a reader holding its paths keeps working on unlinked files.
+    // An entry is already there (a damaged one, find() refused it, or a concurrent run's): swapped
+    // with ours in one step (RENAME_EXCHANGE), so that the entry's name never points at nothing;
+    // where the filesystem cannot, two renames. The old one is then dropped: nobody holds it.
     const fs::path trash = m_root / (".old-" + random_suffix());
-    if (::rename(entry.c_str(), trash.c_str()) != 0 || ::rename(temp.c_str(), entry.c_str()) != 0) {
+    bool swapped = ::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, entry.c_str(), RENAME_EXCHANGE) == 0;
+    if (swapped) remove_quietly(temp);
+    else if (::rename(entry.c_str(), trash.c_str()) != 0 || ::rename(temp.c_str(), entry.c_str()) != 0) {
       remove_quietly(temp);
+      keep_shared(m_root, sha256, std::move(exclusive));
       if (auto existing = find(sha256)) return *existing;
       return fail_errno(errno, ErrorCode::io, "unpacked cache: cannot replace {}: {}", entry.string(), std::strerror(errno));
-    }
-    remove_quietly(trash);
+    } else remove_quietly(trash);
   }
+  keep_shared(m_root, sha256, std::move(exclusive));
   auto added = find(sha256);
   if (!added) return fail(ErrorCode::io, "unpacked cache: {} vanished or changed while being added", entry.string());
   return *added;

@@ -32,6 +32,26 @@ enum class LinkMode { automatic, clone, hardlink, copy };
 [[nodiscard]] const char* to_string(LinkMode mode);
 [[nodiscard]] Expected<LinkMode> parse_link_mode(std::string_view text);
 
+// An entry's manifest.json, read with checked types (it is input: another run, a crash or a user
+// may have left anything there). The error names `path`.
+struct ManifestFile {
+  std::string member, hash;
+  std::uint64_t size = 0;
+  bool executable = false;
+  std::int64_t mtime = 0, ctime = 0;
+  std::uint64_t ino = 0;
+  std::vector<std::string> pieces; // sha256 of each 32 MiB piece (large files only)
+};
+struct UnpackedManifest {
+  int version = 0; // the "manifest" format number
+  std::string filename, name, version_text, dist_info, data_dir, wheel_version, metadata, entry_points;
+  std::uint64_t archive_size = 0;
+  bool root_is_purelib = false;
+  std::vector<std::string> warnings;
+  std::vector<ManifestFile> files;
+};
+[[nodiscard]] Expected<UnpackedManifest> parse_manifest(std::string_view text, const std::filesystem::path& path);
+
 class UnpackedCache {
 public:
   // `root` is <cache>/unpacked-v1; created on first add.
@@ -41,17 +61,28 @@ public:
   // The entry for the wheel whose sha256 is `sha256`, when it exists and is intact: its manifest
   // passes staging's name rules, and every file has the size and mtime recorded, and either the
   // same inode and change time or (re-hashed on `threads` threads) the RECORD hash.
+  //
+  // `filename`, when given, is the wheel the caller asks for (a lock's or an index's file name): an
+  // entry under that sha256 whose manifest names another wheel, or whose name or version is not the
+  // file name's, is not used (a planted or misfiled entry), with a warning.
+  //
+  // Concurrency: an entry this process found (or added) is held with a shared flock on
+  // <root>/.locks/<sha256> until the process ends, so that another run's add() never replaces or
+  // removes the files this one links from; add() replaces an entry only under the exclusive lock.
   struct FindStats {
     std::size_t rehashed = 0; // files whose inode or change time had moved (hashed before use)
+    std::vector<std::string> warnings; // damaged or mismatched entries, each naming its manifest
   };
   [[nodiscard]] std::optional<wheel::StagedWheel> find(std::string_view sha256, unsigned threads = 1,
-                                                       FindStats* stats = nullptr) const;
+                                                       FindStats* stats = nullptr, std::string_view filename = {}) const;
   // find() of several entries at once: manifests read in parallel, and every file to re-hash, of
   // every entry, over one set of `threads` (large files in 32 MiB pieces), so that a warm install
   // is bounded by the bytes to hash rather than by its largest file. One result per hash, in order.
+  // `filenames`: empty, or one expected file name per hash ("" for none).
   [[nodiscard]] std::vector<std::optional<wheel::StagedWheel>> find_many(const std::vector<std::string>& shas,
                                                                           unsigned threads = 1,
-                                                                          FindStats* stats = nullptr) const;
+                                                                          FindStats* stats = nullptr,
+                                                                          const std::vector<std::string>& filenames = {}) const;
   // A fresh private directory to stage a wheel into before add().
   [[nodiscard]] Expected<std::filesystem::path> make_temp() const;
   // Unpacks `wheel` (checked against RECORD, as staging does) into the entry for `sha256`, the

@@ -1,16 +1,21 @@
 #include "util/subprocess.hpp"
 
 #include <cerrno>
+#include <csignal>
 #include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sstream>
+
 #include "util/fs.hpp"
+#include "util/url.hpp"
 
 extern char** environ;
 
@@ -27,6 +32,7 @@ std::vector<std::string> build_env(const SubprocessOptions& o) {
   }
   for (const auto& k : o.unset_env) env.erase(k);
   for (const auto& [k, v] : o.set_env) env[k] = v;
+  if (o.drop_index_credentials) drop_index_credentials(env);
   std::vector<std::string> out;
   out.reserve(env.size());
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
@@ -65,7 +71,76 @@ private:
   std::uint64_t m_dropped = 0;
 };
 
+// The processes of session `sid` except its leader, from /proc/<pid>/stat ("pid (comm) state ppid
+// pgrp session …"; comm may hold spaces and parentheses, hence the last ')'). Zombies are left out.
+std::vector<LeftoverProcess> session_members(pid_t sid) {
+  std::vector<LeftoverProcess> out;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto stat = read_file(it->path() / "stat");
+    if (!stat) continue;
+    auto close = stat->rfind(')');
+    if (close == std::string::npos || close + 2 > stat->size()) continue;
+    std::istringstream in(stat->substr(close + 2));
+    char state = 0;
+    long ppid = 0, pgrp = 0, session = 0;
+    if (!(in >> state >> ppid >> pgrp >> session)) continue;
+    const long pid = std::stol(name);
+    if (session != sid || pid == sid || state == 'Z') continue;
+    std::string cmd = read_file(it->path() / "cmdline").value_or("");
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
+    out.push_back({static_cast<int>(pid), std::move(cmd)});
+  }
+  return out;
+}
+
+// Kills what the child's session still holds. Called while the leader is a zombie (not yet reaped),
+// so its pid, the session id, cannot be reused meanwhile. A few rounds: a member may fork while
+// the first round kills.
+std::vector<LeftoverProcess> stop_session(pid_t sid) {
+  std::vector<LeftoverProcess> all;
+  for (int round = 0; round < 5; ++round) {
+    auto now = session_members(sid);
+    if (now.empty()) break;
+    for (const auto& p : now) {
+      ::kill(p.pid, SIGKILL);
+      if (std::none_of(all.begin(), all.end(), [&](const LeftoverProcess& q) { return q.pid == p.pid; })) all.push_back(p);
+    }
+    ::kill(-sid, SIGKILL);
+    ::usleep(10000);
+  }
+  return all;
+}
+
+// Whether the child has exited, without reaping it (WNOWAIT keeps its pid, see stop_session).
+bool has_exited(pid_t pid) {
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
+volatile std::sig_atomic_t g_signal = 0;
+extern "C" void record_signal(int sig) { g_signal = sig; }
+
 } // namespace
+
+InterruptScope::InterruptScope() {
+  g_signal = 0;
+  struct sigaction sa{};
+  sa.sa_handler = record_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, &m_old_int);
+  ::sigaction(SIGTERM, &sa, &m_old_term);
+}
+
+InterruptScope::~InterruptScope() {
+  ::sigaction(SIGINT, &m_old_int, nullptr);
+  ::sigaction(SIGTERM, &m_old_term, nullptr);
+}
+
+int interrupt_signal() { return static_cast<int>(g_signal); }
 
 std::optional<std::filesystem::path> find_in_path(const std::string& name, const char* path_value) {
   if (name.find('/') != std::string::npos) return std::filesystem::path(name);
@@ -84,6 +159,72 @@ std::optional<std::filesystem::path> find_in_path(const std::string& name, const
   return std::nullopt;
 }
 
+// Feeds stdin, captures stdout/stderr, and waits for the child `pid`: until it exits (then the
+// pipes are read for drain_after_exit more: a grandchild holding them open does not hold the wait),
+// its timeout, or a cancel. The exit is seen through a pidfd in the poll set (or a 20 ms poll
+// where there is none). What the child's session still holds is stopped before it is reaped.
+SubprocessResult wait_child(pid_t pid, const SubprocessOptions& o, Fd out_r, Fd err_r, Fd in_w) {
+  using Clock = std::chrono::steady_clock;
+  SubprocessResult res;
+  Capture out_cap(o.max_output), err_cap(o.max_output);
+  std::string_view to_write = o.stdin_data ? std::string_view(*o.stdin_data) : std::string_view();
+  if (to_write.empty()) in_w = Fd();
+  else ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
+  Fd exit_fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  const auto deadline = Clock::now() + o.timeout;
+  std::optional<Clock::time_point> drain_end;
+  ::signal(SIGPIPE, SIG_IGN);
+  while (true) {
+    if (!drain_end && has_exited(pid)) drain_end = Clock::now() + o.drain_after_exit;
+    if (drain_end && (!(out_r.valid() || err_r.valid()) || Clock::now() >= *drain_end)) break;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0 || (o.cancel && o.cancel())) {
+      (left.count() <= 0 ? res.timed_out : res.cancelled) = true;
+      ::kill(-pid, SIGKILL);
+      break;
+    }
+    pollfd fds[4];
+    int n = 0;
+    if (out_r.valid()) fds[n++] = {out_r.get(), POLLIN, 0};
+    if (err_r.valid()) fds[n++] = {err_r.get(), POLLIN, 0};
+    if (in_w.valid()) fds[n++] = {in_w.get(), POLLOUT, 0};
+    if (exit_fd.valid() && !drain_end) fds[n++] = {exit_fd.get(), POLLIN, 0};
+    long long wait_ms = std::min<long long>(left.count(), o.cancel ? 100 : 1000);
+    if (!exit_fd.valid() && !drain_end) wait_ms = std::min<long long>(wait_ms, 20);
+    if (drain_end)
+      wait_ms = std::min<long long>(wait_ms, std::chrono::duration_cast<std::chrono::milliseconds>(*drain_end - Clock::now()).count() + 1);
+    int pr = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(std::max<long long>(wait_ms, 0)));
+    if (pr < 0 && errno != EINTR) break;
+    for (int i = 0; i < n && pr > 0; ++i) {
+      if (!fds[i].revents || (exit_fd.valid() && fds[i].fd == exit_fd.get())) continue;
+      if (in_w.valid() && fds[i].fd == in_w.get()) {
+        ssize_t w = ::write(in_w.get(), to_write.data(), to_write.size());
+        if (w > 0) to_write.remove_prefix(static_cast<std::size_t>(w));
+        if (w < 0 && errno != EAGAIN) to_write = {};
+        if (to_write.empty()) in_w = Fd();
+        continue;
+      }
+      char buf[65536];
+      ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
+      bool is_out = out_r.valid() && fds[i].fd == out_r.get();
+      if (r > 0) (is_out ? out_cap : err_cap).add(buf, static_cast<std::size_t>(r));
+      else if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) (is_out ? out_r : err_r) = Fd();
+    }
+  }
+  if (o.new_session) {
+    // The leader first (killed, or exited): then what it left, while its pid is still held.
+    for (int ms = 0; (res.timed_out || res.cancelled) && !has_exited(pid) && ms < 5000; ++ms) ::usleep(1000);
+    res.leftovers = stop_session(pid);
+  }
+  int status = 0;
+  (void)retry_eintr([&] { return ::waitpid(pid, &status, 0); });
+  res.out = out_cap.take(res.out_dropped);
+  res.err = err_cap.take(res.err_dropped);
+  if (WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) res.term_signal = WTERMSIG(status);
+  return res;
+}
+
 Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, const SubprocessOptions& o) {
   if (argv.empty()) return make_error(ErrorCode::internal, "run_process: empty argv");
   int out_pipe[2], err_pipe[2], in_pipe[2];
@@ -99,9 +240,11 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
   if (o.cwd) posix_spawn_file_actions_addchdir_np(&fa, o.cwd->c_str());
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  // Own process group, so a timeout kills the child's children too.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
+  // Own process group (or session, which is one too), so a timeout kills the child's children too.
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  flags |= o.new_session ? POSIX_SPAWN_SETSID : POSIX_SPAWN_SETPGROUP;
+  posix_spawnattr_setflags(&attr, flags);
+  if (!o.new_session) posix_spawnattr_setpgroup(&attr, 0);
   sigset_t empty, all;
   sigemptyset(&empty);
   sigfillset(&all);
@@ -125,56 +268,7 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
   in_r = Fd();
   out_w = Fd();
   err_w = Fd();
-
-  SubprocessResult res;
-  Capture out_cap(o.max_output), err_cap(o.max_output);
-  std::string_view to_write = o.stdin_data ? std::string_view(*o.stdin_data) : std::string_view();
-  if (to_write.empty()) in_w = Fd();
-  else ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
-  auto deadline = std::chrono::steady_clock::now() + o.timeout;
-  ::signal(SIGPIPE, SIG_IGN);
-  while (out_r.valid() || err_r.valid()) {
-    pollfd fds[3];
-    int n = 0;
-    if (out_r.valid()) fds[n++] = {out_r.get(), POLLIN, 0};
-    if (err_r.valid()) fds[n++] = {err_r.get(), POLLIN, 0};
-    if (in_w.valid()) fds[n++] = {in_w.get(), POLLOUT, 0};
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      res.timed_out = true;
-      ::kill(-pid, SIGKILL);
-      break;
-    }
-    if (o.cancel && o.cancel()) {
-      res.cancelled = true;
-      ::kill(-pid, SIGKILL);
-      break;
-    }
-    int pr = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(std::min<long long>(left.count(), o.cancel ? 100 : 1000)));
-    if (pr < 0 && errno != EINTR) break;
-    for (int i = 0; i < n; ++i) {
-      if (!fds[i].revents) continue;
-      if (in_w.valid() && fds[i].fd == in_w.get()) {
-        ssize_t w = ::write(in_w.get(), to_write.data(), to_write.size());
-        if (w > 0) to_write.remove_prefix(static_cast<std::size_t>(w));
-        if (w < 0 && errno != EAGAIN) to_write = {};
-        if (to_write.empty()) in_w = Fd();
-        continue;
-      }
-      char buf[65536];
-      ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
-      bool is_out = out_r.valid() && fds[i].fd == out_r.get();
-      if (r > 0) (is_out ? out_cap : err_cap).add(buf, static_cast<std::size_t>(r));
-      else if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) (is_out ? out_r : err_r) = Fd();
-    }
-  }
-  int status = 0;
-  (void)retry_eintr([&] { return ::waitpid(pid, &status, 0); });
-  res.out = out_cap.take(res.out_dropped);
-  res.err = err_cap.take(res.err_dropped);
-  if (WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) res.term_signal = WTERMSIG(status);
-  return res;
+  return wait_child(pid, o, std::move(out_r), std::move(err_r), std::move(in_w));
 }
 
 } // namespace envfix::util

@@ -1,5 +1,7 @@
 #include "util/url.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <utility>
 
 namespace envfix::util {
@@ -50,6 +52,25 @@ std::string redact_url(std::string_view url) {
   auto [b, e] = userinfo_span(url);
   if (b == std::string_view::npos) return std::string(url);
   return std::string(url.substr(0, b)) + "***@" + std::string(url.substr(e));
+}
+
+bool has_url_credentials(std::string_view text) {
+  // Every "scheme://" start, wherever it is: a value may be a list, or quote the URL.
+  for (std::size_t pos = text.find("://"); pos != std::string_view::npos; pos = text.find("://", pos + 3)) {
+    std::size_t start = pos; // back over the scheme's characters (RFC 3986 §3.1)
+    while (start > 0 && (std::isalnum(static_cast<unsigned char>(text[start - 1])) || text[start - 1] == '+' ||
+                         text[start - 1] == '-' || text[start - 1] == '.'))
+      --start;
+    while (start < pos && !std::isalpha(static_cast<unsigned char>(text[start]))) ++start; // a scheme starts with a letter
+    std::string_view url = text.substr(start);
+    url = url.substr(0, std::min(url.find_first_of(" \t\n\"',"), url.size()));
+    if (userinfo_span(url).first != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+void drop_index_credentials(std::map<std::string, std::string>& env) {
+  std::erase_if(env, [](const auto& kv) { return has_url_credentials(kv.second); });
 }
 
 } // namespace envfix::util

@@ -1,6 +1,7 @@
 #pragma once
 // Credentials in URLs (RFC 3986 §3.2.1 userinfo): lockfiles, cache keys, logs and errors never
 // carry them. The one implementation: index/ and lockfile/ both use it.
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -13,5 +14,12 @@ namespace envfix::util {
 [[nodiscard]] std::string url_scheme(std::string_view url);
 // The same with the userinfo replaced by "***@", for messages that must show that there was one.
 [[nodiscard]] std::string redact_url(std::string_view url);
+// True when any URL in `text` (a value may list several, space-separated, as PIP_EXTRA_INDEX_URL does)
+// has a userinfo ("user:token@") in its authority.
+[[nodiscard]] bool has_url_credentials(std::string_view text);
+// Removes from a child's environment every variable whose value carries URL credentials
+// (ENVFIX_MIRROR, PIP_INDEX_URL, UV_DEFAULT_INDEX, … with "user:token@"): the code envfix runs in the
+// target (smoke test, verify --app) needs none of them.
+void drop_index_credentials(std::map<std::string, std::string>& env);
 
 } // namespace envfix::util

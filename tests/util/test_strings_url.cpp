@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <map>
 #include <string>
 
 #include "util/error.hpp"
@@ -47,6 +48,22 @@ TEST_CASE("strip_credentials removes only the userinfo of the authority") {
   CHECK(util::url_scheme("git+ssh://h") == "git+ssh");
   CHECK(util::url_scheme("/no/scheme").empty());
   CHECK(util::url_scheme(":x").empty());
+}
+
+TEST_CASE("round3 6: has_url_credentials finds a userinfo in any URL of a value; drop_index_credentials drops only those") {
+  using envfix::util::has_url_credentials;
+  CHECK(has_url_credentials("https://user:secret@host/simple"));
+  CHECK(has_url_credentials("https://plain.invalid/simple https://__token__:t@extra.invalid/simple"));
+  CHECK(has_url_credentials("--index-url=\"https://u:p@h/\""));
+  CHECK(has_url_credentials("git+https://tok@github.com/x/y"));
+  CHECK_FALSE(has_url_credentials("https://host/simple"));
+  CHECK_FALSE(has_url_credentials("https://host/a@b")); // '@' in the path, not the authority
+  CHECK_FALSE(has_url_credentials("user@example.com"));
+  CHECK_FALSE(has_url_credentials(""));
+  std::map<std::string, std::string> env{{"ENVFIX_MIRROR", "https://u:secret@m/"}, {"PIP_INDEX_URL", "https://m/simple"},
+                                         {"UV_DEFAULT_INDEX", "https://x:y@uv/"}, {"HOME", "/root"}};
+  envfix::util::drop_index_credentials(env);
+  CHECK(env == std::map<std::string, std::string>{{"PIP_INDEX_URL", "https://m/simple"}, {"HOME", "/root"}});
 }
 
 TEST_CASE("current_umask reads the umask without changing it") {
