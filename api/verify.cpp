@@ -105,11 +105,39 @@ std::pair<std::string, std::string> first_cuda_error(const std::string& text) {
   return {"", ""};
 }
 
-AppRun run_app(const std::string& cmd, const fs::path& python, std::chrono::seconds timeout) {
+// The innermost frame of the last Python traceback in `text`: its `File "…", line N, in f` line and
+// the source line under it. With asynchronous kernel errors this is where CUDA *reported* the error.
+std::string traceback_end(const std::string& text) {
+  auto at = text.rfind("  File \"");
+  if (at == std::string::npos) return "";
+  auto eol = text.find('\n', at);
+  std::string frame = text.substr(at + 2, eol == std::string::npos ? std::string::npos : eol - at - 2);
+  if (eol != std::string::npos) {
+    auto next = text.find('\n', eol + 1);
+    std::string code = text.substr(eol + 1, next == std::string::npos ? std::string::npos : next - eol - 1);
+    auto first = code.find_first_not_of(' ');
+    if (first != std::string::npos && code.compare(0, 4, "    ") == 0) frame += ": " + code.substr(first);
+  }
+  return frame;
+}
+
+// The guide's second and third layers of the error: kernel launches are asynchronous, so without
+// CUDA_LAUNCH_BLOCKING=1 the error surfaces at a later call and the stack may point past the culprit.
+std::string async_note_for(const AppRun& a) {
+  if (a.sync || a.error_line.empty()) return "";
+  return fmt::format("CUDA reports kernel errors asynchronously: the traceback{} may point at a later call than the "
+                     "operator that failed. Rerun with `envfix verify --app '{}' --sync` (CUDA_LAUNCH_BLOCKING=1: "
+                     "every launch waits for its kernel, slower) to stop at the failing launch",
+                     a.where.empty() ? "" : " (" + a.where + ")", a.command);
+}
+
+AppRun run_app(const std::string& cmd, const fs::path& python, std::chrono::seconds timeout, bool sync) {
   AppRun a;
   a.command = cmd;
+  a.sync = sync;
   util::SubprocessOptions o;
   o.timeout = timeout;
+  if (sync) o.set_env["CUDA_LAUNCH_BLOCKING"] = "1";
   // `python` in the command is the target interpreter.
   std::string path = python.parent_path().string();
   if (auto p = std::getenv("PATH")) path += std::string(":") + p;
@@ -132,6 +160,8 @@ AppRun run_app(const std::string& cmd, const fs::path& python, std::chrono::seco
   auto [line, cls] = first_cuda_error(r->err + "\n" + r->out);
   a.error_line = line;
   a.cuda_class = cls;
+  if (!line.empty()) a.where = traceback_end(r->err);
+  a.async_note = async_note_for(a);
   if (r->timed_out && a.error_line.empty()) a.error_line = fmt::format("timed out after {} s", timeout.count());
   return a;
 }
@@ -205,7 +235,7 @@ Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyRe
   }
   if (r.layers.contains("app") && !r.app.empty()) {
     rep.layer("app");
-    report.app = run_app(r.app, report.python, r.timeout);
+    report.app = run_app(r.app, report.python, r.timeout, r.sync);
     if (util::interrupt_signal()) return interrupted();
     if (report.app->cuda_class == "missing-arch") report.app->fix = fix_command(o, *fw, host);
     rep.app(*report.app);

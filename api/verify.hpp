@@ -27,6 +27,9 @@ struct VerifyRequest {
   std::set<std::string> layers = {"repro", "model", "app"}; // app runs only with a command
   std::string app;                                          // the user's command (sh -c)
   std::chrono::seconds timeout{600};                        // each step, and the app
+  // --sync: the app runs with CUDA_LAUNCH_BLOCKING=1, so a kernel error is raised at the launch that
+  // failed, not at a later synchronising call (slower: every launch waits for its kernel).
+  bool sync = false;
 };
 
 struct VerifyStep {
@@ -47,6 +50,9 @@ struct AppRun {
   std::string error_line, cuda_class;
   std::vector<std::string> stopped; // processes the app left running (pid, command), killed when it exited
   std::string fix; // missing-arch: the envfix command that installs a build with kernels for these GPUs
+  bool sync = false;       // ran with CUDA_LAUNCH_BLOCKING=1
+  std::string where;       // the source line the traceback ends at (`File "x.py", line 7, in f: y = op(x)`)
+  std::string async_note;  // a CUDA error without --sync: why that line may be the wrong one, and what to run
 };
 
 struct VerifyReport {

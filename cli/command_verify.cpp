@@ -23,6 +23,7 @@ struct VerifyOptions {
   std::string layers = "repro,model,app";
   std::string app;
   int timeout_s = 600;
+  bool sync = false;
 };
 
 // --layers: a comma-separated subset of repro, model, app (app needs --app, unless it is the default).
@@ -38,6 +39,7 @@ Expected<api::VerifyRequest> parse_request(const VerifyOptions& o) {
   if (r.layers.contains("app") && o.app.empty() && o.layers != VerifyOptions{}.layers)
     return make_error(ErrorCode::invalid_input, "--layers app needs --app CMD", "e.g. --app 'python train.py --steps 10'");
   r.app = o.app;
+  r.sync = o.sync;
   r.timeout = std::chrono::seconds(o.timeout_s);
   return r;
 }
@@ -78,7 +80,9 @@ json verify_json(const api::VerifyReport& r) {
                  {"seconds", app->seconds}, {"gpu_memory", mem}, {"gpu_memory_note", app->memory_note},
                  {"cuda_error", app->error_line.empty() ? json(nullptr) : json(app->error_line)},
                  {"class", app->cuda_class.empty() ? json(nullptr) : json(app->cuda_class)},
-                 {"fix", app->fix.empty() ? json(nullptr) : json(app->fix)}};
+                 {"fix", app->fix.empty() ? json(nullptr) : json(app->fix)}, {"sync", app->sync},
+                 {"where", app->where.empty() ? json(nullptr) : json(app->where)},
+                 {"async_note", app->async_note.empty() ? json(nullptr) : json(app->async_note)}};
   }
   j["layers"] = lj;
   return j;
@@ -100,6 +104,9 @@ public:
   void step(const api::VerifyStep& s) override {
     human(fmt::format("  {} {:<40} {:>7.2f}s{}", s.ok ? styled("PASS", Style::green) : styled("FAIL", Style::red), s.name,
                       s.seconds, s.ok ? "" : fmt::format("  {}{}", s.op.empty() ? "" : "[" + s.op + "] ", s.error)));
+    // envfix's own steps always run synchronously: say so, since the user's app does not.
+    if (!s.ok && !s.cuda_class.empty())
+      human("       (run with CUDA_LAUNCH_BLOCKING=1: the error is raised at the launch that failed)");
   }
   void app(const api::AppRun& a) override {
     std::string mem;
@@ -108,6 +115,8 @@ public:
     human(fmt::format("  {} {} (exit {}) {:.2f}s{}", a.exit_code == 0 ? styled("PASS", Style::green) : styled("FAIL", Style::red),
                       a.command, a.exit_code, a.seconds, mem.empty() ? "" : "; " + mem));
     if (!a.error_line.empty()) human(fmt::format("  first CUDA error: {} [{}]", a.error_line, a.cuda_class));
+    if (!a.where.empty()) human(fmt::format("  {} at: {}", a.sync ? "raised (CUDA_LAUNCH_BLOCKING=1)" : "reported", a.where));
+    if (!a.async_note.empty()) human(fmt::format("  {} {}", styled("note:", Style::bold), a.async_note));
     for (const auto& p : a.stopped) human(fmt::format("  left running by the app, stopped: {}", p));
     if (!a.fix.empty()) human(fmt::format("{} {}", styled("fix:", Style::bold), a.fix));
   }
@@ -130,6 +139,7 @@ void add_verify_command(CLI::App& app, Globals& g) {
   auto* cmd = app.add_subcommand("verify", "Layered checks in the target interpreter: repro, small models, your app");
   cmd->add_option("--layers", o->layers, "Comma-separated: repro, model, app (default all; app needs --app)");
   cmd->add_option("--app", o->app, "Your command, run with the target interpreter first on PATH (e.g. 'python train.py')");
+  cmd->add_flag("--sync", o->sync, "Run the app with CUDA_LAUNCH_BLOCKING=1: a kernel error stops at the launch that failed (slower)");
   cmd->add_option("--timeout", o->timeout_s, "Seconds each step (and the app) may run (default 600)")->check(CLI::Range(1, 86400));
   cmd->footer("Exit 0 when every step passed, 1 when one failed, 2 when it could not run.");
   cmd->callback([&g, o] { g.exit_code = finish_command(run_verify(g, *o)); });

@@ -122,6 +122,28 @@ TEST_CASE("verify: layers on the CPU, a failing model names its operator, a fail
   auto bad = run({"--layers", "repro,bench"});
   CHECK(bad.exit_code == 1);
   CHECK(bad.err.find("--layers: unknown layer 'bench'") != std::string::npos);
+
+  // The error's second and third layers (issue 33, item 3): without CUDA_LAUNCH_BLOCKING the error
+  // surfaces at a later synchronising call; --sync runs the app so that it stops at the launch.
+  write(root / "async.py",
+        "import os, sys\n"
+        "sync = os.environ.get('CUDA_LAUNCH_BLOCKING') == '1'\n"
+        "frame, code = ('line 5, in <module>', 'y = model(x)') if sync else ('line 9, in <module>', 'print(loss.item())')\n"
+        "sys.stderr.write('Traceback (most recent call last):\\n  File \"async.py\", ' + frame + '\\n    ' + code + '\\n'\n"
+        "                 'torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device\\n')\n"
+        "sys.exit(1)\n");
+  auto lazy = json::parse(run({"--format", "json", "--layers", "app", "--app", "python async.py"}).out)["layers"]["app"];
+  CHECK(lazy["sync"] == false);
+  CHECK(lazy["where"] == "File \"async.py\", line 9, in <module>: print(loss.item())");
+  REQUIRE(lazy["async_note"].is_string());
+  CHECK(lazy["async_note"].get<std::string>().find("asynchronously") != std::string::npos);
+  CHECK(lazy["async_note"].get<std::string>().find("envfix verify --app 'python async.py' --sync") != std::string::npos);
+  auto synced = run({"--format", "json", "--layers", "app", "--app", "python async.py", "--sync"});
+  auto sj = json::parse(synced.out)["layers"]["app"];
+  CHECK(sj["sync"] == true);
+  CHECK(sj["where"] == "File \"async.py\", line 5, in <module>: y = model(x)");
+  CHECK(sj["async_note"].is_null());
+  CHECK(synced.err.find("raised (CUDA_LAUNCH_BLOCKING=1) at: File \"async.py\", line 5") != std::string::npos);
   fs::remove_all(root);
 }
 } // TEST_SUITE cli
