@@ -34,6 +34,11 @@ inline constexpr const char* kTorchCu126Index = R"({"simple_dir": "pt/whl/cu126"
   {"name": "torch", "version": "2.7.0+cu126", "tags": ["py3-none-manylinux_2_17_x86_64"]}
 ]})";
 
+// The smallest plain index: one pure-Python package.
+inline constexpr const char* kAlphaIndex = R"({"packages": [
+  {"name": "alpha", "version": "1.0", "files": {"alpha/__init__.py": "VALUE = 1\n"}}
+]})";
+
 inline std::string python3() { return util::find_in_path("python3").value_or("python3").string(); }
 
 inline void write(const fs::path& p, const std::string& text) {

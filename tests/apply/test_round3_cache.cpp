@@ -25,10 +25,6 @@ using namespace envfix::apply_test;
 
 namespace {
 
-constexpr const char* kAlpha = R"({"packages": [
-  {"name": "alpha", "version": "1.0", "files": {"alpha/__init__.py": "VALUE = 1\n"}}
-]})";
-
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -111,7 +107,7 @@ TEST_SUITE("integration") {
 // Item 2, one case per part: (a) ownership, (b) cache clean, (c) content checked against what it claims.
 TEST_CASE("round3 2a: a cache owned by another user, or an entry of it, is not used: one warning, the planted entry ignored") {
   {
-    World w(kAlpha);
+    World w(kAlphaIndex);
     auto ve = w.venv("venv");
     const auto py = (ve / "bin/python").string();
     const auto cache = w.root() / "shared-cache";
@@ -140,7 +136,7 @@ TEST_CASE("round3 2a: a cache owned by another user, or an entry of it, is not u
 
 TEST_CASE("round3 2b: cache clean refuses a directory that is not an envfix cache, and a cache a run holds") {
   {
-    World w(kAlpha);
+    World w(kAlphaIndex);
     const auto other = w.root() / "not-a-cache";
     write(other / "precious.txt", "keep me\n");
     write(other / "sub" / "more.txt", "me too\n");
@@ -172,7 +168,7 @@ TEST_CASE("round3 2b: cache clean refuses a directory that is not an envfix cach
 
 TEST_CASE("round3 2c: a planted interpreter-probe entry pointing outside the venv is not used") {
   {
-    World w(kAlpha);
+    World w(kAlphaIndex);
     auto ve = w.venv("venv");
     const auto py = (ve / "bin/python").string();
     REQUIRE(w.envfix({"plan", "alpha", "--index-url", w.index_url(), "--python", py}).rc == 0);
@@ -226,7 +222,7 @@ TEST_CASE("round3 2c: a planted evidence record of another file neither rules ou
 }
 
 TEST_CASE("round3 9: the .part file of a killed download is removed by the next run; one a live writer holds stays") {
-  World w(kAlpha);
+  World w(kAlphaIndex);
   auto ve = w.venv("venv");
   const auto py = (ve / "bin/python").string();
   REQUIRE(w.envfix({"plan", "alpha", "--index-url", w.index_url(), "--python", py}).rc == 0);

@@ -26,10 +26,6 @@ using namespace envfix::apply_test;
 
 namespace {
 
-constexpr const char* kIndex = R"({"packages": [
-  {"name": "alpha", "version": "1.0", "files": {"alpha/__init__.py": "VALUE = 1\n"}}
-]})";
-
 struct Outcome {
   int rc = -1;
   int signal = 0;
@@ -86,7 +82,7 @@ std::string make_lock(World& w, const std::string& py) {
 TEST_SUITE("integration") {
 
 TEST_CASE("round3 1: damaged cache entries, conda-meta records and journals are skipped or refused naming the file, never an abort") {
-  World w(kIndex);
+  World w(kAlphaIndex);
   auto ve = w.venv("venv");
   const std::string py = (ve / "bin/python").string();
   // A first plan fills the page cache: headers (<key>.json) and the page memo (memo/<key>.json).
@@ -176,7 +172,7 @@ TEST_CASE("round3 1: damaged cache entries, conda-meta records and journals are 
 }
 
 TEST_CASE("round3 3: a locked file: URL naming a FIFO, /dev/zero or a file larger than its lock fails fast naming the path") {
-  World w(kIndex);
+  World w(kAlphaIndex);
   auto ve = w.venv("venv");
   const std::string py = (ve / "bin/python").string();
   const auto lock = make_lock(w, py);
@@ -225,7 +221,7 @@ TEST_CASE("round3 3: a locked file: URL naming a FIFO, /dev/zero or a file large
 }
 
 TEST_CASE("round3 7: a planted page memo naming another host gets no request") {
-  World w(kIndex);
+  World w(kAlphaIndex);
   auto ve = w.venv("venv");
   const std::string py = (ve / "bin/python").string();
   REQUIRE(run_envfix(w, {"plan", "alpha", "--index-url", w.index_url(), "--python", py}).rc == 0);
@@ -249,7 +245,7 @@ TEST_CASE("round3 7: a planted page memo naming another host gets no request") {
 }
 
 TEST_CASE("round3 10: export refuses lockfile strings that would inject lines or paths, and writes no file") {
-  World w(kIndex);
+  World w(kAlphaIndex);
   auto ve = w.venv("venv");
   const std::string py = (ve / "bin/python").string();
   const auto lock = make_lock(w, py);
