@@ -418,7 +418,11 @@ std::optional<lockfile::VerifiedOn> verified_on(const PlanContext& ctx, const st
   for (const auto& p : ctx.resolution.pins)
     if (auto c = probe::runtime_cuda(p.name, p.version)) v.cuda_runtime = c->to_string();
   if (auto t = probe::probe_toolkit(); t && t->version) v.toolkit = fmt::format("nvcc {} ({})", t->version->to_string(), t->from);
-  v.interpreter = fmt::format("{} {}", host.facts.python->executable.string(), host.facts.python->version.to_string());
+  // The interpreter by kind and version, not by path: a committed lock must not carry one
+  // developer's absolute paths (nor change when another developer's venv lives elsewhere).
+  const auto& py = *host.facts.python;
+  v.interpreter = fmt::format("{} {}{}", py.executable.filename().string(), py.version.to_string(),
+                              py.is_venv ? " (venv)" : "");
   auto platform = probe::probe_platform();
   if (platform.is_wsl()) v.environment = "WSL2";
   if (!platform.container.empty())
