@@ -146,12 +146,8 @@ std::vector<SmokeStep> plan_smoke(const Host& host, const std::vector<std::strin
                                   const matrices::Framework* framework, std::string_view variant, Smoke& smoke) {
   const auto* v = framework ? framework->variant(variant) : nullptr;
   const bool cpu_build = v && v->kind == "cpu";
-  // Planned GPUs (--gpu) this machine lacks cannot run a GPU step here: it would fail for that
-  // reason alone and roll back a good set, so the CPU step runs, and the note says why.
-  const bool on_cpu = host.gpus.empty() || cpu_build || host.gpus_elsewhere;
-  const std::string why_cpu = host.gpus.empty() ? "no GPU"
-                              : cpu_build       ? "CPU build"
-                                                : "the planned GPUs (--gpu) are not on this machine";
+  const bool on_cpu = host.gpus.empty() || cpu_build;
+  const std::string why_cpu = host.gpus.empty() ? "no GPU" : "CPU build";
   std::vector<SmokeStep> steps;
   if (framework && !o.no_verify) {
     std::vector<std::string> present = wheel_names;

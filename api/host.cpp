@@ -1,8 +1,6 @@
 // The one host builder (see host.hpp).
 #include "api/host.hpp"
 
-#include <algorithm>
-
 #include <charconv>
 #include <filesystem>
 
@@ -99,10 +97,6 @@ Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNee
       auto g = k->resolve_gpu(s);
       if (!g) return std::unexpected(std::move(g.error()).context(fmt::format("--gpu '{}'", s)));
       planned.push_back({.index = static_cast<int>(planned.size()), .name = g->name, .cc = g->cc});
-    }
-    for (const auto& want : planned) {
-      bool here = std::any_of(facts->gpus.begin(), facts->gpus.end(), [&](const auto& g) { return g.cc.same_number(want.cc); });
-      h.gpus_elsewhere = h.gpus_elsewhere || !here;
     }
     facts->gpus = std::move(planned);
     facts->gpus_planned = true;

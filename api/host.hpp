@@ -22,8 +22,6 @@ namespace envfix::api {
 struct Host {
   std::vector<std::pair<std::string, specs::ComputeCapability>> gpus; // name, cc
   bool gpus_planned = false;  // from --gpu / ENVFIX_GPU
-  // Planned GPUs this machine does not have: nothing can run on them here (smoke tests go to the CPU).
-  bool gpus_elsewhere = false;
   std::string driver;
   std::optional<specs::CudaVersion> driver_cuda; // what libcuda said; unset for a planned driver
   resolver::TargetEnvironment python;
