@@ -153,16 +153,10 @@ Expected<void> copy_hashing(const fs::path& from, const fs::path& to, std::uint6
 // on the descriptor it is read from, not on the path before (which a FIFO could replace in between).
 Expected<std::string> read_local_page(const fs::path& path, std::uint64_t max_bytes) {
   util::Fd fd = ENVFIX_TRY(util::open_local_file(path, max_bytes));
-  std::string out;
-  std::vector<char> buf(1 << 16);
-  for (;;) {
-    const ssize_t n = util::retry_eintr([&] { return ::read(fd.get(), buf.data(), buf.size()); });
-    if (n < 0) return fail_errno(errno, ErrorCode::io, "reading {}: {}", path.string(), std::strerror(errno));
-    if (n == 0) return out;
-    out.append(buf.data(), static_cast<std::size_t>(n));
-    if (out.size() > max_bytes)
-      return fail(ErrorCode::invalid_input, "{}: the page is larger than {} bytes", path.string(), max_bytes);
-  }
+  auto out = ENVFIX_TRY(util::read_fd(fd, path, max_bytes));
+  if (out.size() > max_bytes)
+    return fail(ErrorCode::invalid_input, "{}: the page is larger than {} bytes", path.string(), max_bytes);
+  return out;
 }
 
 std::string random_suffix() {

@@ -139,15 +139,9 @@ std::optional<std::string> read_trusted(const fs::path& file) {
       warn_line(fmt::format("cache entry {} is ignored: {}", file.string(), *why));
     return std::nullopt;
   }
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = retry_eintr([&] { return ::read(fd.get(), buf, sizeof buf); });
-    if (n < 0) return std::nullopt;
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  return out;
+  auto out = read_fd(fd, file);
+  if (!out) return std::nullopt;
+  return std::move(*out);
 }
 
 } // namespace envfix::util

@@ -57,18 +57,22 @@ Fd::~Fd() {
   if (m_fd >= 0) ::close(m_fd);
 }
 
-Expected<std::string> read_file(const fs::path& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return errno_error("cannot open", path, errno);
+Expected<std::string> read_fd(const Fd& fd, const fs::path& path, std::uint64_t max_bytes) {
   std::string out;
   char buf[65536];
-  for (;;) {
+  while (out.size() <= max_bytes) {
     ssize_t n = retry_eintr([&] { return ::read(fd.get(), buf, sizeof buf); });
     if (n < 0) return errno_error("cannot read", path, errno);
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
   }
   return out;
+}
+
+Expected<std::string> read_file(const fs::path& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno_error("cannot open", path, errno);
+  return read_fd(fd, path);
 }
 
 Expected<Fd> open_local_file(const fs::path& path, std::uint64_t max_bytes) {

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -82,6 +83,11 @@ public:
 private:
   int m_fd = -1;
 };
+
+// The rest of an open descriptor's bytes (`path` names it in errors). Stops once more than
+// `max_bytes` were read: a result longer than that says the file was larger, and the caller says so.
+[[nodiscard]] Expected<std::string> read_fd(const Fd& fd, const fs::path& path,
+                                            std::uint64_t max_bytes = std::numeric_limits<std::uint64_t>::max());
 
 // A local file envfix was told to read (a lockfile's or a page's file: URL, a find-links wheel):
 // opened with O_NONBLOCK, so that a FIFO does not wait for a writer in open(), and refused unless
