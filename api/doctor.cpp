@@ -14,6 +14,7 @@
 #include "index/index_client.hpp"
 #include "probe/installed.hpp"
 #include "probe/python_probe.hpp"
+#include "resolver/source_build.hpp"
 #include "specs/name.hpp"
 #include "util/env.hpp"
 #include "util/parallel.hpp"
@@ -621,8 +622,27 @@ std::vector<std::string> base_names(const std::vector<std::string>& v) {
   return out;
 }
 
+// What one dist's binaries hold, and per GPU of the host what runs (wheel/coverage.hpp).
+KernelSummary summarize(probe::InstalledKernels ik, const std::vector<probe::GpuInfo>& gpus) {
+  KernelSummary ks;
+  ks.scanned = ik.scanned;
+  ks.from_evidence = ik.from_evidence;
+  ks.files = ik.files.size();
+  for (const auto& f : ik.files) {
+    for (auto& a : f.profile.sass()) ks.sass.insert(a);
+    for (auto& a : f.profile.ptx()) ks.ptx.insert(a);
+    ks.containers += f.profile.containers();
+    ks.zstd = ks.zstd || f.profile.zstd;
+  }
+  ks.profiles = std::move(ik.files);
+  for (const auto& g : gpus) ks.per_gpu.push_back({g.cc.sm_name(), wheel::package_coverage(ks.profiles, g.cc)});
+  return ks;
+}
+
+using KernelReader = std::function<Expected<probe::InstalledKernels>(const probe::InstalledDist&)>;
+
 void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_driver, const DoctorRequest& opt,
-                   const std::function<Expected<probe::InstalledKernels>(const probe::InstalledDist&)>& read) {
+                   const KernelReader& read) {
   if (opt.no_kernels || !read) return;
   for (auto& p : s.packages) {
     if (!p.dist->has_record || !p.kernel_package) continue;
@@ -632,19 +652,8 @@ void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_
       continue;
     }
     for (auto& n : ik->notes) r.facts.notes.push_back(n);
-    KernelSummary ks;
-    ks.scanned = ik->scanned;
-    ks.from_evidence = ik->from_evidence;
-    ks.files = ik->files.size();
-    for (const auto& f : ik->files) {
-      for (auto& a : f.profile.sass()) ks.sass.insert(a);
-      for (auto& a : f.profile.ptx()) ks.ptx.insert(a);
-      ks.containers += f.profile.containers();
-      ks.zstd = ks.zstd || f.profile.zstd;
-    }
-    ks.profiles = std::move(ik->files);
-    for (const auto& g : r.facts.gpus) {
-      GpuCoverage gc{g.cc.sm_name(), wheel::package_coverage(ks.profiles, g.cc)};
+    KernelSummary ks = summarize(std::move(*ik), r.facts.gpus);
+    for (const auto& gc : ks.per_gpu) {
       const auto& c = gc.coverage;
       if (c.has_gpu_code()) {
         auto label = fmt::format("{} {}", p.dist->name, p.dist->version.to_string());
@@ -665,7 +674,6 @@ void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_
               fmt::format("{}: runs on {} only by JIT-compiling PTX", label, gc.arch),
               "a build with SASS for this GPU starts faster");
       }
-      ks.per_gpu.push_back(std::move(gc));
     }
     if (ks.zstd && r.facts.driver && r.facts.driver->cuda && *r.facts.driver->cuda < specs::kZstdMinCuda)
       add(r, "zstd-needs-newer-driver", "error",
@@ -695,6 +703,105 @@ void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_
   }
 }
 
+// ---------------------------------------------------------------- extensions
+
+// The framework an extension builds against: the first whose main package its Requires-Dist names.
+void link_extension(const DoctorReport& r, ExtensionReport& e) {
+  for (const auto& s : r.frameworks) {
+    const auto main = specs::normalize_name(s.fw ? s.fw->main_package : s.name);
+    for (const auto& q : e.dist->requires_dist) {
+      if (q.normalized_name() != main) continue;
+      e.framework = s.name;
+      e.requirement = q.to_string();
+      if (const auto* m = main_of(s)) {
+        e.framework_version = m->dist->version;
+        e.requirement_met = q.specifier.contains(m->dist->version, true);
+      }
+      return;
+    }
+  }
+}
+
+std::string extension_recipe(const DoctorReport& r, const ExtensionReport& e, const std::vector<specs::ComputeCapability>& gpus) {
+  resolver::ExtensionBuild b{e.dist->name, std::nullopt, {}, e.framework_version, gpus, std::nullopt};
+  if (const auto* s = r.framework(e.framework); s && s->fw) b.framework = s->fw->main_package;
+  // The installed release, unless it was built for another framework version.
+  if (e.requirement_met) b.version = e.dist->version;
+  if (r.knowledge)
+    for (const auto& g : gpus)
+      if (auto ft = r.knowledge->first_toolkit_for(g); ft.toolkit && (!b.min_cuda || *b.min_cuda < ft.toolkit->version))
+        b.min_cuda = ft.toolkit->version;
+  return resolver::extension_build_recipe(b);
+}
+
+void judge_extension(DoctorReport& r, ExtensionReport& e) {
+  const auto label = fmt::format("{} {}{}", e.dist->name, e.dist->version.to_string(),
+                                 e.framework.empty() ? std::string() : fmt::format(" (an extension of {})", e.framework));
+  auto added = r.findings.size();
+  std::vector<specs::ComputeCapability> uncovered;
+  for (const auto& gc : e.kernels.per_gpu) {
+    const auto& c = gc.coverage;
+    if (!c.has_gpu_code()) continue;
+    if (c.verdict == wheel::Verdict::none) {
+      uncovered.push_back(*specs::ComputeCapability::parse(gc.arch));
+      add(r, "extension-arch-not-covered", "error",
+          fmt::format("{}: none of its {} GPU modules has code for {} (binaries read: {})", label, c.total(), gc.arch,
+                      join(base_names(c.none_files), ", ")),
+          "");
+    } else if (c.verdict == wheel::Verdict::partial) {
+      uncovered.push_back(*specs::ComputeCapability::parse(gc.arch));
+      add(r, "extension-arch-partly-covered", "warning",
+          fmt::format("{}: {} of {} GPU modules lack code for {}: the operators in them fail with \"no kernel image\" "
+                      "({})",
+                      label, c.total() - c.runnable(), c.total(), gc.arch,
+                      join(base_names(c.none_files.empty() ? c.partial_files : c.none_files), ", ")),
+          "");
+    }
+  }
+  if (!e.requirement_met)
+    add(r, "extension-framework-mismatch", "error",
+        fmt::format("{} requires {}, but {} {} is installed: its compiled operators are built against another {} "
+                    "(import errors or undefined symbols)",
+                    label, e.requirement, e.framework, e.framework_version ? e.framework_version->to_string() : "?", e.framework),
+        "");
+  if (!uncovered.empty()) e.recipe = extension_recipe(r, e, uncovered);
+  const auto hint = fmt::format("install a build of {} that has code for this GPU and matches the chosen {} (the fix "
+                                "below looks for one on the index); if there is none: {}",
+                                e.dist->name, e.framework.empty() ? std::string("framework") : e.framework,
+                                e.recipe.empty() ? "reinstall it from a build made for this framework version" : e.recipe);
+  for (auto i = added; i < r.findings.size(); ++i) {
+    r.findings[i].hint = hint;
+    r.findings[i].package = e.dist->normalized_name();
+    r.findings[i].framework = e.framework.empty() && !r.frameworks.empty() ? r.frameworks.front().name : e.framework;
+  }
+}
+
+// Every installed dist outside the frameworks' sets and their dependencies whose binaries hold GPU
+// code (found by reading them, not from a list): judged per device like the framework's.
+void check_extensions(DoctorReport& r, const DoctorRequest& opt, const KernelReader& read) {
+  if (opt.no_kernels || !read) return;
+  std::vector<std::string> roots;
+  for (const auto& s : r.frameworks)
+    for (const auto& p : s.packages) roots.push_back(p.dist->normalized_name());
+  const auto own = probe::requirement_closure(r.facts.installed, roots);
+  for (const auto& d : r.facts.installed) {
+    if (!d.has_record || own.contains(d.normalized_name())) continue;
+    auto ik = read(d);
+    if (!ik) {
+      r.facts.notes.push_back(ik.error().message);
+      continue;
+    }
+    for (auto& n : ik->notes) r.facts.notes.push_back(n);
+    if (ik->files.empty()) continue;
+    ExtensionReport e;
+    e.dist = &d;
+    e.kernels = summarize(std::move(*ik), r.facts.gpus);
+    link_extension(r, e);
+    judge_extension(r, e);
+    r.extensions.push_back(std::move(e));
+  }
+}
+
 // ---------------------------------------------------------------- verdict and fix
 
 // Only problems that a reinstall fixes get a command; hardware and driver problems do not.
@@ -702,7 +809,8 @@ const std::set<std::string>& fixable_codes() {
   static const std::set<std::string> fixable = {
       "arch-not-covered", "arch-partly-covered", "ptx-jit-only", "cpu-build-on-gpu-host", "cuda-runtime-missing",
       "gpu-package-missing", "no-gpu-kernels", "companion-mismatch", "mixed-variants", "mixed-sources",
-      "duplicate-dist", "missing-record", "repro-failed", "framework-not-installed", "externally-managed"};
+      "duplicate-dist", "missing-record", "repro-failed", "framework-not-installed", "externally-managed",
+      "extension-arch-not-covered", "extension-arch-partly-covered", "extension-framework-mismatch"};
   return fixable;
 }
 
@@ -723,6 +831,9 @@ std::string fix_for(const DoctorReport& r, const FrameworkReport& s, const Optio
     if (p.role == "main") pkgs.push_back(specs::normalize_name(main) + extra);
     else if (p.role != "variant" || extra.empty()) pkgs.push_back(specs::normalize_name(p.dist->name));
   }
+  // A broken extension is replaced in the same transaction, by a build that fits the new set.
+  for (const auto& f : r.findings)
+    if (f.code.starts_with("extension-") && f.framework == s.name && !f.package.empty()) pkgs.push_back(f.package);
   std::sort(pkgs.begin(), pkgs.end());
   pkgs.erase(std::unique(pkgs.begin(), pkgs.end()), pkgs.end());
   if (pkgs.empty()) pkgs.push_back(specs::normalize_name(main) + extra);
@@ -744,8 +855,7 @@ std::string fix_for(const DoctorReport& r, const FrameworkReport& s, const Optio
   if (!g.platform.empty()) args.insert(args.end(), {"--platform", g.platform});
   if (g.offline) args.push_back("--offline");
   if (g.allow_cpu) args.push_back("--allow-cpu");
-  for (auto& a : args)
-    if (a.find_first_of(" \t'\"$`\\[]*?") != std::string::npos) a = "'" + a + "'";
+  for (auto& a : args) a = util::shell_quote(a);
   return join(args, " ");
 }
 
@@ -826,6 +936,7 @@ DoctorReport diagnose(const Options& g, const DoctorRequest& opt, DoctorInputs i
     check_back_to_stable(r, s, in.evidence.get());
     about(s, n);
   }
+  check_extensions(r, opt, in.kernels);
   // Errors first, then warnings, then info; stable within a severity.
   auto rank = [](const std::string& sev) { return sev == "error" ? 0 : sev == "warning" ? 1 : 2; };
   std::stable_sort(r.findings.begin(), r.findings.end(),

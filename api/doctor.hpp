@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/options.hpp"
@@ -35,6 +36,7 @@ struct Finding {
   std::string message;
   std::string hint;
   std::string framework; // the framework it is about; "" for the host and the environment
+  std::string package;   // the distribution it is about (normalized), where the fix must name it; "" none
 };
 
 struct GpuCoverage {
@@ -79,15 +81,34 @@ struct FrameworkReport {
   std::string fix; // the `envfix apply …` that fixes this framework; "" when a reinstall would not
 };
 
+// A distribution outside every framework's set and its dependencies whose binaries hold GPU code
+// (xformers, flash-attn, bitsandbytes, a custom CUDA op), found by reading them, not from a list,
+// and judged per device with the same coverage model as the framework's.
+struct ExtensionReport {
+  const probe::InstalledDist* dist = nullptr; // into DoctorReport::facts.installed
+  std::string framework;   // the framework whose main package it requires; "" none
+  std::string requirement; // that Requires-Dist ("torch==2.4.0"); "" none
+  std::optional<specs::Version> framework_version; // the installed main package's
+  bool requirement_met = true;
+  KernelSummary kernels;
+  std::string recipe; // how to build it from source for the GPUs it does not cover; "" when it covers them
+};
+
 struct DoctorReport {
   probe::HostFacts facts;
   probe::BaseEnv base; // the framework's CUDA runtime, the local nvcc, pip, WSL2 and containers
   std::unique_ptr<matrices::Knowledge> knowledge;
   std::string framework_from;               // option (--framework) | installed | assumed (none installed)
   std::vector<FrameworkReport> frameworks;  // at least one; each installed one without --framework
+  std::vector<ExtensionReport> extensions;  // installed GPU extensions outside the frameworks' sets
   std::vector<Finding> findings; // errors first, then warnings, then info
   std::string verdict;           // healthy | degraded | broken
   std::string fix;               // the frameworks' fixes joined by " && "; "" when a reinstall would not fix it
+  [[nodiscard]] const FrameworkReport* framework(std::string_view name) const {
+    for (const auto& s : frameworks)
+      if (s.name == name) return &s;
+    return nullptr;
+  }
 };
 
 // One repro step's outcome: passed, or the error line (the exception, "timed out after N s", …).

@@ -39,11 +39,15 @@ std::vector<std::string> whole_set(const resolver::FrameworkSpec& spec) {
 // own framework binaries count (read once per file, kept by RECORD hash), then the build the kernel
 // gate read from this very file before, by its sha256 (wheel/kernel_evidence.hpp): a record of another
 // file with the same name and version rules nothing out.
-void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const index::IndexClient& client) {
+void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const index::IndexClient& client,
+                     const std::vector<specs::Requirement>& request) {
   auto store = std::make_shared<wheel::EvidenceStore>(evidence_store(client));
   auto installed = std::make_shared<std::map<wheel::BuildKey, resolver::BuildFacts>>();
   if (!host.gpus.empty()) {
-    const auto family = whole_set(spec);
+    // The set's packages, and every one the request names (a GPU extension such as xformers): an
+    // installed build whose binaries hold nothing for a GPU is never kept as "nothing to do".
+    auto family = whole_set(spec);
+    for (const auto& q : request) family.push_back(q.normalized_name());
     for (const auto& d : host.facts.installed) {
       if (std::find(family.begin(), family.end(), d.normalized_name()) == family.end()) continue;
       auto ik = probe::read_installed_kernels(d, store.get(), util::default_threads());
@@ -289,7 +293,7 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   const std::string mirror = mirror_of(g);
   ctx.spec = std::make_unique<resolver::FrameworkSpec>(
       ENVFIX_TRY(resolver::framework_spec_from(knowledge, framework, mirror, host.platform)));
-  attach_evidence(*ctx.spec, host, client);
+  attach_evidence(*ctx.spec, host, client, ctx.request);
   std::map<std::string, std::unique_ptr<resolver::IndexProvider>> providers;
   auto base_provider = [&](const std::string& url) -> resolver::IndexProvider& {
     auto& p = providers[url];

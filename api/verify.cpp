@@ -5,11 +5,14 @@
 
 #include <fmt/format.h>
 
+#include "api/doctor.hpp"
 #include "api/frameworks.hpp"
+#include "api/host.hpp"
 #include "api/smoke.hpp"
 #include "probe/host_facts.hpp"
 #include "specs/name.hpp"
 #include "util/python.hpp"
+#include "util/strings.hpp"
 #include "util/subprocess.hpp"
 
 namespace envfix::api {
@@ -73,8 +76,9 @@ VerifyStep run_step(const fs::path& python, const std::string& layer, const std:
   return s;
 }
 
-// The command that installs a build with kernels for these GPUs (as doctor prints it).
-std::string fix_command(const Options& g, const matrices::Framework& fw, const Host& host) {
+// The command that reinstalls the framework's installed packages: the fix when no GPU is there for
+// the binaries to be judged against.
+std::string reinstall_command(const Options& g, const matrices::Framework& fw, const Host& host) {
   std::set<std::string> family{specs::normalize_name(fw.main_package)};
   for (const auto& c : fw.companions) family.insert(specs::normalize_name(c));
   std::string pkgs;
@@ -83,11 +87,37 @@ std::string fix_command(const Options& g, const matrices::Framework& fw, const H
   if (pkgs.empty()) pkgs = specs::normalize_name(fw.main_package) + " ";
   std::string cmd = "envfix apply " + pkgs;
   if (fw.name != "torch") cmd += "--framework " + fw.name + " ";
-  if (!g.python.empty()) cmd += "--python " + g.python + " ";
-  if (!g.mirror.empty()) cmd += "--mirror " + g.mirror + " ";
-  if (!g.matrices_dir.empty()) cmd += "--matrices " + g.matrices_dir + " ";
+  if (!g.python.empty()) cmd += "--python " + util::shell_quote(g.python) + " ";
+  if (!g.matrices_dir.empty()) cmd += "--matrices " + util::shell_quote(g.matrices_dir) + " ";
+  for (const auto& a : index_args(g)) cmd += util::shell_quote(a) + " "; // redacted, as doctor prints them
   cmd.pop_back();
   return cmd;
+}
+
+// "no kernel image" in the app: doctor's diagnosis of the binaries (framework and GPU extensions,
+// api/doctor.hpp) gives the fix, so verify and doctor print the same command. When they all hold
+// code for the GPUs, no reinstall can help, and the note says where the kernel must come from.
+void missing_arch_fix(const Options& o, const matrices::Framework& fw, const Host& host, AppRun& app) {
+  if (host.gpus.empty()) {
+    app.fix = reinstall_command(o, fw, host);
+    return;
+  }
+  auto d = doctor(o, DoctorRequest{.no_repro = true});
+  if (!d) {
+    app.fix = reinstall_command(o, fw, host);
+    return;
+  }
+  if (!d->fix.empty()) {
+    app.fix = d->fix;
+    return;
+  }
+  std::string gpus;
+  for (const auto& [name, cc] : host.gpus) gpus += (gpus.empty() ? "" : ", ") + cc.sm_name();
+  app.fix_note = fmt::format(
+      "the binaries of {} and of every GPU extension installed hold code for {}, so reinstalling cannot fix this: the "
+      "kernel that failed comes from code no installed RECORD lists (an extension built or JIT-compiled at run time, a "
+      "library loaded from outside the environment); rebuild that code for {}{}",
+      fw.name, gpus, gpus, fw.name == "torch" ? " (torch extensions read TORCH_CUDA_ARCH_LIST)" : "");
 }
 
 // The first line of `text` naming a CUDA error, and its class (api/smoke.hpp cuda_error_class).
@@ -237,7 +267,7 @@ Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyRe
     rep.layer("app");
     report.app = run_app(r.app, report.python, r.timeout, r.sync);
     if (util::interrupt_signal()) return interrupted();
-    if (report.app->cuda_class == "missing-arch") report.app->fix = fix_command(o, *fw, host);
+    if (report.app->cuda_class == "missing-arch") missing_arch_fix(o, *fw, host, *report.app);
     rep.app(*report.app);
   }
   return report;

@@ -49,7 +49,8 @@ struct AppRun {
   std::string memory_note;
   std::string error_line, cuda_class;
   std::vector<std::string> stopped; // processes the app left running (pid, command), killed when it exited
-  std::string fix; // missing-arch: the envfix command that installs a build with kernels for these GPUs
+  std::string fix; // missing-arch: the envfix command that installs a build with kernels for these GPUs (doctor's)
+  std::string fix_note; // missing-arch with nothing to reinstall: the installed binaries cover the GPUs; where to look
   bool sync = false;       // ran with CUDA_LAUNCH_BLOCKING=1
   std::string where;       // the source line the traceback ends at (`File "x.py", line 7, in f: y = op(x)`)
   std::string async_note;  // a CUDA error without --sync: why that line may be the wrong one, and what to run

@@ -45,6 +45,25 @@ json per_file(const api::KernelSummary& k) {
   return out;
 }
 
+// What a package's binaries hold, and per GPU what runs.
+json kernels_json(const api::KernelSummary& k) {
+  json cov = json::object();
+  for (const auto& c : k.per_gpu) {
+    const auto& pc = c.coverage;
+    cov[c.arch] = {{"verdict", pc.has_gpu_code() ? json(wheel::to_string(pc.verdict)) : json(nullptr)},
+                   {"runnable", pc.runnable()}, {"total", pc.total()},
+                   {"via_sass", pc.registered.sass + pc.embedded.sass}, {"via_ptx", pc.registered.ptx + pc.embedded.ptx},
+                   {"newer_only", pc.registered.newer_only + pc.embedded.newer_only},
+                   {"older_only", pc.registered.older_only + pc.embedded.older_only},
+                   {"embedded_total", pc.embedded.total()},
+                   {"none_files", pc.none_files}, {"partial_files", pc.partial_files}};
+  }
+  return {{"files", k.files}, {"scanned", k.scanned}, {"containers", k.containers}, {"from_evidence", k.from_evidence},
+          {"sass", std::vector<std::string>(k.sass.begin(), k.sass.end())},
+          {"ptx", std::vector<std::string>(k.ptx.begin(), k.ptx.end())},
+          {"zstd", k.zstd}, {"coverage", cov}, {"per_file", per_file(k)}};
+}
+
 json to_json(const api::DoctorReport& r) {
   json j;
   j["verdict"] = r.verdict;
@@ -98,30 +117,22 @@ json to_json(const api::DoctorReport& r) {
                {"variant", p.variant.empty() ? json(nullptr) : json(p.variant)},
                {"variant_from", p.variant_from}, {"installer", p.dist->installer}, {"source", p.source},
                {"dist_info", p.dist->dist_info.string()}};
-    if (p.kernels) {
-      json cov = json::object();
-      for (const auto& c : p.kernels->per_gpu) {
-        const auto& pc = c.coverage;
-        cov[c.arch] = {{"verdict", pc.has_gpu_code() ? json(wheel::to_string(pc.verdict)) : json(nullptr)},
-                       {"runnable", pc.runnable()}, {"total", pc.total()},
-                       {"via_sass", pc.registered.sass + pc.embedded.sass}, {"via_ptx", pc.registered.ptx + pc.embedded.ptx},
-                       {"newer_only", pc.registered.newer_only + pc.embedded.newer_only},
-                       {"older_only", pc.registered.older_only + pc.embedded.older_only},
-                       {"embedded_total", pc.embedded.total()},
-                       {"none_files", pc.none_files}, {"partial_files", pc.partial_files}};
-      }
-      pj["kernels"] = {{"files", p.kernels->files}, {"scanned", p.kernels->scanned},
-                       {"containers", p.kernels->containers}, {"from_evidence", p.kernels->from_evidence},
-                       {"sass", std::vector<std::string>(p.kernels->sass.begin(), p.kernels->sass.end())},
-                       {"ptx", std::vector<std::string>(p.kernels->ptx.begin(), p.kernels->ptx.end())},
-                       {"zstd", p.kernels->zstd}, {"coverage", cov}, {"per_file", per_file(*p.kernels)}};
-    } else pj["kernels"] = nullptr;
+    pj["kernels"] = p.kernels ? kernels_json(*p.kernels) : json(nullptr);
     j["packages"].push_back(std::move(pj));
   }
+  j["extensions"] = json::array();
+  for (const auto& e : r.extensions)
+    j["extensions"].push_back({{"name", e.dist->name}, {"version", e.dist->version.to_string()},
+                               {"framework", e.framework.empty() ? json(nullptr) : json(e.framework)},
+                               {"requirement", e.requirement.empty() ? json(nullptr) : json(e.requirement)},
+                               {"requirement_met", e.requirement_met}, {"dist_info", e.dist->dist_info.string()},
+                               {"kernels", kernels_json(e.kernels)},
+                               {"build_from_source", e.recipe.empty() ? json(nullptr) : json(e.recipe)}});
   j["findings"] = json::array();
   for (const auto& f : r.findings)
     j["findings"].push_back({{"code", f.code}, {"severity", f.severity}, {"message", f.message}, {"hint", f.hint},
-                             {"framework", f.framework.empty() ? json(nullptr) : json(f.framework)}});
+                             {"framework", f.framework.empty() ? json(nullptr) : json(f.framework)},
+                             {"package", f.package.empty() ? json(nullptr) : json(f.package)}});
   j["repro"] = repro_json(r.frameworks.front().repro); // the first framework's, as before several were reported
   j["fix"] = r.fix.empty() ? json(nullptr) : json(r.fix);
   j["notes"] = r.facts.notes;
@@ -201,7 +212,28 @@ void render_frameworks(const api::DoctorReport& r) {
   }
 }
 
-// Step 4: the GPU code read from each installed framework binary, and per GPU what runs.
+// One package's GPU code: its modules and archs, per GPU what runs, then each file.
+void render_summary(const std::string& name, const api::KernelSummary& k) {
+  human(fmt::format("   {}: {} files with GPU code, {} modules; sass [{}] ptx [{}]", name, k.files, k.containers,
+                    join({k.sass.begin(), k.sass.end()}, " "), join({k.ptx.begin(), k.ptx.end()}, " ")));
+  for (const auto& c : k.per_gpu) {
+    const auto& pc = c.coverage;
+    human(fmt::format("     {} {}: {}/{} modules runnable ({} sass, {} ptx-jit)", c.arch, wheel::to_string(pc.verdict),
+                      pc.runnable(), pc.total(), pc.registered.sass + pc.embedded.sass, pc.registered.ptx + pc.embedded.ptx));
+  }
+  for (const auto& f : k.profiles) {
+    std::vector<std::string> per;
+    for (const auto& c : k.per_gpu) {
+      auto fc = wheel::coverage(f.profile, specs::ComputeCapability::parse(c.arch).value_or(specs::ComputeCapability{}));
+      per.push_back(fmt::format("{} {} {}/{}", c.arch, wheel::to_string(fc.verdict), fc.runnable(), fc.total()));
+    }
+    human(styled(fmt::format("       {}: {} modules, sass [{}] ptx [{}]{}{}", f.path, f.profile.containers(),
+                             join(f.profile.sass(), " "), join(f.profile.ptx(), " "), per.empty() ? "" : "; ", join(per, ", ")),
+                 Style::dim));
+  }
+}
+
+// Step 4: the GPU code read from each installed framework binary and each extension, and per GPU what runs.
 void render_kernels(const api::DoctorReport& r) {
   auto head = heading;
   head("4. Kernels and matrices");
@@ -211,27 +243,13 @@ void render_kernels(const api::DoctorReport& r) {
     read = read || p.kernels.has_value();
     if (!p.kernels || p.kernels->files == 0) continue;
     any = true;
-    human(fmt::format("   {}: {} files with GPU code, {} modules; sass [{}] ptx [{}]", p.dist->name, p.kernels->files,
-                      p.kernels->containers, join({p.kernels->sass.begin(), p.kernels->sass.end()}, " "),
-                      join({p.kernels->ptx.begin(), p.kernels->ptx.end()}, " ")));
-    for (const auto& c : p.kernels->per_gpu) {
-      const auto& pc = c.coverage;
-      human(fmt::format("     {} {}: {}/{} modules runnable ({} sass, {} ptx-jit)", c.arch, wheel::to_string(pc.verdict),
-                        pc.runnable(), pc.total(), pc.registered.sass + pc.embedded.sass, pc.registered.ptx + pc.embedded.ptx));
-    }
-    // Each file with GPU code: its modules and archs, and per GPU how many of them run.
-    for (const auto& f : p.kernels->profiles) {
-      std::vector<std::string> per;
-      for (const auto& c : p.kernels->per_gpu) {
-        auto fc = wheel::coverage(f.profile, specs::ComputeCapability::parse(c.arch).value_or(specs::ComputeCapability{}));
-        per.push_back(fmt::format("{} {} {}/{}", c.arch, wheel::to_string(fc.verdict), fc.runnable(), fc.total()));
-      }
-      human(styled(fmt::format("       {}: {} modules, sass [{}] ptx [{}]{}{}", f.path, f.profile.containers(),
-                               join(f.profile.sass(), " "), join(f.profile.ptx(), " "), per.empty() ? "" : "; ",
-                               join(per, ", ")),
-                   Style::dim));
-    }
+    render_summary(p.dist->name, *p.kernels);
   }
+  if (!r.extensions.empty()) human("   GPU extensions outside the framework sets:");
+  for (const auto& e : r.extensions)
+    render_summary(fmt::format("{} {}{}", e.dist->name, e.dist->version.to_string(),
+                               e.framework.empty() ? std::string() : " (" + e.requirement + ")"),
+                   e.kernels);
   if (!read) human("   kernels not read (--no-kernels, or no RECORD lists the binaries)");
   else if (!any) human("   no GPU code found in the installed framework binaries");
 }

@@ -80,7 +80,8 @@ json verify_json(const api::VerifyReport& r) {
                  {"seconds", app->seconds}, {"gpu_memory", mem}, {"gpu_memory_note", app->memory_note},
                  {"cuda_error", app->error_line.empty() ? json(nullptr) : json(app->error_line)},
                  {"class", app->cuda_class.empty() ? json(nullptr) : json(app->cuda_class)},
-                 {"fix", app->fix.empty() ? json(nullptr) : json(app->fix)}, {"sync", app->sync},
+                 {"fix", app->fix.empty() ? json(nullptr) : json(app->fix)},
+                 {"fix_note", app->fix_note.empty() ? json(nullptr) : json(app->fix_note)}, {"sync", app->sync},
                  {"where", app->where.empty() ? json(nullptr) : json(app->where)},
                  {"async_note", app->async_note.empty() ? json(nullptr) : json(app->async_note)}};
   }
@@ -119,6 +120,7 @@ public:
     if (!a.async_note.empty()) human(fmt::format("  {} {}", styled("note:", Style::bold), a.async_note));
     for (const auto& p : a.stopped) human(fmt::format("  left running by the app, stopped: {}", p));
     if (!a.fix.empty()) human(fmt::format("{} {}", styled("fix:", Style::bold), a.fix));
+    if (!a.fix_note.empty()) human(fmt::format("{} {}", styled("note:", Style::bold), a.fix_note));
   }
 };
 

@@ -161,6 +161,22 @@ std::vector<std::vector<const InstalledDist*>> find_duplicates(const std::vector
   return out;
 }
 
+std::set<std::string> requirement_closure(const std::vector<InstalledDist>& dists, const std::vector<std::string>& roots) {
+  std::map<std::string, const InstalledDist*> by_name;
+  for (const auto& d : dists) by_name.emplace(d.normalized_name(), &d);
+  std::set<std::string> seen;
+  std::vector<std::string> todo;
+  for (const auto& r : roots) todo.push_back(specs::normalize_name(r));
+  while (!todo.empty()) {
+    auto n = std::move(todo.back());
+    todo.pop_back();
+    if (!seen.insert(n).second) continue;
+    if (auto it = by_name.find(n); it != by_name.end())
+      for (const auto& q : it->second->requires_dist) todo.push_back(q.normalized_name());
+  }
+  return seen;
+}
+
 Expected<std::vector<InstalledObject>> installed_shared_objects(const InstalledDist& dist) {
   std::vector<InstalledObject> out;
   if (!dist.has_record && !dist.conda) return out;

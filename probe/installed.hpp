@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,12 @@ struct DistInfoName {
 
 // Groups of dists sharing one normalized name (only groups with two or more members).
 [[nodiscard]] std::vector<std::vector<const InstalledDist*>> find_duplicates(const std::vector<InstalledDist>& dists);
+
+// The normalized names of `roots` and of every installed dist their Requires-Dist reaches,
+// transitively. Markers and extras are not evaluated: callers want everything a build may have
+// brought in (a framework's own CUDA libraries), so a superset is the safe side.
+[[nodiscard]] std::set<std::string> requirement_closure(const std::vector<InstalledDist>& dists,
+                                                        const std::vector<std::string>& roots);
 
 // A shared object a dist installed, with its RECORD row.
 struct InstalledObject {

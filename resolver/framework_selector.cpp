@@ -149,6 +149,10 @@ struct Pass {
   // fallback while the later channels are searched for a build with SASS for every GPU.
   std::optional<FrameworkChoice> jit_fallback;
   std::optional<Rejection> jit_rejection;
+  // Other packages of the request (GPU extensions such as xformers) whose every file was read as
+  // holding nothing for a GPU: name → what was read; and the main version they were to fit.
+  std::map<std::string, std::vector<std::string>> extension_misses;
+  std::optional<specs::Version> extension_against;
 
   void reject(Rejection r) { out.rejected.push_back(std::move(r)); }
   std::set<RejectReason> near_reasons; // why the closest builds failed
@@ -370,14 +374,16 @@ CandidateFilter set_filter(const Pass& p, const FrameworkIndex& idx, const specs
   const auto gpus = p.host.gpus;
   return [members, variant, date, main, evidence, gpus](const index::Candidate& c,
                                                         const specs::WheelFilename& wf) -> std::optional<Veto> {
-    if (!members.contains(c.project) || c.project == main) return std::nullopt;
-    // A member whose binaries were read and hold nothing for a GPU cannot join the set.
+    if (c.project == main) return std::nullopt;
+    // A member, or any other package of the plan (a GPU extension such as xformers), whose binaries
+    // were read and hold nothing for a GPU cannot join the set.
     if (evidence)
       if (auto facts = (*evidence)(c, wf, variant))
         if (auto ev = judge_evidence(*facts, gpus); ev.none)
           return Veto{RejectReason::arch_not_covered,
                       fmt::format("read from the binaries ({}): none of its {} GPU modules runs on {}", facts->source,
                                   ev.none_coverage.total(), ev.none->sm_name())};
+    if (!members.contains(c.project)) return std::nullopt;
     if (wf.version.has_local() && wf.version.local() != variant)
       return Veto{RejectReason::mixed_variant, fmt::format("+{} build; the set is {}", wf.version.local(), variant)};
     if (date && wf.version.dev() != date)
@@ -452,6 +458,19 @@ std::string summary(const Pass& p, const FrameworkIndex& idx, const std::string&
                      cuda, cover);
 }
 
+// The packages beside the set that the binaries' evidence turned down, for the error that names them.
+void note_extension_misses(Pass& p, const std::vector<Rejection>& rejected, const std::string& main, const specs::Version& v) {
+  for (const auto& r : rejected) {
+    if (r.reason != RejectReason::arch_not_covered || r.name == main ||
+        std::find(p.companions.begin(), p.companions.end(), r.name) != p.companions.end())
+      continue;
+    auto& seen = p.extension_misses[r.name];
+    auto line = fmt::format("{} {}: {}", r.name, r.version, r.detail);
+    if (std::find(seen.begin(), seen.end(), line) == seen.end()) seen.push_back(std::move(line));
+    if (!p.extension_against || v > *p.extension_against) p.extension_against = v;
+  }
+}
+
 // Resolve the set of one main-package build; true when it is the choice (p.out), false when the
 // next candidate is to be tried (rejected, or kept as the JIT fallback).
 Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::string& channel, const MainCandidate& mc) {
@@ -469,6 +488,7 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
   if (!res) {
     if (res.error().code != ErrorCode::unsatisfiable && res.error().code != ErrorCode::not_found)
       return std::unexpected(res.error());
+    note_extension_misses(p, resolver.rejected(), main, v);
     p.reject(Rejection{main, v.to_string(), idx.url, failed_set_reason(p, provider, idx, roots, opts.filter),
                        res.error().message, mc.file.file.filename});
     p.last_closure_error = res.error();
@@ -557,6 +577,27 @@ Error no_set_error(Pass& p) {
     e.message = fmt::format("no GPU build of {} covers {}", req_text, gpu_list(p.host.gpus));
     e.causes.push_back("the newest builds that came closest:");
     for (const auto& c : p.closest) e.causes.push_back(c);
+  } else if (!p.extension_misses.empty()) {
+    // The framework fits; an extension asked for beside it has no build with code for the GPU.
+    std::vector<std::string> names;
+    for (const auto& [name, lines] : p.extension_misses) {
+      names.push_back(name);
+      e.causes.insert(e.causes.end(), lines.begin(), lines.end());
+    }
+    const auto against = p.extension_against ? p.extension_against->to_string() : std::string("?");
+    e.message = fmt::format("no build of {} on the index has code for {} and fits {} {}", join(names),
+                            gpu_list(p.host.gpus), main, against);
+    std::vector<std::string> recipes;
+    std::optional<specs::CudaVersion> min_cuda;
+    if (p.spec.first_toolkit)
+      for (const auto& g : p.host.gpus)
+        if (auto t = p.spec.first_toolkit(g); t && (!min_cuda || *t > *min_cuda)) min_cuda = t;
+    for (const auto& n : names)
+      recipes.push_back(extension_build_recipe({n, std::nullopt, main, p.extension_against, p.host.gpus, min_cuda}));
+    e.hint = util::join(recipes, "; ");
+    e.causes.push_back("`envfix plan --explain` lists every rejected file");
+    if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
+    return e;
   } else if (p.last_closure_error) {
     e = *p.last_closure_error;
     e.message = fmt::format("no consistent {} set: {}", spec.name, e.message);

@@ -57,4 +57,21 @@ std::string source_build_recipe(const SourceBuild& b) {
   return fmt::format("build {} from source for {} with that project's CUDA arch setting", b.framework, sm);
 }
 
+std::string extension_build_recipe(const ExtensionBuild& b) {
+  const std::string pin = b.version ? fmt::format("'{}=={}'", b.name, b.version->public_version().to_string()) : b.name;
+  const std::string against =
+      b.framework.empty() ? std::string()
+                          : fmt::format(" against the installed {}{}", b.framework,
+                                        b.framework_version ? " " + b.framework_version->to_string() : std::string());
+  const SourceBuild s{b.name, b.version, b.gpus, b.min_cuda};
+  if (b.framework == "torch")
+    return fmt::format("build {} from its source{} for this GPU ({}, the same CUDA major as torch's; minutes to an "
+                       "hour): TORCH_CUDA_ARCH_LIST=\"{}\" python -m pip install --no-build-isolation --no-binary {} {} "
+                       "(or, in its source checkout, TORCH_CUDA_ARCH_LIST=\"{}\" python -m pip install --no-build-isolation .)",
+                       b.name, against, needs(s, "a C++ compiler torch accepts"), join(b.gpus, ";", false), b.name, pin,
+                       join(b.gpus, ";", false));
+  return fmt::format("build {} from its source{} for {} with that project's CUDA arch setting ({})", b.name, against,
+                     join(b.gpus, ",", true), needs(s, "a C++ compiler"));
+}
+
 } // namespace envfix::resolver

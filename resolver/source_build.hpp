@@ -23,4 +23,19 @@ struct SourceBuild {
 // index, so the recipe starts from `git clone --branch <tag> --recursive`, never `pip --no-binary`.
 [[nodiscard]] std::string source_build_recipe(const SourceBuild& b);
 
+// A third-party GPU extension of a framework (xformers, flash-attn, a custom CUDA op), rebuilt from
+// its own source against the framework already installed, for exactly these GPUs.
+struct ExtensionBuild {
+  std::string name;                          // "xformers"
+  std::optional<specs::Version> version;     // the release to build; nullopt: the newest
+  std::string framework;                     // the framework it extends ("torch"); "" none
+  std::optional<specs::Version> framework_version; // the installed one it must match
+  std::vector<specs::ComputeCapability> gpus;
+  std::optional<specs::CudaVersion> min_cuda;
+};
+
+// One line, as source_build_recipe(). Torch extensions read TORCH_CUDA_ARCH_LIST and must build
+// against the installed torch (--no-build-isolation); pip takes the extension's sdist (--no-binary).
+[[nodiscard]] std::string extension_build_recipe(const ExtensionBuild& b);
+
 } // namespace envfix::resolver

@@ -65,4 +65,11 @@ int compare_dotted_numbers(std::string_view a, std::string_view b) {
   return 0;
 }
 
+std::string shell_quote(std::string_view word) {
+  if (!word.empty() && word.find_first_of(" \t\n'\"$`\\[]*?;&|<>(){}#~!") == std::string_view::npos) return std::string(word);
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 } // namespace envfix::util

@@ -18,6 +18,10 @@ namespace envfix::util {
 // {"a", "b"} joined with ", " → "a, b".
 [[nodiscard]] std::string join(const std::vector<std::string>& parts, std::string_view sep);
 
+// A word as a POSIX shell reads it back: unchanged when it holds nothing the shell would expand or
+// split, else in single quotes (a ' inside becomes '\'').
+[[nodiscard]] std::string shell_quote(std::string_view word);
+
 // Numeric comparison of dotted versions ("570.26" < "570.124.06"; driver versions); missing parts
 // count as 0, non-digits are skipped. -1, 0 or 1.
 [[nodiscard]] int compare_dotted_numbers(std::string_view a, std::string_view b);

@@ -146,4 +146,64 @@ TEST_CASE("verify: layers on the CPU, a failing model names its operator, a fail
   CHECK(synced.err.find("raised (CUDA_LAUNCH_BLOCKING=1) at: File \"async.py\", line 5") != std::string::npos);
   fs::remove_all(root);
 }
+
+// Issue 33, item 1: the app dies with "no kernel image" on a planned sm_90 where vfw itself is fine
+// but an extension beside it (its own nvcc-built library, sm_80 only) is not. verify prints doctor's
+// fix, naming the extension; with the extension covering sm_90 nothing installed lacks the arch, and
+// verify says so instead of printing a reinstall that answers "Nothing to do".
+TEST_CASE("verify --app: missing-arch names the GPU extension that lacks the arch, or says no reinstall can help") {
+  auto root = util::make_temp_dir({}, "envfix-verify-ext").value();
+  auto venv = root / "venv";
+  auto mk = util::run_process({"python3", "-m", "venv", "--without-pip", venv.string()}).value();
+  REQUIRE_MESSAGE(mk.ok(), mk.err);
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(venv / "lib")) site = e.path() / "site-packages";
+  write(site / "vfw/__init__.py", "def add(a, b):\n    return a + b\n");
+  write(site / "vfw-1.0.0+cu128.dist-info/METADATA", "Metadata-Version: 2.1\nName: vfw\nVersion: 1.0.0+cu128\n");
+  write(site / "vfw-1.0.0+cu128.dist-info/RECORD", "vfw/__init__.py,,\nvfw-1.0.0+cu128.dist-info/METADATA,,\n");
+  write(root / "matrices/vfw.yaml", kVfw);
+  write(root / "app.py", "import sys\nsys.stderr.write('RuntimeError: CUDA error: no kernel image is available for "
+                         "execution on the device\\n')\nsys.exit(1)\n");
+  write(root / "k.cu", "extern \"C\" __global__ void k(float* x) { x[0] = 1; }\n");
+  auto extension = [&](const std::string& arch) {
+    auto nvcc = util::run_process({"/usr/local/cuda/bin/nvcc", "-shared", "-Xcompiler", "-fPIC", "-gencode",
+                                   "arch=compute_" + arch + ",code=sm_" + arch, (root / "k.cu").string(), "-o",
+                                   (site / "vfwext/_C.so").string()},
+                                  {.timeout = std::chrono::seconds(300)});
+    REQUIRE(nvcc);
+    REQUIRE_MESSAGE(nvcc->ok(), nvcc->err);
+    write(site / "vfwext-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: vfwext\nVersion: 0.1\nRequires-Dist: vfw==1.0.0\n");
+    write(site / "vfwext-0.1.dist-info/RECORD", "vfwext/_C.so,,\nvfwext-0.1.dist-info/METADATA,,\n");
+  };
+  fs::create_directories(site / "vfwext");
+  auto run = [&]() {
+    util::SubprocessOptions o;
+    o.timeout = std::chrono::seconds(120);
+    o.cwd = root;
+    o.set_env = {{"ENVFIX_NO_NVML", "1"}, {"ENVFIX_SYSFS_ROOT", (root / "sysfs").string()}, {"NO_COLOR", "1"}};
+    o.unset_env = {"VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER", "CUDA_VISIBLE_DEVICES"};
+    auto r = util::run_process({envfix_bin().string(), "verify", "--framework", "vfw", "--matrices", (root / "matrices").string(),
+                                "--python", (venv / "bin/python").string(), "--cache-dir", (root / "cache").string(),
+                                "--gpu", "sm_90", "--driver", "580.65.06", "--layers", "app", "--app", "python app.py",
+                                "--format", "json"},
+                               o)
+                 .value();
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    return json::parse(r.out)["layers"]["app"];
+  };
+  extension("80");
+  auto app = run();
+  CHECK(app["class"] == "missing-arch");
+  REQUIRE(app["fix"].is_string());
+  CHECK_MESSAGE(app["fix"].get<std::string>().starts_with("envfix apply vfw vfwext --framework vfw"), app["fix"]);
+  CHECK(app["fix_note"].is_null());
+
+  extension("90");
+  app = run();
+  CHECK(app["fix"].is_null());
+  REQUIRE(app["fix_note"].is_string());
+  CHECK(app["fix_note"].get<std::string>().find("hold code for sm_90, so reinstalling cannot fix this") != std::string::npos);
+  fs::remove_all(root);
+}
 } // TEST_SUITE cli

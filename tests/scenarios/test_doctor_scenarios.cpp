@@ -142,7 +142,7 @@ Outcome run(const YAML::Node& s) {
   std::set<std::string> codes;
   for (const auto& f : rep.findings) {
     codes.insert(f.code);
-    out.messages += f.code + ": " + f.message + "\n";
+    out.messages += f.code + ": " + f.message + (f.hint.empty() ? "" : " (hint: " + f.hint + ")") + "\n";
   }
   out.codes.assign(codes.begin(), codes.end());
   out.verdict = rep.verdict;

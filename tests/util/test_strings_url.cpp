@@ -14,6 +14,7 @@
 #include "util/error.hpp"
 #include "util/fs.hpp"
 #include "util/strings.hpp"
+#include "util/subprocess.hpp"
 #include "util/url.hpp"
 
 using namespace envfix;
@@ -127,4 +128,17 @@ TEST_CASE("a file error carries its errno as data") {
   Error wrapped = Error(r.error()).context("reading the lockfile");
   CHECK(wrapped.sys_errno == ENOENT); // context keeps it
 }
+}
+
+// The fix commands doctor and verify print are pasted into a shell: what they quote must come back as
+// the same word, checked by a real /bin/sh.
+TEST_CASE("shell_quote: plain words unchanged; the shell reads quoted ones back as they were") {
+  CHECK(util::shell_quote("torch") == "torch");
+  CHECK(util::shell_quote("--gpu") == "--gpu");
+  CHECK(util::shell_quote("jax[cuda13]") == "'jax[cuda13]'");
+  CHECK(util::shell_quote("") == "''");
+  for (std::string w : {"a b", "it's", "$HOME", "x;rm -rf y", "~/venv", "`id`", "a\\b", "p&q|r"}) {
+    auto r = util::run_process({"/bin/sh", "-c", "printf %s " + util::shell_quote(w)}).value();
+    CHECK_MESSAGE(r.out == w, w);
+  }
 }

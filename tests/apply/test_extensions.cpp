@@ -1,0 +1,129 @@
+// Third-party GPU extensions beside the framework (issue 33, item 1): the guide's image-generation
+// case, an xformers-like wheel whose own CUDA library (built here by nvcc) has sm_90 only, next to
+// a torch whose library has sm_120, on a planned RTX 5090 (--gpu sm_120). The real matrices plan
+// torch; the wheels are fixtures named like the real ones. doctor must call it broken and name the
+// extension; apply must replace it by a build that covers the GPU (falling through a newer build
+// the kernel check refuses), or refuse with the build-from-source recipe when the index has none.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/apply/apply_world.hpp"
+
+using namespace envfix;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace envfix::apply_test;
+
+namespace {
+
+std::string package(const std::string& name, const std::string& version, const std::string& requires_dist,
+                    const std::string& so_path, const std::string& arch) {
+  return fmt::format(R"({{"name": "{}", "version": "{}", "tags": ["py3-none-manylinux_2_17_x86_64"], "requires_dist": [{}],
+      "files": {{"{}/__init__.py": "VALUE = 1\n", "{}": {}}}}})",
+                     name, version, requires_dist, name, so_path, byte_list(arch_shared_object(arch)));
+}
+
+// torch 2.7.0+cu128 (sm_120) and the given xformers builds (version → arch), on the cu128 index.
+std::string index_with(const std::vector<std::pair<std::string, std::string>>& xformers) {
+  std::string pkgs = package("torch", "2.7.0+cu128", "", "torch/lib/libtorch_cuda.so", "120");
+  for (const auto& [v, arch] : xformers) pkgs += ",\n" + package("xformers", v, R"("torch==2.7.0")", "xformers/_C.so", arch);
+  return fmt::format(R"({{"simple_dir": "pt/whl/cu128", "files_dir": "pt/whl/files", "packages": [{}]}})", pkgs);
+}
+
+struct Target {
+  World& w;
+  fs::path ve;
+  std::vector<std::string> operator()(std::vector<std::string> head) const {
+    for (const auto& a : {"--mirror", "--python", "--gpu", "--driver"}) head.push_back(a), head.push_back(value(a));
+    return head;
+  }
+  std::string value(std::string_view opt) const {
+    if (opt == "--mirror") return w.base_url() + "/pt/whl";
+    if (opt == "--python") return (ve / "bin/python").string();
+    if (opt == "--gpu") return "sm_120";
+    return "580.65.06";
+  }
+};
+
+const json* finding(const json& doctor, const std::string& code) {
+  for (const auto& f : doctor["findings"])
+    if (f["code"] == code) return &f;
+  return nullptr;
+}
+
+} // namespace
+
+TEST_SUITE("integration") {
+
+TEST_CASE("a GPU extension without the GPU's arch: doctor names it; apply replaces it with a covering build, "
+          "or refuses with the build-from-source recipe") {
+  SUBCASE("the index has a covering build: apply falls through the newest (sm_90) to it") {
+    World w(index_with({{"0.0.29", "90"}, {"0.0.30", "120"}, {"0.0.31", "90"}}));
+    auto ve = w.venv("venv");
+    Target t{w, ve};
+    auto pip = w.pip(ve, {"install", "-q", "--index-url", w.http_base() + "/pt/whl/cu128", "torch==2.7.0+cu128",
+                          "xformers==0.0.29"});
+    REQUIRE_MESSAGE(pip.ok(), pip.err);
+
+    // The repro exercises torch alone (and cannot run on a planned GPU): the binaries decide.
+    auto d = w.envfix(t({"doctor", "--format", "json", "--no-repro"}));
+    CHECK(d.rc == 1);
+    auto dj = json::parse(d.out);
+    CHECK(dj["verdict"] == "broken");
+    const json* f = finding(dj, "extension-arch-not-covered");
+    REQUIRE(f != nullptr);
+    CHECK((*f)["package"] == "xformers");
+    CAPTURE((*f)["message"].get<std::string>());
+    CHECK((*f)["message"].get<std::string>().find("xformers 0.0.29 (an extension of torch): none of its 2 GPU modules "
+                                                   "has code for sm_120 (binaries read: _C.so)") != std::string::npos);
+    CHECK(finding(dj, "arch-not-covered") == nullptr); // torch itself covers sm_120
+    REQUIRE(dj["extensions"].size() == 1);
+    CHECK(dj["extensions"][0]["kernels"]["coverage"]["sm_120"]["verdict"] == "none");
+    const auto fix = dj["fix"].get<std::string>();
+    CHECK_MESSAGE(fix.starts_with("envfix apply torch xformers "), fix);
+
+    // The fix (without the smoke test: the planned GPU is not here to run fixture torch on).
+    auto a = w.envfix(t({"apply", "torch", "xformers", "--yes", "--no-verify"}));
+    REQUIRE(a.rc == 0);
+    CHECK(a.err.find("kernel check refused xformers 0.0.31") != std::string::npos);
+    CHECK(w.pip_list(ve).at("xformers") == "0.0.30");
+    CHECK(w.pip_list(ve).at("torch") == "2.7.0+cu128");
+    auto d2 = w.envfix(t({"doctor", "--format", "json", "--no-repro"}));
+    CHECK(json::parse(d2.out)["verdict"] == "healthy");
+    CHECK(d2.rc == 0);
+  }
+  SUBCASE("no build on the index covers the GPU: apply refuses, says how to build it, changes nothing") {
+    World w(index_with({{"0.0.31", "90"}}));
+    auto ve = w.venv("venv");
+    Target t{w, ve};
+    auto pip = w.pip(ve, {"install", "-q", "--index-url", w.http_base() + "/pt/whl/cu128", "torch==2.7.0+cu128",
+                          "xformers==0.0.31"});
+    REQUIRE_MESSAGE(pip.ok(), pip.err);
+    const auto before = manifest(ve);
+    auto d = w.envfix(t({"doctor", "--format", "json", "--no-repro"}));
+    CHECK(d.rc == 1);
+    auto dj = json::parse(d.out);
+    const json* f = finding(dj, "extension-arch-not-covered");
+    REQUIRE(f != nullptr);
+    CHECK((*f)["hint"].get<std::string>().find("TORCH_CUDA_ARCH_LIST=\"12.0\" python -m pip install --no-build-isolation "
+                                                "--no-binary xformers 'xformers==0.0.31'") != std::string::npos);
+
+    // The installed build is what the index serves: never "nothing to do" over binaries that cannot run.
+    auto a = w.envfix(t({"apply", "torch", "xformers", "--yes", "--no-verify"}));
+    CHECK(a.rc != 0);
+    CHECK(a.err.find("Nothing to do") == std::string::npos);
+    CHECK(a.err.find("no build of xformers on the index has code for sm_120 and fits torch 2.7.0") != std::string::npos);
+    CHECK(a.err.find("TORCH_CUDA_ARCH_LIST=\"12.0\"") != std::string::npos);
+    CHECK(a.err.find("xformers 0.0.31: read from the binaries (installed in") != std::string::npos);
+    CHECK(a.err.find("--allow-cpu") == std::string::npos); // torch is fine: no CPU build or torch rebuild offered
+    CHECK(manifest(ve) == before);
+  }
+}
+
+} // TEST_SUITE
