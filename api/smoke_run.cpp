@@ -22,7 +22,9 @@ using Clock = std::chrono::steady_clock;
 
 // argv[1] is the marker's nonce; stdin holds the steps, each as "<bytes>\n<code>". A failed step
 // prints its traceback as `python -c` would (without the driver's frame) and ends the interpreter;
-// os._exit at the end skips the interpreter's teardown, which is not part of any step.
+// os._exit at the end skips the interpreter's teardown, which is not part of any step (hence the
+// fflush of C's stdio before each marker: what a library printed is its step's, and not lost). A
+// marker is one write() of less than PIPE_BUF, so a thread's output never splits it.
 constexpr const char* kDriver = R"PY(
 import os, sys, traceback, types
 def _envfix_smoke(nonce):
@@ -32,12 +34,19 @@ def _envfix_smoke(nonce):
         n = int(data[at:nl])
         steps.append(data[nl + 1:nl + 1 + n].decode("utf-8"))
         at = nl + 1 + n
+    try:
+        import ctypes
+        fflush = ctypes.CDLL(None).fflush
+    except BaseException:
+        fflush = None
     def mark(what):
         for f in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
                 f.flush()
             except BaseException:
                 pass
+        if fflush is not None:
+            fflush(None)
         line = ("\n\x1e" + nonce + " " + what + "\n").encode()
         os.write(1, line)
         os.write(2, line)
@@ -234,7 +243,7 @@ Expected<SmokeRun> run_steps(const std::filesystem::path& python, const std::vec
     const std::size_t first = run.steps.size();
     std::size_t last = first;
     while (last < steps.size() && steps[last].device == steps[first].device) ++last;
-    ENVFIX_TRY(run_interpreter(python, steps, first, last, options, run));
+    ENVFIX_TRY_VOID(run_interpreter(python, steps, first, last, options, run));
     if (options.stop_at_failure && !run.steps.back().ok) break;
   }
   return run;

@@ -57,8 +57,8 @@ VerifyStep verify_step(const StepRun& s, const std::string& layer, const std::st
   if (s.ok) return v;
   v.op = last_op(s.out);
   v.error = s.timed_out ? fmt::format("timed out after {} s", timeout.count()) : exception_line(s.out, s.err);
-  if (s.term_signal) {
-    const auto line = v.error;
+  if (s.term_signal) { // with what the step wrote to stderr last (a C++ abort's message), if anything
+    const auto line = exception_line("", s.err);
     v.error = fmt::format("killed by signal {} ({})", s.term_signal, ::strsignal(s.term_signal));
     if (!line.empty()) v.error += ": " + line;
   }
