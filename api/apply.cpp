@@ -212,6 +212,8 @@ Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, ins
       auto r = run_smoke(python, steps, timeout);
       if (r) {
         rr.smoke.passed = r->passed;
+        rr.smoke.seconds = r->seconds;
+        rr.smoke.interpreters = r->interpreters;
         return {};
       }
       if (o.no_rollback) {

@@ -9,6 +9,7 @@
 #include "api/options.hpp"
 #include "api/plan.hpp"
 #include "api/reporter.hpp"
+#include "api/smoke.hpp"
 #include "installer/transaction.hpp"
 #include "util/error.hpp"
 
@@ -55,6 +56,8 @@ struct Smoke {
   std::string cpu_why;             // "no GPU" | "CPU build" when it ran on the CPU
   std::string note;                // why it was skipped, or where it ran
   std::optional<Error> failure_kept; // --no-rollback: the failure, the new set left installed
+  std::vector<StepTime> seconds;     // each step run, in order (api/smoke.hpp)
+  int interpreters = 0;              // Python processes the steps ran in
 };
 
 struct Applied {

@@ -471,7 +471,8 @@ void check_dists(DoctorReport& r) {
 
 // ---------------------------------------------------------------- step 3: repro
 
-void run_repro(DoctorReport& r, FrameworkReport& s, const DoctorRequest& opt, const std::function<StepOutcome(const std::string&)>& run_step) {
+void run_repro(DoctorReport& r, FrameworkReport& s, const DoctorRequest& opt,
+               const std::function<std::vector<StepOutcome>(const std::vector<std::string>&)>& run_steps) {
   auto& rp = s.repro;
   if (opt.no_repro) {
     rp.note = "skipped (--no-repro)";
@@ -491,12 +492,15 @@ void run_repro(DoctorReport& r, FrameworkReport& s, const DoctorRequest& opt, co
     rp.note = "skipped: no GPU";
     return;
   }
-  if (!run_step) {
+  if (!run_steps) {
     rp.note = "skipped: no interpreter to run it in";
     return;
   }
-  auto run = [&](const std::string& code, std::string& status) -> bool {
-    auto res = run_step(code);
+  // Step A before step B (the troubleshooting order), in one interpreter (api/smoke.hpp).
+  const auto outcomes = run_steps({s.fw->smoke.step_a, s.fw->smoke.step_b});
+  std::size_t next = 0;
+  auto run = [&](const std::string&, std::string& status) -> bool {
+    const StepOutcome res = next < outcomes.size() ? outcomes[next++] : StepOutcome{false, "not run"};
     status = res.ok ? "passed" : "failed";
     if (!res.ok) rp.error = res.error;
     return res.ok;
@@ -930,7 +934,7 @@ DoctorReport diagnose(const Options& g, const DoctorRequest& opt, DoctorInputs i
   const std::string zstd_driver = r.knowledge ? r.knowledge->min_driver(specs::kZstdMinCuda).value_or("") : "";
   for (auto& s : r.frameworks) {
     auto n = r.findings.size();
-    run_repro(r, s, opt, in.run_step);
+    run_repro(r, s, opt, in.run_steps);
     check_matrices(r, s);
     check_kernels(r, s, zstd_driver, opt, in.kernels);
     check_back_to_stable(r, s, in.evidence.get());
@@ -967,17 +971,21 @@ Expected<DoctorReport> doctor(const Options& o, const DoctorRequest& opt) {
   if (in.facts.python) {
     const fs::path python = in.facts.python->executable;
     const int timeout_s = opt.repro_timeout_s;
-    in.run_step = [python, timeout_s](const std::string& code) -> StepOutcome {
-      util::SubprocessOptions so;
-      so.timeout = std::chrono::seconds(timeout_s);
-      so.set_env["CUDA_LAUNCH_BLOCKING"] = "1";
-      so.unset_env = {"PYTHONPATH", "PYTHONHOME"};
-      auto res = util::run_python(python, {"-c", code}, so);
-      if (!res) return {false, res.error().message};
-      if (res->ok()) return {true, {}};
-      std::string error = res->timed_out ? fmt::format("timed out after {} s", timeout_s) : exception_line(res->out, res->err);
-      if (error.empty()) error = fmt::format("exit code {}", res->exit_code);
-      return {false, error};
+    in.run_steps = [python, timeout_s](const std::vector<std::string>& codes) {
+      std::vector<SmokeStep> steps;
+      for (const auto& code : codes) steps.push_back({fmt::format("step {}", static_cast<char>('A' + steps.size())), code});
+      SmokeRunOptions ro;
+      ro.timeout = std::chrono::seconds(timeout_s);
+      std::vector<StepOutcome> out;
+      auto run = run_steps(python, steps, ro);
+      if (!run) return std::vector<StepOutcome>{{false, run.error().message}};
+      for (const auto& st : run->steps) {
+        std::string error = st.ok ? "" : st.timed_out ? fmt::format("timed out after {} s", timeout_s) : exception_line(st.out, st.err);
+        if (!st.ok && error.empty())
+          error = st.term_signal ? fmt::format("killed by signal {}", st.term_signal) : fmt::format("exit code {}", st.exit_code);
+        out.push_back({st.ok, error});
+      }
+      return out;
     };
   }
   return diagnose(o, opt, std::move(in));

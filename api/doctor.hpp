@@ -125,8 +125,9 @@ struct DoctorInputs {
   std::optional<std::string> cuda_visible_devices;
   // The kernels of an installed dist (null: none are read, as with --no-kernels).
   std::function<Expected<probe::InstalledKernels>(const probe::InstalledDist&)> kernels;
-  // Runs one repro step's Python code in the target interpreter (null: the repro is not run).
-  std::function<StepOutcome(const std::string& code)> run_step;
+  // Runs the repro's steps (step A, step B) in order in the target interpreter, up to the first
+  // that fails: one outcome each, fewer when one failed (null: the repro is not run).
+  std::function<std::vector<StepOutcome>(const std::vector<std::string>& codes)> run_steps;
   // Builds read before (null: none); a stable build they show not fully covering a GPU is never suggested.
   std::shared_ptr<const wheel::EvidenceStore> evidence;
 };

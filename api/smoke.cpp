@@ -8,7 +8,6 @@
 #include "installer/transaction.hpp"
 #include "specs/name.hpp"
 #include "util/fs.hpp"
-#include "util/python.hpp"
 
 namespace envfix::api {
 
@@ -79,42 +78,35 @@ std::vector<std::string> tail_lines(const std::string& text, std::size_t n) {
 
 Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeStep>& steps,
                                 std::chrono::milliseconds timeout) {
+  SmokeRunOptions ro;
+  ro.timeout = timeout;
+  // SIGINT/SIGTERM to envfix (the smoke test runs in its own session, so a terminal's ^C does not
+  // reach it) stops the step at once instead of after the timeout.
+  ro.cancel = [] { return installer::interrupt_signal() != 0; };
+  auto run = ENVFIX_TRY(run_steps(python, steps, ro));
+  auto stopped_lines = [](const std::vector<util::LeftoverProcess>& left) {
+    std::vector<std::string> out;
+    for (const auto& p : left)
+      out.push_back(fmt::format("left running by the smoke test, stopped: pid {} ({})", p.pid, elide(p.command)));
+    return out;
+  };
   SmokeReport report;
-  for (const auto& s : steps) {
-    util::SubprocessOptions o;
-    o.timeout = timeout;
-    o.set_env["CUDA_LAUNCH_BLOCKING"] = "1";
-    o.set_env["PYTHONDONTWRITEBYTECODE"] = "1";
-    if (s.device == SmokeDevice::cpu) o.set_env["CUDA_VISIBLE_DEVICES"] = "";
-    o.set_env["ENVFIX_DEVICE"] = s.device == SmokeDevice::cpu ? "cpu" : "cuda";
-    o.unset_env = {"PYTHONPATH", "PYTHONHOME"};
-    // SIGINT/SIGTERM to envfix (the smoke test runs in its own process group, so a terminal's ^C
-    // does not reach it) stops the step at once instead of after the timeout.
-    o.cancel = [] { return installer::interrupt_signal() != 0; };
-    // Its own session: what the step leaves running is found and stopped when it ends, before a
-    // rollback removes the files it runs from; and no index credentials (it needs none).
-    o.new_session = true;
-    o.drop_index_credentials = true;
-    // -I from an empty directory: nothing in the caller's cwd shadows the installed packages.
-    // -B: -I ignores PYTHONDONTWRITEBYTECODE, and byte-code written into the new set would make a
-    // later rollback find files it did not install.
-    auto r = ENVFIX_TRY(util::run_python(python, {"-B", "-c", s.code}, o));
-    if (r.cancelled) return fail(ErrorCode::interrupted, "smoke test {} stopped: envfix was interrupted", s.name);
-    std::vector<std::string> stopped;
-    for (const auto& p : r.leftovers)
-      stopped.push_back(fmt::format("left running by the smoke test, stopped: pid {} ({})", p.pid, elide(p.command)));
-    report.stopped.insert(report.stopped.end(), stopped.begin(), stopped.end());
-    if (r.ok()) {
+  report.stopped = stopped_lines(run.stopped);
+  report.interpreters = run.interpreters;
+  for (const auto& s : run.steps) {
+    report.seconds.push_back({s.name, s.seconds});
+    if (s.ok) {
       report.passed.push_back(s.name);
       continue;
     }
     Error e{ErrorCode::subprocess,
-            r.timed_out ? fmt::format("smoke test {} timed out after {}s in {}", s.name,
+            s.timed_out ? fmt::format("smoke test {} timed out after {}s in {}", s.name,
                                       std::chrono::duration_cast<std::chrono::seconds>(timeout).count(), python.string())
                         : fmt::format("smoke test {} failed in {} (exit {})", s.name, python.string(),
-                                      r.term_signal ? fmt::format("signal {}", r.term_signal) : std::to_string(r.exit_code)),
-            tail_lines(r.err.empty() ? r.out : r.err, 6),
+                                      s.term_signal ? fmt::format("signal {}", s.term_signal) : std::to_string(s.exit_code)),
+            tail_lines(s.err.empty() ? s.out : s.err, 6),
             "the new files were removed again; run `envfix doctor` for a diagnosis"};
+    auto stopped = stopped_lines(s.stopped);
     e.causes.insert(e.causes.end(), stopped.begin(), stopped.end());
     return std::unexpected(std::move(e));
   }

@@ -1,14 +1,22 @@
 #pragma once
 // The framework's smoke test (matrices SmokeTest: step A moves memory to the device, step B runs a
-// real kernel, then each companion's own check), run in the target interpreter in a subprocess with
-// CUDA_LAUNCH_BLOCKING=1 and a timeout. Used by `apply` as the transaction's verify step.
+// real kernel, then each companion's own check, then verify's model checks), run in the target
+// interpreter with CUDA_LAUNCH_BLOCKING=1 and a timeout per step. Used by `apply` as the
+// transaction's verify step, by `verify` (its repro and model layers) and by doctor's repro.
+//
+// The steps run in ONE interpreter where they can (api/smoke_run.cpp): torch is imported and CUDA
+// initialised once instead of once per step. Each step is timed and its failure reported apart; a
+// step that fails, crashes the interpreter or hangs past the timeout ends it (killed), and the steps
+// after it run in a fresh one, so that one step's broken CUDA context never fails the next.
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "matrices/knowledge.hpp"
 #include "util/error.hpp"
+#include "util/subprocess.hpp"
 
 namespace envfix::api {
 
@@ -20,10 +28,50 @@ struct SmokeStep {
   SmokeDevice device = SmokeDevice::gpu;
 };
 
+struct StepTime {
+  std::string name;
+  double seconds = 0;
+};
+
 struct SmokeReport {
   std::vector<std::string> passed; // step names, in order
   std::vector<std::string> stopped; // processes a step left running (pid, command), killed when it ended
+  std::vector<StepTime> seconds;    // every step run, in order
+  int interpreters = 0;             // Python processes started for them
 };
+
+// One step's outcome (run_steps).
+struct StepRun {
+  std::string name;
+  bool ok = false;
+  bool timed_out = false;
+  int exit_code = 0;   // the step's SystemExit code, or the exit status of the interpreter it ended
+  int term_signal = 0; // the signal that ended the interpreter while the step ran
+  // From the end of the step before it (the first of an interpreter: from its start) to its end.
+  double seconds = 0;
+  std::string out, err; // what the step printed (the last MiB of each)
+  std::vector<util::LeftoverProcess> stopped; // left running by the interpreter this step ended, stopped
+};
+
+struct SmokeRun {
+  std::vector<StepRun> steps;       // in order; fewer than asked when stopped at a failure
+  std::vector<util::LeftoverProcess> stopped; // every process the interpreters left running, stopped
+  int interpreters = 0;
+};
+
+struct SmokeRunOptions {
+  std::chrono::milliseconds timeout{std::chrono::seconds(600)}; // each step
+  bool stop_at_failure = true; // false: every step runs, a fresh interpreter after each failure
+  std::function<bool()> cancel; // polled: true kills the running step (the run fails: interrupted)
+  std::function<void(const StepRun&)> on_step; // told as each step ends
+};
+
+// Runs the steps in order, consecutive steps of one device in one interpreter (CPU steps with
+// CUDA_VISIBLE_DEVICES="", so they cannot touch a GPU; ENVFIX_DEVICE is "cuda" or "cpu" for the
+// model scripts), each in its own fresh __main__. Fails when an interpreter cannot be started or
+// `cancel` said so; a failed step is data in the result.
+[[nodiscard]] Expected<SmokeRun> run_steps(const std::filesystem::path& python, const std::vector<SmokeStep>& steps,
+                                           const SmokeRunOptions& options);
 
 // The steps to run on the GPU: A, B, then the check of every companion in `present` (normalized
 // names). On the CPU: the framework's CPU step, then the CPU check of every present companion; empty
@@ -36,10 +84,9 @@ struct SmokeReport {
 [[nodiscard]] std::vector<SmokeStep> model_steps(const matrices::SmokeTest& smoke, const std::vector<std::string>& present,
                                                  SmokeDevice device = SmokeDevice::gpu);
 
-// Runs the steps in order (CPU steps with CUDA_VISIBLE_DEVICES="", so they cannot touch a GPU;
-// ENVFIX_DEVICE is "cuda" or "cpu" for the model scripts); the
-// first failure is an ErrorCode::subprocess error whose causes carry the framework's own error text
-// (the last lines of its stderr).
+// run_steps up to the first failure, which is an ErrorCode::subprocess error whose causes carry the
+// framework's own error text (the last lines of its stderr). SIGINT/SIGTERM during a transaction
+// (installer::interrupt_signal) stops it.
 [[nodiscard]] Expected<SmokeReport> run_smoke(const std::filesystem::path& python, const std::vector<SmokeStep>& steps,
                                               std::chrono::milliseconds timeout);
 

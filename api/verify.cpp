@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -50,30 +51,23 @@ std::vector<std::string> stopped_lines(const std::vector<util::LeftoverProcess>&
   return out;
 }
 
-VerifyStep run_step(const fs::path& python, const std::string& layer, const std::string& name, const std::string& code,
-                    bool cpu, std::chrono::seconds timeout) {
-  VerifyStep s{layer, name};
-  util::SubprocessOptions o;
-  o.timeout = timeout;
-  o.set_env["CUDA_LAUNCH_BLOCKING"] = "1";
-  o.set_env["ENVFIX_DEVICE"] = cpu ? "cpu" : "cuda";
-  if (cpu) o.set_env["CUDA_VISIBLE_DEVICES"] = "";
-  o.unset_env = {"PYTHONPATH", "PYTHONHOME"};
-  child_session(o);
-  auto t0 = Clock::now();
-  auto r = util::run_python(python, {"-B", "-c", code}, o);
-  s.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (!r) {
-    s.error = r.error().message;
-    return s;
+// A smoke step's outcome as verify reports it: the exception line (or the timeout, the signal, the
+// exit code), the operator a model check named last, the CUDA error's class.
+VerifyStep verify_step(const StepRun& s, const std::string& layer, const std::string& name, std::chrono::seconds timeout) {
+  VerifyStep v{layer, name};
+  v.ok = s.ok;
+  v.seconds = s.seconds;
+  if (s.ok) return v;
+  v.op = last_op(s.out);
+  v.error = s.timed_out ? fmt::format("timed out after {} s", timeout.count()) : exception_line(s.out, s.err);
+  if (s.term_signal) { // with what the step wrote to stderr last (a C++ abort's message), if anything
+    const auto line = exception_line("", s.err);
+    v.error = fmt::format("killed by signal {} ({})", s.term_signal, ::strsignal(s.term_signal));
+    if (!line.empty()) v.error += ": " + line;
   }
-  s.ok = r->ok();
-  if (s.ok) return s;
-  s.op = last_op(r->out);
-  s.error = r->timed_out ? fmt::format("timed out after {} s", timeout.count()) : exception_line(r->out, r->err);
-  if (s.error.empty()) s.error = fmt::format("exit code {}", r->exit_code);
-  s.cuda_class = cuda_error_class(s.error);
-  return s;
+  if (v.error.empty()) v.error = fmt::format("exit code {}", s.exit_code);
+  v.cuda_class = cuda_error_class(v.error);
+  return v;
 }
 
 // The command that reinstalls the framework's installed packages: the fix when no GPU is there for
@@ -217,6 +211,60 @@ Expected<const matrices::Framework*> installed_framework(const Options& o, const
   return fw;
 }
 
+// The repro and model layers, every step in one interpreter where it can (api/smoke.hpp), each
+// told as it ends; a layer is announced before its first step (without steps, in its turn).
+Expected<void> run_layers(const matrices::Framework& fw, const VerifyRequest& r, VerifyReport& report, VerifyReporter& rep) {
+  const auto device = report.cpu ? SmokeDevice::cpu : SmokeDevice::gpu;
+  std::vector<std::pair<std::string, std::size_t>> layers; // name, its first step
+  std::vector<SmokeStep> steps;
+  std::vector<std::pair<std::string, std::string>> names; // layer and name of each step
+  if (r.layers.contains("repro")) {
+    layers.emplace_back("repro", steps.size());
+    for (auto& st : smoke_steps(fw.smoke, report.host.installed_names, device)) {
+      names.emplace_back("repro", st.name);
+      steps.push_back(std::move(st));
+    }
+  }
+  if (r.layers.contains("model")) {
+    layers.emplace_back("model", steps.size());
+    for (auto& st : model_steps(fw.smoke, report.host.installed_names, device)) {
+      names.emplace_back("model", st.name.substr(7)); // less "model: "
+      steps.push_back(std::move(st));
+    }
+  }
+  std::size_t announced = 0;
+  auto announce = [&](std::size_t upto) {
+    for (; announced < layers.size() && layers[announced].second <= upto; ++announced) {
+      rep.layer(layers[announced].first);
+      if (layers[announced].first == "model" && fw.smoke.model.empty())
+        rep.note(fmt::format("the matrices define no model checks for {}", fw.name));
+    }
+  };
+  auto tell = [&](VerifyStep v) {
+    announce(report.steps.size());
+    report.steps.push_back(std::move(v));
+    if (!util::interrupt_signal()) rep.step(report.steps.back());
+  };
+  SmokeRunOptions ro;
+  ro.timeout = r.timeout;
+  ro.stop_at_failure = false;
+  ro.cancel = [] { return util::interrupt_signal() != 0; };
+  ro.on_step = [&](const StepRun& s) {
+    const auto& [layer, name] = names[report.steps.size()];
+    tell(verify_step(s, layer, name, r.timeout));
+  };
+  auto run = run_steps(report.python, steps, ro);
+  if (!run && run.error().code == ErrorCode::interrupted) return std::unexpected(std::move(run.error()));
+  if (run) report.interpreters = run->interpreters;
+  else // the interpreter could not be started: every step left says why
+    while (report.steps.size() < steps.size()) {
+      const auto& [layer, name] = names[report.steps.size()];
+      tell(VerifyStep{layer, name, false, 0, run.error().message, {}, {}});
+    }
+  announce(steps.size());
+  return {};
+}
+
 } // namespace
 
 bool VerifyReport::ok() const {
@@ -248,21 +296,7 @@ Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyRe
   auto interrupted = [] {
     return fail(ErrorCode::interrupted, "verify stopped: envfix was interrupted by signal {}", util::interrupt_signal());
   };
-  auto run = [&](const std::string& layer, const std::string& name, const std::string& code) {
-    report.steps.push_back(run_step(report.python, layer, name, code, report.cpu, r.timeout));
-    if (!util::interrupt_signal()) rep.step(report.steps.back());
-  };
-  if (r.layers.contains("repro")) {
-    rep.layer("repro");
-    for (const auto& st : smoke_steps(fw->smoke, host.installed_names, report.cpu ? SmokeDevice::cpu : SmokeDevice::gpu))
-      if (run("repro", st.name, st.code); util::interrupt_signal()) return interrupted();
-  }
-  if (r.layers.contains("model")) {
-    rep.layer("model");
-    if (fw->smoke.model.empty()) rep.note(fmt::format("the matrices define no model checks for {}", fw->name));
-    for (const auto& st : model_steps(fw->smoke, host.installed_names))
-      if (run("model", st.name.substr(7), st.code); util::interrupt_signal()) return interrupted();
-  }
+  if (!run_layers(*fw, r, report, rep) || util::interrupt_signal()) return interrupted();
   if (r.layers.contains("app") && !r.app.empty()) {
     rep.layer("app");
     report.app = run_app(r.app, report.python, r.timeout, r.sync);

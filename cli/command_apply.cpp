@@ -120,6 +120,10 @@ json result_json(const api::Applied& rr) {
   json steps = json::object(); // installer::TransactionResult::steps
   for (const auto& [step, secs] : rr.txn.steps) steps[step] = steps.value(step, 0.0) + secs;
   j["timings"]["steps"] = std::move(steps);
+  json smoke = json::array(); // api/smoke.hpp: every step in one interpreter where it can
+  for (const auto& st : rr.smoke.seconds) smoke.push_back({{"name", st.name}, {"seconds", st.seconds}});
+  j["timings"]["smoke"] = rr.smoke.seconds.empty() ? json(nullptr)
+                                                   : json{{"steps", std::move(smoke)}, {"interpreters", rr.smoke.interpreters}};
   j["link_mode"] = rr.txn.link_mode ? json(installer::to_string(*rr.txn.link_mode)) : json(nullptr);
   j["unpacked_cache_hits"] = rr.txn.cache_hits;
   j["unpacked_while_downloading"] = rr.unpacked_while_downloading;

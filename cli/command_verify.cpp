@@ -60,6 +60,7 @@ json verify_json(const api::VerifyReport& r) {
   json gpus = json::array();
   for (const auto& [name, cc] : r.host.gpus) gpus.push_back({{"name", name}, {"arch", cc.sm_name()}});
   j["gpus"] = gpus;
+  j["interpreters"] = r.interpreters;
   json lj = json::object();
   for (const auto& l : {"repro", "model"}) {
     if (!r.layers.contains(l)) continue;

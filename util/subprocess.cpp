@@ -207,8 +207,10 @@ SubprocessResult wait_child(pid_t pid, const SubprocessOptions& o, Fd out_r, Fd 
       char buf[65536];
       ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
       bool is_out = out_r.valid() && fds[i].fd == out_r.get();
-      if (r > 0) (is_out ? out_cap : err_cap).add(buf, static_cast<std::size_t>(r));
-      else if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) (is_out ? out_r : err_r) = Fd();
+      if (r > 0) {
+        (is_out ? out_cap : err_cap).add(buf, static_cast<std::size_t>(r));
+        if (o.on_output) o.on_output(is_out ? 1 : 2, std::string_view(buf, static_cast<std::size_t>(r)));
+      } else if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) (is_out ? out_r : err_r) = Fd();
     }
   }
   if (o.new_session) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 #include <filesystem>
 
@@ -39,6 +40,9 @@ struct SubprocessOptions {
   // Once the child has exited, its pipes are read this long more, then closed: a grandchild that
   // keeps stdout open (`sleep 1000 &`) does not hold the wait.
   std::chrono::milliseconds drain_after_exit{200};
+  // Told every chunk read from the child's stdout (1) or stderr (2) as it arrives, besides its
+  // capture: for a caller that follows what the child reports while it runs (api/smoke_run.cpp).
+  std::function<void(int stream, std::string_view data)> on_output;
 };
 
 // A process of the child's session still running when the child ended (SubprocessOptions::new_session).

@@ -871,6 +871,54 @@ TEST_CASE("framework apply: the smoke test runs the model layer too, and a faili
   CHECK(wrong.err.find("'app': the layers are repro and model") != std::string::npos);
 }
 
+// api/smoke.hpp: the smoke steps run in one interpreter (the model step sees what the CPU step left
+// in sys.modules), each timed in the JSON; a step that kills the interpreter or hangs is that
+// step's failure, and the transaction rolls back.
+TEST_CASE("framework apply: the smoke steps share one interpreter; a step that crashes it or hangs rolls back") {
+  World w(cpufw_spec("cu128"));
+  auto text = std::string(kCpufwMatrices);
+  const std::string cpu_step = "        step: \"import os, cpufw;";
+  text.replace(text.find(cpu_step), cpu_step.size(),
+               "        step: \"import sys, types; sys.modules['cpufw_marker'] = types.ModuleType('m'); import os, cpufw;");
+  auto at = text.find("\n", text.find(cpu_step.substr(0, 14))) + 1;
+  text.insert(at, "      model:\n"
+                  "        \"shared\": \"import sys; assert 'cpufw_marker' in sys.modules, 'a fresh interpreter: the steps do not share one'\"\n"
+                  "        \"unstable\": \"import os, signal, time; os.environ.get('CPUFW_SEGV') and os.kill(os.getpid(), signal.SIGSEGV); "
+                  "os.environ.get('CPUFW_HANG') and time.sleep(600)\"\n");
+  write(w.root() / "matrices/cpufw.yaml", text);
+  auto ve = w.venv("venv");
+  auto py = (ve / "bin/python").string();
+  auto fw = [&](const std::string& req) {
+    return std::vector<std::string>{"apply", "--framework", "cpufw", req, "--variant", "cu128", "--matrices",
+                                    (w.root() / "matrices").string(), "--mirror", w.base_url(), "--python", py, "--yes",
+                                    "--smoke-timeout", "3", "--lockfile", w.lockfile().string(), "--format", "json"};
+  };
+  auto ok = w.envfix(fw("cpufw==1.0.0"), {{"ENVFIX_NO_NVML", "1"}});
+  REQUIRE_MESSAGE(ok.rc == 0, ok.err);
+  auto applied = json::parse(ok.out)["applied"];
+  CHECK(applied["smoke"]["passed"] == json::array({"CPU step", "model: shared", "model: unstable"}));
+  auto& timed = applied["timings"]["smoke"];
+  CHECK(timed["interpreters"] == 1);
+  REQUIRE(timed["steps"].size() == 3);
+  CHECK(timed["steps"][1]["name"] == "model: shared");
+  CHECK(timed["steps"][1]["seconds"].get<double>() >= 0);
+  const auto before = manifest(ve);
+  auto segv = w.envfix(fw("cpufw==1.1.0"), {{"ENVFIX_NO_NVML", "1"}, {"CPUFW_SEGV", "1"}});
+  CHECK(segv.rc == 2);
+  CHECK(segv.err.find("smoke test model: unstable failed in") != std::string::npos);
+  CHECK(segv.err.find("(exit signal 11)") != std::string::npos);
+  CHECK(segv.err.find("rolled back") != std::string::npos);
+  CHECK(manifest(ve) == before);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto hang = w.envfix(fw("cpufw==1.1.0"), {{"ENVFIX_NO_NVML", "1"}, {"CPUFW_HANG", "1"}});
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60));
+  CHECK(hang.rc == 2);
+  CHECK(hang.err.find("smoke test model: unstable timed out after 3s") != std::string::npos);
+  CHECK(hang.err.find("rolled back") != std::string::npos);
+  CHECK(manifest(ve) == before);
+  CHECK(w.pip_list(ve).at("cpufw") == "1.0.0+cu128");
+}
+
 // docs/reliability.md §5 item 8: a smoke test that prints without end (gigabytes within the
 // timeout) once ended in std::bad_alloc, exit 134, mid-transaction. Its output is now capped, the
 // step stopped at its timeout, and the transaction rolled back.

@@ -53,6 +53,42 @@ frameworks:
             linux_x86_64: {sass: [sm_90], confidence: verified, source: "test claim"}
 )YAML";
 
+// "ofw": the steps share one interpreter (step 2 sees what step 1 left in sys.modules); a step that
+// raises, one that kills the interpreter (SIGSEGV) and one that hangs past --timeout each fail alone,
+// and the step after each runs, in a fresh interpreter (step 4 and 6 see no marker).
+constexpr const char* kOfw = R"YAML(schema: 1
+frameworks:
+  ofw:
+    main_package: ofw
+    default_mirror: "https://ofw.invalid"
+    channels:
+      stable: "{mirror}/whl/{variant}"
+    source: "envfix tests/cli/test_verify.cpp"
+    variants:
+      cu128: {cuda: "12.8"}
+    smoke:
+      step_a: "raise SystemExit('step A ran on the GPU path')"
+      step_b: "raise SystemExit('step B ran on the GPU path')"
+      cpu:
+        step: "import sys, types; sys.modules['ofw_marker'] = types.ModuleType('ofw_marker'); print('no newline', end='')"
+      model:
+        "1 shared": "import sys; print('OP', 'shared'); assert 'ofw_marker' in sys.modules, 'a fresh interpreter: the steps do not share one'"
+        "2 raises": "import sys; print('OP', 'raise'); sys.stderr.write('noise\\n'); raise RuntimeError('ofw: a step raised (fixture)')"
+        "3 after raise": "import sys, types; assert 'ofw_marker' not in sys.modules; sys.modules['ofw_marker'] = types.ModuleType('m')"
+        "4 segfault": "import os, signal; print('OP', 'segv', flush=True); os.kill(os.getpid(), signal.SIGSEGV)"
+        "5 after segfault": "import sys; assert 'ofw_marker' not in sys.modules; print('after the crash')"
+        "6 hangs": "import time; print('OP', 'sleep', flush=True); time.sleep(600)"
+        "7 after hang": "import sys; sys.exit(0)"
+        "8 exits": "import sys; sys.exit(3)"
+    releases:
+      - versions: ["1.0.0"]
+        python: [cp311, cp312]
+        source: "test fixture"
+        variants:
+          cu128:
+            linux_x86_64: {sass: [sm_90], confidence: verified, source: "test claim"}
+)YAML";
+
 } // namespace
 
 TEST_SUITE("cli") {
@@ -204,6 +240,52 @@ TEST_CASE("verify --app: missing-arch names the GPU extension that lacks the arc
   CHECK(app["fix"].is_null());
   REQUIRE(app["fix_note"].is_string());
   CHECK(app["fix_note"].get<std::string>().find("hold code for sm_90, so reinstalling cannot fix this") != std::string::npos);
+  fs::remove_all(root);
+}
+TEST_CASE("verify: the steps share one interpreter; a step that raises, crashes or hangs fails alone, the next still run") {
+  auto root = util::make_temp_dir({}, "envfix-verify-one").value();
+  auto venv = root / "venv";
+  auto mk = util::run_process({"python3", "-m", "venv", "--without-pip", venv.string()}).value();
+  REQUIRE_MESSAGE(mk.ok(), mk.err);
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(venv / "lib")) site = e.path() / "site-packages";
+  write(site / "ofw/__init__.py", "");
+  write(site / "ofw-1.0.0+cu128.dist-info/METADATA", "Metadata-Version: 2.1\nName: ofw\nVersion: 1.0.0+cu128\n");
+  write(site / "ofw-1.0.0+cu128.dist-info/RECORD", "ofw/__init__.py,,\nofw-1.0.0+cu128.dist-info/METADATA,,\n");
+  write(root / "matrices/ofw.yaml", kOfw);
+  std::vector<std::string> argv{envfix_bin().string(), "--format", "json", "verify", "--framework", "ofw", "--matrices",
+                                (root / "matrices").string(), "--python", (venv / "bin/python").string(), "--cache-dir",
+                                (root / "cache").string(), "--timeout", "3"};
+  util::SubprocessOptions o;
+  o.timeout = std::chrono::seconds(120);
+  o.cwd = root;
+  o.set_env = {{"ENVFIX_NO_NVML", "1"}, {"ENVFIX_SYSFS_ROOT", (root / "sysfs").string()}, {"NO_COLOR", "1"}};
+  o.unset_env = {"VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER", "CUDA_VISIBLE_DEVICES"};
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = util::run_process(argv, o).value();
+  const auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  auto j = json::parse(r.out);
+  CHECK(j["layers"]["repro"]["steps"][0]["status"] == "passed");
+  auto& m = j["layers"]["model"]["steps"];
+  REQUIRE(m.size() == 8);
+  auto status = [&](int i) { return m[i]["status"].get<std::string>() + " " + m[i]["error"].dump(); };
+  CHECK(status(0) == "passed null"); // saw the CPU step's marker: one interpreter
+  CHECK(status(1) == "failed \"RuntimeError: ofw: a step raised (fixture)\"");
+  CHECK(m[1]["operator"] == "raise");
+  CHECK(status(2) == "passed null"); // a fresh interpreter after the failure
+  CHECK(status(3) == "failed \"killed by signal 11 (Segmentation fault)\"");
+  CHECK(m[3]["operator"] == "segv");
+  CHECK(status(4) == "passed null");
+  CHECK(status(5) == "failed \"timed out after 3 s\"");
+  CHECK(m[5]["operator"] == "sleep");
+  CHECK(m[5]["seconds"].get<double>() >= 3);
+  CHECK(status(6) == "passed null");
+  CHECK(status(7) == "failed \"exit code 3\"");
+  // CPU step + 1 + 2 | 3 + 4 | 5 + 6 | 7 + 8: a fresh interpreter after each failure only.
+  CHECK(j["interpreters"] == 4);
+  CHECK(wall < 60); // the hang cost its timeout, not the 600 s it asked for
   fs::remove_all(root);
 }
 } // TEST_SUITE cli

@@ -129,11 +129,13 @@ Outcome run(const YAML::Node& s) {
   if (const auto r = s["repro"]) {
     auto steps = std::make_shared<std::vector<std::string>>();
     for (const auto* step : {"step_a", "step_b"}) steps->push_back(r[step] ? r[step].as<std::string>() : "passed");
-    auto next = std::make_shared<std::size_t>(0);
-    in.run_step = [steps, next](const std::string&) -> api::StepOutcome {
-      const auto& out = (*steps)[std::min(*next, steps->size() - 1)];
-      ++*next;
-      return out == "passed" ? api::StepOutcome{true, {}} : api::StepOutcome{false, out};
+    in.run_steps = [steps](const std::vector<std::string>& codes) {
+      std::vector<api::StepOutcome> outcomes; // up to the first failure, as api/doctor.hpp says
+      for (std::size_t i = 0; i < codes.size() && (outcomes.empty() || outcomes.back().ok); ++i) {
+        const auto& out = (*steps)[std::min(i, steps->size() - 1)];
+        outcomes.push_back(out == "passed" ? api::StepOutcome{true, {}} : api::StepOutcome{false, out});
+      }
+      return outcomes;
     };
   }
   api::DoctorRequest req;
