@@ -140,15 +140,18 @@ def synthetic_site(root, python):
     ver = subprocess.run([py, "-c", "import sys; print(f'{sys.version_info[0]}{sys.version_info[1]}')"],
                          capture_output=True, text=True, check=True).stdout.strip()
     plat = f"cp{ver}-cp{ver}-manylinux_2_17_x86_64"
+    # Shared objects must be ELF (envfix reads their kernels): an extension module of the interpreter.
+    import sysconfig
+    elf = open(sorted(glob.glob(os.path.join(sysconfig.get_config_var("DESTSHARED"), "*.so")))[0], "rb").read()
     dists = {  # name: (version, tag, requires, {path: bytes})
         "torch": ("2.11.0+cu130", plat, ["synthdep-alpha", "synthdep-beta>=1.0"],
                   {f"torch/__init__.py": b"__version__ = '2.11.0'\n",
-                   **{f"torch/lib/libpart{i}.so": os.urandom(1 << 20) for i in range(4)},
+                   "torch/lib/libpart.so": elf, **{f"torch/lib/data{i}.bin": os.urandom(1 << 20) for i in range(4)},
                    **{f"torch/mod{i}.py": b"x = %d\n" % i for i in range(200)}}),
         "torchvision": ("0.26.0+cu130", plat, ["torch==2.11.0"], {"torchvision/__init__.py": b"",
-                        "torchvision/_C.so": os.urandom(256 << 10)}),
+                        "torchvision/_C.so": elf}),
         "torchaudio": ("2.11.0+cu130", plat, ["torch==2.11.0"], {"torchaudio/__init__.py": b"",
-                       "torchaudio/lib/_audio.so": os.urandom(128 << 10)}),
+                       "torchaudio/lib/_audio.so": elf}),
         "synthdep-alpha": ("3.1.0", "py3-none-any", [], {f"synthdep_alpha/m{i}.py": b"y = 1\n" for i in range(50)}),
         "synthdep-beta": ("1.2.0", "py3-none-any", [], {"synthdep_beta/__init__.py": b""}),
     }
