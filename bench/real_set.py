@@ -994,7 +994,8 @@ def uv_cause(results, fixed, legacy, inh, before_results):
                "old environment here, so the environment was not the cause: what changed is the state the old runs "
                "started from (the harness now starts from an empty work directory and records free disk and memory "
                "before each run; bench/real_set.md, \"uv warm\").")
-    return text + ": the same within " + f"{ALONE_TOLERANCE:.0%}." + old
+    seen = f" (what differed, at no cost here: {'; '.join(found)})" if found else ""
+    return text + ": the same within " + f"{ALONE_TOLERANCE:.0%}{seen}." + old
 
 
 def evidence_section(R):
