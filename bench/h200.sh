@@ -1,16 +1,37 @@
 #!/usr/bin/env bash
 # The GPU machine's benchmark runs, in pieces that fit one device call (10 minutes) each. Each piece
 # writes its own results JSON under OUT (a cut call keeps the pieces already done); the report is
-# rebuilt here with `bench/run.py --report-only --merge …`.
+# rebuilt here with `bench/run.py --report-only --merge …` (or, for `real`, bench/real_set.py).
+#
+# The real torch set, envfix against uv, in ONE call (about 7 minutes; bench/real_set.md, "One call"):
+#   carry: build/release/envfix-0.1.0-linux-x86_64.tar.gz   (cmake --preset release &&
+#          cmake --build --preset release --target package)
+#   command: bench/h200.sh real "$OUT"
+#   then here: python3 bench/real_set.py --report-only OUT/results-real.json \
+#     --before bench/results/real/results-real-h200-8.json --notes bench/real_set.md --report docs/performance-real.md
+#   It runs cold (3 rounds), warm with uv also under the old harness's environment (uv-legacy), resolve
+#   cold/warm (5 rounds), then each printed command alone under /usr/bin/time; log in OUT/log-real.txt.
+#
 # Usage (repository root on the GPU machine, the bundle and pip 23.2.1 carried along):
 #   bench/h200.sh PIECE OUT [ROUNDS]
-#   PIECE: mem     envfix alone, cold/warm/replace at scales 1, 0.5, 0.25, 0.1 (peak memory by size)
+#   PIECE: real    the real torch set (above): envfix, uv; BUNDLE=path overrides the bundle
+#          mem     envfix alone, cold/warm/replace at scales 1, 0.5, 0.25, 0.1 (peak memory by size)
 #          s1cold  scale 1, cold install: envfix, uv, pip 23.2.1, floor
 #          s1warm  scale 1, warm reinstall: envfix, uv, pip 23.2.1, floor
 #          s1repl  scale 1, replace: envfix, uv, pip 23.2.1, floor
 set -euo pipefail
 piece=${1:?usage: bench/h200.sh PIECE OUT [ROUNDS]} out=${2:?OUT} rounds=${3:-3}
-mkdir -p "$out" /tmp/e
+mkdir -p "$out"
+if [ "$piece" = real ]; then
+  # Earlier calls' work directories of these benchmarks, if the machine kept them: the disk is 64 GiB.
+  rm -rf /tmp/real-set /tmp/rs /tmp/rs2 /tmp/rs3 /tmp/rs4 /tmp/bw
+  bundle=${BUNDLE:-build/release/envfix-0.1.0-linux-x86_64.tar.gz}
+  # The harness stops starting rounds at 480 s and saves after each; timeout is the last guard.
+  timeout 540 python3 bench/real_set.py --bundle "$bundle" --plan h200 --work /tmp/real-set \
+    --deadline-s 480 --results "$out/results-real.json" 2> >(tee "$out/log-real.txt" >&2)
+  exit
+fi
+mkdir -p /tmp/e
 [ -x /tmp/e/envfix-0.1.0-linux-x86_64/bin/envfix ] || tar -xzf .device/envfix-bundle.tar.gz -C /tmp/e
 E=/tmp/e/envfix-0.1.0-linux-x86_64/bin/envfix
 PIP=$PWD/.device/pip-23.2.1/pip

@@ -1,30 +1,46 @@
 #!/usr/bin/env python3
-"""The real torch set on the GPU machine: envfix against uv and pip (issue 24).
+"""The real torch set on the GPU machine: envfix against uv and pip (issues 24 and 35).
 
 The set is rebuilt from the machine's installed torch/torchvision/torchaudio and their whole closure
 (tests/gpu/real_index.py, wheels deflated here as PyTorch's are; each wheel's METADATA also published
 as a PEP 658 file as download.pytorch.org does), served over HTTPS on loopback (bench/run.py's
-server: nginx if the machine has it, else bench/serve.py), and every tool runs on the same inputs in
-alternation (A B C A B C ...), one round after another, with `sync` before each timed run (no tool
-pays for another's write-back). Workloads:
+server: nginx if the machine has it, else bench/serve.py), and every tool runs on the same inputs,
+one round after another, the order of the tools reversed every other round (A B C, C B A, ...).
 
+Conditions (the report states each; bench/real_set.md, "Conditions", says why):
+  - every tool runs with an explicit environment (`env -i` and the variables the report prints):
+    nothing of the harness's own environment (UV_*, PIP_*, PYTHON*, ENVFIX_*, VIRTUAL_ENV) leaks in;
+  - each tool's cache and the venv are on one filesystem (their st_dev is recorded) and every tool
+    uses its default link mode; the mode it really used is read back from the installed files;
+  - `sync` before each timed run (no tool pays for another's write-back); the page cache is not
+    dropped (warm means what a user re-installing has);
+  - after a workload's rounds, every tool's exact printed command runs alone from a shell under
+    /usr/bin/time (the "alone" column; more than 15 % from the rounds' median is flagged).
+
+Workloads:
   cold      install into a fresh venv, every cache empty (pip: --no-cache-dir)
   warm      install into a fresh venv, caches full
+  uv-legacy (with warm) uv warm as the harness ran it before issue 35: the harness's whole environment
+            inherited; its rows, link mode and bytecode evidence name what made those runs slow
   replace   the stable set installed (a hard-linked copy of a template venv) -> the nightly set
   resolve-cold / resolve-warm   plan only (envfix plan, uv pip install --dry-run), caches empty / full
   resolve-parts  a warm plan taken apart: process start, the plan --offline, the interpreter's start
   checked   envfix warm with what a user gets by default: the kernel check against the GPU and the
             smoke test on it (uv and pip have neither)
   doctor    envfix doctor on the machine's own torch environment, with and without the repro
+  after-uv  envfix warm right after uv's cold install, no sync between (the write-back it waits for)
 
 envfix runs with the kernel check and smoke test off (ENVFIX_NO_NVML=1, --no-verify) except in
 `checked` and `doctor`, as uv and pip work. With --base-bundle an earlier envfix runs beside it
 (tool "envfix-base"): the before/after of this change in the same run.
 
-  # on the GPU machine (repository root; bundles built with `cmake --build --preset release --target package`):
-  python3 bench/real_set.py --bundle NEW.tar.gz --base-bundle OLD.tar.gz --out OUTDIR [--rounds 5]
+  # on the GPU machine, one device call (bench/h200.sh real OUT; bench/real_set.md says what it runs):
+  python3 bench/real_set.py --bundle NEW.tar.gz --plan h200 --results OUT/results-real.json
   # here, from what came back:
-  python3 bench/real_set.py --report-only OUTDIR/results-real.json --report docs/performance-real.md
+  python3 bench/real_set.py --report-only OUT/results-real.json --report docs/performance-real.md
+  # locally, no GPU, no torch: the whole harness on a tiny synthetic set (uv skipped when absent)
+  python3 bench/real_set.py --bundle build/release/envfix-*.tar.gz --synthetic --plan h200 \
+      --work /tmp/real-set-local --results /tmp/real-set-local.json --report /tmp/real-set-local.md
 """
 import argparse
 import base64
@@ -35,6 +51,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -109,6 +126,103 @@ def build_index(src_python, site, out):
     return summary
 
 
+def synthetic_site(root, python):
+    """A tiny stand-in for the GPU machine's torch environment (for a run of the whole harness without
+    a GPU or torch): a venv whose site-packages holds torch, torchvision and torchaudio dist-infos with
+    a few files each and two small dependencies, which tests/gpu/real_index.py rebuilds as it does the
+    real ones. Returns the venv's interpreter."""
+    run_ok = lambda argv: subprocess.run(argv, check=True, capture_output=True)  # noqa: E731
+    venv = os.path.join(root, "fake-torch")
+    run_ok([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv])
+    py = os.path.join(venv, "bin", "python")
+    site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    ver = subprocess.run([py, "-c", "import sys; print(f'{sys.version_info[0]}{sys.version_info[1]}')"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    plat = f"cp{ver}-cp{ver}-manylinux_2_17_x86_64"
+    # Shared objects must be ELF (envfix reads their kernels): an extension module of the interpreter.
+    import sysconfig
+    elf = open(sorted(glob.glob(os.path.join(sysconfig.get_config_var("DESTSHARED"), "*.so")))[0], "rb").read()
+    dists = {  # name: (version, tag, requires, {path: bytes})
+        "torch": ("2.11.0+cu130", plat, ["synthdep-alpha", "synthdep-beta>=1.0"],
+                  {f"torch/__init__.py": b"__version__ = '2.11.0'\n",
+                   "torch/lib/libpart.so": elf, **{f"torch/lib/data{i}.bin": os.urandom(1 << 20) for i in range(4)},
+                   **{f"torch/mod{i}.py": b"x = %d\n" % i for i in range(200)}}),
+        "torchvision": ("0.26.0+cu130", plat, ["torch==2.11.0"], {"torchvision/__init__.py": b"",
+                        "torchvision/_C.so": elf}),
+        "torchaudio": ("2.11.0+cu130", plat, ["torch==2.11.0"], {"torchaudio/__init__.py": b"",
+                       "torchaudio/lib/_audio.so": elf}),
+        "synthdep-alpha": ("3.1.0", "py3-none-any", [], {f"synthdep_alpha/m{i}.py": b"y = 1\n" for i in range(50)}),
+        "synthdep-beta": ("1.2.0", "py3-none-any", [], {"synthdep_beta/__init__.py": b""}),
+    }
+    for name, (version, tag, requires, files) in dists.items():
+        dist = name.replace("-", "_")
+        di = f"{dist}-{version}.dist-info"
+        files = dict(files)
+        files[f"{di}/METADATA"] = ("Metadata-Version: 2.1\nName: %s\nVersion: %s\n%s\n" % (
+            name, version, "".join(f"Requires-Dist: {r}\n" for r in requires))).encode()
+        files[f"{di}/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: bench/real_set.py\nRoot-Is-Purelib: %s\nTag: %s\n"
+                                % ("true" if tag.startswith("py3") else "false", tag)).encode()
+        rows = []
+        for rel, data in files.items():
+            path = os.path.join(site, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            rows.append(f"{rel},sha256={digest},{len(data)}")
+        rows.append(f"{di}/RECORD,,")
+        with open(os.path.join(site, di, "RECORD"), "w") as f:
+            f.write("\n".join(rows) + "\n")
+    return py
+
+
+# ---------------------------------------------------------------- environments
+
+# What each tool's environment holds besides its own variables: the variables a login shell has,
+# the dynamic loader's path and the GPU settings of the machine. Nothing else of the harness's own
+# environment reaches a tool (an inherited UV_LINK_MODE, UV_COMPILE_BYTECODE, PIP_*, PYTHON*, ...
+# would measure a configuration the report does not name).
+PASS_ENV = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES",
+            "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "NCCL_NVLS_ENABLE",
+            "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
+# Variables whose values are recorded when the harness's environment has them: the ones that change
+# what an installer does (link mode, bytecode, cache, index, TLS, concurrency).
+TOOL_VAR = re.compile(r"^(UV_|PIP_|PYTHON|ENVFIX_|VIRTUAL_ENV$|CONDA_|SSL_CERT|REQUESTS_CA|CURL_CA|RAYON_|TOKIO_)")
+
+
+def legacy_env(ca):
+    """The environment the harness gave uv before issue 35 (git show 27eb9dd:bench/real_set.py, RealSet.__init__):
+    its own, inherited whole, less a few index variables, plus these. The `uv-legacy` rows run under it."""
+    env = dict(os.environ)
+    for k in LEGACY_POP:
+        env.pop(k, None)
+    env.update(legacy_additions(ca))
+    return env
+
+
+LEGACY_POP = ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL",
+              "UV_FIND_LINKS", "VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_INDEX_URL", "ENVFIX_CACHE_DIR", "ENVFIX_MIRROR",
+              "PYTHONPATH")
+
+
+def legacy_additions(ca):
+    return {"SSL_CERT_FILE": ca, "REQUESTS_CA_BUNDLE": ca, "PIP_CERT": ca, "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "PIP_NO_INPUT": "1", "NO_COLOR": "1", "UV_NO_PROGRESS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def shell_command(argv, env, legacy_ca=None, out=None):
+    """The command line a reader pastes: `env -i VAR=... argv` (the exact environment), or for a
+    legacy run `env -u ... VAR=... argv` on top of the shell's own environment, as the harness had it."""
+    if legacy_ca is None:
+        head = ["env", "-i"] + [f"{k}={v}" for k, v in sorted(env.items())]
+    else:
+        head = ["env"] + [x for k in LEGACY_POP for x in ("-u", k)] + [f"{k}={v}" for k, v in sorted(
+            legacy_additions(legacy_ca).items())]
+    cmd = " ".join(shlex.quote(x) for x in head + list(argv))
+    return cmd + (f" >{shlex.quote(out)}.out 2>{shlex.quote(out)}.err" if out else "")
+
+
 # ---------------------------------------------------------------- one machine's run
 
 class RealSet:
@@ -118,49 +232,63 @@ class RealSet:
         self.a = a
         self.work = os.path.abspath(a.work)
         run.WORK = self.work
+        # A bare start: whatever an earlier call left here is gone (an earlier run filled the disk).
+        for keep in (a.results, a.bundle, a.base_bundle or a.bundle, os.getcwd()):
+            if os.path.abspath(keep).startswith(self.work + os.sep) or self.work in ("/", os.path.expanduser("~")):
+                raise SystemExit(f"--work {self.work} would delete {keep}: pick a directory of its own")
+        run.rmtree(self.work)
         os.makedirs(self.work, exist_ok=True)
         self.t_start = time.time()
         self.results = {"machine": machine_info(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"), "command": " ".join(sys.argv), "runs": {}, "notes": [], "probe": {}}
+            timespec="seconds"), "command": " ".join(sys.argv), "runs": {}, "notes": [], "probe": {}, "alone": {},
+            "commands": {}, "placement": {}, "harness": 35}
         self.tools = {}
         for label, bundle in (("envfix", a.bundle), ("envfix-base", a.base_bundle)):
             if not bundle:
                 continue
             d = os.path.join(self.work, label)
-            run.rmtree(d)
             os.makedirs(d)
             subprocess.run(["tar", "-xzf", bundle, "-C", d], check=True)
             self.tools[label] = glob.glob(os.path.join(d, "envfix-*", "bin", "envfix"))[0]
+        if a.synthetic:
+            a.src_python = synthetic_site(self.work, sys.executable)
         self.uv = a.uv or shutil.which("uv") or next(iter(glob.glob(os.path.join(os.path.dirname(a.src_python), "uv"))), "")
+        if not self.uv:
+            self.results["notes"].append("uv: not found on this machine (PATH, --uv, beside --src-python): its rows are "
+                                         "left out.")
         self.src_python = a.src_python
         self.site = a.site or subprocess.run([a.src_python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                              capture_output=True, text=True, check=True).stdout.strip()
         self.results["versions"] = self.versions()
         t0 = time.time()
         self.index_dir = os.path.join(self.work, "index")
-        run.rmtree(self.index_dir)
         log("rebuilding the real set from", self.site)
         self.summary = build_index(a.src_python, self.site, self.index_dir)
-        self.results["index"] = dict(self.summary, build_s=round(time.time() - t0, 1))
+        self.results["index"] = dict(self.summary, build_s=round(time.time() - t0, 1), synthetic=bool(a.synthetic))
         log(f"index ready in {time.time() - t0:.0f}s: {self.summary['wheels']} wheels, {self.summary['bytes'] / 1e9:.2f} GB")
-        self.server = run.Nginx(self.index_dir, os.path.join(self.work, "server"), "auto")
+        self.server = run.Nginx(self.index_dir, os.path.join(self.work, "server"), a.server)
         self.results["server"] = self.server.kind
         self.mirror = self.server.url + "/whl"
         self.idx = {"stable": f"{self.mirror}/cu130", "nightly": f"{self.mirror}/nightly/cu130"}
-        env = dict(os.environ)
-        for k in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL",
-                  "UV_FIND_LINKS", "VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_INDEX_URL", "ENVFIX_CACHE_DIR", "ENVFIX_MIRROR",
-                  "PYTHONPATH"):
-            env.pop(k, None)
         ca = self.server.ca
-        env.update({"SSL_CERT_FILE": ca, "REQUESTS_CA_BUNDLE": ca, "PIP_CERT": ca, "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-                    "PIP_NO_INPUT": "1", "NO_COLOR": "1", "UV_NO_PROGRESS": "1", "PYTHONDONTWRITEBYTECODE": "1"})
-        self.env = env
-        self.env_nonvml = dict(env, ENVFIX_NO_NVML="1")
+        base = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
+        base.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+        self.base_env = base
+        # Each tool's own additions: the CA of the loopback server (what a user of a private index sets).
+        self.env = dict(base, SSL_CERT_FILE=ca)
+        self.env_nonvml = dict(self.env, ENVFIX_NO_NVML="1")
+        self.env_pip = dict(base, PIP_DISABLE_PIP_VERSION_CHECK="1")  # no network here: pip's self-check would wait
+        self.env_legacy = legacy_env(ca)
+        self.results["environment"] = {
+            "passed": base, "tool_vars_inherited": {k: v for k, v in sorted(os.environ.items()) if TOOL_VAR.match(k)},
+            "dropped_names": sorted(k for k in os.environ if k not in base),
+            "legacy_additions": legacy_additions(ca), "legacy_removed": list(LEGACY_POP)}
         self.pins = {ch: [f"{n}=={v}" for n, v in sorted(self.summary[ch].items())] for ch in ("stable", "nightly")}
         self.caches = os.path.join(self.work, "caches")
         self.failed = set()
         self.venv = os.path.join(self.work, "venv")
+        self.plan = [w for w in a.workloads.split(",") if w]
+        self.results["plan"] = self.plan
 
     def versions(self):
         v = {}
@@ -197,9 +325,9 @@ class RealSet:
             raise RuntimeError(f"installed set is not the {channel} set: {bad}, {len(got)} distributions")
 
     def envfix_apply(self, tool, channel, cache, checked=False, python=None):
-        argv = [self.tools[tool], "apply", "torch", "torchvision", "torchaudio", "--channel", channel, "--mirror",
-                self.mirror, "--python", os.path.join(python or self.venv, "bin", "python"), "--yes", "--cache-dir",
-                cache, "--lockfile", os.path.join(self.work, f"{tool}.lock"), "--format", "json"]
+        argv = [self.tools[tool], *self.a.envfix_args, "apply", "torch", "torchvision", "torchaudio", "--channel",
+                channel, "--mirror", self.mirror, "--python", os.path.join(python or self.venv, "bin", "python"), "--yes",
+                "--cache-dir", cache, "--lockfile", os.path.join(self.work, f"{tool}.lock"), "--format", "json"]
         return (argv if checked else argv + ["--no-verify"]), (self.env if checked else self.env_nonvml)
 
     def uv_install(self, channel, cache, *extra):
@@ -209,22 +337,131 @@ class RealSet:
     def pip_install(self, channel, *extra):
         return [self.src_python, "-m", "pip", "--python", os.path.join(self.venv, "bin", "python"), "install",
                 "--no-compile", "--index-url", self.idx[channel], "--cert", self.server.ca, *extra,
-                *self.pins[channel]], self.env
+                *self.pins[channel]], self.env_pip
 
     def cache(self, tool):
-        return os.path.join(self.caches, tool)
+        return os.path.join(self.caches, "uv" if tool == "uv-legacy" else tool)
+
+    def job(self, wl, tool):
+        """One timed run of a workload: the shell lines that set it up (ending in `sync`), the command
+        and its environment. The rounds and the cross-check both run exactly this; the report prints it."""
+        q = shlex.quote
+        venv_cmd = f"{q(self.src_python)} -m venv --without-pip"
+        j = {"legacy": tool == "uv-legacy", "expect": None, "cache": None, "phases": False}
+        if wl in ("cold", "warm", "checked"):
+            cache = self.cache(tool)
+            j["setup"] = (f"rm -rf {q(cache)} && " if wl == "cold" else "") + \
+                f"rm -rf {q(self.venv)} && {venv_cmd} {q(self.venv)}"
+            if tool.startswith("envfix"):
+                j["argv"], j["env"] = self.envfix_apply(tool, "nightly", cache, checked=wl == "checked")
+                j["phases"] = True
+            elif tool.startswith("uv"):
+                j["argv"], j["env"] = self.uv_install("nightly", cache)
+            else:
+                j["argv"], j["env"] = self.pip_install("nightly", "--no-cache-dir")
+                cache = None
+            j["expect"], j["cache"] = "nightly", cache
+        elif wl in ("resolve-cold", "resolve-warm"):
+            py = os.path.join(self.work, "venv-empty")
+            cache = self.cache(tool) if wl == "resolve-warm" else os.path.join(self.work, "fresh-cache")
+            j["setup"] = (f"rm -rf {q(cache)} && " if wl == "resolve-cold" else "") + \
+                f"{{ [ -x {q(py)}/bin/python ] || {venv_cmd} {q(py)}; }}"
+            if tool.startswith("envfix"):
+                j["argv"] = [self.tools[tool], *self.a.envfix_args, "plan", "torch", "torchvision", "torchaudio",
+                             "--channel", "nightly", "--mirror", self.mirror, "--python", os.path.join(py, "bin", "python"),
+                             "--cache-dir", cache, "--format", "json"]
+                j["env"] = self.env_nonvml
+            else:
+                j["argv"] = [self.uv, "pip", "install", "--dry-run", "--python", os.path.join(py, "bin", "python"),
+                             "--cache-dir", cache, "--index-url", self.idx["nightly"], *self.pins["nightly"]]
+                j["env"] = self.env
+        else:
+            raise ValueError(wl)
+        if j["legacy"]:
+            j["env"] = self.env_legacy
+        j["setup"] += " && sync"
+        j["command"] = shell_command(j["argv"], j["env"], legacy_ca=self.server.ca if j["legacy"] else None,
+                                     out=os.path.join(self.work, "last"))
+        self.results["commands"].setdefault(wl, {})[tool] = {"setup": j["setup"], "command": j["command"]}
+        return j
+
+    def one(self, wl, tool):
+        """One timed run: the job's setup, then its command, checked (the nightly set installed) and recorded."""
+        j = self.job(wl, tool)
+        subprocess.run(["bash", "-c", j["setup"]], check=True, capture_output=True)
+        res = self.timed(j["argv"], j["env"], phases=j["phases"], sync=False)
+        if j["expect"]:
+            self.expect(j["expect"])
+            res["evidence"] = self.evidence(self.venv, j["cache"])
+        self.record(wl, tool, res)
+
+    def alone(self, wl, tool, n):
+        """The cross-check: the printed command run alone from a shell under /usr/bin/time, after the
+        printed setup, n times. Also the wall time around it (millisecond resolution; it includes
+        starting /usr/bin/time and bash)."""
+        if (wl, tool) in self.failed or not self.results["runs"].get(wl, {}).get(tool):
+            return
+        j = self.job(wl, tool)
+        have_time = os.access("/usr/bin/time", os.X_OK)
+        rec = {"command": j["command"], "setup": j["setup"], "time": [], "outer": [],
+               "via": "/usr/bin/time -f %e bash -c CMD" if have_time else "bash -c CMD (no /usr/bin/time here)"}
+        # The harness's own environment: the command's `env -i` (or, legacy, `env -u ...`) makes the rest.
+        for _ in range(n):
+            subprocess.run(["bash", "-c", j["setup"]], check=True, capture_output=True)
+            argv = (["/usr/bin/time", "-f", "%e"] if have_time else []) + ["bash", "-c", j["command"]]
+            t0 = time.perf_counter()
+            r = subprocess.run(argv, capture_output=True, text=True)
+            outer = time.perf_counter() - t0
+            if r.returncode != 0:
+                self.results["notes"].append(f"alone {wl} {tool} failed ({r.returncode}): {r.stderr[-600:]}")
+                break
+            if j["expect"]:
+                self.expect(j["expect"])
+            rec["outer"].append(round(outer, 4))
+            rec["time"].append(float(r.stderr.strip().splitlines()[-1]) if have_time else round(outer, 4))
+        self.results["alone"].setdefault(wl, {})[tool] = rec
+        log(f"alone {wl} {tool}: {rec['time']} (outer {rec['outer']})")
+
+    def evidence(self, venv, cache):
+        """How the files came into the venv: hard links of a cache file (st_nlink > 1; a file a tool
+        copies or clones into a fresh venv has one link) or not, and whether byte-code was written."""
+        site = glob.glob(os.path.join(venv, "lib", "python3*", "site-packages"))[0]
+        files = linked = pyc = 0
+        size = 0
+        for root, _, names in os.walk(site):
+            for name in names:
+                st = os.lstat(os.path.join(root, name))
+                if name.endswith(".pyc"):
+                    pyc += 1
+                    continue
+                files += 1
+                size += st.st_size
+                linked += st.st_nlink > 1
+        link = "hardlink" if linked > files * 0.9 else "copy/clone" if linked < files * 0.1 else "mixed"
+        ev = {"files": files, "linked": linked, "pyc": pyc, "bytes": size, "link": link}
+        if cache and os.path.exists(cache):
+            ev["same_fs"] = os.stat(cache).st_dev == os.stat(site).st_dev
+        return ev
 
     def timed(self, argv, env, phases=False, sync=True):
         if sync:
             subprocess.run(["sync"])
-        dirty = meminfo("Dirty")
+        state = {"dirty_before_kib": meminfo("Dirty"), "mem_available_kib": meminfo("MemAvailable"),
+                 "cached_kib": meminfo("Cached"), "disk_free_gib": round(disk_free(self.work), 2)}
         out = os.path.join(self.work, "last-stdout.json")
         r = self.run.timed(argv, env=env, stdout_path=out)
-        r["dirty_before_kib"] = dirty
+        r.update(state)
         if r["rc"] != 0:
             raise RuntimeError(f"{' '.join(argv)} failed ({r['rc']}):\n{r['tail']}")
         if phases:
             r["phases"] = self.run.envfix_phases(out, r["tail"])
+            try:
+                r["link_mode"] = ((json.load(open(out)).get("applied") or {}).get("link_mode"))
+            except (OSError, ValueError, AttributeError):
+                pass
+        warnings = [ln.strip() for ln in r["tail"].splitlines() if ln.lower().lstrip().startswith("warning")]
+        if warnings:
+            r["warnings"] = warnings[:5]
         r.pop("tail", None)
         return r
 
@@ -243,7 +480,10 @@ class RealSet:
 
     def record(self, wl, tool, r):
         self.results["runs"].setdefault(wl, {}).setdefault(tool, []).append(r)
-        log(f"{wl} {tool}: {r['wall']:.2f}s" + (f" {r.get('phases')}" if r.get("phases") else ""))
+        ev = r.get("evidence") or {}
+        log(f"{wl} {tool}: {r['wall']:.2f}s (cpu {r.get('cpu_user', 0):.1f} user + {r.get('cpu_sys', 0):.1f} sys)"
+            + (f" {ev.get('link')}, {ev.get('pyc')} pyc" if ev else "")
+            + (f" {r.get('phases')}" if r.get("phases") else ""))
 
     def save(self):
         with open(self.a.results, "w") as f:
@@ -297,26 +537,18 @@ class RealSet:
         log("probe", t)
 
     # -- workloads
+    def order(self, tools, r):
+        """The tools of round r: as listed in even rounds, reversed in odd ones."""
+        return list(reversed(tools)) if r % 2 else list(tools)
+
+    def envfixes(self):
+        return [t for t in ("envfix", "envfix-base") if t in self.tools]
+
     def round_cold(self, r):
-        tools = [t for t in ("envfix", "envfix-base") if t in self.tools] + (["uv"] if self.uv else [])
-        if r < self.a.pip_rounds:
-            tools.append("pip")
-        for tool in tools:
-            def one(tool=tool):
-                self.fresh_venv()
-                fresh = self.cache(tool)  # emptied here; the last round's is the warm workloads' cache
-                self.run.rmtree(fresh)
-                if tool.startswith("envfix"):
-                    argv, env = self.envfix_apply(tool, "nightly", fresh)
-                elif tool == "uv":
-                    argv, env = self.uv_install("nightly", fresh)
-                else:
-                    argv, env = self.pip_install("nightly", "--no-cache-dir")
-                res = self.timed(argv, env, phases=tool.startswith("envfix"))
-                self.expect("nightly")
-                self.record("cold", tool, res)
-            self.attempt("cold", tool, one)
-            if tool == "uv" and r == 0 and "envfix" in self.tools:
+        tools = self.envfixes() + (["uv"] if self.uv else []) + (["pip"] if r < self.a.pip_rounds else [])
+        for tool in self.order(tools, r):
+            self.attempt("cold", tool, lambda tool=tool: self.one("cold", tool))
+            if tool == "uv" and r == 0 and "envfix" in self.tools and "after-uv" in self.plan:
                 def after_uv():
                     # The issue's case: envfix warm right after uv's cold install, whose write-back is pending.
                     self.fresh_venv()
@@ -328,17 +560,20 @@ class RealSet:
 
     def prime(self):
         """Fills each tool's cache when no cold round did (untimed), and makes the stable template for replace."""
-        for tool in [t for t in self.tools] + (["uv"] if self.uv else []):
+        for tool in self.envfixes() + (["uv"] if self.uv else []):
             if os.path.isdir(self.cache(tool)):
                 continue
-            self.fresh_venv()
-            self.install_nightly("cold", tool)  # no cold round ran: the priming install is one
+            self.one("cold", tool)  # no cold round ran: the priming install is one
+        if "replace" not in self.plan:
+            return
         template = os.path.join(self.work, "template-stable")
         self.fresh_venv(template)
         argv, env = self.envfix_apply("envfix", "stable", os.path.join(self.work, "template-cache"), python=template)
         argv += ["--link-mode", "copy"]
-        self.run.run_ok(argv, env=env)
-        self.run.rmtree(os.path.join(self.work, "template-cache"))
+        try:
+            self.run.run_ok(argv, env=env)
+        finally:
+            self.run.rmtree(os.path.join(self.work, "template-cache"))
         self.expect("stable", template)
         # Only a template that holds the stable set makes `replace` a replace (a failed one left an
         # empty venv, and its rounds would be warm installs under the wrong name).
@@ -352,25 +587,24 @@ class RealSet:
             argv, env = self.uv_install("nightly", self.cache(tool))
         res = self.timed(argv, env, phases=tool.startswith("envfix"))
         self.expect("nightly")
+        res["evidence"] = self.evidence(self.venv, self.cache(tool))
         self.record(wl, tool, res)
 
     def round_warm(self, r, checked=False):
         # checked: envfix alone (its smoke test takes ~20 s a run; the base build's is the same test).
-        tools = [t for t in (("envfix",) if checked else ("envfix", "envfix-base")) if t in self.tools]
-        if not checked and self.uv:
-            tools.append("uv")
-        wl = "checked" if checked else "warm"
-        for tool in tools:
-            def one(tool=tool):
-                self.fresh_venv()
-                self.install_nightly(wl, tool, checked)
-            self.attempt(wl, tool, one)
+        if checked:
+            if "envfix" in self.tools:
+                self.attempt("checked", "envfix", lambda: self.one("checked", "envfix"))
+            return
+        tools = self.envfixes() + (["uv"] if self.uv else []) + (["uv-legacy"] if self.uv and "uv-legacy" in self.plan else [])
+        for tool in self.order(tools, r):
+            self.attempt("warm", tool, lambda tool=tool: self.one("warm", tool))
 
     def round_replace(self, r):
-        tools = [t for t in ("envfix", "envfix-base") if t in self.tools] + (["uv"] if self.uv else [])
+        tools = self.envfixes() + (["uv"] if self.uv else [])
         if not getattr(self, "template", None):
             return
-        for tool in tools:
+        for tool in self.order(tools, r):
             def one(tool=tool):
                 self.run.rmtree(self.venv)
                 self.run.run_ok(["cp", "-al", self.template, self.venv])
@@ -378,25 +612,9 @@ class RealSet:
             self.attempt("replace", tool, one)
 
     def round_resolve(self, r, warm):
-        tools = [t for t in ("envfix", "envfix-base") if t in self.tools] + (["uv"] if self.uv else [])
-        py = os.path.join(self.work, "venv-empty")
-        if not os.path.exists(py):
-            self.fresh_venv(py)
-        for tool in tools:
-            c = self.cache(tool) if warm else os.path.join(self.work, "fresh-cache")
-            if not warm:
-                self.run.rmtree(c)
-            if tool.startswith("envfix"):
-                argv = [self.tools[tool], "plan", "torch", "torchvision", "torchaudio", "--channel", "nightly",
-                        "--mirror", self.mirror, "--python", os.path.join(py, "bin", "python"), "--cache-dir", c,
-                        "--format", "json"]
-                env = self.env_nonvml
-            else:
-                argv = [self.uv, "pip", "install", "--dry-run", "--python", os.path.join(py, "bin", "python"),
-                        "--cache-dir", c, "--index-url", self.idx["nightly"], *self.pins["nightly"]]
-                env = self.env
-            wl = "resolve-warm" if warm else "resolve-cold"
-            self.attempt(wl, tool, lambda argv=argv, env=env, tool=tool, wl=wl: self.record(wl, tool, self.timed(argv, env)))
+        wl = "resolve-warm" if warm else "resolve-cold"
+        for tool in self.order(self.envfixes() + (["uv"] if self.uv else []), r):
+            self.attempt(wl, tool, lambda tool=tool: self.one(wl, tool))
         self.run.rmtree(os.path.join(self.work, "fresh-cache"))
 
     def round_resolve_parts(self, r):
@@ -455,22 +673,50 @@ class RealSet:
                     self.record("doctor" if repro else "doctor-no-repro", tool, res)
                 self.attempt("doctor" if repro else "doctor-no-repro", tool, one)
 
+    def alone_all(self, workloads):
+        """The cross-check of every (workload, tool) that has rounds: cheap ones 3 times, cold once."""
+        if not self.a.alone:
+            return
+        for wl in workloads:
+            for tool in list(self.results["runs"].get(wl, {})):
+                n = 1 if wl == "cold" or tool == "uv-legacy" else self.a.alone
+                med = stats(self.results["runs"][wl][tool])[0]
+                if self.left() < n * (med + 1.0) + 5:
+                    self.results["notes"].append(f"alone {wl} {tool}: not run, the time ran out.")
+                    continue
+                self.attempt(f"alone {wl}", tool, lambda wl=wl, tool=tool, n=n: self.alone(wl, tool, n))
+                self.save()
+
+    def reserve(self, workloads):
+        """Seconds the cross-check of these workloads will take, from the first round's times."""
+        if not self.a.alone:
+            return 0.0
+        t = 0.0
+        for wl in workloads:
+            for tool, rs in self.results["runs"].get(wl, {}).items():
+                n = 1 if wl == "cold" or tool == "uv-legacy" else self.a.alone
+                t += n * (rs[0]["wall"] + 1.0)
+        return t
+
     def main(self):
         a = self.a
         self.probe()
         self.save()
-        plan = [w for w in a.workloads.split(",") if w]
+        plan = self.plan
         if "cold" in plan:
             last_round = 0.0
             for r in range(a.cold_rounds):
-                # Room for one more round like the last one (its tools one after another), with a margin.
-                if r and self.left() < 1.3 * last_round + 20:
+                # Room for one more round like the last one (its tools one after another), with a margin,
+                # and for the cross-check of the cold installs.
+                if r and self.left() < 1.3 * last_round + 20 + self.reserve(["cold"]):
                     self.results["notes"].append(f"cold: {r} round(s), the time ran out.")
                     break
                 t_round = time.time()
                 self.round_cold(r)
                 last_round = time.time() - t_round
                 self.save()
+            self.alone_all(["cold"])  # leaves each tool's cache full: the warm workloads' caches
+        later = [w for w in ("warm", "replace", "resolve-cold", "resolve-warm") if w in plan]
         if any(w in plan for w in ("warm", "replace", "resolve-warm", "checked")):
             t0 = time.time()
             self.attempt("prime", "all", self.prime)
@@ -481,7 +727,7 @@ class RealSet:
         for r in range(a.rounds):
             heavy = r < a.checked_rounds and any(w in plan for w in ("checked", "doctor"))
             expect = last.get(heavy, last.get(True, 0.0) * 0.5 if last else 0.0)
-            if r and self.left() < 1.2 * expect + 15:
+            if r and self.left() < 1.2 * expect + 15 + self.reserve(later):
                 self.results["notes"].append(f"{rounds_done} round(s) of the warm workloads: the time ran out.")
                 break
             t_round = time.time()
@@ -503,8 +749,24 @@ class RealSet:
             last[heavy] = time.time() - t_round
             self.results["rounds"] = rounds_done
             self.save()
+        self.alone_all([w for w in later if w != "replace"])
+        self.results["placement"] = {"work": self.work, "filesystem": self.results["probe"].get("filesystem"),
+                                     "same_fs_cache_venv": sorted({str(r.get("evidence", {}).get("same_fs"))
+                                                                   for row in self.results["runs"].values()
+                                                                   for rs in row.values() for r in rs if r.get("evidence")})}
+        self.results["wall_s"] = round(time.time() - self.t_start, 1)
         self.server.stop()
         self.save()
+
+    def cleanup(self):
+        """Frees the disk for the next call: everything under the work directory."""
+        if not self.a.keep_work:
+            self.run.rmtree(self.work)
+
+
+def disk_free(path):
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize / 2**30
 
 
 def meminfo(key):
@@ -578,7 +840,200 @@ def steps_line(rs):
 TARGETS = {"warm": 0.5, "cold": 0.6, "cold-primed": 0.6, "resolve-warm": 1.0}
 
 
-def write_report(results, path, before=None):
+ALONE_TOLERANCE = 0.15
+TIME_RESOLUTION_S = 0.01  # /usr/bin/time's %e
+
+
+def alone_figures(R, A, wl, tool):
+    """(harness median, alone median, relative difference, flagged) or None."""
+    rec = (A.get(wl) or {}).get(tool)
+    rs = (R.get(wl) or {}).get(tool)
+    if not rec or not rec.get("time") or not rs:
+        return None
+    med, alone = stats(rs)[0], statistics.median(rec["time"])
+    diff = (alone - med) / med if med else 0.0
+    # A difference under the timer's resolution is not one.
+    flagged = abs(diff) > ALONE_TOLERANCE and abs(alone - med) > TIME_RESOLUTION_S
+    return med, alone, diff, flagged
+
+
+def alone_verdict(R, A, wl):
+    out = []
+    for tool in (R.get(wl) or {}):
+        f = alone_figures(R, A, wl, tool)
+        if f:
+            out.append(f"{tool} {fs(f[1])}" + (f" **{f[2]:+.0%}, differs**" if f[3] else " ok"))
+    return "; ".join(out) or "–"
+
+
+def alone_section(R, A):
+    L = ["## Cross-check: each printed command alone", "",
+         "After a workload's rounds, each tool's command (as printed under \"Commands\" below) ran alone from a "
+         "shell, after its printed setup: `/usr/bin/time -f %e bash -c '<command>'`, 3 times (cold installs and "
+         f"uv-legacy once). A tool whose alone figure is more than {ALONE_TOLERANCE:.0%} from its rounds' median "
+         f"(and more than /usr/bin/time's {TIME_RESOLUTION_S * 1000:.0f} ms resolution) is flagged: then the rounds "
+         "measured something the command alone does not.", "",
+         "| job | tool | rounds (median) | alone (median; runs) | difference | |", "|---|---|---|---|---|---|"]
+    flagged = []
+    for wl, row in A.items():
+        for tool, rec in row.items():
+            f = alone_figures(R, A, wl, tool)
+            if not f:
+                continue
+            med, alone, diff, bad = f
+            runs = ", ".join(fs(x) for x in rec["time"])
+            L.append(f"| {wl} | {tool} | {fs(med)} | {fs(alone)} ({runs}) | {diff:+.0%} | {'**differs**' if bad else 'ok'} |")
+            if bad:
+                flagged.append(f"{tool} ({wl})")
+    L += ["", ("**Flagged**: " + ", ".join(flagged) + "." if flagged else "No tool's figures differ by more than "
+               f"{ALONE_TOLERANCE:.0%}."), ""]
+    return L
+
+
+def conditions_section(results):
+    """What a reader needs to know about the conditions, from what the run recorded."""
+    env = results.get("environment") or {}
+    R = results["runs"]
+    links = {}
+    for wl, row in R.items():
+        for tool, rs in row.items():
+            for r in rs:
+                ev = r.get("evidence")
+                if ev:
+                    links.setdefault(tool, {}).setdefault(ev["link"], 0)
+                    links[tool][ev["link"]] += 1
+    same = sorted({str(r["evidence"].get("same_fs")) for row in R.values() for rs in row.values() for r in rs
+                   if r.get("evidence") and "same_fs" in r["evidence"]})
+    frees = [r["disk_free_gib"] for row in R.values() for rs in row.values() for r in rs if r.get("disk_free_gib") is not None]
+    mems = [r["mem_available_kib"] for row in R.values() for rs in row.values() for r in rs if r.get("mem_available_kib")]
+    inh = env.get("tool_vars_inherited") or {}
+    L = ["## Conditions", "",
+         "- **Environment**: every tool runs under `env -i` with only the variables printed with its command "
+         "(below): " + ", ".join(f"`{k}`" for k in sorted(env.get("passed", {}))) + " passed from the harness's "
+         "environment, plus the tool's own (`SSL_CERT_FILE` for the loopback server's CA; envfix `ENVFIX_NO_NVML=1`, pip "
+         "`PIP_DISABLE_PIP_VERSION_CHECK=1`). Not passed (the harness's environment had them): "
+         + (", ".join(f"`{k}={v}`" for k, v in inh.items()) if inh else "no UV_/PIP_/PYTHON/ENVFIX_ variable")
+         + f"; {len(env.get('dropped_names', []))} variables in all.",
+         "- **Cache and venv**: each tool's cache (`--cache-dir` under the work directory) and the venv on one filesystem "
+         f"({results.get('probe', {}).get('filesystem', '?')}; same st_dev: {', '.join(same) or '?'}).",
+         "- **Link mode**: each tool's default (envfix `auto`, uv `clone`: both try a copy-on-write clone, then hard "
+         "links, then copies); the mode used, read back from the installed files (st_nlink > 1: hard links): "
+         + "; ".join(f"{t}: " + ", ".join(f"{m} ×{n}" for m, n in sorted(d.items())) for t, d in sorted(links.items())) + ".",
+         "- **Page cache**: not dropped between runs (warm is what a user re-installing has); `sync` before every timed "
+         "run, so that no tool waits for another's write-back. Dirty memory, available memory and free disk before each "
+         f"run are recorded: free disk {min(frees):.1f}–{max(frees):.1f} GiB, available memory "
+         f"{min(mems) / 2**20:.0f}–{max(mems) / 2**20:.0f} GiB." if frees and mems else
+         "- **Page cache**: not dropped between runs; `sync` before every timed run.",
+         "- **Order**: the tools' order is reversed every other round (A B C, C B A, …); the work directory starts "
+         "empty and is removed at the end (an earlier call's files filled the 64 GiB disk once).", ""]
+    return L
+
+
+def majority(rs, key):
+    v = [((r.get("evidence") or {}).get(key)) for r in rs]
+    v = [x for x in v if x is not None]
+    return max(set(v), key=v.count) if v else None
+
+
+def uv_section(results, before_results):
+    """uv warm in the harness before and after issue 35, and what the difference was."""
+    R = results["runs"]
+    fixed, legacy = (R.get("warm") or {}).get("uv"), (R.get("warm") or {}).get("uv-legacy")
+    if not fixed:
+        return []
+    inh = (results.get("environment") or {}).get("tool_vars_inherited") or {}
+    L = ["## uv warm in the harness: before and after issue 35", "",
+         "| harness | uv warm | cpu (user + sys) | link mode | .pyc written | from |", "|---|---|---|---|---|---|"]
+    if before_results:
+        old = (before_results["runs"].get("warm") or {}).get("uv") or []
+        if old:
+            L.append(f"| before (published) | {cell(old)} | {fs(statistics.median(r['cpu'] for r in old))} | not recorded | "
+                     f"not recorded | `{os.path.basename(before_results.get('_path', ''))}` |")
+
+    def row(name, rs, src):
+        u = statistics.median(r.get("cpu_user", 0) for r in rs)
+        sy = statistics.median(r.get("cpu_sys", 0) for r in rs)
+        pyc = statistics.median((r.get("evidence") or {}).get("pyc", 0) for r in rs)
+        return f"| {name} | {cell(rs)} | {fs(u)} + {fs(sy)} | {majority(rs, 'link') or '?'} | {pyc:.0f} | {src} |"
+    if legacy:
+        L.append(row("before, in this run (`uv-legacy`: the old environment)", legacy, "this run"))
+    L.append(row("after (`uv`: `env -i`, default link mode)", fixed, "this run"))
+    L += ["", "**What it was**: " + uv_cause(results, fixed, legacy, inh, before_results), ""]
+    return L
+
+
+def uv_cause(results, fixed, legacy, inh, before_results):
+    mf = stats(fixed)[0]
+    if not legacy:
+        return "this run has no `uv-legacy` rows (run it with the warm workload and `uv-legacy` in --workloads)."
+    ml = stats(legacy)[0]
+    lf, ll = majority(fixed, "link"), majority(legacy, "link")
+    pf = statistics.median((r.get("evidence") or {}).get("pyc", 0) for r in fixed)
+    pl = statistics.median((r.get("evidence") or {}).get("pyc", 0) for r in legacy)
+    uvvars = {k: v for k, v in inh.items() if k.startswith("UV_")}
+    found = []
+    if ll != lf:
+        found.append(f"the link mode: under the old environment uv installed by **{ll}** from its cache, under "
+                     f"`env -i` by **{lf}**" + (f" (the machine's environment sets `UV_LINK_MODE={inh['UV_LINK_MODE']}`, "
+                                                 "which the old harness passed on)" if "UV_LINK_MODE" in inh else ""))
+    if pl > 0 and pf == 0:
+        found.append(f"byte-code: under the old environment uv compiled {pl:.0f} `.pyc` files after installing"
+                     + (f" (`UV_COMPILE_BYTECODE={inh['UV_COMPILE_BYTECODE']}` in the machine's environment)"
+                        if "UV_COMPILE_BYTECODE" in inh else ""))
+    slower = ml > mf * (1 + ALONE_TOLERANCE)
+    text = f"uv warm {fs(ml)} under the old harness's environment against {fs(mf)} under `env -i`, in the same rounds"
+    if slower and found:
+        return text + ": " + "; and ".join(found) + ". envfix had neither (it runs with its default link mode and " \
+            "writes no byte-code)."
+    if slower:
+        return text + ". Neither the link mode nor byte-code differs; the old environment's uv variables were: " + \
+            (", ".join(f"`{k}={v}`" for k, v in uvvars.items()) or "none") + " — bench/real_set.md, \"uv warm\", takes it further."
+    old = ""
+    if before_results and (before_results["runs"].get("warm") or {}).get("uv"):
+        old = (f" The published figure ({fs(stats(before_results['runs']['warm']['uv'])[0])}) is not reproduced by the "
+               "old environment here, so the environment was not the cause: what changed is the state the old runs "
+               "started from (the harness now starts from an empty work directory and records free disk and memory "
+               "before each run; bench/real_set.md, \"uv warm\").")
+    seen = f" (what differed, at no cost here: {'; '.join(found)})" if found else ""
+    return text + ": the same within " + f"{ALONE_TOLERANCE:.0%}{seen}." + old
+
+
+def evidence_section(R):
+    L = ["## What each install did (medians per workload)", "",
+         "cpu from wait4 of the whole process tree; link mode and byte-code read back from the venv after the run; "
+         "free disk and available memory just before it.", "",
+         "| job | tool | wall | cpu user + sys | link mode | files (linked) | .pyc | free disk | available memory |",
+         "|---|---|---|---|---|---|---|---|---|"]
+    for wl in ("cold", "warm", "replace", "checked"):
+        for tool, rs in (R.get(wl) or {}).items():
+            if not any(r.get("evidence") or r.get("cpu_user") is not None for r in rs):
+                continue
+            ev = [r.get("evidence") or {} for r in rs]
+            med = lambda k, src: statistics.median(x.get(k, 0) or 0 for x in src)  # noqa: E731
+            mem = [r["mem_available_kib"] for r in rs if r.get("mem_available_kib")]
+            free = [r["disk_free_gib"] for r in rs if r.get("disk_free_gib") is not None]
+            L.append(f"| {wl} | {tool} | {fs(stats(rs)[0])} | {fs(med('cpu_user', rs))} + {fs(med('cpu_sys', rs))} | "
+                     f"{majority(rs, 'link') or '–'} | {med('files', ev):.0f} ({med('linked', ev):.0f}) | {med('pyc', ev):.0f} | "
+                     + (f"{min(free):.1f} GiB" if free else "–") + " | "
+                     + (f"{min(mem) / 2**20:.0f} GiB" if mem else "–") + " |")
+    return L + [""]
+
+
+def commands_section(results):
+    C = results.get("commands") or {}
+    if not C:
+        return []
+    L = ["## Commands: paste to repeat", "",
+         "Each timed run is the setup line, then the command (both through `bash -c`). The command carries its whole "
+         "environment (`env -i ...`; uv-legacy: `env -u ... VAR=...` on top of the shell's own, as the old harness "
+         "had it). Paths are the GPU machine's; stdout and stderr go to files as in the rounds.", ""]
+    for wl, row in C.items():
+        for tool, c in row.items():
+            L += [f"**{wl}, {tool}**", "", "```sh", c["setup"], c["command"], "```", ""]
+    return L
+
+
+def write_report(results, path, before=None, before_results=None):
     R = results["runs"]
     L = ["# envfix on the real torch set (GPU machine)", "",
          f"Generated by `bench/real_set.py` from `{os.path.relpath(path_of(results), SRC) if path_of(results) else 'results'}`; "
@@ -595,9 +1050,13 @@ def write_report(results, path, before=None):
          f"{len(results['index']['closure'])} distributions in the closure",
          "- **Rounds**: n in each cell; tools alternate within each round; median (min–max, n). "
          "`sync` before every timed run." + (" " + " ".join(" ".join(n.split()) for n in results["notes"]) if results["notes"] else ""), ""]
-    tools = ["envfix", "envfix-base", "uv", "pip"]
+    tools = ["envfix", "envfix-base", "uv", "pip"] + (["uv-legacy"] if any("uv-legacy" in row for row in R.values()) else [])
+    A = results.get("alone") or {}
+    if results.get("harness"):
+        L += conditions_section(results)
     L += ["## Wall time", "",
-          "| job | " + " | ".join(t for t in tools) + " | envfix/uv | target |", "|---|" + "---|" * (len(tools) + 2)]
+          "| job | " + " | ".join(t for t in tools) + " | envfix/uv | target |" + (" cross-check (alone) |" if A else ""),
+          "|---|" + "---|" * (len(tools) + 2 + bool(A))]
     for wl in ("cold", "cold-primed", "warm", "warm-after-uv-unsynced", "replace", "resolve-cold", "resolve-warm",
                "checked", "doctor-no-repro", "doctor"):
         if wl not in R:
@@ -610,10 +1069,18 @@ def write_report(results, path, before=None):
         verdict = "–"
         if tgt and ratio != "–":
             verdict = f"≤ {tgt}: " + ("met" if float(ratio) <= tgt else "**missed**")
-        L.append(f"| {wl} | " + " | ".join(cell(row.get(t)) for t in tools) + f" | {ratio} | {verdict} |")
+        L.append(f"| {wl} | " + " | ".join(cell(row.get(t)) for t in tools) + f" | {ratio} | {verdict} |"
+                 + (f" {alone_verdict(R, A, wl)} |" if A else ""))
     L += ["", "envfix-base is the envfix before this change (same run, same machine); `checked` is envfix warm with the "
           "kernel check of every shared object against the GPU and the smoke test on the GPU (uv and pip have neither); "
-          "`doctor` runs on the machine's own torch environment.", ""]
+          "`doctor` runs on the machine's own torch environment."
+          + (" `uv-legacy` is uv warm as the harness ran it before issue 35 (below)." if "uv-legacy" in tools else ""), ""]
+    if A:
+        L += alone_section(R, A)
+    if results.get("harness"):
+        L += uv_section(results, before_results)
+        L += evidence_section(R)
+        L += commands_section(results)
     L += ["## envfix phases (median)", "", "resolve and prepare from its stderr, the rest from `apply --format json` "
           "(`applied.timings`; the steps of the transaction where the build reports them).", "",
           "| job | tool | phases | transaction steps |", "|---|---|---|---|"]
@@ -676,12 +1143,25 @@ def main():
     ap.add_argument("--work", default="/tmp/real-set")
     ap.add_argument("--results", default="results-real.json")
     ap.add_argument("--report", default="")
+    ap.add_argument("--plan", choices=["custom", "h200"], default="custom",
+                    help="h200: what one device call measures (bench/real_set.md, \"One call\"): cold (3 rounds), warm with "
+                    "uv-legacy, resolve cold/warm (5 rounds), every printed command alone; --workloads/--*-rounds ignored")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cold-rounds", type=int, default=3)
     ap.add_argument("--pip-rounds", type=int, default=1, help="cold rounds that include pip (38 s each)")
     ap.add_argument("--checked-rounds", type=int, default=3)
     ap.add_argument("--deadline-s", type=float, default=480, help="start no new round after this many seconds")
     ap.add_argument("--workloads", default="cold,warm,replace,resolve-cold,resolve-warm,checked,doctor")
+    ap.add_argument("--alone", type=int, default=3, help="cross-check: runs of each printed command alone "
+                    "(cold and uv-legacy: once); 0: none")
+    ap.add_argument("--server", default="auto", choices=["auto", "python", "nginx"])
+    ap.add_argument("--synthetic", action="store_true", help="a tiny synthetic set instead of the machine's torch "
+                    "(the whole harness without a GPU; bench/real_set.md, \"Locally\")")
+    ap.add_argument("--envfix-args", default="", help="global options put before envfix's command (locally: "
+                    "'--driver 580.159.04' for a machine without the driver)")
+    ap.add_argument("--keep-work", action="store_true", help="leave the work directory (index, caches) in place")
+    ap.add_argument("--before", default="", metavar="RESULTS", help="with --report-only: an earlier run whose uv rows "
+                    "are the report's \"before\" (the harness before issue 35)")
     ap.add_argument("--report-only", metavar="RESULTS")
     ap.add_argument("--merge", nargs="*", default=[], help="with --report-only: later results whose workloads replace the first's")
     ap.add_argument("--exclude", nargs="*", default=[], metavar="FILE:WORKLOAD",
@@ -719,11 +1199,19 @@ def main():
             res["notes"].append(f"{what}: from the later run {later['date']} "
                                 f"({os.path.basename(extra)}, {later.get('rounds', '?')} round(s); "
                                 f"command `{later['command']}`)" + (" " + " ".join(later["notes"]) if later["notes"] else ""))
-        write_report(res, a.report or "performance-real.md", open(a.notes).read() if a.notes else None)
+        before = None
+        if a.before:
+            before = json.load(open(a.before))
+            before["_path"] = os.path.abspath(a.before)
+        write_report(res, a.report or "performance-real.md", open(a.notes).read() if a.notes else None, before)
         return
     if not a.bundle:
         ap.error("--bundle is required")
+    a.envfix_args = shlex.split(a.envfix_args)
+    if a.plan == "h200":
+        a.workloads, a.rounds, a.cold_rounds, a.pip_rounds = "cold,warm,uv-legacy,resolve-cold,resolve-warm", 5, 3, 0
     a.results = os.path.abspath(a.results)
+    a.bundle = os.path.abspath(a.bundle)
     rs = RealSet(a)
     try:
         rs.main()
@@ -731,6 +1219,9 @@ def main():
         rs.results["notes"].append(f"stopped early: {str(e)[:2000]}")
         rs.save()
         raise
+    finally:
+        rs.cleanup()
+    rs.results["_path"] = a.results
     if a.report:
         write_report(rs.results, a.report)
 

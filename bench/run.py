@@ -82,8 +82,8 @@ def timed(argv, env=None, cwd=None, stdout_path=None):
         out.close()
     with open(os.path.join(WORK, "last-stderr.txt"), "rb") as f:
         tail = f.read()[-3000:].decode(errors="replace")
-    return {"wall": wall, "rss_kib": ru.ru_maxrss, "anon_kib": peak_anon[0], "cpu": ru.ru_utime + ru.ru_stime, "rc": p.returncode,
-            "tail": tail}
+    return {"wall": wall, "rss_kib": ru.ru_maxrss, "anon_kib": peak_anon[0], "cpu": ru.ru_utime + ru.ru_stime,
+            "cpu_user": ru.ru_utime, "cpu_sys": ru.ru_stime, "rc": p.returncode, "tail": tail}
 
 
 def _tree(pid):
