@@ -12,6 +12,12 @@
 #   It runs cold (3 rounds), warm with uv also under the old harness's environment (uv-legacy), resolve
 #   cold/warm (5 rounds), then each printed command alone under /usr/bin/time; log in OUT/log-real.txt.
 #
+# The verified apply, doctor and verify on the real set (issue 35 item 5), in ONE call (about 6 minutes):
+#   carry: the same bundle; command: bench/h200.sh verified "$OUT"
+#   It runs the `checked` (warm apply with the kernel gate and the smoke test on the GPU) and `doctor`
+#   workloads, 3 rounds each, then `envfix verify` (repro + model) and `envfix doctor --format json`
+#   on the machine's own torch environment, each timed with /usr/bin/time (OUT/verified-*.txt).
+#
 # Usage (repository root on the GPU machine, the bundle and pip 23.2.1 carried along):
 #   bench/h200.sh PIECE OUT [ROUNDS]
 #   PIECE: real    the real torch set (above): envfix, uv; BUNDLE=path overrides the bundle
@@ -29,6 +35,21 @@ if [ "$piece" = real ]; then
   # The harness stops starting rounds at 480 s and saves after each; timeout is the last guard.
   timeout 540 python3 bench/real_set.py --bundle "$bundle" --plan h200 --work /tmp/real-set \
     --deadline-s 480 --results "$out/results-real.json" 2> >(tee "$out/log-real.txt" >&2)
+  exit
+fi
+if [ "$piece" = verified ]; then
+  rm -rf /tmp/real-set /tmp/rs /tmp/rs2 /tmp/rs3 /tmp/rs4 /tmp/bw /tmp/vf
+  bundle=${BUNDLE:-build/release/envfix-0.1.0-linux-x86_64.tar.gz}
+  mkdir -p /tmp/vf && tar -xzf "$bundle" -C /tmp/vf
+  E=$(ls -d /tmp/vf/envfix-*/bin/envfix)
+  py=/opt/torch/.venv/bin/python
+  for i in 1 2 3; do  # the machine's own environment, as a user runs them
+    /usr/bin/time -f "wall %e s" "$E" verify --python "$py" --format json >"$out/verified-verify-$i.json" 2>"$out/verified-verify-$i.txt" || true
+    /usr/bin/time -f "wall %e s" "$E" doctor --python "$py" --format json >"$out/verified-doctor-$i.json" 2>"$out/verified-doctor-$i.txt" || true
+  done
+  timeout 400 python3 bench/real_set.py --bundle "$bundle" --work /tmp/real-set --workloads checked,doctor \
+    --rounds 3 --checked-rounds 3 --alone 1 --deadline-s 330 --results "$out/results-verified.json" \
+    2> >(tee "$out/log-verified.txt" >&2)
   exit
 fi
 mkdir -p /tmp/e
