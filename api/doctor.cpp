@@ -626,6 +626,20 @@ std::vector<std::string> base_names(const std::vector<std::string>& v) {
   return out;
 }
 
+// "<label>: none of its N GPU modules has code for sm_XX (binaries read: a.so, b.so)": the framework's
+// and the extensions' arch-not-covered findings say it alike.
+std::string none_text(const std::string& label, const wheel::PackageCoverage& c, const std::string& arch) {
+  return fmt::format("{}: none of its {} GPU modules has code for {} (binaries read: {})", label, c.total(), arch,
+                     join(base_names(c.none_files), ", "));
+}
+
+// "<label>: K of N GPU modules lack code for sm_XX", and the files that lack it.
+std::string partial_text(const std::string& label, const wheel::PackageCoverage& c, const std::string& arch,
+                         std::string_view consequence) {
+  return fmt::format("{}: {} of {} GPU modules lack code for {}{} ({})", label, c.total() - c.runnable(), c.total(), arch,
+                     consequence, join(base_names(c.none_files.empty() ? c.partial_files : c.none_files), ", "));
+}
+
 // What one dist's binaries hold, and per GPU of the host what runs (wheel/coverage.hpp).
 KernelSummary summarize(probe::InstalledKernels ik, const std::vector<probe::GpuInfo>& gpus) {
   KernelSummary ks;
@@ -662,16 +676,11 @@ void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_
       if (c.has_gpu_code()) {
         auto label = fmt::format("{} {}", p.dist->name, p.dist->version.to_string());
         if (c.verdict == wheel::Verdict::none)
-          add(r, "arch-not-covered", "error",
-              fmt::format("{}: none of its {} GPU modules has code for {} (binaries read: {})", label, c.total(),
-                          gc.arch, join(base_names(c.none_files), ", ")),
+          add(r, "arch-not-covered", "error", none_text(label, c, gc.arch),
               "install a build that covers this GPU (see the fix command below)");
         else if (c.verdict == wheel::Verdict::partial)
           add(r, "arch-partly-covered", "warning",
-              fmt::format("{}: {} of {} GPU modules lack code for {} — a small test may pass and the full app fail "
-                          "({})",
-                          label, c.total() - c.runnable(), c.total(), gc.arch,
-                          join(base_names(c.none_files.empty() ? c.partial_files : c.none_files), ", ")),
+              partial_text(label, c, gc.arch, " — a small test may pass and the full app fail"),
               "install a build with full coverage for this GPU (see the fix command below)");
         else if (c.jit_only)
           add(r, "ptx-jit-only", "warning",
@@ -748,18 +757,11 @@ void judge_extension(DoctorReport& r, ExtensionReport& e) {
     if (!c.has_gpu_code()) continue;
     if (c.verdict == wheel::Verdict::none) {
       uncovered.push_back(*specs::ComputeCapability::parse(gc.arch));
-      add(r, "extension-arch-not-covered", "error",
-          fmt::format("{}: none of its {} GPU modules has code for {} (binaries read: {})", label, c.total(), gc.arch,
-                      join(base_names(c.none_files), ", ")),
-          "");
+      add(r, "extension-arch-not-covered", "error", none_text(label, c, gc.arch), "");
     } else if (c.verdict == wheel::Verdict::partial) {
       uncovered.push_back(*specs::ComputeCapability::parse(gc.arch));
       add(r, "extension-arch-partly-covered", "warning",
-          fmt::format("{}: {} of {} GPU modules lack code for {}: the operators in them fail with \"no kernel image\" "
-                      "({})",
-                      label, c.total() - c.runnable(), c.total(), gc.arch,
-                      join(base_names(c.none_files.empty() ? c.partial_files : c.none_files), ", ")),
-          "");
+          partial_text(label, c, gc.arch, ": the operators in them fail with \"no kernel image\""), "");
     }
   }
   if (!e.requirement_met)
