@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <set>
 
@@ -471,33 +472,41 @@ void check_dists(DoctorReport& r) {
 
 // ---------------------------------------------------------------- step 3: repro
 
-void run_repro(DoctorReport& r, FrameworkReport& s, const DoctorRequest& opt,
-               const std::function<std::vector<StepOutcome>(const std::vector<std::string>&)>& run_steps) {
+using StepRunner = std::function<std::vector<StepOutcome>(const std::vector<std::string>&)>;
+
+// The repro's steps for one framework, or none (its note then says why it is skipped).
+std::optional<std::vector<std::string>> repro_steps(const DoctorReport& r, FrameworkReport& s, const DoctorRequest& opt,
+                                                    const StepRunner& run_steps) {
   auto& rp = s.repro;
   if (opt.no_repro) {
     rp.note = "skipped (--no-repro)";
-    return;
+    return std::nullopt;
   }
-  if (!r.facts.python) return;
+  if (!r.facts.python) return std::nullopt;
   bool have_main = std::any_of(s.packages.begin(), s.packages.end(), [](auto& p) { return p.role == "main"; });
   if (!have_main) {
     rp.note = "skipped: the framework is not installed";
-    return;
+    return std::nullopt;
   }
   if (!s.fw || s.fw->smoke.step_a.empty() || s.fw->smoke.step_b.empty()) {
     rp.note = fmt::format("skipped: the matrices define no smoke test for {}", s.fw ? s.fw->name : "this framework");
-    return;
+    return std::nullopt;
   }
   if (r.facts.gpus.empty()) {
     rp.note = "skipped: no GPU";
-    return;
+    return std::nullopt;
   }
   if (!run_steps) {
     rp.note = "skipped: no interpreter to run it in";
-    return;
+    return std::nullopt;
   }
   // Step A before step B (the troubleshooting order), in one interpreter (api/smoke.hpp).
-  const auto outcomes = run_steps({s.fw->smoke.step_a, s.fw->smoke.step_b});
+  return std::vector<std::string>{s.fw->smoke.step_a, s.fw->smoke.step_b};
+}
+
+// The findings of one framework's repro, from the outcomes of its steps.
+void judge_repro(DoctorReport& r, FrameworkReport& s, const std::vector<StepOutcome>& outcomes) {
+  auto& rp = s.repro;
   std::size_t next = 0;
   auto run = [&](const std::string&, std::string& status) -> bool {
     const StepOutcome res = next < outcomes.size() ? outcomes[next++] : StepOutcome{false, "not run"};
@@ -934,9 +943,16 @@ DoctorReport diagnose(const Options& g, const DoctorRequest& opt, DoctorInputs i
   check_base(r);
   // Step 3 and 4.
   const std::string zstd_driver = r.knowledge ? r.knowledge->min_driver(specs::kZstdMinCuda).value_or("") : "";
-  for (auto& s : r.frameworks) {
+  // Each framework's repro in its own interpreter, all at once (torch and jax each spend seconds
+  // importing and initialising CUDA); judged in order, so the report reads as if run one by one.
+  std::vector<std::future<std::vector<StepOutcome>>> repros(r.frameworks.size());
+  for (std::size_t i = 0; i < r.frameworks.size(); ++i)
+    if (auto steps = repro_steps(r, r.frameworks[i], opt, in.run_steps))
+      repros[i] = std::async(std::launch::async, in.run_steps, std::move(*steps));
+  for (std::size_t i = 0; i < r.frameworks.size(); ++i) {
+    auto& s = r.frameworks[i];
     auto n = r.findings.size();
-    run_repro(r, s, opt, in.run_steps);
+    if (repros[i].valid()) judge_repro(r, s, repros[i].get());
     check_matrices(r, s);
     check_kernels(r, s, zstd_driver, opt, in.kernels);
     check_back_to_stable(r, s, in.evidence.get());

@@ -126,7 +126,8 @@ struct DoctorInputs {
   // The kernels of an installed dist (null: none are read, as with --no-kernels).
   std::function<Expected<probe::InstalledKernels>(const probe::InstalledDist&)> kernels;
   // Runs the repro's steps (step A, step B) in order in the target interpreter, up to the first
-  // that fails: one outcome each, fewer when one failed (null: the repro is not run).
+  // that fails: one outcome each, fewer when one failed (null: the repro is not run). Called once per
+  // framework, the frameworks' calls at the same time from their own threads.
   std::function<std::vector<StepOutcome>(const std::vector<std::string>& codes)> run_steps;
   // Builds read before (null: none); a stable build they show not fully covering a GPU is never suggested.
   std::shared_ptr<const wheel::EvidenceStore> evidence;
