@@ -603,6 +603,38 @@ std::vector<index::Candidate> locked_candidates(const lockfile::LockTarget& chos
   return cands;
 }
 
+// apply --locked --mirror M: the locked files of the framework's index, re-pointed from the mirror the
+// lock was made against (its target's index less the channel template's tail) to M; each is still
+// checked against its locked sha256, so a mirror cannot change what is installed. Said, never silent.
+void repoint_to_mirror(std::vector<index::Candidate>& cands, const lockfile::LockTarget& chosen,
+                       const matrices::Framework* fw, std::string mirror, ApplyReporter& rep) {
+  if (mirror.empty()) return;
+  while (mirror.ends_with('/')) mirror.pop_back();
+  std::string old;
+  if (fw)
+    if (auto def = fw->index_url(chosen.channel, chosen.variant); def && def->starts_with(fw->default_mirror)) {
+      const std::string tail = def->substr(fw->default_mirror.size());
+      if (chosen.index.ends_with(tail)) old = chosen.index.substr(0, chosen.index.size() - tail.size());
+    }
+  while (old.ends_with('/')) old.pop_back();
+  std::size_t moved = 0, kept = 0;
+  for (auto& c : cands) {
+    if (c.url.starts_with("file://")) continue; // a --find-links copy serves it
+    if (!old.empty() && old != mirror && c.url.starts_with(old + "/")) {
+      c.url = mirror + c.url.substr(old.size());
+      ++moved;
+    } else ++kept;
+  }
+  if (moved)
+    rep.note(fmt::format("--mirror: {} locked file{} re-pointed from {} to {} (each checked against its locked sha256)", moved,
+                         moved == 1 ? "" : "s", index::redact_url(old), index::redact_url(mirror)));
+  if (kept)
+    rep.warning(fmt::format("--mirror: {} locked file{} not from the framework's index{} are fetched from where the "
+                            "lock names them",
+                            kept, kept == 1 ? "" : "s",
+                            old.empty() ? std::string(" (the lock names no framework index --mirror replaces)") : std::string()));
+}
+
 // The checks a resolved plan gets, on what --locked changes: every locked package replaces its
 // installed namesake (conda's are refused here too), and pip check of the after-state (a lock made
 // elsewhere may break a neighbour).
@@ -649,7 +681,9 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
   ENVFIX_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
   auto client = ENVFIX_TRY(make_index_client(g));
 
-  const std::vector<index::Candidate> cands = locked_candidates(*chosen, g.find_links);
+  std::vector<index::Candidate> cands = locked_candidates(*chosen, g.find_links);
+  repoint_to_mirror(cands, *chosen, !lock.framework.empty() && knowledge ? knowledge->framework(lock.framework) : nullptr,
+                    g.mirror, rep);
   std::set<std::string> lock_names;
   for (const auto& p : chosen->packages) lock_names.insert(p.name);
   ApplyReport report;

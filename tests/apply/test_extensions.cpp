@@ -126,4 +126,34 @@ TEST_CASE("a GPU extension without the GPU's arch: doctor names it; apply replac
   }
 }
 
+// Issue 33, item 8: a lock made against one mirror, applied behind another (`--locked --mirror`): the
+// framework index's files are re-pointed by the lock's own index and checked by their locked hashes,
+// and apply says so. The first mirror's tree is gone, so without re-pointing every download 404s.
+TEST_CASE("apply --locked --mirror re-points the framework index's locked files to the mirror, and says so") {
+  World w(index_with({{"0.0.30", "120"}}));
+  auto ve = w.venv("venv");
+  Target t{w, ve};
+  auto lock = w.envfix(t({"lock", "torch", "xformers", "-o", w.lockfile().string()}));
+  REQUIRE(lock.rc == 0);
+  const auto text = slurp(w.lockfile());
+  REQUIRE(text.find(w.base_url() + "/pt/whl/files/") != std::string::npos);
+  fs::create_directories(w.index_dir() / "mirror2");
+  fs::rename(w.index_dir() / "pt", w.index_dir() / "mirror2" / "pt");
+  const std::string second = w.base_url() + "/mirror2/pt/whl";
+  auto locked = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a{"apply", "--locked", "--lockfile", w.lockfile().string(), "--yes", "--no-verify",
+                               "--python", (ve / "bin/python").string(), "--gpu", "sm_120", "--driver", "580.65.06"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return w.envfix(a);
+  };
+  auto gone = locked({});
+  CHECK(gone.rc != 0); // the lock's own URLs answer 404 now
+  auto a = locked({"--mirror", second});
+  REQUIRE(a.rc == 0);
+  CHECK(a.err.find("--mirror: 2 locked files re-pointed from " + w.base_url() + "/pt/whl to " + second) != std::string::npos);
+  CHECK(w.pip_list(ve).at("xformers") == "0.0.30");
+  CHECK(w.pip_list(ve).at("torch") == "2.7.0+cu128");
+  CHECK(slurp(w.lockfile()) == text); // applying a lock never rewrites it
+}
+
 } // TEST_SUITE
