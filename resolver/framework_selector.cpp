@@ -540,6 +540,15 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
   return true;
 }
 
+// The first toolkit whose nvcc has code for every GPU of the host: the newest of each GPU's first.
+std::optional<specs::CudaVersion> newest_first_toolkit(const Pass& p) {
+  std::optional<specs::CudaVersion> min_cuda;
+  if (p.spec.first_toolkit)
+    for (const auto& g : p.host.gpus)
+      if (auto t = p.spec.first_toolkit(g); t && (!min_cuda || *t > *min_cuda)) min_cuda = t;
+  return min_cuda;
+}
+
 // What to build from source: the pinned release, else the newest one the host turned down; the
 // newest toolkit any GPU needs first.
 SourceBuild source_build_of(const Pass& p) {
@@ -551,9 +560,7 @@ SourceBuild source_build_of(const Pass& p) {
     for (const auto& r : p.out.rejected)
       if (r.name == b.framework && r.reason == RejectReason::arch_not_covered)
         if (auto v = specs::Version::parse(r.version); v && !v->is_prerelease() && (!b.version || *v > *b.version)) b.version = *v;
-  if (p.spec.first_toolkit)
-    for (const auto& g : p.host.gpus)
-      if (auto t = p.spec.first_toolkit(g); t && (!b.min_cuda || *t > *b.min_cuda)) b.min_cuda = t;
+  b.min_cuda = newest_first_toolkit(p);
   return b;
 }
 
@@ -588,10 +595,7 @@ Error no_set_error(Pass& p) {
     e.message = fmt::format("no build of {} on the index has code for {} and fits {} {}", join(names),
                             gpu_list(p.host.gpus), main, against);
     std::vector<std::string> recipes;
-    std::optional<specs::CudaVersion> min_cuda;
-    if (p.spec.first_toolkit)
-      for (const auto& g : p.host.gpus)
-        if (auto t = p.spec.first_toolkit(g); t && (!min_cuda || *t > *min_cuda)) min_cuda = t;
+    const auto min_cuda = newest_first_toolkit(p);
     for (const auto& n : names)
       recipes.push_back(extension_build_recipe({n, std::nullopt, main, p.extension_against, p.host.gpus, min_cuda}));
     e.hint = util::join(recipes, "; ");
