@@ -140,14 +140,17 @@ std::optional<Phase> phase_of(installer::TxnPhase p) {
   return std::nullopt;
 }
 
-// The smoke test, unless --no-verify: on the GPU; on the CPU when the host has none or the new set
-// is a CPU build (a CUDA step would fail there for the wrong reason).
+// The smoke test, unless --no-verify: on the GPU; on the CPU when the host has none, the GPUs are
+// planned (--gpu: not this machine's, as verify does) or the new set is a CPU build (a CUDA step
+// would fail there for the wrong reason).
 std::vector<SmokeStep> plan_smoke(const Host& host, const std::vector<std::string>& wheel_names, const ApplyRequest& o,
                                   const matrices::Framework* framework, std::string_view variant, Smoke& smoke) {
   const auto* v = framework ? framework->variant(variant) : nullptr;
   const bool cpu_build = v && v->kind == "cpu";
-  const bool on_cpu = host.gpus.empty() || cpu_build;
-  const std::string why_cpu = host.gpus.empty() ? "no GPU" : "CPU build";
+  const bool on_cpu = host.gpus.empty() || host.gpus_planned || cpu_build;
+  const std::string why_cpu = cpu_build           ? "CPU build"
+                              : host.gpus_planned ? "planned GPUs (--gpu) are not this machine's"
+                                                  : "no GPU";
   std::vector<SmokeStep> steps;
   if (framework && !o.no_verify) {
     std::vector<std::string> present = wheel_names;
@@ -189,6 +192,7 @@ Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, ins
   installer::TransactionOptions to;
   to.break_system_packages = o.break_system_packages;
   to.keep_backup = !o.no_backup;
+  to.keep_backups = o.keep_backups;
   to.unpacked_cache = in.unpacked_cache;
   std::string mode = !o.link_mode.empty() ? o.link_mode : util::get_env("ENVFIX_LINK_MODE").value_or("auto");
   auto link_mode = installer::parse_link_mode(mode);

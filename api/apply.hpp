@@ -20,6 +20,7 @@ struct ApplyRequest {
   bool no_verify = false;
   bool no_rollback = false;       // keep the new set when the smoke test fails
   bool no_backup = false;
+  unsigned keep_backups = 2;  // --keep-backups: rollback steps kept (installer/transaction.hpp)
   bool break_system_packages = false;
   bool allow_unhashed = false;
   bool pre = false;

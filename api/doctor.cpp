@@ -525,19 +525,42 @@ void judge_repro(DoctorReport& r, FrameworkReport& s, const std::vector<StepOutc
                     join(archs, ", "), step),
         "install a build whose kernels include this architecture (see the fix command below)");
   };
+  // The guide's second and third layers: the repro runs with CUDA_LAUNCH_BLOCKING=1 (api/smoke_run.cpp),
+  // so its failing step is the failing launch; the user's own program reports kernel errors
+  // asynchronously, at a later call. Said with the finding, with the command that makes it precise.
+  auto async = [&](std::string_view step, std::string_view op) {
+    if (cuda_error_class(rp.error).empty()) return std::string();
+    return fmt::format(
+        "; the repro ran with CUDA_LAUNCH_BLOCKING=1, so the failing operator is {}'s {}. In your own program CUDA "
+        "reports kernel errors asynchronously: its traceback may point at a later call than the operator that "
+        "failed; `envfix verify --app '<your command>' --sync` runs it with CUDA_LAUNCH_BLOCKING=1 (slower) to stop "
+        "at the failing launch",
+        step, op);
+  };
   if (!run(s.fw->smoke.step_a, rp.step_a)) {
     const bool arch = no_image();
+    // Planned GPUs (--gpu) are another machine's: step A failing here says only that this one
+    // cannot reach them, not that the planned machine is broken.
+    if (r.facts.gpus_planned && !arch) {
+      rp.note = "step A failed on this machine, whose GPUs are not the planned ones (--gpu); run doctor on that "
+                "machine for its repro";
+      add(r, "repro-not-here", "info", fmt::format("the repro could not reach a GPU here: {}", rp.error),
+          "the GPUs are planned (--gpu): run doctor on the machine that has them");
+      return;
+    }
     add(r, "repro-failed", "error", fmt::format("step A (move a tensor to the GPU) failed: {}", rp.error),
-        arch ? "the installed build has no kernels for this GPU's architecture"
-             : "the framework cannot reach the GPU: check the driver, CUDA_VISIBLE_DEVICES and a CPU-only build");
+        (arch ? std::string("the installed build has no kernels for this GPU's architecture")
+              : std::string("the framework cannot reach the GPU: check the driver, CUDA_VISIBLE_DEVICES and a CPU-only build")) +
+            async("step A", "host-to-device copy"));
     if (arch) missing_arch("step A");
     return;
   }
   if (!run(s.fw->smoke.step_b, rp.step_b)) {
     const bool arch = no_image();
     add(r, "repro-failed", "error", fmt::format("step B (run a matmul on the GPU) failed: {}", rp.error),
-        arch ? "the installed build has no kernels for this GPU's architecture"
-             : "a kernel failed on the GPU; rerun with -v for the details");
+        (arch ? std::string("the installed build has no kernels for this GPU's architecture")
+              : std::string("a kernel failed on the GPU; rerun with -v for the details")) +
+            async("step B", "matmul"));
     if (arch) missing_arch("step B");
   }
 }
@@ -978,7 +1001,7 @@ Expected<DoctorReport> doctor(const Options& o, const DoctorRequest& opt) {
   in.base = probe::probe_base_env(in.facts);
 
   const fs::path cache = run_cache_dir(o);
-  auto store = cache.empty() ? nullptr : std::make_shared<wheel::EvidenceStore>(cache / wheel::evidence_dir_name);
+  auto store = cache.empty() ? nullptr : std::make_shared<wheel::EvidenceStore>(evidence_store_at(cache));
   in.evidence = store;
   in.kernels = [store](const probe::InstalledDist& d) -> Expected<probe::InstalledKernels> {
     auto ik = ENVFIX_TRY(probe::read_installed_kernels(d, store.get(), util::default_threads()));

@@ -2,6 +2,8 @@
 #include "api/host.hpp"
 
 #include <charconv>
+#include <mutex>
+#include <set>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -162,9 +164,19 @@ Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Options& o
   return std::make_unique<index::IndexClient>(std::move(client));
 }
 
-wheel::EvidenceStore evidence_store(const index::IndexClient& client) {
-  return wheel::EvidenceStore(client.cache_dir() / wheel::evidence_dir_name);
+wheel::EvidenceStore evidence_store_at(const fs::path& cache) {
+  // An older envfix's store is migrated once per cache and run (wheel/kernel_evidence.hpp), and said.
+  static std::mutex mu;
+  static std::set<fs::path> migrated;
+  if (std::lock_guard lock(mu); migrated.insert(cache).second) {
+    auto m = wheel::migrate_evidence_v1(cache);
+    if (!m) util::cache_notice(m.error().message + " (kernel evidence of the older store not migrated)");
+    else if (*m) util::cache_notice((*m)->to_string());
+  }
+  return wheel::EvidenceStore(cache / wheel::evidence_dir_name);
 }
+
+wheel::EvidenceStore evidence_store(const index::IndexClient& client) { return evidence_store_at(client.cache_dir()); }
 
 fs::path run_cache_dir(const Options& o, bool create) {
   fs::path dir = o.cache_dir;

@@ -50,6 +50,8 @@ struct HostNeeds {
 [[nodiscard]] Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Options& o);
 // <cache>/evidence-v2: the kernel facts read from binaries (wheel/kernel_evidence.hpp).
 [[nodiscard]] wheel::EvidenceStore evidence_store(const index::IndexClient& client);
+// The same for a cache directory already opened (util::open_cache).
+[[nodiscard]] wheel::EvidenceStore evidence_store_at(const std::filesystem::path& cache);
 // The cache directory this run uses outside the index client (interpreter probes, evidence): --cache-dir
 // or the default, through util::open_cache (another user's cache gives a private temporary one); empty
 // when there is none. `create`: make it when missing.

@@ -59,26 +59,15 @@ lockfile::LockedHost lock_host(const PlanContext& ctx) {
   return lh;
 }
 
+// What the matrices claim for the main package (verified: false). Never what this machine's cache
+// has read: a lock is the same bytes for the same index whatever the cache holds (issue 33 item 8);
+// `verified: true` comes only from the binaries an apply's kernel check read in its own run, or
+// from the lock being updated, for the same file.
 std::map<std::string, lockfile::LockedKernels> claimed_kernels(const PlanContext& ctx) {
   std::map<std::string, lockfile::LockedKernels> out;
   if (!ctx.spec || !ctx.knowledge || !ctx.framework_index) return out;
-  // What a binary said beats the table: a build the kernel gate read before from this very file (its
-  // record keyed by the locked sha256, wheel/kernel_evidence.hpp) is recorded as verified.
-  if (ctx.client) {
-    auto store = evidence_store(*ctx.client);
-    for (const auto& p : ctx.resolution.pins) {
-      auto wf = specs::WheelFilename::parse(p.file.filename);
-      if (!wf || !p.file.sha256) continue;
-      auto e = store.build(*p.file.sha256);
-      if (!e || e->files.empty() || !wheel::same_wheel(e->key, wheel::build_key(*wf, ctx.framework_index->variant))) continue;
-      lockfile::LockedKernels k;
-      for (const auto& a : wheel::archs_of(e->files)) (a.kind == specs::GpuArch::Kind::sass ? k.sass : k.ptx).push_back(a.to_string());
-      k.verified = true;
-      out[p.name] = std::move(k);
-    }
-  }
   const auto* pin = ctx.resolution.find(specs::normalize_name(ctx.spec->main_package));
-  if (!pin || out.contains(pin->name)) return out;
+  if (!pin) return out;
   for (const auto& vb : ctx.knowledge->variants_for(ctx.spec->name, pin->version, ctx.host.platform)) {
     if (vb.variant != ctx.framework_index->variant || (!vb.sass && !vb.ptx)) continue;
     lockfile::LockedKernels k;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 
+#include "api/host.hpp"
 #include "index/index_client.hpp"
 #include "util/cache_trust.hpp"
 #include "specs/name.hpp"
@@ -167,7 +168,7 @@ std::vector<LearnedBuild> learned_builds(const matrices::Knowledge& k, const mat
     for (const auto& p : f.kernel_packages(var.name)) projects.insert(specs::normalize_name(p));
   }
   std::vector<LearnedBuild> out;
-  for (auto& e : wheel::EvidenceStore(dir / wheel::evidence_dir_name).builds()) {
+  for (auto& e : evidence_store_at(dir).builds()) {
     if (!projects.contains(specs::normalize_name(e.key.project))) continue;
     if (version) {
       auto v = specs::Version::parse(e.key.version);

@@ -195,6 +195,10 @@ void add_apply_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--no-verify", o->request.no_verify, "Skip the smoke test after installing");
   cmd->add_flag("--no-rollback", o->request.no_rollback, "Leave the new set installed when the smoke test fails");
   cmd->add_flag("--no-backup", o->request.no_backup, "Do not keep the removed files for `envfix rollback`");
+  cmd->add_option("--keep-backups", o->request.keep_backups,
+                  "How many applies keep their backup, this one included: `envfix rollback` undoes them newest first, "
+                  "one per call (default 2)")
+      ->check(CLI::Range(1u, 50u));
   cmd->add_flag("--break-system-packages", o->request.break_system_packages, "Allow modifying an externally managed (PEP 668) interpreter");
   cmd->add_option("--venv", o->request.venv, "Create (or reuse) a venv at PATH and install into it");
   cmd->add_option("--link-mode", o->request.link_mode,

@@ -60,28 +60,39 @@ void add_rollback_command(CLI::App& app, Globals& g) {
       else human(fmt::format("Deleted the kept backup ({})", human_bytes(*freed)));
       return;
     }
-    auto last = installer::last_backup(*target);
-    if (!last) {
-      g.exit_code = fail(last.error());
+    auto kept = installer::kept_backups(*target);
+    if (!kept) {
+      g.exit_code = fail(kept.error());
       return;
     }
-    if (!*last) {
+    if (kept->empty()) {
       g.exit_code = fail(Error{ErrorCode::not_found,
                                     fmt::format("nothing to roll back in {}", target->prefix.string()),
                                     {},
-                                    "only the last envfix transaction kept with a backup can be undone"});
+                                    "only envfix transactions applied with a backup can be undone (`envfix apply --keep-backups N` keeps N)"});
       return;
     }
-    const auto& b = **last;
+    const auto& b = kept->front();
+    // The steps after this one: each `rollback` undoes the newest (apply --keep-backups).
+    const std::size_t more = kept->size() - 1;
+    auto more_line = [](std::size_t n) {
+      return fmt::format("{} older step{} kept: `envfix rollback` again undoes {}", n, n == 1 ? "" : "s",
+                         n == 1 ? "it" : "them one at a time, newest first");
+    };
     if (*dry) {
       if (g.format == "json") {
+        auto older = nlohmann::json::array();
+        for (std::size_t i = 1; i < kept->size(); ++i)
+          older.push_back({{"id", (*kept)[i].id}, {"backup_bytes", (*kept)[i].bytes}, {"would_restore", refs((*kept)[i].removed)},
+                           {"would_remove", refs((*kept)[i].installed)}});
         machine(nlohmann::json{{"id", b.id}, {"backup_bytes", b.bytes}, {"would_restore", refs(b.removed)},
-                               {"would_remove", refs(b.installed)}}
+                               {"would_remove", refs(b.installed)}, {"older", older}}
                     .dump());
       } else {
         human(fmt::format("Would undo transaction {} (backup: {})", b.id, human_bytes(b.bytes)));
         for (const auto& d : b.installed) human(fmt::format(" - {}=={}", d.name, d.version));
         for (const auto& d : b.removed) human(fmt::format(" + {}=={}", d.name, d.version));
+        if (more) human(more_line(more));
       }
       return;
     }
@@ -92,13 +103,14 @@ void add_rollback_command(CLI::App& app, Globals& g) {
     }
     if (g.format == "json") {
       machine(nlohmann::json{{"id", r->id}, {"restored", refs(r->restored)}, {"removed", refs(r->removed)},
-                             {"freed_bytes", r->freed_bytes}}
+                             {"freed_bytes", r->freed_bytes}, {"steps_left", more}}
                   .dump());
     } else {
       human(fmt::format("Rolled back transaction {}", r->id));
       for (const auto& d : r->removed) human(fmt::format(" - {}=={}", d.name, d.version));
       for (const auto& d : r->restored) human(fmt::format(" + {}=={}", d.name, d.version));
       human(fmt::format("Freed {} of backup", human_bytes(r->freed_bytes)));
+      if (more) human(more_line(more));
     }
   });
 

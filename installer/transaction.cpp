@@ -578,9 +578,8 @@ Expected<std::vector<std::string>> recover_locked(const InstallTarget& target) {
       break;
     }
   }
-  // Pass 2: only the newest committed transaction keeps its backup.
-  auto dirs = txn_dirs(prefix);
-  for (std::size_t i = 0; i + 1 < dirs.size(); ++i) discard_txn(dirs[i], roots);
+  // What is left are committed applies: the rollback stack, which each commit bounds
+  // (TransactionOptions::keep_backups).
   return actions;
 }
 
@@ -918,9 +917,10 @@ void journal_ops(FileSets files, std::vector<WheelInstallPlan>& plans, const Ins
   meta.aux = aux.dirs();
 }
 
-// Step 4 of run(), after commit: drop staging, keep (or drop) the backup, forget older backups.
+// Step 4 of run(), after commit: drop staging, keep (or drop) the backup, forget backups older
+// than the newest `keep` (this one included).
 void clean_up_committed(const fs::path& txn_dir, const TxnMeta& meta, const Roots& roots, const fs::path& prefix,
-                        bool keep_backup, TransactionResult& result) {
+                        bool keep_backup, unsigned keep, TransactionResult& result) {
   remove_tree(txn_dir / "staging");
   for (const auto& a : meta.aux) {
     remove_tree(a / "stage");
@@ -929,8 +929,16 @@ void clean_up_committed(const fs::path& txn_dir, const TxnMeta& meta, const Root
   }
   if (!keep_backup) discard_txn(txn_dir, roots);
   else result.backup_bytes = backup_bytes_of(txn_dir, roots);
-  for (const auto& d : txn_dirs(prefix))
-    if (d.filename() != meta.id) discard_txn(d, roots);
+  unsigned kept = keep_backup ? 1 : 0;
+  auto dirs = txn_dirs(prefix);
+  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+    if (it->filename() == meta.id) continue;
+    if (kept < keep && read_state(*it) == TxnState::committed) {
+      ++kept;
+      continue;
+    }
+    discard_txn(*it, roots);
+  }
 }
 
 } // namespace
@@ -1015,7 +1023,7 @@ Expected<TransactionResult> Transaction::run() {
   ENVFIX_TRY_VOID(execute(txn_dir, meta, m_target.prefix, roots, hooks));
 
   // 4. Committed.
-  clean_up_committed(txn_dir, meta, roots, m_target.prefix, m_options.keep_backup, result);
+  clean_up_committed(txn_dir, meta, roots, m_target.prefix, m_options.keep_backup, m_options.keep_backups, result);
   clock.mark("cleanup");
   return result;
 }
@@ -1030,9 +1038,10 @@ Expected<RecoverResult> recover(const InstallTarget& target, bool wait_for_lock)
   return r;
 }
 
-Expected<std::optional<BackupInfo>> last_backup(const InstallTarget& target) {
+Expected<std::vector<BackupInfo>> kept_backups(const InstallTarget& target) {
   const Roots roots = scheme_roots(target);
   auto dirs = txn_dirs(target.prefix);
+  std::vector<BackupInfo> out;
   for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
     if (read_state(*it) != TxnState::committed) continue;
     auto meta = read_meta(*it, false);
@@ -1043,9 +1052,15 @@ Expected<std::optional<BackupInfo>> last_backup(const InstallTarget& target) {
     b.bytes = backup_bytes_of(*it, roots);
     b.installed = meta->installed;
     b.removed = meta->removed;
-    return std::optional<BackupInfo>(std::move(b));
+    out.push_back(std::move(b));
   }
-  return std::optional<BackupInfo>{};
+  return out;
+}
+
+Expected<std::optional<BackupInfo>> last_backup(const InstallTarget& target) {
+  auto all = ENVFIX_TRY(kept_backups(target));
+  if (all.empty()) return std::optional<BackupInfo>{};
+  return std::optional<BackupInfo>(std::move(all.front()));
 }
 
 Expected<std::uint64_t> drop_backups(const InstallTarget& target) {
@@ -1173,7 +1188,7 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
   if (!last)
     return make_error(ErrorCode::not_found,
                       fmt::format("nothing to roll back in {}", target.prefix.string()),
-                      "only the last transaction applied with a backup can be rolled back");
+                      "only transactions applied with a backup can be rolled back (apply --keep-backups N keeps N)");
   auto old = ENVFIX_TRY(read_meta(last->txn_dir));
   old.aux = own_aux(old, last->txn_dir, roots);
   const fs::path old_backup = (last->txn_dir / "backup").lexically_normal();

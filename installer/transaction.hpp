@@ -64,6 +64,10 @@ struct TxnEvent {
 struct TransactionOptions {
   bool break_system_packages = false;
   bool keep_backup = true;                     // false: `--no-backup`, nothing to roll back to later
+  // How many committed transactions keep their backup, this one included: a stack that `rollback`
+  // undoes newest first, one step per call. Without a backup (keep_backup false) none is kept: an
+  // older backup cannot be reached past a step that has none.
+  unsigned keep_backups = 2;
   bool wait_for_lock = true;                   // false: fail at once when another envfix holds it
   bool handle_signals = true;                  // SIGINT/SIGTERM during the transaction → rollback
   // fsync the journal on every state change (power-loss safety). false keeps crash (SIGKILL)
@@ -136,6 +140,8 @@ struct BackupInfo {
   std::uint64_t bytes = 0;
   std::vector<DistRef> installed, removed;     // what that transaction did
 };
+// The committed transactions that can be rolled back, newest first (the order rollback undoes them).
+[[nodiscard]] Expected<std::vector<BackupInfo>> kept_backups(const InstallTarget& target);
 // The last committed transaction that can be rolled back, if any.
 [[nodiscard]] Expected<std::optional<BackupInfo>> last_backup(const InstallTarget& target);
 

@@ -33,6 +33,15 @@ void warn_line(const std::string& text) {
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
+} // namespace
+
+void cache_notice(const std::string& text) {
+  const std::string line = "note: " + escape_control(text, true, false) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+namespace {
+
 void remove_private() {
   std::error_code ec;
   for (const auto& p : g_private) fs::remove_all(p, ec);

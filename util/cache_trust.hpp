@@ -39,4 +39,8 @@ inline constexpr const char* cache_lock_name = ".lock";
 // is nullopt without a word).
 [[nodiscard]] std::optional<std::string> read_trusted(const fs::path& file);
 
+// One line on stderr about the cache's own housekeeping ("note: …"), as the trust warnings above
+// are told: the commands' output (stdout, JSON) stays as it is.
+void cache_notice(const std::string& text);
+
 } // namespace envfix::util

@@ -162,6 +162,47 @@ std::vector<BuildEvidence> EvidenceStore::builds() const {
   return out;
 }
 
+std::string EvidenceMigration::to_string() const {
+  return fmt::format("the kernel evidence store of an older envfix ({}) was migrated: {} file record{} kept (keyed by the "
+                     "file's hash){}, {} build record{} keyed by name and version dropped (a build's verdict is now "
+                     "that of its own files; they are read again when needed)",
+                     evidence_v1_dir_name, files_kept, files_kept == 1 ? "" : "s",
+                     files_dropped ? fmt::format(", {} unreadable dropped", files_dropped) : std::string(),
+                     builds_dropped, builds_dropped == 1 ? "" : "s");
+}
+
+Expected<std::optional<EvidenceMigration>> migrate_evidence_v1(const fs::path& cache_dir) {
+  const fs::path old = cache_dir / evidence_v1_dir_name;
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(old, ec))) return std::optional<EvidenceMigration>{};
+  EvidenceMigration m;
+  const EvidenceStore v2(cache_dir / evidence_dir_name);
+  for (fs::directory_iterator it(old / "files", ec), end; !ec && it != end; it.increment(ec)) {
+    auto j = read_json(it->path());
+    auto hash = j ? str(*j, "hash") : std::nullopt;
+    // An entry names its own key, as v2's do (files/<sha256 of the hash>.json).
+    std::optional<KernelProfile> profile;
+    if (hash && it->path().filename() == util::sha256_hex(*hash) + ".json" && j->contains("profile"))
+      profile = checked([&]() -> std::optional<KernelProfile> {
+        auto p = KernelProfile::from_json((*j)["profile"]);
+        if (!p) return std::nullopt;
+        return *p;
+      });
+    if (!profile) {
+      ++m.files_dropped;
+      continue;
+    }
+    if (!v2.file(*hash)) ENVFIX_TRY_VOID(v2.put_file(*hash, *profile));
+    ++m.files_kept;
+  }
+  ec.clear();
+  for (fs::directory_iterator it(old / "builds", ec), end; !ec && it != end; it.increment(ec)) ++m.builds_dropped;
+  ec.clear();
+  fs::remove_all(old, ec);
+  if (ec) return fail(ErrorCode::io, "cannot remove the old kernel evidence store {}: {}", old.string(), ec.message());
+  return std::optional<EvidenceMigration>{m};
+}
+
 std::vector<ReadProfile> read_profiles(const std::vector<ProfileSource>& files, const EvidenceStore* store,
                                        unsigned threads) {
   threads = std::max(1u, threads);

@@ -45,6 +45,24 @@ struct BuildEvidence {
 // The store's directory under the cache: v2 keys downloaded builds by their file's sha256.
 inline constexpr const char* evidence_dir_name = "evidence-v2";
 
+// The store before issue 42, <cache>/evidence-v1: files/ keyed as v2's are (the file's RECORD
+// hash), builds/ keyed by (project, version, variant, platform), which let another file's binaries
+// rule out a good build of the same version.
+inline constexpr const char* evidence_v1_dir_name = "evidence-v1";
+
+struct EvidenceMigration {
+  std::size_t files_kept = 0;     // file entries that parsed, checked, and were imported into v2
+  std::size_t files_dropped = 0;  // entries that did not parse or did not name their own hash
+  std::size_t builds_dropped = 0; // name-keyed build records: never imported (a build's verdict is its file's)
+  [[nodiscard]] std::string to_string() const;
+};
+
+// Moves <cache_dir>/evidence-v1 into <cache_dir>/evidence-v2 once: file entries are read through the
+// cache's trust check and a checked parse, and imported where v2 has none; build records are dropped;
+// the v1 directory is then removed. nullopt when there is no v1 store; an error when it cannot be
+// removed (the next run tries again, nothing imported twice matters: imports never overwrite).
+[[nodiscard]] Expected<std::optional<EvidenceMigration>> migrate_evidence_v1(const std::filesystem::path& cache_dir);
+
 // A build record as stored (JSON text), checked: nullopt for anything but a well-formed record.
 [[nodiscard]] std::optional<BuildEvidence> parse_build_record(std::string_view text);
 

@@ -40,7 +40,7 @@ constexpr const char* kPlainIndex = R"({"packages": [
 ]})";
 
 // A fixture framework, "fixfw", described by a matrices override written here: one stable cu128
-// index, builds claimed to carry sm_90 SASS, and a smoke test of plain Python. 1.1.0's step A fails
+// index, builds claimed to carry sm_90 SASS, and a smoke test of plain Python. 1.1.0's smoke check fails
 // when FIXFW_FAIL is set; 2.0.0 ships a real CUDA shared object built by nvcc for sm_80 only, so the
 // matrices claim (sm_90) is a lie the kernel check must catch.
 constexpr const char* kFixfwMatrices = R"YAML(schema: 1
@@ -56,6 +56,8 @@ frameworks:
     smoke:
       step_a: "import fixfw; fixfw.check(); print('step A ok')"
       step_b: "import fixfw; fixfw.kernel(); print('step B ok')"
+      cpu:
+        step: "import fixfw; fixfw.check(); print('step A ok')"
     releases:
       - versions: ["1.0.0", "1.1.0", "2.0.0"]
         python: [cp311, cp312]
@@ -79,6 +81,47 @@ const std::string& sm80_shared_object() { return arch_shared_object("80"); }
 } // namespace
 
 TEST_SUITE("integration") {
+
+// issue 33 item 7: rollback keeps more than one step (apply --keep-backups, default 2): two applies
+// are undone one per call, newest first, each saying what is left; --keep-backups 1 keeps one.
+TEST_CASE("rollback is a stack: two applies undone newest first, then nothing; --keep-backups 1 keeps one step") {
+  World w(kPlainIndex);
+  auto ve = w.venv("venv");
+  const auto py = (ve / "bin/python").string();
+  auto apply = [&](const std::string& req, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a{"apply", req, "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    auto r = w.envfix(a);
+    REQUIRE_MESSAGE(r.rc == 0, r.err);
+  };
+  apply("alpha==1.0");
+  apply("alpha==1.1");
+  auto dry = w.envfix({"--format", "json", "rollback", "--dry-run", "--python", py});
+  REQUIRE(dry.rc == 0);
+  CHECK(json::parse(dry.out)["older"].size() == 1);
+  auto first = w.envfix({"rollback", "--python", py});
+  REQUIRE(first.rc == 0);
+  CHECK(first.err.find("1 older step kept: `envfix rollback` again undoes it") != std::string::npos);
+  CHECK(w.pip_list(ve).at("alpha") == "1.0");
+  auto second = w.envfix({"--format", "json", "rollback", "--python", py});
+  REQUIRE(second.rc == 0);
+  CHECK(json::parse(second.out)["steps_left"] == 0);
+  CHECK_FALSE(w.pip_list(ve).contains("alpha"));
+  auto none = w.envfix({"rollback", "--python", py});
+  CHECK(none.rc == 1);
+  CHECK(none.err.find("nothing to roll back") != std::string::npos);
+  CHECK(none.err.find("--keep-backups") != std::string::npos);
+  apply("alpha==1.0", {"--keep-backups", "1"});
+  apply("alpha==1.1", {"--keep-backups", "1"});
+  auto only = w.envfix({"rollback", "--python", py});
+  REQUIRE(only.rc == 0);
+  CHECK(only.err.find("older step") == std::string::npos);
+  CHECK(w.pip_list(ve).at("alpha") == "1.0");
+  CHECK(w.envfix({"rollback", "--python", py}).rc == 1);
+  auto bad = w.envfix({"apply", "alpha", "--keep-backups", "0", "--index-url", w.index_url(), "--python", py, "--yes"});
+  CHECK(bad.rc != 0);
+  CHECK(bad.err.find("--keep-backups") != std::string::npos);
+}
 
 TEST_CASE("apply of a plain set installs what pip installs, and writes the lockfile") {
   World w(kPlainIndex);
@@ -401,7 +444,10 @@ TEST_CASE("framework apply: smoke test passes, a failing smoke test rolls back, 
 
   auto ok = w.envfix(fw({"fixfw==1.0.0"}));
   REQUIRE(ok.rc == 0);
-  CHECK(ok.err.find("Smoke test passed: step A, step B") != std::string::npos);
+  // issue 33 item 9: the GPU is planned (--gpu), not this machine's: the smoke test runs the
+  // matrices' CPU step and says why, as verify does (a GPU step here would fail and roll back).
+  CHECK(ok.err.find("Smoke test passed on the CPU (planned GPUs (--gpu) are not this machine's): CPU step") != std::string::npos);
+  CHECK(ok.err.find("step A") == std::string::npos);
   CHECK(ok.err.find(" + fixfw==1.0.0+cu128") != std::string::npos);
   CHECK(w.pip_list(ve).at("fixfw") == "1.0.0+cu128");
   auto lock = slurp(w.lockfile());
@@ -414,7 +460,7 @@ TEST_CASE("framework apply: smoke test passes, a failing smoke test rolls back, 
   SUBCASE("a failing smoke test rolls back to a byte-identical venv, with the framework's own error") {
     auto bad = w.envfix(fw({"fixfw==1.1.0"}), {{"FIXFW_FAIL", "1"}});
     CHECK(bad.rc == 2);
-    CHECK(bad.err.find("smoke test step A failed") != std::string::npos);
+    CHECK(bad.err.find("smoke test CPU step failed") != std::string::npos);
     CHECK(bad.err.find("an illegal memory access was encountered (fixfw fixture)") != std::string::npos);
     CHECK(manifest(ve) == before);
     CHECK(w.pip_list(ve).at("fixfw") == "1.0.0+cu128");
@@ -483,6 +529,8 @@ frameworks:
     smoke:
       step_a: "import evfw; print('step A ok')"
       step_b: "import evfw; print('step B ok')"
+      cpu:
+        step: "import evfw; print('step A ok')"
     releases:
       - versions: ["3.0.0"]
         python: [cp311, cp312]
@@ -961,6 +1009,8 @@ frameworks:
     smoke:
       step_a: "import rtfw; print('step A ok')"
       step_b: "import rtfw; print('step B ok')"
+      cpu:
+        step: "import rtfw; print('step A ok')"
     releases:
       - versions: ["1.0.0"]
         python: [cp311, cp312, cp313]

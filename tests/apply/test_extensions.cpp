@@ -156,4 +156,26 @@ TEST_CASE("apply --locked --mirror re-points the framework index's locked files 
   CHECK(slurp(w.lockfile()) == text); // applying a lock never rewrites it
 }
 
+// Issue 33, item 8: `lock`'s bytes depend on the index, not on what this machine's cache has read.
+// An apply reads the set's binaries (the kernel evidence store then knows both files); a lock made
+// afterwards with that cache is the lock made before it, and the one made with an empty cache.
+TEST_CASE("lock: the same index gives the same bytes whatever the kernel evidence in the local cache") {
+  World w(index_with({{"0.0.30", "120"}}));
+  auto ve = w.venv("venv");
+  Target t{w, ve};
+  auto lock_to = [&](const std::string& name, const fs::path& cache) {
+    auto r = w.envfix(t({"lock", "torch", "xformers", "-o", (w.root() / name).string()}), {}, cache);
+    REQUIRE_MESSAGE(r.rc == 0, r.err);
+    return slurp(w.root() / name);
+  };
+  const auto before = lock_to("before.lock", w.cache());
+  REQUIRE(w.envfix(t({"apply", "torch", "xformers", "--yes", "--no-verify", "--lockfile", w.lockfile().string()})).rc == 0);
+  REQUIRE(fs::exists(w.cache() / "evidence-v2" / "builds")); // the binaries were read and recorded
+  const auto after = lock_to("after.lock", w.cache());
+  const auto fresh = lock_to("fresh.lock", w.root() / "empty-cache");
+  CHECK(after == before);
+  CHECK(fresh == before);
+  CHECK(before.find("verified: true") == std::string::npos); // lock reads no binary: claims only
+}
+
 } // TEST_SUITE

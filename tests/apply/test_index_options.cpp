@@ -35,6 +35,8 @@ frameworks:
     smoke:
       step_a: "import ixfw; print('step A ok')"
       step_b: "import ixfw; print('step B ok')"
+      cpu:
+        step: "import ixfw; print('step A ok')"
     releases:
       - versions: ["1.0.0"]
         python: [cp311, cp312]

@@ -77,6 +77,8 @@ frameworks:
     smoke:
       step_a: "import evfw; print('step A ok')"
       step_b: "import evfw; print('step B ok')"
+      cpu:
+        step: "import evfw; print('step A ok')"
     releases:
       - versions: ["3.0.0"]
         python: [cp311, cp312, cp313]
@@ -212,6 +214,10 @@ TEST_CASE("round3 2c: a planted evidence record of another file neither rules ou
     auto p = w.envfix(with({"plan", "--format", "json"}));
     CHECK(p.rc == 0);
     CHECK(p.err.find("planted by another user") == std::string::npos);
+    // issue 33 item 4: the old name-keyed store is migrated (its build record dropped) and said, once.
+    CHECK(count(p.err, "note: the kernel evidence store of an older envfix (evidence-v1) was migrated: 0 file records kept") == 1);
+    CHECK(p.err.find("1 build record keyed by name and version dropped") != std::string::npos);
+    CHECK_FALSE(fs::exists(w.cache() / "evidence-v1"));
     plant_evidence(w.cache(), "sm_90", real_sha, other_sha); // "read, and it holds sm_90"
     auto l = w.envfix(with({"lock", "-o", w.lockfile().string()}));
     REQUIRE(l.rc == 0);

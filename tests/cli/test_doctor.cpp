@@ -240,17 +240,30 @@ TEST_CASE("doctor: the repro runs the framework's smoke test in a subprocess and
     CHECK(j["repro"]["error"] == "RuntimeError: CUDA error: no kernel image is available for execution on the device");
     auto c = codes(j);
     CHECK(c.count("repro-failed"));
+    // issue 33 item 3: the asynchronous error explained, with the operator and the command for the user's app.
+    const auto hint = finding(j, "repro-failed")->at("hint").get<std::string>();
+    CHECK(hint.find("ran with CUDA_LAUNCH_BLOCKING=1, so the failing operator is step B's matmul") != std::string::npos);
+    CHECK(hint.find("asynchronously") != std::string::npos);
+    CHECK(hint.find("envfix verify --app '<your command>' --sync") != std::string::npos);
     CHECK(c.count("arch-not-covered"));
     CHECK(j["verdict"] == "broken");
   }
-  SUBCASE("step A fails: driver or visibility") {
+  SUBCASE("step A fails with planned GPUs: this machine cannot reach them, not a finding against the set") {
+    // issue 33 item 9: --gpu plans another machine's GPUs; this one failing to reach a GPU says
+    // nothing about that machine (it was a false "driver or visibility" error before).
     env.fake_torch("fail_a");
-    auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04"}));
+    auto r = env.run({"--gpu", "sm_90", "--driver", "580.159.04"});
+    auto j = parse(r);
     CHECK(j["repro"]["step_a"] == "failed");
     CHECK(j["repro"]["step_b"] == "skipped");
     CHECK(j["repro"]["error"].get<std::string>().find("AssertionError") != std::string::npos);
-    CHECK(finding(j, "repro-failed")->at("message").get<std::string>().find("step A") != std::string::npos);
+    CHECK(j["repro"]["note"].get<std::string>().find("not the planned ones (--gpu)") != std::string::npos);
+    CHECK(!codes(j).count("repro-failed"));
+    REQUIRE(finding(j, "repro-not-here"));
+    CHECK(finding(j, "repro-not-here")->at("severity") == "info");
     CHECK(!codes(j).count("arch-not-covered"));
+    CHECK(j["verdict"] == "healthy");
+    CHECK(r.exit_code == 0);
   }
   SUBCASE("step A raising \"no kernel image\" is the missing-arch class too, not a driver problem") {
     env.fake_torch("noimage_a");

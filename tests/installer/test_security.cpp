@@ -134,7 +134,9 @@ TEST_CASE("security 1: a wheel cannot plant a journal in .envfix, and a planted 
   fs::create_directories(planted);
   REQUIRE(util::write_file_atomic(planted / "journal", "committed\n"));
   REQUIRE(util::write_file_atomic(planted / "ops.json", ops));
-  auto ok = apply(v.target, {WheelToInstall{test::make_wheel(simple("plain", "1.0"), v.wheels())}});
+  TransactionOptions one; // keep no older backup: the planted transaction is discarded
+  one.keep_backups = 1;
+  auto ok = apply(v.target, {WheelToInstall{test::make_wheel(simple("plain", "1.0"), v.wheels())}}, one);
   REQUIRE_MESSAGE(ok, (ok ? "" : ok.error().render()));
   CHECK(fs::exists(victim / "keep.txt"));
   CHECK_FALSE(fs::exists(planted));

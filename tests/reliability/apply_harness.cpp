@@ -56,6 +56,8 @@ frameworks:
     smoke:
       step_a: "import os, sys, time; p = os.environ.get('SMOKE_PIDFILE'); p and open(p, 'w').write(str(os.getpid())); time.sleep(float(os.environ.get('SMOKE_SLEEP', '0'))); g = os.environ.get('SMOKE_GRANDCHILD'); g and open(g, 'w').write(str(__import__('subprocess').Popen(['sleep', '1000']).pid)); e = os.environ.get('SMOKE_ENV_OUT'); e and open(e, 'w').write(repr(dict(os.environ))); os.environ.get('SMOKE_FAIL') and sys.exit('smoke fixture failure'); print('step A ok')"
       step_b: "import bulk; print('step B ok', bulk.VERSION)"
+      cpu:
+        step: "import os, sys, time; p = os.environ.get('SMOKE_PIDFILE'); p and open(p, 'w').write(str(os.getpid())); time.sleep(float(os.environ.get('SMOKE_SLEEP', '0'))); g = os.environ.get('SMOKE_GRANDCHILD'); g and open(g, 'w').write(str(__import__('subprocess').Popen(['sleep', '1000']).pid)); e = os.environ.get('SMOKE_ENV_OUT'); e and open(e, 'w').write(repr(dict(os.environ))); os.environ.get('SMOKE_FAIL') and sys.exit('smoke fixture failure'); print('step A ok')"
     releases:
       - versions: ["1.0.0", "2.0.0", "3.0.0"]
         python: [cp311, cp312]

@@ -55,7 +55,7 @@ private:
 //   helper 1.0: 40 files
 //   bulk 3.0.0+cu128: 360 files + 512 KiB pad, requires helper==1.0 and tail==1.0 (a three-wheel set)
 //   tail 1.0: 120 files + 256 KiB pad
-// The smoke test (step A) writes its pid to $SMOKE_PIDFILE when set, sleeps $SMOKE_SLEEP seconds,
+// The smoke test (step A, and the CPU step the planned --gpu sm_90 runs) writes its pid to $SMOKE_PIDFILE when set, sleeps $SMOKE_SLEEP seconds,
 // and fails when $SMOKE_FAIL is set; $SMOKE_GRANDCHILD: it first starts `sleep 1000` (which keeps its
 // stdout) and writes that pid there; $SMOKE_ENV_OUT: it writes its environment there.
 class ApplyWorld {

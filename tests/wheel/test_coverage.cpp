@@ -10,6 +10,7 @@
 
 #include "tests/wheel/nvcc_fixtures.hpp"
 #include "util/fs.hpp"
+#include "util/sha256.hpp"
 #include "util/subprocess.hpp"
 #include "wheel/coverage.hpp"
 #include "wheel/kernel_evidence.hpp"
@@ -159,6 +160,47 @@ TEST_CASE("evidence store: by file hash and by build, named by hashes only") {
   for (const auto& f : fs::directory_iterator(dir / "builds")) REQUIRE(util::write_file_atomic(f.path(), "{\"key\": 1}"));
   CHECK_FALSE(store.build(sha));
   fs::remove_all(dir);
+}
+
+// issue 33 item 4: the store before the file-hash keys (evidence-v1) is migrated, not read as it was.
+TEST_CASE("evidence store: an evidence-v1 store is migrated: file records kept after a check, name-keyed builds dropped") {
+  auto cache = util::make_temp_dir(fs::temp_directory_path(), "envfix-evidence-v1-").value();
+  const auto v1 = cache / wheel::evidence_v1_dir_name;
+  // What the old envfix wrote: files/<sha256 of the RECORD hash>.json, builds/<sha256 of the key>.json.
+  wheel::EvidenceStore old_layout(v1);
+  auto p = profile({group({"sm_90"}, 12)});
+  REQUIRE(old_layout.put_file("sha256=good", p));
+  REQUIRE(old_layout.put_file("sha256=moved", p));
+  fs::rename(v1 / "files" / (util::sha256_hex("sha256=moved") + ".json"), v1 / "files" / (std::string(64, 'c') + ".json"));
+  REQUIRE(util::write_file_atomic(v1 / "files" / (util::sha256_hex("sha256=bad") + ".json"), "{\"hash\": \"sha256=bad\", \"profile\": 7}"));
+  REQUIRE(util::create_directories(v1 / "builds"));
+  REQUIRE(util::write_file_atomic(v1 / "builds" / (util::sha256_hex("torch\n2.11.0+cu130\ncu130\nmanylinux_2_28_x86_64") + ".json"),
+                                  "{\"key\": {}}"));
+  // v2 already knows one of them with another profile: the import never overwrites it.
+  wheel::EvidenceStore v2(cache / wheel::evidence_dir_name);
+  auto newer = profile({group({"sm_120"}, 3)});
+  REQUIRE(v2.put_file("sha256=other", newer));
+  REQUIRE(wheel::EvidenceStore(v1).put_file("sha256=other", p));
+
+  auto m = wheel::migrate_evidence_v1(cache);
+  REQUIRE(m);
+  REQUIRE(m->has_value());
+  CHECK((*m)->files_kept == 2);    // good, other
+  CHECK((*m)->files_dropped == 2); // moved (not under its own name), bad (no profile)
+  CHECK((*m)->builds_dropped == 1);
+  CHECK((*m)->to_string().find("1 build record keyed by name and version dropped") != std::string::npos);
+  REQUIRE(v2.file("sha256=good"));
+  CHECK(*v2.file("sha256=good") == p);
+  CHECK(*v2.file("sha256=other") == newer);
+  CHECK_FALSE(v2.file("sha256=moved"));
+  CHECK_FALSE(v2.file("sha256=bad"));
+  CHECK(v2.builds().empty());
+  CHECK_FALSE(fs::exists(v1));
+  // Once: no v1 store, nothing to say.
+  auto again = wheel::migrate_evidence_v1(cache);
+  REQUIRE(again);
+  CHECK_FALSE(again->has_value());
+  fs::remove_all(cache);
 }
 } // TEST_SUITE unit
 
