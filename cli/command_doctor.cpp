@@ -11,6 +11,7 @@
 #include "api/doctor.hpp"
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
+#include "i18n/i18n.hpp"
 #include "util/strings.hpp"
 
 namespace envfix::cli {
@@ -146,40 +147,53 @@ std::string human_bytes(std::uint64_t b) {
 
 void heading(std::string_view t) { human(styled(t, Style::bold)); }
 
+using i18n::tr;
+using i18n::trf;
+
+// "   driver   …": a label of step 1 padded to its column, in cells (a translated label may be wide).
+std::string row(std::string_view label, std::string_view text) {
+  return fmt::format("   {} {}", i18n::pad(label, 8), text);
+}
+
 // Step 1: GPUs, driver, interpreter and pip, CUDA runtime and toolkit, WSL or container.
 void render_hardware(const api::DoctorReport& r) {
   auto head = heading;
-  head("1. Hardware and base environment");
-  if (r.facts.gpus.empty()) human("   GPU      none");
+  head(tr("1. Hardware and base environment"));
+  if (r.facts.gpus.empty()) human(row("GPU", tr("none")));
   for (const auto& gpu : r.facts.gpus)
     human(r.facts.gpus_planned
-              ? fmt::format("   GPU {}    {} {}", gpu.index, gpu.cc.sm_name(), styled("[planned]", Style::dim))
+              ? fmt::format("   GPU {}    {} {}", gpu.index, gpu.cc.sm_name(), styled(tr("[planned]"), Style::dim))
               : fmt::format("   GPU {}    {} ({}{})", gpu.index, gpu.name, gpu.cc.sm_name(), human_bytes(gpu.memory_bytes)));
   if (r.facts.driver)
-    human(fmt::format("   driver   {}{} [{}]", r.facts.driver->version,
-                      r.facts.driver->cuda ? fmt::format(", supports CUDA {}", r.facts.driver->cuda->to_string()) : "",
-                      r.facts.driver->source));
-  else human("   driver   none");
+    human(row(tr("driver"), fmt::format("{}{} [{}]", r.facts.driver->version,
+                                        r.facts.driver->cuda ? trf(", supports CUDA {}", r.facts.driver->cuda->to_string()) : "",
+                                        r.facts.driver->source)));
+  else human(row(tr("driver"), tr("none")));
   if (r.facts.python) {
     const auto& py = *r.facts.python;
-    human(fmt::format("   python   {} {} ({}, {})", py.executable.string(), py.version.to_string(), python_tag(py),
-                      env_kind(py)));
-    human(fmt::format("   pip      {}{}", r.base.target_pip ? r.base.target_pip->string() : std::string("none beside the interpreter"),
-                      r.facts.pip_on_path && (!r.base.target_pip || *r.facts.pip_on_path != *r.base.target_pip)
-                          ? fmt::format(" (`pip` on PATH is {})", r.facts.pip_on_path->string())
-                          : std::string()));
+    human(row("python", fmt::format("{} {} ({}, {})", py.executable.string(), py.version.to_string(), python_tag(py),
+                                    env_kind(py))));
+    human(row("pip", fmt::format("{}{}", r.base.target_pip ? r.base.target_pip->string() : std::string(tr("none beside the interpreter")),
+                                 r.facts.pip_on_path && (!r.base.target_pip || *r.facts.pip_on_path != *r.base.target_pip)
+                                     ? trf(" (`pip` on PATH is {})", r.facts.pip_on_path->string())
+                                     : std::string())));
   }
   const auto& b = r.base;
-  human(fmt::format("   CUDA     runtime {} · toolkit {}",
-                    b.runtime ? fmt::format("{} ({})", b.runtime->version.to_string(), b.runtime->from) : std::string("none installed"),
-                    !b.toolkit ? std::string("none (no nvcc on PATH, $CUDA_HOME or /usr/local/cuda)")
-                               : fmt::format("nvcc {} ({}, {})", b.toolkit->version ? b.toolkit->version->to_string() : "?",
-                                             b.toolkit->nvcc.string(), b.toolkit->from)));
+  human(row("CUDA", trf("runtime {} · toolkit {}",
+                        b.runtime ? fmt::format("{} ({})", b.runtime->version.to_string(), b.runtime->from) : std::string(tr("none installed")),
+                        !b.toolkit ? std::string(tr("none (no nvcc on PATH, $CUDA_HOME or /usr/local/cuda)"))
+                                   : fmt::format("nvcc {} ({}, {})", b.toolkit->version ? b.toolkit->version->to_string() : "?",
+                                                 b.toolkit->nvcc.string(), b.toolkit->from))));
   if (b.platform.is_wsl() || !b.platform.container.empty())
-    human(fmt::format("   platform {}{}", b.platform.is_wsl() ? "WSL2" : "",
-                      b.platform.container.empty() ? std::string()
-                                                   : fmt::format("{}container ({})", b.platform.is_wsl() ? ", " : "",
-                                                                 b.platform.container)));
+    human(row(tr("platform"), fmt::format("{}{}", b.platform.is_wsl() ? "WSL2" : "",
+                                          b.platform.container.empty()
+                                              ? std::string()
+                                              : (b.platform.is_wsl() ? ", " : "") + trf("container ({})", b.platform.container))));
+}
+
+// "passed" / "failed" / "skipped", coloured and in the chosen language.
+std::string step_status(const std::string& x) {
+  return styled(tr(x), x == "passed" ? Style::green : x == "failed" ? Style::red : Style::dim);
 }
 
 // Steps 2 and 3: each framework's installed packages, and its repro.
@@ -187,48 +201,48 @@ void render_frameworks(const api::DoctorReport& r) {
   auto head = heading;
   const bool several = r.frameworks.size() > 1;
   for (const auto& s : r.frameworks) {
-    head(fmt::format("2. Framework {}{}", s.name,
-                     r.framework_from == "installed"  ? styled(" [installed]", Style::dim)
-                     : r.framework_from == "assumed" ? styled(" [assumed: none installed]", Style::dim)
-                                                     : std::string()));
-    if (s.packages.empty()) human("   not installed");
+    head(trf("2. Framework {}", s.name) +
+         (r.framework_from == "installed"  ? styled(tr(" [installed]"), Style::dim)
+          : r.framework_from == "assumed" ? styled(tr(" [assumed: none installed]"), Style::dim)
+                                          : std::string()));
+    if (s.packages.empty()) human(fmt::format("   {}", tr("not installed")));
     for (const auto& p : s.packages)
-      human(fmt::format("   {:<12} {:<16} variant {:<8} {}{}", p.dist->name, p.dist->version.to_string(),
+      human(fmt::format("   {:<12} {:<16} {} {:<8} {}{}", p.dist->name, p.dist->version.to_string(), tr("variant"),
                         p.variant.empty() ? "?" : p.variant,
                         p.variant_from.empty() ? "" : styled(fmt::format("({}) ", p.variant_from), Style::dim), p.source));
   }
   for (const auto& s : r.frameworks) {
-    head(several ? fmt::format("3. Minimal repro ({})", s.name) : std::string("3. Minimal repro"));
+    head(several ? trf("3. Minimal repro ({})", s.name) : std::string(tr("3. Minimal repro")));
     const auto& rp = s.repro;
-    if (rp.step_a == "skipped" && rp.step_b == "skipped") human(fmt::format("   {}", rp.note));
+    if (rp.step_a == "skipped" && rp.step_b == "skipped") human(fmt::format("   {}", i18n::tr_text(rp.note)));
     else {
-      auto st = [](const std::string& x) {
-        return styled(x, x == "passed" ? Style::green : x == "failed" ? Style::red : Style::dim);
-      };
-      human(fmt::format("   step A (tensor to GPU): {}", st(rp.step_a)));
-      human(fmt::format("   step B (matmul):        {}", st(rp.step_b)));
-      if (!rp.error.empty()) human(fmt::format("   error: {}", rp.error));
+      const auto a = tr("step A (tensor to GPU):"), b = tr("step B (matmul):");
+      const auto w = std::max(i18n::display_width(a), i18n::display_width(b));
+      human(fmt::format("   {} {}", i18n::pad(a, w), step_status(rp.step_a)));
+      human(fmt::format("   {} {}", i18n::pad(b, w), step_status(rp.step_b)));
+      if (!rp.error.empty()) human(fmt::format("   {}: {}", tr("error"), rp.error));
     }
   }
 }
 
 // One package's GPU code: its modules and archs, per GPU what runs, then each file.
 void render_summary(const std::string& name, const api::KernelSummary& k) {
-  human(fmt::format("   {}: {} files with GPU code, {} modules; sass [{}] ptx [{}]", name, k.files, k.containers,
+  human("   " + trf("{}: {} files with GPU code, {} modules; sass [{}] ptx [{}]", name, k.files, k.containers,
                     join({k.sass.begin(), k.sass.end()}, " "), join({k.ptx.begin(), k.ptx.end()}, " ")));
   for (const auto& c : k.per_gpu) {
     const auto& pc = c.coverage;
-    human(fmt::format("     {} {}: {}/{} modules runnable ({} sass, {} ptx-jit)", c.arch, wheel::to_string(pc.verdict),
-                      pc.runnable(), pc.total(), pc.registered.sass + pc.embedded.sass, pc.registered.ptx + pc.embedded.ptx));
+    human("     " + trf("{} {}: {}/{} modules runnable ({} sass, {} ptx-jit)", c.arch, tr(wheel::to_string(pc.verdict)),
+                        pc.runnable(), pc.total(), pc.registered.sass + pc.embedded.sass, pc.registered.ptx + pc.embedded.ptx));
   }
   for (const auto& f : k.profiles) {
     std::vector<std::string> per;
     for (const auto& c : k.per_gpu) {
       auto fc = wheel::coverage(f.profile, specs::ComputeCapability::parse(c.arch).value_or(specs::ComputeCapability{}));
-      per.push_back(fmt::format("{} {} {}/{}", c.arch, wheel::to_string(fc.verdict), fc.runnable(), fc.total()));
+      per.push_back(fmt::format("{} {} {}/{}", c.arch, tr(wheel::to_string(fc.verdict)), fc.runnable(), fc.total()));
     }
-    human(styled(fmt::format("       {}: {} modules, sass [{}] ptx [{}]{}{}", f.path, f.profile.containers(),
-                             join(f.profile.sass(), " "), join(f.profile.ptx(), " "), per.empty() ? "" : "; ", join(per, ", ")),
+    human(styled("       " + trf("{}: {} modules, sass [{}] ptx [{}]", f.path, f.profile.containers(), join(f.profile.sass(), " "),
+                                 join(f.profile.ptx(), " ")) +
+                     (per.empty() ? "" : "; " + join(per, ", ")),
                  Style::dim));
   }
 }
@@ -236,7 +250,7 @@ void render_summary(const std::string& name, const api::KernelSummary& k) {
 // Step 4: the GPU code read from each installed framework binary and each extension, and per GPU what runs.
 void render_kernels(const api::DoctorReport& r) {
   auto head = heading;
-  head("4. Kernels and matrices");
+  head(tr("4. Kernels and matrices"));
   bool any = false, read = false;
   for (const auto& s : r.frameworks)
   for (const auto& p : s.packages) {
@@ -245,33 +259,39 @@ void render_kernels(const api::DoctorReport& r) {
     any = true;
     render_summary(p.dist->name, *p.kernels);
   }
-  if (!r.extensions.empty()) human("   GPU extensions outside the framework sets:");
+  if (!r.extensions.empty()) human(fmt::format("   {}", tr("GPU extensions outside the framework sets:")));
   for (const auto& e : r.extensions)
     render_summary(fmt::format("{} {}{}", e.dist->name, e.dist->version.to_string(),
                                e.framework.empty() ? std::string() : " (" + e.requirement + ")"),
                    e.kernels);
-  if (!read) human("   kernels not read (--no-kernels, or no RECORD lists the binaries)");
-  else if (!any) human("   no GPU code found in the installed framework binaries");
+  if (!read) human(fmt::format("   {}", tr("kernels not read (--no-kernels, or no RECORD lists the binaries)")));
+  else if (!any) human(fmt::format("   {}", tr("no GPU code found in the installed framework binaries")));
+}
+
+// The findings (code, message and hint; the message and hint as api/ composed them, in the chosen
+// language where the catalog knows the sentence), the verdict and the fix command.
+void render_findings(const api::DoctorReport& r) {
+  auto head = heading;
+  head(tr("Findings"));
+  if (r.findings.empty()) human(fmt::format("   {}", tr("none")));
+  for (const auto& f : r.findings) {
+    auto style = f.severity == "error" ? Style::red : f.severity == "warning" ? Style::yellow : Style::blue;
+    human(fmt::format("   {} {}: {}", styled(i18n::pad(tr(f.severity), 7), style), f.code, i18n::tr_text(f.message)));
+    if (!f.hint.empty()) human(fmt::format("           {}: {}", tr("hint"), i18n::tr_text(f.hint)));
+  }
+  auto vs = r.verdict == "healthy" ? Style::green : r.verdict == "broken" ? Style::red : Style::yellow;
+  human("");
+  human(fmt::format("{} {}", styled(tr("verdict:"), Style::bold), styled(tr(r.verdict), vs)));
+  if (!r.fix.empty()) human(fmt::format("{} {}", styled(tr("fix:"), Style::bold), r.fix));
 }
 
 void render_text(const api::DoctorReport& r, const Globals& g) {
-  auto head = heading;
   render_hardware(r);
   render_frameworks(r);
   render_kernels(r);
   if (g.verbose > 0)
-    for (const auto& n : r.facts.notes) human(styled("   note: " + n, Style::dim));
-  head("Findings");
-  if (r.findings.empty()) human("   none");
-  for (const auto& f : r.findings) {
-    auto style = f.severity == "error" ? Style::red : f.severity == "warning" ? Style::yellow : Style::blue;
-    human(fmt::format("   {} {}: {}", styled(fmt::format("{:<7}", f.severity), style), f.code, f.message));
-    if (!f.hint.empty()) human(fmt::format("           hint: {}", f.hint));
-  }
-  auto vs = r.verdict == "healthy" ? Style::green : r.verdict == "broken" ? Style::red : Style::yellow;
-  human("");
-  human(fmt::format("{} {}", styled("verdict:", Style::bold), styled(r.verdict, vs)));
-  if (!r.fix.empty()) human(fmt::format("{} {}", styled("fix:", Style::bold), r.fix));
+    for (const auto& n : r.facts.notes) human(styled("   " + trf("note: {}", i18n::tr_text(n)), Style::dim));
+  render_findings(r);
 }
 
 } // namespace

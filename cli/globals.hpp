@@ -15,6 +15,7 @@ struct Globals : api::Options {
   int verbose = 0;
   bool quiet = false;
   bool no_progress = false;
+  std::string lang;                   // --lang: en | zh_CN; empty: from the environment (i18n/i18n.hpp)
 
   int exit_code = 0;                   // set by the command that ran
 };

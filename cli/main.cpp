@@ -21,6 +21,9 @@ void add_global_options(CLI::App& app, Globals& g) {
   out->add_flag("-v,--verbose", g.verbose, "More detail (repeatable)");
   out->add_flag("-q,--quiet", g.quiet, "Only errors");
   out->add_flag("--no-progress", g.no_progress, "No progress bars");
+  out->add_option("--lang", g.lang,
+                  "Language of the human output: en or zh_CN (default: from LANGUAGE, LC_ALL, LC_MESSAGES, LANG; "
+                  "JSON stays English)");
   auto* env = app.add_option_group("Environment");
   env->add_option("--python", g.python, "Target interpreter (default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH)");
   g.detect_framework = true; // until --framework is given (api/options.hpp)
@@ -72,7 +75,11 @@ int main(int argc, char** argv) {
   add_rollback_command(app, g);
   add_verify_command(app, g);
   add_cache_command(app, g);
-  app.parse_complete_callback([&] { init_output(g); });
+  app.parse_complete_callback([&] {
+    init_output(g);
+    // An unknown --lang: already reported; CLI11 exits with the code and prints nothing more.
+    if (int rc = init_language(g); rc != 0) throw CLI::RuntimeError(rc);
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/globals.hpp"
+#include "i18n/i18n.hpp"
 #include "installer/transaction.hpp"
 #include "util/env.hpp"
 #include "util/subprocess.hpp"
@@ -28,6 +29,22 @@ void init_output(const Globals& g) {
   if (g.color == "always") g_color = true;
   else if (g.color == "never") g_color = false;
   else g_color = !util::get_env("NO_COLOR") && ::isatty(STDERR_FILENO);
+}
+
+int init_language(const Globals& g) {
+  if (g.lang.empty()) {
+    i18n::set_language(i18n::detect_language());
+    return 0;
+  }
+  auto l = i18n::parse_lang(g.lang);
+  if (!l) {
+    // The error itself in the environment's language: the one asked for is not there.
+    i18n::set_language(i18n::detect_language());
+    return fail(Error{ErrorCode::invalid_input, fmt::format("--lang: unknown language '{}'", g.lang), {},
+                      fmt::format("available languages: {}", i18n::available_languages())});
+  }
+  i18n::set_language(*l);
+  return 0;
 }
 
 bool color_enabled() { return g_color; }
@@ -64,7 +81,7 @@ void machine(std::string_view json_text) {
 }
 
 void warn(std::string_view text) {
-  std::string line = styled("warning", Style::yellow) + ": " + util::escape_control(text, true, true) + "\n";
+  std::string line = styled(i18n::tr("warning"), Style::yellow) + ": " + util::escape_control(i18n::tr_text(text), true, true) + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
@@ -73,31 +90,34 @@ namespace {
 // What to do about the errors the OS reports (the errno a failed system call left in the Error,
 // util/error.hpp): a full disk, a file-size limit, a read-only filesystem, a file even root may not change.
 std::string os_hint(const Error& e) {
+  auto t = [](std::string_view english) { return std::string(i18n::tr(english)); };
   auto has = [&e](int err) { return e.sys_errno == err; };
   if (has(ENOSPC) || has(EDQUOT))
-    return "disk full: free space on the filesystem of the file named above (the environment, the cache, or "
-           "TMPDIR) and run the same command again";
+    return t("disk full: free space on the filesystem of the file named above (the environment, the cache, or "
+             "TMPDIR) and run the same command again");
   if (has(EFBIG))
-    return "file too large: a file-size limit (`ulimit -f`) or the filesystem refused it; raise the limit and "
-           "run the same command again";
-  if (has(EROFS)) return "that file is on a read-only filesystem (or mount); remount it read-write first";
+    return t("file too large: a file-size limit (`ulimit -f`) or the filesystem refused it; raise the limit and "
+             "run the same command again");
+  if (has(EROFS)) return t("that file is on a read-only filesystem (or mount); remount it read-write first");
   if (has(EXDEV))
-    return "that file is on another mount than the environment (a bind mount inside it?); envfix moves files by "
-           "rename within one filesystem: unmount it first";
+    return t("that file is on another mount than the environment (a bind mount inside it?); envfix moves files "
+             "by rename within one filesystem: unmount it first");
   if (has(EPERM) && ::geteuid() == 0)
-    return "even root may not change that file: check `lsattr` for the immutable (i) or append-only (a) "
-           "attribute and clear it with `chattr -i`/`chattr -a`";
+    return t("even root may not change that file: check `lsattr` for the immutable (i) or append-only (a) "
+             "attribute and clear it with `chattr -i`/`chattr -a`");
   return {};
 }
 
 } // namespace
 
 void print_error(const Error& e) {
-  auto esc = [](std::string_view t) { return util::escape_control(t); };
-  std::string out = styled("error", Style::red) + ": " + esc(e.message) + "\n";
-  for (const auto& c : e.causes) out += "  " + styled("caused by", Style::red) + ": " + esc(c) + "\n";
+  // Human text in the chosen language (i18n/): the prefixes, and the messages the catalog knows; the
+  // JSON error document below stays English.
+  auto esc = [](std::string_view t) { return util::escape_control(i18n::tr_text(t)); };
+  std::string out = styled(i18n::tr("error"), Style::red) + ": " + esc(e.message) + "\n";
+  for (const auto& c : e.causes) out += "  " + styled(i18n::tr("caused by"), Style::red) + ": " + esc(c) + "\n";
   auto hint = e.hint.empty() ? os_hint(e) : e.hint;
-  if (!hint.empty()) out += styled("hint", Style::cyan) + ": " + esc(hint) + "\n";
+  if (!hint.empty()) out += styled(i18n::tr("hint"), Style::cyan) + ": " + esc(hint) + "\n";
   std::fwrite(out.data(), 1, out.size(), stderr);
 }
 

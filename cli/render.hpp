@@ -15,6 +15,9 @@ enum class Style { plain, bold, dim, red, green, yellow, blue, cyan };
 
 // Decide once whether stderr gets colour (NO_COLOR, --color, isatty).
 void init_output(const Globals& g);
+// Pick the language of human output (i18n/): --lang, else LANGUAGE/LC_ALL/LC_MESSAGES/LANG. An unknown
+// --lang is a usage error: printed (fail()), its exit code returned; 0 when fine.
+[[nodiscard]] int init_language(const Globals& g);
 [[nodiscard]] bool color_enabled();
 [[nodiscard]] std::string styled(std::string_view text, Style s);
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/render.hpp"
+#include "i18n/i18n.hpp"
 #include "index/candidate.hpp"
 #include "specs/name.hpp"
 
@@ -67,15 +68,18 @@ nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
 std::string host_line(const Host& h) {
   std::string gpus;
   for (const auto& [name, cc] : h.gpus) gpus += (gpus.empty() ? "" : ", ") + fmt::format("{} ({})", name, cc.sm_name());
-  return fmt::format("{} {}; driver {}; {}\n{}", styled("host:", Style::bold), gpus.empty() ? "no GPU" : gpus,
-                     h.driver.empty() ? "none" : h.driver, h.python_text, interpreter_line(h));
+  return fmt::format("{} {}; {}; {}\n{}", styled(i18n::tr("host:"), Style::bold), gpus.empty() ? i18n::tr("no GPU") : gpus,
+                     i18n::trf("driver {}", h.driver.empty() ? i18n::tr("none") : h.driver), h.python_text,
+                     interpreter_line(h));
 }
 
 std::string interpreter_line(const Host& h) {
   // The environment diffed against and changed: never implicit (a python3 on PATH may not be the one meant).
-  if (!h.facts.python) return fmt::format("{} none", styled("interpreter:", Style::bold));
-  return fmt::format("{} {} (from {})", styled("interpreter:", Style::bold), h.facts.python->executable.string(),
-                     h.facts.python_from.empty() ? "?" : h.facts.python_from);
+  const auto label = styled(i18n::tr("interpreter:"), Style::bold);
+  if (!h.facts.python) return fmt::format("{} {}", label, i18n::tr("none"));
+  return fmt::format("{} {}", label,
+                     i18n::trf("{} (from {})", h.facts.python->executable.string(),
+                               h.facts.python_from.empty() ? "?" : h.facts.python_from));
 }
 
 namespace {
@@ -109,7 +113,7 @@ std::vector<std::string> change_list(const resolver::Plan& p, bool detail) {
     std::string line = removal(r.name, r.version);
     if (detail)
       line += (r.why == "replaced" ? "" : styled(" (" + r.why + ")", Style::dim)) +
-              (r.conda.empty() ? "" : styled(" (conda's: " + r.conda + ")", Style::yellow));
+              (r.conda.empty() ? "" : styled(i18n::trf(" (conda's: {})", r.conda), Style::yellow));
     changes.push_back({r.name, 0, std::move(line)});
   }
   for (const auto& i : p.install) {
@@ -118,7 +122,7 @@ std::vector<std::string> change_list(const resolver::Plan& p, bool detail) {
     if (detail && !i.replaces.empty() && !i.required_by.empty()) {
       std::string why;
       for (const auto& r : i.required_by) why += (why.empty() ? "" : ", ") + r;
-      line += styled(fmt::format(" (replaces {}; required by {})", i.replaces, why), Style::dim);
+      line += styled(i18n::trf(" (replaces {}; required by {})", i.replaces, why), Style::dim);
     }
     changes.push_back({i.name, 1, std::move(line)});
   }

@@ -39,7 +39,10 @@ function(envfix_test module)
   endif()
   foreach(label IN LISTS T_LABELS)
     add_test(NAME ${module}.${label} COMMAND ${t} --test-suite=${label} --force-colors=0)
+    # envfix's messages in English whatever the developer's locale (i18n/: LC_MESSAGES=C wins over
+    # LANG once LC_ALL and LANGUAGE are gone); the tests of other languages set their own.
     set_tests_properties(${module}.${label} PROPERTIES LABELS ${label} SKIP_RETURN_CODE 77
-      ENVIRONMENT "ENVFIX_BIN=$<TARGET_FILE:envfix>")
+      ENVIRONMENT "ENVFIX_BIN=$<TARGET_FILE:envfix>"
+      ENVIRONMENT_MODIFICATION "LC_ALL=unset:;LANGUAGE=unset:;LC_MESSAGES=set:C")
   endforeach()
 endfunction()

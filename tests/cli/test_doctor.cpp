@@ -136,7 +136,8 @@ public:
     for (const auto& [k, v] : extra_env) o.set_env[k] = v;
     o.unset_env = {"VIRTUAL_ENV", "CONDA_PREFIX", "CUDA_VISIBLE_DEVICES", "ENVFIX_GPU", "ENVFIX_DRIVER",
                    "ENVFIX_MATRICES", "ENVFIX_PYTHON", "container", "KUBERNETES_SERVICE_HOST"};
-    for (const char* k : {"CUDA_HOME", "CUDA_PATH"})
+    // The language of the report (i18n/): English unless a test sets one of these.
+    for (const char* k : {"CUDA_HOME", "CUDA_PATH", "LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"})
       if (!extra_env.contains(k)) o.unset_env.emplace_back(k);
     return util::run_process(argv, o).value();
   }
@@ -819,7 +820,9 @@ TEST_CASE("plan without --framework in a venv holding only jax looks up jax, not
 // torch 2.11.0 set (tests/fixtures/gpu-h200/dist-info: torch, torchvision, torchaudio, triton, cuDNN)
 // with its /proc/driver/nvidia/version, the GPU planned as H200. Fails on any change of what doctor
 // says about that host: a step's layout, a package's variant or its source, a finding, the verdict.
-TEST_CASE("doctor golden: the H200's torch 2.11.0 set, text and JSON") {
+// `env` sets the language variables (i18n/), `extra` adds arguments (--lang).
+std::string h200_transcript(const std::map<std::string, std::string>& env_vars = {},
+                            const std::vector<std::string>& extra = {}) {
   FakeEnv env;
   const fs::path h200 = fs::path(ENVFIX_FIXTURES_DIR) / "gpu-h200";
   for (const auto& d : fs::directory_iterator(h200 / "dist-info"))
@@ -827,13 +830,58 @@ TEST_CASE("doctor golden: the H200's torch 2.11.0 set, text and JSON") {
   write(env.root() / "sysfs/proc/driver/nvidia/version", util::read_file(h200 / "proc-driver-nvidia-version.txt").value());
   std::string transcript;
   for (bool as_json : {false, true}) {
-    auto r = env.run({"--gpu", "H200", "--no-repro"}, as_json);
+    std::vector<std::string> args = {"--gpu", "H200", "--no-repro"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = env.run(args, as_json, env_vars);
     transcript += fmt::format("$ envfix doctor --gpu H200 --no-repro{}\n{}{}[exit {}]\n\n", as_json ? " --format json" : "", r.err,
                               r.out, r.exit_code);
   }
-  const auto got = testing::filter_transcript(transcript, {{env.root().string(), "<root>"}});
-  const auto diff = testing::golden_mismatch(fs::path(ENVFIX_FIXTURES_DIR) / "golden/doctor-h200.txt", got);
+  return testing::filter_transcript(transcript, {{env.root().string(), "<root>"}});
+}
+
+TEST_CASE("doctor golden: the H200's torch 2.11.0 set, text and JSON") {
+  const auto diff = testing::golden_mismatch(fs::path(ENVFIX_FIXTURES_DIR) / "golden/doctor-h200.txt", h200_transcript());
   CHECK_MESSAGE(diff.empty(), diff);
+}
+
+// The same report in Chinese (issue 33 item 10, i18n/zh_CN.po): LANG=zh_CN.UTF-8 gives every heading,
+// label, finding and the verdict in zh_CN (the golden beside the English one), the JSON half stays the
+// English document; --lang en, LC_ALL=C and a LANGUAGE list ending in zh_CN pick as gettext does.
+TEST_CASE("doctor golden: the H200 report in zh_CN, and what picks the language") {
+  const auto english = h200_transcript();
+  const auto zh = h200_transcript({{"LANG", "zh_CN.UTF-8"}});
+  const auto diff = testing::golden_mismatch(fs::path(ENVFIX_FIXTURES_DIR) / "golden/doctor-h200.zh_CN.txt", zh);
+  CHECK_MESSAGE(diff.empty(), diff);
+  CHECK(zh.find("1. 硬件与基础环境") != std::string::npos);
+  CHECK(zh.find("1. Hardware and base environment") == std::string::npos);
+  // JSON is machine-readable: byte for byte the English document.
+  const auto json_half = [](const std::string& t) { return t.substr(t.find("$ envfix doctor --gpu H200 --no-repro --format json")); };
+  CHECK(json_half(zh) == json_half(english));
+  // --lang en wins over the environment; LC_ALL over LANG; LANGUAGE is ignored when the locale is C.
+  CHECK(h200_transcript({{"LANG", "zh_CN.UTF-8"}}, {"--lang", "en"}) == english);
+  CHECK(h200_transcript({{"LANG", "zh_CN.UTF-8"}, {"LC_ALL", "C"}, {"LANGUAGE", "zh_CN"}}) == english);
+  CHECK(h200_transcript({{"LANG", "en_US.UTF-8"}, {"LANGUAGE", "de:zh_CN"}}) == zh);
+  CHECK(h200_transcript({{"LANG", "en_US.UTF-8"}}, {"--lang", "zh_CN"}) == zh);
+}
+
+// An unknown --lang is a usage error naming the input, with the languages there are; exit 1 like the
+// other invalid input, and the JSON error document with --format json.
+TEST_CASE("doctor --lang xx: a usage error that lists the languages") {
+  FakeEnv env;
+  auto r = env.run({"--lang", "xx", "--no-repro"}, false);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("error: --lang: unknown language 'xx'") != std::string::npos);
+  CHECK(r.err.find("hint: available languages: en, zh_CN") != std::string::npos);
+  CHECK(r.err.find("1. Hardware") == std::string::npos); // nothing ran
+  auto j = env.run({"--lang", "xx", "--no-repro"}, true, {{"LANG", "zh_CN.UTF-8"}});
+  CHECK(j.exit_code == 1);
+  CHECK(j.err.find("'xx'") != std::string::npos);
+  CHECK(j.err.find("可用的语言：en, zh_CN") != std::string::npos); // the error itself in the environment's language
+  auto doc = parse(j);
+  CHECK(doc["error"]["code"] == "invalid-input");
+  CHECK(doc["error"]["message"] == "--lang: unknown language 'xx'");
+  CHECK(doc["error"]["hint"] == "available languages: en, zh_CN");
 }
 
 } // TEST_SUITE cli

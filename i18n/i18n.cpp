@@ -1,0 +1,197 @@
+#include "i18n/i18n.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "i18n/catalog.hpp"
+#include "util/env.hpp"
+#include "util/strings.hpp"
+
+namespace envfix::i18n {
+
+namespace {
+
+std::atomic<Lang> g_lang{Lang::en};
+
+constexpr std::string_view kPlaceholder = "{}";
+
+// "zh_CN.UTF-8@x" → language "zh", territory "CN" (lower / upper case), no charset or modifier.
+struct Locale {
+  std::string language, territory;
+};
+
+Locale split_locale(std::string_view name) {
+  name = name.substr(0, name.find_first_of(".@"));
+  const auto sep = name.find_first_of("_-");
+  Locale l{util::lower(name.substr(0, sep)), {}};
+  if (sep != std::string_view::npos)
+    for (char c : name.substr(sep + 1)) l.territory += (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+  return l;
+}
+
+bool is_c_locale(std::string_view locale) {
+  const auto base = locale.substr(0, locale.find('.'));
+  return locale.empty() || base == "C" || locale == "POSIX";
+}
+
+// The entries with `{}`, most fixed text first: the most specific pattern wins.
+struct Pattern {
+  const Entry* entry;
+  std::vector<std::string_view> parts; // the fixed text around the placeholders (placeholders + 1 parts)
+  std::size_t fixed = 0;
+};
+
+std::vector<Pattern> make_patterns(std::span<const Entry> table) {
+  std::vector<Pattern> out;
+  for (const auto& e : table) {
+    if (e.msgid.find(kPlaceholder) == std::string_view::npos) continue;
+    Pattern p{&e, {}, 0};
+    std::size_t from = 0;
+    for (auto at = e.msgid.find(kPlaceholder); at != std::string_view::npos; at = e.msgid.find(kPlaceholder, from)) {
+      p.parts.push_back(e.msgid.substr(from, at - from));
+      from = at + kPlaceholder.size();
+    }
+    p.parts.push_back(e.msgid.substr(from));
+    for (auto part : p.parts) p.fixed += part.size();
+    out.push_back(std::move(p));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Pattern& a, const Pattern& b) { return a.fixed > b.fixed; });
+  return out;
+}
+
+const std::vector<Pattern>& patterns(Lang l) {
+  static const std::vector<Pattern> zh = make_patterns(catalog(Lang::zh_CN));
+  static const std::vector<Pattern> none;
+  return l == Lang::zh_CN ? zh : none;
+}
+
+// The placeholders' text when `text` is `p` with each `{}` replaced by something (leftmost match of
+// each fixed part; a placeholder matches at least one character).
+std::optional<std::vector<std::string_view>> match(const Pattern& p, std::string_view text) {
+  const auto& parts = p.parts;
+  if (!text.starts_with(parts.front()) || !text.ends_with(parts.back())) return std::nullopt;
+  if (text.size() < p.fixed + parts.size() - 1) return std::nullopt;
+  std::vector<std::string_view> args;
+  std::size_t pos = parts.front().size();
+  const std::size_t end = text.size() - parts.back().size();
+  for (std::size_t i = 1; i + 1 < parts.size(); ++i) {
+    const auto at = text.find(parts[i], pos + 1);
+    if (at == std::string_view::npos || at + parts[i].size() > end) return std::nullopt;
+    args.push_back(text.substr(pos, at - pos));
+    pos = at + parts[i].size();
+  }
+  if (end < pos + 1) return std::nullopt;
+  args.push_back(text.substr(pos, end - pos));
+  return args;
+}
+
+// `translated` with its `{}` placeholders replaced by `args`, in order.
+template <class S>
+std::string fill(std::string_view translated, const std::vector<S>& args) {
+  std::string out;
+  std::size_t from = 0, i = 0;
+  for (auto at = translated.find(kPlaceholder); at != std::string_view::npos && i < args.size();
+       at = translated.find(kPlaceholder, from)) {
+    out.append(translated.substr(from, at - from));
+    out.append(args[i++]);
+    from = at + kPlaceholder.size();
+  }
+  out.append(translated.substr(from));
+  return out;
+}
+
+// A placeholder's text translated when a pattern matches it whole; else unchanged (a name, a version).
+std::string tr_pattern(Lang lang, std::string_view text) {
+  for (const auto& p : patterns(lang))
+    if (auto args = match(p, text)) return fill(p.entry->msgstr, *args);
+  return std::string(text);
+}
+
+} // namespace
+
+std::string_view to_string(Lang l) { return l == Lang::zh_CN ? "zh_CN" : "en"; }
+
+std::string_view available_languages() { return "en, zh_CN"; }
+
+std::optional<Lang> parse_lang(std::string_view name) {
+  if (is_c_locale(name) && !name.empty()) return Lang::en;
+  const auto l = split_locale(name);
+  if (l.language == "en") return Lang::en;
+  // Simplified Chinese: China and Singapore; zh_TW/zh_HK write Traditional, which has no catalog.
+  if (l.language == "zh" && (l.territory.empty() || l.territory == "CN" || l.territory == "SG" || l.territory == "HANS"))
+    return Lang::zh_CN;
+  return std::nullopt;
+}
+
+Lang detect_language(const EnvLookup& env) {
+  std::string locale;
+  for (std::string_view var : {"LC_ALL", "LC_MESSAGES", "LANG"})
+    if (auto v = env(var); v && !v->empty()) {
+      locale = *v;
+      break;
+    }
+  if (is_c_locale(locale)) return Lang::en;
+  if (auto list = env("LANGUAGE"); list && !list->empty())
+    for (const auto& entry : util::split(*list, ':'))
+      if (auto l = parse_lang(entry)) return *l;
+  return parse_lang(locale).value_or(Lang::en);
+}
+
+Lang detect_language() {
+  return detect_language([](std::string_view var) { return util::get_env(var); });
+}
+
+void set_language(Lang l) { g_lang.store(l, std::memory_order_relaxed); }
+
+Lang language() { return g_lang.load(std::memory_order_relaxed); }
+
+std::span<const Entry> catalog(Lang l) {
+  if (l == Lang::zh_CN) return {detail::kZhCN, detail::kZhCNSize};
+  return {};
+}
+
+std::string_view tr(std::string_view english) {
+  const auto table = catalog(language());
+  auto it = std::lower_bound(table.begin(), table.end(), english,
+                             [](const Entry& e, std::string_view key) { return e.msgid < key; });
+  return it != table.end() && it->msgid == english ? it->msgstr : english;
+}
+
+std::string tr_text(std::string_view text) {
+  const auto lang = language();
+  if (lang == Lang::en || text.empty()) return std::string(text);
+  if (auto t = tr(text); t.data() != text.data()) return std::string(t);
+  for (const auto& p : patterns(lang))
+    if (auto args = match(p, text)) {
+      // A part may itself be a composed text ("…, but this host has 1 GPU(s) (sm_90)").
+      std::vector<std::string> inner;
+      for (auto a : *args) inner.push_back(tr_pattern(lang, a));
+      return fill(p.entry->msgstr, inner);
+    }
+  return std::string(text);
+}
+
+std::size_t display_width(std::string_view s) {
+  std::size_t cells = 0;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
+    char32_t cp = len == 1 ? c : c & (0xFF >> (len + 1));
+    for (std::size_t k = 1; k < len && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    const bool wide = (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) || (cp >= 0xAC00 && cp <= 0xD7A3) ||
+                      (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
+                      (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x20000 && cp <= 0x3FFFD);
+    cells += wide ? 2 : 1;
+    i += len;
+  }
+  return cells;
+}
+
+std::string pad(std::string_view s, std::size_t width) {
+  std::string out(s);
+  for (auto w = display_width(s); w < width; ++w) out += ' ';
+  return out;
+}
+
+} // namespace envfix::i18n
