@@ -23,9 +23,11 @@ function(envfix_warnings target)
   endif()
 endfunction()
 
-# envfix_test(MODULE SOURCES ... DEPS ... LABELS ...): one doctest binary per module, run by ctest.
+# envfix_test(MODULE SOURCES ... DEPS ... LABELS ... [SPLIT file.cpp]): one doctest binary per module,
+# run by ctest. SPLIT: each label runs as two ctest tests, that source file's cases and the others',
+# so that `ctest -j` (scripts/test.sh) is not held up by one long binary.
 function(envfix_test module)
-  cmake_parse_arguments(T "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "SPLIT" "SOURCES;DEPS;LABELS" ${ARGN})
   set(t test_${module})
   add_executable(${t} ${T_SOURCES})
   target_link_libraries(${t} PRIVATE envfix_doctest_main ${T_DEPS})
@@ -38,10 +40,18 @@ function(envfix_test module)
     set(T_LABELS unit)
   endif()
   foreach(label IN LISTS T_LABELS)
-    add_test(NAME ${module}.${label} COMMAND ${t} --test-suite=${label} --force-colors=0)
+    set(names ${module}.${label})
+    if(T_SPLIT)
+      add_test(NAME ${module}.${label} COMMAND ${t} --test-suite=${label} --force-colors=0 --source-file=*${T_SPLIT})
+      add_test(NAME ${module}.${label}-rest COMMAND ${t} --test-suite=${label} --force-colors=0
+        --source-file-exclude=*${T_SPLIT})
+      list(APPEND names ${module}.${label}-rest)
+    else()
+      add_test(NAME ${module}.${label} COMMAND ${t} --test-suite=${label} --force-colors=0)
+    endif()
     # envfix's messages in English whatever the developer's locale (i18n/: LC_MESSAGES=C wins over
     # LANG once LC_ALL and LANGUAGE are gone); the tests of other languages set their own.
-    set_tests_properties(${module}.${label} PROPERTIES LABELS ${label} SKIP_RETURN_CODE 77
+    set_tests_properties(${names} PROPERTIES LABELS ${label} SKIP_RETURN_CODE 77
       ENVIRONMENT "ENVFIX_BIN=$<TARGET_FILE:envfix>"
       ENVIRONMENT_MODIFICATION "LC_ALL=unset:;LANGUAGE=unset:;LC_MESSAGES=set:C")
   endforeach()

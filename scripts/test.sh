@@ -7,4 +7,6 @@ cd "$root"
 scripts/install-deps.sh
 cmake --preset ci >/dev/null
 cmake --build --preset ci
-ctest --preset ci --timeout 600 "$@"
+# Two at a time: most tests wait on subprocesses (pip, nginx, python); the timing-sensitive ones
+# are RUN_SERIAL (tests/reliability/CMakeLists.txt).
+ctest --preset ci --timeout 600 -j "${ENVFIX_TEST_JOBS:-2}" "$@"
