@@ -15,9 +15,9 @@ cmake --preset fuzz >/dev/null
 # Only the fuzz targets (and the modules they link), not the CLI or the installer.
 cmake --build --preset fuzz --target "${targets[@]}"
 mkdir -p build/fuzz/crashes
-failed=0
-for t in "${targets[@]}"; do
-  name=${t#fuzz_}
+# One target per core (ENVFIX_FUZZ_JOBS): each run is bounded by time, not by work.
+run_one() {
+  local t=$1 name=${1#fuzz_} scratch log
   scratch=$(mktemp -d)
   [ -d "fuzz/corpus/$name" ] && cp -r "fuzz/corpus/$name/." "$scratch/"
   log=build/fuzz/$t.log
@@ -25,9 +25,14 @@ for t in "${targets[@]}"; do
       -artifact_prefix=build/fuzz/crashes/"$t"- "$scratch" >"$log" 2>&1; then
     runs=$(grep -Eo 'Done [0-9]+ runs' "$log" | grep -Eo '[0-9]+' || echo '?')
     echo "fuzz: $t ok ($runs executions in ${secs}s)"
+    rm -rf "$scratch"
   else
-    echo "fuzz: $t FAILED, see $log"; tail -30 "$log"; failed=1
+    echo "fuzz: $t FAILED, see $log"; tail -30 "$log"
+    rm -rf "$scratch"
+    return 1
   fi
-  rm -rf "$scratch"
-done
-exit $failed
+}
+export -f run_one
+export secs
+jobs=${ENVFIX_FUZZ_JOBS:-$(nproc)}
+printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'run_one "$@"' _ {}
