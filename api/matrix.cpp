@@ -11,6 +11,13 @@
 
 namespace envfix::api {
 
+std::string matrix_platform(std::string_view tag, specs::ComputeCapability cc) {
+  if (tag.find("aarch64") != std::string_view::npos) return "linux_aarch64";
+  if (tag.find("win") != std::string_view::npos) return "windows_x86_64";
+  if (tag.empty() && cc.tegra) return "linux_aarch64";
+  return "linux_x86_64";
+}
+
 namespace fs = std::filesystem;
 
 std::vector<std::string> arch_names(const std::optional<std::vector<specs::GpuArch>>& list) {

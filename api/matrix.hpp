@@ -17,6 +17,10 @@
 
 namespace envfix::api {
 
+// The matrices platform a --platform tag names ("manylinux_2_28_aarch64" → linux_aarch64); none given:
+// linux_aarch64 for an integrated (Tegra) GPU, every Jetson being an aarch64 machine, else linux_x86_64.
+[[nodiscard]] std::string matrix_platform(std::string_view platform_tag, specs::ComputeCapability cc);
+
 // The names of an arch list ("sm_90", "compute_90"); none for an unknown list.
 [[nodiscard]] std::vector<std::string> arch_names(const std::optional<std::vector<specs::GpuArch>>& list);
 

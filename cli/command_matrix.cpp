@@ -31,11 +31,7 @@ Expected<matrices::ResolvedGpu> resolve_gpu(const Knowledge& k, const std::strin
   return g;
 }
 
-std::string platform_of(const Globals& g) {
-  if (g.platform.find("aarch64") != std::string::npos) return "linux_aarch64";
-  if (g.platform.find("win") != std::string::npos) return "windows_x86_64";
-  return "linux_x86_64";
-}
+std::string platform_of(const Globals& g) { return api::matrix_platform(g.platform, {}); }
 
 std::string os_of(const std::string& platform) { return platform.starts_with("windows") ? "windows" : "linux"; }
 
@@ -150,6 +146,8 @@ json gpu_json(const Knowledge& k, const matrices::ResolvedGpu& rg, const std::st
   jg["cc"] = rg.cc.to_string();
   jg["arch"] = rg.cc.sm_name();
   jg["family"] = rg.family.empty() ? json(nullptr) : json(rg.family);
+  jg["integrated"] = rg.cc.tegra;
+  jg["source"] = rg.source.empty() ? json(nullptr) : json(rg.source);
   const matrices::FirstToolkit ft = k.first_toolkit_for(rg.cc);
   const auto* first = ft.toolkit;
   std::optional<std::string> gpu_min_driver;
@@ -164,7 +162,25 @@ json gpu_json(const Knowledge& k, const matrices::ResolvedGpu& rg, const std::st
                                     rg.name.empty() || rg.name == rg.query ? "" : " = " + rg.name, rg.cc.sm_name(),
                                     rg.cc.to_string(), rg.family.empty() ? "" : ", " + rg.family),
                         Style::bold));
-  if (first && gpu_min_driver) {
+  if (!rg.source.empty()) text.push_back(fmt::format("  source: {}", rg.source));
+  if (rg.cc.tegra)
+    text.push_back(fmt::format("  integrated (Tegra) GPU: SASS runs only when built for {} exactly, PTX by JIT as on a desktop "
+                               "part (CUDA C++ Programming Guide, Binary Compatibility; docs/kernels.md); builds for linux_aarch64",
+                               rg.cc.sm_name()));
+  json jl = json::array();
+  for (const auto* r : k.l4t_for(rg.cc)) {
+    std::string idx;
+    for (const auto& [fw, url] : r->indexes) idx += fmt::format("; {} from {}", fw, url);
+    text.push_back(fmt::format("  L4T {} (JetPack {}): CUDA {}{} [{}]", r->release, r->jetpack, r->cuda.to_string(), idx,
+                               to_string(r->confidence)));
+    jl.push_back({{"l4t", r->release}, {"jetpack", r->jetpack}, {"cuda", r->cuda.to_string()}, {"indexes", r->indexes},
+                  {"confidence", to_string(r->confidence)}, {"source", r->source}});
+  }
+  if (rg.cc.tegra) jg["l4t"] = jl;
+  if (rg.cc.tegra) {
+    // A Jetson's driver is part of L4T: the desktop driver floors do not apply (matrices/data/jetson.yaml).
+    text.push_back("  driver: part of Jetson Linux (L4T, above), not a desktop driver branch");
+  } else if (first && gpu_min_driver) {
     // The oldest toolkit of the table is not "the first" for a GPU older than the table.
     std::string what = ft.oldest_listed
                            ? fmt::format("the oldest toolkit in the matrices, which already has code for {}; older "
@@ -277,16 +293,17 @@ json framework_for_gpu(const Knowledge& k, const Globals& g, const matrices::Fra
 
 // --gpu: per GPU, per framework, the builds that run on it.
 int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matrices::Framework*>& fws) {
-  const std::string platform = platform_of(g);
-  const std::string os = os_of(platform);
   json out;
-  out["platform"] = platform;
+  out["platform"] = platform_of(g);
   out["gpus"] = json::array();
   std::vector<std::string> text;
   for (const auto& q : g.gpus) {
     auto rg = resolve_gpu(k, q);
     if (!rg) return fail(rg.error());
+    const std::string platform = api::matrix_platform(g.platform, rg->cc);
+    const std::string os = os_of(platform);
     json jg = gpu_json(k, *rg, os, text);
+    jg["platform"] = platform;
     jg["frameworks"] = json::array();
     for (const auto* f : fws) jg["frameworks"].push_back(framework_for_gpu(k, g, *f, *rg, platform, os, text));
     out["gpus"].push_back(jg);

@@ -33,9 +33,11 @@ T parse_or_throw(const nlohmann::json& j) {
 ENVFIX_TEXT_JSON(Version)
 ENVFIX_TEXT_JSON(SpecifierSet)
 ENVFIX_TEXT_JSON(CudaVersion)
-ENVFIX_TEXT_JSON(ComputeCapability)
 ENVFIX_TEXT_JSON(GpuArch)
 #undef ENVFIX_TEXT_JSON
+// spec(), not to_string(): a Jetson product's compute capability keeps its "tegra:" (the SASS rule).
+static void to_json(nlohmann::json& j, const ComputeCapability& v) { j = v.spec(); }
+static void from_json(const nlohmann::json& j, ComputeCapability& v) { v = parse_or_throw<ComputeCapability>(j); }
 } // namespace envfix::specs
 
 namespace envfix::matrices {
@@ -48,7 +50,8 @@ NLOHMANN_JSON_SERIALIZE_ENUM(Confidence, {{Confidence::verified, "verified"},
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SourceLocation, file, line, column)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CudaToolkit, version, min_driver_linux, min_driver_windows, updates,
                                    minor_compat_linux, minor_compat_windows, ptx_isa, sass, confidence, source, where)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuProduct, name, aliases, cc, family, segment, confidence, source)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuProduct, name, aliases, cc, family, segment, confidence, source, socs)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(L4tRelease, release, jetpack, cuda, driver, socs, indexes, confidence, source)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Variant, name, kind, cuda, rocm, extra, main_package, packages, kernels, where)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ArchBuild, platform, sass, ptx, confidence, source, where)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReleaseVariant, variant, platforms, where)
@@ -63,7 +66,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Framework, name, main_package, companions, op
 
 struct KnowledgeCodec {
   static nlohmann::json to(const Knowledge& k) {
-    return {{"compiled", 1}, {"frameworks", k.m_frameworks}, {"toolkits", k.m_toolkits}, {"gpus", k.m_gpus}};
+    return {{"compiled", 1}, {"frameworks", k.m_frameworks}, {"toolkits", k.m_toolkits}, {"gpus", k.m_gpus}, {"l4t", k.m_l4t}};
   }
   static Knowledge from(const nlohmann::json& j) {
     if (j.value("compiled", 0) != 1) throw std::invalid_argument("not version-1 compiled knowledge");
@@ -71,6 +74,7 @@ struct KnowledgeCodec {
     j.at("frameworks").get_to(k.m_frameworks);
     j.at("toolkits").get_to(k.m_toolkits);
     j.at("gpus").get_to(k.m_gpus);
+    j.at("l4t").get_to(k.m_l4t);
     return k;
   }
 };

@@ -236,10 +236,40 @@ Expected<ResolvedGpu> Knowledge::resolve_gpu(std::string_view query) const {
     if (any && all_tegra) r.cc.tegra = true;
     return r;
   }
-  if (auto g = gpu(query)) return ResolvedGpu{std::string(query), g->name, g->family, g->cc, false};
+  if (auto g = gpu(query))
+    return ResolvedGpu{std::string(query), g->name, g->family, g->cc, false,
+                       fmt::format("{} ({})", g->source, to_string(g->confidence))};
   return make_error(ErrorCode::invalid_input,
                     fmt::format("unknown GPU '{}': not an arch (sm_120, 12.0) or a known GPU name", query),
                     "run `envfix matrix` to list known GPUs; new products can be added in 'gpus:' of a --matrices override");
+}
+
+std::optional<GpuProduct> Knowledge::gpu_for_soc(std::string_view soc) const {
+  for (const auto& g : m_gpus)
+    if (std::find(g.socs.begin(), g.socs.end(), soc) != g.socs.end()) return g;
+  return std::nullopt;
+}
+
+const L4tRelease* Knowledge::l4t(std::string_view release) const {
+  const L4tRelease* best = nullptr;
+  for (const auto& r : m_l4t) {
+    bool match = release == r.release || (release.starts_with(r.release) && release.size() > r.release.size() &&
+                                          release[r.release.size()] == '.');
+    if (match && (!best || r.release.size() > best->release.size())) best = &r;
+  }
+  return best;
+}
+
+std::vector<const L4tRelease*> Knowledge::l4t_for(specs::ComputeCapability cc) const {
+  std::vector<const L4tRelease*> out;
+  if (!cc.tegra) return out;
+  for (const auto& r : m_l4t)
+    for (const auto& soc : r.socs)
+      if (auto g = gpu_for_soc(soc); g && g->cc.same_number(cc)) {
+        out.push_back(&r);
+        break;
+      }
+  return out;
 }
 
 std::optional<specs::CudaVersion> Knowledge::cuda_for_driver(std::string_view driver) const {

@@ -59,6 +59,7 @@ struct ResolvedGpu {
   std::string family; // "" when unknown (for a bare arch: the family of any product of that cc)
   specs::ComputeCapability cc;
   bool bare_arch = false;
+  std::string source; // the product row's source and confidence ("" for a bare arch)
 };
 
 struct GpuProduct {
@@ -69,7 +70,22 @@ struct GpuProduct {
   std::string segment;              // "consumer", "datacenter", "workstation", "jetson"
   Confidence confidence = Confidence::unverified;
   std::string source;
+  std::vector<std::string> socs;    // Tegra SoCs of the device tree ("tegra234"): how a Jetson is found
   bool operator==(const GpuProduct&) const = default;
+};
+
+// A Jetson Linux (L4T) release (jetson.yaml): on a Jetson the CUDA comes with it, not with a desktop
+// driver branch, and the wheels that carry the SoC's own arch come from JetPack-specific indexes.
+struct L4tRelease {
+  std::string release;                    // "36.4": matches L4T 36.4 and every 36.4.x
+  std::string jetpack;                    // "6.2"
+  specs::CudaVersion cuda;                // 12.6
+  std::string driver;                     // the driver nvidia-smi reports there ("540.4.0"); may be empty
+  std::vector<std::string> socs;          // "tegra234"
+  std::map<std::string, std::string> indexes; // framework → the JetPack index that serves its SoC arch
+  Confidence confidence = Confidence::unverified;
+  std::string source;
+  bool operator==(const L4tRelease&) const = default;
 };
 
 struct Variant {
@@ -285,6 +301,14 @@ public:
   [[nodiscard]] const CudaToolkit* toolkit(specs::CudaVersion v) const;
   [[nodiscard]] const std::vector<CudaToolkit>& toolkits() const { return m_toolkits; }
   [[nodiscard]] const std::vector<GpuProduct>& gpus() const { return m_gpus; }
+  [[nodiscard]] const std::vector<L4tRelease>& l4t_releases() const { return m_l4t; }
+  // The product whose `soc` list holds this Tegra SoC ("tegra234"); nullopt when none.
+  [[nodiscard]] std::optional<GpuProduct> gpu_for_soc(std::string_view soc) const;
+  // The L4T row for a release read from /etc/nv_tegra_release ("36.4.3"): the longest `release`
+  // that is it or a dotted prefix of it; nullptr when none.
+  [[nodiscard]] const L4tRelease* l4t(std::string_view release) const;
+  // The L4T releases for the Jetsons of this (integrated) compute capability, oldest first.
+  [[nodiscard]] std::vector<const L4tRelease*> l4t_for(specs::ComputeCapability cc) const;
 
   // GA minimum driver for a toolkit ("linux" or "windows"); nullopt when unknown or N/A.
   [[nodiscard]] std::optional<std::string> min_driver(specs::CudaVersion cuda, std::string_view os = "linux") const;
@@ -348,6 +372,7 @@ private:
   std::vector<Framework> m_frameworks;
   std::vector<CudaToolkit> m_toolkits;
   std::vector<GpuProduct> m_gpus;
+  std::vector<L4tRelease> m_l4t;
 };
 
 // Numeric comparison of dotted driver versions ("570.26" < "570.124.06"); missing parts count as 0.

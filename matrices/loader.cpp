@@ -216,7 +216,7 @@ private:
     }
     if (!expect_map(root, "(top level)")) return;
     if (!root["schema"]) problem(root, "(top level)", "missing key 'schema' (write 'schema: 1')");
-    each_key(root, "(top level)", {"schema", "frameworks", "cuda_toolkits", "gpus"},
+    each_key(root, "(top level)", {"schema", "frameworks", "cuda_toolkits", "gpus", "l4t"},
              [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
                if (k == "schema") {
                  auto s = str(v, "schema");
@@ -234,6 +234,9 @@ private:
                } else if (k == "gpus") {
                  if (!expect_list(v, "gpus")) return;
                  for (std::size_t i = 0; i < v.size(); ++i) load_gpu(v[i], fmt::format("gpus[{}]", i));
+               } else if (k == "l4t") {
+                 if (!expect_list(v, "l4t")) return;
+                 for (std::size_t i = 0; i < v.size(); ++i) load_l4t(v[i], fmt::format("l4t[{}]", i));
                }
              });
   }
@@ -303,11 +306,11 @@ private:
     if (!expect_map(n, path)) return;
     specs::ComputeCapability cc;
     bool has_cc = false;
-    std::vector<std::string> names, aliases;
+    std::vector<std::string> names, aliases, socs;
     std::string family, segment, source;
     Confidence conf = Confidence::unverified;
     bool has_conf = false, has_source = false, has_family = false;
-    each_key(n, path, {"cc", "family", "segment", "names", "aliases", "confidence", "source"},
+    each_key(n, path, {"cc", "family", "segment", "names", "aliases", "soc", "confidence", "source"},
              [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
                std::string p = path + "." + k;
                if (k == "cc") {
@@ -320,6 +323,7 @@ private:
                else if (k == "segment") segment = str(v, p).value_or("");
                else if (k == "names") names = str_list(v, p);
                else if (k == "aliases") aliases = str_list(v, p);
+               else if (k == "soc") socs = str_list(v, p);
                else if (k == "confidence") { has_conf = true; conf = confidence(v, p).value_or(conf); }
                else if (k == "source") { has_source = true; source = nonempty(v, p); }
              });
@@ -331,7 +335,7 @@ private:
     if (!has_cc) return;
     cc.tegra = segment == "jetson"; // Jetson parts are Tegra: their own SASS rule (specs/gpu_arch.hpp)
     for (const auto& nm : names) {
-      GpuProduct g{nm, aliases, cc, family, segment, conf, source};
+      GpuProduct g{nm, aliases, cc, family, segment, conf, source, socs};
       std::vector<std::string> keys = {normalize_gpu_name(nm)};
       for (const auto& a : aliases) keys.push_back(normalize_gpu_name(a));
       for (const auto& key : keys) {
@@ -347,6 +351,34 @@ private:
       }
       m_k.m_gpus.push_back(std::move(g));
     }
+  }
+
+  void load_l4t(const YAML::Node& n, const std::string& path) {
+    if (!expect_map(n, path)) return;
+    L4tRelease r;
+    bool has_cuda = false, has_conf = false;
+    each_key(n, path, {"release", "jetpack", "cuda", "driver", "soc", "indexes", "confidence", "source"},
+             [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
+               std::string p = path + "." + k;
+               if (k == "release") r.release = nonempty(v, p);
+               else if (k == "jetpack") r.jetpack = nonempty(v, p);
+               else if (k == "cuda") {
+                 if (auto c = cuda_version(v, p)) { r.cuda = *c; has_cuda = true; }
+               } else if (k == "driver") r.driver = driver(v, p);
+               else if (k == "soc") r.socs = str_list(v, p);
+               else if (k == "indexes") {
+                 if (!expect_map(v, p)) return;
+                 each_entry(v, p, [&](const std::string& fw, const YAML::Node& u, const YAML::Node&) {
+                   r.indexes[fw] = nonempty(u, p + "." + fw);
+                 });
+               } else if (k == "confidence") { has_conf = true; r.confidence = confidence(v, p).value_or(r.confidence); }
+               else if (k == "source") r.source = nonempty(v, p);
+             });
+    for (const char* need : {"release", "jetpack", "source"})
+      if (!n[need]) problem(n, path, fmt::format("missing key '{}'", need));
+    if (!has_cuda) problem(n, path, "missing key 'cuda'");
+    if (!has_conf) problem(n, path, "missing key 'confidence'");
+    m_k.m_l4t.push_back(std::move(r));
   }
 
   void load_framework(const std::string& name, const YAML::Node& n, const YAML::Node& key) {

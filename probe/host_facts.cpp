@@ -209,6 +209,7 @@ Expected<HostFacts> probe_host(const ProbeOptions& options) {
   struct GpuSide {
     std::vector<GpuInfo> gpus;
     std::optional<DriverInfo> driver;
+    std::optional<TegraInfo> tegra;
     std::vector<std::string> notes;
   };
   std::future<GpuSide> gpu_side;
@@ -221,6 +222,7 @@ Expected<HostFacts> probe_host(const ProbeOptions& options) {
       auto drv = probe_driver(&g.notes);
       if (drv) g.driver = std::move(*drv);
       else g.notes.push_back(drv.error().message);
+      g.tegra = probe_tegra();
       return g;
     });
   Expected<void> interpreter;
@@ -241,6 +243,7 @@ Expected<HostFacts> probe_host(const ProbeOptions& options) {
     auto g = gpu_side.get();
     facts.gpus = std::move(g.gpus);
     facts.driver = std::move(g.driver);
+    facts.tegra = std::move(g.tegra);
     facts.notes.insert(facts.notes.begin(), g.notes.begin(), g.notes.end());
   }
   ENVFIX_TRY_VOID(interpreter);

@@ -98,8 +98,22 @@ struct PathInterpreter {
   std::filesystem::path resolved;          // realpath
 };
 
+// An NVIDIA Tegra system (Jetson): its integrated GPU is found through the device tree, its CUDA
+// comes with L4T (not a desktop driver branch), and NVML is often absent. probe/ reports the files;
+// api/host.cpp maps the SoC and the L4T release through the matrices (gpus.yaml `soc`, jetson.yaml).
+struct TegraInfo {
+  std::string model;                   // /proc/device-tree/model: "NVIDIA Jetson AGX Orin Developer Kit"
+  std::vector<std::string> compatible; // /proc/device-tree/compatible: "nvidia,p3737-0000", …, "nvidia,tegra234"
+  std::string soc;                     // the "nvidia,tegraNNN" entry without "nvidia,": "tegra234"; "" when none
+  std::string l4t;                     // /etc/nv_tegra_release "# R36 (release), REVISION: 4.3" → "36.4.3"
+  std::string kernel;                  // /proc/sys/kernel/osrelease: "5.15.148-tegra"
+  std::string power_mode;              // nvpmodel: "MAXN (0)"; "" when unknown
+  std::vector<std::string> evidence;   // the files that said so
+};
+
 struct HostFacts {
   std::vector<GpuInfo> gpus;
+  std::optional<TegraInfo> tegra;          // a Jetson (device tree, nv_tegra_release or a -tegra kernel)
   std::optional<DriverInfo> driver;
   std::optional<PythonInfo> python;
   std::vector<InstalledDist> installed;
@@ -177,6 +191,10 @@ struct CondaMetaRecord {
 // or INSTALLER "conda". A prefix without conda-meta/ changes nothing.
 void read_conda_meta(const std::filesystem::path& prefix, std::vector<InstalledDist>& dists,
                      std::vector<std::string>* notes = nullptr);
+// The Tegra facts of this machine (under $ENVFIX_SYSFS_ROOT in tests); nullopt on any other host.
+[[nodiscard]] std::optional<TegraInfo> probe_tegra();
+// "# R36 (release), REVISION: 4.3, GCID: …" → "36.4.3"; "" when the text is not an nv_tegra_release.
+[[nodiscard]] std::string parse_l4t_release(std::string_view text);
 [[nodiscard]] Expected<HostFacts> probe_host(const ProbeOptions& options);
 
 } // namespace envfix::probe
