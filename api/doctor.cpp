@@ -917,6 +917,37 @@ void conclude(DoctorReport& r, const Options& g) {
   r.fix = join(fixes, " && ");
 }
 
+// A Jetson: its L4T release through jetson.yaml, and an info finding that says which rule applies and
+// where wheels with the SoC's own arch come from.
+void jetson_facts(DoctorReport& r) {
+  const auto& t = *r.facts.tegra;
+  JetsonView v{t.model, t.soc, t.l4t, t.kernel, t.power_mode, "", std::nullopt, {}};
+  const matrices::L4tRelease* rel = r.knowledge && !t.l4t.empty() ? r.knowledge->l4t(t.l4t) : nullptr;
+  if (rel) {
+    v.jetpack = rel->jetpack;
+    v.cuda = rel->cuda;
+    v.indexes = rel->indexes;
+  }
+  std::string where = t.evidence.empty() ? std::string() : fmt::format(" ({})", join(t.evidence, ", "));
+  std::string arch;
+  for (const auto& g : r.facts.gpus)
+    if (g.cc.tegra) arch = g.cc.sm_name();
+  std::string text = fmt::format("a Jetson{}{}: {}", t.model.empty() ? "" : " (" + t.model + ")", where,
+                                 rel ? fmt::format("L4T {} is JetPack {}, whose driver runs CUDA {} and older", t.l4t,
+                                                   rel->jetpack, rel->cuda.to_string())
+                                     : t.l4t.empty() ? std::string("no L4T release found (/etc/nv_tegra_release)")
+                                                     : fmt::format("L4T {} is not in the matrices (jetson.yaml)", t.l4t));
+  if (!arch.empty())
+    text += fmt::format("; its integrated GPU runs only {} SASS (or PTX it can JIT): SASS built for another part of "
+                        "the same major does not load on it (docs/kernels.md, the Tegra rule)",
+                        arch);
+  std::string hint;
+  for (const auto& [fw, url] : v.indexes) hint += fmt::format("{}{} wheels for JetPack {}: --index-url {}", hint.empty() ? "" : "; ", fw,
+                                                             v.jetpack, url);
+  add(r, "jetson", "info", text, hint.empty() ? "see docs/kernels.md (the Tegra rule)" : hint);
+  r.jetson = std::move(v);
+}
+
 } // namespace
 
 DoctorReport diagnose(const Options& g, const DoctorRequest& opt, DoctorInputs in) {
@@ -924,6 +955,7 @@ DoctorReport diagnose(const Options& g, const DoctorRequest& opt, DoctorInputs i
   r.facts = std::move(in.facts);
   r.base = std::move(in.base);
   r.knowledge = std::move(in.knowledge);
+  if (r.facts.tegra) jetson_facts(r);
   // Which frameworks: --framework, else each one installed, else torch (api/frameworks.hpp).
   auto choice = choose_frameworks(g.framework, g.detect_framework, r.knowledge.get(), r.facts.installed);
   r.framework_from = choice.from;

@@ -94,8 +94,17 @@ struct ExtensionReport {
   std::string recipe; // how to build it from source for the GPUs it does not cover; "" when it covers them
 };
 
+// A Jetson as doctor shows it: the device tree and L4T facts, and what jetson.yaml says of that release.
+struct JetsonView {
+  std::string model, soc, l4t, kernel, power_mode; // as read (probe::TegraInfo)
+  std::string jetpack;                              // "6.2"; "" when the L4T release is not in the matrices
+  std::optional<specs::CudaVersion> cuda;           // the CUDA of that L4T release
+  std::map<std::string, std::string> indexes;       // framework → the JetPack index with the SoC's arch
+};
+
 struct DoctorReport {
   probe::HostFacts facts;
+  std::optional<JetsonView> jetson;
   probe::BaseEnv base; // the framework's CUDA runtime, the local nvcc, pip, WSL2 and containers
   std::unique_ptr<matrices::Knowledge> knowledge;
   std::string framework_from;               // option (--framework) | installed | assumed (none installed)

@@ -20,6 +20,26 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A Jetson (probe::TegraInfo): its integrated GPU from the device tree when neither NVML nor libcuda
+// answered, and the CUDA its driver runs from the L4T release (matrices/data/jetson.yaml): on a
+// Jetson the driver is part of L4T, so the desktop driver floors do not say it.
+void apply_tegra(const matrices::Knowledge& k, probe::HostFacts& facts) {
+  const auto& t = *facts.tegra;
+  auto product = t.soc.empty() ? std::nullopt : k.gpu_for_soc(t.soc);
+  if (facts.gpus.empty() && product) {
+    probe::GpuInfo g;
+    g.name = t.model.empty() ? product->name : t.model;
+    g.cc = product->cc;
+    facts.gpus.push_back(std::move(g));
+    facts.notes.push_back(fmt::format("GPU from the device tree (nvidia,{}): {} (compute capability {}, integrated)",
+                                      t.soc, product->name, product->cc.to_string()));
+  }
+  const auto* rel = t.l4t.empty() ? nullptr : k.l4t(t.l4t);
+  if (!rel) return;
+  if (!facts.driver) facts.driver = probe::DriverInfo{rel->driver, rel->cuda, "l4t"};
+  else if (!facts.driver->cuda) facts.driver->cuda = rel->cuda;
+}
+
 // The interpreter part: --python-version and --platform laid over what the probe read.
 Expected<void> plan_python(const Options& o, const probe::PythonInfo& py, Host& h) {
   specs::TagEnvironment te = py.tag_env;
@@ -103,6 +123,7 @@ Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNee
     facts->gpus = std::move(planned);
     facts->gpus_planned = true;
   }
+  if (facts->tegra && k && gpu_specs.empty()) apply_tegra(*k, *facts);
   if (!driver.empty()) facts->driver = probe::DriverInfo{driver, std::nullopt, "planned"};
   h.gpus_planned = facts->gpus_planned;
   for (const auto& gi : facts->gpus) h.gpus.emplace_back(gi.name, gi.cc);

@@ -226,7 +226,11 @@ resolver::HostTarget host_target(const Host& host, const matrices::Knowledge& kn
   for (const auto& [name, cc] : host.gpus) target.gpus.push_back(cc);
   target.driver_version = host.driver;
   target.python = host.python;
-  if (!host.driver.empty()) {
+  if (const auto& d = host.facts.driver; d && d->source == "l4t" && d->cuda) {
+    // A Jetson: the driver is part of L4T and runs the CUDA of its release and older (jetson.yaml).
+    const specs::CudaVersion l4t = *d->cuda;
+    target.driver_supports = [l4t](const specs::CudaVersion& c) { return c <= l4t; };
+  } else if (!host.driver.empty()) {
     const auto* kp = &knowledge;
     std::string drv = host.driver;
     target.driver_supports = [kp, drv](const specs::CudaVersion& c) { return kp->driver_supports(drv, c); };

@@ -94,6 +94,13 @@ json to_json(const api::DoctorReport& r) {
       {"pip", {{"target", b.target_pip ? json(b.target_pip->string()) : json(nullptr)},
                {"on_path", r.facts.pip_on_path ? json(r.facts.pip_on_path->string()) : json(nullptr)},
                {"on_path_interpreter", r.facts.pip_interpreter ? json(r.facts.pip_interpreter->string()) : json(nullptr)}}},
+      {"jetson", !r.jetson ? json(nullptr)
+                           : json{{"model", r.jetson->model}, {"soc", r.jetson->soc}, {"l4t", r.jetson->l4t},
+                                  {"jetpack", r.jetson->jetpack.empty() ? json(nullptr) : json(r.jetson->jetpack)},
+                                  {"cuda", r.jetson->cuda ? json(r.jetson->cuda->to_string()) : json(nullptr)},
+                                  {"kernel", r.jetson->kernel},
+                                  {"power_mode", r.jetson->power_mode.empty() ? json(nullptr) : json(r.jetson->power_mode)},
+                                  {"indexes", r.jetson->indexes}}},
       {"wsl", b.platform.wsl},
       {"container", b.platform.container.empty() ? json(nullptr)
                                                  : json{{"kind", b.platform.container}, {"evidence", b.platform.container_evidence}}}};
@@ -165,7 +172,10 @@ void render_hardware(const api::DoctorReport& r) {
               ? fmt::format("   GPU {}    {} {}", gpu.index, gpu.cc.sm_name(), styled(tr("[planned]"), Style::dim))
               : fmt::format("   GPU {}    {} ({}{})", gpu.index, gpu.name, gpu.cc.sm_name(), human_bytes(gpu.memory_bytes)));
   if (r.facts.driver)
-    human(row(tr("driver"), fmt::format("{}{} [{}]", r.facts.driver->version,
+    human(row(tr("driver"), fmt::format("{}{} [{}]",
+                                        r.facts.driver->version.empty() && r.facts.driver->source == "l4t"
+                                            ? std::string(tr("part of Jetson Linux (L4T)"))
+                                            : r.facts.driver->version,
                                         r.facts.driver->cuda ? trf(", supports CUDA {}", r.facts.driver->cuda->to_string()) : "",
                                         r.facts.driver->source)));
   else human(row(tr("driver"), tr("none")));
@@ -184,6 +194,17 @@ void render_hardware(const api::DoctorReport& r) {
                         !b.toolkit ? std::string(tr("none (no nvcc on PATH, $CUDA_HOME or /usr/local/cuda)"))
                                    : fmt::format("nvcc {} ({}, {})", b.toolkit->version ? b.toolkit->version->to_string() : "?",
                                                  b.toolkit->nvcc.string(), b.toolkit->from))));
+  if (const auto& jv = r.jetson) {
+    std::vector<std::string> parts;
+    if (!jv->model.empty()) parts.push_back(jv->model);
+    if (!jv->soc.empty()) parts.push_back(jv->soc);
+    if (!jv->l4t.empty()) parts.push_back("L4T " + jv->l4t);
+    if (!jv->jetpack.empty()) parts.push_back("JetPack " + jv->jetpack);
+    if (jv->cuda) parts.push_back("CUDA " + jv->cuda->to_string());
+    if (!jv->power_mode.empty()) parts.push_back(trf("power mode {}", jv->power_mode));
+    if (!jv->kernel.empty()) parts.push_back(trf("kernel {}", jv->kernel));
+    human(row("Jetson", util::join(parts, " · ")));
+  }
   if (b.platform.is_wsl() || !b.platform.container.empty())
     human(row(tr("platform"), fmt::format("{}{}", b.platform.is_wsl() ? "WSL2" : "",
                                           b.platform.container.empty()

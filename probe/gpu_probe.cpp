@@ -220,6 +220,8 @@ std::optional<std::vector<GpuInfo>> gpus_from_cuda(Library& cuda, std::vector<st
     attr_fn(&major, kCuAttrCcMajor, dev);
     attr_fn(&minor, kCuAttrCcMinor, dev);
     g.cc = {major, minor};
+    // CU_DEVICE_ATTRIBUTE_INTEGRATED (18): an integrated (Tegra) GPU, with its own SASS rule.
+    if (int integrated = 0; attr_fn(&integrated, 18, dev) == 0 && integrated) g.cc.tegra = true;
     std::size_t mem = 0;
     if (mem_fn && mem_fn(&mem, dev) == 0) g.memory_bytes = mem;
     std::array<unsigned char, 16> u{};

@@ -59,6 +59,15 @@ std::string gpu_list(const std::vector<specs::ComputeCapability>& gpus) {
   return s;
 }
 
+// "sm_87 not covered", and for an integrated GPU the rule that makes it so: the SASS of a neighbour
+// (sm_80 on an 8.7) does not load there (specs/gpu_arch.hpp, the Tegra rule).
+std::string not_covered(const std::vector<specs::ComputeCapability>& gpus) {
+  bool tegra = std::any_of(gpus.begin(), gpus.end(), [](const specs::ComputeCapability& g) { return g.tegra; });
+  return fmt::format("{} not covered{}", gpu_list(gpus),
+                     tegra ? " (an integrated GPU runs only SASS built for its exact arch, or PTX it can JIT)"
+                           : "");
+}
+
 std::string evidence_archs(const BuildFacts& facts) { return arch_list(wheel::archs_of(facts.files)); }
 
 int cuda_rank(const FrameworkIndex& i) { return i.cuda ? i.cuda->major * 100 + i.cuda->minor : -1; }
@@ -266,7 +275,7 @@ bool judge_kernels(Pass& p, const FrameworkIndex& idx, const std::string& channe
     }
     auto cov = check_coverage(*archs, host.gpus);
     if (!cov.uncovered.empty()) {
-      r.detail = fmt::format("kernels {}; {} not covered", arch_list(*archs), gpu_list(cov.uncovered));
+      r.detail = fmt::format("kernels {}; {}", arch_list(*archs), not_covered(cov.uncovered));
       p.near_miss(r, channel, idx);
       p.reject(std::move(r));
       return false;

@@ -1,0 +1,109 @@
+// Jetson and aarch64 hosts (issue 34): the fixture hosts of tests/fixtures/hosts (device tree, L4T,
+// no NVML) in doctor, and plans for --platform manylinux_2_28_aarch64 against a PyTorch-shaped
+// index whose torch is the aarch64 cu130 build (matrices/data/torch.yaml: 8.0, 9.0, 10.0, 11.0, 12.0,
+// no 8.7).
+#include <doctest/doctest.h>
+
+#include "tests/apply/apply_world.hpp"
+
+using namespace envfix;
+using namespace envfix::apply_test;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kAarch64Index = R"({"simple_dir": "pt/whl/cu130", "files_dir": "pt/whl/files", "packages": [
+  {"name": "torch", "version": "2.14.0+cu130", "tags": ["py3-none-manylinux_2_28_aarch64"]}
+]})";
+
+std::map<std::string, std::string> host_env(const std::string& host) {
+  return {{"ENVFIX_SYSFS_ROOT", (fs::path(ENVFIX_FIXTURES_DIR) / "hosts" / host).string()}, {"ENVFIX_NO_NVML", "1"}};
+}
+
+} // namespace
+
+TEST_CASE("doctor on fixture Jetsons: the GPU from the device tree, L4T → JetPack and CUDA, the JetPack index") {
+  World w(kAlphaIndex);
+  auto ve = w.venv("venv");
+  const auto py = (ve / "bin/python").string();
+  auto doctor = [&](const std::string& host) {
+    auto r = w.envfix({"--format", "json", "doctor", "--python", py, "--no-repro"}, host_env(host));
+    INFO(r.err);
+    return json::parse(r.out);
+  };
+  auto orin = doctor("orin-jp62");
+  INFO(orin.dump());
+  REQUIRE(orin["gpus"].size() == 1);
+  CHECK(orin["gpus"][0]["cc"] == "8.7");
+  CHECK(orin["gpus"][0]["name"] == "NVIDIA Jetson AGX Orin Developer Kit");
+  CHECK(orin["driver"]["source"] == "l4t");
+  CHECK(orin["driver"]["cuda"] == "12.6");
+  const auto& jo = orin["base"]["jetson"];
+  CHECK(jo["soc"] == "tegra234");
+  CHECK(jo["l4t"] == "36.4.3");
+  CHECK(jo["jetpack"] == "6.2");
+  CHECK(jo["power_mode"] == "MAXN (0)");
+  CHECK(jo["kernel"] == "5.15.148-tegra");
+  CHECK(jo["indexes"]["torch"] == "https://pypi.jetson-ai-lab.io/jp6/cu126");
+  bool finding = false;
+  for (const auto& f : orin["findings"])
+    if (f["code"] == "jetson") {
+      finding = true;
+      CHECK(f["message"].get<std::string>().find("only sm_87 SASS") != std::string::npos);
+      CHECK(f["hint"].get<std::string>().find("--index-url https://pypi.jetson-ai-lab.io/jp6/cu126") != std::string::npos);
+    }
+  CHECK(finding);
+
+  auto thor = doctor("thor-jp7");
+  INFO(thor.dump());
+  REQUIRE(thor["gpus"].size() == 1);
+  CHECK(thor["gpus"][0]["cc"] == "11.0");
+  CHECK(thor["driver"]["cuda"] == "13.0");
+  CHECK(thor["base"]["jetson"]["jetpack"] == "7.0");
+  CHECK(thor["base"]["jetson"]["power_mode"] == nullptr); // no nvpmodel files in that fixture
+
+  // Not a Jetson: no jetson block, no GPU made up.
+  auto bare = w.envfix({"--format", "json", "doctor", "--python", py, "--no-repro"}, {{"ENVFIX_NO_NVML", "1"}});
+  auto jb = json::parse(bare.out);
+  CHECK(jb["base"]["jetson"] == nullptr);
+  CHECK(jb["gpus"].empty());
+}
+
+TEST_CASE("aarch64 plans: PyTorch's aarch64 cu130 build for GH200, GB10 and Thor; refused on an Orin (no sm_87)") {
+  World w(kAarch64Index);
+  auto ve = w.venv("venv");
+  const auto py = (ve / "bin/python").string();
+  auto plan = [&](std::vector<std::string> extra, std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> a{"--format", "json", "plan", "torch==2.14.0", "--mirror", w.base_url() + "/pt/whl",
+                               "--python", py, "--platform", "manylinux_2_28_aarch64"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return w.envfix(a, std::move(env));
+  };
+  for (const char* gpu : {"gh200", "gb10", "thor"}) {
+    CAPTURE(gpu);
+    auto r = plan({"--gpu", gpu, "--driver", "580.65.06"});
+    REQUIRE_MESSAGE(r.rc == 0, r.err);
+    auto j = json::parse(r.out);
+    CHECK(j["variant"] == "cu130");
+    CHECK(j["install"][0]["version"] == "2.14.0+cu130");
+  }
+  // A discrete 8.6 (A10) would run its sm_80 SASS; the Orin (integrated 8.7) does not.
+  auto a10 = plan({"--gpu", "A10", "--driver", "580.65.06"});
+  CHECK_MESSAGE(a10.rc == 0, a10.err);
+  auto orin = plan({"--gpu", "orin", "--driver", "580.65.06"});
+  CHECK(orin.rc == 1);
+  INFO(orin.err);
+  CHECK(orin.err.find("sm_87") != std::string::npos);
+  CHECK(orin.err.find("integrated") != std::string::npos);
+
+  // The same Orin found from its device tree on JetPack 7.2 (CUDA 13.2: the driver is not the reason).
+  auto jp72 = plan({}, host_env("orin-jp72"));
+  CHECK(jp72.rc == 1);
+  INFO(jp72.err);
+  CHECK(jp72.err.find("sm_87") != std::string::npos);
+  CHECK(jp72.err.find("driver") == std::string::npos);
+  // Thor from its device tree on JetPack 7.0: L4T's CUDA 13.0 runs the cu130 build, no --driver needed.
+  auto thor = plan({}, host_env("thor-jp7"));
+  CHECK_MESSAGE(thor.rc == 0, thor.err);
+}
