@@ -77,10 +77,11 @@ TEST_CASE("embedded matrices load without problems and cover the frameworks") {
   CHECK(t->optional_companions == std::vector<std::string>{"torchcodec"});
   // torch 1.13 through 2.13 as releases, plus the nightly line.
   for (const char* v : {"1.13.0", "1.13.1", "2.0.0", "2.1.2", "2.4.1", "2.6.0", "2.7.0", "2.7.1", "2.8.0", "2.9.1",
-                        "2.10.0", "2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0"})
+                        "2.10.0", "2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0", "2.14.1", "2.15.0"})
     CHECK_MESSAGE(t->release(ver(v)) != nullptr, v);
   CHECK(t->release(ver("2.15.0.dev20260801")) != nullptr);
-  CHECK(t->release(ver("2.16.0.dev20261101")) == nullptr);
+  CHECK(t->release(ver("2.17.0.dev20261203")) != nullptr);
+  CHECK(t->release(ver("2.18.0.dev20270101")) == nullptr);
   CHECK(t->release(ver("2.99.0")) == nullptr);
   // ROCm and CPU variants are listed even though envfix cannot judge AMD kernels.
   REQUIRE(t->variant("rocm6.4"));
@@ -268,7 +269,7 @@ TEST_CASE("newest torch release that still runs on a GTX 1080 (sm_61)") {
         if (b.runs_on(cc("6.1")) == RunKind::native && (!newest || v > *newest)) newest = v;
   }
   REQUIRE(newest);
-  CHECK(newest->to_string() == "2.14.0");
+  CHECK(newest->to_string() == "2.14.1"); // 2.14.1 is 2.14.0's patch release on the same matrix
   // …only through cu126: every CUDA 13 build dropped Pascal.
   for (const auto& b : k.variants_for("torch", ver("2.14.0")))
     CHECK((b.runs_on(cc("6.1")) == RunKind::native) == (b.variant == "cu126"));
@@ -438,7 +439,7 @@ frameworks:
     variants:
       cu144: {cuda: "14.4"}
     releases:
-      - versions: ["2.14.1"]
+      - versions: ["2.14.7"]
         channels: [beta]
         python: [cp313]
         source: "x"
@@ -463,7 +464,7 @@ frameworks:
     variants:
       cu144: {cuda: "14.4"}
     releases:
-      - versions: ["2.14.1"]
+      - versions: ["2.14.7"]
         python: [cp313]
         source: "x"
         pypi_default: cu999
@@ -813,7 +814,7 @@ TEST_CASE("GPU names as people type them; nvidia-smi's product strings keep work
   CHECK(!k.gpu("sm_61"));     // an arch is not a product name (the caller parses it)
 }
 
-TEST_CASE("legacy ladder: 2.15 drops cu126, so 2.14.0+cu126 is the last release for sm_50..sm_70") {
+TEST_CASE("legacy ladder: 2.15 drops cu126, so 2.14.x+cu126 is the last release for sm_50..sm_70") {
   const auto& k = embedded();
   for (const char* c : {"5.0", "6.0", "6.1", "7.0"}) {
     CAPTURE(c);
@@ -824,7 +825,7 @@ TEST_CASE("legacy ladder: 2.15 drops cu126, so 2.14.0+cu126 is the last release 
     CHECK(e->source.find("pytorch/pytorch#190385") != std::string::npos);
     auto last = k.last_release_for("torch", cc(c));
     REQUIRE(last);
-    CHECK(last->version == ver("2.14.0"));
+    CHECK(last->version == ver("2.14.1"));
     CHECK(last->variant == "cu126");
     CHECK(last->end == e);
   }
@@ -832,12 +833,12 @@ TEST_CASE("legacy ladder: 2.15 drops cu126, so 2.14.0+cu126 is the last release 
   auto t4 = k.last_release_for("torch", cc("7.5"));
   REQUIRE(t4);
   CHECK(t4->end == nullptr);
-  // A 2.15.0 row added by an override has no build for sm_61: 2.14.0 stays the last one.
+  // A 2.15.1 row added by an override has no build for sm_61: 2.14.1 stays the last one.
   auto over = with_override({{"o.yaml", R"(schema: 1
 frameworks:
   torch:
     releases:
-      - versions: ["2.15.0"]
+      - versions: ["2.15.1"]
         python: [cp312]
         source: "test"
         variants:
@@ -845,8 +846,8 @@ frameworks:
             linux_x86_64: {sass: [sm_75, sm_80, sm_90, sm_100, sm_120], ptx: [], confidence: unverified, source: "test"}
 )"}});
   REQUIRE(over);
-  CHECK(over->last_release_for("torch", cc("6.1"))->version == ver("2.14.0"));
-  CHECK(over->last_release_for("torch", cc("9.0"))->version == ver("2.15.0"));
+  CHECK(over->last_release_for("torch", cc("6.1"))->version == ver("2.14.1"));
+  CHECK(over->last_release_for("torch", cc("9.0"))->version == ver("2.15.1"));
 }
 
 TEST_CASE("support_ends: bad rows are reported with their location") {
