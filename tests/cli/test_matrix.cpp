@@ -79,7 +79,7 @@ TEST_CASE("matrix --gpu \"RTX 5090\": releases that run on sm_120 and the minimu
   CHECK((*b)["via"] == "sm_120");
   CHECK((*b)["min_driver"] == "570.26");
   CHECK(find_build((*torch)["builds"], "2.7.0", "cu126") == nullptr); // no sm_120: not listed
-  CHECK((*torch)["newest"]["native"]["version"] == "2.14.0");
+  CHECK((*torch)["newest"]["native"]["version"] == "2.15.0");
   // TensorFlow runs only by JIT of its compute_90 PTX.
   for (const auto& f : g["frameworks"])
     if (f["name"] == "tensorflow") {
@@ -94,7 +94,7 @@ TEST_CASE("matrix --gpu sm_61 --framework torch: the newest release for a GTX 10
   CHECK(g["cc"] == "6.1");
   CHECK(g["name"].is_null());
   REQUIRE(g["frameworks"].size() == 1);
-  CHECK(g["frameworks"][0]["newest"]["native"]["version"] == "2.14.0");
+  CHECK(g["frameworks"][0]["newest"]["native"]["version"] == "2.14.1");
   CHECK(g["frameworks"][0]["newest"]["native"]["variant"] == "cu126");
   for (const auto& b : g["frameworks"][0]["builds"]) CHECK(b["variant"] != "cu130");
 
@@ -103,7 +103,7 @@ TEST_CASE("matrix --gpu sm_61 --framework torch: the newest release for a GTX 10
   CHECK(t.exit_code == 0);
   CHECK(t.out.empty()); // human output goes to stderr
   CHECK(t.err.find("GTX 1080 = GeForce GTX 1080 → sm_61 (compute capability 6.1, pascal)") != std::string::npos);
-  CHECK(t.err.find("torch: newest stable release with sm_61 code: 2.14.0 (cu126)") != std::string::npos);
+  CHECK(t.err.find("torch: newest stable release with sm_61 code: 2.14.1 (cu126)") != std::string::npos);
 }
 
 TEST_CASE("matrix --framework torch --version 2.7.0: variants, archs, companions, Python tags, drivers") {
@@ -222,12 +222,12 @@ TEST_CASE("matrix --gpu sm_61/sm_70 --framework torch: the legacy ladder names t
     json j = run_json({"matrix", "--gpu", arch, "--framework", "torch"});
     const json& last = j["gpus"][0]["frameworks"][0]["last_release"];
     REQUIRE(last.is_object());
-    CHECK(last["version"] == "2.14.0");
+    CHECK(last["version"] == "2.14.1");
     CHECK(last["variant"] == "cu126");
     CHECK(last["dropped_from"] == "2.15.0");
     CHECK(last["source"].get<std::string>().find("pytorch/pytorch#190385") != std::string::npos);
     auto t = run({"matrix", "--gpu", arch, "--framework", "torch"});
-    CHECK(t.err.find(fmt::format("torch 2.14.0 (cu126) is the last release with code for {}: torch from 2.15.0 on drops it", arch)) !=
+    CHECK(t.err.find(fmt::format("torch 2.14.1 (cu126) is the last release with code for {}: torch from 2.15.0 on drops it", arch)) !=
           std::string::npos);
   }
   CHECK(run_json({"matrix", "--gpu", "sm_75", "--framework", "torch"})["gpus"][0]["frameworks"][0]["last_release"].is_null());
