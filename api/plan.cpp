@@ -345,6 +345,14 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   return framework_plan(*choice, ctx, fws);
 }
 
+// The index client's warnings, the counts and the time, once the plan is made.
+PlanContext finish_plan(PlanContext ctx, std::chrono::steady_clock::time_point t0) {
+  for (auto& w : ctx.client->warnings()) ctx.plan.warnings.push_back(std::move(w));
+  ctx.resolved = ctx.resolution.pins.size();
+  ctx.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return ctx;
+}
+
 } // namespace
 
 Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std::vector<resolver::Rejection>* rejected_out) {
@@ -364,8 +372,16 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     extras.providers.push_back(std::make_unique<resolver::IndexProvider>(*ctx.client, u));
     ctx.extra_indexes.push_back(index::redact_url(u));
   }
-  // No --framework: the one installed in the target, else torch, said so (api/frameworks.hpp).
-  auto fws = choose_frameworks(g.framework, g.detect_framework, ctx.knowledge.get(), ctx.host.facts.installed);
+  // No --framework: the one the request names, none for a request naming none, else (no request) the
+  // one installed in the target, else torch, said so (api/frameworks.hpp).
+  auto fws = ENVFIX_TRY(choose_plan_framework(g.framework, g.detect_framework, ctx.knowledge.get(), ctx.host.facts.installed,
+                                              ctx.request));
+  if (fws.names.empty()) {
+    // Just the request, pip-like, from --index-url/--find-links or pip's default index.
+    const bool no_index = index_url.empty() && g.find_links.empty();
+    ctx.plan = ENVFIX_TRY(plan_plain(g, flags, ctx, no_index ? std::string(kDefaultIndexUrl) : index_url, extras, rejected_out));
+    return finish_plan(std::move(ctx), t0);
+  }
   if (fws.names.size() > 1)
     fws.note = fmt::format("{} are installed; planning {} (use --framework)", util::join(fws.names, ", "), fws.names.front());
   const auto* fw = ctx.knowledge ? ctx.knowledge->framework(fws.names.front()) : nullptr;
@@ -373,10 +389,7 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     ctx.plan = ENVFIX_TRY(plan_framework(g, flags, ctx, index_url, extras, fws, rejected_out));
   else
     ctx.plan = ENVFIX_TRY(plan_plain(g, flags, ctx, index_url, extras, rejected_out));
-  for (auto& w : ctx.client->warnings()) ctx.plan.warnings.push_back(std::move(w));
-  ctx.resolved = ctx.resolution.pins.size();
-  ctx.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return ctx;
+  return finish_plan(std::move(ctx), t0);
 }
 
 Expected<void> check_conda(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan, bool allow_conda_overwrite) {
