@@ -446,7 +446,8 @@ void write_lockfile(const Options& o, const PlanContext& ctx, const std::vector<
 // One attempt: plan, prepare, transaction. nullopt when the kernel gate refused a candidate that
 // the next plan can avoid (recorded in `ft`).
 Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const ApplyRequest& o, FallThrough& ft, ApplyReporter& rep) {
-  PlanRequest pr{.requirements = o.requirements, .pre = o.pre, .allow_unhashed = o.allow_unhashed};
+  PlanRequest pr{.requirements = o.requirements, .pre = o.pre, .allow_unhashed = o.allow_unhashed, .upgrade = o.upgrade,
+                 .reinstall = o.reinstall};
   auto ctx = ENVFIX_TRY(build_plan(g, pr));
   ENVFIX_TRY(check_installed(ctx, o.allow_breaking, o.allow_conda_overwrite)); // before anything changes: pip check of the after-state
   const auto& plan = ctx.plan;

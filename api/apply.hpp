@@ -24,6 +24,8 @@ struct ApplyRequest {
   bool break_system_packages = false;
   bool allow_unhashed = false;
   bool pre = false;
+  bool upgrade = false;   // PlanRequest::upgrade
+  bool reinstall = false; // PlanRequest::reinstall
   bool allow_breaking = false;
   bool allow_conda_overwrite = false;
   std::string venv;               // create (or reuse) a venv there and install into it

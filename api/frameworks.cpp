@@ -6,6 +6,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "specs/name.hpp"
 
@@ -52,6 +53,42 @@ FrameworkChoice choose_frameworks(const std::string& asked, bool detect, const m
   if (auto it = std::find(c.names.begin(), c.names.end(), asked); it != c.names.end()) std::rotate(c.names.begin(), it, it + 1);
   c.from = "installed";
   return c;
+}
+
+std::vector<const matrices::Framework*> requested_frameworks(const matrices::Knowledge& k,
+                                                             const std::vector<specs::Requirement>& request) {
+  std::vector<const matrices::Framework*> out;
+  for (const auto& r : request)
+    for (const auto& fw : k.frameworks())
+      if (auto role = package_role(fw, r.normalized_name());
+          (role == "main" || role == "companion") && std::find(out.begin(), out.end(), &fw) == out.end())
+        out.push_back(&fw);
+  return out;
+}
+
+Expected<FrameworkChoice> choose_plan_framework(const std::string& asked, bool detect, const matrices::Knowledge* k,
+                                                const std::vector<probe::InstalledDist>& installed,
+                                                const std::vector<specs::Requirement>& request) {
+  if (!detect || !k || request.empty()) return choose_frameworks(asked, detect, k, installed);
+  auto named = requested_frameworks(*k, request);
+  if (named.empty()) return FrameworkChoice{{}, "none", {}};
+  if (named.size() == 1) return FrameworkChoice{{named.front()->name}, "request", {}};
+  std::vector<std::string> names, causes;
+  for (const auto* fw : named) {
+    names.push_back(fw->name);
+    std::vector<std::string> reqs;
+    for (const auto& r : request)
+      if (auto role = package_role(*fw, r.normalized_name()); role == "main" || role == "companion") reqs.push_back(r.to_string());
+    causes.push_back(fmt::format("{}: {}", fw->name, fmt::join(reqs, ", ")));
+  }
+  Error e{ErrorCode::invalid_input,
+          fmt::format("the request names {} frameworks ({}); envfix plans one framework's set at a time", named.size(),
+                      fmt::join(names, ", ")),
+          causes,
+          fmt::format("pass --framework {} to plan that set (the other packages are then resolved beside it, from its "
+                      "index), or run envfix once per framework, each in its own environment",
+                      names.front())};
+  return std::unexpected(std::move(e));
 }
 
 std::string package_role(const matrices::Framework& fw, std::string_view n) {

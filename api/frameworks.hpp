@@ -13,6 +13,7 @@
 #include "probe/host_facts.hpp"
 #include "specs/marker.hpp"
 #include "specs/requirement.hpp"
+#include "util/error.hpp"
 
 namespace envfix::api {
 
@@ -23,14 +24,28 @@ namespace envfix::api {
 
 // The framework(s) to act on.
 struct FrameworkChoice {
-  std::vector<std::string> names; // never empty
-  std::string from;               // option (--framework) | installed | assumed
+  std::vector<std::string> names; // never empty, except from "none"
+  std::string from;               // option (--framework) | request | installed | assumed | none
   std::string note;               // for `assumed` and for several installed where one is used; else ""
 };
 // `asked` when !detect; else the installed frameworks (`asked`, the default torch, first when it is
 // one of them); else `asked`, saying so.
 [[nodiscard]] FrameworkChoice choose_frameworks(const std::string& asked, bool detect, const matrices::Knowledge* k,
                                                 const std::vector<probe::InstalledDist>& installed);
+
+// The frameworks whose main package (any variant's: paddlepaddle-gpu) or companion (torchvision,
+// jaxlib) a request names, in the request's order.
+[[nodiscard]] std::vector<const matrices::Framework*> requested_frameworks(const matrices::Knowledge& k,
+                                                                         const std::vector<specs::Requirement>& request);
+
+// The framework plan, apply and lock act on (README.md, Frameworks): `asked` when !detect (--framework);
+// else the one framework the request names ('jax[cuda13]' → jax), an invalid_input error asking for
+// --framework when it names several; else, for a request naming none (numpy), no framework at all
+// (names empty, from "none": the request alone is resolved, pip-like, and the installed framework is
+// kept as any installed package is); else, for an empty request, choose_frameworks().
+[[nodiscard]] Expected<FrameworkChoice> choose_plan_framework(const std::string& asked, bool detect, const matrices::Knowledge* k,
+                                                              const std::vector<probe::InstalledDist>& installed,
+                                                              const std::vector<specs::Requirement>& request);
 
 // The role of a package (normalized name) in a framework: "main" (a variant's main package),
 // "companion", "variant" (in a variant's package or kernel set: jaxlib, jax-cuda13-plugin), or "".

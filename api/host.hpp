@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -56,6 +57,8 @@ struct HostNeeds {
 // or the default, through util::open_cache (another user's cache gives a private temporary one); empty
 // when there is none. `create`: make it when missing.
 [[nodiscard]] std::filesystem::path run_cache_dir(const Options& o, bool create = true);
+// The index of a plain request when none is given: pip's default (README.md, Frameworks).
+inline constexpr std::string_view kDefaultIndexUrl = "https://pypi.org/simple";
 // --index-url or ENVFIX_INDEX_URL.
 [[nodiscard]] std::string plain_index_url(const Options& o);
 // --mirror or ENVFIX_MIRROR.

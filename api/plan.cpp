@@ -39,8 +39,10 @@ std::vector<std::string> whole_set(const resolver::FrameworkSpec& spec) {
 // own framework binaries count (read once per file, kept by RECORD hash), then the build the kernel
 // gate read from this very file before, by its sha256 (wheel/kernel_evidence.hpp): a record of another
 // file with the same name and version rules nothing out.
-void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const index::IndexClient& client,
-                     const std::vector<specs::Requirement>& request) {
+// Returns the names whose installed binaries were read.
+std::set<std::string> attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const index::IndexClient& client,
+                                      const std::vector<specs::Requirement>& request) {
+  std::set<std::string> read;
   auto store = std::make_shared<wheel::EvidenceStore>(evidence_store(client));
   auto installed = std::make_shared<std::map<wheel::BuildKey, resolver::BuildFacts>>();
   if (!host.gpus.empty()) {
@@ -56,6 +58,7 @@ void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const inde
       resolver::BuildFacts facts{std::move(ik->files), fmt::format("installed in {}", d.dist_info.parent_path().string())};
       (void)store->put_build({key, facts.source, facts.files});
       (*installed)[key] = std::move(facts);
+      read.insert(d.normalized_name());
     }
   }
   auto find = [installed](const wheel::BuildKey& key) -> std::optional<resolver::BuildFacts> {
@@ -75,6 +78,7 @@ void attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const inde
     key.variant.clear();
     return find(key);
   };
+  return read;
 }
 
 
@@ -180,15 +184,25 @@ struct ExtraIndexes {
   }
 };
 
-// The requested names: they are upgraded, never kept because they are installed.
-std::set<std::string> requested_names(const std::vector<specs::Requirement>& request) {
+// The names upgraded to the newest allowed version whatever is installed: the requested ones with
+// --upgrade; without it an installed version that satisfies the request stays, as with pip and uv.
+std::set<std::string> upgraded_names(const PlanRequest& flags, const std::vector<specs::Requirement>& request) {
   std::set<std::string> out;
-  for (const auto& q : request) out.insert(q.normalized_name());
+  if (flags.upgrade)
+    for (const auto& q : request) out.insert(q.normalized_name());
   return out;
 }
 
 std::vector<resolver::InstalledPackage> preferred(const PlanRequest& flags, const Host& host) {
   return flags.prefer_installed ? host.installed : std::vector<resolver::InstalledPackage>{};
+}
+
+// The names taken from the index even at their installed version: every one with --reinstall, and
+// those whose installed binaries were read (`read`).
+std::set<std::string> from_index(const PlanRequest& flags, const Host& host, std::set<std::string> read = {}) {
+  if (flags.reinstall)
+    for (const auto& p : host.installed) read.insert(p.name);
+  return read;
 }
 
 // A plain resolver over exactly one index (plus find-links folders and extra indexes), pip-like: no
@@ -206,7 +220,8 @@ Expected<resolver::Plan> plan_plain(const Options& g, const PlanRequest& flags, 
   ro.target = host.python;
   ro.allow_unhashed = flags.allow_unhashed;
   if (flags.pre) ro.prereleases = resolver::PrereleasePolicy::allow;
-  resolver::PreferInstalledProvider preferring(provider, preferred(flags, host), requested_names(ctx.request));
+  resolver::PreferInstalledProvider preferring(provider, preferred(flags, host), upgraded_names(flags, ctx.request),
+                                               from_index(flags, host));
   resolver::Resolver r(preferring, ro);
   auto res = r.resolve(ctx.request);
   if (!res) {
@@ -214,7 +229,7 @@ Expected<resolver::Plan> plan_plain(const Options& g, const PlanRequest& flags, 
     return std::unexpected(res.error());
   }
   ctx.resolution = std::move(*res);
-  resolver::PlanInputs in{&ctx.resolution, host.installed, {}, {"nvidia-"}};
+  resolver::PlanInputs in{&ctx.resolution, host.installed, {}, {"nvidia-"}, flags.reinstall};
   auto plan = resolver::make_plan(in);
   plan.index = primary.describe();
   return plan;
@@ -259,9 +274,10 @@ Error selection_error(Error selector, const resolver::FrameworkSpec& spec,
 }
 
 // The plan of the selector's choice: its index, why, warnings and rejections.
-resolver::Plan framework_plan(const resolver::FrameworkChoice& choice, const PlanContext& ctx, const FrameworkChoice& fws) {
+resolver::Plan framework_plan(const resolver::FrameworkChoice& choice, const PlanContext& ctx, const FrameworkChoice& fws,
+                              bool reinstall) {
   const auto& spec = *ctx.spec;
-  resolver::PlanInputs in{&ctx.resolution, ctx.host.installed, resolver::framework_packages(spec), {"nvidia-"}};
+  resolver::PlanInputs in{&ctx.resolution, ctx.host.installed, resolver::framework_packages(spec), {"nvidia-"}, reinstall};
   auto plan = resolver::make_plan(in);
   plan.channel = choice.index.channel;
   plan.variant = choice.index.variant;
@@ -297,7 +313,7 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   const std::string mirror = mirror_of(g);
   ctx.spec = std::make_unique<resolver::FrameworkSpec>(
       ENVFIX_TRY(resolver::framework_spec_from(knowledge, framework, mirror, host.platform)));
-  attach_evidence(*ctx.spec, host, client, ctx.request);
+  const auto read = from_index(flags, host, attach_evidence(*ctx.spec, host, client, ctx.request));
   std::map<std::string, std::unique_ptr<resolver::IndexProvider>> providers;
   auto base_provider = [&](const std::string& url) -> resolver::IndexProvider& {
     auto& p = providers[url];
@@ -328,7 +344,7 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   req.rejected_out = rejected_out;
   std::map<std::string, std::unique_ptr<resolver::FirstIndexProvider>> chained;
   std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
-  auto upgrade = requested_names(ctx.request);
+  auto upgrade = upgraded_names(flags, ctx.request);
   for (auto& n : whole_set(spec)) upgrade.insert(std::move(n));
   auto choice = resolver::select_framework_set(spec, host_target(host, knowledge), req,
                                                [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
@@ -340,13 +356,21 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
       p = c.get();
     }
     auto& pp = preferring[i.url];
-    if (!pp) pp = std::make_unique<resolver::PreferInstalledProvider>(*p, preferred(flags, host), upgrade);
+    if (!pp) pp = std::make_unique<resolver::PreferInstalledProvider>(*p, preferred(flags, host), upgrade, read);
     return *pp;
   });
   if (!choice) return std::unexpected(selection_error(std::move(choice).error(), spec, providers));
   ctx.resolution = std::move(choice->resolution);
   ctx.framework_index = choice->index;
-  return framework_plan(*choice, ctx, fws);
+  return framework_plan(*choice, ctx, fws, flags.reinstall);
+}
+
+// The index client's warnings, the counts and the time, once the plan is made.
+PlanContext finish_plan(PlanContext ctx, std::chrono::steady_clock::time_point t0) {
+  for (auto& w : ctx.client->warnings()) ctx.plan.warnings.push_back(std::move(w));
+  ctx.resolved = ctx.resolution.pins.size();
+  ctx.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return ctx;
 }
 
 } // namespace
@@ -368,8 +392,16 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     extras.providers.push_back(std::make_unique<resolver::IndexProvider>(*ctx.client, u));
     ctx.extra_indexes.push_back(index::redact_url(u));
   }
-  // No --framework: the one installed in the target, else torch, said so (api/frameworks.hpp).
-  auto fws = choose_frameworks(g.framework, g.detect_framework, ctx.knowledge.get(), ctx.host.facts.installed);
+  // No --framework: the one the request names, none for a request naming none, else (no request) the
+  // one installed in the target, else torch, said so (api/frameworks.hpp).
+  auto fws = ENVFIX_TRY(choose_plan_framework(g.framework, g.detect_framework, ctx.knowledge.get(), ctx.host.facts.installed,
+                                              ctx.request));
+  if (fws.names.empty()) {
+    // Just the request, pip-like, from --index-url/--find-links or pip's default index.
+    const bool no_index = index_url.empty() && g.find_links.empty();
+    ctx.plan = ENVFIX_TRY(plan_plain(g, flags, ctx, no_index ? std::string(kDefaultIndexUrl) : index_url, extras, rejected_out));
+    return finish_plan(std::move(ctx), t0);
+  }
   if (fws.names.size() > 1)
     fws.note = fmt::format("{} are installed; planning {} (use --framework)", util::join(fws.names, ", "), fws.names.front());
   const auto* fw = ctx.knowledge ? ctx.knowledge->framework(fws.names.front()) : nullptr;
@@ -377,10 +409,7 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     ctx.plan = ENVFIX_TRY(plan_framework(g, flags, ctx, index_url, extras, fws, rejected_out));
   else
     ctx.plan = ENVFIX_TRY(plan_plain(g, flags, ctx, index_url, extras, rejected_out));
-  for (auto& w : ctx.client->warnings()) ctx.plan.warnings.push_back(std::move(w));
-  ctx.resolved = ctx.resolution.pins.size();
-  ctx.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return ctx;
+  return finish_plan(std::move(ctx), t0);
 }
 
 Expected<void> check_conda(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan, bool allow_conda_overwrite) {

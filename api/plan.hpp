@@ -21,9 +21,14 @@ struct PlanRequest {
   std::vector<std::string> requirements; // PEP 508; empty = the framework packages installed
   bool pre = false;
   bool allow_unhashed = false;
-  // Installed distributions outside the request stay when they satisfy every requirement on them
+  // Installed distributions stay when they satisfy every requirement on them, the requested ones too
   // (resolver/installed.hpp). Off for `lock`: a lock describes a set for any machine.
   bool prefer_installed = true;
+  // README.md, the pip/uv table: --upgrade (-U) takes the newest allowed version of each requested
+  // package even when the installed one satisfies it; --reinstall installs every planned package
+  // again, from the index, even at the version installed.
+  bool upgrade = false;
+  bool reinstall = false;
   bool allow_breaking = false;        // check_installed: broken requirements become warnings
   bool allow_conda_overwrite = false; // check_installed: conda's packages may be replaced
 };

@@ -206,6 +206,8 @@ void add_apply_command(CLI::App& app, Globals& g) {
       ->check(CLI::IsMember({"auto", "clone", "hardlink", "copy"}));
   cmd->add_flag("--allow-unhashed", o->request.allow_unhashed, "Accept files whose index gives no sha256 (hashed after download)");
   cmd->add_flag("--pre", o->request.pre, "Allow pre-releases for every package");
+  cmd->add_flag("-U,--upgrade", o->request.upgrade, "Upgrade the requested packages to the newest allowed version (default: keep an installed version that satisfies the request)");
+  cmd->add_flag("--reinstall", o->request.reinstall, "Reinstall every planned package from the index, even when the installed version satisfies the request");
   cmd->add_flag("--allow-breaking", o->request.allow_breaking, "Apply even when an installed package's requirement would break");
   cmd->add_flag("--allow-conda-overwrite", o->request.allow_conda_overwrite, "Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)");
   cmd->add_option("--smoke-timeout", o->request.smoke_timeout_s, "Seconds each smoke-test step may run (default 600)");

@@ -24,6 +24,8 @@ struct PlanOptions {
   bool dry_run = false;
   bool explain = false;
   bool pre = false;
+  bool upgrade = false;
+  bool reinstall = false;
   bool allow_unhashed = false;
   bool allow_breaking = false;
   bool allow_conda_overwrite = false;
@@ -64,8 +66,8 @@ void render_text(const api::PlanContext& ctx, const PlanOptions& o) {
 }
 
 Expected<int> run_plan(const Globals& g, const PlanOptions& o, std::vector<resolver::Rejection>* rejected_out) {
-  api::PlanRequest r{.requirements = o.requests, .pre = o.pre, .allow_unhashed = o.allow_unhashed,
-                     .allow_breaking = o.allow_breaking, .allow_conda_overwrite = o.allow_conda_overwrite};
+  api::PlanRequest r{.requirements = o.requests, .pre = o.pre, .allow_unhashed = o.allow_unhashed, .upgrade = o.upgrade,
+                     .reinstall = o.reinstall, .allow_breaking = o.allow_breaking, .allow_conda_overwrite = o.allow_conda_overwrite};
   auto ctx = ENVFIX_TRY(api::plan(g, r, rejected_out));
   if (g.format == "json") {
     auto j = plan_json(ctx.plan, ctx.host);
@@ -86,6 +88,8 @@ void add_plan_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--dry-run", opts->dry_run, "Accepted for symmetry with apply; plan never changes anything");
   cmd->add_flag("--explain", opts->explain, "List every rejected candidate with its reason code");
   cmd->add_flag("--pre", opts->pre, "Allow pre-releases for every package");
+  cmd->add_flag("-U,--upgrade", opts->upgrade, "Upgrade the requested packages to the newest allowed version (default: keep an installed version that satisfies the request)");
+  cmd->add_flag("--reinstall", opts->reinstall, "Reinstall every planned package from the index, even when the installed version satisfies the request");
   cmd->add_flag("--allow-unhashed", opts->allow_unhashed, "Accept files whose index gives no sha256");
   cmd->add_flag("--allow-breaking", opts->allow_breaking, "Plan even when an installed package's requirement would break");
   cmd->add_flag("--allow-conda-overwrite", opts->allow_conda_overwrite, "Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)");

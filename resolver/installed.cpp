@@ -9,8 +9,8 @@
 namespace envfix::resolver {
 
 PreferInstalledProvider::PreferInstalledProvider(CandidateProvider& inner, const std::vector<InstalledPackage>& installed,
-                                                 std::set<std::string> upgrade)
-    : m_inner(inner), m_upgrade(std::move(upgrade)) {
+                                                 std::set<std::string> upgrade, std::set<std::string> from_index)
+    : m_inner(inner), m_upgrade(std::move(upgrade)), m_from_index(std::move(from_index)) {
   for (const auto& p : installed) {
     auto it = m_installed.find(p.name);
     if (it == m_installed.end() || it->second.version < p.version) m_installed[p.name] = p;
@@ -27,7 +27,7 @@ std::optional<specs::Version> PreferInstalledProvider::preferred_version(const s
 Expected<std::vector<index::Candidate>> PreferInstalledProvider::candidates(const std::string& project) {
   auto files = ENVFIX_TRY(m_inner.candidates(project));
   auto pv = preferred_version(project);
-  if (!pv) return files;
+  if (!pv || m_from_index.contains(project)) return files;
   // The installed distribution is a candidate of its own, so that it can stay when the index does not
   // hold its version (a mirror with an older typing-extensions). A wheel name with the tags every
   // interpreter supports lets it through the same classification as the index's files.

@@ -2,8 +2,8 @@
 // What is installed, as the resolver sees it (docs/architecture.md, Choosing the framework set):
 // - PreferInstalledProvider: an installed distribution that satisfies every requirement on it stays,
 //   as pip and uv keep it ("Requirement already satisfied"), even when the index does not hold its
-//   version; packages outside `upgrade` (the request, the framework family) change only when a
-//   requirement forces it.
+//   version; packages outside `upgrade` (the framework family, the request with --upgrade) change
+//   only when a requirement forces it.
 // - check_environment: pip check's rule (https://pip.pypa.io/en/stable/cli/pip_check/) applied to
 //   the environment as it will be after a plan, before anything changes.
 #include <map>
@@ -23,8 +23,12 @@ inline constexpr std::string_view kInstalledScheme = "installed:";
 
 class PreferInstalledProvider final : public CandidateProvider {
 public:
-  // `upgrade`: normalized names that get the best candidate whatever is installed.
-  PreferInstalledProvider(CandidateProvider& inner, const std::vector<InstalledPackage>& installed, std::set<std::string> upgrade);
+  // `upgrade`: normalized names that get the best candidate whatever is installed. `from_index`: names
+  // whose installed distribution is no candidate of its own: they come from the index, at the installed
+  // version first when the index holds it (--reinstall: every name; a GPU extension whose installed
+  // binaries were read, so that the index's file meets the evidence veto).
+  PreferInstalledProvider(CandidateProvider& inner, const std::vector<InstalledPackage>& installed, std::set<std::string> upgrade,
+                          std::set<std::string> from_index = {});
 
   [[nodiscard]] Expected<std::vector<index::Candidate>> candidates(const std::string& project) override;
   [[nodiscard]] Expected<specs::CoreMetadata> metadata(const index::Candidate& candidate) override;
@@ -40,6 +44,7 @@ private:
   CandidateProvider& m_inner;
   std::map<std::string, InstalledPackage> m_installed; // the newest dist of each name
   std::set<std::string> m_upgrade;
+  std::set<std::string> m_from_index;
 };
 
 // One requirement of an installed (or planned) distribution the environment would not satisfy.

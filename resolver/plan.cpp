@@ -27,7 +27,7 @@ Plan make_plan(const PlanInputs& in) {
     if (it != installed.end())
       for (const auto* p : it->second)
         if (p->version == pin.version && p->version.local() == pin.version.local()) same = p;
-    if (same) {
+    if (same && !in.reinstall) {
       plan.keep.push_back(pin.name + "==" + pin.version.to_string());
       for (const auto* p : it->second)
         if (p != same) plan.remove.push_back({p->name, p->version.to_string(), "duplicate"});

@@ -59,6 +59,7 @@ struct PlanInputs {
   std::vector<InstalledPackage> installed;       // may hold duplicates of a name (stray dist-infos)
   std::vector<std::string> framework_packages;   // every package of the framework family (torch, torchvision, …)
   std::vector<std::string> cuda_runtime_prefixes = {"nvidia-"}; // CUDA runtime wheels of a variant
+  bool reinstall = false; // a pin at the installed version is installed again (replaces it), not kept
 };
 
 [[nodiscard]] Plan make_plan(const PlanInputs& in);

@@ -82,6 +82,65 @@ const std::string& sm80_shared_object() { return arch_shared_object("80"); }
 
 TEST_SUITE("integration") {
 
+// Issue 36, item 4: a requested package whose installed version satisfies the request stays, as pip
+// and uv keep it (it used to be replaced by the index's choice: an upgrade here, a downgrade when the
+// index holds only older versions); -U/--upgrade takes the newest allowed, --reinstall installs it
+// again from the index at the same version (a damaged file is restored).
+TEST_CASE("a satisfied requested package is kept; --upgrade and --reinstall for the other intents") {
+  auto spec = [](std::vector<std::string> versions) {
+    std::string ps;
+    for (const auto& v : versions)
+      ps += fmt::format(R"({}{{"name": "alpha", "version": "{}", "files": {{"alpha/__init__.py": "VALUE = '{}'\n"}}}})",
+                        ps.empty() ? "" : ", ", v, v);
+    return fmt::format(R"({{"packages": [{}]}})", ps);
+  };
+  World w(spec({"1.0", "2.0"}));
+  auto ve = w.venv("venv");
+  const auto py = (ve / "bin/python").string();
+  auto run = [&](std::vector<std::string> a) {
+    a.insert(a.end(), {"--format", "json", "--gpu", "none", "--index-url", w.index_url(), "--python", py, "--lockfile",
+                       w.lockfile().string()});
+    auto r = w.envfix(a);
+    REQUIRE_MESSAGE(r.rc == 0, r.err);
+    return json::parse(r.out);
+  };
+  auto installs = [](const json& j) {
+    std::vector<std::string> out;
+    for (const auto& i : j["install"]) out.push_back(i["name"].get<std::string>() + "==" + i["version"].get<std::string>());
+    return out;
+  };
+  run({"apply", "alpha==1.0", "--yes"});
+  REQUIRE(w.pip_list(ve).at("alpha") == "1.0");
+  auto kept = run({"plan", "alpha"});
+  CHECK(installs(kept).empty());
+  CHECK(kept["keep"] == json::array({"alpha==1.0"}));
+  auto up = run({"plan", "alpha", "--upgrade"});
+  CHECK(installs(up) == std::vector<std::string>{"alpha==2.0"});
+  CHECK(up["install"][0]["replaces"] == "1.0");
+  CHECK(installs(run({"plan", "-U", "alpha"})) == std::vector<std::string>{"alpha==2.0"});
+
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(ve / "lib"))
+    if (e.path().filename().string().starts_with("python3")) site = e.path() / "site-packages";
+  write(site / "alpha/__init__.py", "damaged\n");
+  auto re = run({"apply", "alpha", "--reinstall", "--yes"});
+  CHECK(installs(re) == std::vector<std::string>{"alpha==1.0"});
+  CHECK(re["install"][0]["replaces"] == "1.0");
+  CHECK(slurp(site / "alpha/__init__.py") == "VALUE = '1.0'\n");
+  CHECK(w.pip_list(ve).at("alpha") == "1.0");
+  CHECK(w.pip(ve, {"check"}).ok());
+
+  // Installed 2.0, the index now only 1.0: the installed version satisfies `alpha` and stays.
+  run({"apply", "alpha", "-U", "--yes"});
+  REQUIRE(w.pip_list(ve).at("alpha") == "2.0");
+  w.rebuild_index(spec({"1.0"}));
+  auto newer = run({"plan", "alpha"});
+  CHECK(installs(newer).empty());
+  CHECK(newer["keep"] == json::array({"alpha==2.0"}));
+  // A request the installed version does not satisfy still changes it.
+  CHECK(installs(run({"plan", "alpha<2"})) == std::vector<std::string>{"alpha==1.0"});
+}
+
 // issue 33 item 7: rollback keeps more than one step (apply --keep-backups, default 2): two applies
 // are undone one per call, newest first, each saying what is left; --keep-backups 1 keeps one.
 TEST_CASE("rollback is a stack: two applies undone newest first, then nothing; --keep-backups 1 keeps one step") {

@@ -275,3 +275,83 @@ TEST_CASE("jax, tensorflow and paddlepaddle: the planned set is what pip downloa
 }
 
 }
+
+TEST_SUITE("integration") {
+
+// Issue 36, item 1: without --framework the request names the framework ('jax[cuda13]' plans jax, not
+// torch); a request naming two is refused asking for --framework; one naming none plans just itself,
+// from pip's default index (offline here: the error names that index, and no torch is planned). Fails
+// when the default torch comes back for any of them.
+TEST_CASE("without --framework, the framework is the one the request names") {
+  auto tmp = util::make_temp_dir(fs::temp_directory_path(), "envfix-fwreq-");
+  REQUIRE(tmp.has_value());
+  const fs::path root = *tmp;
+  fs::create_directories(root / "www");
+  auto server = testing::NginxServer::start(testing::NginxOptions{.root = root / "www"});
+  if (!server) {
+    MESSAGE("SKIP: nginx could not start: " << server.error().render());
+    std::exit(77);
+  }
+  const std::string base = (*server)->https_url();
+  std::string cdn = base;
+  cdn.replace(cdn.find("127.0.0.1"), 9, "localhost");
+  for (const auto& j : {pypi_spec({}), paddle_spec("cu130", {"3.3.1"}, cdn, {})}) {
+    auto built = testing::build_index(root / "www", j.dump());
+    REQUIRE_MESSAGE(built.has_value(), built.error().render());
+  }
+  auto venv = util::run_process({"python3", "-m", "venv", "--without-pip", (root / "venv").string()});
+  REQUIRE(venv.has_value());
+  REQUIRE_MESSAGE(venv->ok(), venv->err);
+  auto plan = [&](std::vector<std::string> request, const std::string& mirror, std::vector<std::string> more = {}) {
+    std::vector<std::string> args{testing::envfix_bin().string(), "plan", "--format", "json", "--no-progress", "--mirror", mirror,
+                                  "--gpu", "sm_90", "--driver", "580.65.06", "--python-version", "3.11.7", "--platform", k_platform,
+                                  "--python", (root / "venv/bin/python").string(), "--cache-dir", (root / "cache").string()};
+    args.insert(args.end(), request.begin(), request.end());
+    args.insert(args.end(), more.begin(), more.end());
+    util::SubprocessOptions o;
+    o.timeout = std::chrono::seconds(60);
+    o.set_env = {{"NO_COLOR", "1"}, {"ENVFIX_NO_NVML", "1"}, {"SSL_CERT_FILE", (*server)->ca_file().string()}};
+    o.unset_env = {"ENVFIX_MATRICES", "ENVFIX_GPU", "ENVFIX_DRIVER", "ENVFIX_INDEX_URL", "ENVFIX_MIRROR", "ENVFIX_OFFLINE",
+                   "ENVFIX_EXTRA_INDEX_URL", "VIRTUAL_ENV", "CONDA_PREFIX", "REQUESTS_CA_BUNDLE", "https_proxy", "http_proxy"};
+    auto r = util::run_process(args, o);
+    REQUIRE(r.has_value());
+    return *r;
+  };
+  auto names = [](const json& p) {
+    std::set<std::string> out;
+    for (const auto& i : p["install"]) out.insert(i["name"].get<std::string>());
+    return out;
+  };
+  const std::string pypi = base + "/pypi/simple", paddle = base + "/paddle/packages";
+  struct Want {
+    std::string request, mirror, variant, member;
+  };
+  for (const auto& c : {Want{"jax[cuda13]", pypi, "cuda13", "jax-cuda13-plugin"}, Want{"tensorflow[and-cuda]", pypi, "cuda12", "tensorflow"},
+                        Want{"paddlepaddle-gpu", paddle, "cu130", "paddlepaddle-gpu"}}) {
+    CAPTURE(c.request);
+    auto r = plan({c.request}, c.mirror);
+    INFO("envfix plan: exit ", r.exit_code, "\n", r.out, r.err);
+    REQUIRE(r.exit_code == 0);
+    const json p = json::parse(r.out);
+    CHECK(p["variant"] == c.variant);
+    CHECK(names(p).contains(c.member));
+    CHECK_FALSE(names(p).contains("torch"));
+    CHECK(r.err.find("assuming torch") == std::string::npos);
+  }
+  // Two frameworks: a usage error naming both, with --framework as the way out.
+  auto two = plan({"torch", "jax[cuda13]"}, pypi);
+  INFO(two.out, two.err);
+  CHECK(two.exit_code == 1);
+  CHECK((two.out + two.err).find("the request names 2 frameworks (torch, jax)") != std::string::npos);
+  CHECK((two.out + two.err).find("--framework torch") != std::string::npos);
+  // No framework: numpy alone, from pip's default index (not reachable offline, so named in the error).
+  auto plain = plan({"numpy"}, pypi, {"--offline"});
+  INFO(plain.out, plain.err);
+  CHECK(plain.exit_code != 0);
+  CHECK((plain.out + plain.err).find("https://pypi.org/simple") != std::string::npos);
+  CHECK((plain.out + plain.err).find("torch") == std::string::npos);
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
+}
