@@ -183,6 +183,31 @@ std::vector<Case> cases() {
 
 } // namespace
 
+// A temporary folder served by nginx over HTTPS (skips the test, exit 77, when nginx cannot start);
+// `cdn` is the same server under another host name (the paddle pages point their files there).
+struct Site {
+  fs::path root;
+  std::unique_ptr<testing::NginxServer> server;
+  std::string base, cdn;
+};
+Site start_site(const std::string& prefix) {
+  auto tmp = util::make_temp_dir(fs::temp_directory_path(), prefix);
+  REQUIRE(tmp.has_value());
+  Site site;
+  site.root = *tmp;
+  fs::create_directories(site.root / "www");
+  auto server = testing::NginxServer::start(testing::NginxOptions{.root = site.root / "www"});
+  if (!server) {
+    MESSAGE("SKIP: nginx could not start: " << server.error().render());
+    std::exit(77);
+  }
+  site.server = std::move(*server);
+  site.base = site.server->https_url();
+  site.cdn = site.base;
+  site.cdn.replace(site.cdn.find("127.0.0.1"), 9, "localhost");
+  return site;
+}
+
 TEST_SUITE("integration") {
 
 TEST_CASE("jax, tensorflow and paddlepaddle: the planned set is what pip download of the right extra resolves") {
@@ -191,18 +216,11 @@ TEST_CASE("jax, tensorflow and paddlepaddle: the planned set is what pip downloa
   // below sm_75; the plan judges the matrices' rows, apply and doctor read these binaries).
   const fs::path so = test::so("framework-kernels.so", {"-gencode", "arch=compute_75,code=sm_75", "-gencode", "arch=compute_90,code=sm_90",
                                                          "-gencode", "arch=compute_120,code=[sm_120,compute_120]"});
-  auto tmp = util::make_temp_dir(fs::temp_directory_path(), "envfix-fwsets-");
-  REQUIRE(tmp.has_value());
-  const fs::path root = *tmp;
-  fs::create_directories(root / "www");
-  auto server = testing::NginxServer::start(testing::NginxOptions{.root = root / "www"});
-  if (!server) {
-    MESSAGE("SKIP: nginx could not start: " << server.error().render());
-    std::exit(77);
-  }
-  const std::string base = (*server)->https_url();
-  std::string cdn = base;
-  cdn.replace(cdn.find("127.0.0.1"), 9, "localhost");
+  Site site = start_site("envfix-fwsets-");
+  const fs::path& root = site.root;
+  auto& server = site.server;
+  const std::string& base = site.base;
+  const std::string& cdn = site.cdn;
   json jobs = json::array({pypi_spec(so)});
   const std::map<std::string, std::vector<std::string>> paddle = {
       {"cu118", {"3.0.0"}}, {"cu126", {"3.0.0", "3.3.1"}}, {"cu129", {"3.3.1"}}, {"cu130", {"3.3.1"}}, {"cpu", {"3.3.1"}}};
@@ -237,7 +255,7 @@ TEST_CASE("jax, tensorflow and paddlepaddle: the planned set is what pip downloa
                                   "--cache-dir", (root / "cache").string()};
     util::SubprocessOptions o;
     o.timeout = std::chrono::seconds(60);
-    o.set_env = {{"NO_COLOR", "1"}, {"ENVFIX_NO_NVML", "1"}, {"SSL_CERT_FILE", (*server)->ca_file().string()}};
+    o.set_env = {{"NO_COLOR", "1"}, {"ENVFIX_NO_NVML", "1"}, {"SSL_CERT_FILE", server->ca_file().string()}};
     o.unset_env = {"ENVFIX_MATRICES", "ENVFIX_GPU", "ENVFIX_DRIVER", "ENVFIX_INDEX_URL", "ENVFIX_MIRROR", "ENVFIX_OFFLINE",
                    "VIRTUAL_ENV", "CONDA_PREFIX", "REQUESTS_CA_BUNDLE", "https_proxy", "http_proxy"};
     auto r = util::run_process(args, o);
@@ -256,7 +274,7 @@ TEST_CASE("jax, tensorflow and paddlepaddle: the planned set is what pip downloa
     for (const auto& i : plan["install"]) ours.insert(i["name"].get<std::string>() + "==" + i["version"].get<std::string>());
     const std::string url = c.pip_index == "pypi" ? base + "/pypi/simple/" : fmt::format("{}/paddle/packages/stable/{}/", base, c.pip_index);
     auto& pip = pip_sets[url + " " + c.pip_request];
-    if (pip.empty()) pip = pip_download(root, url, c.pip_request, (*server)->ca_file());
+    if (pip.empty()) pip = pip_download(root, url, c.pip_request, server->ca_file());
     CHECK(ours == pip);
     if (ours == pip) ++same;
     const std::string why = plan["why"].get<std::string>();
@@ -283,18 +301,11 @@ TEST_SUITE("integration") {
 // from pip's default index (offline here: the error names that index, and no torch is planned). Fails
 // when the default torch comes back for any of them.
 TEST_CASE("without --framework, the framework is the one the request names") {
-  auto tmp = util::make_temp_dir(fs::temp_directory_path(), "envfix-fwreq-");
-  REQUIRE(tmp.has_value());
-  const fs::path root = *tmp;
-  fs::create_directories(root / "www");
-  auto server = testing::NginxServer::start(testing::NginxOptions{.root = root / "www"});
-  if (!server) {
-    MESSAGE("SKIP: nginx could not start: " << server.error().render());
-    std::exit(77);
-  }
-  const std::string base = (*server)->https_url();
-  std::string cdn = base;
-  cdn.replace(cdn.find("127.0.0.1"), 9, "localhost");
+  Site site = start_site("envfix-fwreq-");
+  const fs::path& root = site.root;
+  auto& server = site.server;
+  const std::string& base = site.base;
+  const std::string& cdn = site.cdn;
   for (const auto& j : {pypi_spec({}), paddle_spec("cu130", {"3.3.1"}, cdn, {})}) {
     auto built = testing::build_index(root / "www", j.dump());
     REQUIRE_MESSAGE(built.has_value(), built.error().render());
@@ -310,7 +321,7 @@ TEST_CASE("without --framework, the framework is the one the request names") {
     args.insert(args.end(), more.begin(), more.end());
     util::SubprocessOptions o;
     o.timeout = std::chrono::seconds(60);
-    o.set_env = {{"NO_COLOR", "1"}, {"ENVFIX_NO_NVML", "1"}, {"SSL_CERT_FILE", (*server)->ca_file().string()}};
+    o.set_env = {{"NO_COLOR", "1"}, {"ENVFIX_NO_NVML", "1"}, {"SSL_CERT_FILE", server->ca_file().string()}};
     o.unset_env = {"ENVFIX_MATRICES", "ENVFIX_GPU", "ENVFIX_DRIVER", "ENVFIX_INDEX_URL", "ENVFIX_MIRROR", "ENVFIX_OFFLINE",
                    "ENVFIX_EXTRA_INDEX_URL", "VIRTUAL_ENV", "CONDA_PREFIX", "REQUESTS_CA_BUNDLE", "https_proxy", "http_proxy"};
     auto r = util::run_process(args, o);
