@@ -235,6 +235,17 @@ Expected<resolver::Plan> plan_plain(const Options& g, const PlanRequest& flags, 
   return plan;
 }
 
+// On a Jetson whose L4T row names a JetPack index for the framework: that index too, after the
+// framework's own (the selector prefers their builds at the same version and CUDA), so that a Thor
+// takes PyTorch's aarch64 build and an Orin, which those lack, the JetPack one (jetson.yaml).
+void add_jetpack_index(resolver::FrameworkSpec& spec, const matrices::Knowledge& knowledge, const std::string& framework,
+                       const Host& host) {
+  if (!host.facts.tegra || host.facts.tegra->l4t.empty()) return;
+  const auto* release = knowledge.l4t(host.facts.tegra->l4t);
+  if (!release) return;
+  if (auto idx = resolver::jetpack_index(knowledge, framework, *release)) spec.indexes.push_back(std::move(*idx));
+}
+
 // The host as the selector sees it: GPUs, driver, interpreter, and what the driver runs (matrices).
 resolver::HostTarget host_target(const Host& host, const matrices::Knowledge& knowledge) {
   resolver::HostTarget target;
@@ -334,6 +345,7 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
                                  return *p;
                                },
                                {g.variant});
+    add_jetpack_index(*ctx.spec, knowledge, framework, host);
   }
   const auto& spec = *ctx.spec;
   auto req = resolver::split_request(spec, ctx.request, host.installed_names);

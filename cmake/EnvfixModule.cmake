@@ -23,11 +23,14 @@ function(envfix_warnings target)
   endif()
 endfunction()
 
-# envfix_test(MODULE SOURCES ... DEPS ... LABELS ... [SPLIT file.cpp]): one doctest binary per module,
-# run by ctest. SPLIT: each label runs as two ctest tests, that source file's cases and the others',
-# so that `ctest -j` (scripts/test.sh) is not held up by one long binary.
+# envfix_test(MODULE SOURCES ... DEPS ... LABELS ... [SPLIT file.cpp [SPLIT_AT n]] [COST c]): one doctest
+# binary per module, run by ctest. SPLIT: each label runs as two ctest tests, that source file's cases
+# and the others', so that `ctest -j` (scripts/test.sh) is not held up by one long binary; SPLIT_AT n
+# runs the file's cases as two tests more, its first n (in file order, doctest --first/--last) and the
+# rest. COST: ctest starts costlier tests first; a clean clone has no timings of earlier runs, and
+# without it the longest test would start last, in number order.
 function(envfix_test module)
-  cmake_parse_arguments(T "" "SPLIT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "SPLIT;SPLIT_AT;COST" "SOURCES;DEPS;LABELS" ${ARGN})
   set(t test_${module})
   add_executable(${t} ${T_SOURCES})
   target_link_libraries(${t} PRIVATE envfix_doctest_main ${T_DEPS})
@@ -41,7 +44,16 @@ function(envfix_test module)
   endif()
   foreach(label IN LISTS T_LABELS)
     set(names ${module}.${label})
-    if(T_SPLIT)
+    if(T_SPLIT AND T_SPLIT_AT)
+      math(EXPR after "${T_SPLIT_AT} + 1")
+      add_test(NAME ${module}.${label} COMMAND ${t} --test-suite=${label} --force-colors=0 --source-file=*${T_SPLIT}
+        --first=1 --last=${T_SPLIT_AT})
+      add_test(NAME ${module}.${label}-2 COMMAND ${t} --test-suite=${label} --force-colors=0 --source-file=*${T_SPLIT}
+        --first=${after})
+      add_test(NAME ${module}.${label}-rest COMMAND ${t} --test-suite=${label} --force-colors=0
+        --source-file-exclude=*${T_SPLIT})
+      list(APPEND names ${module}.${label}-2 ${module}.${label}-rest)
+    elseif(T_SPLIT)
       add_test(NAME ${module}.${label} COMMAND ${t} --test-suite=${label} --force-colors=0 --source-file=*${T_SPLIT})
       add_test(NAME ${module}.${label}-rest COMMAND ${t} --test-suite=${label} --force-colors=0
         --source-file-exclude=*${T_SPLIT})
@@ -54,5 +66,8 @@ function(envfix_test module)
     set_tests_properties(${names} PROPERTIES LABELS ${label} SKIP_RETURN_CODE 77
       ENVIRONMENT "ENVFIX_BIN=$<TARGET_FILE:envfix>"
       ENVIRONMENT_MODIFICATION "LC_ALL=unset:;LANGUAGE=unset:;LC_MESSAGES=set:C")
+    if(T_COST)
+      set_tests_properties(${names} PROPERTIES COST ${T_COST})
+    endif()
   endforeach()
 endfunction()

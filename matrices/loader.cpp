@@ -378,7 +378,11 @@ private:
       if (!n[need]) problem(n, path, fmt::format("missing key '{}'", need));
     if (!has_cuda) problem(n, path, "missing key 'cuda'");
     if (!has_conf) problem(n, path, "missing key 'confidence'");
-    m_k.m_l4t.push_back(std::move(r));
+    // A later row of the same release (an --matrices override, loaded after the embedded files)
+    // corrects the earlier one, as the README says overrides do.
+    auto same = std::find_if(m_k.m_l4t.begin(), m_k.m_l4t.end(), [&](const L4tRelease& o) { return o.release == r.release; });
+    if (same != m_k.m_l4t.end()) *same = std::move(r);
+    else m_k.m_l4t.push_back(std::move(r));
   }
 
   void load_framework(const std::string& name, const YAML::Node& n, const YAML::Node& key) {

@@ -74,6 +74,21 @@ Expected<FrameworkSpec> framework_spec_from(const matrices::Knowledge& knowledge
   return spec;
 }
 
+std::optional<FrameworkIndex> jetpack_index(const matrices::Knowledge& knowledge, std::string_view framework,
+                                            const matrices::L4tRelease& release) {
+  const matrices::Framework* fw = knowledge.framework(framework);
+  if (!fw) return std::nullopt;
+  auto it = release.indexes.find(fw->name);
+  if (it == release.indexes.end() || it->second.empty()) return std::nullopt;
+  FrameworkIndex idx{"stable", "jetpack" + release.jetpack, release.cuda, it->second};
+  if (const auto* tk = knowledge.toolkit(release.cuda)) idx.ptx_isa = tk->ptx_isa;
+  idx.discovered = fmt::format("{} from the JetPack {} index {} (L4T {}; matrices l4t row, confidence {}): not {}'s own "
+                               "build; the matrices know no arch list for it, its kernels are checked after download",
+                               fw->main_package, release.jetpack, it->second, release.release,
+                               matrices::to_string(release.confidence), fw->name);
+  return idx;
+}
+
 std::vector<DiscoverySource> discovery_sources(const matrices::Knowledge& knowledge, std::string_view framework,
                                               std::string_view mirror) {
   std::vector<DiscoverySource> out;

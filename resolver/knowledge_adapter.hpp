@@ -15,6 +15,15 @@ namespace envfix::resolver {
                                                           std::string_view mirror = {},
                                                           std::string_view platform = "linux_x86_64");
 
+// The JetPack index an L4T release names for a framework (matrices `l4t` rows, jetson.yaml), as a
+// stable index of variant "jetpack<JetPack version>" with the release's CUDA; nullopt when the row
+// names none. PyTorch's aarch64 wheels lack Orin's exact arch (docs/kernels.md, the Tegra rule);
+// the JetPack index's builds are made for the SoC. The matrices hold no arch rows for it, so its
+// builds are arch-unverified and the kernel check after download decides; its `discovered` text is
+// the warning a plan from it carries.
+[[nodiscard]] std::optional<FrameworkIndex> jetpack_index(const matrices::Knowledge& knowledge, std::string_view framework,
+                                                          const matrices::L4tRelease& release);
+
 // The aggregate index of every channel whose template ends in {variant} ("{mirror}/nightly/{variant}"
 // → "{mirror}/nightly"), for discover_indexes(). `knowledge` must outlive the result.
 [[nodiscard]] std::vector<DiscoverySource> discovery_sources(const matrices::Knowledge& knowledge, std::string_view framework,

@@ -7,6 +7,7 @@ cd "$root"
 scripts/install-deps.sh
 cmake --preset ci >/dev/null
 cmake --build --preset ci
-# Two at a time: most tests wait on subprocesses (pip, nginx, python); the timing-sensitive ones
+# Four at a time on CI's 2 cores: most tests wait on subprocesses (pip, nginx, python), so two at a
+# time left the cores idle half the time (docs/development.md, CI time); the timing-sensitive ones
 # are RUN_SERIAL (tests/reliability/CMakeLists.txt).
-ctest --preset ci --timeout 600 -j "${ENVFIX_TEST_JOBS:-2}" "$@"
+ctest --preset ci --timeout 600 -j "${ENVFIX_TEST_JOBS:-4}" "$@"

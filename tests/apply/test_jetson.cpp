@@ -107,3 +107,78 @@ TEST_CASE("aarch64 plans: PyTorch's aarch64 cu130 build for GH200, GB10 and Thor
   auto thor = plan({}, host_env("thor-jp7"));
   CHECK_MESSAGE(thor.rc == 0, thor.err);
 }
+
+namespace {
+
+// JetPack-shaped trees (Jetson AI Lab's /jp6/cu126 and /sbsa/cu130): files without local labels,
+// tagged linux_aarch64 as those indexes serve them.
+constexpr const char* kJetpackIndex = R"({"simple_dir": "jp/jp6/cu126", "files_dir": "jp/files6", "packages": [
+  {"name": "torch", "version": "2.8.0", "tags": ["py3-none-linux_aarch64"]}
+]})";
+constexpr const char* kSbsaIndex = R"({"simple_dir": "jp/sbsa/cu130", "files_dir": "jp/files7", "packages": [
+  {"name": "torch", "version": "2.14.0", "tags": ["py3-none-linux_aarch64"]}
+]})";
+
+// The embedded L4T rows 36.4 and 38 with their JetPack indexes pointed at this test's server (an
+// override corrects a row of the same release).
+std::string jetson_override(const std::string& base) {
+  return fmt::format(R"(schema: 1
+l4t:
+  - {{release: "36.4", jetpack: "6.2", cuda: "12.6", soc: [tegra234], indexes: {{torch: "{0}/jp/jp6/cu126"}},
+     confidence: secondary, source: "test"}}
+  - {{release: "38", jetpack: "7.0", cuda: "13.0", driver: "580", soc: [tegra264], indexes: {{torch: "{0}/jp/sbsa/cu130"}},
+     confidence: secondary, source: "test"}}
+)",
+                     base);
+}
+
+} // namespace
+
+TEST_CASE("Jetson plans from the JetPack index its L4T row names: an Orin's torch from jp6, a Thor's still PyTorch's own") {
+  World w(kAarch64Index);
+  w.rebuild_index(kJetpackIndex);
+  w.rebuild_index(kSbsaIndex);
+  write(w.root() / "matrices/jetson.yaml", jetson_override(w.base_url()));
+  auto ve = w.venv("venv");
+  const auto py = (ve / "bin/python").string();
+  auto plan = [&](const std::string& host, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a{"--format", "json", "plan", "torch", "--mirror", w.base_url() + "/pt/whl", "--python", py,
+                               "--platform", "manylinux_2_28_aarch64", "--matrices", (w.root() / "matrices").string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return w.envfix(a, host_env(host));
+  };
+  // Orin, JetPack 6.2 (CUDA 12.6): PyTorch's cu130 build needs a newer CUDA than L4T's, and would lack
+  // sm_87 anyway; the JetPack build has no arch data: planned, with the warnings that say so.
+  auto orin = plan("orin-jp62");
+  REQUIRE_MESSAGE(orin.rc == 0, orin.err);
+  auto jo = json::parse(orin.out);
+  INFO(jo.dump());
+  CHECK(jo["variant"] == "jetpack6.2");
+  CHECK(jo["index"].get<std::string>().ends_with("/jp/jp6/cu126"));
+  REQUIRE(jo["install"].size() == 1);
+  CHECK(jo["install"][0]["version"] == "2.8.0");
+  const std::string warnings = jo["warnings"].dump();
+  CHECK(warnings.find("JetPack 6.2 index") != std::string::npos);
+  CHECK(warnings.find("checked after download") != std::string::npos);
+  // Without the row's index (the embedded jetson.yaml points elsewhere; an empty override row here),
+  // nothing fits: the JetPack index is what made the plan.
+  write(w.root() / "matrices/jetson.yaml", fmt::format(R"(schema: 1
+l4t:
+  - {{release: "36.4", jetpack: "6.2", cuda: "12.6", soc: [tegra234], confidence: secondary, source: "test"}}
+)"));
+  auto none = plan("orin-jp62");
+  CHECK(none.rc == 1);
+  write(w.root() / "matrices/jetson.yaml", jetson_override(w.base_url()));
+
+  // Thor, JetPack 7.0: PyTorch's own aarch64 cu130 build (sm_110 in its row) and the sbsa index hold
+  // the same version; PyTorch's is preferred.
+  auto thor = plan("thor-jp7");
+  REQUIRE_MESSAGE(thor.rc == 0, thor.err);
+  auto jt = json::parse(thor.out);
+  CHECK(jt["variant"] == "cu130");
+  CHECK(jt["install"][0]["version"] == "2.14.0+cu130");
+  // --variant picks the JetPack index's build instead.
+  auto thor_jp = plan("thor-jp7", {"--variant", "jetpack7.0"});
+  REQUIRE_MESSAGE(thor_jp.rc == 0, thor_jp.err);
+  CHECK(json::parse(thor_jp.out)["install"][0]["version"] == "2.14.0");
+}
