@@ -12,9 +12,11 @@ build=$(realpath -m "${1:-build/aarch64}")
 start=$SECONDS
 
 # Header-only libraries (nlohmann-json, doctest, CLI11) are Architecture: all; the native ones serve.
-# toml++ is arch-specific only for its CMake config (/usr/lib/<triplet>/cmake).
+# toml++ is arch-specific only for its CMake config (/usr/lib/<triplet>/cmake). libyaml-cpp-dev is
+# not Multi-Arch: same in bookworm (installing :arm64 removes the native one), so only its runtime
+# library is installed for arm64 and the -dev package is unpacked under BUILD_DIR/deps (below).
 cross_pkgs=(g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user file
-  libcurl4-openssl-dev:arm64 libarchive-dev:arm64 libyaml-cpp-dev:arm64 libssl-dev:arm64 libfmt-dev:arm64
+  libcurl4-openssl-dev:arm64 libarchive-dev:arm64 libyaml-cpp0.7:arm64 libssl-dev:arm64 libfmt-dev:arm64
   libgumbo-dev:arm64 libtomlplusplus-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64)
 missing=()
 for p in "${cross_pkgs[@]}"; do
@@ -29,7 +31,19 @@ if ((${#missing[@]})); then
 fi
 scripts/install-deps.sh # the native tools the tests call (python3, zip, nvcc-free parts)
 
-cmake --preset aarch64 -B "$build" >/dev/null
+# libyaml-cpp-dev:arm64, unpacked, not installed; its CMake config points at the arm64 runtime library
+# that libyaml-cpp0.7:arm64 installed.
+deps=$build/deps
+yaml_dir=$deps/usr/lib/aarch64-linux-gnu/cmake/yaml-cpp
+if [[ ! -f $yaml_dir/yaml-cpp-config.cmake ]]; then
+  mkdir -p "$deps/dl"
+  (cd "$deps/dl" && apt-get download libyaml-cpp-dev:arm64 2>&1 | grep -v "unsandboxed" || true)
+  dpkg-deb -x "$deps"/dl/libyaml-cpp-dev_*_arm64.deb "$deps"
+  lib=$(readlink -f /usr/lib/aarch64-linux-gnu/libyaml-cpp.so.0.7)
+  ln -sf "$lib" "$deps/usr/lib/aarch64-linux-gnu/$(basename "$lib")"
+fi
+
+cmake --preset aarch64 -B "$build" -Dyaml-cpp_DIR="$yaml_dir" >/dev/null
 read -r -a targets <<<"${ENVFIX_CROSS_TARGETS:-test_util test_specs test_wheel envfix}"
 cmake --build "$build" -j "${ENVFIX_CROSS_JOBS:-2}" --target "${targets[@]}"
 built=$SECONDS
