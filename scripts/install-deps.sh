@@ -7,6 +7,7 @@ pkgs=(
   libfmt-dev libcli11-dev libgumbo-dev libtomlplusplus-dev libzstd-dev zlib1g-dev
   nginx-light openssl python3 python3-venv python3-pip zip unzip zstd
   clang-19 libclang-rt-19-dev lld
+  g++-aarch64-linux-gnu binutils-aarch64-linux-gnu
 )
 missing=()
 for p in "${pkgs[@]}"; do
