@@ -14,6 +14,7 @@
 #include "api/smoke.hpp"
 #include "index/index_client.hpp"
 #include "probe/installed.hpp"
+#include "probe/installed_kernels.hpp"
 #include "probe/python_probe.hpp"
 #include "resolver/source_build.hpp"
 #include "specs/name.hpp"
@@ -748,6 +749,67 @@ void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_
   }
 }
 
+// ---------------------------------------------------------------- runs observed
+
+// The repro on a local GPU is a real run of the framework's kernel packages on GPU 0 (the device
+// the framework picks): step B passing ran a kernel, "no kernel image" in either step ran none.
+// Recorded in the evidence store; a run that contradicts the rule's verdict for that device is said
+// beside it, and the verdict keeps to NVIDIA's documented rule (wheel/kernel_evidence.hpp).
+std::optional<std::pair<bool, std::string>> repro_outcome(const DoctorReport& r, const FrameworkReport& s) {
+  if (r.facts.gpus.empty() || r.facts.gpus_planned) return std::nullopt;
+  if (s.repro.step_b == "passed") return std::pair{true, std::string("step B")};
+  if (cuda_error_class(s.repro.error) == "missing-arch")
+    return std::pair{false, std::string(s.repro.step_a == "failed" ? "step A" : "step B")};
+  return std::nullopt;
+}
+
+void contrary_finding(DoctorReport& r, const PackageReport& p, const probe::GpuInfo& g, const wheel::PackageCoverage& c,
+                      const wheel::RunObservation& o) {
+  const auto label = fmt::format("{} {}", p.dist->name, p.dist->version.to_string());
+  const auto seen = fmt::format("{}'s {}, {}", o.by, o.step, o.when);
+  if (o.ran)
+    add(r, "observed-contrary", "info",
+        fmt::format("{}: a real run on GPU {} ({}, {}) ran its kernels ({}), although none of its {} GPU modules has "
+                    "code that NVIDIA documents as running there{}; the verdict keeps to the documented rule",
+                    label, g.index, g.name, g.cc.spec(), seen, c.total(),
+                    g.cc.tegra ? " (an integrated GPU runs only SASS of its own compute capability, or PTX)" : ""),
+        fmt::format("the run is recorded in the evidence store; a build with {} SASS is the one NVIDIA supports on this "
+                    "device (docs/kernels.md, \"Runs-on rules\")",
+                    g.cc.sm_name()));
+  else
+    add(r, "observed-contrary", "warning",
+        fmt::format("{}: the binaries read hold code for {} in every GPU module, but a real run on GPU {} ({}) found no "
+                    "kernel image ({}: {})",
+                    label, g.cc.sm_name(), g.index, g.name, seen, o.error),
+        "a library envfix did not read, or a rule it gets wrong: run `envfix inspect` on the package's libraries and "
+        "report what it prints");
+}
+
+void observe_runs(DoctorReport& r, const FrameworkReport& s, const wheel::EvidenceStore* store) {
+  const auto outcome = repro_outcome(r, s);
+  for (const auto& p : s.packages) {
+    if (!p.kernel_package || !p.dist->has_record) continue;
+    const auto record = probe::record_sha256(*p.dist);
+    if (!record) continue;
+    std::vector<wheel::RunObservation> seen;
+    if (outcome) {
+      auto now = probe::run_observation(*p.dist, r.facts.gpus.front(), outcome->first, outcome->second,
+                                        outcome->first ? "" : s.repro.error, "envfix doctor");
+      if (now && store && !store->put_observation(*now))
+        r.facts.notes.push_back("the repro's run could not be recorded in the evidence store");
+      if (now && !store) seen.push_back(std::move(*now));
+    }
+    if (store) seen = store->observations(probe::installed_build_key(*p.dist), *record);
+    if (!p.kernels) continue;
+    for (std::size_t i = 0; i < p.kernels->per_gpu.size() && i < r.facts.gpus.size(); ++i) {
+      const auto& g = r.facts.gpus[i];
+      const auto& c = p.kernels->per_gpu[i].coverage;
+      for (const auto& o : seen)
+        if (c.has_gpu_code() && o.cc == g.cc && wheel::contradicts(o, c.verdict)) contrary_finding(r, p, g, c, o);
+    }
+  }
+}
+
 // ---------------------------------------------------------------- extensions
 
 // The framework an extension builds against: the first whose main package its Requires-Dist names.
@@ -1010,6 +1072,7 @@ DoctorReport diagnose(const Options& g, const DoctorRequest& opt, DoctorInputs i
     if (repros[i].valid()) judge_repro(r, s, repros[i].get());
     check_matrices(r, s);
     check_kernels(r, s, zstd_driver, opt, in.kernels);
+    observe_runs(r, s, in.evidence.get());
     check_back_to_stable(r, s, in.evidence.get());
     about(s, n);
   }

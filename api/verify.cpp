@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -11,6 +13,7 @@
 #include "api/host.hpp"
 #include "api/smoke.hpp"
 #include "probe/host_facts.hpp"
+#include "probe/installed_kernels.hpp"
 #include "specs/name.hpp"
 #include "util/python.hpp"
 #include "util/strings.hpp"
@@ -265,6 +268,33 @@ Expected<void> run_layers(const matrices::Framework& fw, const VerifyRequest& r,
   return {};
 }
 
+// The repro on a local GPU is a real run of the variant's kernel packages on GPU 0: recorded in the
+// evidence store as doctor records its own (api/doctor.cpp, "runs observed"; wheel/kernel_evidence.hpp).
+void record_runs(const Options& o, const matrices::Framework& fw, std::string_view variant, const VerifyReport& report) {
+  const auto& gpus = report.host.facts.gpus;
+  if (report.cpu || gpus.empty()) return;
+  std::optional<std::pair<bool, std::string>> outcome;
+  std::string error;
+  for (const auto& st : report.steps) {
+    if (st.layer != "repro") continue;
+    if (st.cuda_class == "missing-arch") {
+      outcome = {false, st.name};
+      error = st.error;
+      break;
+    }
+    if (st.name == "step B" && st.ok) outcome = {true, st.name};
+  }
+  const fs::path cache = outcome ? run_cache_dir(o) : fs::path();
+  if (cache.empty()) return;
+  const auto store = evidence_store_at(cache);
+  std::set<std::string> kernels;
+  for (const auto& k : fw.kernel_packages(variant)) kernels.insert(specs::normalize_name(k));
+  for (const auto& d : report.host.facts.installed)
+    if (d.has_record && kernels.contains(d.normalized_name()))
+      if (auto ob = probe::run_observation(d, gpus.front(), outcome->first, outcome->second, error, "envfix verify"))
+        (void)store.put_observation(*ob); // a cache that cannot be written loses a note, not the verification
+}
+
 } // namespace
 
 bool VerifyReport::ok() const {
@@ -297,6 +327,7 @@ Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyRe
     return fail(ErrorCode::interrupted, "verify stopped: envfix was interrupted by signal {}", util::interrupt_signal());
   };
   if (!run_layers(*fw, r, report, rep) || util::interrupt_signal()) return interrupted();
+  record_runs(o, *fw, variant ? std::string_view(variant->name) : std::string_view(main_local), report);
   if (r.layers.contains("app") && !r.app.empty()) {
     rep.layer("app");
     report.app = run_app(r.app, report.python, r.timeout, r.sync);

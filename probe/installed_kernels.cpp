@@ -1,12 +1,16 @@
 #include "probe/installed_kernels.hpp"
 
 #include <algorithm>
+#include <ctime>
 #include <optional>
 #include <sys/stat.h>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "probe/installed.hpp"
+#include "util/fs.hpp"
+#include "util/sha256.hpp"
 
 namespace envfix::probe {
 
@@ -38,6 +42,27 @@ Expected<InstalledKernels> read_installed_kernels(const InstalledDist& dist, con
 
 wheel::BuildKey installed_build_key(const InstalledDist& dist) {
   return {dist.normalized_name(), dist.version.to_string(), dist.local(), wheel::platform_key(installed_platform_tags(dist))};
+}
+
+std::optional<std::string> record_sha256(const InstalledDist& dist) {
+  auto record = util::read_file(dist.dist_info / "RECORD");
+  if (!record) return std::nullopt;
+  return util::sha256_hex(*record);
+}
+
+std::optional<wheel::RunObservation> run_observation(const InstalledDist& dist, const GpuInfo& gpu, bool ran,
+                                                    std::string step, std::string error, std::string by) {
+  auto record = record_sha256(dist);
+  if (!record) return std::nullopt;
+  return wheel::RunObservation{installed_build_key(dist),
+                               std::move(*record),
+                               gpu.cc,
+                               gpu.name,
+                               ran,
+                               std::move(step),
+                               std::move(error),
+                               fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr))),
+                               std::move(by)};
 }
 
 } // namespace envfix::probe

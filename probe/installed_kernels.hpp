@@ -3,6 +3,7 @@
 // as kernel profiles (wheel/coverage.hpp). A file whose RECORD hash and size match a profile in the
 // evidence store is not read again.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,13 @@ struct InstalledKernels {
 
 // The evidence key of an installed build: its name, version, local label as variant, WHEEL's platforms.
 [[nodiscard]] wheel::BuildKey installed_build_key(const InstalledDist& dist);
+
+// The sha256 of the dist-info's RECORD, which names these exact files; nullopt when it is unreadable.
+[[nodiscard]] std::optional<std::string> record_sha256(const InstalledDist& dist);
+
+// What a real run of the repro on `gpu` saw this installed build do (wheel::RunObservation), stamped
+// now; nullopt when its RECORD cannot be read (no key for its files).
+[[nodiscard]] std::optional<wheel::RunObservation> run_observation(const InstalledDist& dist, const GpuInfo& gpu, bool ran,
+                                                                   std::string step, std::string error, std::string by);
 
 } // namespace envfix::probe

@@ -38,6 +38,10 @@ namespace {
 
 std::string key_text(const BuildKey& k) { return fmt::format("{}\n{}\n{}\n{}", k.project, k.version, k.variant, k.platform); }
 
+json key_json(const BuildKey& k) {
+  return {{"project", k.project}, {"version", k.version}, {"variant", k.variant}, {"platform", k.platform}};
+}
+
 bool is_sha256(std::string_view s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
@@ -135,7 +139,7 @@ Expected<void> EvidenceStore::put_build(const BuildEvidence& e) const {
     return fail(ErrorCode::internal, "evidence: '{}' is not a sha256", e.sha256);
   json files = json::array();
   for (const auto& f : e.files) files.push_back({{"path", f.path}, {"profile", f.profile.to_json()}});
-  json j{{"key", {{"project", e.key.project}, {"version", e.key.version}, {"variant", e.key.variant}, {"platform", e.key.platform}}},
+  json j{{"key", key_json(e.key)},
          {"source", e.source},
          {"files", files}};
   if (e.sha256.empty()) return write_json(m_dir / "installed" / (util::sha256_hex(key_text(e.key)) + ".json"), j);
@@ -159,6 +163,55 @@ std::vector<BuildEvidence> EvidenceStore::builds() const {
     }
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  return out;
+}
+
+namespace {
+
+std::string observation_name(const RunObservation& o) {
+  return util::sha256_hex(fmt::format("{}\n{}\n{}", key_text(o.key), o.record_sha256, o.cc.spec())) + ".json";
+}
+
+std::optional<RunObservation> observation_from_json(const json& j) {
+  if (!j.contains("key") || !j["key"].is_object() || !j.contains("ran") || !j["ran"].is_boolean()) return std::nullopt;
+  const auto& k = j["key"];
+  auto project = str(k, "project"), version = str(k, "version"), variant = str(k, "variant"), platform = str(k, "platform");
+  auto record = str(j, "record_sha256"), device_cc = str(j, "cc");
+  if (!project || !version || !variant || !platform || !record || !is_sha256(*record) || !device_cc) return std::nullopt;
+  auto cc = specs::ComputeCapability::parse(*device_cc);
+  if (!cc) return std::nullopt;
+  return RunObservation{{*project, *version, *variant, *platform},
+                        *record,
+                        *cc,
+                        str(j, "device").value_or(""),
+                        j["ran"].get<bool>(),
+                        str(j, "step").value_or(""),
+                        str(j, "error").value_or(""),
+                        str(j, "when").value_or(""),
+                        str(j, "by").value_or("")};
+}
+
+} // namespace
+
+Expected<void> EvidenceStore::put_observation(const RunObservation& o) const {
+  if (!is_sha256(o.record_sha256)) return fail(ErrorCode::internal, "evidence: '{}' is not a sha256", o.record_sha256);
+  return write_json(m_dir / "observations" / observation_name(o),
+                    {{"key", key_json(o.key)}, {"record_sha256", o.record_sha256}, {"cc", o.cc.spec()}, {"device", o.device},
+                     {"ran", o.ran}, {"step", o.step}, {"error", o.error}, {"when", o.when}, {"by", o.by}});
+}
+
+std::vector<RunObservation> EvidenceStore::observations(const BuildKey& key, std::string_view record_sha256) const {
+  std::vector<RunObservation> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(m_dir / "observations", ec), end; !ec && it != end; it.increment(ec)) {
+    auto j = read_json(it->path());
+    if (!j) continue;
+    auto o = checked([&] { return observation_from_json(*j); });
+    // Listed only under its own name, and only for these files.
+    if (o && it->path().filename() == observation_name(*o) && o->key == key && o->record_sha256 == record_sha256)
+      out.push_back(std::move(*o));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.cc < b.cc; });
   return out;
 }
 

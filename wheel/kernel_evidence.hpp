@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "specs/gpu_arch.hpp"
 #include "specs/wheel_filename.hpp"
 #include "util/error.hpp"
 #include "wheel/coverage.hpp"
@@ -42,6 +43,33 @@ struct BuildEvidence {
   std::string sha256;              // of the wheel file whose binaries these are; "" for an installed build
 };
 
+// What a real run on one device saw an installed build do: its kernels ran (the repro's step B
+// passed) or the driver found "no kernel image" for the device. NVIDIA documents no binary
+// compatibility on Tegra, yet one public report (bitsandbytes#1939) saw an sm_80 cubin run on an
+// Orin: such a run is recorded and shown beside the rule's verdict, never in its place
+// (docs/kernels.md, "Runs-on rules"). Keyed by the build, its RECORD (so another build of the same
+// version is not meant) and the device's compute capability and kind.
+struct RunObservation {
+  BuildKey key;
+  std::string record_sha256;    // of the dist-info's RECORD: these exact files
+  specs::ComputeCapability cc;  // the device's, with its integrated flag
+  std::string device;           // "NVIDIA Jetson AGX Orin"
+  bool ran = false;             // false: "no kernel image is available"
+  std::string step;             // "step B"
+  std::string error;            // the exception line when it did not run
+  std::string when;             // UTC, "2026-12-05T13:20:00Z"
+  std::string by;               // "envfix doctor" | "envfix verify"
+  [[nodiscard]] bool same_subject(const RunObservation& o) const {
+    return key == o.key && record_sha256 == o.record_sha256 && cc == o.cc;
+  }
+};
+
+// Does the run contradict the rule's verdict for that device? It ran where the rule finds nothing
+// runnable, or found no kernel image where the rule finds everything runnable (`partial` can be both).
+[[nodiscard]] inline bool contradicts(const RunObservation& o, Verdict rule) {
+  return o.ran ? rule == Verdict::none : rule == Verdict::full;
+}
+
 // The store's directory under the cache: v2 keys downloaded builds by their file's sha256.
 inline constexpr const char* evidence_dir_name = "evidence-v2";
 
@@ -67,7 +95,7 @@ struct EvidenceMigration {
 [[nodiscard]] std::optional<BuildEvidence> parse_build_record(std::string_view text);
 
 // <cache>/evidence-v2: files/<sha256 of the file hash>.json, builds/<wheel sha256>.json,
-// installed/<sha256 of the key>.json. Entries are named by a hash, never by a name that came from
+// installed/<sha256 of the key>.json, observations/<sha256 of key, RECORD and device>.json. Entries are named by a hash, never by a name that came from
 // outside; each is read back only when this user's alone (util/cache_trust.hpp) and names its own key.
 class EvidenceStore {
 public:
@@ -82,6 +110,10 @@ public:
   [[nodiscard]] Expected<void> put_build(const BuildEvidence& e) const;
   // Every build recorded, downloaded and installed, sorted by key (for `envfix matrix` and doctor).
   [[nodiscard]] std::vector<BuildEvidence> builds() const;
+  // One record per build, RECORD and device: a later run replaces an earlier one.
+  [[nodiscard]] Expected<void> put_observation(const RunObservation& o) const;
+  // The runs recorded for these files (key and RECORD), on any device, sorted by device.
+  [[nodiscard]] std::vector<RunObservation> observations(const BuildKey& key, std::string_view record_sha256) const;
 
 private:
   std::filesystem::path m_dir;

@@ -122,8 +122,9 @@ public:
 
   // Runs envfix with a controlled environment: no NVML, an empty /proc+/sys, PATH = venv/bin + root/bin.
   util::SubprocessResult run(std::vector<std::string> args, bool json_output = true,
-                             const std::map<std::string, std::string>& extra_env = {}) const {
-    std::vector<std::string> argv = {envfix_bin().string(), "doctor", "--python", python().string()};
+                             const std::map<std::string, std::string>& extra_env = {},
+                             const std::string& command = "doctor") const {
+    std::vector<std::string> argv = {envfix_bin().string(), command, "--python", python().string()};
     argv.insert(argv.end(), args.begin(), args.end());
     if (json_output) argv.insert(argv.end(), {"--format", "json"});
     util::SubprocessOptions o;
@@ -434,6 +435,87 @@ TEST_CASE("doctor: kernels read from nvcc-built shared objects listed in RECORD"
     CHECK(j["packages"][0]["kernels"]["coverage"]["sm_120"]["runnable"] == 0);
     CHECK(j["packages"][0]["kernels"]["coverage"]["sm_120"]["verdict"] == "none");
     CHECK(j["verdict"] == "broken");
+  }
+}
+
+// A run that contradicts the rule (issue 34: bitsandbytes#1939 saw an sm_80 cubin run on an Orin,
+// which NVIDIA documents as unsupported on Tegra): the repro's real run on the fixture Orin is
+// recorded in the evidence store by build, RECORD and device, said beside the rule's verdict (which
+// stays `none`), read back by a later doctor, replaced by a later run, kept apart from another build
+// of the same version, and never recorded for planned GPUs.
+TEST_CASE("doctor: a real run that contradicts the Tegra rule is recorded and shown beside the verdict") {
+  if (!have_nvcc()) {
+    MESSAGE("nvcc not found at /usr/local/cuda/bin/nvcc: the contrary-observation check skipped");
+    return;
+  }
+  FakeEnv env;
+  const auto lib = env.site() / "torch/lib/libfake_cuda.so";
+  fs::create_directories(lib.parent_path());
+  util::SubprocessOptions so;
+  so.timeout = std::chrono::seconds(300);
+  auto c = util::run_process({"/usr/local/cuda/bin/nvcc", "-shared", "-Xcompiler", "-fPIC", "-gencode",
+                              "arch=compute_80,code=sm_80",
+                              (fs::path(ENVFIX_SOURCE_DIR) / "tests/fixtures/cuda/k2.cu").string(), "-o", lib.string()},
+                             so).value();
+  REQUIRE_MESSAGE(c.ok(), c.err);
+  env.dist("torch", "2.7.0+cu128", {}, true, "pip", {"torch/lib/libfake_cuda.so", "torch/__init__.py"});
+  const std::map<std::string, std::string> orin{
+      {"ENVFIX_SYSFS_ROOT", (fs::path(ENVFIX_FIXTURES_DIR) / "hosts/orin-jp62").string()}};
+  auto observations = [&] {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (fs::directory_iterator it(env.root() / "cache/evidence-v2/observations", ec), end; !ec && it != end; it.increment(ec)) ++n;
+    return n;
+  };
+  auto contrary = [](const json& j) { return finding(j, "observed-contrary"); };
+  auto sm87 = [](const json& j) { return j["packages"][0]["kernels"]["coverage"]["sm_87"]["verdict"]; };
+  SUBCASE("step B ran on the Orin: recorded, said beside `none`, read back, replaced by a later run") {
+    env.fake_torch("ok");
+    auto j = parse(env.run({}, true, orin));
+    INFO(j.dump());
+    CHECK(j["repro"]["step_b"] == "passed");
+    CHECK(sm87(j) == "none"); // the rule: SASS of another compute capability does not load on Tegra
+    CHECK(finding(j, "arch-not-covered"));
+    auto* f = contrary(j);
+    REQUIRE(f);
+    CHECK(f->at("severity") == "info");
+    const auto m = f->at("message").get<std::string>();
+    CHECK(m.find("torch 2.7.0+cu128") != std::string::npos);
+    CHECK(m.find("tegra:8.7") != std::string::npos);
+    CHECK(m.find("envfix doctor's step B") != std::string::npos);
+    CHECK(m.find("the verdict keeps to the documented rule") != std::string::npos);
+    CHECK(j["verdict"] == "broken"); // the observation does not change it
+    CHECK(observations() == 1);
+    auto again = parse(env.run({"--no-repro"}, true, orin)); // no run now: from the store
+    CHECK(contrary(again));
+    env.fake_torch("fail_b"); // a later run finds no kernel image: it agrees with the rule
+    CHECK(!contrary(parse(env.run({}, true, orin))));
+    CHECK(!contrary(parse(env.run({"--no-repro"}, true, orin))));
+    CHECK(observations() == 1);
+  }
+  SUBCASE("verify's repro on the Orin is a real run too: doctor says what it saw") {
+    env.fake_torch("ok");
+    auto v = env.run({"--layers", "repro"}, false, orin, "verify");
+    INFO(v.err);
+    CHECK(v.exit_code == 0);
+    CHECK(observations() == 1);
+    auto j = parse(env.run({"--no-repro"}, true, orin));
+    auto* f = contrary(j);
+    REQUIRE(f);
+    CHECK(f->at("message").get<std::string>().find("envfix verify's step B") != std::string::npos);
+  }
+  SUBCASE("another build of the same version (another RECORD) is not the one observed") {
+    env.fake_torch("ok");
+    CHECK(contrary(parse(env.run({}, true, orin))));
+    env.dist("torch", "2.7.0+cu128", {}, true, "pip", {"torch/lib/libfake_cuda.so", "torch/__init__.py", "torch/MODE"});
+    CHECK(!contrary(parse(env.run({"--no-repro"}, true, orin))));
+  }
+  SUBCASE("planned GPUs are another machine's: a run here says nothing of them") {
+    env.fake_torch("ok");
+    auto j = parse(env.run({"--gpu", "tegra:8.7", "--driver", "580.159.04"}));
+    CHECK(sm87(j) == "none");
+    CHECK(!contrary(j));
+    CHECK(observations() == 0);
   }
 }
 

@@ -162,6 +162,49 @@ TEST_CASE("evidence store: by file hash and by build, named by hashes only") {
   fs::remove_all(dir);
 }
 
+// issue 34: what a real run saw, by build, RECORD and device; a later run replaces it, a copy under
+// another name or a damaged entry is not read, and contradicts() compares it with the rule's verdict.
+TEST_CASE("evidence store: run observations by build, RECORD and device") {
+  auto dir = util::make_temp_dir(fs::temp_directory_path(), "envfix-evidence-obs-").value();
+  wheel::EvidenceStore store(dir);
+  wheel::BuildKey key{"torch", "2.8.0", "jetpack6.2", "linux_aarch64"};
+  const std::string rec(64, 'c'), other(64, 'd');
+  auto orin = specs::ComputeCapability::parse("tegra:8.7").value();
+  auto a10 = specs::ComputeCapability::parse("8.6").value();
+  wheel::RunObservation ran{key, rec, orin, "NVIDIA Jetson AGX Orin", true, "step B", "", "2026-12-05T13:00:00Z", "envfix verify"};
+  CHECK(store.observations(key, rec).empty());
+  REQUIRE(store.put_observation(ran));
+  auto on_a10 = ran;
+  on_a10.cc = a10;
+  REQUIRE(store.put_observation(on_a10));
+  auto got = store.observations(key, rec);
+  REQUIRE(got.size() == 2);
+  CHECK(got[1].cc == orin); // sorted by device: tegra after discrete of the same number
+  CHECK(got[1].device == "NVIDIA Jetson AGX Orin");
+  CHECK(got[1].by == "envfix verify");
+  CHECK(store.observations(key, other).empty()); // another build's files
+  auto failed = ran;
+  failed.ran = false;
+  failed.error = "RuntimeError: CUDA error: no kernel image is available for execution on the device";
+  REQUIRE(store.put_observation(failed)); // the same subject: replaces
+  got = store.observations(key, rec);
+  REQUIRE(got.size() == 2);
+  CHECK(!got[1].ran);
+  CHECK(got[1].error.find("no kernel image") != std::string::npos);
+  CHECK_FALSE(store.put_observation({key, "../../x", orin}));
+  CHECK(wheel::contradicts(ran, wheel::Verdict::none));
+  CHECK_FALSE(wheel::contradicts(ran, wheel::Verdict::partial));
+  CHECK_FALSE(wheel::contradicts(failed, wheel::Verdict::none));
+  CHECK(wheel::contradicts(failed, wheel::Verdict::full));
+  // A record copied under another name, or damaged, is not read.
+  const auto first = fs::directory_iterator(dir / "observations")->path();
+  fs::copy_file(first, dir / "observations" / "x.json");
+  CHECK(store.observations(key, rec).size() == 2);
+  for (const auto& f : fs::directory_iterator(dir / "observations")) REQUIRE(util::write_file_atomic(f.path(), "{\"ran\": 1}"));
+  CHECK(store.observations(key, rec).empty());
+  fs::remove_all(dir);
+}
+
 // issue 33 item 4: the store before the file-hash keys (evidence-v1) is migrated, not read as it was.
 TEST_CASE("evidence store: an evidence-v1 store is migrated: file records kept after a check, name-keyed builds dropped") {
   auto cache = util::make_temp_dir(fs::temp_directory_path(), "envfix-evidence-v1-").value();
