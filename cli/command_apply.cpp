@@ -15,6 +15,7 @@
 #include "cli/progress.hpp"
 #include "cli/render.hpp"
 #include "cli/views.hpp"
+#include "i18n/i18n.hpp"
 #include "specs/name.hpp"
 #include "util/strings.hpp"
 
@@ -33,10 +34,10 @@ struct ApplyOptions {
 bool confirm(const ApplyOptions& o, const Globals& g) {
   if (o.yes) return true;
   if (g.format == "json" || !::isatty(STDIN_FILENO) || !::isatty(STDERR_FILENO)) {
-    human(styled("no TTY: proceeding without confirmation (pass --yes to silence this note)", Style::dim));
+    human(styled(i18n::tr("no TTY: proceeding without confirmation (pass --yes to silence this note)"), Style::dim));
     return true;
   }
-  std::fputs("Proceed? [y/N] ", stderr);
+  std::fputs(i18n::trs("Proceed? [y/N] ").c_str(), stderr);
   std::fflush(stderr);
   std::string line;
   if (!std::getline(std::cin, line)) return false;
@@ -50,9 +51,10 @@ public:
   void planned(const api::PlanContext& ctx, bool first) override {
     const auto& plan = ctx.plan;
     if (first) human(host_line(ctx.host));
-    if (!plan.channel.empty()) human(fmt::format("{} {} ({})", styled("chose:", Style::bold), plan.why, plan.index));
+    if (!plan.channel.empty())
+      human(fmt::format("{} {} ({})", styled(i18n::tr("chose:"), Style::bold), i18n::tr_text(plan.why), plan.index));
     for (const auto& w : plan.warnings) warn(w);
-    human(styled(fmt::format("Resolved {} packages in {}", ctx.resolved, human_duration(ctx.seconds)), Style::dim));
+    human(styled(i18n::trf("Resolved {} packages in {}", ctx.resolved, human_duration(ctx.seconds)), Style::dim));
   }
   bool proceed(const api::PlanContext& ctx) override {
     const bool ask = !m_options.yes && m_globals.format != "json" && ::isatty(STDIN_FILENO) && ::isatty(STDERR_FILENO);
@@ -62,7 +64,7 @@ public:
   }
   void locked_host(const api::Host& host) override { human(host_line(host)); }
   void locked_target(const std::string& id, const std::string& lockfile) override {
-    human(fmt::format("{} {} from {}", styled("locked:", Style::bold), id, lockfile));
+    human(fmt::format("{} {}", styled(i18n::tr("locked:"), Style::bold), i18n::trf("{} from {}", id, lockfile)));
   }
   bool proceed_locked() override { return confirm(m_options, m_globals); }
 
@@ -70,36 +72,44 @@ private:
   const ApplyOptions& m_options;
 };
 
+// "Installed 3 packages in 1.2s": one literal per count form (the catalog has no plurals).
+std::string counted(std::size_t n, std::string_view what, const std::string& took) {
+  if (what == "Prepared") return n == 1 ? i18n::trf("Prepared {} package in {}", n, took) : i18n::trf("Prepared {} packages in {}", n, took);
+  if (what == "Uninstalled")
+    return n == 1 ? i18n::trf("Uninstalled {} package in {}", n, took) : i18n::trf("Uninstalled {} packages in {}", n, took);
+  return n == 1 ? i18n::trf("Installed {} package in {}", n, took) : i18n::trf("Installed {} packages in {}", n, took);
+}
+
+void print_smoke(const api::Applied& rr) {
+  if (!rr.smoke.passed.empty()) {
+    const std::string s = util::join(rr.smoke.passed, ", ");
+    if (!rr.smoke.cpu_why.empty()) human(i18n::trf("Smoke test passed on the CPU ({}): {}", i18n::tr_text(rr.smoke.cpu_why), s));
+    else human(i18n::trf("Smoke test passed: {}", s));
+  } else if (!rr.smoke.note.empty()) {
+    human(styled(i18n::tr_text(rr.smoke.note), Style::dim));
+  }
+}
+
 void print_result(const api::Applied& rr, const Globals& g) {
   // uv's meaning of "prepared": downloaded, unpacked and checked, ready to go into place.
-  const auto n_prep = rr.txn.installed.size();
-  human(styled(fmt::format("Prepared {} package{} in {}", n_prep, n_prep == 1 ? "" : "s",
-                           human_duration(rr.timings.prepare())), Style::dim));
+  human(styled(counted(rr.txn.installed.size(), "Prepared", human_duration(rr.timings.prepare())), Style::dim));
   // An earlier envfix was killed mid-transaction (or mid-preparation): say what was undone first.
-  for (const auto& a : rr.txn.recovered) warn(fmt::format("recovered from an interrupted envfix run: {}", a));
+  for (const auto& a : rr.txn.recovered) warn(i18n::trf("recovered from an interrupted envfix run: {}", i18n::tr_text(a)));
   if (!rr.txn.removed.empty())
-    human(styled(fmt::format("Uninstalled {} package{} in {}", rr.txn.removed.size(), rr.txn.removed.size() == 1 ? "" : "s",
-                             human_duration(rr.timings.uninstall)), Style::dim));
+    human(styled(counted(rr.txn.removed.size(), "Uninstalled", human_duration(rr.timings.uninstall)), Style::dim));
   std::string how;
   if (rr.txn.link_mode)
     how = fmt::format(" ({}{})", installer::to_string(*rr.txn.link_mode),
-                      rr.txn.cache_hits ? fmt::format(", {} from the unpacked cache", rr.txn.cache_hits) : "");
-  human(styled(fmt::format("Installed {} package{} in {}{}", rr.txn.installed.size(), rr.txn.installed.size() == 1 ? "" : "s",
-                           human_duration(rr.timings.install), how), Style::dim));
+                      rr.txn.cache_hits ? i18n::trf(", {} from the unpacked cache", rr.txn.cache_hits) : "");
+  human(styled(counted(rr.txn.installed.size(), "Installed", human_duration(rr.timings.install)) + how, Style::dim));
   for (const auto& c : change_list(rr.txn)) human(c);
   for (const auto& w : rr.txn.warnings) warn(w);
-  if (!rr.smoke.passed.empty()) {
-    const std::string s = util::join(rr.smoke.passed, ", ");
-    if (!rr.smoke.cpu_why.empty()) human(fmt::format("Smoke test passed on the CPU ({}): {}", rr.smoke.cpu_why, s));
-    else human(fmt::format("Smoke test passed: {}", s));
-  } else if (!rr.smoke.note.empty()) {
-    human(styled(rr.smoke.note, Style::dim));
-  }
+  print_smoke(rr);
   if (rr.txn.backup_bytes > 0)
-    human(styled(fmt::format("Backup kept for `envfix rollback`: {}", human_size(rr.txn.backup_bytes)), Style::dim));
+    human(styled(i18n::trf("Backup kept for `envfix rollback`: {}", human_size(rr.txn.backup_bytes)), Style::dim));
   for (const auto& w : rr.gate_warnings) warn(w);
   if (g.verbose > 0)
-    for (const auto& n : rr.gate_notes) human(styled(n, Style::dim));
+    for (const auto& n : rr.gate_notes) human(styled(i18n::tr_text(n), Style::dim));
 }
 
 json result_json(const api::Applied& rr) {
@@ -135,17 +145,17 @@ Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
   auto rep = ENVFIX_TRY(o.locked ? api::apply_locked(g, o.request, view) : api::apply(g, o.request, view));
   const bool json_out = g.format == "json";
   if (rep.outcome == api::ApplyReport::Outcome::aborted) {
-    human("Aborted; nothing was changed.");
+    human(i18n::tr("Aborted; nothing was changed."));
     return 1;
   }
   auto lockfile_json = [&] { return rep.lockfile ? json(*rep.lockfile) : json(nullptr); };
   auto lockfile_note = [&] {
     for (const auto& w : rep.lockfile_warnings) warn(w);
-    if (rep.lockfile_error) warn(fmt::format("lockfile not written: {}", rep.lockfile_error->message));
-    else if (rep.lockfile && !o.locked && rep.applied) human(styled(fmt::format("Wrote {}", *rep.lockfile), Style::dim));
+    if (rep.lockfile_error) warn(i18n::trf("lockfile not written: {}", i18n::tr_text(rep.lockfile_error->message)));
+    else if (rep.lockfile && !o.locked && rep.applied) human(styled(i18n::trf("Wrote {}", *rep.lockfile), Style::dim));
   };
   if (rep.outcome == api::ApplyReport::Outcome::nothing_to_do) {
-    human("Nothing to do: the environment already matches the plan.");
+    human(i18n::tr("Nothing to do: the environment already matches the plan."));
     lockfile_note();
     if (json_out) {
       auto j = plan_json(rep.plan->plan, rep.plan->host);
@@ -159,8 +169,8 @@ Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
   print_result(rr, g);
   if (rr.smoke.failure_kept) {
     print_error(*rr.smoke.failure_kept);
-    human(fmt::format("The {} set was left installed (--no-rollback); `envfix rollback` undoes transaction {}.",
-                      o.locked ? "locked" : "new", rr.txn.id));
+    human(o.locked ? i18n::trf("The locked set was left installed (--no-rollback); `envfix rollback` undoes transaction {}.", rr.txn.id)
+                   : i18n::trf("The new set was left installed (--no-rollback); `envfix rollback` undoes transaction {}.", rr.txn.id));
     if (json_out && !o.locked) {
       auto j = plan_json(rep.plan->plan, rep.plan->host);
       j["applied"] = result_json(rr);
@@ -188,35 +198,35 @@ Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
 
 void add_apply_command(CLI::App& app, Globals& g) {
   auto o = std::make_shared<ApplyOptions>();
-  auto* cmd = app.add_subcommand("apply", "Resolve, install as one transaction, verify, and write the lockfile");
-  cmd->add_option("requirements", o->request.requirements, "Requirements (default: the framework packages installed)");
-  cmd->add_flag("-y,--yes", o->yes, "Do not ask for confirmation");
-  cmd->add_flag("--locked", o->locked, "Install exactly the lockfile target that matches this host");
-  cmd->add_flag("--no-verify", o->request.no_verify, "Skip the smoke test after installing");
-  cmd->add_flag("--no-rollback", o->request.no_rollback, "Leave the new set installed when the smoke test fails");
-  cmd->add_flag("--no-backup", o->request.no_backup, "Do not keep the removed files for `envfix rollback`");
+  auto* cmd = app.add_subcommand("apply", i18n::trs("Resolve, install as one transaction, verify, and write the lockfile"));
+  cmd->add_option("requirements", o->request.requirements, i18n::trs("Requirements (default: the framework packages installed)"));
+  cmd->add_flag("-y,--yes", o->yes, i18n::trs("Do not ask for confirmation"));
+  cmd->add_flag("--locked", o->locked, i18n::trs("Install exactly the lockfile target that matches this host"));
+  cmd->add_flag("--no-verify", o->request.no_verify, i18n::trs("Skip the smoke test after installing"));
+  cmd->add_flag("--no-rollback", o->request.no_rollback, i18n::trs("Leave the new set installed when the smoke test fails"));
+  cmd->add_flag("--no-backup", o->request.no_backup, i18n::trs("Do not keep the removed files for `envfix rollback`"));
   cmd->add_option("--keep-backups", o->request.keep_backups,
-                  "How many applies keep their backup, this one included: `envfix rollback` undoes them newest first, "
-                  "one per call (default 2)")
+                  i18n::trs("How many applies keep their backup, this one included: `envfix rollback` undoes them newest first, "
+                  "one per call (default 2)"))
       ->check(CLI::Range(1u, 50u));
-  cmd->add_flag("--break-system-packages", o->request.break_system_packages, "Allow modifying an externally managed (PEP 668) interpreter");
-  cmd->add_option("--venv", o->request.venv, "Create (or reuse) a venv at PATH and install into it");
+  cmd->add_flag("--break-system-packages", o->request.break_system_packages, i18n::trs("Allow modifying an externally managed (PEP 668) interpreter"));
+  cmd->add_option("--venv", o->request.venv, i18n::trs("Create (or reuse) a venv at PATH and install into it"));
   cmd->add_option("--link-mode", o->request.link_mode,
-                  "How files come from the unpacked cache: auto (clone, else hardlink, else copy), clone, hardlink, copy")
+                  i18n::trs("How files come from the unpacked cache: auto (clone, else hardlink, else copy), clone, hardlink, copy"))
       ->check(CLI::IsMember({"auto", "clone", "hardlink", "copy"}));
-  cmd->add_flag("--allow-unhashed", o->request.allow_unhashed, "Accept files whose index gives no sha256 (hashed after download)");
-  cmd->add_flag("--pre", o->request.pre, "Allow pre-releases for every package");
-  cmd->add_flag("-U,--upgrade", o->request.upgrade, "Upgrade the requested packages to the newest allowed version (default: keep an installed version that satisfies the request)");
-  cmd->add_flag("--reinstall", o->request.reinstall, "Reinstall every planned package from the index, even when the installed version satisfies the request");
-  cmd->add_flag("--allow-breaking", o->request.allow_breaking, "Apply even when an installed package's requirement would break");
-  cmd->add_flag("--allow-conda-overwrite", o->request.allow_conda_overwrite, "Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)");
-  cmd->add_option("--smoke-timeout", o->request.smoke_timeout_s, "Seconds each smoke-test step may run (default 600)");
+  cmd->add_flag("--allow-unhashed", o->request.allow_unhashed, i18n::trs("Accept files whose index gives no sha256 (hashed after download)"));
+  cmd->add_flag("--pre", o->request.pre, i18n::trs("Allow pre-releases for every package"));
+  cmd->add_flag("-U,--upgrade", o->request.upgrade, i18n::trs("Upgrade the requested packages to the newest allowed version (default: keep an installed version that satisfies the request)"));
+  cmd->add_flag("--reinstall", o->request.reinstall, i18n::trs("Reinstall every planned package from the index, even when the installed version satisfies the request"));
+  cmd->add_flag("--allow-breaking", o->request.allow_breaking, i18n::trs("Apply even when an installed package's requirement would break"));
+  cmd->add_flag("--allow-conda-overwrite", o->request.allow_conda_overwrite, i18n::trs("Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)"));
+  cmd->add_option("--smoke-timeout", o->request.smoke_timeout_s, i18n::trs("Seconds each smoke-test step may run (default 600)"));
   cmd->add_option("--smoke-layers", o->request.smoke_layers,
-                  "The smoke test: envfix verify's layers, comma-separated: repro, model (default both)")
+                  i18n::trs("The smoke test: envfix verify's layers, comma-separated: repro, model (default both)"))
       ->check([](const std::string& v) -> std::string {
         for (const auto& l : util::split(v, ','))
-          if (l != "repro" && l != "model") return fmt::format("'{}': the layers are repro and model", l);
-        return util::split(v, ',').empty() ? std::string("name at least one layer (or use --no-verify)") : std::string();
+          if (l != "repro" && l != "model") return i18n::trf("'{}': the layers are repro and model", l);
+        return util::split(v, ',').empty() ? i18n::trs("name at least one layer (or use --no-verify)") : std::string();
       });
   cmd->callback([&g, o] {
     g.exit_code = finish_command(run_apply(g, *o));

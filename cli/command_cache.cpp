@@ -8,6 +8,7 @@
 #include "cli/globals.hpp"
 #include "cli/views.hpp"
 #include "cli/render.hpp"
+#include "i18n/i18n.hpp"
 #include "index/cache.hpp"
 #include "index/index_client.hpp"
 
@@ -57,14 +58,14 @@ Expected<int> run_cache(const Globals& g, const std::string& action) {
     if (js) machine(json{{"dir", dir.string()}, {"bytes", u.bytes}, {"files", u.files}, {"human", human_size(u.bytes)}}.dump(2));
     else {
       std::fprintf(stdout, "%llu\n", static_cast<unsigned long long>(u.bytes));
-      human(fmt::format("{} in {} files ({})", human_size(u.bytes), u.files, dir.string()));
+      human(i18n::trf("{} in {} files ({})", human_size(u.bytes), u.files, dir.string()));
     }
     return 0;
   }
   // clean: index::clean_cache refuses a directory that is not an envfix cache, or one a run holds.
   const auto u = ENVFIX_TRY(index::clean_cache(dir));
   if (js) machine(json{{"dir", dir.string()}, {"freed_bytes", u.bytes}, {"files", u.files}}.dump(2));
-  else human(fmt::format("Removed {} files ({}) from {}", u.files, human_size(u.bytes), dir.string()));
+  else human(i18n::trf("Removed {} files ({}) from {}", u.files, human_size(u.bytes), dir.string()));
   return 0;
 }
 
@@ -72,8 +73,8 @@ Expected<int> run_cache(const Globals& g, const std::string& action) {
 
 void add_cache_command(CLI::App& app, Globals& g) {
   auto action = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand("cache", "The download/page cache: dir, size, clean");
-  cmd->add_option("action", *action, "dir | size | clean")->required()->check(CLI::IsMember({"dir", "size", "clean"}));
+  auto* cmd = app.add_subcommand("cache", i18n::trs("The download/page cache: dir, size, clean"));
+  cmd->add_option("action", *action, i18n::trs("dir | size | clean"))->required()->check(CLI::IsMember({"dir", "size", "clean"}));
   cmd->callback([&g, action] {
     g.exit_code = finish_command(run_cache(g, *action));
   });

@@ -318,12 +318,12 @@ void render_text(const api::DoctorReport& r, const Globals& g) {
 } // namespace
 
 void add_doctor_command(CLI::App& app, Globals& g) {
-  auto* cmd = app.add_subcommand("doctor", "Diagnose the GPU, driver, interpreter and framework install");
+  auto* cmd = app.add_subcommand("doctor", i18n::trs("Diagnose the GPU, driver, interpreter and framework install"));
   auto opt = std::make_shared<api::DoctorRequest>();
-  cmd->add_flag("--no-repro", opt->no_repro, "Skip the minimal repro in the target interpreter (step 3)");
-  cmd->add_option("--repro-timeout", opt->repro_timeout_s, "Seconds for each repro step (default 120)")
+  cmd->add_flag("--no-repro", opt->no_repro, i18n::trs("Skip the minimal repro in the target interpreter (step 3)"));
+  cmd->add_option("--repro-timeout", opt->repro_timeout_s, i18n::trs("Seconds for each repro step (default 120)"))
       ->check(CLI::Range(1, 3600));
-  cmd->add_flag("--no-kernels", opt->no_kernels, "Do not read the kernels in the installed binaries");
+  cmd->add_flag("--no-kernels", opt->no_kernels, i18n::trs("Do not read the kernels in the installed binaries"));
   cmd->callback([&g, opt] {
     auto r = api::doctor(g, *opt);
     if (!r) {

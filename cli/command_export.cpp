@@ -12,6 +12,7 @@
 #include "api/host.hpp"
 #include "api/lock.hpp"
 #include "cli/render.hpp"
+#include "i18n/i18n.hpp"
 #include "lockfile/lockfile.hpp"
 #include "util/fs.hpp"
 #include "util/strings.hpp"
@@ -119,7 +120,7 @@ Expected<int> run_export(const Globals& g, const ExportOptions& o) {
       std::fflush(stdout);
     } else {
       ENVFIX_TRY_VOID(util::write_file_atomic(f.path, f.text, 0644));
-      human(fmt::format("Wrote {} (target {}, {} packages)", f.path, f.target->id, f.target->packages.size()));
+      human(i18n::trf("Wrote {} (target {}, {} packages)", f.path, f.target->id, f.target->packages.size()));
     }
     written.push_back({{"target", f.target->id}, {"path", f.path}});
   }
@@ -131,12 +132,12 @@ Expected<int> run_export(const Globals& g, const ExportOptions& o) {
 
 void add_export_command(CLI::App& app, Globals& g) {
   auto o = std::make_shared<ExportOptions>();
-  auto* cmd = app.add_subcommand("export", "Write a lockfile target as pylock.toml (PEP 751) or hashed requirements");
+  auto* cmd = app.add_subcommand("export", i18n::trs("Write a lockfile target as pylock.toml (PEP 751) or hashed requirements"));
   // --as, not --format: the global --format (text|json) stays the output format here too.
-  cmd->add_option("--as", o->format, "pylock | requirements")->required()->check(CLI::IsMember({"pylock", "requirements"}));
-  cmd->add_option("-o,--output", o->output, "File to write ('-' = stdout; with --all: a directory)");
-  cmd->add_option("--target", o->target, "Target id in the lockfile (default: the one matching this host, or the only one)");
-  cmd->add_flag("--all", o->all, "Every target, one file each (pylock.<id>.toml, requirements-<id>.txt)");
+  cmd->add_option("--as", o->format, i18n::trs("pylock | requirements"))->required()->check(CLI::IsMember({"pylock", "requirements"}));
+  cmd->add_option("-o,--output", o->output, i18n::trs("File to write ('-' = stdout; with --all: a directory)"));
+  cmd->add_option("--target", o->target, i18n::trs("Target id in the lockfile (default: the one matching this host, or the only one)"));
+  cmd->add_flag("--all", o->all, i18n::trs("Every target, one file each (pylock.<id>.toml, requirements-<id>.txt)"));
   cmd->callback([&g, o] {
     g.exit_code = finish_command(run_export(g, *o));
   });

@@ -9,6 +9,7 @@
 
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
+#include "i18n/i18n.hpp"
 #include "specs/gpu_arch.hpp"
 #include "wheel/coverage.hpp"
 #include "wheel/kernel_set.hpp"
@@ -18,38 +19,39 @@ namespace envfix::cli {
 namespace {
 
 std::string join_or_none(const std::vector<std::string>& v) {
-  return v.empty() ? "none" : util::join(v, " ");
+  return v.empty() ? i18n::trs("none") : util::join(v, " ");
 }
 
 std::string summary_line(const std::string& path, const wheel::KernelSet& ks) {
   std::string comp;
   if (auto n = ks.compressed_count(); n > 0)
-    comp = fmt::format(" ({} compressed{})", n, ks.has_zstd() ? ", ZSTD: needs a driver for CUDA >= 12.4" : "");
-  std::string line = fmt::format("{}: {} containers, {} entries{}; SASS {}; PTX {}", path, ks.containers.size(),
-                                 ks.entry_count(), comp, join_or_none(ks.sass()), join_or_none(ks.ptx()));
+    comp = ks.has_zstd() ? i18n::trf(" ({} compressed, ZSTD: needs a driver for CUDA >= 12.4)", n) : i18n::trf(" ({} compressed)", n);
+  std::string line = i18n::trf("{}: {} containers, {} entries", path, ks.containers.size(), ks.entry_count()) + comp +
+                     fmt::format("; SASS {}; PTX {}", join_or_none(ks.sass()), join_or_none(ks.ptx()));
   if (auto lto = ks.lto(); !lto.empty()) line += "; LTO-IR " + join_or_none(lto);
   return line;
 }
 
 std::string counts_text(const wheel::ContainerCounts& c) {
   std::vector<std::string> parts;
-  if (c.sass) parts.push_back(fmt::format("{} by SASS", c.sass));
-  if (c.ptx) parts.push_back(fmt::format("{} only by PTX JIT", c.ptx));
-  if (c.newer_only) parts.push_back(fmt::format("{} only for newer archs", c.newer_only));
-  if (c.older_only) parts.push_back(fmt::format("{} only for older archs", c.older_only));
-  if (c.other) parts.push_back(fmt::format("{} other", c.other));
+  if (c.sass) parts.push_back(i18n::trf("{} by SASS", c.sass));
+  if (c.ptx) parts.push_back(i18n::trf("{} only by PTX JIT", c.ptx));
+  if (c.newer_only) parts.push_back(i18n::trf("{} only for newer archs", c.newer_only));
+  if (c.older_only) parts.push_back(i18n::trf("{} only for older archs", c.older_only));
+  if (c.other) parts.push_back(i18n::trf("{} other", c.other));
   return util::join(parts, ", ");
 }
 
 std::string coverage_line(const specs::ComputeCapability& cc, const wheel::FileCoverage& c) {
   const auto v = wheel::to_string(c.verdict);
-  auto name = styled(fmt::format("{} {}", cc.sm_name(), v),
+  auto name = styled(fmt::format("{} {}", cc.sm_name(), i18n::tr(v)),
                      c.verdict == wheel::Verdict::full ? Style::green : c.verdict == wheel::Verdict::none ? Style::red : Style::yellow);
-  std::string line = fmt::format("  {}: {}/{} containers runnable", name, c.runnable(), c.total());
-  if (c.registered.total()) line += fmt::format("; registered {}/{} ({})", c.registered.runnable(), c.registered.total(), counts_text(c.registered));
+  std::string line = "  " + i18n::trf("{}: {}/{} containers runnable", name, c.runnable(), c.total());
+  if (c.registered.total())
+    line += i18n::trf("; registered {}/{} ({})", c.registered.runnable(), c.registered.total(), counts_text(c.registered));
   if (c.embedded.total())
-    line += fmt::format("; embedded, loaded by the library itself {}/{} ({})", c.embedded.runnable(), c.embedded.total(),
-                        counts_text(c.embedded));
+    line += i18n::trf("; embedded, loaded by the library itself {}/{} ({})", c.embedded.runnable(), c.embedded.total(),
+                      counts_text(c.embedded));
   return line;
 }
 
@@ -74,12 +76,12 @@ nlohmann::json coverage_json(const wheel::FileCoverage& c) {
 } // namespace
 
 void add_inspect_command(CLI::App& app, Globals& g) {
-  auto* cmd = app.add_subcommand("inspect", "Kernels in .so/.whl/.a/.o/.cubin/.fatbin files, and GPU coverage");
+  auto* cmd = app.add_subcommand("inspect", i18n::trs("Kernels in .so/.whl/.a/.o/.cubin/.fatbin files, and GPU coverage"));
   auto files = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("files", *files, "Files to read")->required();
-  cmd->footer("Use --gpu sm_XX or --gpu 9.0 (repeatable; tegra:8.7 for an integrated Jetson GPU) to judge coverage: per file and GPU a verdict\n"
-              "full, partial (normal in vendor libraries) or none (no entry runs). Exit 0 when no file is\n"
-              "`none` for a GPU, 1 when one is or a file is bad, 2 on a runtime error.");
+  cmd->add_option("files", *files, i18n::trs("Files to read"))->required();
+  cmd->footer(i18n::trs("Use --gpu sm_XX or --gpu 9.0 (repeatable; tegra:8.7 for an integrated Jetson GPU) to judge coverage: per file and GPU a verdict\n"
+                        "full, partial (normal in vendor libraries) or none (no entry runs). Exit 0 when no file is\n"
+                        "`none` for a GPU, 1 when one is or a file is bad, 2 on a runtime error."));
   cmd->callback([&g, files] {
     std::vector<specs::ComputeCapability> gpus;
     for (const auto& s : g.gpus) {
@@ -142,7 +144,7 @@ void add_inspect_command(CLI::App& app, Globals& g) {
         human(summary_line(path, *ks));
         for (const auto& l : lines) human(l);
         for (const auto& w : ks->warnings) warn(w);
-        if (g.verbose > 0) human(fmt::format("  read in {:.1f} ms", ms));
+        if (g.verbose > 0) human("  " + i18n::trf("read in {} ms", fmt::format("{:.1f}", ms)));
       }
     }
     if (json) machine(nlohmann::json{{"files", out_files}}.dump(2));

@@ -9,6 +9,7 @@
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
 #include "cli/views.hpp"
+#include "i18n/i18n.hpp"
 
 namespace envfix::cli {
 
@@ -18,23 +19,24 @@ using nlohmann::json;
 
 Expected<int> run_lock(const Globals& g, const api::LockRequest& o) {
   auto rep = ENVFIX_TRY(api::lock(g, o));
-  for (const auto& n : rep.notes) human(n);
+  for (const auto& n : rep.notes) human(i18n::tr_text(n));
   human(interpreter_line(rep.host));
   for (const auto& r : rep.resolved)
-    human(styled(fmt::format("Resolved {} packages for {} in {}", r.resolved, r.id, human_duration(r.seconds)), Style::dim));
+    human(styled(i18n::trf("Resolved {} packages for {} in {}", r.resolved, r.id, human_duration(r.seconds)), Style::dim));
   if (o.check) {
     if (!rep.stale) {
-      human(fmt::format("{} is up to date", rep.path));
+      human(i18n::trf("{} is up to date", rep.path));
       if (g.format == "json") machine(json{{"lockfile", rep.path}, {"stale", false}, {"differences", json::array()}}.dump(2));
       return 0;
     }
-    human(fmt::format("{} is stale:", rep.path));
+    human(i18n::trf("{} is stale:", rep.path));
     for (const auto& d : rep.differences) human("  " + d);
     if (g.format == "json") machine(json{{"lockfile", rep.path}, {"stale", true}, {"differences", rep.differences}}.dump(2));
     return 1;
   }
   const auto& lock = rep.lock;
-  human(fmt::format("Wrote {} ({} target{})", rep.path, lock.targets.size(), lock.targets.size() == 1 ? "" : "s"));
+  human(lock.targets.size() == 1 ? i18n::trf("Wrote {} ({} target)", rep.path, lock.targets.size())
+                                 : i18n::trf("Wrote {} ({} targets)", rep.path, lock.targets.size()));
   if (g.format == "json") {
     const auto& py = rep.host.facts.python;
     json j{{"lockfile", rep.path}, {"targets", json::array()}, {"notes", rep.notes},
@@ -53,15 +55,15 @@ Expected<int> run_lock(const Globals& g, const api::LockRequest& o) {
 
 void add_lock_command(CLI::App& app, Globals& g) {
   auto o = std::make_shared<api::LockRequest>();
-  auto* cmd = app.add_subcommand("lock", "Resolve for one or more hosts and write the lockfile; installs nothing");
-  cmd->add_option("requirements", o->requirements, "Requirements (default: the framework's set)");
+  auto* cmd = app.add_subcommand("lock", i18n::trs("Resolve for one or more hosts and write the lockfile; installs nothing"));
+  cmd->add_option("requirements", o->requirements, i18n::trs("Requirements (default: the framework's set)"));
   cmd->add_option("--target", o->targets,
-                  "Host to lock for: gpu=sm_86+sm_120,python=3.10[,driver=570.86][,platform=manylinux_2_28_x86_64] (repeatable; default: this host)")
+                  i18n::trs("Host to lock for: gpu=sm_86+sm_120,python=3.10[,driver=570.86][,platform=manylinux_2_28_x86_64] (repeatable; default: this host)"))
       ->allow_extra_args(false); // one spec per --target: its commas are its own, and REQs may follow
-  cmd->add_option("-o,--output", o->output, "Lockfile to write (default: --lockfile, envfix.lock)");
-  cmd->add_flag("--check", o->check, "Exit 1 when the lockfile is stale (re-resolves; writes nothing)");
-  cmd->add_flag("--pre", o->pre, "Allow pre-releases for every package");
-  cmd->add_flag("--allow-unhashed", o->allow_unhashed, "Accept files whose index gives no sha256");
+  cmd->add_option("-o,--output", o->output, i18n::trs("Lockfile to write (default: --lockfile, envfix.lock)"));
+  cmd->add_flag("--check", o->check, i18n::trs("Exit 1 when the lockfile is stale (re-resolves; writes nothing)"));
+  cmd->add_flag("--pre", o->pre, i18n::trs("Allow pre-releases for every package"));
+  cmd->add_flag("--allow-unhashed", o->allow_unhashed, i18n::trs("Accept files whose index gives no sha256"));
   cmd->callback([&g, o] {
     g.exit_code = finish_command(run_lock(g, *o));
   });

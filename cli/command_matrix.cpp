@@ -13,6 +13,7 @@
 #include "api/matrix.hpp"
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
+#include "i18n/i18n.hpp"
 #include "matrices/knowledge.hpp"
 #include "wheel/coverage.hpp"
 #include "util/strings.hpp"
@@ -58,7 +59,7 @@ json row_view(const api::RowComparison& c, std::vector<std::string>& text, const
   using State = api::RowComparison::State;
   if (c.state == State::not_applicable) return nullptr;
   if (c.state == State::not_listed) {
-    text.push_back(fmt::format("{}    not in the matrices (a build the table does not list)", indent));
+    text.push_back(i18n::trf("{}    not in the matrices (a build the table does not list)", indent));
     return nullptr;
   }
   json row = json::object();
@@ -68,7 +69,7 @@ json row_view(const api::RowComparison& c, std::vector<std::string>& text, const
   if (c.state == State::no_arch_data) {
     row["sass"] = row["ptx"] = nullptr;
     row["agrees"] = nullptr;
-    text.push_back(fmt::format("{}    the matrices have no arch data for this build; the binary's list stands", indent));
+    text.push_back(i18n::trf("{}    the matrices have no arch data for this build; the binary's list stands", indent));
     return row;
   }
   row["sass"] = c.table_sass;
@@ -78,13 +79,13 @@ json row_view(const api::RowComparison& c, std::vector<std::string>& text, const
   row["binary_only"] = c.binary_only;
   const std::string label = c.row_label.empty() ? "?" : c.row_label;
   if (c.agrees())
-    text.push_back(fmt::format("{}    agrees with the matrices row {} ({})", indent, label, matrices::to_string(c.confidence)));
+    text.push_back(i18n::trf("{}    agrees with the matrices row {} ({})", indent, label, matrices::to_string(c.confidence)));
   else
-    text.push_back(styled(fmt::format("{}    disagrees with the matrices row {} ({}, {}): the table lists {} the "
+    text.push_back(styled(i18n::trf("{}    disagrees with the matrices row {} ({}, {}): the table lists {} the "
                                       "binary lacks; the binary has {} the table lacks",
                                       indent, label, c.where.empty() ? "?" : c.where, matrices::to_string(c.confidence),
-                                      c.table_only.empty() ? "nothing" : join(c.table_only),
-                                      c.binary_only.empty() ? "nothing" : join(c.binary_only)),
+                                      c.table_only.empty() ? i18n::trs("nothing") : join(c.table_only),
+                                      c.binary_only.empty() ? i18n::trs("nothing") : join(c.binary_only)),
                           Style::yellow));
   return row;
 }
@@ -102,7 +103,7 @@ json evidence_view(const Knowledge& k, const Globals& g, const matrices::Framewo
   json out = json::array();
   auto builds = api::learned_builds(k, f, g.cache_dir, version, ccs);
   if (builds.empty()) return out;
-  text.push_back(fmt::format("{}{}", indent, styled("read from the binary on this machine (evidence store; outranks the table):", Style::bold)));
+  text.push_back(fmt::format("{}{}", indent, styled(i18n::tr("read from the binary on this machine (evidence store; outranks the table):"), Style::bold)));
   for (const auto& lb : builds) {
     const auto& e = lb.evidence;
     json j;
@@ -125,11 +126,11 @@ json evidence_view(const Knowledge& k, const Globals& g, const matrices::Framewo
       std::string verdict = pc.has_gpu_code() ? wheel::to_string(pc.verdict) : "none";
       cov[cc.sm_name()] = {{"verdict", verdict}, {"runnable", pc.runnable()}, {"total", pc.total()},
                            {"jit_only", pc.jit_only}, {"partial_files", pc.partial_files}, {"none_files", pc.none_files}};
-      text.push_back(fmt::format("{}    on {}: {} ({} of {} modules runnable{}){}", indent, label,
+      text.push_back(i18n::trf("{}    on {}: {} ({} of {} modules runnable{}){}", indent, label,
                                  verdict == "full" ? styled(verdict, Style::green)
                                                    : styled(verdict, verdict == "partial" ? Style::yellow : Style::red),
-                                 pc.runnable(), pc.total(), pc.jit_only ? ", by PTX JIT only" : "",
-                                 pc.partial_files.empty() ? "" : "; partly: " + join(pc.partial_files, ", ")));
+                                 pc.runnable(), pc.total(), pc.jit_only ? i18n::tr(", by PTX JIT only") : "",
+                                 pc.partial_files.empty() ? "" : i18n::trf("; partly: {}", join(pc.partial_files, ", "))));
     }
     j["coverage"] = cov;
     j["matrices"] = row_view(lb.row, text, indent);
@@ -158,19 +159,19 @@ json gpu_json(const Knowledge& k, const matrices::ResolvedGpu& rg, const std::st
                       {"os", os},
                       {"own_arch", ft.own_arch},
                       {"oldest_listed", ft.oldest_listed}};
-  text.push_back(styled(fmt::format("{}{} → {} (compute capability {}{})", rg.query,
+  text.push_back(styled(i18n::trf("{}{} → {} (compute capability {}{})", rg.query,
                                     rg.name.empty() || rg.name == rg.query ? "" : " = " + rg.name, rg.cc.sm_name(),
                                     rg.cc.to_string(), rg.family.empty() ? "" : ", " + rg.family),
                         Style::bold));
-  if (!rg.source.empty()) text.push_back(fmt::format("  source: {}", rg.source));
+  if (!rg.source.empty()) text.push_back(i18n::trf("  source: {}", rg.source));
   if (rg.cc.tegra)
-    text.push_back(fmt::format("  integrated (Tegra) GPU: SASS runs only when built for {} exactly, PTX by JIT as on a desktop "
+    text.push_back(i18n::trf("  integrated (Tegra) GPU: SASS runs only when built for {} exactly, PTX by JIT as on a desktop "
                                "part (CUDA C++ Programming Guide, Binary Compatibility; docs/kernels.md); builds for linux_aarch64",
                                rg.cc.sm_name()));
   json jl = json::array();
   for (const auto* r : k.l4t_for(rg.cc)) {
     std::string idx;
-    for (const auto& [fw, url] : r->indexes) idx += fmt::format("; {} from {}", fw, url);
+    for (const auto& [fw, url] : r->indexes) idx += i18n::trf("; {} from {}", fw, url);
     text.push_back(fmt::format("  L4T {} (JetPack {}): CUDA {}{} [{}]", r->release, r->jetpack, r->cuda.to_string(), idx,
                                to_string(r->confidence)));
     jl.push_back({{"l4t", r->release}, {"jetpack", r->jetpack}, {"cuda", r->cuda.to_string()}, {"indexes", r->indexes},
@@ -179,19 +180,19 @@ json gpu_json(const Knowledge& k, const matrices::ResolvedGpu& rg, const std::st
   if (rg.cc.tegra) jg["l4t"] = jl;
   if (rg.cc.tegra) {
     // A Jetson's driver is part of L4T: the desktop driver floors do not apply (matrices/data/jetson.yaml).
-    text.push_back("  driver: part of Jetson Linux (L4T, above), not a desktop driver branch");
+    text.push_back(i18n::trs("  driver: part of Jetson Linux (L4T, above), not a desktop driver branch"));
   } else if (first && gpu_min_driver) {
     // The oldest toolkit of the table is not "the first" for a GPU older than the table.
     std::string what = ft.oldest_listed
-                           ? fmt::format("the oldest toolkit in the matrices, which already has code for {}; older "
+                           ? i18n::trf("the oldest toolkit in the matrices, which already has code for {}; older "
                                          "toolkits are not listed",
                                          rg.cc.sm_name())
-                       : ft.own_arch ? fmt::format("the first toolkit with code for {}", rg.cc.sm_name())
-                                     : fmt::format("the first toolkit whose code runs on {}", rg.cc.sm_name());
-    text.push_back(fmt::format("  minimum driver: {} on {} (CUDA {}, {})", *gpu_min_driver, os,
+                       : ft.own_arch ? i18n::trf("the first toolkit with code for {}", rg.cc.sm_name())
+                                     : i18n::trf("the first toolkit whose code runs on {}", rg.cc.sm_name());
+    text.push_back(i18n::trf("  minimum driver: {} on {} (CUDA {}, {})", *gpu_min_driver, os,
                                first->version.to_string(), what));
   } else {
-    text.push_back("  minimum driver: unknown (no toolkit in the matrices targets this GPU)");
+    text.push_back(i18n::trs("  minimum driver: unknown (no toolkit in the matrices targets this GPU)"));
   }
   return jg;
 }
@@ -228,10 +229,10 @@ GpuBuildsView builds_for_gpu(const Knowledge& k, const Globals& g, const matrice
     out.builds.push_back(jb);
     if (gb.runs == RunKind::unknown) continue;
     const auto* r = gb.row;
+    const auto how = gb.runs == RunKind::native ? styled(i18n::tr("native"), Style::green) : styled(i18n::tr("PTX JIT"), Style::yellow);
     out.lines.push_back(fmt::format(
-        "    {:<22} {:<7} {} via {}{}{}", r->label() + (gb.stable ? "" : " (" + join(r->channels, ",") + ")"), b.variant,
-        gb.runs == RunKind::native ? styled("native", Style::green) : styled("PTX JIT", Style::yellow),
-        gb.via ? gb.via->to_string() : "?", gb.min_driver ? fmt::format("; driver ≥ {}", *gb.min_driver) : "",
+        "    {} {} {}{}{}", i18n::pad(r->label() + (gb.stable ? "" : " (" + join(r->channels, ",") + ")"), 22), i18n::pad(b.variant, 7),
+        i18n::trf("{} via {}", how, gb.via ? gb.via->to_string() : "?"), gb.min_driver ? i18n::trf("; driver ≥ {}", *gb.min_driver) : "",
         b.verified ? "" : styled(fmt::format(" [{}]", matrices::to_string(b.confidence)), Style::dim)));
   }
   return out;
@@ -244,10 +245,10 @@ json last_release_json(const Knowledge& k, const matrices::Framework& f, const m
   const auto* end = k.support_end(f.name, rg.cc);
   if (!end) return nullptr;
   auto lr = k.last_release_for(f.name, rg.cc, platform);
-  line = lr ? fmt::format("    {} {} ({}) is the last release with code for {}: {} from {} on drops it{} ({})", f.name,
+  line = lr ? i18n::trf("    {} {} ({}) is the last release with code for {}: {} from {} on drops it{} ({})", f.name,
                           lr->version.to_string(), lr->variant, rg.cc.sm_name(), f.name, end->from.to_string(),
-                          end->variant.empty() ? "" : " with " + end->variant, end->source)
-            : fmt::format("    {} from {} on has no build for {} ({})", f.name, end->from.to_string(), rg.cc.sm_name(),
+                          end->variant.empty() ? "" : i18n::trf(" with {}", end->variant), end->source)
+            : i18n::trf("    {} from {} on has no build for {} ({})", f.name, end->from.to_string(), rg.cc.sm_name(),
                           end->source);
   return {{"version", lr ? json(lr->version.to_string()) : json(nullptr)},
           {"variant", lr ? json(lr->variant) : json(nullptr)},
@@ -272,22 +273,22 @@ json framework_for_gpu(const Knowledge& k, const Globals& g, const matrices::Fra
   jf["evidence"] = evidence_view(k, g, f, std::nullopt, {{rg.query, rg.cc}}, ev_text, "  ");
   for (auto& l : ev_text) text.push_back(std::move(l));
   if (found.lines.empty() && found.unknown == 0) {
-    text.push_back(fmt::format("  {}: no release in the matrices runs on {}", f.name, rg.cc.sm_name()));
+    text.push_back(i18n::trf("  {}: no release in the matrices runs on {}", f.name, rg.cc.sm_name()));
     return jf;
   }
   std::string head = fmt::format("  {}:", f.name);
   if (!newest["native"].is_null())
-    head += fmt::format(" newest stable release with {} code: {} ({})", rg.cc.sm_name(),
+    head += i18n::trf(" newest stable release with {} code: {} ({})", rg.cc.sm_name(),
                         newest["native"]["version"].get<std::string>(), newest["native"]["variant"].get<std::string>());
   else if (!newest["jit"].is_null())
-    head += fmt::format(" no native code; newest stable release by PTX JIT: {} ({})",
+    head += i18n::trf(" no native code; newest stable release by PTX JIT: {} ({})",
                         newest["jit"]["version"].get<std::string>(), newest["jit"]["variant"].get<std::string>());
   text.push_back(head);
   if (!last_line.empty()) text.push_back(styled(last_line, Style::bold));
   for (auto& l : found.lines) text.push_back(std::move(l));
   if (found.unknown > 0)
-    text.push_back(fmt::format("    {} build{} without arch data: unverified, checked after download", found.unknown,
-                               found.unknown == 1 ? "" : "s"));
+    text.push_back(found.unknown == 1 ? i18n::trf("    {} build without arch data: unverified, checked after download", found.unknown)
+                                      : i18n::trf("    {} builds without arch data: unverified, checked after download", found.unknown));
   return jf;
 }
 
@@ -338,15 +339,15 @@ json platform_json(const Knowledge& k, const Globals& g, const matrices::Framewo
     }
     jp["runs_on"] = jr;
   }
-  std::string archs = b.known() ? fmt::format("SASS {}; PTX {}", b.sass->empty() ? "none" : join(api::arch_names(b.sass)),
-                                              b.ptx->empty() ? "none" : join(api::arch_names(b.ptx)))
-                                : "archs unknown: unverified, checked after download";
-  text.push_back(fmt::format("    {:<15} {}{}{}", b.platform, archs,
+  std::string archs = b.known() ? fmt::format("SASS {}; PTX {}", b.sass->empty() ? i18n::trs("none") : join(api::arch_names(b.sass)),
+                                              b.ptx->empty() ? i18n::trs("none") : join(api::arch_names(b.ptx)))
+                                : i18n::trs("archs unknown: unverified, checked after download");
+  text.push_back(fmt::format("    {} {}{}{}", i18n::pad(b.platform, 15), archs,
                              b.confidence == matrices::Confidence::verified
                                  ? ""
                                  : styled(fmt::format(" [{}]", matrices::to_string(b.confidence)), Style::dim),
                              runs.empty() ? "" : " →" + runs));
-  if (g.verbose > 0) text.push_back(styled(fmt::format("      source: {}", b.source), Style::dim));
+  if (g.verbose > 0) text.push_back(styled(i18n::trf("      source: {}", b.source), Style::dim));
   return jp;
 }
 
@@ -369,12 +370,12 @@ json variant_json(const Knowledge& k, const Globals& g, const matrices::Framewor
                                  {"windows", opt_str(k.minor_compat_driver(*var->cuda, "windows"))}};
     auto lin = k.min_driver(*var->cuda, "linux");
     auto floor = k.minor_compat_driver(*var->cuda, "linux");
-    drivers = fmt::format("CUDA {}; Linux driver ≥ {}{}", var->cuda->to_string(), lin.value_or("?"),
-                          floor ? fmt::format(" (≥ {} with minor-version compatibility)", *floor) : "");
+    drivers = i18n::trf("CUDA {}; Linux driver ≥ {}{}", var->cuda->to_string(), lin.value_or("?"),
+                        floor ? i18n::trf(" (≥ {} with minor-version compatibility)", *floor) : "");
   } else {
-    drivers = var ? var->kind : "unknown";
+    drivers = var ? var->kind : i18n::trs("unknown");
   }
-  text.push_back(fmt::format("  {}: {}{}", styled(rv.variant, Style::bold), drivers, url ? "; index " + *url : ""));
+  text.push_back(fmt::format("  {}: {}{}", styled(rv.variant, Style::bold), drivers, url ? i18n::trf("; index {}", *url) : ""));
   jv["platforms"] = json::array();
   for (const auto& b : rv.platforms) jv["platforms"].push_back(platform_json(k, g, f, v, rv.variant, b, gpus, text));
   return jv;
@@ -418,15 +419,15 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
   out["variants"] = json::array();
 
   std::vector<std::string> text;
-  text.push_back(styled(fmt::format("{} {} ({}; channel {})", f.name, v->to_string(), r->label(), join(r->channels, ",")),
+  text.push_back(styled(i18n::trf("{} {} ({}; channel {})", f.name, v->to_string(), r->label(), join(r->channels, ",")),
                         Style::bold));
   std::vector<std::string> comp_text;
   for (const auto* list : {&f.companions, &f.optional_companions}) // framework order, not JSON's sorted keys
     for (const auto& c : *list)
-      comp_text.push_back(fmt::format("{} {}", c, comps[c].is_null() ? "(none coupled)" : comps[c].get<std::string>()));
-  text.push_back(fmt::format("  companions: {}", comp_text.empty() ? "none" : join(comp_text, ", ")));
+      comp_text.push_back(fmt::format("{} {}", c, comps[c].is_null() ? i18n::trs("(none coupled)") : comps[c].get<std::string>()));
+  text.push_back(i18n::trf("  companions: {}", comp_text.empty() ? i18n::trs("none") : join(comp_text, ", ")));
   text.push_back(fmt::format("  python: {}", join(r->python)));
-  if (!r->pypi_default.empty()) text.push_back(fmt::format("  pypi.org default variant: {}", r->pypi_default));
+  if (!r->pypi_default.empty()) text.push_back(i18n::trf("  pypi.org default variant: {}", r->pypi_default));
 
   for (const auto& rv : r->variants) out["variants"].push_back(variant_json(k, g, f, *v, rv, channel, gpus, text));
   {
@@ -460,8 +461,8 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
     jf["smoke"] = {{"step_a", f->smoke.step_a}, {"step_b", f->smoke.step_b}, {"companions", f->smoke.companions},
                    {"cpu", f->smoke.cpu.empty() ? json(nullptr) : json(f->smoke.cpu)}, {"cpu_companions", f->smoke.cpu_companions}};
     jf["releases"] = json::array();
-    text.push_back(styled(fmt::format("{} (package {}; companions: {})", f->name, f->main_package,
-                                      f->companions.empty() ? "none" : join(f->companions, ", ")),
+    text.push_back(styled(i18n::trf("{} (package {}; companions: {})", f->name, f->main_package,
+                                    f->companions.empty() ? i18n::trs("none") : join(f->companions, ", ")),
                           Style::bold));
     jf["evidence"] = evidence_view(k, g, *f, std::nullopt, {}, text, "  ");
     for (const auto* r : api::rows_newest_first(*f)) {
@@ -471,7 +472,7 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
       jr["variants"] = vs;
       jf["releases"].push_back(jr);
       bool stable = std::find(r->channels.begin(), r->channels.end(), "stable") != r->channels.end();
-      text.push_back(fmt::format("  {:<24} {}", r->label() + (stable ? "" : " (" + join(r->channels, ",") + ")"), join(vs)));
+      text.push_back(fmt::format("  {} {}", i18n::pad(r->label() + (stable ? "" : " (" + join(r->channels, ",") + ")"), 24), join(vs)));
     }
     out["frameworks"].push_back(jf);
   }
@@ -486,10 +487,10 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
     // A toolkit whose GA driver is not confirmed (matrices/data/cuda.yaml): its minor-version floor.
     tk.push_back(!t.min_driver_linux.empty() ? fmt::format("{} ≥ {}", t.version.to_string(), t.min_driver_linux)
                  : !t.minor_compat_linux.empty()
-                     ? fmt::format("{} ≥ {} (minor-version floor; GA driver unconfirmed)", t.version.to_string(), t.minor_compat_linux)
-                     : fmt::format("{} (driver unknown)", t.version.to_string()));
+                     ? i18n::trf("{} ≥ {} (minor-version floor; GA driver unconfirmed)", t.version.to_string(), t.minor_compat_linux)
+                     : i18n::trf("{} (driver unknown)", t.version.to_string()));
   }
-  if (fws.size() > 1) text.push_back(fmt::format("CUDA toolkits (Linux driver): {}", join(tk, ", ")));
+  if (fws.size() > 1) text.push_back(i18n::trf("CUDA toolkits (Linux driver): {}", join(tk, ", ")));
   if (g.format == "json") machine(out.dump(2));
   else
     for (const auto& l : text) human(l);
@@ -499,14 +500,14 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
 } // namespace
 
 void add_matrix_command(CLI::App& app, Globals& g) {
-  auto* cmd = app.add_subcommand("matrix", "What the knowledge says: GPUs, framework releases, variants, drivers");
+  auto* cmd = app.add_subcommand("matrix", i18n::trs("What the knowledge says: GPUs, framework releases, variants, drivers"));
   auto version = std::make_shared<std::string>();
-  cmd->add_option("--version", *version, "A framework release (with --framework), e.g. 2.7.0");
-  cmd->footer("Examples:\n"
+  cmd->add_option("--version", *version, i18n::trs("A framework release (with --framework), e.g. 2.7.0"));
+  cmd->footer(i18n::trs("Examples:\n"
               "  envfix matrix --gpu \"RTX 5090\"               which releases run on it, minimum driver\n"
               "  envfix matrix --gpu sm_61 --framework torch  newest torch that still runs on a GTX 1080\n"
               "  envfix matrix --framework torch --version 2.7.0\n"
-              "Data: embedded, plus --matrices DIR / ENVFIX_MATRICES (matrices/README.md).");
+              "Data: embedded, plus --matrices DIR / ENVFIX_MATRICES (matrices/README.md)."));
   cmd->callback([&app, &g, version] {
     auto k = Knowledge::load_default(g.matrices_dir);
     if (!k) {

@@ -11,6 +11,7 @@
 #include "api/plan.hpp"
 #include "cli/render.hpp"
 #include "cli/views.hpp"
+#include "i18n/i18n.hpp"
 #include "resolver/plan.hpp"
 
 namespace envfix::cli {
@@ -32,36 +33,39 @@ struct PlanOptions {
 };
 
 void render_rejected(const std::vector<resolver::Rejection>& rejected) {
-  human(styled(fmt::format("rejected ({}):", rejected.size()), Style::bold));
+  human(styled(i18n::trf("rejected ({}):", rejected.size()), Style::bold));
+  // The reason code stays English (docs/json.md names it); the detail api/ composed is translated.
   for (const auto& r : rejected)
-    human(fmt::format("  {} {} [{}] {}{}", r.name, r.version.empty() ? "(index)" : r.version, resolver::to_string(r.reason),
-                      r.detail, r.index.empty() ? "" : styled(" — " + r.index, Style::dim)));
+    human(fmt::format("  {} {} [{}] {}{}", r.name, r.version.empty() ? i18n::tr("(index)") : r.version,
+                      resolver::to_string(r.reason), i18n::tr_text(r.detail), r.index.empty() ? "" : styled(" — " + r.index, Style::dim)));
+}
+
+// "Would download 1.2 GiB (3 files)": a file the index gives no size for is counted apart ("0 B"
+// would be a wrong answer).
+std::string download_line(const resolver::Plan& p, const PlanOptions& o) {
+  std::size_t unknown = 0;
+  for (const auto& i : p.install) unknown += i.size ? 0 : 1;
+  std::string amount = unknown == p.install.size() ? i18n::trs("size unknown")
+                       : unknown ? i18n::trf("{} + size unknown for {}", human_size(p.download_size()), unknown)
+                                 : human_size(p.download_size());
+  return i18n::trf("Would download {} ({} files). Nothing was changed{}.", amount, p.install.size(),
+                   i18n::tr(o.dry_run ? " (--dry-run)" : " (plan only; `envfix apply` executes it)"));
 }
 
 void render_text(const api::PlanContext& ctx, const PlanOptions& o) {
   const auto& p = ctx.plan;
   human(host_line(ctx.host));
-  if (!p.channel.empty()) human(fmt::format("{} {} ({})", styled("chose:", Style::bold), p.why, p.index));
-  else human(fmt::format("{} {}", styled("index:", Style::bold), p.index));
+  if (!p.channel.empty()) human(fmt::format("{} {} ({})", styled(i18n::tr("chose:"), Style::bold), i18n::tr_text(p.why), p.index));
+  else human(fmt::format("{} {}", styled(i18n::tr("index:"), Style::bold), p.index));
   if (!ctx.extra_indexes.empty())
-    human(fmt::format("{} {} (for packages that are not the framework's: each from the first index that has it)",
-                      styled("extra indexes:", Style::bold), fmt::join(ctx.extra_indexes, ", ")));
-  const double seconds = ctx.seconds;
-  const std::size_t resolved = ctx.resolved;
+    human(fmt::format("{} {}", styled(i18n::tr("extra indexes:"), Style::bold),
+                      i18n::trf("{} (for packages that are not the framework's: each from the first index that has it)",
+                                fmt::format("{}", fmt::join(ctx.extra_indexes, ", ")))));
   for (const auto& w : p.warnings) warn(w);
-  human(styled(fmt::format("Resolved {} packages in {:.0f}ms", resolved, seconds * 1000), Style::dim));
+  human(styled(i18n::trf("Resolved {} packages in {}", ctx.resolved, fmt::format("{:.0f}ms", ctx.seconds * 1000)), Style::dim));
   for (const auto& c : change_list(p, true)) human(c);
-  if (p.empty()) human("Nothing to do: the environment already matches the plan.");
-  else {
-    // A file the index gives no size for is counted apart: "0 B" would be a wrong answer.
-    std::size_t unknown = 0;
-    for (const auto& i : p.install) unknown += i.size ? 0 : 1;
-    std::string amount = unknown == p.install.size() ? "size unknown"
-                         : unknown ? fmt::format("{} + size unknown for {}", human_size(p.download_size()), unknown)
-                                   : human_size(p.download_size());
-    human(fmt::format("Would download {} ({} files). Nothing was changed{}.", amount, p.install.size(),
-                      o.dry_run ? " (--dry-run)" : " (plan only; `envfix apply` executes it)"));
-  }
+  if (p.empty()) human(i18n::tr("Nothing to do: the environment already matches the plan."));
+  else human(download_line(p, o));
   if (o.explain) render_rejected(p.rejected);
 }
 
@@ -83,16 +87,16 @@ Expected<int> run_plan(const Globals& g, const PlanOptions& o, std::vector<resol
 
 void add_plan_command(CLI::App& app, Globals& g) {
   auto opts = std::make_shared<PlanOptions>();
-  auto* cmd = app.add_subcommand("plan", "Resolve and show the plan; changes nothing");
-  cmd->add_option("requirements", opts->requests, "Requirements (default: the framework packages installed)");
-  cmd->add_flag("--dry-run", opts->dry_run, "Accepted for symmetry with apply; plan never changes anything");
-  cmd->add_flag("--explain", opts->explain, "List every rejected candidate with its reason code");
-  cmd->add_flag("--pre", opts->pre, "Allow pre-releases for every package");
-  cmd->add_flag("-U,--upgrade", opts->upgrade, "Upgrade the requested packages to the newest allowed version (default: keep an installed version that satisfies the request)");
-  cmd->add_flag("--reinstall", opts->reinstall, "Reinstall every planned package from the index, even when the installed version satisfies the request");
-  cmd->add_flag("--allow-unhashed", opts->allow_unhashed, "Accept files whose index gives no sha256");
-  cmd->add_flag("--allow-breaking", opts->allow_breaking, "Plan even when an installed package's requirement would break");
-  cmd->add_flag("--allow-conda-overwrite", opts->allow_conda_overwrite, "Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)");
+  auto* cmd = app.add_subcommand("plan", i18n::trs("Resolve and show the plan; changes nothing"));
+  cmd->add_option("requirements", opts->requests, i18n::trs("Requirements (default: the framework packages installed)"));
+  cmd->add_flag("--dry-run", opts->dry_run, i18n::trs("Accepted for symmetry with apply; plan never changes anything"));
+  cmd->add_flag("--explain", opts->explain, i18n::trs("List every rejected candidate with its reason code"));
+  cmd->add_flag("--pre", opts->pre, i18n::trs("Allow pre-releases for every package"));
+  cmd->add_flag("-U,--upgrade", opts->upgrade, i18n::trs("Upgrade the requested packages to the newest allowed version (default: keep an installed version that satisfies the request)"));
+  cmd->add_flag("--reinstall", opts->reinstall, i18n::trs("Reinstall every planned package from the index, even when the installed version satisfies the request"));
+  cmd->add_flag("--allow-unhashed", opts->allow_unhashed, i18n::trs("Accept files whose index gives no sha256"));
+  cmd->add_flag("--allow-breaking", opts->allow_breaking, i18n::trs("Plan even when an installed package's requirement would break"));
+  cmd->add_flag("--allow-conda-overwrite", opts->allow_conda_overwrite, i18n::trs("Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)"));
   cmd->callback([&g, opts] {
     std::vector<resolver::Rejection> rejected;
     auto rc = run_plan(g, *opts, &rejected);

@@ -5,6 +5,7 @@
 
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
+#include "i18n/i18n.hpp"
 #include "installer/install_target.hpp"
 #include "installer/transaction.hpp"
 #include "probe/host_facts.hpp"
@@ -35,14 +36,14 @@ nlohmann::json refs(const std::vector<installer::DistRef>& v) {
 } // namespace
 
 void add_rollback_command(CLI::App& app, Globals& g) {
-  auto* rb = app.add_subcommand("rollback", "Undo the last transaction (from its backup)");
+  auto* rb = app.add_subcommand("rollback", i18n::trs("Undo the last transaction (from its backup)"));
   auto dry = std::make_shared<bool>(false);
   auto drop = std::make_shared<bool>(false);
-  rb->add_flag("--dry-run", *dry, "Only say what would be undone and how much backup is kept");
-  rb->add_flag("--no-backup", *drop, "Delete the kept backup instead (frees disk; rollback becomes impossible)");
+  rb->add_flag("--dry-run", *dry, i18n::trs("Only say what would be undone and how much backup is kept"));
+  rb->add_flag("--no-backup", *drop, i18n::trs("Delete the kept backup instead (frees disk; rollback becomes impossible)"));
   // Rollback asks nothing; -y/--yes is accepted so that scripts written for apply work unchanged.
   auto yes = std::make_shared<bool>(false);
-  rb->add_flag("-y,--yes", *yes, "Accepted for symmetry with apply; rollback does not ask");
+  rb->add_flag("-y,--yes", *yes, i18n::trs("Accepted for symmetry with apply; rollback does not ask"));
   // The callback owns every flag's storage: CLI11 writes through the bound reference while parsing.
   rb->callback([&g, dry, drop, yes] {
     auto target = target_of(g);
@@ -57,7 +58,7 @@ void add_rollback_command(CLI::App& app, Globals& g) {
         return;
       }
       if (g.format == "json") machine(nlohmann::json{{"freed_bytes", *freed}}.dump());
-      else human(fmt::format("Deleted the kept backup ({})", human_bytes(*freed)));
+      else human(i18n::trf("Deleted the kept backup ({})", human_bytes(*freed)));
       return;
     }
     auto kept = installer::kept_backups(*target);
@@ -76,8 +77,8 @@ void add_rollback_command(CLI::App& app, Globals& g) {
     // The steps after this one: each `rollback` undoes the newest (apply --keep-backups).
     const std::size_t more = kept->size() - 1;
     auto more_line = [](std::size_t n) {
-      return fmt::format("{} older step{} kept: `envfix rollback` again undoes {}", n, n == 1 ? "" : "s",
-                         n == 1 ? "it" : "them one at a time, newest first");
+      return n == 1 ? i18n::trf("{} older step kept: `envfix rollback` again undoes it", n)
+                    : i18n::trf("{} older steps kept: `envfix rollback` again undoes them one at a time, newest first", n);
     };
     if (*dry) {
       if (g.format == "json") {
@@ -89,7 +90,7 @@ void add_rollback_command(CLI::App& app, Globals& g) {
                                {"would_remove", refs(b.installed)}, {"older", older}}
                     .dump());
       } else {
-        human(fmt::format("Would undo transaction {} (backup: {})", b.id, human_bytes(b.bytes)));
+        human(i18n::trf("Would undo transaction {} (backup: {})", b.id, human_bytes(b.bytes)));
         for (const auto& d : b.installed) human(fmt::format(" - {}=={}", d.name, d.version));
         for (const auto& d : b.removed) human(fmt::format(" + {}=={}", d.name, d.version));
         if (more) human(more_line(more));
@@ -106,15 +107,15 @@ void add_rollback_command(CLI::App& app, Globals& g) {
                              {"freed_bytes", r->freed_bytes}, {"steps_left", more}}
                   .dump());
     } else {
-      human(fmt::format("Rolled back transaction {}", r->id));
+      human(i18n::trf("Rolled back transaction {}", r->id));
       for (const auto& d : r->removed) human(fmt::format(" - {}=={}", d.name, d.version));
       for (const auto& d : r->restored) human(fmt::format(" + {}=={}", d.name, d.version));
-      human(fmt::format("Freed {} of backup", human_bytes(r->freed_bytes)));
+      human(i18n::trf("Freed {} of backup", human_bytes(r->freed_bytes)));
       if (more) human(more_line(more));
     }
   });
 
-  auto* rc = app.add_subcommand("recover", "Finish or undo a transaction interrupted by a crash");
+  auto* rc = app.add_subcommand("recover", i18n::trs("Finish or undo a transaction interrupted by a crash"));
   rc->callback([&g] {
     auto target = target_of(g);
     if (!target) {
@@ -130,7 +131,7 @@ void add_rollback_command(CLI::App& app, Globals& g) {
       machine(nlohmann::json{{"prefix", target->prefix.string()}, {"actions", r->actions}}.dump());
       return;
     }
-    if (r->actions.empty()) human(fmt::format("Nothing to recover in {}", target->prefix.string()));
+    if (r->actions.empty()) human(i18n::trf("Nothing to recover in {}", target->prefix.string()));
     for (const auto& a : r->actions) human(a);
   });
 }

@@ -12,6 +12,7 @@
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
 #include "cli/views.hpp"
+#include "i18n/i18n.hpp"
 #include "util/strings.hpp"
 
 namespace envfix::cli {
@@ -90,38 +91,46 @@ json verify_json(const api::VerifyReport& r) {
   return j;
 }
 
+// "PASS" / "FAIL", coloured: four cells in every language (the step columns stay aligned).
+std::string pass_fail(bool ok) {
+  return ok ? styled(i18n::pad(i18n::tr("PASS"), 4), Style::green) : styled(i18n::pad(i18n::tr("FAIL"), 4), Style::red);
+}
+
 // Each step as it ends (stderr; the JSON document goes to stdout at the end).
 class VerifyView final : public api::VerifyReporter {
 public:
   void started(const api::VerifyReport& r) override {
     human(host_line(r.host));
-    if (!r.framework_note.empty()) human(styled(r.framework_note, Style::dim));
-    if (!r.device_note.empty()) human(styled(r.device_note, Style::yellow));
+    if (!r.framework_note.empty()) human(styled(i18n::tr_text(r.framework_note), Style::dim));
+    if (!r.device_note.empty()) human(styled(i18n::tr_text(r.device_note), Style::yellow));
   }
   void layer(std::string_view name) override {
     const char* n = name == "repro" ? "1. repro" : name == "model" ? "2. model" : "3. app";
-    human(styled(n, Style::bold));
+    human(styled(i18n::tr(n), Style::bold));
   }
-  void note(std::string_view text) override { human(fmt::format("  {}", text)); }
+  void note(std::string_view text) override { human(fmt::format("  {}", i18n::tr_text(text))); }
   void step(const api::VerifyStep& s) override {
-    human(fmt::format("  {} {:<40} {:>7.2f}s{}", s.ok ? styled("PASS", Style::green) : styled("FAIL", Style::red), s.name,
-                      s.seconds, s.ok ? "" : fmt::format("  {}{}", s.op.empty() ? "" : "[" + s.op + "] ", s.error)));
+    // The step's name is the check's own (a model, an operator); the error is the framework's text.
+    human(fmt::format("  {} {:<40} {:>7.2f}s{}", pass_fail(s.ok), s.name, s.seconds,
+                      s.ok ? "" : fmt::format("  {}{}", s.op.empty() ? "" : "[" + s.op + "] ", s.error)));
     // envfix's own steps always run synchronously: say so, since the user's app does not.
     if (!s.ok && !s.cuda_class.empty())
-      human("       (run with CUDA_LAUNCH_BLOCKING=1: the error is raised at the launch that failed)");
+      human("       " + i18n::trs("(run with CUDA_LAUNCH_BLOCKING=1: the error is raised at the launch that failed)"));
   }
   void app(const api::AppRun& a) override {
     std::string mem;
     for (std::size_t i = 0; i < a.gpu_memory.size(); ++i)
-      mem += fmt::format("{}GPU {} peak {}", mem.empty() ? "" : ", ", i, human_size(a.gpu_memory[i].first));
-    human(fmt::format("  {} {} (exit {}) {:.2f}s{}", a.exit_code == 0 ? styled("PASS", Style::green) : styled("FAIL", Style::red),
-                      a.command, a.exit_code, a.seconds, mem.empty() ? "" : "; " + mem));
-    if (!a.error_line.empty()) human(fmt::format("  first CUDA error: {} [{}]", a.error_line, a.cuda_class));
-    if (!a.where.empty()) human(fmt::format("  {} at: {}", a.sync ? "raised (CUDA_LAUNCH_BLOCKING=1)" : "reported", a.where));
-    if (!a.async_note.empty()) human(fmt::format("  {} {}", styled("note:", Style::bold), a.async_note));
-    for (const auto& p : a.stopped) human(fmt::format("  left running by the app, stopped: {}", p));
-    if (!a.fix.empty()) human(fmt::format("{} {}", styled("fix:", Style::bold), a.fix));
-    if (!a.fix_note.empty()) human(fmt::format("{} {}", styled("note:", Style::bold), a.fix_note));
+      mem += (mem.empty() ? "" : ", ") + i18n::trf("GPU {} peak {}", i, human_size(a.gpu_memory[i].first));
+    human(fmt::format("  {} {} {}{}", pass_fail(a.exit_code == 0), a.command,
+                      i18n::trf("(exit {}) {}", a.exit_code, fmt::format("{:.2f}s", a.seconds)), mem.empty() ? "" : "; " + mem));
+    if (!a.error_line.empty()) human("  " + i18n::trf("first CUDA error: {} [{}]", a.error_line, a.cuda_class));
+    if (!a.where.empty())
+      human("  " + (a.sync ? i18n::trf("raised (CUDA_LAUNCH_BLOCKING=1) at: {}", a.where) : i18n::trf("reported at: {}", a.where)));
+    const auto label = [](std::string_view l) { return styled(i18n::tr(l), Style::bold); };
+    if (!a.async_note.empty()) human(fmt::format("  {} {}", label("note:"), i18n::tr_text(a.async_note)));
+    for (const auto& p : a.stopped) human("  " + i18n::trf("left running by the app, stopped: {}", p));
+    if (!a.fix.empty()) human(fmt::format("{} {}", label("fix:"), a.fix));
+    if (!a.fix_note.empty()) human(fmt::format("{} {}", label("note:"), i18n::tr_text(a.fix_note)));
   }
 };
 
@@ -130,7 +139,8 @@ Expected<int> run_verify(const Globals& g, const VerifyOptions& o) {
   VerifyView view;
   const auto report = ENVFIX_TRY(api::verify(g, request, view));
   const bool ok = report.ok();
-  human(fmt::format("{} {}", styled("verify:", Style::bold), ok ? styled("passed", Style::green) : styled("failed", Style::red)));
+  human(fmt::format("{} {}", styled(i18n::tr("verify:"), Style::bold),
+                    ok ? styled(i18n::tr("passed"), Style::green) : styled(i18n::tr("failed"), Style::red)));
   if (g.format == "json") machine(verify_json(report).dump(2));
   return ok ? 0 : 1;
 }
@@ -139,12 +149,12 @@ Expected<int> run_verify(const Globals& g, const VerifyOptions& o) {
 
 void add_verify_command(CLI::App& app, Globals& g) {
   auto o = std::make_shared<VerifyOptions>();
-  auto* cmd = app.add_subcommand("verify", "Layered checks in the target interpreter: repro, small models, your app");
-  cmd->add_option("--layers", o->layers, "Comma-separated: repro, model, app (default all; app needs --app)");
-  cmd->add_option("--app", o->app, "Your command, run with the target interpreter first on PATH (e.g. 'python train.py')");
-  cmd->add_flag("--sync", o->sync, "Run the app with CUDA_LAUNCH_BLOCKING=1: a kernel error stops at the launch that failed (slower)");
-  cmd->add_option("--timeout", o->timeout_s, "Seconds each step (and the app) may run (default 600)")->check(CLI::Range(1, 86400));
-  cmd->footer("Exit 0 when every step passed, 1 when one failed, 2 when it could not run.");
+  auto* cmd = app.add_subcommand("verify", i18n::trs("Layered checks in the target interpreter: repro, small models, your app"));
+  cmd->add_option("--layers", o->layers, i18n::trs("Comma-separated: repro, model, app (default all; app needs --app)"));
+  cmd->add_option("--app", o->app, i18n::trs("Your command, run with the target interpreter first on PATH (e.g. 'python train.py')"));
+  cmd->add_flag("--sync", o->sync, i18n::trs("Run the app with CUDA_LAUNCH_BLOCKING=1: a kernel error stops at the launch that failed (slower)"));
+  cmd->add_option("--timeout", o->timeout_s, i18n::trs("Seconds each step (and the app) may run (default 600)"))->check(CLI::Range(1, 86400));
+  cmd->footer(i18n::trs("Exit 0 when every step passed, 1 when one failed, 2 when it could not run."));
   cmd->callback([&g, o] { g.exit_code = finish_command(run_verify(g, *o)); });
 }
 

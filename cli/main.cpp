@@ -2,66 +2,101 @@
 
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
+#include "i18n/i18n.hpp"
 
 namespace envfix::cli {
 
 void add_global_options(CLI::App& app, Globals& g) {
-  app.set_help_all_flag("--help-all", "Show help for all commands");
   app.option_defaults()->always_capture_default(false);
-  auto* out = app.add_option_group("Output");
-  out->add_option("--format", g.format, "Output format: text (stderr) or json (stdout)")
+  auto* out = app.add_option_group(i18n::trs("Output"));
+  out->add_option("--format", g.format, i18n::trs("Output format: text (stderr) or json (stdout)"))
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
             if (v == "text" || v == "json") return {};
-            if (v == "pylock" || v == "requirements") return "export's file format is `envfix export --as " + v + "`";
-            return "'" + v + "' is not text or json";
+            if (v == "pylock" || v == "requirements") return i18n::trf("export's file format is `envfix export --as {}`", v);
+            return i18n::trf("'{}' is not text or json", v);
           },
           "text|json"));
-  out->add_option("--color", g.color, "auto|always|never")->check(CLI::IsMember({"auto", "always", "never"}));
-  out->add_flag("-v,--verbose", g.verbose, "More detail (repeatable)");
-  out->add_flag("-q,--quiet", g.quiet, "Only errors");
-  out->add_flag("--no-progress", g.no_progress, "No progress bars");
+  out->add_option("--color", g.color, i18n::trs("auto|always|never"))->check(CLI::IsMember({"auto", "always", "never"}));
+  out->add_flag("-v,--verbose", g.verbose, i18n::trs("More detail (repeatable)"));
+  out->add_flag("-q,--quiet", g.quiet, i18n::trs("Only errors"));
+  out->add_flag("--no-progress", g.no_progress, i18n::trs("No progress bars"));
   out->add_option("--lang", g.lang,
-                  "Language of the human output: en or zh_CN (default: from LANGUAGE, LC_ALL, LC_MESSAGES, LANG; "
-                  "JSON stays English)");
-  auto* env = app.add_option_group("Environment");
-  env->add_option("--python", g.python, "Target interpreter (default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH)");
+                  i18n::trs("Language of the human output: en or zh_CN (default: from LANGUAGE, LC_ALL, LC_MESSAGES, LANG; "
+                  "JSON stays English)"));
+  auto* env = app.add_option_group(i18n::trs("Environment"));
+  env->add_option("--python", g.python, i18n::trs("Target interpreter (default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH)"));
   g.detect_framework = true; // until --framework is given (api/options.hpp)
-  env->add_option("--framework", g.framework, "Framework: torch, jax, tensorflow, paddlepaddle (default: the ones installed, else torch)")
+  env->add_option("--framework", g.framework, i18n::trs("Framework: torch, jax, tensorflow, paddlepaddle (default: the ones installed, else torch)"))
       ->each([&g](const std::string&) { g.detect_framework = false; });
-  env->add_option("--channel", g.channel, "auto|stable|test|nightly")
+  env->add_option("--channel", g.channel, i18n::trs("auto|stable|test|nightly"))
       ->check(CLI::IsMember({"auto", "stable", "test", "nightly"}));
-  env->add_option("--variant", g.variant, "Build variant, e.g. cu128");
-  env->add_option("--mirror", g.mirror, "Replace the official base URL in every index template");
+  env->add_option("--variant", g.variant, i18n::trs("Build variant, e.g. cu128"));
+  env->add_option("--mirror", g.mirror, i18n::trs("Replace the official base URL in every index template"));
   env->add_option("--index-url,-i", g.index_url,
-                  "The index to use; with a framework, its index for the variant it serves (GPU, driver and kernel checks apply)");
+                  i18n::trs("The index to use; with a framework, its index for the variant it serves (GPU, driver and kernel checks apply)"));
   // Repeatable options take one value per occurrence (as pip's and uv's do): CLI11's default for a
   // vector would swallow the requirements or files that follow (`--gpu sm_120 torch`).
   env->add_option("--extra-index-url", g.extra_index_urls,
-                  "Another index for packages that are not the framework's; each from the first index that has it (repeatable)")
+                  i18n::trs("Another index for packages that are not the framework's; each from the first index that has it (repeatable)"))
       ->allow_extra_args(false);
-  env->add_option("--find-links", g.find_links, "Directory of wheels (repeatable)")->allow_extra_args(false);
-  env->add_option("--matrices", g.matrices_dir, "Directory of YAML files overriding the embedded matrices");
-  env->add_option("--cache-dir", g.cache_dir, "Cache directory");
-  env->add_flag("--offline", g.offline, "Use only the cache");
-  env->add_flag("--allow-cpu", g.allow_cpu, "Allow a CPU build when no GPU build fits");
-  env->add_option("--lockfile", g.lockfile, "Lockfile path");
-  auto* tgt = app.add_option_group("Target host (plan for another machine)");
-  tgt->add_option("--gpu", g.gpus, "GPU arch or name to plan for (repeatable, or a comma list)")
+  env->add_option("--find-links", g.find_links, i18n::trs("Directory of wheels (repeatable)"))->allow_extra_args(false);
+  env->add_option("--matrices", g.matrices_dir, i18n::trs("Directory of YAML files overriding the embedded matrices"));
+  env->add_option("--cache-dir", g.cache_dir, i18n::trs("Cache directory"));
+  env->add_flag("--offline", g.offline, i18n::trs("Use only the cache"));
+  env->add_flag("--allow-cpu", g.allow_cpu, i18n::trs("Allow a CPU build when no GPU build fits"));
+  env->add_option("--lockfile", g.lockfile, i18n::trs("Lockfile path"));
+  auto* tgt = app.add_option_group(i18n::trs("Target host (plan for another machine)"));
+  tgt->add_option("--gpu", g.gpus, i18n::trs("GPU arch or name to plan for (repeatable, or a comma list)"))
       ->allow_extra_args(false)
       ->delimiter(',');
-  tgt->add_option("--driver", g.driver, "Driver version to plan for");
-  tgt->add_option("--python-version", g.python_version, "Python version to plan for");
-  tgt->add_option("--platform", g.platform, "Platform tag to plan for");
+  tgt->add_option("--driver", g.driver, i18n::trs("Driver version to plan for"));
+  tgt->add_option("--python-version", g.python_version, i18n::trs("Python version to plan for"));
+  tgt->add_option("--platform", g.platform, i18n::trs("Platform tag to plan for"));
+}
+
+// CLI11's own words in the help (its Formatter's labels, the default groups, the help and version
+// flags) in the language picked before the app is built (preset_language, cli/render.hpp). Before any
+// option or subcommand is added: subcommands copy the help flag, the option defaults and the group.
+// CLI11 names an option group "[Option Group: Output]" (CLI/App.hpp, get_display_name): its prefix too.
+class HelpFormatter : public CLI::Formatter {
+public:
+  std::string make_expanded(const CLI::App* sub) const override {
+    constexpr std::string_view prefix = "[Option Group: ";
+    auto out = CLI::Formatter::make_expanded(sub);
+    if (sub->get_name().empty() && out.starts_with(prefix)) out = i18n::trs("[Option Group: ") + out.substr(prefix.size());
+    return out;
+  }
+};
+
+void localize_help(CLI::App& app) {
+  auto f = std::make_shared<HelpFormatter>();
+  app.formatter(f);
+  for (std::string_view label : {"Usage", "OPTIONS", "SUBCOMMAND", "SUBCOMMANDS", "Positionals", "REQUIRED", "Needs", "Excludes"})
+    f->label(std::string(label), i18n::trs(label));
+  app.option_defaults()->group(i18n::trs("Options"));
+  app.group(i18n::trs("Subcommands"));
+  app.set_help_flag("-h,--help", i18n::trs("Print this help message and exit"));
+  app.set_help_all_flag("--help-all", i18n::trs("Show help for all commands"));
+  app.set_version_flag("--version", "envfix " ENVFIX_VERSION, i18n::trs("Display program version information and exit"));
+}
+
+// A subcommand's help flags are added before it copies the option defaults (CLI/App.hpp, the
+// subcommand constructor): their group is CLI11's "Options" until set here.
+void localize_subcommand_help(CLI::App& app) {
+  for (auto* sub : app.get_subcommands({}))
+    for (CLI::Option* opt : {sub->get_help_ptr(), sub->get_option_no_throw("--help-all")})
+      if (opt) opt->group(i18n::trs("Options"));
 }
 
 } // namespace envfix::cli
 
 int main(int argc, char** argv) {
   using namespace envfix::cli;
-  CLI::App app{"envfix: repair and lock GPU deep-learning environments"};
+  preset_language(argc, argv); // the help is built in it (CLI11 takes its texts now)
+  CLI::App app{envfix::i18n::trs("envfix: repair and lock GPU deep-learning environments")};
+  localize_help(app);
   app.require_subcommand(1);
-  app.set_version_flag("--version", "envfix " ENVFIX_VERSION);
   app.fallthrough(true); // common options may follow the command name
   Globals g;
   add_global_options(app, g);
@@ -75,6 +110,7 @@ int main(int argc, char** argv) {
   add_rollback_command(app, g);
   add_verify_command(app, g);
   add_cache_command(app, g);
+  localize_subcommand_help(app);
   app.parse_complete_callback([&] {
     init_output(g);
     // An unknown --lang: already reported; CLI11 exits with the code and prints nothing more.

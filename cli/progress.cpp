@@ -9,12 +9,13 @@
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
 #include "cli/views.hpp"
+#include "i18n/i18n.hpp"
 
 namespace envfix::cli {
 
 std::string progress_text(std::string_view label, std::uint64_t done, std::uint64_t total, double seconds,
                           int width) {
-  std::string out = fmt::format("{:<12}", label);
+  std::string out = i18n::pad(label, 12); // cells: a translated label is wide (i18n/i18n.hpp)
   if (total > 0) {
     double f = std::min(1.0, static_cast<double>(done) / static_cast<double>(total));
     int fill = static_cast<int>(f * width);
@@ -28,7 +29,7 @@ std::string progress_text(std::string_view label, std::uint64_t done, std::uint6
   if (seconds > 0.2 && done > 0) {
     double rate = static_cast<double>(done) / seconds;
     out += fmt::format(" {}/s", human_size(static_cast<std::uint64_t>(rate)));
-    if (total > done) out += fmt::format(" ETA {:.0f}s", static_cast<double>(total - done) / rate);
+    if (total > done) out += " " + i18n::trf("ETA {}", fmt::format("{:.0f}s", static_cast<double>(total - done) / rate));
   }
   return out;
 }
@@ -64,7 +65,7 @@ void ProgressLine::clear() {
   m_drawn = false;
 }
 
-ProgressReporter::ProgressReporter(const Globals& g) : m_globals(g), m_download(g, "Downloading"), m_unpack(g, "Unpacking") {}
+ProgressReporter::ProgressReporter(const Globals& g) : m_globals(g), m_download(g, i18n::trs("Downloading")), m_unpack(g, i18n::trs("Unpacking")) {}
 
 ProgressReporter::~ProgressReporter() = default;
 
@@ -81,8 +82,9 @@ void ProgressReporter::progress(api::Phase p, std::uint64_t done, std::uint64_t 
 }
 
 void ProgressReporter::note(std::string_view text, bool detail) {
-  if (!detail) human(text);
-  else if (m_globals.verbose > 0) human(styled(text, Style::dim));
+  // api/ writes its notes in English: the catalog's sentence where it has one.
+  if (!detail) human(i18n::tr_text(text));
+  else if (m_globals.verbose > 0) human(styled(i18n::tr_text(text), Style::dim));
 }
 
 void ProgressReporter::warning(std::string_view text) { warn(text); }

@@ -4,6 +4,8 @@
 #include <csignal>
 #include <cstring>
 #include <cstdio>
+#include <optional>
+#include <string_view>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -45,6 +47,19 @@ int init_language(const Globals& g) {
   }
   i18n::set_language(*l);
   return 0;
+}
+
+void preset_language(int argc, const char* const* argv) {
+  auto lang = i18n::detect_language();
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") break;
+    std::optional<std::string_view> v;
+    if (a == "--lang" && i + 1 < argc) v = argv[i + 1];
+    else if (a.starts_with("--lang=")) v = a.substr(7);
+    if (auto l = v ? i18n::parse_lang(*v) : std::nullopt) lang = *l;
+  }
+  i18n::set_language(lang);
 }
 
 bool color_enabled() { return g_color; }

@@ -18,6 +18,9 @@ void init_output(const Globals& g);
 // Pick the language of human output (i18n/): --lang, else LANGUAGE/LC_ALL/LC_MESSAGES/LANG. An unknown
 // --lang is a usage error: printed (fail()), its exit code returned; 0 when fine.
 [[nodiscard]] int init_language(const Globals& g);
+// The same choice before the CLI11 app exists, for its help texts: the environment's language, or a
+// known `--lang X` / `--lang=X` in argv (an unknown one is left to init_language to report).
+void preset_language(int argc, const char* const* argv);
 [[nodiscard]] bool color_enabled();
 [[nodiscard]] std::string styled(std::string_view text, Style s);
 

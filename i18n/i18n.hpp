@@ -35,11 +35,14 @@ void set_language(Lang l);
 
 // The translation of a whole English text (a msgid of the catalog), or the English itself.
 [[nodiscard]] std::string_view tr(std::string_view english);
+// The same as a string (CLI11's descriptions, lines built with +).
+[[nodiscard]] inline std::string trs(std::string_view english) { return std::string(tr(english)); }
 
 // A text composed elsewhere (api/ builds findings and errors in English with fmt): the exact entry if
 // there is one, else the first catalog entry with `{}` placeholders whose fixed parts match the whole
 // text, its translation filled with the parts that matched the placeholders (names, versions, archs
-// stay as they are); else the text unchanged.
+// stay as they are); else the text unchanged. Entries with fewer than 7 fixed characters ("{} from {}")
+// are for trf only; of two adjacent placeholders ("variant {}{}: {}") the first is one word.
 [[nodiscard]] std::string tr_text(std::string_view text);
 
 // fmt::format with a translated format string: the translation keeps the English's `{}` placeholders in

@@ -221,6 +221,22 @@ TEST_CASE("tr, trf and tr_text: English by default, the catalog's sentence in zh
   CHECK(i18n::tr_text("") == "");
 }
 
+// Fails when the plan's "why" (resolver/framework_selector.cpp: "variant {}{}: {}", a CUDA part that
+// may be empty) is not matched, or when a pattern with little fixed text ("{} from {}") grabs any text.
+TEST_CASE("tr_text: adjacent placeholders, and short patterns are for trf only") {
+  Lang zh(i18n::Lang::zh_CN);
+  CHECK(i18n::tr_text("torch 2.7.0+cu126 from the stable channel, variant cu126 (CUDA 12.6): the matrices say its kernels "
+                      "cover sm_90 (checked after download)") ==
+        "torch 2.7.0+cu126，来自 stable 渠道，变体 cu126 (CUDA 12.6)：矩阵表明其内核覆盖 sm_90（下载后检查）");
+  CHECK(i18n::tr_text("torch 2.7.0 from the stable channel, variant cpu: no GPU on the target") ==
+        "torch 2.7.0，来自 stable 渠道，变体 cpu：目标机器上没有 GPU");
+  CHECK(i18n::tr_text("torch 2.7.0 from the stable channel, variant : no GPU on the target") ==
+        "torch 2.7.0 from the stable channel, variant : no GPU on the target"); // the word may not be empty
+  CHECK(i18n::trf("{} from {}", "cu126", "envfix.lock") == "cu126（来自 envfix.lock）");
+  CHECK(i18n::tr_text("cannot read x from y") == "cannot read x from y");
+  CHECK(i18n::tr_text("Wrote envfix.lock") == "Wrote envfix.lock");
+}
+
 TEST_CASE("gettext's precedence: LANGUAGE unless the locale is C, then LC_ALL, LC_MESSAGES, LANG") {
   using i18n::Lang;
   auto detect = [](std::map<std::string, std::string> vars) {
