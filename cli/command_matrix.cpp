@@ -191,6 +191,14 @@ json gpu_json(const Knowledge& k, const matrices::ResolvedGpu& rg, const std::st
                                      : i18n::trf("the first toolkit whose code runs on {}", rg.cc.sm_name());
     text.push_back(i18n::trf("  minimum driver: {} on {} (CUDA {}, {})", *gpu_min_driver, os,
                                first->version.to_string(), what));
+  } else if (first) {
+    // A toolkit targets it but its release driver is not confirmed (Rubin in CUDA 13.4): a driver is
+    // then judged by the CUDA major's minor-version floor (matrices/data/cuda.yaml).
+    const auto& floor = os == "windows" ? first->minor_compat_windows : first->minor_compat_linux;
+    text.push_back(i18n::trf("  minimum driver: not confirmed (CUDA {} is the first toolkit with code for {}; its "
+                             "release driver is not in the matrices, so the CUDA {}.x floor applies: {})",
+                             first->version.to_string(), rg.cc.sm_name(), first->version.major,
+                             floor.empty() ? std::string("unknown") : floor));
   } else {
     text.push_back(i18n::trs("  minimum driver: unknown (no toolkit in the matrices targets this GPU)"));
   }

@@ -245,6 +245,14 @@ TEST_CASE("matrix --gpu: the first toolkit with code for the GPU (sm_121 → 12.
   CHECK(old.err.find("the oldest toolkit in the matrices, which already has code for sm_61") != std::string::npos);
   CHECK(old.err.find("the first toolkit with code for sm_61") == std::string::npos);
   CHECK(run_json({"matrix", "--gpu", "sm_61"})["gpus"][0]["min_driver"]["oldest_listed"] == true);
+  // Rubin (issue 34): CUDA 13.4 targets sm_107 but its release driver is unconfirmed: the 13.x floor.
+  json rj = run_json({"matrix", "--gpu", "rubin"});
+  CHECK(rj["gpus"][0]["min_driver"]["cuda"] == "13.4");
+  CHECK(rj["gpus"][0]["min_driver"]["version"].is_null());
+  auto rubin = run({"matrix", "--gpu", "rubin"});
+  CHECK(rubin.err.find("minimum driver: not confirmed (CUDA 13.4 is the first toolkit with code for sm_107") != std::string::npos);
+  CHECK(rubin.err.find("the CUDA 13.x floor applies: 580") != std::string::npos);
+  CHECK(rubin.err.find("no toolkit in the matrices targets this GPU") == std::string::npos);
 }
 
 TEST_CASE("matrix --gpu: names as people type them (Jetson Thor, rtx5090) and nvidia-smi strings") {
