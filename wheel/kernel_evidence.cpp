@@ -70,14 +70,21 @@ std::optional<std::string> str(const json& j, const char* k) {
   return it->get<std::string>();
 }
 
-std::optional<BuildEvidence> build_from_json(const json& j) {
-  if (!j.is_object() || !j.contains("key") || !j["key"].is_object() || !j.contains("files") || !j["files"].is_array())
-    return std::nullopt;
-  BuildEvidence e;
+// key_json read back: nullopt unless every member is a string.
+std::optional<BuildKey> key_from_json(const json& j) {
+  if (!j.contains("key") || !j["key"].is_object()) return std::nullopt;
   const auto& k = j["key"];
   auto project = str(k, "project"), version = str(k, "version"), variant = str(k, "variant"), platform = str(k, "platform");
   if (!project || !version || !variant || !platform) return std::nullopt;
-  e.key = {*project, *version, *variant, *platform};
+  return BuildKey{*project, *version, *variant, *platform};
+}
+
+std::optional<BuildEvidence> build_from_json(const json& j) {
+  if (!j.is_object() || !j.contains("files") || !j["files"].is_array()) return std::nullopt;
+  auto key = key_from_json(j);
+  if (!key) return std::nullopt;
+  BuildEvidence e;
+  e.key = std::move(*key);
   e.source = str(j, "source").value_or("");
   e.sha256 = str(j, "sha256").value_or("");
   if (!e.sha256.empty() && !is_sha256(e.sha256)) return std::nullopt;
@@ -173,14 +180,13 @@ std::string observation_name(const RunObservation& o) {
 }
 
 std::optional<RunObservation> observation_from_json(const json& j) {
-  if (!j.contains("key") || !j["key"].is_object() || !j.contains("ran") || !j["ran"].is_boolean()) return std::nullopt;
-  const auto& k = j["key"];
-  auto project = str(k, "project"), version = str(k, "version"), variant = str(k, "variant"), platform = str(k, "platform");
+  if (!j.contains("ran") || !j["ran"].is_boolean()) return std::nullopt;
+  auto key = key_from_json(j);
   auto record = str(j, "record_sha256"), device_cc = str(j, "cc");
-  if (!project || !version || !variant || !platform || !record || !is_sha256(*record) || !device_cc) return std::nullopt;
+  if (!key || !record || !is_sha256(*record) || !device_cc) return std::nullopt;
   auto cc = specs::ComputeCapability::parse(*device_cc);
   if (!cc) return std::nullopt;
-  return RunObservation{{*project, *version, *variant, *platform},
+  return RunObservation{std::move(*key),
                         *record,
                         *cc,
                         str(j, "device").value_or(""),

@@ -59,9 +59,6 @@ struct RunObservation {
   std::string error;            // the exception line when it did not run
   std::string when;             // UTC, "2026-12-05T13:20:00Z"
   std::string by;               // "envfix doctor" | "envfix verify"
-  [[nodiscard]] bool same_subject(const RunObservation& o) const {
-    return key == o.key && record_sha256 == o.record_sha256 && cc == o.cc;
-  }
 };
 
 // Does the run contradict the rule's verdict for that device? It ran where the rule finds nothing
