@@ -455,6 +455,7 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
   };
   auto step = [&]() -> Expected<void> {
     mark("journal");
+    if (hooks.fault) ENVFIX_TRY_VOID(hooks.fault("prepared", 0)); // the journal says prepared
     ENVFIX_TRY_VOID(write_state(txn_dir, TxnState::removing, hooks.durable));
     if (hooks.progress) hooks.progress({TxnPhase::remove, meta.split, 0});
     for (; done < meta.split; ++done) {

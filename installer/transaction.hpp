@@ -84,8 +84,9 @@ struct TransactionOptions {
   std::function<Expected<void>(const std::vector<StagedObject>&)> kernel_check;
   // Runs after the new files are in place (the GPU smoke test); an error rolls back.
   std::function<Expected<void>()> verify;
-  // Test hook: called with ("unpack"|"hash"|"kernel-check"|"remove"|"install"|"verify", index) before
-  // each step; an error is treated like a real failure at that point.
+  // Test hook: called with ("unpack"|"hash"|"kernel-check"|"prepared"|"remove"|"install"|"verify", index)
+  // before each step ("prepared": the journal is written, nothing changed yet); an error is treated
+  // like a real failure at that point.
   std::function<Expected<void>(std::string_view step, std::size_t index)> fault;
   // Called as each phase begins; never required.
   std::function<void(const TxnEvent&)> progress;

@@ -279,7 +279,8 @@ TEST_CASE("doctor: the repro runs the framework's smoke test in a subprocess and
   }
   SUBCASE("a hanging kernel is cut off by the timeout, not waited for") {
     env.fake_torch("hang_b");
-    auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04", "--repro-timeout", "2"}));
+    // 10 s, not less: step A must pass on a loaded machine before step B hangs.
+    auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04", "--repro-timeout", "10"}));
     CHECK(j["repro"]["step_b"] == "failed");
     CHECK(j["repro"]["error"].get<std::string>().find("timed out") != std::string::npos);
   }

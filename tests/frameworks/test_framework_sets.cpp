@@ -254,7 +254,7 @@ TEST_CASE("jax, tensorflow and paddlepaddle: the planned set is what pip downloa
                                   "--platform", k_platform, "--python", (root / "venv/bin/python").string(),
                                   "--cache-dir", (root / "cache").string()};
     util::SubprocessOptions o;
-    o.timeout = std::chrono::seconds(60);
+    o.timeout = std::chrono::seconds(300); // a hang's bound, generous for a loaded machine
     o.set_env = {{"NO_COLOR", "1"}, {"ENVFIX_NO_NVML", "1"}, {"SSL_CERT_FILE", server->ca_file().string()}};
     o.unset_env = {"ENVFIX_MATRICES", "ENVFIX_GPU", "ENVFIX_DRIVER", "ENVFIX_INDEX_URL", "ENVFIX_MIRROR", "ENVFIX_OFFLINE",
                    "VIRTUAL_ENV", "CONDA_PREFIX", "REQUESTS_CA_BUNDLE", "https_proxy", "http_proxy"};
@@ -320,7 +320,7 @@ TEST_CASE("without --framework, the framework is the one the request names") {
     args.insert(args.end(), request.begin(), request.end());
     args.insert(args.end(), more.begin(), more.end());
     util::SubprocessOptions o;
-    o.timeout = std::chrono::seconds(60);
+    o.timeout = std::chrono::seconds(300); // a hang's bound, generous for a loaded machine
     o.set_env = {{"NO_COLOR", "1"}, {"ENVFIX_NO_NVML", "1"}, {"SSL_CERT_FILE", server->ca_file().string()}};
     o.unset_env = {"ENVFIX_MATRICES", "ENVFIX_GPU", "ENVFIX_DRIVER", "ENVFIX_INDEX_URL", "ENVFIX_MIRROR", "ENVFIX_OFFLINE",
                    "ENVFIX_EXTRA_INDEX_URL", "VIRTUAL_ENV", "CONDA_PREFIX", "REQUESTS_CA_BUNDLE", "https_proxy", "http_proxy"};

@@ -528,7 +528,7 @@ TEST_CASE("redirects: followed within https, never https -> http; page size limi
 
 TEST_CASE("faults: every injected failure ends in success after retry or a clear error") {
   Fixture fx(R"({"packages":[{"name":"big","version":"1.0","pad_bytes":1500000,"metadata_file":false}]})");
-  auto server = testing::FaultServer::start(fx.root, 240);
+  auto server = testing::FaultServer::start(fx.root, 600);
   REQUIRE_MESSAGE(server, (server ? "" : server.error().render()));
   auto& srv = **server;
   const std::string file = fx.summary["files"][0]["filename"];
@@ -622,7 +622,7 @@ TEST_CASE("faults: every injected failure ends in success after retry or a clear
   }
   SUBCASE("slow trickle still completes") {
     Fixture small(R"({"packages":[{"name":"tiny","version":"1.0","pad_bytes":60000}]})");
-    auto s2 = testing::FaultServer::start(small.root, 60);
+    auto s2 = testing::FaultServer::start(small.root, 600);
     REQUIRE(s2);
     auto c = fresh();
     Candidate t;
@@ -679,7 +679,7 @@ TEST_CASE("faults: every injected failure ends in success after retry or a clear
 
 TEST_CASE("a batch to a plain-HTTP (HTTP/1) index goes out at once, not one request at a time") {
   Fixture fx(standard_spec);
-  auto server = testing::FaultServer::start(fx.root, 120);
+  auto server = testing::FaultServer::start(fx.root, 600);
   REQUIRE_MESSAGE(server, (server ? "" : server.error().render()));
   // together=3: the server holds each request until all three are in flight (else a 504), so
   // transfers queued behind one connection (curl's PIPEWAIT towards an HTTP/1 server) fail here.

@@ -330,7 +330,7 @@ TEST_CASE("a failure injected at every step leaves the venv byte-identical") {
   REQUIRE(installs > 20);
 
   std::vector<std::pair<std::string, std::size_t>> points = {
-      {"unpack", 0}, {"unpack", 2}, {"hash", 1}, {"kernel-check", 0}, {"verify", 0}};
+      {"unpack", 0}, {"unpack", 2}, {"hash", 1}, {"kernel-check", 0}, {"prepared", 0}, {"verify", 0}};
   for (std::size_t i = 0; i < removes; ++i) points.emplace_back("remove", i);
   for (std::size_t i = 0; i < installs; ++i) points.emplace_back("install", i);
   std::size_t fired = 0;

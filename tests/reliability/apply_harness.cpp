@@ -54,10 +54,10 @@ frameworks:
     variants:
       cu128: {cuda: "12.8"}
     smoke:
-      step_a: "import os, sys, time; p = os.environ.get('SMOKE_PIDFILE'); p and open(p, 'w').write(str(os.getpid())); time.sleep(float(os.environ.get('SMOKE_SLEEP', '0'))); g = os.environ.get('SMOKE_GRANDCHILD'); g and open(g, 'w').write(str(__import__('subprocess').Popen(['sleep', '1000']).pid)); e = os.environ.get('SMOKE_ENV_OUT'); e and open(e, 'w').write(repr(dict(os.environ))); os.environ.get('SMOKE_FAIL') and sys.exit('smoke fixture failure'); print('step A ok')"
+      step_a: "import os, sys, time; p = os.environ.get('SMOKE_PIDFILE'); p and open(p, 'w').write(str(os.getpid())); time.sleep(float(os.environ.get('SMOKE_SLEEP', '0'))); w = os.environ.get('SMOKE_GATE'); [time.sleep(0.01) for _ in iter(lambda: bool(w) and not os.path.exists(w), False)]; g = os.environ.get('SMOKE_GRANDCHILD'); g and open(g, 'w').write(str(__import__('subprocess').Popen(['sleep', '1000']).pid)); e = os.environ.get('SMOKE_ENV_OUT'); e and open(e, 'w').write(repr(dict(os.environ))); os.environ.get('SMOKE_FAIL') and sys.exit('smoke fixture failure'); print('step A ok')"
       step_b: "import bulk; print('step B ok', bulk.VERSION)"
       cpu:
-        step: "import os, sys, time; p = os.environ.get('SMOKE_PIDFILE'); p and open(p, 'w').write(str(os.getpid())); time.sleep(float(os.environ.get('SMOKE_SLEEP', '0'))); g = os.environ.get('SMOKE_GRANDCHILD'); g and open(g, 'w').write(str(__import__('subprocess').Popen(['sleep', '1000']).pid)); e = os.environ.get('SMOKE_ENV_OUT'); e and open(e, 'w').write(repr(dict(os.environ))); os.environ.get('SMOKE_FAIL') and sys.exit('smoke fixture failure'); print('step A ok')"
+        step: "import os, sys, time; p = os.environ.get('SMOKE_PIDFILE'); p and open(p, 'w').write(str(os.getpid())); time.sleep(float(os.environ.get('SMOKE_SLEEP', '0'))); w = os.environ.get('SMOKE_GATE'); [time.sleep(0.01) for _ in iter(lambda: bool(w) and not os.path.exists(w), False)]; g = os.environ.get('SMOKE_GRANDCHILD'); g and open(g, 'w').write(str(__import__('subprocess').Popen(['sleep', '1000']).pid)); e = os.environ.get('SMOKE_ENV_OUT'); e and open(e, 'w').write(repr(dict(os.environ))); os.environ.get('SMOKE_FAIL') and sys.exit('smoke fixture failure'); print('step A ok')"
     releases:
       - versions: ["1.0.0", "2.0.0", "3.0.0"]
         python: [cp311, cp312]
@@ -205,6 +205,8 @@ EnvfixRun BackgroundEnvfix::wait(std::chrono::milliseconds timeout) {
   return r;
 }
 
+std::string BackgroundEnvfix::err_so_far() const { return util::read_file(m_err).value_or(""); }
+
 // ---- the world --------------------------------------------------------------------------------------
 
 ApplyWorld::ApplyWorld() {
@@ -253,7 +255,7 @@ std::map<std::string, std::string> ApplyWorld::base_env() const {
   std::map<std::string, std::string> e{{"SSL_CERT_FILE", m_nginx->ca_file().string()}, {"NO_COLOR", "1"}};
   for (const char* k : {"REQUESTS_CA_BUNDLE", "PIP_FIND_LINKS", "VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER",
                         "ENVFIX_INDEX_URL", "ENVFIX_MATRICES", "ENVFIX_CACHE_DIR", "ENVFIX_OFFLINE", "ENVFIX_PYTHON",
-                        "ENVFIX_MIRROR", "ENVFIX_LINK_MODE", "SMOKE_SLEEP", "SMOKE_FAIL", "SMOKE_PIDFILE", "SMOKE_GRANDCHILD", "SMOKE_ENV_OUT"})
+                        "ENVFIX_MIRROR", "ENVFIX_LINK_MODE", "SMOKE_SLEEP", "SMOKE_FAIL", "SMOKE_PIDFILE", "SMOKE_GRANDCHILD", "SMOKE_ENV_OUT", "SMOKE_GATE"})
     e[k] = "";
   return e;
 }

@@ -41,6 +41,7 @@ public:
   pid_t pid() const { return m_pid; }
   bool exited();                                       // reaps when it has
   EnvfixRun wait(std::chrono::milliseconds timeout);   // SIGKILL at the timeout (timed_out = true)
+  std::string err_so_far() const;                      // its stderr until now
 
 private:
   pid_t m_pid = -1;
@@ -56,6 +57,7 @@ private:
 //   bulk 3.0.0+cu128: 360 files + 512 KiB pad, requires helper==1.0 and tail==1.0 (a three-wheel set)
 //   tail 1.0: 120 files + 256 KiB pad
 // The smoke test (step A, and the CPU step the planned --gpu sm_90 runs) writes its pid to $SMOKE_PIDFILE when set, sleeps $SMOKE_SLEEP seconds,
+// then waits until the file $SMOKE_GATE exists (a test's own moment, not a guessed duration),
 // and fails when $SMOKE_FAIL is set; $SMOKE_GRANDCHILD: it first starts `sleep 1000` (which keeps its
 // stdout) and writes that pid there; $SMOKE_ENV_OUT: it writes its environment there.
 class ApplyWorld {

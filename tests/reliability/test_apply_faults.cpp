@@ -258,11 +258,10 @@ TEST_CASE("a smoke test that hangs: killed at --smoke-timeout, rolled back, and 
   const auto pidfile = w.root() / "smoke.pid";
   SpawnOptions hang;
   hang.env = {{"SMOKE_SLEEP", "3600"}, {"SMOKE_PIDFILE", pidfile.string()}};
-  auto t0 = std::chrono::steady_clock::now();
-  auto r = w.run(w.apply_argv(ve, "2.0.0", {}, {"--smoke-timeout", "2"}), hang, 60s);
-  auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // The smoke test would sleep an hour: the bound only catches envfix waiting for it, and leaves a
+  // loaded machine all the time it needs for the rest of the apply.
+  auto r = w.run(w.apply_argv(ve, "2.0.0", {}, {"--smoke-timeout", "2"}), hang, 400s);
   CHECK(!r.timed_out);
-  CHECK(took < 30);
   CHECK(r.rc == 2);
   CHECK(contains(r.err, "smoke test CPU step timed out after 2"));
   CHECK(contains(r.err, "rolled back"));
@@ -317,8 +316,8 @@ TEST_CASE("SIGINT and SIGTERM to envfix apply at every phase: the old set or (af
     const std::string backup_id = kept.empty() ? "" : kept.back();
     SpawnOptions so;
     // The verify phase is made long (a slow smoke test) so a signal can land in it; envfix must not
-    // wait for the smoke test to finish before it rolls back.
-    so.env = {{"SMOKE_SLEEP", t.at == "verifying" ? "30" : "0.3"}};
+    // wait for the smoke test to finish before it rolls back (the bound on `took` below).
+    so.env = {{"SMOKE_SLEEP", t.at == "verifying" ? "300" : "0.3"}};
     auto cache = t.cold ? w.root() / fmt::format("cache-{}", n) : w.cache();
     auto child = w.spawn(w.apply_argv(ve, "2.0.0", cache), so);
     std::string seen;
@@ -327,17 +326,20 @@ TEST_CASE("SIGINT and SIGTERM to envfix apply at every phase: the old set or (af
       std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(t.at.substr(6))));
       seen = txn_phase(ve, backup_id);
     } else {
-      while (!child->exited() && std::chrono::steady_clock::now() - t0 < 60s) {
+      while (!child->exited() && std::chrono::steady_clock::now() - t0 < 300s) {
         seen = txn_phase(ve, backup_id);
         if (seen == t.at) break;
+        std::this_thread::sleep_for(1ms); // leave the cores to envfix
       }
     }
     if (!child->exited()) ::kill(child->pid(), t.sig); // never a reaped (maybe reused) pid
     auto t_sig = std::chrono::steady_clock::now();
-    auto r = child->wait(60s);
+    auto r = child->wait(400s);
     auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sig).count();
     CHECK_MESSAGE(!r.timed_out, label);
-    CHECK_MESSAGE(took < 10, label << ": took " << took << " s after the signal");
+    // Far below the 300 s smoke test of the verifying trials: envfix did not wait for it (a rollback
+    // takes about a second; the margin is for a loaded machine, not a verdict on its speed).
+    CHECK_MESSAGE(took < 150, label << ": took " << took << " s after the signal");
     auto now = manifest(ve);
     std::string outcome;
     if (now == old_set) outcome = "old set";
@@ -358,7 +360,7 @@ TEST_CASE("SIGINT and SIGTERM to envfix apply at every phase: the old set or (af
     } else {
       FAIL_CHECK(label << ": unexpected exit " << r.rc << " signal " << r.term_signal << "\n" << r.err);
     }
-    if (outcome.find(", exit 1") != std::string::npos) ++rolled_back;
+    if (r.term_signal == 0 && r.rc == interrupted_rc) ++rolled_back;
     outcomes[fmt::format("{:<10} -> {}", seen.empty() ? "(none)" : seen, outcome)]++;
     MESSAGE(label << ": phase seen " << seen << " -> " << outcome);
     if (seen == "preparing" && r.term_signal == t.sig) {
@@ -397,18 +399,31 @@ TEST_CASE("two envfix apply at once on one venv: the second waits for the lock, 
   const auto py = (ve / "bin/python").string();
   REQUIRE(w.run(w.apply_argv(ve, "1.0.0")).rc == 0);
   const auto old_set = manifest(ve);
-  // The first apply holds the lock through a 3 s smoke test; the second starts while it verifies.
+  // The first apply holds the lock through a smoke test that waits for the gate file; the second
+  // starts while it verifies, and the gate opens once the second waits for the lock (or is done):
+  // the order comes from the two runs themselves, not from a guessed duration.
+  const auto gate = w.root() / "smoke.gate";
   SpawnOptions slow;
-  slow.env = {{"SMOKE_SLEEP", "3"}};
+  slow.env = {{"SMOKE_GATE", gate.string()}};
   auto first = w.spawn(w.apply_argv(ve, "2.0.0"), slow);
   auto t0 = std::chrono::steady_clock::now();
   std::string seen;
-  while (!first->exited() && std::chrono::steady_clock::now() - t0 < 60s && (seen = txn_phase(ve)) != "verifying")
+  while (!first->exited() && std::chrono::steady_clock::now() - t0 < 300s && (seen = txn_phase(ve)) != "verifying")
     std::this_thread::sleep_for(2ms);
   REQUIRE(seen == "verifying");
+  auto start_second = [&](const std::string& version) {
+    auto second = w.spawn(w.apply_argv(ve, version));
+    t0 = std::chrono::steady_clock::now();
+    while (!second->exited() && !contains(second->err_so_far(), "waiting for the lock") &&
+           std::chrono::steady_clock::now() - t0 < 300s)
+      std::this_thread::sleep_for(5ms);
+    util::write_file_atomic(gate, "open").value();
+    return second->wait(300s);
+  };
   SUBCASE("the same request") {
-    auto second = w.run(w.apply_argv(ve, "2.0.0"));
-    auto a = first->wait(60s);
+    auto second = start_second("2.0.0");
+    CHECK(contains(second.err, "waiting for the lock"));
+    auto a = first->wait(300s);
     CHECK(a.rc == 0);
     // Planned against the old set, run after the first committed: it must not leave a mix.
     CHECK_MESSAGE((second.rc == 0 || second.rc == 1 || second.rc == 2), second.err);
@@ -420,8 +435,9 @@ TEST_CASE("two envfix apply at once on one venv: the second waits for the lock, 
     CHECK(check.out == "2\n");
   }
   SUBCASE("the opposite request") {
-    auto second = w.run(w.apply_argv(ve, "1.0.0"));
-    auto a = first->wait(60s);
+    auto second = start_second("1.0.0");
+    CHECK(contains(second.err, "waiting for the lock"));
+    auto a = first->wait(300s);
     CHECK(a.rc == 0);
     auto now = manifest(ve);
     // Either the second saw "nothing to do" (planned before the first committed) or it went back.

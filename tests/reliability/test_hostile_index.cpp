@@ -218,10 +218,11 @@ TEST_CASE("redirects: https -> http, -> file:, -> javascript: are refused for pa
   };
   for (const auto& c : pages) {
     CAPTURE(c.url);
-    auto t0 = Clock::now();
+    fx.log.clear();
     auto r = client.project_candidates(c.url, "demo");
     REQUIRE_FALSE(r);
-    CHECK(Clock::now() - t0 < std::chrono::seconds(10)); // refused, not retried
+    // Refused, not retried: the client's own log says so (a time bound would judge the machine).
+    for (const auto& line : fx.log) CHECK_MESSAGE(!line.starts_with("retry "), line);
     const auto text = r.error().render();
     CAPTURE(text);
     CHECK(r.error().code == ErrorCode::network);
@@ -244,7 +245,11 @@ TEST_CASE("redirects: https -> http, -> file:, -> javascript: are refused for pa
   for (const auto& f : files_under(cache)) CHECK_FALSE(f.ends_with(".part"));
 }
 
-TEST_CASE("huge and endless bodies: page size limit, endless chunked page and download end quickly") {
+// The bodies below never end: a bound this wide fails only when the limit does not stop the read,
+// not on a slow or loaded machine (the reads themselves take well under a second).
+constexpr auto kHang = std::chrono::seconds(120);
+
+TEST_CASE("huge and endless bodies: page size limit, endless chunked page and download end") {
   Fixture fx;
   auto& hostile = fx.hostile;
   // A 3 MiB static page through nginx over https, read with a 1 MiB limit.
@@ -261,7 +266,7 @@ TEST_CASE("huge and endless bodies: page size limit, endless chunked page and do
   auto endless_page = limited.project_candidates(hostile.url("endless/simple"), "demo");
   REQUIRE_FALSE(endless_page);
   CHECK(endless_page.error().render().find("larger than the limit") != std::string::npos);
-  CHECK(Clock::now() - t0 < std::chrono::seconds(20));
+  CHECK(Clock::now() - t0 < kHang);
 
   // Endless download of a wheel whose size the index published: stops at that size.
   Candidate c;
@@ -272,7 +277,7 @@ TEST_CASE("huge and endless bodies: page size limit, endless chunked page and do
   t0 = Clock::now();
   auto d = limited.download(c);
   REQUIRE_FALSE(d);
-  CHECK(Clock::now() - t0 < std::chrono::seconds(20));
+  CHECK(Clock::now() - t0 < kHang);
   CHECK(d.error().render().find(c.filename) != std::string::npos);
   // No published size: the client-wide download limit ends it.
   auto capped = fx.client(fx.new_cache(), [](IndexClientOptions& o) { o.max_download_bytes = 4 << 20; });
@@ -280,7 +285,7 @@ TEST_CASE("huge and endless bodies: page size limit, endless chunked page and do
   t0 = Clock::now();
   d = capped.download(c);
   REQUIRE_FALSE(d);
-  CHECK(Clock::now() - t0 < std::chrono::seconds(20));
+  CHECK(Clock::now() - t0 < kHang);
   CHECK(d.error().render().find("limit") != std::string::npos);
   for (const auto& f : files_under(cache)) CHECK_FALSE(f.ends_with(".part"));
   for (const auto& f : files_under(capped.cache_dir())) CHECK_FALSE(f.ends_with(".part"));

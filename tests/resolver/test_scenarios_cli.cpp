@@ -289,7 +289,7 @@ CliOutcome run_cli(const Corpus& c, const std::string& id, const YAML::Node& s) 
     args.insert(args.end(), {"--index-url", base + "/default"});
   }
   util::SubprocessOptions o;
-  o.timeout = std::chrono::seconds(60);
+  o.timeout = std::chrono::seconds(300);
   o.set_env = {{"NO_COLOR", "1"}, {"ENVFIX_NO_NVML", "1"}, {"SSL_CERT_FILE", c.nginx->ca_file().string()}};
   o.unset_env = {"ENVFIX_MATRICES", "ENVFIX_GPU", "ENVFIX_DRIVER", "ENVFIX_INDEX_URL", "ENVFIX_MIRROR", "ENVFIX_OFFLINE",
                  "VIRTUAL_ENV", "CONDA_PREFIX", "REQUESTS_CA_BUNDLE", "https_proxy", "http_proxy"};

@@ -86,7 +86,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with TOGETHER:
                 ARRIVED[spec] = ARRIVED.get(spec, 0) + 1
                 TOGETHER.notify_all()
-                if not TOGETHER.wait_for(lambda: ARRIVED[spec] >= k, timeout=5):
+                # Generous: the client sends them at once; a loaded machine may start its threads late.
+                if not TOGETHER.wait_for(lambda: ARRIVED[spec] >= k, timeout=60):
                     return self.simple(504, b"the requests of this batch did not arrive together\n")
         root = self.server.root
         full = os.path.realpath(os.path.join(root, path.lstrip("/")))

@@ -140,7 +140,8 @@ http {{
                                      s->m_prefix / "logs" / "stderr.log");
     if (!child) return std::unexpected(child.error());
     s->m_child = std::make_unique<ChildProcess>(std::move(*child));
-    if (wait_for_port(s->m_http_port, std::chrono::seconds(5)) && wait_for_port(s->m_https_port, std::chrono::seconds(5)) &&
+    // Generous: nginx listens within milliseconds; a loaded CI machine may take seconds.
+    if (wait_for_port(s->m_http_port, std::chrono::seconds(60)) && wait_for_port(s->m_https_port, std::chrono::seconds(60)) &&
         s->m_child->running())
       return s;
     s->m_child->stop(); // port race or bad conf: try again with other ports
@@ -170,7 +171,7 @@ Expected<std::unique_ptr<FaultServer>> FaultServer::start(const fs::path& root, 
                                    dir / "stderr.log");
   if (!child) return std::unexpected(child.error());
   s->m_child = std::make_unique<ChildProcess>(std::move(*child));
-  auto line = s->m_child->read_line(std::chrono::seconds(10));
+  auto line = s->m_child->read_line(std::chrono::seconds(60)); // generous: a loaded machine
   if (!line || !line->starts_with("PORT "))
     return fail(ErrorCode::subprocess, "fault_server.py did not start: {}",
                 util::read_file(dir / "stderr.log").value_or("(no stderr)"));

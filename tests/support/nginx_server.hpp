@@ -51,7 +51,8 @@ private:
   std::unique_ptr<ChildProcess> m_child;
 };
 
-// Fault-injecting server (tests/support/fault_server.py) serving `root` over plain HTTP.
+// Fault-injecting server (tests/support/fault_server.py) serving `root` over plain HTTP. The
+// destructor stops it; the lifetime only ends one left behind, so it is as long as ctest's timeout.
 class FaultServer {
 public:
   [[nodiscard]] static Expected<std::unique_ptr<FaultServer>> start(const std::filesystem::path& root,
