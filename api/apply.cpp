@@ -45,7 +45,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::optional<unsigned> threads_from_env() {
-  if (auto t = util::get_env("ENVFIX_THREADS")) return static_cast<unsigned>(std::strtoul(t->c_str(), nullptr, 10));
+  if (auto t = util::get_env(util::Env::threads)) return static_cast<unsigned>(std::strtoul(t->c_str(), nullptr, 10));
   return std::nullopt;
 }
 
@@ -194,7 +194,7 @@ Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, ins
   to.keep_backup = !o.no_backup;
   to.keep_backups = o.keep_backups;
   to.unpacked_cache = in.unpacked_cache;
-  std::string mode = !o.link_mode.empty() ? o.link_mode : util::get_env("ENVFIX_LINK_MODE").value_or("auto");
+  std::string mode = !o.link_mode.empty() ? o.link_mode : util::get_env(util::Env::link_mode).value_or("auto");
   auto link_mode = installer::parse_link_mode(mode);
   if (!link_mode) return std::unexpected(std::move(link_mode.error()).context(o.link_mode.empty() ? "$ENVFIX_LINK_MODE" : "--link-mode"));
   to.link_mode = *link_mode;
@@ -293,7 +293,7 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
   // Each verified download is unpacked into the cache while the others still download
   // (installer/early_unpack.hpp); ENVFIX_EARLY_UNPACK=0 leaves all unpacking to the transaction.
   std::optional<installer::EarlyUnpacker> early;
-  if (!fetch.empty() && util::get_env("ENVFIX_EARLY_UNPACK").value_or("1") != "0") {
+  if (!fetch.empty() && util::get_env(util::Env::early_unpack).value_or("1") != "0") {
     const unsigned threads = threads_from_env().value_or(util::default_threads());
     early.emplace(cache, fetch.size(), early_unpack_workers(threads), threads);
   }
@@ -511,8 +511,7 @@ Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const Apply
 
   TxnInput in{&host, &target, std::move(wheels), std::move(names), {}, nullptr, plan.variant, unpacked_cache_dir(*ctx.client)};
   for (const auto& r : plan.remove)
-    for (const auto& d : host.facts.installed)
-      if (d.normalized_name() == r.name && d.version.to_string() == r.version) in.removals.push_back(d.dist_info);
+    if (!r.dist_info.empty()) in.removals.push_back(r.dist_info); // empty: a dist not read from this disk
   in.framework = ctx.framework_mode() && ctx.knowledge ? ctx.knowledge->framework(ctx.spec->name) : nullptr;
   auto store = evidence_store(*ctx.client);
   auto gate = make_gate(host, gate_in, plan.variant, family, &store, ctx.framework_mode(), ft.accept_partial);
@@ -646,11 +645,11 @@ void repoint_to_mirror(std::vector<index::Candidate>& cands, const lockfile::Loc
 Expected<void> check_locked_changes(const Host& host, const lockfile::LockTarget& chosen, const resolver::Plan& plan,
                                     const std::set<std::string>& lock_names, const ApplyRequest& o, ApplyReporter& rep) {
   resolver::Plan touched;
-  for (const auto& d : host.facts.installed)
-    if (lock_names.contains(d.normalized_name())) touched.remove.push_back({d.normalized_name(), d.version.to_string(), "replaced"});
+  for (const auto& d : host.installed)
+    if (lock_names.contains(d.name)) touched.remove.push_back(resolver::PlanRemove::of(d, resolver::RemoveReason::replaced));
   for (const auto& r : plan.remove)
     if (!lock_names.contains(r.name)) touched.remove.push_back(r);
-  ENVFIX_TRY_VOID(check_conda(host.installed, touched, o.allow_conda_overwrite));
+  ENVFIX_TRY_VOID(check_conda(touched, o.allow_conda_overwrite));
   for (const auto& p : chosen.packages) touched.install.push_back({p.name, p.version, p.filename, p.url, p.sha256, p.size, {}, {}});
   ENVFIX_TRY(check_breaking(host.installed, touched, host.python.markers, o.allow_breaking));
   for (const auto& w : touched.warnings) rep.warning(w);
@@ -727,11 +726,8 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
   auto plan = resolver::make_plan({&res, host.installed, std::vector<std::string>(family.begin(), family.end()), {"nvidia-"}});
   TxnInput in{&host, &target, std::move(wheels), std::move(names), {}, fw, chosen->variant, unpacked_cache_dir(*client)};
   for (const auto& r : plan.remove)
-    if (!lock_names.contains(r.name))
-      for (const auto& d : host.facts.installed)
-        if (d.normalized_name() == r.name && d.version.to_string() == r.version &&
-            std::find(in.removals.begin(), in.removals.end(), d.dist_info) == in.removals.end())
-          in.removals.push_back(d.dist_info);
+    if (!lock_names.contains(r.name) && std::ranges::find(in.removals, r.dist_info) == in.removals.end())
+      in.removals.push_back(r.dist_info);
   ENVFIX_TRY_VOID(check_locked_changes(host, *chosen, plan, lock_names, o, rep));
 
   std::vector<GateInput> gate_in;

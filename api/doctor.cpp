@@ -1092,7 +1092,7 @@ Expected<DoctorReport> doctor(const Options& o, const DoctorRequest& opt) {
   auto host = ENVFIX_TRY(make_host(o, in.knowledge.get(), HostNeeds{.survey_path = true, .require_python = false}));
   in.facts = std::move(host.facts);
   if (!in.knowledge) in.facts.notes.push_back("matrices not loaded: " + why);
-  in.cuda_visible_devices = util::get_env("CUDA_VISIBLE_DEVICES");
+  in.cuda_visible_devices = util::get_env(util::Env::cuda_visible_devices);
   in.base = probe::probe_base_env(in.facts);
 
   const fs::path cache = run_cache_dir(o);

@@ -90,8 +90,8 @@ Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNee
   Host h;
   std::vector<std::string> gpu_specs = o.gpus;
   if (gpu_specs.empty())
-    if (auto e = util::get_env("ENVFIX_GPU"); e && !e->empty()) gpu_specs = util::split(*e, ',');
-  std::string driver = o.driver.empty() ? util::get_env("ENVFIX_DRIVER").value_or("") : o.driver;
+    if (auto e = util::get_env(util::Env::gpu); e && !e->empty()) gpu_specs = util::split(*e, ',');
+  std::string driver = o.driver.empty() ? util::get_env(util::Env::driver).value_or("") : o.driver;
   if (!driver.empty() && !matrices::is_driver_version(driver))
     return make_error(ErrorCode::invalid_input, fmt::format("--driver '{}': not a driver version", driver),
                       "write it as nvidia-smi does, e.g. 570.86.10");
@@ -135,7 +135,7 @@ Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNee
   }
   if (facts->python) ENVFIX_TRY_VOID(plan_python(o, *facts->python, h));
   for (const auto& d : facts->installed) {
-    resolver::InstalledPackage ip{d.normalized_name(), d.version, d.requires_dist, ""};
+    resolver::InstalledPackage ip{d.normalized_name(), d.version, d.requires_dist, "", d.dist_info};
     if (d.conda)
       ip.conda = d.conda->build.empty() ? fmt::format("{} {} (INSTALLER conda)", d.conda->name, d.conda->version)
                                         : fmt::format("{} {} {}", d.conda->name, d.conda->version, d.conda->build);
@@ -150,7 +150,7 @@ Expected<std::unique_ptr<matrices::Knowledge>> load_knowledge(const Options& o, 
   auto k = matrices::Knowledge::load_default(o.matrices_dir);
   if (k) return std::make_unique<matrices::Knowledge>(std::move(*k));
   // A broken override the user named is an error; a broken embedded set only disables framework mode.
-  if (!o.matrices_dir.empty() || util::get_env("ENVFIX_MATRICES").value_or("") != "") return std::unexpected(k.error());
+  if (!o.matrices_dir.empty() || util::get_env(util::Env::matrices).value_or("") != "") return std::unexpected(k.error());
   if (why) *why = k.error().message;
   return std::unique_ptr<matrices::Knowledge>{};
 }
@@ -158,8 +158,9 @@ Expected<std::unique_ptr<matrices::Knowledge>> load_knowledge(const Options& o, 
 namespace {
 
 // ENVFIX_PAGE_DEADLINE / ENVFIX_DOWNLOAD_DEADLINE: whole seconds, at least 1; unset keeps `fallback`.
-Expected<std::chrono::milliseconds> deadline_from_env(std::string_view name, std::chrono::milliseconds fallback) {
-  const auto v = util::get_env(name);
+Expected<std::chrono::milliseconds> deadline_from_env(util::Env var, std::chrono::milliseconds fallback) {
+  const auto v = util::get_env(var);
+  const auto name = util::env_name(var);
   if (!v || v->empty()) return fallback;
   unsigned long long s = 0;
   const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), s);
@@ -174,9 +175,9 @@ Expected<std::chrono::milliseconds> deadline_from_env(std::string_view name, std
 Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Options& o) {
   index::IndexClientOptions io;
   if (!o.cache_dir.empty()) io.cache_dir = o.cache_dir;
-  io.offline = o.offline || util::get_env("ENVFIX_OFFLINE").value_or("") == "1";
-  io.http.page_deadline = ENVFIX_TRY(deadline_from_env("ENVFIX_PAGE_DEADLINE", io.http.page_deadline));
-  io.http.download_deadline = ENVFIX_TRY(deadline_from_env("ENVFIX_DOWNLOAD_DEADLINE", io.http.download_deadline));
+  io.offline = o.offline || util::get_env(util::Env::offline).value_or("") == "1";
+  io.http.page_deadline = ENVFIX_TRY(deadline_from_env(util::Env::page_deadline, io.http.page_deadline));
+  io.http.download_deadline = ENVFIX_TRY(deadline_from_env(util::Env::download_deadline, io.http.download_deadline));
   io.index_urls = extra_index_urls(o);
   io.index_urls.insert(io.index_urls.end(), o.find_links.begin(), o.find_links.end());
   for (const auto& u : {plain_index_url(o), mirror_of(o)})
@@ -207,17 +208,17 @@ fs::path run_cache_dir(const Options& o, bool create) {
 }
 
 std::string plain_index_url(const Options& o) {
-  return o.index_url.empty() ? util::get_env("ENVFIX_INDEX_URL").value_or("") : o.index_url;
+  return o.index_url.empty() ? util::get_env(util::Env::index_url).value_or("") : o.index_url;
 }
 
 std::string mirror_of(const Options& o) {
-  return o.mirror.empty() ? util::get_env("ENVFIX_MIRROR").value_or("") : o.mirror;
+  return o.mirror.empty() ? util::get_env(util::Env::mirror).value_or("") : o.mirror;
 }
 
 std::vector<std::string> extra_index_urls(const Options& o) {
   if (!o.extra_index_urls.empty()) return o.extra_index_urls;
   std::vector<std::string> out;
-  const std::string env = util::get_env("ENVFIX_EXTRA_INDEX_URL").value_or("");
+  const std::string env = util::get_env(util::Env::extra_index_url).value_or("");
   for (auto u : probe::split_ws(env)) out.emplace_back(u);
   return out;
 }

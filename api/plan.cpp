@@ -424,9 +424,9 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
   return finish_plan(std::move(ctx), t0);
 }
 
-Expected<void> check_conda(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan, bool allow_conda_overwrite) {
+Expected<void> check_conda(resolver::Plan& plan, bool allow_conda_overwrite) {
   // conda's packages are left to conda (docs/json.md, plan).
-  if (auto owned = resolver::conda_owned_changes(installed, plan); !owned.empty()) {
+  if (auto owned = resolver::conda_owned_changes(plan); !owned.empty()) {
     if (!allow_conda_overwrite) {
       Error e{ErrorCode::invalid_input,
               fmt::format("the plan would remove or overwrite {} package{} conda owns: {}", owned.size(), owned.size() == 1 ? "" : "s",
@@ -443,7 +443,7 @@ Expected<void> check_conda(const std::vector<resolver::InstalledPackage>& instal
 }
 
 Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking, bool allow_conda_overwrite) {
-  ENVFIX_TRY_VOID(check_conda(ctx.host.installed, ctx.plan, allow_conda_overwrite));
+  ENVFIX_TRY_VOID(check_conda(ctx.plan, allow_conda_overwrite));
   return check_breaking(ctx.host.installed, ctx.plan, ctx.host.python.markers, allow_breaking);
 }
 

@@ -59,8 +59,7 @@ struct PlanContext {
 
 // A plan that removes or overwrites a package conda owns is refused (naming it, with the conda way as
 // hint) unless allow_conda_overwrite; then each is a warning in plan.warnings.
-[[nodiscard]] Expected<void> check_conda(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan,
-                                         bool allow_conda_overwrite);
+[[nodiscard]] Expected<void> check_conda(resolver::Plan& plan, bool allow_conda_overwrite);
 // pip check over the environment as it will be after the plan (resolver::check_environment): an
 // error naming each installed package and the requirement the plan would break, unless allow_breaking
 // (then the broken requirements come back as warnings, in ctx.plan.warnings too). Checks conda first.

@@ -147,7 +147,7 @@ json to_json(const api::DoctorReport& r) {
   return j;
 }
 
-std::string human_bytes(std::uint64_t b) {
+std::string gpu_memory(std::uint64_t b) { // ", 80 GiB" beside a GPU's name
   if (b == 0) return "";
   return fmt::format(", {:.0f} GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024));
 }
@@ -170,7 +170,7 @@ void render_hardware(const api::DoctorReport& r) {
   for (const auto& gpu : r.facts.gpus)
     human(r.facts.gpus_planned
               ? fmt::format("   GPU {}    {} {}", gpu.index, gpu.cc.sm_name(), styled(tr("[planned]"), Style::dim))
-              : fmt::format("   GPU {}    {} ({}{})", gpu.index, gpu.name, gpu.cc.sm_name(), human_bytes(gpu.memory_bytes)));
+              : fmt::format("   GPU {}    {} ({}{})", gpu.index, gpu.name, gpu.cc.sm_name(), gpu_memory(gpu.memory_bytes)));
   if (r.facts.driver)
     human(row(tr("driver"), fmt::format("{}{} [{}]",
                                         r.facts.driver->version.empty() && r.facts.driver->source == "l4t"

@@ -3,29 +3,14 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "api/rollback.hpp"
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
+#include "cli/views.hpp"
 #include "i18n/i18n.hpp"
-#include "installer/install_target.hpp"
-#include "installer/transaction.hpp"
-#include "probe/host_facts.hpp"
 
 namespace envfix::cli {
 namespace {
-
-Expected<installer::InstallTarget> target_of(const Globals& g) {
-  std::optional<std::filesystem::path> explicit_python;
-  if (!g.python.empty()) explicit_python = g.python;
-  auto python = ENVFIX_TRY(probe::default_interpreter(explicit_python));
-  return installer::InstallTarget::from_interpreter(python);
-}
-
-std::string human_bytes(std::uint64_t b) {
-  if (b >= (1ull << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(b) / (1ull << 30));
-  if (b >= (1ull << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1ull << 20));
-  if (b >= 1024) return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024);
-  return fmt::format("{} B", b);
-}
 
 nlohmann::json refs(const std::vector<installer::DistRef>& v) {
   auto a = nlohmann::json::array();
@@ -46,41 +31,27 @@ void add_rollback_command(CLI::App& app, Globals& g) {
   rb->add_flag("-y,--yes", *yes, i18n::trs("Accepted for symmetry with apply; rollback does not ask"));
   // The callback owns every flag's storage: CLI11 writes through the bound reference while parsing.
   rb->callback([&g, dry, drop, yes] {
-    auto target = target_of(g);
-    if (!target) {
-      g.exit_code = fail(target.error());
-      return;
-    }
     if (*drop) {
-      auto freed = installer::drop_backups(*target);
+      auto freed = api::drop_backups(g);
       if (!freed) {
         g.exit_code = fail(freed.error());
         return;
       }
       if (g.format == "json") machine(nlohmann::json{{"freed_bytes", *freed}}.dump());
-      else human(i18n::trf("Deleted the kept backup ({})", human_bytes(*freed)));
+      else human(i18n::trf("Deleted the kept backup ({})", human_size(*freed)));
       return;
     }
-    auto kept = installer::kept_backups(*target);
-    if (!kept) {
-      g.exit_code = fail(kept.error());
-      return;
-    }
-    if (kept->empty()) {
-      g.exit_code = fail(Error{ErrorCode::not_found,
-                                    fmt::format("nothing to roll back in {}", target->prefix.string()),
-                                    {},
-                                    "only envfix transactions applied with a backup can be undone (`envfix apply --keep-backups N` keeps N)"});
-      return;
-    }
-    const auto& b = kept->front();
-    // The steps after this one: each `rollback` undoes the newest (apply --keep-backups).
-    const std::size_t more = kept->size() - 1;
     auto more_line = [](std::size_t n) {
       return n == 1 ? i18n::trf("{} older step kept: `envfix rollback` again undoes it", n)
                     : i18n::trf("{} older steps kept: `envfix rollback` again undoes them one at a time, newest first", n);
     };
     if (*dry) {
+      auto kept = api::kept_backups(g);
+      if (!kept) {
+        g.exit_code = fail(kept.error());
+        return;
+      }
+      const auto& b = kept->front();
       if (g.format == "json") {
         auto older = nlohmann::json::array();
         for (std::size_t i = 1; i < kept->size(); ++i)
@@ -90,48 +61,44 @@ void add_rollback_command(CLI::App& app, Globals& g) {
                                {"would_remove", refs(b.installed)}, {"older", older}}
                     .dump());
       } else {
-        human(i18n::trf("Would undo transaction {} (backup: {})", b.id, human_bytes(b.bytes)));
+        human(i18n::trf("Would undo transaction {} (backup: {})", b.id, human_size(b.bytes)));
         for (const auto& d : b.installed) human(fmt::format(" - {}=={}", d.name, d.version));
         for (const auto& d : b.removed) human(fmt::format(" + {}=={}", d.name, d.version));
-        if (more) human(more_line(more));
+        if (kept->size() > 1) human(more_line(kept->size() - 1));
       }
       return;
     }
-    auto r = installer::rollback(*target);
-    if (!r) {
-      g.exit_code = fail(r.error());
+    auto rep = api::rollback(g);
+    if (!rep) {
+      g.exit_code = fail(rep.error());
       return;
     }
+    const auto& r = rep->result;
     if (g.format == "json") {
-      machine(nlohmann::json{{"id", r->id}, {"restored", refs(r->restored)}, {"removed", refs(r->removed)},
-                             {"freed_bytes", r->freed_bytes}, {"steps_left", more}}
+      machine(nlohmann::json{{"id", r.id}, {"restored", refs(r.restored)}, {"removed", refs(r.removed)},
+                             {"freed_bytes", r.freed_bytes}, {"steps_left", rep->steps_left}}
                   .dump());
     } else {
-      human(i18n::trf("Rolled back transaction {}", r->id));
-      for (const auto& d : r->removed) human(fmt::format(" - {}=={}", d.name, d.version));
-      for (const auto& d : r->restored) human(fmt::format(" + {}=={}", d.name, d.version));
-      human(i18n::trf("Freed {} of backup", human_bytes(r->freed_bytes)));
-      if (more) human(more_line(more));
+      human(i18n::trf("Rolled back transaction {}", r.id));
+      for (const auto& d : r.removed) human(fmt::format(" - {}=={}", d.name, d.version));
+      for (const auto& d : r.restored) human(fmt::format(" + {}=={}", d.name, d.version));
+      human(i18n::trf("Freed {} of backup", human_size(r.freed_bytes)));
+      if (rep->steps_left) human(more_line(rep->steps_left));
     }
   });
 
   auto* rc = app.add_subcommand("recover", i18n::trs("Finish or undo a transaction interrupted by a crash"));
   rc->callback([&g] {
-    auto target = target_of(g);
-    if (!target) {
-      g.exit_code = fail(target.error());
-      return;
-    }
-    auto r = installer::recover(*target);
+    auto r = api::recover(g);
     if (!r) {
       g.exit_code = fail(r.error());
       return;
     }
     if (g.format == "json") {
-      machine(nlohmann::json{{"prefix", target->prefix.string()}, {"actions", r->actions}}.dump());
+      machine(nlohmann::json{{"prefix", r->prefix.string()}, {"actions", r->actions}}.dump());
       return;
     }
-    if (r->actions.empty()) human(i18n::trf("Nothing to recover in {}", target->prefix.string()));
+    if (r->actions.empty()) human(i18n::trf("Nothing to recover in {}", r->prefix.string()));
     for (const auto& a : r->actions) human(a);
   });
 }

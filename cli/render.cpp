@@ -30,7 +30,7 @@ void init_output(const Globals& g) {
   g_json = g.format == "json";
   if (g.color == "always") g_color = true;
   else if (g.color == "never") g_color = false;
-  else g_color = !util::get_env("NO_COLOR") && ::isatty(STDERR_FILENO);
+  else g_color = !util::get_env(util::Env::no_color) && ::isatty(STDERR_FILENO);
 }
 
 int init_language(const Globals& g) {

@@ -45,7 +45,7 @@ nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
   }
   j["remove"] = json::array();
   for (const auto& r : p.remove)
-    j["remove"].push_back({{"name", r.name}, {"version", r.version}, {"why", r.why},
+    j["remove"].push_back({{"name", r.name}, {"version", r.version.to_string()}, {"why", resolver::to_string(r.why)},
                            {"conda", r.conda.empty() ? json(nullptr) : json(r.conda)}});
   j["keep"] = p.keep;
   j["rejected"] = json::array();
@@ -110,9 +110,9 @@ std::string addition(std::string_view name, std::string_view version) {
 std::vector<std::string> change_list(const resolver::Plan& p, bool detail) {
   std::vector<Change> changes;
   for (const auto& r : p.remove) {
-    std::string line = removal(r.name, r.version);
+    std::string line = removal(r.name, r.version.to_string());
     if (detail)
-      line += (r.why == "replaced" ? "" : styled(" (" + r.why + ")", Style::dim)) +
+      line += (r.why == resolver::RemoveReason::replaced ? "" : styled(fmt::format(" ({})", resolver::to_string(r.why)), Style::dim)) +
               (r.conda.empty() ? "" : styled(i18n::trf(" (conda's: {})", r.conda), Style::yellow));
     changes.push_back({r.name, 0, std::move(line)});
   }

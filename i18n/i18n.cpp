@@ -143,20 +143,20 @@ std::optional<Lang> parse_lang(std::string_view name) {
 
 Lang detect_language(const EnvLookup& env) {
   std::string locale;
-  for (std::string_view var : {"LC_ALL", "LC_MESSAGES", "LANG"})
+  for (const auto var : {util::Env::lc_all, util::Env::lc_messages, util::Env::lang})
     if (auto v = env(var); v && !v->empty()) {
       locale = *v;
       break;
     }
   if (is_c_locale(locale)) return Lang::en;
-  if (auto list = env("LANGUAGE"); list && !list->empty())
+  if (auto list = env(util::Env::language); list && !list->empty())
     for (const auto& entry : util::split(*list, ':'))
       if (auto l = parse_lang(entry)) return *l;
   return parse_lang(locale).value_or(Lang::en);
 }
 
 Lang detect_language() {
-  return detect_language([](std::string_view var) { return util::get_env(var); });
+  return detect_language([](util::Env var) { return util::get_env(var); });
 }
 
 void set_language(Lang l) { g_lang.store(l, std::memory_order_relaxed); }

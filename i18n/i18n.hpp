@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "util/env.hpp"
+
 namespace envfix::i18n {
 
 enum class Lang { en, zh_CN };
@@ -26,7 +28,7 @@ enum class Lang { en, zh_CN };
 // gettext's precedence: the locale is the first set of LC_ALL, LC_MESSAGES, LANG; unless it is C or
 // POSIX (or unset), the first known entry of LANGUAGE (a colon list) wins, else the locale's language.
 // Anything unknown is English.
-using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
+using EnvLookup = std::function<std::optional<std::string>(util::Env)>;
 [[nodiscard]] Lang detect_language(const EnvLookup& env);
 [[nodiscard]] Lang detect_language(); // from the process environment (util/env.hpp)
 

@@ -367,9 +367,9 @@ HttpClient::HttpClient(HttpOptions options) : m_options(std::move(options)), m_i
   curl_share_setopt(m_impl->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
   curl_share_setopt(m_impl->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
   if (m_options.ca_file) m_impl->ca_file = m_options.ca_file->string();
-  else if (auto v = util::get_env("SSL_CERT_FILE"); v && !v->empty()) m_impl->ca_file = *v;
-  else if (auto r = util::get_env("REQUESTS_CA_BUNDLE"); r && !r->empty()) m_impl->ca_file = *r;
-  if (auto n = util::get_env("NETRC"); n && !n->empty()) m_impl->netrc_file = *n;
+  else if (auto v = util::get_env(util::Env::ssl_cert_file); v && !v->empty()) m_impl->ca_file = *v;
+  else if (auto r = util::get_env(util::Env::requests_ca_bundle); r && !r->empty()) m_impl->ca_file = *r;
+  if (auto n = util::get_env(util::Env::netrc); n && !n->empty()) m_impl->netrc_file = *n;
 }
 
 HttpClient::HttpClient(HttpClient&&) noexcept = default;

@@ -46,9 +46,9 @@ const char* to_string(MetadataSource s) {
 }
 
 Expected<fs::path> default_cache_dir() {
-  if (auto v = util::get_env("ENVFIX_CACHE_DIR"); v && !v->empty()) return fs::path(*v);
-  if (auto x = util::get_env("XDG_CACHE_HOME"); x && !x->empty()) return fs::path(*x) / "envfix";
-  if (auto h = util::get_env("HOME"); h && !h->empty()) return fs::path(*h) / ".cache" / "envfix";
+  if (auto v = util::get_env(util::Env::cache_dir); v && !v->empty()) return fs::path(*v);
+  if (auto x = util::get_env(util::Env::xdg_cache_home); x && !x->empty()) return fs::path(*x) / "envfix";
+  if (auto h = util::get_env(util::Env::home); h && !h->empty()) return fs::path(*h) / ".cache" / "envfix";
   return make_error(ErrorCode::invalid_input, "cannot find a cache directory: HOME is not set",
                     "set ENVFIX_CACHE_DIR or pass --cache-dir");
 }

@@ -41,7 +41,7 @@ Expected<Knowledge> Knowledge::load(const std::filesystem::path& override_dir) {
 
 Expected<Knowledge> Knowledge::load_default(const std::string& cli_dir) {
   if (!cli_dir.empty()) return load(cli_dir);
-  if (auto env = util::get_env("ENVFIX_MATRICES"); env && !env->empty()) return load(*env);
+  if (auto env = util::get_env(util::Env::matrices); env && !env->empty()) return load(*env);
   return load_embedded();
 }
 

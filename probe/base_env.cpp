@@ -15,7 +15,7 @@ namespace envfix::probe {
 namespace fs = std::filesystem;
 
 fs::path host_path(std::string_view absolute) {
-  auto root = util::get_env("ENVFIX_SYSFS_ROOT");
+  auto root = util::get_env(util::Env::sysfs_root);
   if (!root || root->empty()) return fs::path(absolute);
   return fs::path(*root) / fs::path(absolute).relative_path();
 }
@@ -32,9 +32,9 @@ std::optional<specs::CudaVersion> parse_nvcc_version(std::string_view out) {
 std::optional<Toolkit> probe_toolkit() {
   std::vector<std::pair<fs::path, std::string>> candidates;
   if (auto p = util::find_in_path("nvcc")) candidates.emplace_back(*p, "PATH");
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+  for (const auto var : {util::Env::cuda_home, util::Env::cuda_path})
     if (auto home = util::get_env(var); home && !home->empty())
-      candidates.emplace_back(fs::path(*home) / "bin" / "nvcc", fmt::format("${}", var));
+      candidates.emplace_back(fs::path(*home) / "bin" / "nvcc", fmt::format("${}", util::env_name(var)));
   candidates.emplace_back(host_path("/usr/local/cuda/bin/nvcc"), "/usr/local/cuda");
   for (const auto& [path, from] : candidates) {
     std::error_code ec;
@@ -80,8 +80,8 @@ Platform probe_platform() {
   };
   if (fs::exists(host_path("/.dockerenv"), ec)) set("docker", "/.dockerenv");
   if (fs::exists(host_path("/run/.containerenv"), ec)) set("podman", "/run/.containerenv");
-  if (auto v = util::get_env("container"); v && !v->empty()) set(*v, fmt::format("$container={}", *v));
-  if (auto k = util::get_env("KUBERNETES_SERVICE_HOST"); k && !k->empty()) set("kubernetes", "$KUBERNETES_SERVICE_HOST");
+  if (auto v = util::get_env(util::Env::container); v && !v->empty()) set(*v, fmt::format("$container={}", *v));
+  if (auto k = util::get_env(util::Env::kubernetes_service_host); k && !k->empty()) set("kubernetes", "$KUBERNETES_SERVICE_HOST");
   if (auto cg = util::read_file(host_path("/proc/1/cgroup"))) {
     for (const char* word : {"kubepods", "docker", "containerd", "libpod", "lxc"})
       if (cg->find(word) != std::string::npos) {

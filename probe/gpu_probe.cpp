@@ -31,7 +31,7 @@ void note(std::vector<std::string>* notes, std::string text) {
   if (notes) notes->push_back(std::move(text));
 }
 
-bool nvml_disabled() { return util::get_env("ENVFIX_NO_NVML").value_or("") == "1"; }
+bool nvml_disabled() { return util::get_env(util::Env::no_nvml).value_or("") == "1"; }
 
 // dlopen by soname, then from WSL's library folder (WSL2 puts the driver's user-space libraries
 // there and not always on the loader path).
@@ -261,7 +261,7 @@ Expected<std::vector<GpuInfo>> probe_gpus(std::vector<std::string>* notes) {
     note(notes, "ENVFIX_NO_NVML=1: GPUs not probed");
     return std::vector<GpuInfo>{};
   }
-  auto cvd = util::get_env("CUDA_VISIBLE_DEVICES");
+  auto cvd = util::get_env(util::Env::cuda_visible_devices);
   {
     Nvml nvml;
     if (nvml.lib.from_wsl()) note(notes, fmt::format("WSL: NVML loaded from {}", kWslLibDir));

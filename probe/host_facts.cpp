@@ -41,7 +41,7 @@ fs::path interpreter_in(const fs::path& p) {
 }
 
 void survey_path(HostFacts& facts) {
-  auto path = util::get_env("PATH").value_or("");
+  auto path = util::get_env(util::Env::path).value_or("");
   std::set<fs::path> seen;
   for (auto dir : split(path, ':')) {
     if (dir.empty()) continue;
@@ -89,11 +89,11 @@ Expected<std::vector<InstalledDist>> scan_installed(const PythonInfo& python) {
 Expected<InterpreterChoice> choose_interpreter(const std::optional<fs::path>& explicit_python) {
   if (explicit_python && !explicit_python->empty())
     return InterpreterChoice{interpreter_in(*explicit_python), "--python"};
-  if (auto p = util::get_env("ENVFIX_PYTHON"); p && !p->empty())
+  if (auto p = util::get_env(util::Env::python); p && !p->empty())
     return InterpreterChoice{interpreter_in(*p), "$ENVFIX_PYTHON"};
-  if (auto v = util::get_env("VIRTUAL_ENV"); v && !v->empty())
+  if (auto v = util::get_env(util::Env::virtual_env); v && !v->empty())
     return InterpreterChoice{prefix_interpreter(*v), "$VIRTUAL_ENV"};
-  if (auto c = util::get_env("CONDA_PREFIX"); c && !c->empty())
+  if (auto c = util::get_env(util::Env::conda_prefix); c && !c->empty())
     return InterpreterChoice{prefix_interpreter(*c), "$CONDA_PREFIX"};
   if (auto p = util::find_in_path("python3")) return InterpreterChoice{*p, "python3 on PATH"};
   return make_error(ErrorCode::not_found, "no Python interpreter: no --python, $VIRTUAL_ENV, $CONDA_PREFIX or python3 on PATH",

@@ -106,12 +106,10 @@ std::vector<BrokenRequirement> check_environment(const std::vector<InstalledPack
   return out;
 }
 
-std::vector<std::string> conda_owned_changes(const std::vector<InstalledPackage>& installed, const Plan& plan) {
+std::vector<std::string> conda_owned_changes(const Plan& plan) {
   std::vector<std::string> out;
   for (const auto& r : plan.remove)
-    for (const auto& p : installed)
-      if (!p.conda.empty() && p.name == r.name && p.version.to_string() == r.version)
-        out.push_back(fmt::format("{} {} (conda package {})", p.name, r.version, p.conda));
+    if (!r.conda.empty()) out.push_back(fmt::format("{} {} (conda package {})", r.name, r.version.to_string(), r.conda));
   return out;
 }
 

@@ -62,6 +62,6 @@ struct BrokenRequirement {
 // What `plan` would remove or overwrite of the packages conda owns: "torch 2.5.1 (conda package
 // pytorch 2.5.1 cuda129_…)". conda keeps its own records; a pip-style change behind its back leaves
 // conda-meta describing files that are gone. Pure.
-[[nodiscard]] std::vector<std::string> conda_owned_changes(const std::vector<InstalledPackage>& installed, const Plan& plan);
+[[nodiscard]] std::vector<std::string> conda_owned_changes(const Plan& plan);
 
 } // namespace envfix::resolver

@@ -6,6 +6,16 @@
 
 namespace envfix::resolver {
 
+std::string_view to_string(RemoveReason r) {
+  switch (r) {
+  case RemoveReason::replaced: return "replaced";
+  case RemoveReason::companion_inconsistent: return "companion-inconsistent";
+  case RemoveReason::duplicate: return "duplicate";
+  case RemoveReason::unused_cuda_runtime: return "unused-cuda-runtime";
+  }
+  return "replaced";
+}
+
 std::uint64_t Plan::download_size() const {
   std::uint64_t n = 0;
   for (const auto& i : install) n += i.size.value_or(0);
@@ -30,7 +40,7 @@ Plan make_plan(const PlanInputs& in) {
     if (same && !in.reinstall) {
       plan.keep.push_back(pin.name + "==" + pin.version.to_string());
       for (const auto* p : it->second)
-        if (p != same) plan.remove.push_back({p->name, p->version.to_string(), "duplicate"});
+        if (p != same) plan.remove.push_back(PlanRemove::of(*p, RemoveReason::duplicate));
       continue;
     }
     PlanInstall add{pin.name, pin.version.to_string(), pin.file.filename, pin.file.url, pin.file.sha256, pin.file.size, ""};
@@ -44,7 +54,7 @@ Plan make_plan(const PlanInputs& in) {
           add.replaces = p->version.to_string();
           add.required_by = pin.required_by;
         }
-        plan.remove.push_back({p->name, p->version.to_string(), "replaced"});
+        plan.remove.push_back(PlanRemove::of(*p, RemoveReason::replaced));
       }
     }
     plan.install.push_back(std::move(add));
@@ -57,7 +67,7 @@ Plan make_plan(const PlanInputs& in) {
   bool set_has_family = std::any_of(res.pins.begin(), res.pins.end(), [&](const Pin& p) { return family.contains(p.name); });
   for (const auto& [name, list] : installed) {
     if (!set_has_family || !family.contains(name) || in_set.contains(name)) continue;
-    for (const auto* p : list) plan.remove.push_back({name, p->version.to_string(), "companion-inconsistent"});
+    for (const auto* p : list) plan.remove.push_back(PlanRemove::of(*p, RemoveReason::companion_inconsistent));
     removed.insert(name);
   }
   // Stray duplicates of packages not in the set: keep the newest, drop the rest.
@@ -65,7 +75,7 @@ Plan make_plan(const PlanInputs& in) {
     if (in_set.contains(name) || removed.contains(name) || list.size() < 2) continue;
     auto newest = *std::max_element(list.begin(), list.end(), [](auto* a, auto* b) { return a->version < b->version; });
     for (const auto* p : list)
-      if (p != newest) plan.remove.push_back({name, p->version.to_string(), "duplicate"});
+      if (p != newest) plan.remove.push_back(PlanRemove::of(*p, RemoveReason::duplicate));
   }
   // The old variant's CUDA runtime wheels that nothing kept still needs.
   auto is_runtime = [&](const std::string& n) {
@@ -83,12 +93,9 @@ Plan make_plan(const PlanInputs& in) {
     }
     for (const auto& [name, list] : installed) {
       if (!is_runtime(name) || in_set.contains(name) || removed.contains(name) || needed.contains(name)) continue;
-      for (const auto* p : list) plan.remove.push_back({name, p->version.to_string(), "unused-cuda-runtime"});
+      for (const auto* p : list) plan.remove.push_back(PlanRemove::of(*p, RemoveReason::unused_cuda_runtime));
     }
   }
-  for (auto& r : plan.remove)
-    for (const auto& p : in.installed)
-      if (p.name == r.name && p.version.to_string() == r.version && !p.conda.empty()) r.conda = p.conda;
   std::sort(plan.remove.begin(), plan.remove.end(), [](const PlanRemove& a, const PlanRemove& b) {
     return std::tie(a.name, a.version) < std::tie(b.name, b.version);
   });

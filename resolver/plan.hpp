@@ -3,6 +3,7 @@
 // (docs/architecture.md, Pipeline; docs/json.md "plan"). Pure data; cli/ renders it, installer/
 // executes it.
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ struct InstalledPackage {
   specs::Version version;
   std::vector<specs::Requirement> requires_dist;
   std::string conda; // the conda package that owns it ("pytorch 2.5.1 cuda129_…"); "" when conda does not
+  std::filesystem::path dist_info; // the installed dist itself: what removing it removes
 };
 
 struct PlanInstall {
@@ -33,11 +35,21 @@ struct PlanInstall {
   std::vector<std::string> required_by; // for a replacement: who forces the change ("pkg==1.0", "<request>")
 };
 
+// Why the plan removes an installed distribution (docs/json.md, plan `remove[].why`).
+enum class RemoveReason { replaced, companion_inconsistent, duplicate, unused_cuda_runtime };
+[[nodiscard]] std::string_view to_string(RemoveReason r); // "replaced", "companion-inconsistent", …
+
+// One installed distribution the plan removes: the dist itself travels to the transaction, which
+// removes exactly that dist-info, never a namesake found again by name and version.
 struct PlanRemove {
   std::string name;
-  std::string version;
-  std::string why; // "replaced", "companion-inconsistent", "duplicate", "unused-cuda-runtime"
-  std::string conda; // the conda package that owns it (InstalledPackage::conda), "" when none
+  specs::Version version;
+  RemoveReason why = RemoveReason::replaced;
+  std::string conda;               // the conda package that owns it (InstalledPackage::conda), "" when none
+  std::filesystem::path dist_info; // InstalledPackage::dist_info
+  [[nodiscard]] static PlanRemove of(const InstalledPackage& p, RemoveReason why) {
+    return {p.name, p.version, why, p.conda, p.dist_info};
+  }
 };
 
 struct Plan {

@@ -7,54 +7,56 @@ namespace envfix::util {
 
 const std::vector<EnvVar>& known_env_vars() {
   static const std::vector<EnvVar> vars = {
-      {"ENVFIX_CACHE_DIR", "cache directory (default $XDG_CACHE_HOME/envfix)"},
-      {"ENVFIX_MATRICES", "directory of YAML files that override/extend the embedded matrices"},
-      {"ENVFIX_GPU", "comma-separated GPU archs to plan for instead of probing (sm_120,sm_86)"},
-      {"ENVFIX_DRIVER", "driver version to plan for instead of probing (570.86.10)"},
-      {"ENVFIX_PYTHON", "target interpreter (like --python)"},
-      {"ENVFIX_OFFLINE", "1: serve only from the cache"},
-      {"ENVFIX_PAGE_DEADLINE", "seconds one index page (or metadata file) may take, retries included (default 300)"},
-      {"ENVFIX_DOWNLOAD_DEADLINE", "seconds one download may take, retries and resumes included (default 3600)"},
-      {"ENVFIX_LINK_MODE", "how apply places files from the unpacked cache: auto|clone|hardlink|copy (like --link-mode)"},
-      {"ENVFIX_EARLY_UNPACK", "0: apply unpacks no wheel while others download, all of it in the transaction (for comparisons)"},
-      {"ENVFIX_THREADS", "threads for unpacking, linking and hashing (default: one per core)"},
-      {"ENVFIX_INDEX_URL", "use exactly this index (like --index-url)"},
-      {"ENVFIX_EXTRA_INDEX_URL", "space-separated extra indexes (like --extra-index-url, as PIP_EXTRA_INDEX_URL)"},
-      {"ENVFIX_MIRROR", "replace the official base URL in every index template"},
-      {"ENVFIX_NO_NVML", "1: do not load NVML/libcuda (probe GPUs as absent); for tests"},
-      {"ENVFIX_SYSFS_ROOT", "root prefix for host files (/proc, /sys, /dev/dxg, /usr/lib/wsl, /.dockerenv); for tests"},
-      {"XDG_CACHE_HOME", "base of the default cache directory"},
-      {"VIRTUAL_ENV", "active venv: default target interpreter"},
-      {"CONDA_PREFIX", "active conda env: target interpreter when no venv is active"},
-      {"CUDA_VISIBLE_DEVICES", "which GPUs the framework will see"},
-      {"NO_COLOR", "disable colour"},
-      {"LANGUAGE", "language list for messages (gettext's; used unless the locale is C/POSIX): zh_CN gives Chinese"},
-      {"LC_ALL", "locale; its language picks the messages' language (zh_CN.UTF-8: Chinese), like --lang"},
-      {"LC_MESSAGES", "locale of messages, when LC_ALL is unset"},
-      {"LANG", "default locale, when LC_ALL and LC_MESSAGES are unset"},
-      {"HOME", "~/.netrc lookup"},
-      {"NETRC", "path of the netrc file"},
-      {"SSL_CERT_FILE", "CA bundle for HTTPS"},
-      {"REQUESTS_CA_BUNDLE", "CA bundle for HTTPS (pip/requests convention)"},
-      {"https_proxy", "proxy for HTTPS"},
-      {"http_proxy", "proxy for HTTP"},
-      {"no_proxy", "hosts that bypass the proxy"},
-      {"PATH", "finding python3, pip, nvcc and nvidia-smi"},
-      {"CUDA_HOME", "the local CUDA toolkit (doctor reports its nvcc)"},
-      {"CUDA_PATH", "the local CUDA toolkit, when CUDA_HOME is unset"},
-      {"container", "set by podman and systemd-nspawn inside a container (doctor reports it)"},
-      {"KUBERNETES_SERVICE_HOST", "set inside a Kubernetes pod (doctor reports a container)"},
+      {Env::cache_dir, "ENVFIX_CACHE_DIR", "cache directory (default $XDG_CACHE_HOME/envfix)"},
+      {Env::matrices, "ENVFIX_MATRICES", "directory of YAML files that override/extend the embedded matrices"},
+      {Env::gpu, "ENVFIX_GPU", "comma-separated GPU archs to plan for instead of probing (sm_120,sm_86)"},
+      {Env::driver, "ENVFIX_DRIVER", "driver version to plan for instead of probing (570.86.10)"},
+      {Env::python, "ENVFIX_PYTHON", "target interpreter (like --python)"},
+      {Env::offline, "ENVFIX_OFFLINE", "1: serve only from the cache"},
+      {Env::page_deadline, "ENVFIX_PAGE_DEADLINE", "seconds one index page (or metadata file) may take, retries included (default 300)"},
+      {Env::download_deadline, "ENVFIX_DOWNLOAD_DEADLINE", "seconds one download may take, retries and resumes included (default 3600)"},
+      {Env::link_mode, "ENVFIX_LINK_MODE", "how apply places files from the unpacked cache: auto|clone|hardlink|copy (like --link-mode)"},
+      {Env::early_unpack, "ENVFIX_EARLY_UNPACK", "0: apply unpacks no wheel while others download, all of it in the transaction (for comparisons)"},
+      {Env::threads, "ENVFIX_THREADS", "threads for unpacking, linking and hashing (default: one per core)"},
+      {Env::index_url, "ENVFIX_INDEX_URL", "use exactly this index (like --index-url)"},
+      {Env::extra_index_url, "ENVFIX_EXTRA_INDEX_URL", "space-separated extra indexes (like --extra-index-url, as PIP_EXTRA_INDEX_URL)"},
+      {Env::mirror, "ENVFIX_MIRROR", "replace the official base URL in every index template"},
+      {Env::no_nvml, "ENVFIX_NO_NVML", "1: do not load NVML/libcuda (probe GPUs as absent); for tests"},
+      {Env::sysfs_root, "ENVFIX_SYSFS_ROOT", "root prefix for host files (/proc, /sys, /dev/dxg, /usr/lib/wsl, /.dockerenv); for tests"},
+      {Env::xdg_cache_home, "XDG_CACHE_HOME", "base of the default cache directory"},
+      {Env::virtual_env, "VIRTUAL_ENV", "active venv: default target interpreter"},
+      {Env::conda_prefix, "CONDA_PREFIX", "active conda env: target interpreter when no venv is active"},
+      {Env::cuda_visible_devices, "CUDA_VISIBLE_DEVICES", "which GPUs the framework will see"},
+      {Env::no_color, "NO_COLOR", "disable colour"},
+      {Env::language, "LANGUAGE", "language list for messages (gettext's; used unless the locale is C/POSIX): zh_CN gives Chinese"},
+      {Env::lc_all, "LC_ALL", "locale; its language picks the messages' language (zh_CN.UTF-8: Chinese), like --lang"},
+      {Env::lc_messages, "LC_MESSAGES", "locale of messages, when LC_ALL is unset"},
+      {Env::lang, "LANG", "default locale, when LC_ALL and LC_MESSAGES are unset"},
+      {Env::home, "HOME", "~/.netrc lookup"},
+      {Env::netrc, "NETRC", "path of the netrc file"},
+      {Env::ssl_cert_file, "SSL_CERT_FILE", "CA bundle for HTTPS"},
+      {Env::requests_ca_bundle, "REQUESTS_CA_BUNDLE", "CA bundle for HTTPS (pip/requests convention)"},
+      {Env::https_proxy, "https_proxy", "proxy for HTTPS"},
+      {Env::http_proxy, "http_proxy", "proxy for HTTP"},
+      {Env::no_proxy, "no_proxy", "hosts that bypass the proxy"},
+      {Env::path, "PATH", "finding python3, pip, nvcc and nvidia-smi"},
+      {Env::cuda_home, "CUDA_HOME", "the local CUDA toolkit (doctor reports its nvcc)"},
+      {Env::cuda_path, "CUDA_PATH", "the local CUDA toolkit, when CUDA_HOME is unset"},
+      {Env::container, "container", "set by podman and systemd-nspawn inside a container (doctor reports it)"},
+      {Env::kubernetes_service_host, "KUBERNETES_SERVICE_HOST", "set inside a Kubernetes pod (doctor reports a container)"},
   };
   return vars;
 }
 
-std::optional<std::string> get_env(std::string_view name) {
-#ifndef NDEBUG
-  bool known = false;
-  for (const auto& v : known_env_vars()) known = known || v.name == name;
-  assert(known && "environment variable not declared in util/env.cpp");
-#endif
-  const char* v = std::getenv(std::string(name).c_str());
+std::string_view env_name(Env e) {
+  const auto& vars = known_env_vars();
+  const auto i = static_cast<std::size_t>(e);
+  assert(i < vars.size() && vars[i].id == e && "known_env_vars() is in Env's order");
+  return vars[i].name;
+}
+
+std::optional<std::string> get_env(Env e) {
+  const char* v = std::getenv(std::string(env_name(e)).c_str());
   if (!v) return std::nullopt;
   return std::string(v);
 }

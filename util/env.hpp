@@ -1,5 +1,7 @@
 #pragma once
-// Every environment variable envfix reads is declared here, once (docs/environment.md lists them).
+// Every environment variable envfix reads is declared here, once, as an `Env` value: code asks for
+// Env::python, never for a spelled name (docs/environment.md lists them; a test checks the two
+// against each other).
 #include <optional>
 #include <string>
 #include <string_view>
@@ -7,15 +9,59 @@
 
 namespace envfix::util {
 
+enum class Env {
+  cache_dir,
+  matrices,
+  gpu,
+  driver,
+  python,
+  offline,
+  page_deadline,
+  download_deadline,
+  link_mode,
+  early_unpack,
+  threads,
+  index_url,
+  extra_index_url,
+  mirror,
+  no_nvml,
+  sysfs_root,
+  xdg_cache_home,
+  virtual_env,
+  conda_prefix,
+  cuda_visible_devices,
+  no_color,
+  language,
+  lc_all,
+  lc_messages,
+  lang,
+  home,
+  netrc,
+  ssl_cert_file,
+  requests_ca_bundle,
+  https_proxy,
+  http_proxy,
+  no_proxy,
+  path,
+  cuda_home,
+  cuda_path,
+  container,
+  kubernetes_service_host,
+};
+
 struct EnvVar {
+  Env id;
   std::string_view name;
   std::string_view meaning;
 };
 
-// The documented list; docs/environment.md is checked against it by a test.
+// The documented list, one entry per Env value in declaration order.
 const std::vector<EnvVar>& known_env_vars();
 
-// Reads a variable that must be in known_env_vars() (asserts in debug builds).
-[[nodiscard]] std::optional<std::string> get_env(std::string_view name);
+// The variable's name as the environment spells it ("ENVFIX_PYTHON").
+[[nodiscard]] std::string_view env_name(Env e);
+
+// The variable's value; nullopt when it is unset.
+[[nodiscard]] std::optional<std::string> get_env(Env e);
 
 } // namespace envfix::util

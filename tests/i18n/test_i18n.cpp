@@ -240,8 +240,8 @@ TEST_CASE("tr_text: adjacent placeholders, and short patterns are for trf only")
 TEST_CASE("gettext's precedence: LANGUAGE unless the locale is C, then LC_ALL, LC_MESSAGES, LANG") {
   using i18n::Lang;
   auto detect = [](std::map<std::string, std::string> vars) {
-    return i18n::detect_language([&vars](std::string_view k) -> std::optional<std::string> {
-      auto it = vars.find(std::string(k));
+    return i18n::detect_language([&vars](util::Env k) -> std::optional<std::string> {
+      auto it = vars.find(std::string(util::env_name(k)));
       return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
     });
   };

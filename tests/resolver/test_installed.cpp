@@ -82,7 +82,7 @@ TEST_CASE("check_environment: markers evaluated, only what the plan breaks, remo
   std::vector<InstalledPackage> env{installed("a", "1.0", {"b>=2", "c; python_version < '3'", "d>=1"}),
                                     installed("b", "2.0")};
   Plan plan;
-  plan.remove.push_back({"b", "2.0", "replaced"});
+  plan.remove.push_back(PlanRemove::of(env[1], RemoveReason::replaced));
   auto broken = check_environment(env, plan, cpython_linux().markers);
   REQUIRE(broken.size() == 1); // c: marker false; d: missing before the plan already
   CHECK(broken[0].problem == "b would be removed");
@@ -92,9 +92,9 @@ TEST_CASE("conda_owned_changes names what the plan removes of conda's packages")
   std::vector<InstalledPackage> env{installed("torch", "2.9.0", {}, "pytorch 2.9.0 cuda129_mkl_py311_h0_300"),
                                     installed("torchvision", "0.24.0")};
   Plan plan;
-  plan.remove.push_back({"torch", "2.9.0", "replaced"});
-  plan.remove.push_back({"torchvision", "0.24.0", "replaced"});
-  auto owned = conda_owned_changes(env, plan);
+  plan.remove.push_back(PlanRemove::of(env[0], RemoveReason::replaced));
+  plan.remove.push_back(PlanRemove::of(env[1], RemoveReason::replaced));
+  auto owned = conda_owned_changes(plan);
   REQUIRE(owned.size() == 1);
   CHECK(owned[0] == "torch 2.9.0 (conda package pytorch 2.9.0 cuda129_mkl_py311_h0_300)");
 }

@@ -41,7 +41,7 @@ TEST_CASE("plan: replace, keep, remove inconsistent companions, duplicates and u
   auto plan = make_plan(in);
   std::vector<std::string> installs, removes;
   for (const auto& i : plan.install) installs.push_back(i.name + "==" + i.version + " " + i.replaces);
-  for (const auto& x : plan.remove) removes.push_back(x.name + "==" + x.version + " " + x.why);
+  for (const auto& x : plan.remove) removes.push_back(x.name + "==" + x.version.to_string() + " " + std::string(to_string(x.why)));
   CHECK(installs == std::vector<std::string>{"nvidia-cublas-cu12==12.8.3 12.4.5.8", "torch==2.7.0+cu128 2.6.0+cu124"});
   CHECK(removes == std::vector<std::string>{"nvidia-cublas-cu12==12.4.5.8 replaced", "nvidia-cudnn-cu12==9.1.0 unused-cuda-runtime",
                                             "six==1.15 duplicate", "torch==2.6.0+cu124 replaced",

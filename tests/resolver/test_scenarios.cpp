@@ -228,7 +228,7 @@ void check_scenario(const fs::path& file) {
   if (e["variant"]) CHECK(o.plan.variant == e["variant"].as<std::string>());
   std::vector<std::string> install, remove;
   for (const auto& i : o.plan.install) install.push_back(i.name + "==" + i.version);
-  for (const auto& r : o.plan.remove) remove.push_back(r.name + "==" + r.version);
+  for (const auto& r : o.plan.remove) remove.push_back(r.name + "==" + r.version.to_string());
   if (e["install"]) CHECK(sorted(install) == sorted(strings(e["install"])));
   if (e["remove"]) CHECK(sorted(remove) == sorted(strings(e["remove"])));
   if (e["keep"]) CHECK(sorted(o.plan.keep) == sorted(strings(e["keep"])));

@@ -2,6 +2,9 @@
 
 #include <fstream>
 
+#include <fmt/format.h>
+
+#include "util/env.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
@@ -22,6 +25,23 @@ Expected<int> twice(int v) {
 } // namespace
 
 TEST_SUITE("unit") {
+TEST_CASE("every Env value has its name, in order, and docs/environment.md lists each") {
+  const auto& vars = util::known_env_vars();
+  REQUIRE(vars.size() == static_cast<std::size_t>(util::Env::kubernetes_service_host) + 1);
+  const auto doc = util::read_file(std::filesystem::path(ENVFIX_SOURCE_DIR) / "docs/environment.md");
+  REQUIRE(doc);
+  for (std::size_t i = 0; i < vars.size(); ++i) {
+    CAPTURE(vars[i].name);
+    CHECK(vars[i].id == static_cast<util::Env>(i));
+    CHECK(util::env_name(vars[i].id) == vars[i].name);
+    CHECK(doc->find(fmt::format("| `{}` |", vars[i].name)) != std::string::npos);
+  }
+  ::setenv("ENVFIX_THREADS", "3", 1);
+  CHECK(util::get_env(util::Env::threads) == std::optional<std::string>("3"));
+  ::unsetenv("ENVFIX_THREADS");
+  CHECK_FALSE(util::get_env(util::Env::threads));
+}
+
 TEST_CASE("Error propagation and rendering") {
   CHECK(twice(4).value() == 8);
   auto e = twice(-1);
