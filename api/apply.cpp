@@ -63,8 +63,8 @@ struct GateInput {
 };
 
 installer::KernelGate make_gate(const Host& host, const std::vector<GateInput>& wheels, std::string_view variant,
-                                const std::set<std::string>& family, const wheel::EvidenceStore* store,
-                                bool refuse_partial, std::set<wheel::BuildKey> accept_partial) {
+                                const std::set<std::string>& family, const wheel::EvidenceStore* store, bool refuse_partial,
+                                std::set<wheel::BuildKey> accept_partial) {
   std::vector<installer::GatePackage> pkgs;
   for (const auto& w : wheels) {
     installer::GatePackage p{w.name, w.version, {}, family.contains(w.name), w.sha256};
@@ -157,15 +157,19 @@ std::vector<SmokeStep> plan_smoke(const Host& host, const std::vector<std::strin
     present.insert(present.end(), host.installed_names.begin(), host.installed_names.end());
     const auto device = on_cpu ? SmokeDevice::cpu : SmokeDevice::gpu;
     for (const auto& layer : util::split(o.smoke_layers, ',')) {
-      auto more = layer == "repro" ? smoke_steps(framework->smoke, present, device) : model_steps(framework->smoke, present, device);
+      auto more =
+          layer == "repro" ? smoke_steps(framework->smoke, present, device) : model_steps(framework->smoke, present, device);
       steps.insert(steps.end(), more.begin(), more.end());
     }
   }
-  if (o.no_verify) smoke.note = "smoke test skipped (--no-verify)";
-  else if (!framework) smoke.note = "no framework: smoke test skipped (plain requirement set)";
+  if (o.no_verify)
+    smoke.note = "smoke test skipped (--no-verify)";
+  else if (!framework)
+    smoke.note = "no framework: smoke test skipped (plain requirement set)";
   else if (steps.empty() && on_cpu)
     smoke.note = fmt::format("{}: smoke test skipped ({} has no CPU smoke test in the matrices)", why_cpu, framework->name);
-  else if (steps.empty()) smoke.note = fmt::format("{} has no smoke test in the matrices", framework->name);
+  else if (steps.empty())
+    smoke.note = fmt::format("{} has no smoke test in the matrices", framework->name);
   else if (on_cpu) {
     smoke.note = fmt::format("{}: smoke test ran on the CPU", why_cpu);
     smoke.cpu_why = why_cpu;
@@ -196,7 +200,8 @@ Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, ins
   to.unpacked_cache = in.unpacked_cache;
   std::string mode = !o.link_mode.empty() ? o.link_mode : util::get_env(util::Env::link_mode).value_or("auto");
   auto link_mode = installer::parse_link_mode(mode);
-  if (!link_mode) return std::unexpected(std::move(link_mode.error()).context(o.link_mode.empty() ? "$ENVFIX_LINK_MODE" : "--link-mode"));
+  if (!link_mode)
+    return std::unexpected(std::move(link_mode.error()).context(o.link_mode.empty() ? "$ENVFIX_LINK_MODE" : "--link-mode"));
   to.link_mode = *link_mode;
   if (auto t = threads_from_env()) to.threads = *t;
   to.kernel_check = [&gate](const std::vector<installer::StagedObject>& sos) { return gate(sos); };
@@ -257,14 +262,15 @@ fs::path unpacked_cache_dir(const index::IndexClient& client) { return client.ca
 // Every file ready for the transaction: a wheel already in the unpacked cache needs nothing more
 // (no download, no archive hash); the others are downloaded (or found in the wheel cache) in
 // parallel, hash-verified. The first failure names the package.
-Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClient& client, const std::vector<index::Candidate>& cands,
+Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClient& client,
+                                                                const std::vector<index::Candidate>& cands,
                                                                 const std::function<std::string(std::size_t)>& where,
                                                                 Reporter& rep) {
   std::vector<installer::WheelToInstall> wheels(cands.size());
   installer::UnpackedCache cache(unpacked_cache_dir(client));
   std::vector<index::Candidate> fetch;
   std::vector<std::size_t> fetch_index;
-  std::vector<std::string> shas; // all entries looked up at once (UnpackedCache::find_many)
+  std::vector<std::string> shas;      // all entries looked up at once (UnpackedCache::find_many)
   std::vector<std::string> filenames; // each entry must hold the very file asked for
   for (const auto& c : cands) {
     shas.push_back(c.sha256.value_or(""));
@@ -300,16 +306,19 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
   auto ready = [&](std::size_t k, const fs::path& p) {
     if (early && fetch[k].sha256) early->ready(k, p, *fetch[k].sha256);
   };
-  auto results = client.download_many(fetch, [&](std::size_t k, std::uint64_t d, std::optional<std::uint64_t> t) {
-    done[k] = d;
-    if (t && *t > total[k]) total[k] = *t;
-    std::uint64_t sd = 0, st = 0;
-    for (std::size_t j = 0; j < fetch.size(); ++j) {
-      sd += done[j];
-      st += total[j];
-    }
-    rep.progress(Phase::download, sd, st);
-  }, ready);
+  auto results = client.download_many(
+      fetch,
+      [&](std::size_t k, std::uint64_t d, std::optional<std::uint64_t> t) {
+        done[k] = d;
+        if (t && *t > total[k]) total[k] = *t;
+        std::uint64_t sd = 0, st = 0;
+        for (std::size_t j = 0; j < fetch.size(); ++j) {
+          sd += done[j];
+          st += total[j];
+        }
+        rep.progress(Phase::download, sd, st);
+      },
+      ready);
   for (std::size_t k = 0; k < results.size(); ++k)
     if (!results[k]) {
       if (early) early->cancel();
@@ -358,10 +367,14 @@ std::vector<std::string> metadata_differences(const specs::CoreMetadata& used, c
   };
   const auto a = reqs(used), b = reqs(own);
   for (const auto& r : b)
-    if (!a.contains(r)) out.push_back(fmt::format("Requires-Dist: the wheel's METADATA requires {:?}, the index's metadata does not", r));
+    if (!a.contains(r))
+      out.push_back(fmt::format("Requires-Dist: the wheel's METADATA requires {:?}, the index's metadata does not", r));
   for (const auto& r : a)
-    if (!b.contains(r)) out.push_back(fmt::format("Requires-Dist: the index's metadata requires {:?}, the wheel's METADATA does not", r));
-  auto rp = [](const specs::CoreMetadata& m) { return m.requires_python ? m.requires_python->to_string() : std::string("(none)"); };
+    if (!b.contains(r))
+      out.push_back(fmt::format("Requires-Dist: the index's metadata requires {:?}, the wheel's METADATA does not", r));
+  auto rp = [](const specs::CoreMetadata& m) {
+    return m.requires_python ? m.requires_python->to_string() : std::string("(none)");
+  };
   if (rp(used) != rp(own))
     out.push_back(fmt::format("Requires-Python: the index's metadata says {}, the wheel's METADATA says {}", rp(used), rp(own)));
   return out;
@@ -423,8 +436,7 @@ std::optional<lockfile::VerifiedOn> verified_on(const PlanContext& ctx, const st
   // The interpreter by kind and version, not by path: a committed lock must not carry one
   // developer's absolute paths (nor change when another developer's venv lives elsewhere).
   const auto& py = *host.facts.python;
-  v.interpreter = fmt::format("{} {}{}", py.executable.filename().string(), py.version.to_string(),
-                              py.is_venv ? " (venv)" : "");
+  v.interpreter = fmt::format("{} {}{}", py.executable.filename().string(), py.version.to_string(), py.is_venv ? " (venv)" : "");
   auto platform = probe::probe_platform();
   if (platform.is_wsl()) v.environment = "WSL2";
   if (!platform.container.empty())
@@ -434,22 +446,87 @@ std::optional<lockfile::VerifiedOn> verified_on(const PlanContext& ctx, const st
 }
 
 void write_lockfile(const Options& o, const PlanContext& ctx, const std::vector<std::string>& requirements,
-                    const std::map<std::string, lockfile::LockedKernels>& verified,
-                    const std::map<std::string, LocalFile>& local, ApplyReport& report,
-                    std::optional<lockfile::VerifiedOn> verified_here = std::nullopt) {
+                    const std::map<std::string, lockfile::LockedKernels>& verified, const std::map<std::string, LocalFile>& local,
+                    ApplyReport& report, std::optional<lockfile::VerifiedOn> verified_here = std::nullopt) {
   auto lp = update_lockfile(o.lockfile, ctx, recorded_request(ctx, requirements), verified, local, &report.lockfile_warnings,
                             std::move(verified_here));
-  if (lp) report.lockfile = *lp;
-  else report.lockfile_error = lp.error();
+  if (lp)
+    report.lockfile = *lp;
+  else
+    report.lockfile_error = lp.error();
+}
+
+// What apply hands to the kernel gate and the transaction: every planned file in the cache,
+// hash-verified, its own METADATA checked against what the resolver used; hashes computed here for
+// files the index gave none (the lockfile's), the framework family and the download time.
+struct PreparedSet {
+  std::vector<installer::WheelToInstall> wheels;
+  std::vector<std::string> names; // the planned name of each wheel
+  std::vector<GateInput> gate_in;
+  std::map<std::string, LocalFile> local;
+  std::set<std::string> family;
+  double download_seconds = 0;
+};
+
+Expected<PreparedSet> prepare_set(const PlanContext& ctx, ApplyReporter& rep) {
+  const auto& plan = ctx.plan;
+  auto t_prep = Clock::now();
+  std::vector<index::Candidate> cands;
+  for (const auto& i : plan.install) {
+    const auto* pin = ctx.resolution.find(i.name);
+    if (!pin) return make_error(ErrorCode::internal, fmt::format("{}: planned but not in the resolution", i.name));
+    cands.push_back(pin->file);
+  }
+  auto wheels = ENVFIX_TRY(prepare_wheels(
+      *ctx.client, cands,
+      [&](std::size_t i) {
+        return fmt::format("could not download {}=={} ({})", plan.install[i].name, plan.install[i].version,
+                           index::redact_url(cands[i].url));
+      },
+      rep));
+  ENVFIX_TRY_VOID(check_metadata_agrees(*ctx.client, ctx.resolution, plan, wheels));
+  PreparedSet out;
+  auto& local = out.local;
+  auto& names = out.names;
+  auto& gate_in = out.gate_in;
+  std::set<std::string> requested;
+  for (const auto& r : ctx.request) requested.insert(r.normalized_name());
+  auto& family = out.family;
+  if (ctx.framework_mode())
+    for (const auto& n : resolver::framework_family(*ctx.spec)) family.insert(n);
+  if (ctx.request.empty()) requested.insert(family.begin(), family.end());
+  for (std::size_t i = 0; i < wheels.size(); ++i) {
+    auto& w = wheels[i];
+    w.requested = requested.contains(plan.install[i].name);
+    if (!w.sha256) {
+      auto h = ENVFIX_TRY(util::sha256_file_hex(w.wheel));
+      std::error_code ec;
+      local[plan.install[i].name] = {h, static_cast<std::uint64_t>(fs::file_size(w.wheel, ec))};
+    } else if (!w.size) {
+      std::error_code ec;
+      auto size = w.cached ? w.cached->archive_size : static_cast<std::uint64_t>(fs::file_size(w.wheel, ec));
+      local[plan.install[i].name] = {*w.sha256, size};
+    }
+    names.push_back(plan.install[i].name);
+    gate_in.push_back({plan.install[i].name, plan.install[i].version, plan.install[i].filename,
+                       w.sha256 ? *w.sha256 : local[plan.install[i].name].sha256});
+  }
+  out.download_seconds = since(t_prep);
+  out.wheels = std::move(wheels);
+  return out;
 }
 
 // One attempt: plan, prepare, transaction. nullopt when the kernel gate refused a candidate that
 // the next plan can avoid (recorded in `ft`).
 Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const ApplyRequest& o, FallThrough& ft, ApplyReporter& rep) {
-  PlanRequest pr{.requirements = o.requirements, .pre = o.pre, .allow_unhashed = o.allow_unhashed, .upgrade = o.upgrade,
+  PlanRequest pr{.requirements = o.requirements,
+                 .pre = o.pre,
+                 .allow_unhashed = o.allow_unhashed,
+                 .upgrade = o.upgrade,
                  .reinstall = o.reinstall};
   auto ctx = ENVFIX_TRY(build_plan(g, pr));
-  ENVFIX_TRY(check_installed(ctx, o.allow_breaking, o.allow_conda_overwrite)); // before anything changes: pip check of the after-state
+  ENVFIX_TRY(
+      check_installed(ctx, o.allow_breaking, o.allow_conda_overwrite)); // before anything changes: pip check of the after-state
   const auto& plan = ctx.plan;
   const Host& host = ctx.host;
   auto target = installer::InstallTarget::from_python_info(*host.facts.python);
@@ -470,51 +547,14 @@ Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const Apply
   }
   ft.confirmed = true;
 
-  // Prepare: every file into the cache, hash-verified.
-  auto t_prep = Clock::now();
-  std::vector<index::Candidate> cands;
-  for (const auto& i : plan.install) {
-    const auto* pin = ctx.resolution.find(i.name);
-    if (!pin) return make_error(ErrorCode::internal, fmt::format("{}: planned but not in the resolution", i.name));
-    cands.push_back(pin->file);
-  }
-  auto wheels = ENVFIX_TRY(prepare_wheels(*ctx.client, cands, [&](std::size_t i) {
-    return fmt::format("could not download {}=={} ({})", plan.install[i].name, plan.install[i].version, index::redact_url(cands[i].url));
-  }, rep));
-  ENVFIX_TRY_VOID(check_metadata_agrees(*ctx.client, ctx.resolution, plan, wheels));
-  std::map<std::string, LocalFile> local;
-  std::vector<std::string> names;
-  std::vector<GateInput> gate_in;
-  std::set<std::string> requested;
-  for (const auto& r : ctx.request) requested.insert(r.normalized_name());
-  std::set<std::string> family;
-  if (ctx.framework_mode())
-    for (const auto& n : resolver::framework_family(*ctx.spec)) family.insert(n);
-  if (ctx.request.empty()) requested.insert(family.begin(), family.end());
-  for (std::size_t i = 0; i < wheels.size(); ++i) {
-    auto& w = wheels[i];
-    w.requested = requested.contains(plan.install[i].name);
-    if (!w.sha256) {
-      auto h = ENVFIX_TRY(util::sha256_file_hex(w.wheel));
-      std::error_code ec;
-      local[plan.install[i].name] = {h, static_cast<std::uint64_t>(fs::file_size(w.wheel, ec))};
-    } else if (!w.size) {
-      std::error_code ec;
-      auto size = w.cached ? w.cached->archive_size : static_cast<std::uint64_t>(fs::file_size(w.wheel, ec));
-      local[plan.install[i].name] = {*w.sha256, size};
-    }
-    names.push_back(plan.install[i].name);
-    gate_in.push_back({plan.install[i].name, plan.install[i].version, plan.install[i].filename,
-                       w.sha256 ? *w.sha256 : local[plan.install[i].name].sha256});
-  }
-  const double t_download = since(t_prep);
-
-  TxnInput in{&host, &target, std::move(wheels), std::move(names), {}, nullptr, plan.variant, unpacked_cache_dir(*ctx.client)};
+  auto prep = ENVFIX_TRY(prepare_set(ctx, rep));
+  TxnInput in{&host, &target, std::move(prep.wheels), std::move(prep.names),
+              {},    nullptr, plan.variant,           unpacked_cache_dir(*ctx.client)};
   for (const auto& r : plan.remove)
     if (!r.dist_info.empty()) in.removals.push_back(r.dist_info); // empty: a dist not read from this disk
   in.framework = ctx.framework_mode() && ctx.knowledge ? ctx.knowledge->framework(ctx.spec->name) : nullptr;
   auto store = evidence_store(*ctx.client);
-  auto gate = make_gate(host, gate_in, plan.variant, family, &store, ctx.framework_mode(), ft.accept_partial);
+  auto gate = make_gate(host, prep.gate_in, plan.variant, prep.family, &store, ctx.framework_mode(), ft.accept_partial);
   auto rr = run_transaction(in, o, gate, rep);
   if (!rr) {
     const auto& ref = gate.refusal();
@@ -529,12 +569,12 @@ Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const Apply
     }
     return std::unexpected(ft.decorate(std::move(rr.error())));
   }
-  rr->timings.download = t_download;
+  rr->timings.download = prep.download_seconds;
   report.kernel_refusals = ft.refused;
   // The lockfile is written right after the commit, unless the smoke test failed and the set was
   // only kept (--no-rollback).
   if (!rr->smoke.failure_kept)
-    write_lockfile(g, ctx, o.requirements, locked_kernels(gate), local, report, verified_on(ctx, rr->smoke.passed));
+    write_lockfile(g, ctx, o.requirements, locked_kernels(gate), prep.local, report, verified_on(ctx, rr->smoke.passed));
   report.applied = std::move(*rr);
   report.plan = std::move(ctx);
   return report;
@@ -577,10 +617,11 @@ Expected<void> check_installed_only(const Host& host, const lockfile::LockTarget
   auto unmet = lockfile::unmet_installed_only(chosen, have);
   if (unmet.empty()) return {};
   return std::unexpected(Error{ErrorCode::invalid_input,
-                               fmt::format("{} target {} keeps {} package{} no index serves, and this environment lacks {}", lockfile,
-                                           chosen.id, unmet.size(), unmet.size() == 1 ? "" : "s", unmet.front()),
-                               unmet, "install those versions first (from where they came), or re-lock with an index that serves "
-                                      "them; nothing was changed"});
+                               fmt::format("{} target {} keeps {} package{} no index serves, and this environment lacks {}",
+                                           lockfile, chosen.id, unmet.size(), unmet.size() == 1 ? "" : "s", unmet.front()),
+                               unmet,
+                               "install those versions first (from where they came), or re-lock with an index that serves "
+                               "them; nothing was changed"});
 }
 
 // The locked files as index candidates; a --find-links folder holding the file serves it instead.
@@ -610,8 +651,8 @@ std::vector<index::Candidate> locked_candidates(const lockfile::LockTarget& chos
 // apply --locked --mirror M: the locked files of the framework's index, re-pointed from the mirror the
 // lock was made against (its target's index less the channel template's tail) to M; each is still
 // checked against its locked sha256, so a mirror cannot change what is installed. Said, never silent.
-void repoint_to_mirror(std::vector<index::Candidate>& cands, const lockfile::LockTarget& chosen,
-                       const matrices::Framework* fw, std::string mirror, ApplyReporter& rep) {
+void repoint_to_mirror(std::vector<index::Candidate>& cands, const lockfile::LockTarget& chosen, const matrices::Framework* fw,
+                       std::string mirror, ApplyReporter& rep) {
   if (mirror.empty()) return;
   while (mirror.ends_with('/')) mirror.pop_back();
   std::string old;
@@ -627,7 +668,8 @@ void repoint_to_mirror(std::vector<index::Candidate>& cands, const lockfile::Loc
     if (!old.empty() && old != mirror && c.url.starts_with(old + "/")) {
       c.url = mirror + c.url.substr(old.size());
       ++moved;
-    } else ++kept;
+    } else
+      ++kept;
   }
   if (moved)
     rep.note(fmt::format("--mirror: {} locked file{} re-pointed from {} to {} (each checked against its locked sha256)", moved,
@@ -650,7 +692,8 @@ Expected<void> check_locked_changes(const Host& host, const lockfile::LockTarget
   for (const auto& r : plan.remove)
     if (!lock_names.contains(r.name)) touched.remove.push_back(r);
   ENVFIX_TRY_VOID(check_conda(touched, o.allow_conda_overwrite));
-  for (const auto& p : chosen.packages) touched.install.push_back({p.name, p.version, p.filename, p.url, p.sha256, p.size, {}, {}});
+  for (const auto& p : chosen.packages)
+    touched.install.push_back({p.name, p.version, p.filename, p.url, p.sha256, p.size, {}, {}});
   ENVFIX_TRY(check_breaking(host.installed, touched, host.python.markers, o.allow_breaking));
   for (const auto& w : touched.warnings) rep.warning(w);
   return {};
@@ -665,7 +708,9 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
   const Options g = ENVFIX_TRY(prepare_venv(options, o, rep));
   const auto env_lock = ENVFIX_TRY(lock_before_planning(g, rep));
   auto text = util::read_file(g.lockfile);
-  if (!text) return make_error(ErrorCode::not_found, fmt::format("cannot read the lockfile {}", g.lockfile), "run `envfix lock` or `envfix apply` first, or pass --lockfile PATH");
+  if (!text)
+    return make_error(ErrorCode::not_found, fmt::format("cannot read the lockfile {}", g.lockfile),
+                      "run `envfix lock` or `envfix apply` first, or pass --lockfile PATH");
   auto lock = ENVFIX_TRY(lockfile::LockFile::parse(*text, g.lockfile));
   auto knowledge = ENVFIX_TRY(load_knowledge(g));
   auto host = ENVFIX_TRY(make_host(g, knowledge.get()));
@@ -676,7 +721,8 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
     return std::unexpected(Error{ErrorCode::not_found,
                                  fmt::format("no target in {} matches this host ({} target{})", g.lockfile, lock.targets.size(),
                                              lock.targets.size() == 1 ? "" : "s"),
-                                 sel.reasons(), "run `envfix lock --target ...` for this host, or plan for it with --gpu/--python-version"});
+                                 sel.reasons(),
+                                 "run `envfix lock --target ...` for this host, or plan for it with --gpu/--python-version"});
   const auto* chosen = sel.chosen;
   rep.locked_target(chosen->id, g.lockfile);
   ENVFIX_TRY_VOID(check_installed_only(host, *chosen, g.lockfile));
@@ -698,11 +744,15 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
     return report;
   }
   auto t_prep = Clock::now();
-  auto wheels = ENVFIX_TRY(prepare_wheels(*client, cands, [&](std::size_t i) {
-    const auto& p = chosen->packages[i];
-    std::size_t line = line_of(*text, p.url);
-    return fmt::format("locked package {}=={} ({}:{}): {}", p.name, p.version, g.lockfile, line, index::redact_url(cands[i].url));
-  }, rep));
+  auto wheels = ENVFIX_TRY(prepare_wheels(
+      *client, cands,
+      [&](std::size_t i) {
+        const auto& p = chosen->packages[i];
+        std::size_t line = line_of(*text, p.url);
+        return fmt::format("locked package {}=={} ({}:{}): {}", p.name, p.version, g.lockfile, line,
+                           index::redact_url(cands[i].url));
+      },
+      rep));
   std::vector<std::string> names;
   std::set<std::string> requested;
   for (const auto& req : lock.request)

@@ -18,9 +18,9 @@ namespace envfix::api {
 struct ApplyRequest {
   std::vector<std::string> requirements; // empty = the framework packages installed (not with --locked)
   bool no_verify = false;
-  bool no_rollback = false;       // keep the new set when the smoke test fails
+  bool no_rollback = false; // keep the new set when the smoke test fails
   bool no_backup = false;
-  unsigned keep_backups = 2;  // --keep-backups: rollback steps kept (installer/transaction.hpp)
+  unsigned keep_backups = 2; // --keep-backups: rollback steps kept (installer/transaction.hpp)
   bool break_system_packages = false;
   bool allow_unhashed = false;
   bool pre = false;
@@ -28,8 +28,8 @@ struct ApplyRequest {
   bool reinstall = false; // PlanRequest::reinstall
   bool allow_breaking = false;
   bool allow_conda_overwrite = false;
-  std::string venv;               // create (or reuse) a venv there and install into it
-  std::string link_mode;          // "" = $ENVFIX_LINK_MODE, else auto
+  std::string venv;      // create (or reuse) a venv there and install into it
+  std::string link_mode; // "" = $ENVFIX_LINK_MODE, else auto
   int smoke_timeout_s = 600;
   std::string smoke_layers = "repro,model"; // envfix verify's layers 1 and 2
 };
@@ -48,16 +48,16 @@ public:
 };
 
 struct Timings {
-  double download = 0;            // downloads (or cache lookups)
-  double stage = 0, kernels = 0;  // inside the transaction, before the environment changes
+  double download = 0;           // downloads (or cache lookups)
+  double stage = 0, kernels = 0; // inside the transaction, before the environment changes
   double uninstall = 0, install = 0;
   [[nodiscard]] double prepare() const { return download + stage + kernels; }
 };
 
 struct Smoke {
-  std::vector<std::string> passed; // step names, in order
-  std::string cpu_why;             // "no GPU" | "CPU build" when it ran on the CPU
-  std::string note;                // why it was skipped, or where it ran
+  std::vector<std::string> passed;   // step names, in order
+  std::string cpu_why;               // "no GPU" | "CPU build" when it ran on the CPU
+  std::string note;                  // why it was skipped, or where it ran
   std::optional<Error> failure_kept; // --no-rollback: the failure, the new set left installed
   std::vector<StepTime> seconds;     // each step run, in order (api/smoke.hpp)
   int interpreters = 0;              // Python processes the steps ran in
@@ -68,18 +68,18 @@ struct Applied {
   Timings timings;
   Smoke smoke;
   std::vector<std::string> gate_warnings, gate_notes; // the kernel gate's (installer/kernel_gate.hpp)
-  std::size_t unpacked_while_downloading = 0; // wheels unpacked as their download completed (installer/early_unpack.hpp)
+  std::size_t unpacked_while_downloading = 0;         // wheels unpacked as their download completed (installer/early_unpack.hpp)
 };
 
 struct ApplyReport {
   enum class Outcome { nothing_to_do, aborted, applied };
   Outcome outcome = Outcome::applied;
-  std::optional<PlanContext> plan;       // plain apply: the plan that was applied
-  std::string locked_target;             // --locked: the target id installed
+  std::optional<PlanContext> plan; // plain apply: the plan that was applied
+  std::string locked_target;       // --locked: the target id installed
   std::optional<Applied> applied;
-  std::vector<std::string> kernel_refusals; // "<package> … (<channel> <variant>)", one per fall-through
-  std::optional<std::string> lockfile;   // written path
-  std::optional<Error> lockfile_error;   // not written, and why (the install stands)
+  std::vector<std::string> kernel_refusals;   // "<package> … (<channel> <variant>)", one per fall-through
+  std::optional<std::string> lockfile;        // written path
+  std::optional<Error> lockfile_error;        // not written, and why (the install stands)
   std::vector<std::string> lockfile_warnings; // packages kept as installed, no index serves (lockfile::installed_only_warning)
 };
 

@@ -38,7 +38,6 @@ void add(DoctorReport& r, std::string code, std::string severity, std::string me
   r.findings.push_back({std::move(code), std::move(severity), std::move(message), std::move(hint)});
 }
 
-
 // ---------------------------------------------------------------- step 1: hardware and environment
 
 fs::path env_prefix_of(const fs::path& interpreter) {
@@ -72,11 +71,10 @@ void check_environment(DoctorReport& r) {
   if (!f.python) return;
   const auto& py = *f.python;
   if (py.externally_managed) {
-    auto msg = py.externally_managed_message.empty() ? std::string("the distribution manages its packages")
-                                                      : std::string(py.externally_managed_message.substr(
-                                                            0, py.externally_managed_message.find('\n')));
-    add(r, "externally-managed", "warning",
-        fmt::format("{} is externally managed (PEP 668): {}", py.executable.string(), msg),
+    auto msg = py.externally_managed_message.empty()
+                   ? std::string("the distribution manages its packages")
+                   : std::string(py.externally_managed_message.substr(0, py.externally_managed_message.find('\n')));
+    add(r, "externally-managed", "warning", fmt::format("{} is externally managed (PEP 668): {}", py.executable.string(), msg),
         "install into a virtual environment: envfix apply --venv .venv");
   }
   check_python_on_path(r);
@@ -86,8 +84,7 @@ void check_environment(DoctorReport& r) {
     if (pip_prefix != target) {
       add(r, "pip-other-interpreter", "warning",
           fmt::format("`pip` on PATH ({}) installs into {}, not into the target {}",
-                      f.pip_on_path ? f.pip_on_path->string() : std::string("pip"), pip_prefix.string(),
-                      target.string()),
+                      f.pip_on_path ? f.pip_on_path->string() : std::string("pip"), pip_prefix.string(), target.string()),
           fmt::format("use `{} -m pip`, or activate the environment first", py.executable.string()));
     }
   }
@@ -246,9 +243,12 @@ void check_gpu_extra(DoctorReport& r, const FrameworkReport& s, const PackageRep
   std::vector<std::string> runtime, compiler, other;
   for (const auto& q : missing_for_extra(*main.dist, v->extra, r.facts.installed, markers_of(r))) {
     const auto n = q.normalized_name();
-    if (is_cuda_compiler_wheel(n)) compiler.push_back(q.name);
-    else if (n.starts_with("nvidia-")) runtime.push_back(q.name);
-    else if (!package_role(*s.fw, n).empty()) other.push_back(q.name); // numpy & co. are pip check's
+    if (is_cuda_compiler_wheel(n))
+      compiler.push_back(q.name);
+    else if (n.starts_with("nvidia-"))
+      runtime.push_back(q.name);
+    else if (!package_role(*s.fw, n).empty())
+      other.push_back(q.name); // numpy & co. are pip check's
   }
   const auto label = fmt::format("{}[{}]", main.dist->name, v->extra);
   const bool only_compiler = runtime.empty() && !compiler.empty();
@@ -360,8 +360,9 @@ void check_mixed(DoctorReport& r, const FrameworkReport& s) {
     if (!p.dist->installer.empty()) installers.insert(p.dist->installer);
   }
   if (urls.size() > 1)
-    add(r, "mixed-sources", "warning", fmt::format("the {} packages came from different indexes: {}", framework,
-                                                   join(std::vector<std::string>(urls.begin(), urls.end()), ", ")));
+    add(r, "mixed-sources", "warning",
+        fmt::format("the {} packages came from different indexes: {}", framework,
+                    join(std::vector<std::string>(urls.begin(), urls.end()), ", ")));
   else if (installers.size() > 1)
     add(r, "mixed-sources", "info",
         fmt::format("the {} packages were installed by different tools: {}", framework,
@@ -383,8 +384,8 @@ void check_companions(DoctorReport& r, const FrameworkReport& s, const PackageRe
         auto w = specs::Version::parse(*want);
         if (w && w->public_version() != d.version.public_version())
           add(r, "companion-mismatch", "error",
-              fmt::format("{} {} does not match {} {} (it needs {} {})", d.name, d.version.to_string(), main_pkg,
-                          mv.to_string(), d.name, *want),
+              fmt::format("{} {} does not match {} {} (it needs {} {})", d.name, d.version.to_string(), main_pkg, mv.to_string(),
+                          d.name, *want),
               "install the coupled versions together (see the fix command below)");
       }
     }
@@ -408,14 +409,12 @@ void check_driver(DoctorReport& r, const FrameworkReport& s, const PackageReport
   const auto& drv = r.facts.driver;
   if (drv && !main->variant.empty()) {
     if (auto cuda = cuda_of_variant(s, main->variant)) {
-      bool ok = r.knowledge ? r.knowledge->driver_supports(drv->version, *cuda)
-                            : (!drv->cuda || *drv->cuda >= *cuda);
+      bool ok = r.knowledge ? r.knowledge->driver_supports(drv->version, *cuda) : (!drv->cuda || *drv->cuda >= *cuda);
       if (!ok) {
         auto need = r.knowledge ? r.knowledge->min_driver(*cuda) : std::nullopt;
         add(r, "driver-too-old", "error",
-            fmt::format("{} {} is built for CUDA {}, which driver {}{} cannot run", main_pkg, mv.to_string(),
-                        cuda->to_string(), drv->version,
-                        drv->cuda ? fmt::format(" (CUDA {})", drv->cuda->to_string()) : std::string()),
+            fmt::format("{} {} is built for CUDA {}, which driver {}{} cannot run", main_pkg, mv.to_string(), cuda->to_string(),
+                        drv->version, drv->cuda ? fmt::format(" (CUDA {})", drv->cuda->to_string()) : std::string()),
             need ? fmt::format("upgrade the driver to >= {}, or install a build for an older CUDA", *need)
                  : std::string("upgrade the driver, or install a build for an older CUDA"));
       }
@@ -433,8 +432,8 @@ void check_framework(DoctorReport& r, FrameworkReport& s) {
   for (const auto& p : s.packages)
     if (p.dist->conda)
       add(r, "conda-owned", "info",
-          fmt::format("{} {} belongs to conda ({} {} {}); envfix apply will not replace it", p.dist->name, p.dist->version.to_string(),
-                      p.dist->conda->name, p.dist->conda->version, p.dist->conda->build),
+          fmt::format("{} {} belongs to conda ({} {} {}); envfix apply will not replace it", p.dist->name,
+                      p.dist->version.to_string(), p.dist->conda->name, p.dist->conda->version, p.dist->conda->build),
           "change it with conda (`conda install` the build you need), or add --allow-conda-overwrite to the fix");
   if (!main) {
     add(r, "framework-not-installed", "warning",
@@ -457,8 +456,7 @@ void check_dists(DoctorReport& r) {
     std::vector<std::string> where;
     for (auto* d : group) where.push_back(d->dist_info.string());
     bool fw_pkg = false;
-    for (const auto& s : r.frameworks)
-      fw_pkg = fw_pkg || (s.fw && !package_role(*s.fw, group[0]->normalized_name()).empty());
+    for (const auto& s : r.frameworks) fw_pkg = fw_pkg || (s.fw && !package_role(*s.fw, group[0]->normalized_name()).empty());
     add(r, "duplicate-dist", fw_pkg ? "error" : "warning",
         fmt::format("{} is installed {} times: {}", group[0]->name, group.size(), join(where, ", ")),
         "remove the stale copy: envfix apply reinstalls one clean set");
@@ -522,8 +520,8 @@ void judge_repro(DoctorReport& r, FrameworkReport& s, const std::vector<StepOutc
     std::vector<std::string> archs;
     for (auto& g : r.facts.gpus) archs.push_back(g.cc.sm_name());
     add(r, "arch-not-covered", "error",
-        fmt::format("the installed build has no kernel image for {} ({}: \"no kernel image is available\")",
-                    join(archs, ", "), step),
+        fmt::format("the installed build has no kernel image for {} ({}: \"no kernel image is available\")", join(archs, ", "),
+                    step),
         "install a build whose kernels include this architecture (see the fix command below)");
   };
   // The guide's second and third layers: the repro runs with CUDA_LAUNCH_BLOCKING=1 (api/smoke_run.cpp),
@@ -584,19 +582,19 @@ void check_matrices(DoctorReport& r, const FrameworkReport& s) {
     if (!vb) continue;
     for (const auto& g : r.facts.gpus) {
       switch (vb->runs_on(g.cc)) {
-        case matrices::RunKind::none:
-          add(r, "arch-not-covered", "error",
-              fmt::format("{} {} ({}) ships no kernels for {} ({}) according to the matrices [{}]", p.dist->name,
-                          p.dist->version.to_string(), p.variant, g.cc.sm_name(), g.name, vb->source),
-              "install a build that covers this GPU (see the fix command below)");
-          break;
-        case matrices::RunKind::jit:
-          add(r, "ptx-jit-only", "warning",
-              fmt::format("{} {} ({}) runs on {} only by JIT-compiling PTX (slow first start, needs a recent driver)",
-                          p.dist->name, p.dist->version.to_string(), p.variant, g.cc.sm_name()),
-              "a build with SASS for this GPU starts faster");
-          break;
-        default: break;
+      case matrices::RunKind::none:
+        add(r, "arch-not-covered", "error",
+            fmt::format("{} {} ({}) ships no kernels for {} ({}) according to the matrices [{}]", p.dist->name,
+                        p.dist->version.to_string(), p.variant, g.cc.sm_name(), g.name, vb->source),
+            "install a build that covers this GPU (see the fix command below)");
+        break;
+      case matrices::RunKind::jit:
+        add(r, "ptx-jit-only", "warning",
+            fmt::format("{} {} ({}) runs on {} only by JIT-compiling PTX (slow first start, needs a recent driver)", p.dist->name,
+                        p.dist->version.to_string(), p.variant, g.cc.sm_name()),
+            "a build with SASS for this GPU starts faster");
+        break;
+      default: break;
       }
     }
   }
@@ -609,7 +607,7 @@ void check_back_to_stable(DoctorReport& r, const FrameworkReport& s, const wheel
   for (const auto& p : s.packages) {
     if (p.role != "main") continue;
     const auto& v = p.dist->version;
-    std::string channel = v.is_devrelease() ? "nightly"
+    std::string channel = v.is_devrelease()                                                   ? "nightly"
                           : p.source.find("/test/") != std::string::npos || v.is_prerelease() ? "test"
                                                                                               : "";
     if (channel.empty()) return;
@@ -632,8 +630,8 @@ void check_back_to_stable(DoctorReport& r, const FrameworkReport& s, const wheel
       }
       return false;
     };
-    auto cover = r.knowledge->stable_covering(s.fw->name, ccs, r.facts.driver ? r.facts.driver->version : "",
-                                              platform_of(r), contradicted);
+    auto cover = r.knowledge->stable_covering(s.fw->name, ccs, r.facts.driver ? r.facts.driver->version : "", platform_of(r),
+                                              contradicted);
     if (!cover) return;
     std::vector<std::string> archs;
     for (const auto& cc : ccs)
@@ -716,15 +714,14 @@ void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_
               partial_text(label, c, gc.arch, " — a small test may pass and the full app fail"),
               "install a build with full coverage for this GPU (see the fix command below)");
         else if (c.jit_only)
-          add(r, "ptx-jit-only", "warning",
-              fmt::format("{}: runs on {} only by JIT-compiling PTX", label, gc.arch),
+          add(r, "ptx-jit-only", "warning", fmt::format("{}: runs on {} only by JIT-compiling PTX", label, gc.arch),
               "a build with SASS for this GPU starts faster");
       }
     }
     if (ks.zstd && r.facts.driver && r.facts.driver->cuda && *r.facts.driver->cuda < specs::kZstdMinCuda)
       add(r, "zstd-needs-newer-driver", "error",
-          fmt::format("{} has ZSTD-compressed kernels, which need a driver for CUDA >= 12.4 (this one: CUDA {})",
-                      p.dist->name, r.facts.driver->cuda->to_string()),
+          fmt::format("{} has ZSTD-compressed kernels, which need a driver for CUDA >= 12.4 (this one: CUDA {})", p.dist->name,
+                      r.facts.driver->cuda->to_string()),
           fmt::format("upgrade the driver (>= {})", zstd_driver.empty() ? "one for CUDA 12.4" : zstd_driver));
     p.kernels = std::move(ks);
   }
@@ -906,11 +903,24 @@ void check_extensions(DoctorReport& r, const DoctorRequest& opt, const KernelRea
 
 // Only problems that a reinstall fixes get a command; hardware and driver problems do not.
 const std::set<std::string>& fixable_codes() {
-  static const std::set<std::string> fixable = {
-      "arch-not-covered", "arch-partly-covered", "ptx-jit-only", "cpu-build-on-gpu-host", "cuda-runtime-missing",
-      "gpu-package-missing", "no-gpu-kernels", "companion-mismatch", "mixed-variants", "mixed-sources",
-      "duplicate-dist", "missing-record", "repro-failed", "framework-not-installed", "externally-managed",
-      "extension-arch-not-covered", "extension-arch-partly-covered", "extension-framework-mismatch"};
+  static const std::set<std::string> fixable = {"arch-not-covered",
+                                                "arch-partly-covered",
+                                                "ptx-jit-only",
+                                                "cpu-build-on-gpu-host",
+                                                "cuda-runtime-missing",
+                                                "gpu-package-missing",
+                                                "no-gpu-kernels",
+                                                "companion-mismatch",
+                                                "mixed-variants",
+                                                "mixed-sources",
+                                                "duplicate-dist",
+                                                "missing-record",
+                                                "repro-failed",
+                                                "framework-not-installed",
+                                                "externally-managed",
+                                                "extension-arch-not-covered",
+                                                "extension-arch-partly-covered",
+                                                "extension-framework-mismatch"};
   return fixable;
 }
 
@@ -928,8 +938,10 @@ std::string fix_for(const DoctorReport& r, const FrameworkReport& s, const Optio
   std::vector<std::string> args = {"envfix", "apply"};
   std::vector<std::string> pkgs;
   for (const auto& p : s.packages) {
-    if (p.role == "main") pkgs.push_back(specs::normalize_name(main) + extra);
-    else if (p.role != "variant" || extra.empty()) pkgs.push_back(specs::normalize_name(p.dist->name));
+    if (p.role == "main")
+      pkgs.push_back(specs::normalize_name(main) + extra);
+    else if (p.role != "variant" || extra.empty())
+      pkgs.push_back(specs::normalize_name(p.dist->name));
   }
   // A broken extension is replaced in the same transaction, by a build that fits the new set.
   for (const auto& f : r.findings)
@@ -940,8 +952,10 @@ std::string fix_for(const DoctorReport& r, const FrameworkReport& s, const Optio
   args.insert(args.end(), pkgs.begin(), pkgs.end());
   if (s.name != "torch") args.insert(args.end(), {"--framework", s.name});
   bool em = r.facts.python && r.facts.python->externally_managed;
-  if (em) args.insert(args.end(), {"--venv", ".venv"});
-  else if (!g.python.empty()) args.insert(args.end(), {"--python", g.python});
+  if (em)
+    args.insert(args.end(), {"--venv", ".venv"});
+  else if (!g.python.empty())
+    args.insert(args.end(), {"--python", g.python});
   for (const auto& gpu : g.gpus) args.insert(args.end(), {"--gpu", gpu});
   if (!g.driver.empty()) args.insert(args.end(), {"--driver", g.driver});
   if (!g.matrices_dir.empty()) args.insert(args.end(), {"--matrices", g.matrices_dir});
@@ -994,18 +1008,18 @@ void jetson_facts(DoctorReport& r) {
   std::string arch;
   for (const auto& g : r.facts.gpus)
     if (g.cc.tegra) arch = g.cc.sm_name();
-  std::string text = fmt::format("a Jetson{}{}: {}", t.model.empty() ? "" : " (" + t.model + ")", where,
-                                 rel ? fmt::format("L4T {} is JetPack {}, whose driver runs CUDA {} and older", t.l4t,
-                                                   rel->jetpack, rel->cuda.to_string())
-                                     : t.l4t.empty() ? std::string("no L4T release found (/etc/nv_tegra_release)")
-                                                     : fmt::format("L4T {} is not in the matrices (jetson.yaml)", t.l4t));
+  std::string text = fmt::format(
+      "a Jetson{}{}: {}", t.model.empty() ? "" : " (" + t.model + ")", where,
+      rel ? fmt::format("L4T {} is JetPack {}, whose driver runs CUDA {} and older", t.l4t, rel->jetpack, rel->cuda.to_string())
+      : t.l4t.empty() ? std::string("no L4T release found (/etc/nv_tegra_release)")
+                      : fmt::format("L4T {} is not in the matrices (jetson.yaml)", t.l4t));
   if (!arch.empty())
     text += fmt::format("; its integrated GPU runs only {} SASS (or PTX it can JIT): SASS built for another part of "
                         "the same major does not load on it (docs/kernels.md, the Tegra rule)",
                         arch);
   std::string hint;
-  for (const auto& [fw, url] : v.indexes) hint += fmt::format("{}{} wheels for JetPack {}: --index-url {}", hint.empty() ? "" : "; ", fw,
-                                                             v.jetpack, url);
+  for (const auto& [fw, url] : v.indexes)
+    hint += fmt::format("{}{} wheels for JetPack {}: --index-url {}", hint.empty() ? "" : "; ", fw, v.jetpack, url);
   add(r, "jetson", "info", text, hint.empty() ? "see docs/kernels.md (the Tegra rule)" : hint);
   r.jetson = std::move(v);
 }
@@ -1101,7 +1115,8 @@ Expected<DoctorReport> doctor(const Options& o, const DoctorRequest& opt) {
   in.kernels = [store](const probe::InstalledDist& d) -> Expected<probe::InstalledKernels> {
     auto ik = ENVFIX_TRY(probe::read_installed_kernels(d, store.get(), util::default_threads()));
     if (store && !ik.files.empty()) // what the installed binaries say, for plan and `envfix matrix`
-      (void)store->put_build({probe::installed_build_key(d), fmt::format("installed in {}", d.dist_info.parent_path().string()), ik.files});
+      (void)store->put_build(
+          {probe::installed_build_key(d), fmt::format("installed in {}", d.dist_info.parent_path().string()), ik.files});
     return ik;
   };
   if (in.facts.python) {
@@ -1116,7 +1131,9 @@ Expected<DoctorReport> doctor(const Options& o, const DoctorRequest& opt) {
       auto run = run_steps(python, steps, ro);
       if (!run) return std::vector<StepOutcome>{{false, run.error().message}};
       for (const auto& st : run->steps) {
-        std::string error = st.ok ? "" : st.timed_out ? fmt::format("timed out after {} s", timeout_s) : exception_line(st.out, st.err);
+        std::string error = st.ok          ? ""
+                            : st.timed_out ? fmt::format("timed out after {} s", timeout_s)
+                                           : exception_line(st.out, st.err);
         if (!st.ok && error.empty())
           error = st.term_signal ? fmt::format("killed by signal {}", st.term_signal) : fmt::format("exit code {}", st.exit_code);
         out.push_back({st.ok, error});

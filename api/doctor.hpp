@@ -54,13 +54,13 @@ struct KernelSummary {
 
 struct PackageReport {
   const probe::InstalledDist* dist = nullptr; // into DoctorReport::facts.installed
-  std::string role;         // main | companion | variant (in a variant's set: jaxlib, jax-cuda13-plugin)
-  std::string variant;      // cu128, cuda13, cpu, … or "" when unknown
+  std::string role;                           // main | companion | variant (in a variant's set: jaxlib, jax-cuda13-plugin)
+  std::string variant;                        // cu128, cuda13, cpu, … or "" when unknown
   // local-label | conda-meta | gpu-package (a package only one variant has: jax-cuda13-plugin) |
   // no-gpu-package (none of the GPU variants' packages is installed) | extra (the variant's extra,
   // and-cuda, is installed) | requires-dist | pypi-default | ""
   std::string variant_from;
-  std::string source;       // index URL dir from direct_url.json, else "installer:<name>"
+  std::string source; // index URL dir from direct_url.json, else "installer:<name>"
   std::optional<KernelSummary> kernels;
   bool kernel_package = false; // its binaries carry the variant's kernels (Framework::kernel_packages)
 };
@@ -85,9 +85,9 @@ struct FrameworkReport {
 // (xformers, flash-attn, bitsandbytes, a custom CUDA op), found by reading them, not from a list,
 // and judged per device with the same coverage model as the framework's.
 struct ExtensionReport {
-  const probe::InstalledDist* dist = nullptr; // into DoctorReport::facts.installed
-  std::string framework;   // the framework whose main package it requires; "" none
-  std::string requirement; // that Requires-Dist ("torch==2.4.0"); "" none
+  const probe::InstalledDist* dist = nullptr;      // into DoctorReport::facts.installed
+  std::string framework;                           // the framework whose main package it requires; "" none
+  std::string requirement;                         // that Requires-Dist ("torch==2.4.0"); "" none
   std::optional<specs::Version> framework_version; // the installed main package's
   bool requirement_met = true;
   KernelSummary kernels;
@@ -97,9 +97,9 @@ struct ExtensionReport {
 // A Jetson as doctor shows it: the device tree and L4T facts, and what jetson.yaml says of that release.
 struct JetsonView {
   std::string model, soc, l4t, kernel, power_mode; // as read (probe::TegraInfo)
-  std::string jetpack;                              // "6.2"; "" when the L4T release is not in the matrices
-  std::optional<specs::CudaVersion> cuda;           // the CUDA of that L4T release
-  std::map<std::string, std::string> indexes;       // framework → the JetPack index with the SoC's arch
+  std::string jetpack;                             // "6.2"; "" when the L4T release is not in the matrices
+  std::optional<specs::CudaVersion> cuda;          // the CUDA of that L4T release
+  std::map<std::string, std::string> indexes;      // framework → the JetPack index with the SoC's arch
 };
 
 struct DoctorReport {
@@ -107,12 +107,12 @@ struct DoctorReport {
   std::optional<JetsonView> jetson;
   probe::BaseEnv base; // the framework's CUDA runtime, the local nvcc, pip, WSL2 and containers
   std::unique_ptr<matrices::Knowledge> knowledge;
-  std::string framework_from;               // option (--framework) | installed | assumed (none installed)
-  std::vector<FrameworkReport> frameworks;  // at least one; each installed one without --framework
-  std::vector<ExtensionReport> extensions;  // installed GPU extensions outside the frameworks' sets
-  std::vector<Finding> findings; // errors first, then warnings, then info
-  std::string verdict;           // healthy | degraded | broken
-  std::string fix;               // the frameworks' fixes joined by " && "; "" when a reinstall would not fix it
+  std::string framework_from;              // option (--framework) | installed | assumed (none installed)
+  std::vector<FrameworkReport> frameworks; // at least one; each installed one without --framework
+  std::vector<ExtensionReport> extensions; // installed GPU extensions outside the frameworks' sets
+  std::vector<Finding> findings;           // errors first, then warnings, then info
+  std::string verdict;                     // healthy | degraded | broken
+  std::string fix;                         // the frameworks' fixes joined by " && "; "" when a reinstall would not fix it
   [[nodiscard]] const FrameworkReport* framework(std::string_view name) const {
     for (const auto& s : frameworks)
       if (s.name == name) return &s;
@@ -128,8 +128,8 @@ struct StepOutcome {
 
 // Everything diagnose() reads. doctor() fills it from the machine; a scenario fills it from YAML.
 struct DoctorInputs {
-  probe::HostFacts facts;  // planned GPUs and driver already laid over (api/host.hpp)
-  probe::BaseEnv base;     // probe::probe_base_env(facts) on a machine
+  probe::HostFacts facts;                         // planned GPUs and driver already laid over (api/host.hpp)
+  probe::BaseEnv base;                            // probe::probe_base_env(facts) on a machine
   std::unique_ptr<matrices::Knowledge> knowledge; // null: the matrices did not load
   std::optional<std::string> cuda_visible_devices;
   // The kernels of an installed dist (null: none are read, as with --no-kernels).

@@ -47,8 +47,7 @@ FrameworkChoice choose_frameworks(const std::string& asked, bool detect, const m
   if (!detect || !k) return {{asked}, "option", {}};
   FrameworkChoice c;
   for (const auto* fw : installed_frameworks(*k, installed)) c.names.push_back(fw->name);
-  if (c.names.empty())
-    return {{asked}, "assumed", fmt::format("no framework installed; assuming {} (use --framework)", asked)};
+  if (c.names.empty()) return {{asked}, "assumed", fmt::format("no framework installed; assuming {} (use --framework)", asked)};
   // The default (torch) first when it is one of them: plan and apply act on the first.
   if (auto it = std::find(c.names.begin(), c.names.end(), asked); it != c.names.end()) std::rotate(c.names.begin(), it, it + 1);
   c.from = "installed";
@@ -78,7 +77,8 @@ Expected<FrameworkChoice> choose_plan_framework(const std::string& asked, bool d
     names.push_back(fw->name);
     std::vector<std::string> reqs;
     for (const auto& r : request)
-      if (auto role = package_role(*fw, r.normalized_name()); role == "main" || role == "companion") reqs.push_back(r.to_string());
+      if (auto role = package_role(*fw, r.normalized_name()); role == "main" || role == "companion")
+        reqs.push_back(r.to_string());
     causes.push_back(fmt::format("{}: {}", fw->name, fmt::join(reqs, ", ")));
   }
   Error e{ErrorCode::invalid_input,
@@ -168,7 +168,8 @@ std::vector<specs::Requirement> missing_for_extra(const probe::InstalledDist& ma
     if (!visited.insert({d->normalized_name(), x}).second) continue;
     // "" stands for a reached dist's own unconditional requirements (jax-cuda13-plugin → jax-cuda13-pjrt).
     std::vector<specs::Requirement> reqs;
-    if (!x.empty()) reqs = extra_requirements(*d, x, env);
+    if (!x.empty())
+      reqs = extra_requirements(*d, x, env);
     else
       for (const auto& r : d->requires_dist)
         if (r.applies(env)) reqs.push_back(r);

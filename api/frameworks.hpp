@@ -20,7 +20,7 @@ namespace envfix::api {
 // The frameworks whose main package (any variant's: paddlepaddle-gpu or paddlepaddle) is installed,
 // in the matrices' order.
 [[nodiscard]] std::vector<const matrices::Framework*> installed_frameworks(const matrices::Knowledge& k,
-                                                                         const std::vector<probe::InstalledDist>& installed);
+                                                                           const std::vector<probe::InstalledDist>& installed);
 
 // The framework(s) to act on.
 struct FrameworkChoice {
@@ -36,7 +36,7 @@ struct FrameworkChoice {
 // The frameworks whose main package (any variant's: paddlepaddle-gpu) or companion (torchvision,
 // jaxlib) a request names, in the request's order.
 [[nodiscard]] std::vector<const matrices::Framework*> requested_frameworks(const matrices::Knowledge& k,
-                                                                         const std::vector<specs::Requirement>& request);
+                                                                           const std::vector<specs::Requirement>& request);
 
 // The framework plan, apply and lock act on (README.md, Frameworks): `asked` when !detect (--framework);
 // else the one framework the request names ('jax[cuda13]' → jax), an invalid_input error asking for

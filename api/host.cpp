@@ -31,13 +31,15 @@ void apply_tegra(const matrices::Knowledge& k, probe::HostFacts& facts) {
     g.name = t.model.empty() ? product->name : t.model;
     g.cc = product->cc;
     facts.gpus.push_back(std::move(g));
-    facts.notes.push_back(fmt::format("GPU from the device tree (nvidia,{}): {} (compute capability {}, integrated)",
-                                      t.soc, product->name, product->cc.to_string()));
+    facts.notes.push_back(fmt::format("GPU from the device tree (nvidia,{}): {} (compute capability {}, integrated)", t.soc,
+                                      product->name, product->cc.to_string()));
   }
   const auto* rel = t.l4t.empty() ? nullptr : k.l4t(t.l4t);
   if (!rel) return;
-  if (!facts.driver) facts.driver = probe::DriverInfo{rel->driver, rel->cuda, "l4t"};
-  else if (!facts.driver->cuda) facts.driver->cuda = rel->cuda;
+  if (!facts.driver)
+    facts.driver = probe::DriverInfo{rel->driver, rel->cuda, "l4t"};
+  else if (!facts.driver->cuda)
+    facts.driver->cuda = rel->cuda;
 }
 
 // The interpreter part: --python-version and --platform laid over what the probe read.
@@ -52,12 +54,14 @@ Expected<void> plan_python(const Options& o, const probe::PythonInfo& py, Host& 
     if (threaded) pv.pop_back();
     auto v = specs::Version::parse(pv);
     if (!v || v->release().size() < 2)
-      return make_error(ErrorCode::invalid_input, fmt::format("--python-version '{}': expected X.Y, X.Y.Z or X.Yt", o.python_version),
+      return make_error(ErrorCode::invalid_input,
+                        fmt::format("--python-version '{}': expected X.Y, X.Y.Z or X.Yt", o.python_version),
                         "a trailing t plans for a free-threaded interpreter: 3.13t");
     te.major = static_cast<int>(v->release()[0]);
     te.minor = static_cast<int>(v->release()[1]);
     if (threaded && (te.major < 3 || (te.major == 3 && te.minor < 13)))
-      return make_error(ErrorCode::invalid_input, fmt::format("--python-version '{}': free-threaded builds exist from 3.13 on", o.python_version));
+      return make_error(ErrorCode::invalid_input,
+                        fmt::format("--python-version '{}': free-threaded builds exist from 3.13 on", o.python_version));
     te.abiflags = threaded ? "t" : "";
     full = v->release().size() >= 3 ? v->to_string() : fmt::format("{}.{}.0", te.major, te.minor);
     markers.values["python_version"] = fmt::format("{}.{}", te.major, te.minor);
@@ -78,9 +82,9 @@ Expected<void> plan_python(const Options& o, const probe::PythonInfo& py, Host& 
   h.python.python_full_version = *specs::Version::parse(full);
   const bool free_threaded = te.abiflags.find('t') != std::string::npos;
   h.python_mm = fmt::format("{}.{}{}", te.major, te.minor, free_threaded ? "t" : "");
-  h.python_text = fmt::format("Python {}{} (cp{}{}{}{})", full, free_threaded ? " free-threaded" : "", te.major, te.minor,
-                              free_threaded ? "t" : "",
-                              te.glibc ? fmt::format(", glibc {}.{}", te.glibc->first, te.glibc->second) : "");
+  h.python_text =
+      fmt::format("Python {}{} (cp{}{}{}{})", full, free_threaded ? " free-threaded" : "", te.major, te.minor,
+                  free_threaded ? "t" : "", te.glibc ? fmt::format(", glibc {}.{}", te.glibc->first, te.glibc->second) : "");
   return {};
 }
 
@@ -103,7 +107,8 @@ Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNee
   po.cache_dir = run_cache_dir(o);
   auto facts = probe::probe_host(po);
   if (!facts) return std::unexpected(std::move(facts.error()).context("could not probe the target interpreter"));
-  if (!facts->python && needs.require_python) return make_error(ErrorCode::not_found, "no target interpreter", "pass --python PATH");
+  if (!facts->python && needs.require_python)
+    return make_error(ErrorCode::not_found, "no target interpreter", "pass --python PATH");
 
   if (!gpu_specs.empty()) {
     std::vector<probe::GpuInfo> planned;
@@ -111,8 +116,9 @@ Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNee
       if (s == "none") continue; // a CPU-only planned host
       if (!k) {
         auto cc = specs::ComputeCapability::parse(s);
-        if (!cc) return make_error(ErrorCode::invalid_input, fmt::format("--gpu '{}': not an arch (sm_120, 12.0)", s),
-                                   "GPU names need the matrices, which could not be loaded");
+        if (!cc)
+          return make_error(ErrorCode::invalid_input, fmt::format("--gpu '{}': not an arch (sm_120, 12.0)", s),
+                            "GPU names need the matrices, which could not be loaded");
         planned.push_back({.index = static_cast<int>(planned.size()), .name = "planned " + cc->sm_name(), .cc = *cc});
         continue;
       }
@@ -192,8 +198,10 @@ wheel::EvidenceStore evidence_store_at(const fs::path& cache) {
   static std::set<fs::path> migrated;
   if (std::lock_guard lock(mu); migrated.insert(cache).second) {
     auto m = wheel::migrate_evidence_v1(cache);
-    if (!m) util::cache_notice(m.error().message + " (kernel evidence of the older store not migrated)");
-    else if (*m) util::cache_notice((*m)->to_string());
+    if (!m)
+      util::cache_notice(m.error().message + " (kernel evidence of the older store not migrated)");
+    else if (*m)
+      util::cache_notice((*m)->to_string());
   }
   return wheel::EvidenceStore(cache / wheel::evidence_dir_name);
 }
@@ -211,9 +219,7 @@ std::string plain_index_url(const Options& o) {
   return o.index_url.empty() ? util::get_env(util::Env::index_url).value_or("") : o.index_url;
 }
 
-std::string mirror_of(const Options& o) {
-  return o.mirror.empty() ? util::get_env(util::Env::mirror).value_or("") : o.mirror;
-}
+std::string mirror_of(const Options& o) { return o.mirror.empty() ? util::get_env(util::Env::mirror).value_or("") : o.mirror; }
 
 std::vector<std::string> extra_index_urls(const Options& o) {
   if (!o.extra_index_urls.empty()) return o.extra_index_urls;

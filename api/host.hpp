@@ -22,15 +22,15 @@ namespace envfix::api {
 
 struct Host {
   std::vector<std::pair<std::string, specs::ComputeCapability>> gpus; // name, cc
-  bool gpus_planned = false;  // from --gpu / ENVFIX_GPU
+  bool gpus_planned = false;                                          // from --gpu / ENVFIX_GPU
   std::string driver;
   std::optional<specs::CudaVersion> driver_cuda; // what libcuda said; unset for a planned driver
   resolver::TargetEnvironment python;
   specs::TagEnvironment tag_env;
-  std::string python_text;    // "Python 3.11.7 (cp311, glibc 2.36)"
-  std::string python_mm;      // "3.11"
+  std::string python_text;               // "Python 3.11.7 (cp311, glibc 2.36)"
+  std::string python_mm;                 // "3.11"
   std::string platform = "linux_x86_64"; // matrices platform name
-  std::string platform_tag;   // --platform as given, "" when probed
+  std::string platform_tag;              // --platform as given, "" when probed
   std::vector<resolver::InstalledPackage> installed;
   std::vector<std::string> installed_names;
   // What the probe read, with planned GPUs (gpus_planned) and a planned driver (source "planned",

@@ -89,8 +89,8 @@ Expected<lockfile::LockTarget> make_lock_target(const PlanContext& ctx,
   t.host = lock_host(ctx);
   t.id = lockfile::make_target_id(t.host);
   t.channel = ctx.plan.channel;
-  t.index = ctx.framework_index ? lockfile::strip_credentials(ctx.framework_index->url)
-                                : lockfile::strip_credentials(ctx.plan.index);
+  t.index =
+      ctx.framework_index ? lockfile::strip_credentials(ctx.framework_index->url) : lockfile::strip_credentials(ctx.plan.index);
   t.variant = ctx.plan.variant;
   for (const auto& pin : ctx.resolution.pins) {
     // Kept as installed, not on the index: no file to lock, so recorded with its provenance (docs/lockfile.md).
@@ -108,21 +108,27 @@ Expected<lockfile::LockTarget> make_lock_target(const PlanContext& ctx,
     p.filename = pin.file.filename;
     p.url = lockfile::strip_credentials(pin.file.url);
     auto lf = local.find(pin.name);
-    if (pin.file.sha256) p.sha256 = *pin.file.sha256;
-    else if (lf != local.end()) p.sha256 = lf->second.sha256;
+    if (pin.file.sha256)
+      p.sha256 = *pin.file.sha256;
+    else if (lf != local.end())
+      p.sha256 = lf->second.sha256;
     else
-      return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}=={}: the index gives no sha256 for {}; a lockfile needs one", pin.name, p.version, p.filename),
-                        "use an index that publishes hashes, or `envfix apply` (it hashes what it downloads)");
-    if (pin.file.size) p.size = *pin.file.size;
-    else if (lf != local.end() && lf->second.size > 0) p.size = lf->second.size;
+      return make_error(
+          ErrorCode::invalid_input,
+          fmt::format("{}=={}: the index gives no sha256 for {}; a lockfile needs one", pin.name, p.version, p.filename),
+          "use an index that publishes hashes, or `envfix apply` (it hashes what it downloads)");
+    if (pin.file.size)
+      p.size = *pin.file.size;
+    else if (lf != local.end() && lf->second.size > 0)
+      p.size = lf->second.size;
     if (auto k = kernels.find(pin.name); k != kernels.end()) p.kernels = k->second;
     t.packages.push_back(std::move(p));
   }
   return t;
 }
 
-Expected<std::string> update_lockfile(const std::string& lockfile_path, const PlanContext& ctx, const std::vector<std::string>& request,
+Expected<std::string> update_lockfile(const std::string& lockfile_path, const PlanContext& ctx,
+                                      const std::vector<std::string>& request,
                                       const std::map<std::string, lockfile::LockedKernels>& verified,
                                       const std::map<std::string, LocalFile>& local, std::vector<std::string>* warnings,
                                       std::optional<lockfile::VerifiedOn> verified_here) {
@@ -156,8 +162,10 @@ Expected<std::string> update_lockfile(const std::string& lockfile_path, const Pl
         if (!p.size && op.name == p.name && op.sha256 == p.sha256) p.size = op.size;
   // Where it was verified: this run's smoke test, else the record of the run that installed the
   // same files (a later apply that changed nothing).
-  if (verified_here) target.verified_on = std::move(verified_here);
-  else if (const auto* old_t = lock.find(id); old_t && old_t->packages == target.packages) target.verified_on = old_t->verified_on;
+  if (verified_here)
+    target.verified_on = std::move(verified_here);
+  else if (const auto* old_t = lock.find(id); old_t && old_t->packages == target.packages)
+    target.verified_on = old_t->verified_on;
   lock.upsert(std::move(target));
   ENVFIX_TRY_VOID(lock.write(path));
   return path.string();
@@ -235,8 +243,14 @@ std::vector<std::string> lock_diff(const lockfile::LockFile& a, const lockfile::
   for (const auto& id : ids) {
     const auto* ta = a.find(id);
     const auto* tb = b.find(id);
-    if (!ta) { out.push_back(fmt::format("target {}: new", id)); continue; }
-    if (!tb) { out.push_back(fmt::format("target {}: no longer requested", id)); continue; }
+    if (!ta) {
+      out.push_back(fmt::format("target {}: new", id));
+      continue;
+    }
+    if (!tb) {
+      out.push_back(fmt::format("target {}: no longer requested", id));
+      continue;
+    }
     std::map<std::string, const lockfile::LockedPackage*> pa, pb;
     for (const auto& p : ta->packages) pa[p.name] = &p;
     for (const auto& p : tb->packages) pb[p.name] = &p;
@@ -244,7 +258,8 @@ std::vector<std::string> lock_diff(const lockfile::LockFile& a, const lockfile::
       if (!pb.contains(n)) out.push_back(fmt::format("target {}: - {}=={}", id, n, p->version));
     for (const auto& [n, p] : pb) {
       auto it = pa.find(n);
-      if (it == pa.end()) out.push_back(fmt::format("target {}: + {}=={}", id, n, p->version));
+      if (it == pa.end())
+        out.push_back(fmt::format("target {}: + {}=={}", id, n, p->version));
       else if (!(*it->second == *p))
         out.push_back(fmt::format("target {}: {} {} -> {}{}", id, n, it->second->version, p->version,
                                   it->second->sha256 != p->sha256 ? " (file changed)" : ""));
@@ -268,8 +283,9 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
   for (std::size_t i = 0; i < hosts.size(); ++i) {
     auto ctx = build_plan(hosts[i], flags);
     if (!ctx)
-      return std::unexpected(std::move(ctx.error()).context(
-          o.targets.empty() ? std::string("resolving for this host") : fmt::format("resolving for --target {}", o.targets[i])));
+      return std::unexpected(std::move(ctx.error())
+                                 .context(o.targets.empty() ? std::string("resolving for this host")
+                                                            : fmt::format("resolving for --target {}", o.targets[i])));
     ctxs.push_back(std::move(*ctx));
   }
   auto& notes = rep.notes;
@@ -292,14 +308,16 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
         auto pinned = flags;
         pinned.requirements = pin_main(ctxs[i], o.requirements, vs);
         auto c = build_plan(hosts[i], pinned);
-        if (!c) failed = fmt::format("{} ({})", o.targets[i], c.error().message);
-        else ctxs[i] = std::move(*c);
+        if (!c)
+          failed = fmt::format("{} ({})", o.targets[i], c.error().message);
+        else
+          ctxs[i] = std::move(*c);
       }
       if (failed.empty())
         notes.push_back(fmt::format("{} {} serves every target", ctxs[0].spec->main_package, vs));
       else
-        notes.push_back(fmt::format("targets use different {} versions: {} {} does not resolve for {}", ctxs[0].spec->main_package,
-                                    ctxs[0].spec->main_package, vs, failed));
+        notes.push_back(fmt::format("targets use different {} versions: {} {} does not resolve for {}",
+                                    ctxs[0].spec->main_package, ctxs[0].spec->main_package, vs, failed));
     }
   }
 
@@ -341,7 +359,8 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
   if (o.check) {
     if (old_text && *old_text == yaml) return rep;
     rep.stale = true;
-    rep.differences = old ? lock_diff(*old, lock) : std::vector<std::string>{old_text ? "the file does not parse" : "the file does not exist"};
+    rep.differences =
+        old ? lock_diff(*old, lock) : std::vector<std::string>{old_text ? "the file does not parse" : "the file does not exist"};
     if (rep.differences.empty()) rep.differences.push_back("formatting differs from the canonical form");
     return rep;
   }

@@ -38,12 +38,10 @@ struct LocalFile {
                                                               const std::map<std::string, LocalFile>& local = {});
 // Write or update the lockfile `path` with this plan's target after a commit; kernels read from
 // the binaries just checked (`verified`) win over the old lock's and the matrices'.
-[[nodiscard]] Expected<std::string> update_lockfile(const std::string& path, const PlanContext& ctx,
-                                                    const std::vector<std::string>& request,
-                                                    const std::map<std::string, lockfile::LockedKernels>& verified,
-                                                    const std::map<std::string, LocalFile>& local,
-                                                    std::vector<std::string>* warnings = nullptr,
-                                                    std::optional<lockfile::VerifiedOn> verified_here = std::nullopt);
+[[nodiscard]] Expected<std::string>
+update_lockfile(const std::string& path, const PlanContext& ctx, const std::vector<std::string>& request,
+                const std::map<std::string, lockfile::LockedKernels>& verified, const std::map<std::string, LocalFile>& local,
+                std::vector<std::string>* warnings = nullptr, std::optional<lockfile::VerifiedOn> verified_here = std::nullopt);
 
 // "gpu=sm_86+sm_120,python=3.10,driver=550.54,platform=manylinux_2_28_x86_64" applied to a copy of
 // the options. gpu=none (or no gpu key) is a CPU-only target.
@@ -68,10 +66,10 @@ struct LockReport {
   std::string path;
   lockfile::LockFile lock;
   std::vector<std::string> notes;
-  std::vector<LockedFor> resolved;   // one per target, in request order
-  Host host;                         // the first target's (interpreter lines)
+  std::vector<LockedFor> resolved; // one per target, in request order
+  Host host;                       // the first target's (interpreter lines)
   bool written = false;
-  bool stale = false;                // --check
+  bool stale = false;                   // --check
   std::vector<std::string> differences; // --check, when stale
 };
 

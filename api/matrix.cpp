@@ -159,8 +159,8 @@ RowComparison compare_with_row(const matrices::Knowledge& k, const matrices::Fra
 
 } // namespace
 
-std::vector<LearnedBuild> learned_builds(const matrices::Knowledge& k, const matrices::Framework& f,
-                                         const std::string& cache_dir, const std::optional<specs::Version>& version,
+std::vector<LearnedBuild> learned_builds(const matrices::Knowledge& k, const matrices::Framework& f, const std::string& cache_dir,
+                                         const std::optional<specs::Version>& version,
                                          const std::vector<specs::ComputeCapability>& gpus) {
   fs::path dir = cache_dir.empty() ? index::default_cache_dir().value_or(fs::path{}) : fs::path(cache_dir);
   if (dir.empty()) return {};

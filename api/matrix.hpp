@@ -36,23 +36,22 @@ struct GpuBuild {
   const matrices::Release* row = nullptr;
   matrices::VariantBuild build;
   matrices::RunKind runs = matrices::RunKind::none;
-  std::optional<specs::GpuArch> via;                    // the entry that runs
+  std::optional<specs::GpuArch> via; // the entry that runs
   std::optional<std::string> min_driver, minor_compat_driver;
-  std::optional<bool> driver_ok;                        // with a driver given
-  bool stable = false;                                  // the row is on the stable channel
+  std::optional<bool> driver_ok; // with a driver given
+  bool stable = false;           // the row is on the stable channel
 };
 struct NewestStable {
   std::string version, variant;
 };
 struct GpuBuilds {
-  std::vector<GpuBuild> builds;                         // rows newest first
-  std::optional<NewestStable> native, jit;              // the newest stable release each way
-  std::size_t unknown = 0;                              // builds without arch data (CUDA ones only)
+  std::vector<GpuBuild> builds;            // rows newest first
+  std::optional<NewestStable> native, jit; // the newest stable release each way
+  std::size_t unknown = 0;                 // builds without arch data (CUDA ones only)
 };
 // `driver` empty: no driver_ok. Non-CUDA builds without arch data are left out.
-[[nodiscard]] GpuBuilds builds_for_gpu(const matrices::Knowledge& k, const matrices::Framework& f,
-                                       specs::ComputeCapability cc, const std::string& platform, const std::string& os,
-                                       const std::string& driver);
+[[nodiscard]] GpuBuilds builds_for_gpu(const matrices::Knowledge& k, const matrices::Framework& f, specs::ComputeCapability cc,
+                                       const std::string& platform, const std::string& os, const std::string& driver);
 
 // A learned build against the matrices' row for the same build (only the main package's archs are
 // in the table).
@@ -67,17 +66,16 @@ struct RowComparison {
 };
 struct LearnedBuild {
   wheel::BuildEvidence evidence;
-  std::vector<std::string> sass, ptx;             // over its files, in arch order
+  std::vector<std::string> sass, ptx; // over its files, in arch order
   std::uint64_t containers = 0;
-  std::vector<wheel::PackageCoverage> coverage;   // one per GPU asked, in order
+  std::vector<wheel::PackageCoverage> coverage; // one per GPU asked, in order
   RowComparison row;
 };
 // Every build the evidence store under `cache_dir` (empty: the default cache) holds for the
 // framework's packages (main package, companions, each variant's kernel packages) and `version`
 // when given, sorted by key; none when there is no store.
 [[nodiscard]] std::vector<LearnedBuild> learned_builds(const matrices::Knowledge& k, const matrices::Framework& f,
-                                                       const std::string& cache_dir,
-                                                       const std::optional<specs::Version>& version,
+                                                       const std::string& cache_dir, const std::optional<specs::Version>& version,
                                                        const std::vector<specs::ComputeCapability>& gpus);
 
 } // namespace envfix::api

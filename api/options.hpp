@@ -9,13 +9,13 @@
 namespace envfix::api {
 
 struct Options {
-  std::string python;                  // target interpreter; "" = $VIRTUAL_ENV, $CONDA_PREFIX, python3
+  std::string python; // target interpreter; "" = $VIRTUAL_ENV, $CONDA_PREFIX, python3
   std::string framework = "torch";
   // No --framework given (cli): act on the framework(s) installed in the target (api/frameworks.hpp);
   // `framework` is the fallback when none is.
   bool detect_framework = false;
-  std::string channel = "auto";        // auto | stable | test | nightly
-  std::string variant;                 // cu128 …
+  std::string channel = "auto"; // auto | stable | test | nightly
+  std::string variant;          // cu128 …
   std::string mirror;
   // --index-url: with a framework, its index for the channel/variant it serves, host checks applied;
   // without one, exactly this index (README.md, "Index options").
@@ -30,7 +30,7 @@ struct Options {
   bool allow_cpu = false;
   std::string lockfile = "envfix.lock";
   // Planning for a machine you are not on.
-  std::vector<std::string> gpus;       // sm_120, 12.0, "RTX 5090", none
+  std::vector<std::string> gpus; // sm_120, 12.0, "RTX 5090", none
   std::string driver;
   std::string python_version;
   std::string platform;

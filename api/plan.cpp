@@ -81,7 +81,6 @@ std::set<std::string> attach_evidence(resolver::FrameworkSpec& spec, const Host&
   return read;
 }
 
-
 // The framework's own packages (main package, companions, every variant's set: api/frameworks.hpp):
 // with extra indexes, these come only from the framework's index (README.md, Index options).
 resolver::FirstIndexProvider::Pinned own_packages(const matrices::Framework* fw) {
@@ -100,8 +99,8 @@ bool framework_path(const Options& g, const std::string& index_url, const std::v
   if (index_url.empty()) return false;
   if (request.empty()) return true;
   return !host.gpus.empty() && std::any_of(request.begin(), request.end(), [&](const specs::Requirement& r) {
-           return !package_role(*fw, r.normalized_name()).empty();
-         });
+    return !package_role(*fw, r.normalized_name()).empty();
+  });
 }
 
 std::string trimmed_url(std::string_view u) {
@@ -125,9 +124,10 @@ std::vector<std::string> url_segments(const std::string& url) {
 // the index holds one variant: --variant, else the local labels of the main package's files (+cu130),
 // else a path segment naming a variant (paddle's …/stable/cu130/), else unknown (variant "", its
 // kernels checked after download). The channel: --channel, else a nightly/test segment, else stable.
-Expected<std::vector<resolver::FrameworkIndex>> indexes_for_url(const resolver::FrameworkSpec& spec, const matrices::Framework& fw,
-                                                               const matrices::Knowledge& knowledge, const Options& g,
-                                                               const std::string& url, resolver::CandidateProvider& provider) {
+Expected<std::vector<resolver::FrameworkIndex>> indexes_for_url(const resolver::FrameworkSpec& spec,
+                                                                const matrices::Framework& fw,
+                                                                const matrices::Knowledge& knowledge, const Options& g,
+                                                                const std::string& url, resolver::CandidateProvider& provider) {
   std::vector<resolver::FrameworkIndex> out;
   for (auto i : spec.indexes)
     if (trimmed_url(i.url) == trimmed_url(url)) out.push_back(std::move(i));
@@ -163,9 +163,12 @@ Expected<std::vector<resolver::FrameworkIndex>> indexes_for_url(const resolver::
   auto describe = resolver::variant_describer(knowledge, fw.name);
   for (const auto& v : variants) {
     resolver::FrameworkIndex i{.channel = channel, .variant = v, .cuda = std::nullopt, .url = url, .discovered = ""};
-    if (const auto* mv = fw.variant(v)) i.cuda = mv->cuda;
-    else if (auto d = describe(channel, v)) i.cuda = d->cuda, i.discovered = d->note;
-    else continue; // a label that names no variant (+local.build)
+    if (const auto* mv = fw.variant(v))
+      i.cuda = mv->cuda;
+    else if (auto d = describe(channel, v))
+      i.cuda = d->cuda, i.discovered = d->note;
+    else
+      continue; // a label that names no variant (+local.build)
     out.push_back(std::move(i));
   }
   if (out.empty()) out.push_back({.channel = channel, .variant = "", .cuda = std::nullopt, .url = url, .discovered = ""});
@@ -312,8 +315,8 @@ resolver::Plan framework_plan(const resolver::FrameworkChoice& choice, const Pla
 
 // The framework's way: the matrices' indexes (or --index-url as the framework's), evidence first, the
 // selector choosing the set for the host's GPUs and driver.
-Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& flags, PlanContext& ctx, const std::string& index_url,
-                                        const ExtraIndexes& extras, const FrameworkChoice& fws,
+Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& flags, PlanContext& ctx,
+                                        const std::string& index_url, const ExtraIndexes& extras, const FrameworkChoice& fws,
                                         std::vector<resolver::Rejection>* rejected_out) {
   if (!ctx.knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
   const auto& knowledge = *ctx.knowledge;
@@ -358,19 +361,19 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
   auto upgrade = upgraded_names(flags, ctx.request);
   for (auto& n : whole_set(spec)) upgrade.insert(std::move(n));
-  auto choice = resolver::select_framework_set(spec, host_target(host, knowledge), req,
-                                               [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
-    resolver::CandidateProvider* p = &base_provider(i.url);
-    if (!extras.providers.empty()) {
-      // The framework's own packages only from its index; other projects from the first that has them.
-      auto& c = chained[i.url];
-      if (!c) c = extras.after(*p, own_packages(fw));
-      p = c.get();
-    }
-    auto& pp = preferring[i.url];
-    if (!pp) pp = std::make_unique<resolver::PreferInstalledProvider>(*p, preferred(flags, host), upgrade, read);
-    return *pp;
-  });
+  auto choice = resolver::select_framework_set(
+      spec, host_target(host, knowledge), req, [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
+        resolver::CandidateProvider* p = &base_provider(i.url);
+        if (!extras.providers.empty()) {
+          // The framework's own packages only from its index; other projects from the first that has them.
+          auto& c = chained[i.url];
+          if (!c) c = extras.after(*p, own_packages(fw));
+          p = c.get();
+        }
+        auto& pp = preferring[i.url];
+        if (!pp) pp = std::make_unique<resolver::PreferInstalledProvider>(*p, preferred(flags, host), upgrade, read);
+        return *pp;
+      });
   if (!choice) return std::unexpected(selection_error(std::move(choice).error(), spec, providers));
   ctx.resolution = std::move(choice->resolution);
   ctx.framework_index = choice->index;
@@ -406,8 +409,8 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
   }
   // No --framework: the one the request names, none for a request naming none, else (no request) the
   // one installed in the target, else torch, said so (api/frameworks.hpp).
-  auto fws = ENVFIX_TRY(choose_plan_framework(g.framework, g.detect_framework, ctx.knowledge.get(), ctx.host.facts.installed,
-                                              ctx.request));
+  auto fws = ENVFIX_TRY(
+      choose_plan_framework(g.framework, g.detect_framework, ctx.knowledge.get(), ctx.host.facts.installed, ctx.request));
   if (fws.names.empty()) {
     // Just the request, pip-like, from --index-url/--find-links or pip's default index.
     const bool no_index = index_url.empty() && g.find_links.empty();
@@ -429,8 +432,8 @@ Expected<void> check_conda(resolver::Plan& plan, bool allow_conda_overwrite) {
   if (auto owned = resolver::conda_owned_changes(plan); !owned.empty()) {
     if (!allow_conda_overwrite) {
       Error e{ErrorCode::invalid_input,
-              fmt::format("the plan would remove or overwrite {} package{} conda owns: {}", owned.size(), owned.size() == 1 ? "" : "s",
-                          owned.front()),
+              fmt::format("the plan would remove or overwrite {} package{} conda owns: {}", owned.size(),
+                          owned.size() == 1 ? "" : "s", owned.front()),
               owned,
               "change it the conda way (`conda install` the build you need, e.g. `conda install pytorch pytorch-cuda=12.4 -c "
               "pytorch -c nvidia`, or `conda remove` it first and run envfix again), or pass --allow-conda-overwrite to "
@@ -454,10 +457,12 @@ Expected<std::vector<std::string>> check_breaking(const std::vector<resolver::In
   for (const auto& b : broken) lines.push_back(fmt::format("{} requires {}, but {}", b.package, b.requirement, b.problem));
   if (lines.empty()) return lines;
   if (!allow_breaking) {
-    Error e{ErrorCode::unsatisfiable,
-            fmt::format("the plan would break {} installed package{}: {}", lines.size(), lines.size() == 1 ? "" : "s", lines.front()),
-            {}, "pin what the installed package needs (e.g. add its requirement to the request), use an index that holds "
-                "it, or pass --allow-breaking to go ahead anyway; nothing was changed"};
+    Error e{
+        ErrorCode::unsatisfiable,
+        fmt::format("the plan would break {} installed package{}: {}", lines.size(), lines.size() == 1 ? "" : "s", lines.front()),
+        {},
+        "pin what the installed package needs (e.g. add its requirement to the request), use an index that holds "
+        "it, or pass --allow-breaking to go ahead anyway; nothing was changed"};
     e.causes = lines;
     return std::unexpected(std::move(e));
   }

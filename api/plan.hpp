@@ -37,7 +37,7 @@ struct PlanContext {
   std::unique_ptr<matrices::Knowledge> knowledge; // null when the matrices failed to load (plain mode only)
   Host host;
   std::unique_ptr<index::IndexClient> client;
-  std::unique_ptr<resolver::FrameworkSpec> spec;  // framework mode only (refers to *knowledge)
+  std::unique_ptr<resolver::FrameworkSpec> spec; // framework mode only (refers to *knowledge)
   std::optional<resolver::FrameworkIndex> framework_index;
   std::vector<std::string> extra_indexes; // --extra-index-url, redacted, in search order
   std::vector<specs::Requirement> request;

@@ -76,8 +76,7 @@ std::vector<std::string> tail_lines(const std::string& text, std::size_t n) {
 
 } // namespace
 
-Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeStep>& steps,
-                                std::chrono::milliseconds timeout) {
+Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeStep>& steps, std::chrono::milliseconds timeout) {
   SmokeRunOptions ro;
   ro.timeout = timeout;
   // SIGINT/SIGTERM to envfix (the smoke test runs in its own session, so a terminal's ^C does not
@@ -126,9 +125,9 @@ std::string exception_line(const std::string& out, const std::string& err) {
       last = std::string(line);
       auto colon = line.find(": ");
       auto head = line.substr(0, colon);
-      bool ident = colon != std::string_view::npos && !head.empty() &&
-                   head.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.") ==
-                       std::string_view::npos;
+      bool ident =
+          colon != std::string_view::npos && !head.empty() &&
+          head.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.") == std::string_view::npos;
       if (ident && (head.ends_with("Error") || head.ends_with("Exception"))) exception = last;
     }
     i = nl + 1;

@@ -23,8 +23,8 @@ namespace envfix::api {
 enum class SmokeDevice { gpu, cpu };
 
 struct SmokeStep {
-  std::string name;   // "step A", "step B", "torchvision"; on the CPU: "CPU step", "torchvision (CPU)"
-  std::string code;   // Python source
+  std::string name; // "step A", "step B", "torchvision"; on the CPU: "CPU step", "torchvision (CPU)"
+  std::string code; // Python source
   SmokeDevice device = SmokeDevice::gpu;
 };
 
@@ -34,7 +34,7 @@ struct StepTime {
 };
 
 struct SmokeReport {
-  std::vector<std::string> passed; // step names, in order
+  std::vector<std::string> passed;  // step names, in order
   std::vector<std::string> stopped; // processes a step left running (pid, command), killed when it ended
   std::vector<StepTime> seconds;    // every step run, in order
   int interpreters = 0;             // Python processes started for them
@@ -49,20 +49,20 @@ struct StepRun {
   int term_signal = 0; // the signal that ended the interpreter while the step ran
   // From the end of the step before it (the first of an interpreter: from its start) to its end.
   double seconds = 0;
-  std::string out, err; // what the step printed (the last MiB of each)
+  std::string out, err;                       // what the step printed (the last MiB of each)
   std::vector<util::LeftoverProcess> stopped; // left running by the interpreter this step ended, stopped
 };
 
 struct SmokeRun {
-  std::vector<StepRun> steps;       // in order; fewer than asked when stopped at a failure
+  std::vector<StepRun> steps;                 // in order; fewer than asked when stopped at a failure
   std::vector<util::LeftoverProcess> stopped; // every process the interpreters left running, stopped
   int interpreters = 0;
 };
 
 struct SmokeRunOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(600)}; // each step
-  bool stop_at_failure = true; // false: every step runs, a fresh interpreter after each failure
-  std::function<bool()> cancel; // polled: true kills the running step (the run fails: interrupted)
+  bool stop_at_failure = true;                                  // false: every step runs, a fresh interpreter after each failure
+  std::function<bool()> cancel;                // polled: true kills the running step (the run fails: interrupted)
   std::function<void(const StepRun&)> on_step; // told as each step ends
 };
 

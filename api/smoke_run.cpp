@@ -84,11 +84,13 @@ class StreamSplit {
 public:
   explicit StreamSplit(std::string prefix) : m_prefix(std::move(prefix)) {}
 
-  template <class OnMarker> void feed(std::string_view d, OnMarker&& on_marker) {
+  template <class OnMarker>
+  void feed(std::string_view d, OnMarker&& on_marker) {
     while (!d.empty()) {
       const auto nl = d.find('\n');
       const auto part = d.substr(0, nl);
-      if (m_in_line) add(part);
+      if (m_in_line)
+        add(part);
       else if (m_line.append(part); !may_be_marker()) {
         add(m_line);
         m_line.clear();
@@ -210,10 +212,12 @@ Expected<void> run_interpreter(const std::filesystem::path& python, const std::v
     return b.timed_out;
   };
   o.on_output = [&](int stream, std::string_view d) {
-    if (stream == 1) out.feed(d, [&](std::string_view m) { on_stdout_marker(b, m, out, opt); });
-    else err.feed(d, [&](std::string_view m) {
-      if (m.starts_with("end ")) b.errs.push_back(err.take());
-    });
+    if (stream == 1)
+      out.feed(d, [&](std::string_view m) { on_stdout_marker(b, m, out, opt); });
+    else
+      err.feed(d, [&](std::string_view m) {
+        if (m.starts_with("end ")) b.errs.push_back(err.take());
+      });
   };
   // -I (run_python) from an empty directory: nothing in the caller's cwd shadows the installed
   // packages. -B: -I ignores PYTHONDONTWRITEBYTECODE, and byte-code written into the new set
@@ -223,7 +227,8 @@ Expected<void> run_interpreter(const std::filesystem::path& python, const std::v
   ++run.interpreters;
   const bool ran_out = b.first + b.done.size() >= last;
   if (r.cancelled && !b.timed_out)
-    return fail(ErrorCode::interrupted, "smoke test {} stopped: envfix was interrupted", steps[ran_out ? last - 1 : first + b.done.size()].name);
+    return fail(ErrorCode::interrupted, "smoke test {} stopped: envfix was interrupted",
+                steps[ran_out ? last - 1 : first + b.done.size()].name);
   for (std::size_t i = 0; i < b.done.size() && i < b.errs.size(); ++i) b.done[i].err = b.errs[i];
   if (!ran_out && (b.done.empty() || b.done.back().ok)) b.done.push_back(unfinished_step(b, r, out, err));
   b.done.back().stopped = r.leftovers;

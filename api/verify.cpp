@@ -258,7 +258,8 @@ Expected<void> run_layers(const matrices::Framework& fw, const VerifyRequest& r,
   };
   auto run = run_steps(report.python, steps, ro);
   if (!run && run.error().code == ErrorCode::interrupted) return std::unexpected(std::move(run.error()));
-  if (run) report.interpreters = run->interpreters;
+  if (run)
+    report.interpreters = run->interpreters;
   else // the interpreter could not be started: every step left says why
     while (report.steps.size() < steps.size()) {
       const auto& [layer, name] = names[report.steps.size()];
@@ -301,7 +302,6 @@ bool VerifyReport::ok() const {
   return std::all_of(steps.begin(), steps.end(), [](const auto& s) { return s.ok; }) && (!app || app->exit_code == 0);
 }
 
-
 Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyReporter& rep) {
   auto knowledge = ENVFIX_TRY(load_knowledge(o));
   if (!knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
@@ -316,7 +316,7 @@ Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyRe
   const bool cpu_build = variant && variant->kind == "cpu";
   const Host& host = report.host;
   report.cpu = host.gpus.empty() || host.gpus_planned || cpu_build;
-  report.device_note = host.gpus_planned ? "planned GPUs cannot run anything: verifying on the CPU"
+  report.device_note = host.gpus_planned   ? "planned GPUs cannot run anything: verifying on the CPU"
                        : host.gpus.empty() ? "no GPU: verifying on the CPU"
                        : cpu_build         ? "CPU build: verifying on the CPU"
                                            : "";

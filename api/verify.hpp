@@ -49,11 +49,11 @@ struct AppRun {
   std::string memory_note;
   std::string error_line, cuda_class;
   std::vector<std::string> stopped; // processes the app left running (pid, command), killed when it exited
-  std::string fix; // missing-arch: the envfix command that installs a build with kernels for these GPUs (doctor's)
-  std::string fix_note; // missing-arch with nothing to reinstall: the installed binaries cover the GPUs; where to look
-  bool sync = false;       // ran with CUDA_LAUNCH_BLOCKING=1
-  std::string where;       // the source line the traceback ends at (`File "x.py", line 7, in f: y = op(x)`)
-  std::string async_note;  // a CUDA error without --sync: why that line may be the wrong one, and what to run
+  std::string fix;        // missing-arch: the envfix command that installs a build with kernels for these GPUs (doctor's)
+  std::string fix_note;   // missing-arch with nothing to reinstall: the installed binaries cover the GPUs; where to look
+  bool sync = false;      // ran with CUDA_LAUNCH_BLOCKING=1
+  std::string where;      // the source line the traceback ends at (`File "x.py", line 7, in f: y = op(x)`)
+  std::string async_note; // a CUDA error without --sync: why that line may be the wrong one, and what to run
 };
 
 struct VerifyReport {
@@ -61,11 +61,11 @@ struct VerifyReport {
   std::string framework_note; // detection said something (several installed, none installed)
   Host host;
   std::filesystem::path python;
-  bool cpu = false;           // the checks ran on the CPU
-  std::string device_note;    // why, when on the CPU
+  bool cpu = false;        // the checks ran on the CPU
+  std::string device_note; // why, when on the CPU
   std::set<std::string> layers;
   std::vector<VerifyStep> steps;
-  int interpreters = 0;       // Python processes the repro and model steps ran in (api/smoke.hpp)
+  int interpreters = 0; // Python processes the repro and model steps ran in (api/smoke.hpp)
   std::optional<AppRun> app;
   [[nodiscard]] bool ok() const;
 };

@@ -74,7 +74,8 @@ private:
 
 // "Installed 3 packages in 1.2s": one literal per count form (the catalog has no plurals).
 std::string counted(std::size_t n, std::string_view what, const std::string& took) {
-  if (what == "Prepared") return n == 1 ? i18n::trf("Prepared {} package in {}", n, took) : i18n::trf("Prepared {} packages in {}", n, took);
+  if (what == "Prepared")
+    return n == 1 ? i18n::trf("Prepared {} package in {}", n, took) : i18n::trf("Prepared {} packages in {}", n, took);
   if (what == "Uninstalled")
     return n == 1 ? i18n::trf("Uninstalled {} package in {}", n, took) : i18n::trf("Uninstalled {} packages in {}", n, took);
   return n == 1 ? i18n::trf("Installed {} package in {}", n, took) : i18n::trf("Installed {} packages in {}", n, took);
@@ -83,8 +84,10 @@ std::string counted(std::size_t n, std::string_view what, const std::string& too
 void print_smoke(const api::Applied& rr) {
   if (!rr.smoke.passed.empty()) {
     const std::string s = util::join(rr.smoke.passed, ", ");
-    if (!rr.smoke.cpu_why.empty()) human(i18n::trf("Smoke test passed on the CPU ({}): {}", i18n::tr_text(rr.smoke.cpu_why), s));
-    else human(i18n::trf("Smoke test passed: {}", s));
+    if (!rr.smoke.cpu_why.empty())
+      human(i18n::trf("Smoke test passed on the CPU ({}): {}", i18n::tr_text(rr.smoke.cpu_why), s));
+    else
+      human(i18n::trf("Smoke test passed: {}", s));
   } else if (!rr.smoke.note.empty()) {
     human(styled(i18n::tr_text(rr.smoke.note), Style::dim));
   }
@@ -125,15 +128,15 @@ json result_json(const api::Applied& rr) {
                 {"device", rr.smoke.passed.empty() ? json(nullptr) : json(rr.smoke.cpu_why.empty() ? "gpu" : "cpu")},
                 {"note", rr.smoke.note}};
   const auto& t = rr.timings;
-  j["timings"] = {{"download_s", t.download}, {"unpack_s", t.stage},         {"kernel_check_s", t.kernels},
+  j["timings"] = {{"download_s", t.download}, {"unpack_s", t.stage},        {"kernel_check_s", t.kernels},
                   {"prepare_s", t.prepare()}, {"uninstall_s", t.uninstall}, {"install_s", t.install}};
   json steps = json::object(); // installer::TransactionResult::steps
   for (const auto& [step, secs] : rr.txn.steps) steps[step] = steps.value(step, 0.0) + secs;
   j["timings"]["steps"] = std::move(steps);
   json smoke = json::array(); // api/smoke.hpp: every step in one interpreter where it can
   for (const auto& st : rr.smoke.seconds) smoke.push_back({{"name", st.name}, {"seconds", st.seconds}});
-  j["timings"]["smoke"] = rr.smoke.seconds.empty() ? json(nullptr)
-                                                   : json{{"steps", std::move(smoke)}, {"interpreters", rr.smoke.interpreters}};
+  j["timings"]["smoke"] =
+      rr.smoke.seconds.empty() ? json(nullptr) : json{{"steps", std::move(smoke)}, {"interpreters", rr.smoke.interpreters}};
   j["link_mode"] = rr.txn.link_mode ? json(installer::to_string(*rr.txn.link_mode)) : json(nullptr);
   j["unpacked_cache_hits"] = rr.txn.cache_hits;
   j["unpacked_while_downloading"] = rr.unpacked_while_downloading;
@@ -151,8 +154,10 @@ Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
   auto lockfile_json = [&] { return rep.lockfile ? json(*rep.lockfile) : json(nullptr); };
   auto lockfile_note = [&] {
     for (const auto& w : rep.lockfile_warnings) warn(w);
-    if (rep.lockfile_error) warn(i18n::trf("lockfile not written: {}", i18n::tr_text(rep.lockfile_error->message)));
-    else if (rep.lockfile && !o.locked && rep.applied) human(styled(i18n::trf("Wrote {}", *rep.lockfile), Style::dim));
+    if (rep.lockfile_error)
+      warn(i18n::trf("lockfile not written: {}", i18n::tr_text(rep.lockfile_error->message)));
+    else if (rep.lockfile && !o.locked && rep.applied)
+      human(styled(i18n::trf("Wrote {}", *rep.lockfile), Style::dim));
   };
   if (rep.outcome == api::ApplyReport::Outcome::nothing_to_do) {
     human(i18n::tr("Nothing to do: the environment already matches the plan."));
@@ -169,8 +174,10 @@ Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
   print_result(rr, g);
   if (rr.smoke.failure_kept) {
     print_error(*rr.smoke.failure_kept);
-    human(o.locked ? i18n::trf("The locked set was left installed (--no-rollback); `envfix rollback` undoes transaction {}.", rr.txn.id)
-                   : i18n::trf("The new set was left installed (--no-rollback); `envfix rollback` undoes transaction {}.", rr.txn.id));
+    human(
+        o.locked
+            ? i18n::trf("The locked set was left installed (--no-rollback); `envfix rollback` undoes transaction {}.", rr.txn.id)
+            : i18n::trf("The new set was left installed (--no-rollback); `envfix rollback` undoes transaction {}.", rr.txn.id));
     if (json_out && !o.locked) {
       auto j = plan_json(rep.plan->plan, rep.plan->host);
       j["applied"] = result_json(rr);
@@ -207,19 +214,29 @@ void add_apply_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--no-backup", o->request.no_backup, i18n::trs("Do not keep the removed files for `envfix rollback`"));
   cmd->add_option("--keep-backups", o->request.keep_backups,
                   i18n::trs("How many applies keep their backup, this one included: `envfix rollback` undoes them newest first, "
-                  "one per call (default 2)"))
+                            "one per call (default 2)"))
       ->check(CLI::Range(1u, 50u));
-  cmd->add_flag("--break-system-packages", o->request.break_system_packages, i18n::trs("Allow modifying an externally managed (PEP 668) interpreter"));
+  cmd->add_flag("--break-system-packages", o->request.break_system_packages,
+                i18n::trs("Allow modifying an externally managed (PEP 668) interpreter"));
   cmd->add_option("--venv", o->request.venv, i18n::trs("Create (or reuse) a venv at PATH and install into it"));
-  cmd->add_option("--link-mode", o->request.link_mode,
-                  i18n::trs("How files come from the unpacked cache: auto (clone, else hardlink, else copy), clone, hardlink, copy"))
+  cmd->add_option(
+         "--link-mode", o->request.link_mode,
+         i18n::trs("How files come from the unpacked cache: auto (clone, else hardlink, else copy), clone, hardlink, copy"))
       ->check(CLI::IsMember({"auto", "clone", "hardlink", "copy"}));
-  cmd->add_flag("--allow-unhashed", o->request.allow_unhashed, i18n::trs("Accept files whose index gives no sha256 (hashed after download)"));
+  cmd->add_flag("--allow-unhashed", o->request.allow_unhashed,
+                i18n::trs("Accept files whose index gives no sha256 (hashed after download)"));
   cmd->add_flag("--pre", o->request.pre, i18n::trs("Allow pre-releases for every package"));
-  cmd->add_flag("-U,--upgrade", o->request.upgrade, i18n::trs("Upgrade the requested packages to the newest allowed version (default: keep an installed version that satisfies the request)"));
-  cmd->add_flag("--reinstall", o->request.reinstall, i18n::trs("Reinstall every planned package from the index, even when the installed version satisfies the request"));
-  cmd->add_flag("--allow-breaking", o->request.allow_breaking, i18n::trs("Apply even when an installed package's requirement would break"));
-  cmd->add_flag("--allow-conda-overwrite", o->request.allow_conda_overwrite, i18n::trs("Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)"));
+  cmd->add_flag(
+      "-U,--upgrade", o->request.upgrade,
+      i18n::trs(
+          "Upgrade the requested packages to the newest allowed version (default: keep an installed version that satisfies the request)"));
+  cmd->add_flag(
+      "--reinstall", o->request.reinstall,
+      i18n::trs("Reinstall every planned package from the index, even when the installed version satisfies the request"));
+  cmd->add_flag("--allow-breaking", o->request.allow_breaking,
+                i18n::trs("Apply even when an installed package's requirement would break"));
+  cmd->add_flag("--allow-conda-overwrite", o->request.allow_conda_overwrite,
+                i18n::trs("Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)"));
   cmd->add_option("--smoke-timeout", o->request.smoke_timeout_s, i18n::trs("Seconds each smoke-test step may run (default 600)"));
   cmd->add_option("--smoke-layers", o->request.smoke_layers,
                   i18n::trs("The smoke test: envfix verify's layers, comma-separated: repro, model (default both)"))
@@ -228,9 +245,7 @@ void add_apply_command(CLI::App& app, Globals& g) {
           if (l != "repro" && l != "model") return i18n::trf("'{}': the layers are repro and model", l);
         return util::split(v, ',').empty() ? i18n::trs("name at least one layer (or use --no-verify)") : std::string();
       });
-  cmd->callback([&g, o] {
-    g.exit_code = finish_command(run_apply(g, *o));
-  });
+  cmd->callback([&g, o] { g.exit_code = finish_command(run_apply(g, *o)); });
 }
 
 } // namespace envfix::cli

@@ -25,9 +25,7 @@ std::string python_tag(const probe::PythonInfo& py) {
   return fmt::format("{}{}{}", py.tag_env.implementation, py.tag_env.major, py.tag_env.minor);
 }
 
-std::string env_kind(const probe::PythonInfo& py) {
-  return py.is_venv ? "venv" : py.is_conda ? "conda" : "system";
-}
+std::string env_kind(const probe::PythonInfo& py) { return py.is_venv ? "venv" : py.is_conda ? "conda" : "system"; }
 
 // Each file with GPU code of a package: its modules, archs and coverage per GPU of the host.
 json per_file(const api::KernelSummary& k) {
@@ -40,8 +38,11 @@ json per_file(const api::KernelSummary& k) {
       auto fc = wheel::coverage(f.profile, *cc);
       cov[g.arch] = {{"verdict", wheel::to_string(fc.verdict)}, {"runnable", fc.runnable()}, {"total", fc.total()}};
     }
-    out.push_back({{"path", f.path}, {"containers", f.profile.containers()}, {"sass", f.profile.sass()},
-                   {"ptx", f.profile.ptx()}, {"coverage", cov}});
+    out.push_back({{"path", f.path},
+                   {"containers", f.profile.containers()},
+                   {"sass", f.profile.sass()},
+                   {"ptx", f.profile.ptx()},
+                   {"coverage", cov}});
   }
   return out;
 }
@@ -52,17 +53,54 @@ json kernels_json(const api::KernelSummary& k) {
   for (const auto& c : k.per_gpu) {
     const auto& pc = c.coverage;
     cov[c.arch] = {{"verdict", pc.has_gpu_code() ? json(wheel::to_string(pc.verdict)) : json(nullptr)},
-                   {"runnable", pc.runnable()}, {"total", pc.total()},
-                   {"via_sass", pc.registered.sass + pc.embedded.sass}, {"via_ptx", pc.registered.ptx + pc.embedded.ptx},
+                   {"runnable", pc.runnable()},
+                   {"total", pc.total()},
+                   {"via_sass", pc.registered.sass + pc.embedded.sass},
+                   {"via_ptx", pc.registered.ptx + pc.embedded.ptx},
                    {"newer_only", pc.registered.newer_only + pc.embedded.newer_only},
                    {"older_only", pc.registered.older_only + pc.embedded.older_only},
                    {"embedded_total", pc.embedded.total()},
-                   {"none_files", pc.none_files}, {"partial_files", pc.partial_files}};
+                   {"none_files", pc.none_files},
+                   {"partial_files", pc.partial_files}};
   }
-  return {{"files", k.files}, {"scanned", k.scanned}, {"containers", k.containers}, {"from_evidence", k.from_evidence},
+  return {{"files", k.files},
+          {"scanned", k.scanned},
+          {"containers", k.containers},
+          {"from_evidence", k.from_evidence},
           {"sass", std::vector<std::string>(k.sass.begin(), k.sass.end())},
           {"ptx", std::vector<std::string>(k.ptx.begin(), k.ptx.end())},
-          {"zstd", k.zstd}, {"coverage", cov}, {"per_file", per_file(k)}};
+          {"zstd", k.zstd},
+          {"coverage", cov},
+          {"per_file", per_file(k)}};
+}
+
+// Step 1's base environment: CUDA runtime, toolkit, pip, Jetson, WSL, container.
+json base_json(const api::DoctorReport& r) {
+  const auto& b = r.base;
+  return {
+      {"cuda_runtime", b.runtime ? json{{"version", b.runtime->version.to_string()}, {"from", b.runtime->from}} : json(nullptr)},
+      {"toolkit", b.toolkit ? json{{"nvcc", b.toolkit->nvcc.string()},
+                                   {"from", b.toolkit->from},
+                                   {"version", b.toolkit->version ? json(b.toolkit->version->to_string()) : json(nullptr)},
+                                   {"error", b.toolkit->error.empty() ? json(nullptr) : json(b.toolkit->error)}}
+                            : json(nullptr)},
+      {"pip",
+       {{"target", b.target_pip ? json(b.target_pip->string()) : json(nullptr)},
+        {"on_path", r.facts.pip_on_path ? json(r.facts.pip_on_path->string()) : json(nullptr)},
+        {"on_path_interpreter", r.facts.pip_interpreter ? json(r.facts.pip_interpreter->string()) : json(nullptr)}}},
+      {"jetson", !r.jetson ? json(nullptr)
+                           : json{{"model", r.jetson->model},
+                                  {"soc", r.jetson->soc},
+                                  {"l4t", r.jetson->l4t},
+                                  {"jetpack", r.jetson->jetpack.empty() ? json(nullptr) : json(r.jetson->jetpack)},
+                                  {"cuda", r.jetson->cuda ? json(r.jetson->cuda->to_string()) : json(nullptr)},
+                                  {"kernel", r.jetson->kernel},
+                                  {"power_mode", r.jetson->power_mode.empty() ? json(nullptr) : json(r.jetson->power_mode)},
+                                  {"indexes", r.jetson->indexes}}},
+      {"wsl", b.platform.wsl},
+      {"container", b.platform.container.empty()
+                        ? json(nullptr)
+                        : json{{"kind", b.platform.container}, {"evidence", b.platform.container_evidence}}}};
 }
 
 json to_json(const api::DoctorReport& r) {
@@ -70,75 +108,77 @@ json to_json(const api::DoctorReport& r) {
   j["verdict"] = r.verdict;
   j["gpus"] = json::array();
   for (const auto& g : r.facts.gpus)
-    j["gpus"].push_back({{"index", g.index}, {"name", g.name}, {"arch", g.cc.sm_name()}, {"cc", g.cc.to_string()},
-                         {"uuid", g.uuid}, {"memory_bytes", g.memory_bytes}, {"planned", r.facts.gpus_planned},
+    j["gpus"].push_back({{"index", g.index},
+                         {"name", g.name},
+                         {"arch", g.cc.sm_name()},
+                         {"cc", g.cc.to_string()},
+                         {"uuid", g.uuid},
+                         {"memory_bytes", g.memory_bytes},
+                         {"planned", r.facts.gpus_planned},
                          {"mig_of", g.mig_of.empty() ? json(nullptr) : json(g.mig_of)}});
   if (r.facts.driver)
     j["driver"] = {{"version", r.facts.driver->version},
                    {"cuda", r.facts.driver->cuda ? json(r.facts.driver->cuda->to_string()) : json(nullptr)},
                    {"source", r.facts.driver->source}};
-  else j["driver"] = nullptr;
+  else
+    j["driver"] = nullptr;
   if (r.facts.python) {
     const auto& py = *r.facts.python;
-    j["python"] = {{"path", py.executable.string()}, {"version", py.version.to_string()}, {"tag", python_tag(py)},
-                   {"env", env_kind(py)}, {"prefix", py.prefix.string()},
-                   {"externally_managed", py.externally_managed}};
-  } else j["python"] = nullptr;
-  const auto& b = r.base;
-  j["base"] = {
-      {"cuda_runtime", b.runtime ? json{{"version", b.runtime->version.to_string()}, {"from", b.runtime->from}} : json(nullptr)},
-      {"toolkit", b.toolkit ? json{{"nvcc", b.toolkit->nvcc.string()}, {"from", b.toolkit->from},
-                                   {"version", b.toolkit->version ? json(b.toolkit->version->to_string()) : json(nullptr)},
-                                   {"error", b.toolkit->error.empty() ? json(nullptr) : json(b.toolkit->error)}}
-                            : json(nullptr)},
-      {"pip", {{"target", b.target_pip ? json(b.target_pip->string()) : json(nullptr)},
-               {"on_path", r.facts.pip_on_path ? json(r.facts.pip_on_path->string()) : json(nullptr)},
-               {"on_path_interpreter", r.facts.pip_interpreter ? json(r.facts.pip_interpreter->string()) : json(nullptr)}}},
-      {"jetson", !r.jetson ? json(nullptr)
-                           : json{{"model", r.jetson->model}, {"soc", r.jetson->soc}, {"l4t", r.jetson->l4t},
-                                  {"jetpack", r.jetson->jetpack.empty() ? json(nullptr) : json(r.jetson->jetpack)},
-                                  {"cuda", r.jetson->cuda ? json(r.jetson->cuda->to_string()) : json(nullptr)},
-                                  {"kernel", r.jetson->kernel},
-                                  {"power_mode", r.jetson->power_mode.empty() ? json(nullptr) : json(r.jetson->power_mode)},
-                                  {"indexes", r.jetson->indexes}}},
-      {"wsl", b.platform.wsl},
-      {"container", b.platform.container.empty() ? json(nullptr)
-                                                 : json{{"kind", b.platform.container}, {"evidence", b.platform.container_evidence}}}};
+    j["python"] = {{"path", py.executable.string()}, {"version", py.version.to_string()},
+                   {"tag", python_tag(py)},          {"env", env_kind(py)},
+                   {"prefix", py.prefix.string()},   {"externally_managed", py.externally_managed}};
+  } else
+    j["python"] = nullptr;
+  j["base"] = base_json(r);
   auto repro_json = [](const api::Repro& rp) {
-    return json{{"step_a", rp.step_a}, {"step_b", rp.step_b},
-                {"error", rp.error.empty() ? json(nullptr) : json(rp.error)}, {"note", rp.note}};
+    return json{{"step_a", rp.step_a},
+                {"step_b", rp.step_b},
+                {"error", rp.error.empty() ? json(nullptr) : json(rp.error)},
+                {"note", rp.note}};
   };
   j["framework_from"] = r.framework_from;
   j["frameworks"] = json::array();
   for (const auto& s : r.frameworks) {
     std::vector<std::string> names;
     for (const auto& p : s.packages) names.push_back(p.dist->name);
-    j["frameworks"].push_back({{"name", s.name}, {"variant", s.variant.empty() ? json(nullptr) : json(s.variant)},
-                               {"packages", names}, {"repro", repro_json(s.repro)},
+    j["frameworks"].push_back({{"name", s.name},
+                               {"variant", s.variant.empty() ? json(nullptr) : json(s.variant)},
+                               {"packages", names},
+                               {"repro", repro_json(s.repro)},
                                {"fix", s.fix.empty() ? json(nullptr) : json(s.fix)}});
   }
   j["packages"] = json::array();
   for (const auto& s : r.frameworks)
-  for (const auto& p : s.packages) {
-    json pj = {{"name", p.dist->name}, {"version", p.dist->version.to_string()}, {"role", p.role},
-               {"framework", s.name}, {"kernel_package", p.kernel_package},
-               {"variant", p.variant.empty() ? json(nullptr) : json(p.variant)},
-               {"variant_from", p.variant_from}, {"installer", p.dist->installer}, {"source", p.source},
-               {"dist_info", p.dist->dist_info.string()}};
-    pj["kernels"] = p.kernels ? kernels_json(*p.kernels) : json(nullptr);
-    j["packages"].push_back(std::move(pj));
-  }
+    for (const auto& p : s.packages) {
+      json pj = {{"name", p.dist->name},
+                 {"version", p.dist->version.to_string()},
+                 {"role", p.role},
+                 {"framework", s.name},
+                 {"kernel_package", p.kernel_package},
+                 {"variant", p.variant.empty() ? json(nullptr) : json(p.variant)},
+                 {"variant_from", p.variant_from},
+                 {"installer", p.dist->installer},
+                 {"source", p.source},
+                 {"dist_info", p.dist->dist_info.string()}};
+      pj["kernels"] = p.kernels ? kernels_json(*p.kernels) : json(nullptr);
+      j["packages"].push_back(std::move(pj));
+    }
   j["extensions"] = json::array();
   for (const auto& e : r.extensions)
-    j["extensions"].push_back({{"name", e.dist->name}, {"version", e.dist->version.to_string()},
+    j["extensions"].push_back({{"name", e.dist->name},
+                               {"version", e.dist->version.to_string()},
                                {"framework", e.framework.empty() ? json(nullptr) : json(e.framework)},
                                {"requirement", e.requirement.empty() ? json(nullptr) : json(e.requirement)},
-                               {"requirement_met", e.requirement_met}, {"dist_info", e.dist->dist_info.string()},
+                               {"requirement_met", e.requirement_met},
+                               {"dist_info", e.dist->dist_info.string()},
                                {"kernels", kernels_json(e.kernels)},
                                {"build_from_source", e.recipe.empty() ? json(nullptr) : json(e.recipe)}});
   j["findings"] = json::array();
   for (const auto& f : r.findings)
-    j["findings"].push_back({{"code", f.code}, {"severity", f.severity}, {"message", f.message}, {"hint", f.hint},
+    j["findings"].push_back({{"code", f.code},
+                             {"severity", f.severity},
+                             {"message", f.message},
+                             {"hint", f.hint},
                              {"framework", f.framework.empty() ? json(nullptr) : json(f.framework)},
                              {"package", f.package.empty() ? json(nullptr) : json(f.package)}});
   j["repro"] = repro_json(r.frameworks.front().repro); // the first framework's, as before several were reported
@@ -158,9 +198,7 @@ using i18n::tr;
 using i18n::trf;
 
 // "   driver   …": a label of step 1 padded to its column, in cells (a translated label may be wide).
-std::string row(std::string_view label, std::string_view text) {
-  return fmt::format("   {} {}", i18n::pad(label, 8), text);
-}
+std::string row(std::string_view label, std::string_view text) { return fmt::format("   {} {}", i18n::pad(label, 8), text); }
 
 // Step 1: GPUs, driver, interpreter and pip, CUDA runtime and toolkit, WSL or container.
 void render_hardware(const api::DoctorReport& r) {
@@ -178,19 +216,22 @@ void render_hardware(const api::DoctorReport& r) {
                                             : r.facts.driver->version,
                                         r.facts.driver->cuda ? trf(", supports CUDA {}", r.facts.driver->cuda->to_string()) : "",
                                         r.facts.driver->source)));
-  else human(row(tr("driver"), tr("none")));
+  else
+    human(row(tr("driver"), tr("none")));
   if (r.facts.python) {
     const auto& py = *r.facts.python;
-    human(row("python", fmt::format("{} {} ({}, {})", py.executable.string(), py.version.to_string(), python_tag(py),
-                                    env_kind(py))));
-    human(row("pip", fmt::format("{}{}", r.base.target_pip ? r.base.target_pip->string() : std::string(tr("none beside the interpreter")),
+    human(row("python",
+              fmt::format("{} {} ({}, {})", py.executable.string(), py.version.to_string(), python_tag(py), env_kind(py))));
+    human(row("pip", fmt::format("{}{}",
+                                 r.base.target_pip ? r.base.target_pip->string() : std::string(tr("none beside the interpreter")),
                                  r.facts.pip_on_path && (!r.base.target_pip || *r.facts.pip_on_path != *r.base.target_pip)
                                      ? trf(" (`pip` on PATH is {})", r.facts.pip_on_path->string())
                                      : std::string())));
   }
   const auto& b = r.base;
   human(row("CUDA", trf("runtime {} · toolkit {}",
-                        b.runtime ? fmt::format("{} ({})", b.runtime->version.to_string(), b.runtime->from) : std::string(tr("none installed")),
+                        b.runtime ? fmt::format("{} ({})", b.runtime->version.to_string(), b.runtime->from)
+                                  : std::string(tr("none installed")),
                         !b.toolkit ? std::string(tr("none (no nvcc on PATH, $CUDA_HOME or /usr/local/cuda)"))
                                    : fmt::format("nvcc {} ({}, {})", b.toolkit->version ? b.toolkit->version->to_string() : "?",
                                                  b.toolkit->nvcc.string(), b.toolkit->from))));
@@ -207,9 +248,9 @@ void render_hardware(const api::DoctorReport& r) {
   }
   if (b.platform.is_wsl() || !b.platform.container.empty())
     human(row(tr("platform"), fmt::format("{}{}", b.platform.is_wsl() ? "WSL2" : "",
-                                          b.platform.container.empty()
-                                              ? std::string()
-                                              : (b.platform.is_wsl() ? ", " : "") + trf("container ({})", b.platform.container))));
+                                          b.platform.container.empty() ? std::string()
+                                                                       : (b.platform.is_wsl() ? ", " : "") +
+                                                                             trf("container ({})", b.platform.container))));
 }
 
 // "passed" / "failed" / "skipped", coloured and in the chosen language.
@@ -222,10 +263,9 @@ void render_frameworks(const api::DoctorReport& r) {
   auto head = heading;
   const bool several = r.frameworks.size() > 1;
   for (const auto& s : r.frameworks) {
-    head(trf("2. Framework {}", s.name) +
-         (r.framework_from == "installed"  ? styled(tr(" [installed]"), Style::dim)
-          : r.framework_from == "assumed" ? styled(tr(" [assumed: none installed]"), Style::dim)
-                                          : std::string()));
+    head(trf("2. Framework {}", s.name) + (r.framework_from == "installed" ? styled(tr(" [installed]"), Style::dim)
+                                           : r.framework_from == "assumed" ? styled(tr(" [assumed: none installed]"), Style::dim)
+                                                                           : std::string()));
     if (s.packages.empty()) human(fmt::format("   {}", tr("not installed")));
     for (const auto& p : s.packages)
       human(fmt::format("   {:<12} {:<16} {} {:<8} {}{}", p.dist->name, p.dist->version.to_string(), tr("variant"),
@@ -235,7 +275,8 @@ void render_frameworks(const api::DoctorReport& r) {
   for (const auto& s : r.frameworks) {
     head(several ? trf("3. Minimal repro ({})", s.name) : std::string(tr("3. Minimal repro")));
     const auto& rp = s.repro;
-    if (rp.step_a == "skipped" && rp.step_b == "skipped") human(fmt::format("   {}", i18n::tr_text(rp.note)));
+    if (rp.step_a == "skipped" && rp.step_b == "skipped")
+      human(fmt::format("   {}", i18n::tr_text(rp.note)));
     else {
       const auto a = tr("step A (tensor to GPU):"), b = tr("step B (matmul):");
       const auto w = std::max(i18n::display_width(a), i18n::display_width(b));
@@ -261,8 +302,9 @@ void render_summary(const std::string& name, const api::KernelSummary& k) {
       auto fc = wheel::coverage(f.profile, specs::ComputeCapability::parse(c.arch).value_or(specs::ComputeCapability{}));
       per.push_back(fmt::format("{} {} {}/{}", c.arch, tr(wheel::to_string(fc.verdict)), fc.runnable(), fc.total()));
     }
-    human(styled("       " + trf("{}: {} modules, sass [{}] ptx [{}]", f.path, f.profile.containers(), join(f.profile.sass(), " "),
-                                 join(f.profile.ptx(), " ")) +
+    human(styled("       " +
+                     trf("{}: {} modules, sass [{}] ptx [{}]", f.path, f.profile.containers(), join(f.profile.sass(), " "),
+                         join(f.profile.ptx(), " ")) +
                      (per.empty() ? "" : "; " + join(per, ", ")),
                  Style::dim));
   }
@@ -274,19 +316,21 @@ void render_kernels(const api::DoctorReport& r) {
   head(tr("4. Kernels and matrices"));
   bool any = false, read = false;
   for (const auto& s : r.frameworks)
-  for (const auto& p : s.packages) {
-    read = read || p.kernels.has_value();
-    if (!p.kernels || p.kernels->files == 0) continue;
-    any = true;
-    render_summary(p.dist->name, *p.kernels);
-  }
+    for (const auto& p : s.packages) {
+      read = read || p.kernels.has_value();
+      if (!p.kernels || p.kernels->files == 0) continue;
+      any = true;
+      render_summary(p.dist->name, *p.kernels);
+    }
   if (!r.extensions.empty()) human(fmt::format("   {}", tr("GPU extensions outside the framework sets:")));
   for (const auto& e : r.extensions)
     render_summary(fmt::format("{} {}{}", e.dist->name, e.dist->version.to_string(),
                                e.framework.empty() ? std::string() : " (" + e.requirement + ")"),
                    e.kernels);
-  if (!read) human(fmt::format("   {}", tr("kernels not read (--no-kernels, or no RECORD lists the binaries)")));
-  else if (!any) human(fmt::format("   {}", tr("no GPU code found in the installed framework binaries")));
+  if (!read)
+    human(fmt::format("   {}", tr("kernels not read (--no-kernels, or no RECORD lists the binaries)")));
+  else if (!any)
+    human(fmt::format("   {}", tr("no GPU code found in the installed framework binaries")));
 }
 
 // The findings (code, message and hint; the message and hint as api/ composed them, in the chosen
@@ -331,8 +375,10 @@ void add_doctor_command(CLI::App& app, Globals& g) {
       g.exit_code = r.error().code == ErrorCode::invalid_input ? 1 : 2; // 2: could not diagnose
       return;
     }
-    if (g.format == "json") machine(to_json(*r).dump(2));
-    else render_text(*r, g);
+    if (g.format == "json")
+      machine(to_json(*r).dump(2));
+    else
+      render_text(*r, g);
     g.exit_code = r->verdict == "healthy" ? 0 : 1;
   });
 }

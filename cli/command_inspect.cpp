@@ -18,14 +18,13 @@
 namespace envfix::cli {
 namespace {
 
-std::string join_or_none(const std::vector<std::string>& v) {
-  return v.empty() ? i18n::trs("none") : util::join(v, " ");
-}
+std::string join_or_none(const std::vector<std::string>& v) { return v.empty() ? i18n::trs("none") : util::join(v, " "); }
 
 std::string summary_line(const std::string& path, const wheel::KernelSet& ks) {
   std::string comp;
   if (auto n = ks.compressed_count(); n > 0)
-    comp = ks.has_zstd() ? i18n::trf(" ({} compressed, ZSTD: needs a driver for CUDA >= 12.4)", n) : i18n::trf(" ({} compressed)", n);
+    comp = ks.has_zstd() ? i18n::trf(" ({} compressed, ZSTD: needs a driver for CUDA >= 12.4)", n)
+                         : i18n::trf(" ({} compressed)", n);
   std::string line = i18n::trf("{}: {} containers, {} entries", path, ks.containers.size(), ks.entry_count()) + comp +
                      fmt::format("; SASS {}; PTX {}", join_or_none(ks.sass()), join_or_none(ks.ptx()));
   if (auto lto = ks.lto(); !lto.empty()) line += "; LTO-IR " + join_or_none(lto);
@@ -44,8 +43,9 @@ std::string counts_text(const wheel::ContainerCounts& c) {
 
 std::string coverage_line(const specs::ComputeCapability& cc, const wheel::FileCoverage& c) {
   const auto v = wheel::to_string(c.verdict);
-  auto name = styled(fmt::format("{} {}", cc.sm_name(), i18n::tr(v)),
-                     c.verdict == wheel::Verdict::full ? Style::green : c.verdict == wheel::Verdict::none ? Style::red : Style::yellow);
+  auto name = styled(fmt::format("{} {}", cc.sm_name(), i18n::tr(v)), c.verdict == wheel::Verdict::full   ? Style::green
+                                                                      : c.verdict == wheel::Verdict::none ? Style::red
+                                                                                                          : Style::yellow);
   std::string line = "  " + i18n::trf("{}: {}/{} containers runnable", name, c.runnable(), c.total());
   if (c.registered.total())
     line += i18n::trf("; registered {}/{} ({})", c.registered.runnable(), c.registered.total(), counts_text(c.registered));
@@ -56,7 +56,7 @@ std::string coverage_line(const specs::ComputeCapability& cc, const wheel::FileC
 }
 
 nlohmann::json counts_json(const wheel::ContainerCounts& c) {
-  return {{"runnable", c.runnable()}, {"total", c.total()},       {"sass", c.sass},           {"ptx", c.ptx},
+  return {{"runnable", c.runnable()},   {"total", c.total()},         {"sass", c.sass},  {"ptx", c.ptx},
           {"newer_only", c.newer_only}, {"older_only", c.older_only}, {"other", c.other}};
 }
 
@@ -79,9 +79,10 @@ void add_inspect_command(CLI::App& app, Globals& g) {
   auto* cmd = app.add_subcommand("inspect", i18n::trs("Kernels in .so/.whl/.a/.o/.cubin/.fatbin files, and GPU coverage"));
   auto files = std::make_shared<std::vector<std::string>>();
   cmd->add_option("files", *files, i18n::trs("Files to read"))->required();
-  cmd->footer(i18n::trs("Use --gpu sm_XX or --gpu 9.0 (repeatable; tegra:8.7 for an integrated Jetson GPU) to judge coverage: per file and GPU a verdict\n"
-                        "full, partial (normal in vendor libraries) or none (no entry runs). Exit 0 when no file is\n"
-                        "`none` for a GPU, 1 when one is or a file is bad, 2 on a runtime error."));
+  cmd->footer(i18n::trs(
+      "Use --gpu sm_XX or --gpu 9.0 (repeatable; tegra:8.7 for an integrated Jetson GPU) to judge coverage: per file and GPU a verdict\n"
+      "full, partial (normal in vendor libraries) or none (no entry runs). Exit 0 when no file is\n"
+      "`none` for a GPU, 1 when one is or a file is bad, 2 on a runtime error."));
   cmd->callback([&g, files] {
     std::vector<specs::ComputeCapability> gpus;
     for (const auto& s : g.gpus) {
@@ -101,8 +102,10 @@ void add_inspect_command(CLI::App& app, Globals& g) {
       auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (!ks) {
         rc = std::max(rc, exit_code_for(ks.error()));
-        if (json) out_files.push_back({{"path", path}, {"error", ks.error().render()}});
-        else print_error(ks.error());
+        if (json)
+          out_files.push_back({{"path", path}, {"error", ks.error().render()}});
+        else
+          print_error(ks.error());
         continue;
       }
       nlohmann::json cov = nlohmann::json::object();

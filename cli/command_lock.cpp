@@ -39,12 +39,17 @@ Expected<int> run_lock(const Globals& g, const api::LockRequest& o) {
                                  : i18n::trf("Wrote {} ({} targets)", rep.path, lock.targets.size()));
   if (g.format == "json") {
     const auto& py = rep.host.facts.python;
-    json j{{"lockfile", rep.path}, {"targets", json::array()}, {"notes", rep.notes},
-           {"interpreter", py ? json(py->executable.string()) : json(nullptr)}, {"interpreter_from", rep.host.facts.python_from}};
+    json j{{"lockfile", rep.path},
+           {"targets", json::array()},
+           {"notes", rep.notes},
+           {"interpreter", py ? json(py->executable.string()) : json(nullptr)},
+           {"interpreter_from", rep.host.facts.python_from}};
     for (const auto& t : lock.targets) {
       json pk = json::array();
-      for (const auto& p : t.packages) pk.push_back({{"name", p.name}, {"version", p.version}, {"filename", p.filename}, {"sha256", p.sha256}});
-      j["targets"].push_back({{"id", t.id}, {"index", t.index}, {"channel", t.channel}, {"variant", t.variant}, {"packages", pk}});
+      for (const auto& p : t.packages)
+        pk.push_back({{"name", p.name}, {"version", p.version}, {"filename", p.filename}, {"sha256", p.sha256}});
+      j["targets"].push_back(
+          {{"id", t.id}, {"index", t.index}, {"channel", t.channel}, {"variant", t.variant}, {"packages", pk}});
     }
     machine(j.dump(2));
   }
@@ -57,16 +62,16 @@ void add_lock_command(CLI::App& app, Globals& g) {
   auto o = std::make_shared<api::LockRequest>();
   auto* cmd = app.add_subcommand("lock", i18n::trs("Resolve for one or more hosts and write the lockfile; installs nothing"));
   cmd->add_option("requirements", o->requirements, i18n::trs("Requirements (default: the framework's set)"));
-  cmd->add_option("--target", o->targets,
-                  i18n::trs("Host to lock for: gpu=sm_86+sm_120,python=3.10[,driver=570.86][,platform=manylinux_2_28_x86_64] (repeatable; default: this host)"))
+  cmd->add_option(
+         "--target", o->targets,
+         i18n::trs(
+             "Host to lock for: gpu=sm_86+sm_120,python=3.10[,driver=570.86][,platform=manylinux_2_28_x86_64] (repeatable; default: this host)"))
       ->allow_extra_args(false); // one spec per --target: its commas are its own, and REQs may follow
   cmd->add_option("-o,--output", o->output, i18n::trs("Lockfile to write (default: --lockfile, envfix.lock)"));
   cmd->add_flag("--check", o->check, i18n::trs("Exit 1 when the lockfile is stale (re-resolves; writes nothing)"));
   cmd->add_flag("--pre", o->pre, i18n::trs("Allow pre-releases for every package"));
   cmd->add_flag("--allow-unhashed", o->allow_unhashed, i18n::trs("Accept files whose index gives no sha256"));
-  cmd->callback([&g, o] {
-    g.exit_code = finish_command(run_lock(g, *o));
-  });
+  cmd->callback([&g, o] { g.exit_code = finish_command(run_lock(g, *o)); });
 }
 
 } // namespace envfix::cli

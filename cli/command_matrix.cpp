@@ -21,9 +21,9 @@
 namespace envfix::cli {
 namespace {
 
-using nlohmann::json;
 using matrices::Knowledge;
 using matrices::RunKind;
+using nlohmann::json;
 
 // The one "arch or GPU name" rule (matrices::Knowledge::resolve_gpu); a bare arch shows no product name.
 Expected<matrices::ResolvedGpu> resolve_gpu(const Knowledge& k, const std::string& query) {
@@ -36,11 +36,9 @@ std::string platform_of(const Globals& g) { return api::matrix_platform(g.platfo
 
 std::string os_of(const std::string& platform) { return platform.starts_with("windows") ? "windows" : "linux"; }
 
-
 std::string join(const std::vector<std::string>& v, std::string_view sep = " ") { return util::join(v, sep); }
 
 json opt_str(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
-
 
 json row_json(const matrices::Release& r) {
   json j;
@@ -82,10 +80,10 @@ json row_view(const api::RowComparison& c, std::vector<std::string>& text, const
     text.push_back(i18n::trf("{}    agrees with the matrices row {} ({})", indent, label, matrices::to_string(c.confidence)));
   else
     text.push_back(styled(i18n::trf("{}    disagrees with the matrices row {} ({}, {}): the table lists {} the "
-                                      "binary lacks; the binary has {} the table lacks",
-                                      indent, label, c.where.empty() ? "?" : c.where, matrices::to_string(c.confidence),
-                                      c.table_only.empty() ? i18n::trs("nothing") : join(c.table_only),
-                                      c.binary_only.empty() ? i18n::trs("nothing") : join(c.binary_only)),
+                                    "binary lacks; the binary has {} the table lacks",
+                                    indent, label, c.where.empty() ? "?" : c.where, matrices::to_string(c.confidence),
+                                    c.table_only.empty() ? i18n::trs("nothing") : join(c.table_only),
+                                    c.binary_only.empty() ? i18n::trs("nothing") : join(c.binary_only)),
                           Style::yellow));
   return row;
 }
@@ -96,14 +94,16 @@ json row_view(const api::RowComparison& c, std::vector<std::string>& text, const
 // JSON and text lines for the learned builds; `gpus` are the GPUs asked (coverage verdicts per GPU).
 json evidence_view(const Knowledge& k, const Globals& g, const matrices::Framework& f,
                    const std::optional<specs::Version>& version,
-                   const std::vector<std::pair<std::string, specs::ComputeCapability>>& gpus,
-                   std::vector<std::string>& text, const std::string& indent) {
+                   const std::vector<std::pair<std::string, specs::ComputeCapability>>& gpus, std::vector<std::string>& text,
+                   const std::string& indent) {
   std::vector<specs::ComputeCapability> ccs;
   for (const auto& [label, cc] : gpus) ccs.push_back(cc);
   json out = json::array();
   auto builds = api::learned_builds(k, f, g.cache_dir, version, ccs);
   if (builds.empty()) return out;
-  text.push_back(fmt::format("{}{}", indent, styled(i18n::tr("read from the binary on this machine (evidence store; outranks the table):"), Style::bold)));
+  text.push_back(
+      fmt::format("{}{}", indent,
+                  styled(i18n::tr("read from the binary on this machine (evidence store; outranks the table):"), Style::bold)));
   for (const auto& lb : builds) {
     const auto& e = lb.evidence;
     json j;
@@ -124,13 +124,13 @@ json evidence_view(const Knowledge& k, const Globals& g, const matrices::Framewo
       const auto& [label, cc] = gpus[i];
       const auto& pc = lb.coverage[i];
       std::string verdict = pc.has_gpu_code() ? wheel::to_string(pc.verdict) : "none";
-      cov[cc.sm_name()] = {{"verdict", verdict}, {"runnable", pc.runnable()}, {"total", pc.total()},
+      cov[cc.sm_name()] = {{"verdict", verdict},      {"runnable", pc.runnable()},         {"total", pc.total()},
                            {"jit_only", pc.jit_only}, {"partial_files", pc.partial_files}, {"none_files", pc.none_files}};
       text.push_back(i18n::trf("{}    on {}: {} ({} of {} modules runnable{}){}", indent, label,
-                                 verdict == "full" ? styled(verdict, Style::green)
-                                                   : styled(verdict, verdict == "partial" ? Style::yellow : Style::red),
-                                 pc.runnable(), pc.total(), pc.jit_only ? i18n::tr(", by PTX JIT only") : "",
-                                 pc.partial_files.empty() ? "" : i18n::trf("; partly: {}", join(pc.partial_files, ", "))));
+                               verdict == "full" ? styled(verdict, Style::green)
+                                                 : styled(verdict, verdict == "partial" ? Style::yellow : Style::red),
+                               pc.runnable(), pc.total(), pc.jit_only ? i18n::tr(", by PTX JIT only") : "",
+                               pc.partial_files.empty() ? "" : i18n::trf("; partly: {}", join(pc.partial_files, ", "))));
     }
     j["coverage"] = cov;
     j["matrices"] = row_view(lb.row, text, indent);
@@ -160,22 +160,26 @@ json gpu_json(const Knowledge& k, const matrices::ResolvedGpu& rg, const std::st
                       {"own_arch", ft.own_arch},
                       {"oldest_listed", ft.oldest_listed}};
   text.push_back(styled(i18n::trf("{}{} → {} (compute capability {}{})", rg.query,
-                                    rg.name.empty() || rg.name == rg.query ? "" : " = " + rg.name, rg.cc.sm_name(),
-                                    rg.cc.to_string(), rg.family.empty() ? "" : ", " + rg.family),
+                                  rg.name.empty() || rg.name == rg.query ? "" : " = " + rg.name, rg.cc.sm_name(),
+                                  rg.cc.to_string(), rg.family.empty() ? "" : ", " + rg.family),
                         Style::bold));
   if (!rg.source.empty()) text.push_back(i18n::trf("  source: {}", rg.source));
   if (rg.cc.tegra)
     text.push_back(i18n::trf("  integrated (Tegra) GPU: SASS runs only when built for {} exactly, PTX by JIT as on a desktop "
-                               "part (CUDA C++ Programming Guide, Binary Compatibility; docs/kernels.md); builds for linux_aarch64",
-                               rg.cc.sm_name()));
+                             "part (CUDA C++ Programming Guide, Binary Compatibility; docs/kernels.md); builds for linux_aarch64",
+                             rg.cc.sm_name()));
   json jl = json::array();
   for (const auto* r : k.l4t_for(rg.cc)) {
     std::string idx;
     for (const auto& [fw, url] : r->indexes) idx += i18n::trf("; {} from {}", fw, url);
     text.push_back(fmt::format("  L4T {} (JetPack {}): CUDA {}{} [{}]", r->release, r->jetpack, r->cuda.to_string(), idx,
                                to_string(r->confidence)));
-    jl.push_back({{"l4t", r->release}, {"jetpack", r->jetpack}, {"cuda", r->cuda.to_string()}, {"indexes", r->indexes},
-                  {"confidence", to_string(r->confidence)}, {"source", r->source}});
+    jl.push_back({{"l4t", r->release},
+                  {"jetpack", r->jetpack},
+                  {"cuda", r->cuda.to_string()},
+                  {"indexes", r->indexes},
+                  {"confidence", to_string(r->confidence)},
+                  {"source", r->source}});
   }
   if (rg.cc.tegra) jg["l4t"] = jl;
   if (rg.cc.tegra) {
@@ -183,14 +187,12 @@ json gpu_json(const Knowledge& k, const matrices::ResolvedGpu& rg, const std::st
     text.push_back(i18n::trs("  driver: part of Jetson Linux (L4T, above), not a desktop driver branch"));
   } else if (first && gpu_min_driver) {
     // The oldest toolkit of the table is not "the first" for a GPU older than the table.
-    std::string what = ft.oldest_listed
-                           ? i18n::trf("the oldest toolkit in the matrices, which already has code for {}; older "
-                                         "toolkits are not listed",
-                                         rg.cc.sm_name())
-                       : ft.own_arch ? i18n::trf("the first toolkit with code for {}", rg.cc.sm_name())
-                                     : i18n::trf("the first toolkit whose code runs on {}", rg.cc.sm_name());
-    text.push_back(i18n::trf("  minimum driver: {} on {} (CUDA {}, {})", *gpu_min_driver, os,
-                               first->version.to_string(), what));
+    std::string what = ft.oldest_listed ? i18n::trf("the oldest toolkit in the matrices, which already has code for {}; older "
+                                                    "toolkits are not listed",
+                                                    rg.cc.sm_name())
+                       : ft.own_arch    ? i18n::trf("the first toolkit with code for {}", rg.cc.sm_name())
+                                        : i18n::trf("the first toolkit whose code runs on {}", rg.cc.sm_name());
+    text.push_back(i18n::trf("  minimum driver: {} on {} (CUDA {}, {})", *gpu_min_driver, os, first->version.to_string(), what));
   } else if (first) {
     // A toolkit targets it but its release driver is not confirmed (Rubin in CUDA 13.4): a driver is
     // then judged by the CUDA major's minor-version floor (matrices/data/cuda.yaml).
@@ -237,15 +239,16 @@ GpuBuildsView builds_for_gpu(const Knowledge& k, const Globals& g, const matrice
     out.builds.push_back(jb);
     if (gb.runs == RunKind::unknown) continue;
     const auto* r = gb.row;
-    const auto how = gb.runs == RunKind::native ? styled(i18n::tr("native"), Style::green) : styled(i18n::tr("PTX JIT"), Style::yellow);
-    out.lines.push_back(fmt::format(
-        "    {} {} {}{}{}", i18n::pad(r->label() + (gb.stable ? "" : " (" + join(r->channels, ",") + ")"), 22), i18n::pad(b.variant, 7),
-        i18n::trf("{} via {}", how, gb.via ? gb.via->to_string() : "?"), gb.min_driver ? i18n::trf("; driver ≥ {}", *gb.min_driver) : "",
-        b.verified ? "" : styled(fmt::format(" [{}]", matrices::to_string(b.confidence)), Style::dim)));
+    const auto how =
+        gb.runs == RunKind::native ? styled(i18n::tr("native"), Style::green) : styled(i18n::tr("PTX JIT"), Style::yellow);
+    out.lines.push_back(
+        fmt::format("    {} {} {}{}{}", i18n::pad(r->label() + (gb.stable ? "" : " (" + join(r->channels, ",") + ")"), 22),
+                    i18n::pad(b.variant, 7), i18n::trf("{} via {}", how, gb.via ? gb.via->to_string() : "?"),
+                    gb.min_driver ? i18n::trf("; driver ≥ {}", *gb.min_driver) : "",
+                    b.verified ? "" : styled(fmt::format(" [{}]", matrices::to_string(b.confidence)), Style::dim)));
   }
   return out;
 }
-
 
 // The legacy ladder: the last release for a GPU its newest releases dropped (null and "" when none).
 json last_release_json(const Knowledge& k, const matrices::Framework& f, const matrices::ResolvedGpu& rg,
@@ -253,11 +256,11 @@ json last_release_json(const Knowledge& k, const matrices::Framework& f, const m
   const auto* end = k.support_end(f.name, rg.cc);
   if (!end) return nullptr;
   auto lr = k.last_release_for(f.name, rg.cc, platform);
-  line = lr ? i18n::trf("    {} {} ({}) is the last release with code for {}: {} from {} on drops it{} ({})", f.name,
-                          lr->version.to_string(), lr->variant, rg.cc.sm_name(), f.name, end->from.to_string(),
-                          end->variant.empty() ? "" : i18n::trf(" with {}", end->variant), end->source)
-            : i18n::trf("    {} from {} on has no build for {} ({})", f.name, end->from.to_string(), rg.cc.sm_name(),
-                          end->source);
+  line =
+      lr ? i18n::trf("    {} {} ({}) is the last release with code for {}: {} from {} on drops it{} ({})", f.name,
+                     lr->version.to_string(), lr->variant, rg.cc.sm_name(), f.name, end->from.to_string(),
+                     end->variant.empty() ? "" : i18n::trf(" with {}", end->variant), end->source)
+         : i18n::trf("    {} from {} on has no build for {} ({})", f.name, end->from.to_string(), rg.cc.sm_name(), end->source);
   return {{"version", lr ? json(lr->version.to_string()) : json(nullptr)},
           {"variant", lr ? json(lr->variant) : json(nullptr)},
           {"dropped_from", end->from.to_string()},
@@ -287,16 +290,17 @@ json framework_for_gpu(const Knowledge& k, const Globals& g, const matrices::Fra
   std::string head = fmt::format("  {}:", f.name);
   if (!newest["native"].is_null())
     head += i18n::trf(" newest stable release with {} code: {} ({})", rg.cc.sm_name(),
-                        newest["native"]["version"].get<std::string>(), newest["native"]["variant"].get<std::string>());
+                      newest["native"]["version"].get<std::string>(), newest["native"]["variant"].get<std::string>());
   else if (!newest["jit"].is_null())
-    head += i18n::trf(" no native code; newest stable release by PTX JIT: {} ({})",
-                        newest["jit"]["version"].get<std::string>(), newest["jit"]["variant"].get<std::string>());
+    head += i18n::trf(" no native code; newest stable release by PTX JIT: {} ({})", newest["jit"]["version"].get<std::string>(),
+                      newest["jit"]["variant"].get<std::string>());
   text.push_back(head);
   if (!last_line.empty()) text.push_back(styled(last_line, Style::bold));
   for (auto& l : found.lines) text.push_back(std::move(l));
   if (found.unknown > 0)
-    text.push_back(found.unknown == 1 ? i18n::trf("    {} build without arch data: unverified, checked after download", found.unknown)
-                                      : i18n::trf("    {} builds without arch data: unverified, checked after download", found.unknown));
+    text.push_back(found.unknown == 1
+                       ? i18n::trf("    {} build without arch data: unverified, checked after download", found.unknown)
+                       : i18n::trf("    {} builds without arch data: unverified, checked after download", found.unknown));
   return jf;
 }
 
@@ -317,7 +321,8 @@ int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matr
     for (const auto* f : fws) jg["frameworks"].push_back(framework_for_gpu(k, g, *f, *rg, platform, os, text));
     out["gpus"].push_back(jg);
   }
-  if (g.format == "json") machine(out.dump(2));
+  if (g.format == "json")
+    machine(out.dump(2));
   else
     for (const auto& l : text) human(l);
   return 0;
@@ -325,8 +330,8 @@ int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matr
 
 // --framework F --version V, one variant on one platform: its archs, and how it runs on each --gpu.
 json platform_json(const Knowledge& k, const Globals& g, const matrices::Framework& f, const specs::Version& v,
-                   const std::string& variant, const matrices::ArchBuild& b,
-                   const std::vector<matrices::ResolvedGpu>& gpus, std::vector<std::string>& text) {
+                   const std::string& variant, const matrices::ArchBuild& b, const std::vector<matrices::ResolvedGpu>& gpus,
+                   std::vector<std::string>& text) {
   json jp;
   jp["platform"] = b.platform;
   jp["sass"] = b.sass ? json(api::arch_names(b.sass)) : json(nullptr);
@@ -347,9 +352,10 @@ json platform_json(const Knowledge& k, const Globals& g, const matrices::Framewo
     }
     jp["runs_on"] = jr;
   }
-  std::string archs = b.known() ? fmt::format("SASS {}; PTX {}", b.sass->empty() ? i18n::trs("none") : join(api::arch_names(b.sass)),
-                                              b.ptx->empty() ? i18n::trs("none") : join(api::arch_names(b.ptx)))
-                                : i18n::trs("archs unknown: unverified, checked after download");
+  std::string archs = b.known()
+                          ? fmt::format("SASS {}; PTX {}", b.sass->empty() ? i18n::trs("none") : join(api::arch_names(b.sass)),
+                                        b.ptx->empty() ? i18n::trs("none") : join(api::arch_names(b.ptx)))
+                          : i18n::trs("archs unknown: unverified, checked after download");
   text.push_back(fmt::format("    {} {}{}{}", i18n::pad(b.platform, 15), archs,
                              b.confidence == matrices::Confidence::verified
                                  ? ""
@@ -361,8 +367,8 @@ json platform_json(const Knowledge& k, const Globals& g, const matrices::Framewo
 
 // --framework F --version V, one variant: its CUDA, drivers, index and platforms.
 json variant_json(const Knowledge& k, const Globals& g, const matrices::Framework& f, const specs::Version& v,
-                  const matrices::ReleaseVariant& rv, const std::string& channel,
-                  const std::vector<matrices::ResolvedGpu>& gpus, std::vector<std::string>& text) {
+                  const matrices::ReleaseVariant& rv, const std::string& channel, const std::vector<matrices::ResolvedGpu>& gpus,
+                  std::vector<std::string>& text) {
   const auto* var = f.variant(rv.variant);
   json jv;
   jv["name"] = rv.variant;
@@ -399,7 +405,9 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
   if (!r) {
     std::vector<std::string> known;
     for (const auto* row : api::rows_newest_first(f)) known.push_back(row->label());
-    Error e{ErrorCode::not_found, fmt::format("{} {} is not in the matrices", f.name, v->to_string()), {},
+    Error e{ErrorCode::not_found,
+            fmt::format("{} {} is not in the matrices", f.name, v->to_string()),
+            {},
             fmt::format("known: {}; add a release with --matrices DIR (matrices/README.md)", join(known, "; "))};
     return fail(e);
   }
@@ -427,12 +435,13 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
   out["variants"] = json::array();
 
   std::vector<std::string> text;
-  text.push_back(styled(i18n::trf("{} {} ({}; channel {})", f.name, v->to_string(), r->label(), join(r->channels, ",")),
-                        Style::bold));
+  text.push_back(
+      styled(i18n::trf("{} {} ({}; channel {})", f.name, v->to_string(), r->label(), join(r->channels, ",")), Style::bold));
   std::vector<std::string> comp_text;
   for (const auto* list : {&f.companions, &f.optional_companions}) // framework order, not JSON's sorted keys
     for (const auto& c : *list)
-      comp_text.push_back(fmt::format("{} {}", c, comps[c].is_null() ? i18n::trs("(none coupled)") : comps[c].get<std::string>()));
+      comp_text.push_back(
+          fmt::format("{} {}", c, comps[c].is_null() ? i18n::trs("(none coupled)") : comps[c].get<std::string>()));
   text.push_back(i18n::trf("  companions: {}", comp_text.empty() ? i18n::trs("none") : join(comp_text, ", ")));
   text.push_back(fmt::format("  python: {}", join(r->python)));
   if (!r->pypi_default.empty()) text.push_back(i18n::trf("  pypi.org default variant: {}", r->pypi_default));
@@ -446,7 +455,8 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
     // Evidence first: what the binaries said outranks the rows below.
     if (!ev_text.empty()) text.insert(text.begin() + 1, ev_text.begin(), ev_text.end());
   }
-  if (g.format == "json") machine(out.dump(2));
+  if (g.format == "json")
+    machine(out.dump(2));
   else
     for (const auto& l : text) human(l);
   return 0;
@@ -466,8 +476,11 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
     jf["channels"] = f->channel_templates;
     jf["default_mirror"] = f->default_mirror;
     // What `apply` runs after installing: on the GPU, or on the CPU without one.
-    jf["smoke"] = {{"step_a", f->smoke.step_a}, {"step_b", f->smoke.step_b}, {"companions", f->smoke.companions},
-                   {"cpu", f->smoke.cpu.empty() ? json(nullptr) : json(f->smoke.cpu)}, {"cpu_companions", f->smoke.cpu_companions}};
+    jf["smoke"] = {{"step_a", f->smoke.step_a},
+                   {"step_b", f->smoke.step_b},
+                   {"companions", f->smoke.companions},
+                   {"cpu", f->smoke.cpu.empty() ? json(nullptr) : json(f->smoke.cpu)},
+                   {"cpu_companions", f->smoke.cpu_companions}};
     jf["releases"] = json::array();
     text.push_back(styled(i18n::trf("{} (package {}; companions: {})", f->name, f->main_package,
                                     f->companions.empty() ? i18n::trs("none") : join(f->companions, ", ")),
@@ -480,7 +493,8 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
       jr["variants"] = vs;
       jf["releases"].push_back(jr);
       bool stable = std::find(r->channels.begin(), r->channels.end(), "stable") != r->channels.end();
-      text.push_back(fmt::format("  {} {}", i18n::pad(r->label() + (stable ? "" : " (" + join(r->channels, ",") + ")"), 24), join(vs)));
+      text.push_back(
+          fmt::format("  {} {}", i18n::pad(r->label() + (stable ? "" : " (" + join(r->channels, ",") + ")"), 24), join(vs)));
     }
     out["frameworks"].push_back(jf);
   }
@@ -488,18 +502,20 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
   std::vector<std::string> tk;
   for (const auto& t : k.toolkits()) {
     out["cuda_toolkits"].push_back({{"cuda", t.version.to_string()},
-                                    {"min_driver", {{"linux", t.min_driver_linux},
-                                                    {"windows", t.min_driver_windows.empty() ? json(nullptr) : json(t.min_driver_windows)}}},
+                                    {"min_driver",
+                                     {{"linux", t.min_driver_linux},
+                                      {"windows", t.min_driver_windows.empty() ? json(nullptr) : json(t.min_driver_windows)}}},
                                     {"minor_compat_driver", t.minor_compat_linux},
                                     {"confidence", matrices::to_string(t.confidence)}});
     // A toolkit whose GA driver is not confirmed (matrices/data/cuda.yaml): its minor-version floor.
-    tk.push_back(!t.min_driver_linux.empty() ? fmt::format("{} ≥ {}", t.version.to_string(), t.min_driver_linux)
-                 : !t.minor_compat_linux.empty()
-                     ? i18n::trf("{} ≥ {} (minor-version floor; GA driver unconfirmed)", t.version.to_string(), t.minor_compat_linux)
-                     : i18n::trf("{} (driver unknown)", t.version.to_string()));
+    tk.push_back(!t.min_driver_linux.empty()     ? fmt::format("{} ≥ {}", t.version.to_string(), t.min_driver_linux)
+                 : !t.minor_compat_linux.empty() ? i18n::trf("{} ≥ {} (minor-version floor; GA driver unconfirmed)",
+                                                             t.version.to_string(), t.minor_compat_linux)
+                                                 : i18n::trf("{} (driver unknown)", t.version.to_string()));
   }
   if (fws.size() > 1) text.push_back(i18n::trf("CUDA toolkits (Linux driver): {}", join(tk, ", ")));
-  if (g.format == "json") machine(out.dump(2));
+  if (g.format == "json")
+    machine(out.dump(2));
   else
     for (const auto& l : text) human(l);
   return 0;
@@ -512,10 +528,10 @@ void add_matrix_command(CLI::App& app, Globals& g) {
   auto version = std::make_shared<std::string>();
   cmd->add_option("--version", *version, i18n::trs("A framework release (with --framework), e.g. 2.7.0"));
   cmd->footer(i18n::trs("Examples:\n"
-              "  envfix matrix --gpu \"RTX 5090\"               which releases run on it, minimum driver\n"
-              "  envfix matrix --gpu sm_61 --framework torch  newest torch that still runs on a GTX 1080\n"
-              "  envfix matrix --framework torch --version 2.7.0\n"
-              "Data: embedded, plus --matrices DIR / ENVFIX_MATRICES (matrices/README.md)."));
+                        "  envfix matrix --gpu \"RTX 5090\"               which releases run on it, minimum driver\n"
+                        "  envfix matrix --gpu sm_61 --framework torch  newest torch that still runs on a GTX 1080\n"
+                        "  envfix matrix --framework torch --version 2.7.0\n"
+                        "Data: embedded, plus --matrices DIR / ENVFIX_MATRICES (matrices/README.md)."));
   cmd->callback([&app, &g, version] {
     auto k = Knowledge::load_default(g.matrices_dir);
     if (!k) {
@@ -531,7 +547,9 @@ void add_matrix_command(CLI::App& app, Globals& g) {
       if (!f) {
         std::vector<std::string> names;
         for (const auto& x : k->frameworks()) names.push_back(x.name);
-        Error e{ErrorCode::not_found, fmt::format("unknown framework '{}'", g.framework), {},
+        Error e{ErrorCode::not_found,
+                fmt::format("unknown framework '{}'", g.framework),
+                {},
                 fmt::format("known: {}", join(names, ", "))};
         g.exit_code = fail(e);
         return;
@@ -540,9 +558,12 @@ void add_matrix_command(CLI::App& app, Globals& g) {
     } else {
       for (const auto& f : k->frameworks()) fws.push_back(&f);
     }
-    if (!version->empty()) g.exit_code = release_query(*k, g, *fws.front(), *version);
-    else if (!g.gpus.empty()) g.exit_code = gpu_query(*k, g, fws);
-    else g.exit_code = overview(*k, g, fws);
+    if (!version->empty())
+      g.exit_code = release_query(*k, g, *fws.front(), *version);
+    else if (!g.gpus.empty())
+      g.exit_code = gpu_query(*k, g, fws);
+    else
+      g.exit_code = overview(*k, g, fws);
   });
 }
 

@@ -37,7 +37,8 @@ void render_rejected(const std::vector<resolver::Rejection>& rejected) {
   // The reason code stays English (docs/json.md names it); the detail api/ composed is translated.
   for (const auto& r : rejected)
     human(fmt::format("  {} {} [{}] {}{}", r.name, r.version.empty() ? i18n::tr("(index)") : r.version,
-                      resolver::to_string(r.reason), i18n::tr_text(r.detail), r.index.empty() ? "" : styled(" — " + r.index, Style::dim)));
+                      resolver::to_string(r.reason), i18n::tr_text(r.detail),
+                      r.index.empty() ? "" : styled(" — " + r.index, Style::dim)));
 }
 
 // "Would download 1.2 GiB (3 files)": a file the index gives no size for is counted apart ("0 B"
@@ -46,8 +47,8 @@ std::string download_line(const resolver::Plan& p, const PlanOptions& o) {
   std::size_t unknown = 0;
   for (const auto& i : p.install) unknown += i.size ? 0 : 1;
   std::string amount = unknown == p.install.size() ? i18n::trs("size unknown")
-                       : unknown ? i18n::trf("{} + size unknown for {}", human_size(p.download_size()), unknown)
-                                 : human_size(p.download_size());
+                       : unknown                   ? i18n::trf("{} + size unknown for {}", human_size(p.download_size()), unknown)
+                                                   : human_size(p.download_size());
   return i18n::trf("Would download {} ({} files). Nothing was changed{}.", amount, p.install.size(),
                    i18n::tr(o.dry_run ? " (--dry-run)" : " (plan only; `envfix apply` executes it)"));
 }
@@ -55,8 +56,10 @@ std::string download_line(const resolver::Plan& p, const PlanOptions& o) {
 void render_text(const api::PlanContext& ctx, const PlanOptions& o) {
   const auto& p = ctx.plan;
   human(host_line(ctx.host));
-  if (!p.channel.empty()) human(fmt::format("{} {} ({})", styled(i18n::tr("chose:"), Style::bold), i18n::tr_text(p.why), p.index));
-  else human(fmt::format("{} {}", styled(i18n::tr("index:"), Style::bold), p.index));
+  if (!p.channel.empty())
+    human(fmt::format("{} {} ({})", styled(i18n::tr("chose:"), Style::bold), i18n::tr_text(p.why), p.index));
+  else
+    human(fmt::format("{} {}", styled(i18n::tr("index:"), Style::bold), p.index));
   if (!ctx.extra_indexes.empty())
     human(fmt::format("{} {}", styled(i18n::tr("extra indexes:"), Style::bold),
                       i18n::trf("{} (for packages that are not the framework's: each from the first index that has it)",
@@ -64,14 +67,21 @@ void render_text(const api::PlanContext& ctx, const PlanOptions& o) {
   for (const auto& w : p.warnings) warn(w);
   human(styled(i18n::trf("Resolved {} packages in {}", ctx.resolved, fmt::format("{:.0f}ms", ctx.seconds * 1000)), Style::dim));
   for (const auto& c : change_list(p, true)) human(c);
-  if (p.empty()) human(i18n::tr("Nothing to do: the environment already matches the plan."));
-  else human(download_line(p, o));
+  if (p.empty())
+    human(i18n::tr("Nothing to do: the environment already matches the plan."));
+  else
+    human(download_line(p, o));
   if (o.explain) render_rejected(p.rejected);
 }
 
 Expected<int> run_plan(const Globals& g, const PlanOptions& o, std::vector<resolver::Rejection>* rejected_out) {
-  api::PlanRequest r{.requirements = o.requests, .pre = o.pre, .allow_unhashed = o.allow_unhashed, .upgrade = o.upgrade,
-                     .reinstall = o.reinstall, .allow_breaking = o.allow_breaking, .allow_conda_overwrite = o.allow_conda_overwrite};
+  api::PlanRequest r{.requirements = o.requests,
+                     .pre = o.pre,
+                     .allow_unhashed = o.allow_unhashed,
+                     .upgrade = o.upgrade,
+                     .reinstall = o.reinstall,
+                     .allow_breaking = o.allow_breaking,
+                     .allow_conda_overwrite = o.allow_conda_overwrite};
   auto ctx = ENVFIX_TRY(api::plan(g, r, rejected_out));
   if (g.format == "json") {
     auto j = plan_json(ctx.plan, ctx.host);
@@ -92,11 +102,18 @@ void add_plan_command(CLI::App& app, Globals& g) {
   cmd->add_flag("--dry-run", opts->dry_run, i18n::trs("Accepted for symmetry with apply; plan never changes anything"));
   cmd->add_flag("--explain", opts->explain, i18n::trs("List every rejected candidate with its reason code"));
   cmd->add_flag("--pre", opts->pre, i18n::trs("Allow pre-releases for every package"));
-  cmd->add_flag("-U,--upgrade", opts->upgrade, i18n::trs("Upgrade the requested packages to the newest allowed version (default: keep an installed version that satisfies the request)"));
-  cmd->add_flag("--reinstall", opts->reinstall, i18n::trs("Reinstall every planned package from the index, even when the installed version satisfies the request"));
+  cmd->add_flag(
+      "-U,--upgrade", opts->upgrade,
+      i18n::trs(
+          "Upgrade the requested packages to the newest allowed version (default: keep an installed version that satisfies the request)"));
+  cmd->add_flag(
+      "--reinstall", opts->reinstall,
+      i18n::trs("Reinstall every planned package from the index, even when the installed version satisfies the request"));
   cmd->add_flag("--allow-unhashed", opts->allow_unhashed, i18n::trs("Accept files whose index gives no sha256"));
-  cmd->add_flag("--allow-breaking", opts->allow_breaking, i18n::trs("Plan even when an installed package's requirement would break"));
-  cmd->add_flag("--allow-conda-overwrite", opts->allow_conda_overwrite, i18n::trs("Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)"));
+  cmd->add_flag("--allow-breaking", opts->allow_breaking,
+                i18n::trs("Plan even when an installed package's requirement would break"));
+  cmd->add_flag("--allow-conda-overwrite", opts->allow_conda_overwrite,
+                i18n::trs("Remove or overwrite packages conda owns (conda-meta records, INSTALLER conda)"));
   cmd->callback([&g, opts] {
     std::vector<resolver::Rejection> rejected;
     auto rc = run_plan(g, *opts, &rejected);
@@ -106,13 +123,20 @@ void add_plan_command(CLI::App& app, Globals& g) {
       if (opts->explain && g.format != "json") render_rejected(rejected);
       // --format json: the error as one document too (causes stay a list: the derivation chain is the message).
       if (g.format == "json") {
-        json doc{{"error", {{"code", to_string(rc.error().code)}, {"message", rc.error().message},
-                            {"causes", rc.error().causes}, {"hint", rc.error().hint}}}};
+        json doc{{"error",
+                  {{"code", to_string(rc.error().code)},
+                   {"message", rc.error().message},
+                   {"causes", rc.error().causes},
+                   {"hint", rc.error().hint}}}};
         if (opts->explain) {
           json rj = json::array();
           for (const auto& r : rejected)
-            rj.push_back({{"name", r.name}, {"version", r.version}, {"index", r.index},
-                          {"reason", std::string(resolver::to_string(r.reason))}, {"detail", r.detail}, {"filename", r.filename}});
+            rj.push_back({{"name", r.name},
+                          {"version", r.version},
+                          {"index", r.index},
+                          {"reason", std::string(resolver::to_string(r.reason))},
+                          {"detail", r.detail},
+                          {"filename", r.filename}});
           doc["error"]["rejected"] = rj;
         }
         machine(doc.dump(2));

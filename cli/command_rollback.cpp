@@ -37,8 +37,10 @@ void add_rollback_command(CLI::App& app, Globals& g) {
         g.exit_code = fail(freed.error());
         return;
       }
-      if (g.format == "json") machine(nlohmann::json{{"freed_bytes", *freed}}.dump());
-      else human(i18n::trf("Deleted the kept backup ({})", human_size(*freed)));
+      if (g.format == "json")
+        machine(nlohmann::json{{"freed_bytes", *freed}}.dump());
+      else
+        human(i18n::trf("Deleted the kept backup ({})", human_size(*freed)));
       return;
     }
     auto more_line = [](std::size_t n) {
@@ -55,11 +57,17 @@ void add_rollback_command(CLI::App& app, Globals& g) {
       if (g.format == "json") {
         auto older = nlohmann::json::array();
         for (std::size_t i = 1; i < kept->size(); ++i)
-          older.push_back({{"id", (*kept)[i].id}, {"backup_bytes", (*kept)[i].bytes}, {"would_restore", refs((*kept)[i].removed)},
+          older.push_back({{"id", (*kept)[i].id},
+                           {"backup_bytes", (*kept)[i].bytes},
+                           {"would_restore", refs((*kept)[i].removed)},
                            {"would_remove", refs((*kept)[i].installed)}});
-        machine(nlohmann::json{{"id", b.id}, {"backup_bytes", b.bytes}, {"would_restore", refs(b.removed)},
-                               {"would_remove", refs(b.installed)}, {"older", older}}
-                    .dump());
+        machine(nlohmann::json{
+            {"id", b.id},
+            {"backup_bytes", b.bytes},
+            {"would_restore", refs(b.removed)},
+            {"would_remove", refs(b.installed)},
+            {"older",
+             older}}.dump());
       } else {
         human(i18n::trf("Would undo transaction {} (backup: {})", b.id, human_size(b.bytes)));
         for (const auto& d : b.installed) human(fmt::format(" - {}=={}", d.name, d.version));
@@ -75,8 +83,11 @@ void add_rollback_command(CLI::App& app, Globals& g) {
     }
     const auto& r = rep->result;
     if (g.format == "json") {
-      machine(nlohmann::json{{"id", r.id}, {"restored", refs(r.restored)}, {"removed", refs(r.removed)},
-                             {"freed_bytes", r.freed_bytes}, {"steps_left", rep->steps_left}}
+      machine(nlohmann::json{{"id", r.id},
+                             {"restored", refs(r.restored)},
+                             {"removed", refs(r.removed)},
+                             {"freed_bytes", r.freed_bytes},
+                             {"steps_left", rep->steps_left}}
                   .dump());
     } else {
       human(i18n::trf("Rolled back transaction {}", r.id));

@@ -56,8 +56,11 @@ json step_json(const api::VerifyStep& s) {
 
 // The --format json document of a verify run (docs/json.md, verify).
 json verify_json(const api::VerifyReport& r) {
-  json j{{"framework", r.framework}, {"python", r.python.string()}, {"device", r.cpu ? "cpu" : "gpu"},
-         {"device_note", r.device_note}, {"verdict", r.ok() ? "passed" : "failed"}};
+  json j{{"framework", r.framework},
+         {"python", r.python.string()},
+         {"device", r.cpu ? "cpu" : "gpu"},
+         {"device_note", r.device_note},
+         {"verdict", r.ok() ? "passed" : "failed"}};
   json gpus = json::array();
   for (const auto& [name, cc] : r.host.gpus) gpus.push_back({{"name", name}, {"arch", cc.sm_name()}});
   j["gpus"] = gpus;
@@ -77,13 +80,19 @@ json verify_json(const api::VerifyReport& r) {
   if (const auto& app = r.app) {
     json mem = json::array();
     for (std::size_t i = 0; i < app->gpu_memory.size(); ++i)
-      mem.push_back({{"index", i}, {"peak_used_bytes", app->gpu_memory[i].first}, {"baseline_used_bytes", app->gpu_memory[i].second}});
-    lj["app"] = {{"status", app->exit_code == 0 ? "passed" : "failed"}, {"command", app->command}, {"exit_code", app->exit_code},
-                 {"seconds", app->seconds}, {"gpu_memory", mem}, {"gpu_memory_note", app->memory_note},
+      mem.push_back(
+          {{"index", i}, {"peak_used_bytes", app->gpu_memory[i].first}, {"baseline_used_bytes", app->gpu_memory[i].second}});
+    lj["app"] = {{"status", app->exit_code == 0 ? "passed" : "failed"},
+                 {"command", app->command},
+                 {"exit_code", app->exit_code},
+                 {"seconds", app->seconds},
+                 {"gpu_memory", mem},
+                 {"gpu_memory_note", app->memory_note},
                  {"cuda_error", app->error_line.empty() ? json(nullptr) : json(app->error_line)},
                  {"class", app->cuda_class.empty() ? json(nullptr) : json(app->cuda_class)},
                  {"fix", app->fix.empty() ? json(nullptr) : json(app->fix)},
-                 {"fix_note", app->fix_note.empty() ? json(nullptr) : json(app->fix_note)}, {"sync", app->sync},
+                 {"fix_note", app->fix_note.empty() ? json(nullptr) : json(app->fix_note)},
+                 {"sync", app->sync},
                  {"where", app->where.empty() ? json(nullptr) : json(app->where)},
                  {"async_note", app->async_note.empty() ? json(nullptr) : json(app->async_note)}};
   }
@@ -125,7 +134,8 @@ public:
                       i18n::trf("(exit {}) {}", a.exit_code, fmt::format("{:.2f}s", a.seconds)), mem.empty() ? "" : "; " + mem));
     if (!a.error_line.empty()) human("  " + i18n::trf("first CUDA error: {} [{}]", a.error_line, a.cuda_class));
     if (!a.where.empty())
-      human("  " + (a.sync ? i18n::trf("raised (CUDA_LAUNCH_BLOCKING=1) at: {}", a.where) : i18n::trf("reported at: {}", a.where)));
+      human("  " +
+            (a.sync ? i18n::trf("raised (CUDA_LAUNCH_BLOCKING=1) at: {}", a.where) : i18n::trf("reported at: {}", a.where)));
     const auto label = [](std::string_view l) { return styled(i18n::tr(l), Style::bold); };
     if (!a.async_note.empty()) human(fmt::format("  {} {}", label("note:"), i18n::tr_text(a.async_note)));
     for (const auto& p : a.stopped) human("  " + i18n::trf("left running by the app, stopped: {}", p));
@@ -151,9 +161,12 @@ void add_verify_command(CLI::App& app, Globals& g) {
   auto o = std::make_shared<VerifyOptions>();
   auto* cmd = app.add_subcommand("verify", i18n::trs("Layered checks in the target interpreter: repro, small models, your app"));
   cmd->add_option("--layers", o->layers, i18n::trs("Comma-separated: repro, model, app (default all; app needs --app)"));
-  cmd->add_option("--app", o->app, i18n::trs("Your command, run with the target interpreter first on PATH (e.g. 'python train.py')"));
-  cmd->add_flag("--sync", o->sync, i18n::trs("Run the app with CUDA_LAUNCH_BLOCKING=1: a kernel error stops at the launch that failed (slower)"));
-  cmd->add_option("--timeout", o->timeout_s, i18n::trs("Seconds each step (and the app) may run (default 600)"))->check(CLI::Range(1, 86400));
+  cmd->add_option("--app", o->app,
+                  i18n::trs("Your command, run with the target interpreter first on PATH (e.g. 'python train.py')"));
+  cmd->add_flag("--sync", o->sync,
+                i18n::trs("Run the app with CUDA_LAUNCH_BLOCKING=1: a kernel error stops at the launch that failed (slower)"));
+  cmd->add_option("--timeout", o->timeout_s, i18n::trs("Seconds each step (and the app) may run (default 600)"))
+      ->check(CLI::Range(1, 86400));
   cmd->footer(i18n::trs("Exit 0 when every step passed, 1 when one failed, 2 when it could not run."));
   cmd->callback([&g, o] { g.exit_code = finish_command(run_verify(g, *o)); });
 }

@@ -4,20 +4,22 @@
 
 #include "api/options.hpp"
 
-namespace CLI { class App; }
+namespace CLI {
+class App;
+}
 
 namespace envfix::cli {
 
 // The global options: the api/ request every command shares (api/options.hpp), plus how to print.
 struct Globals : api::Options {
-  std::string format = "text";        // text | json
-  std::string color = "auto";         // auto | always | never
+  std::string format = "text"; // text | json
+  std::string color = "auto";  // auto | always | never
   int verbose = 0;
   bool quiet = false;
   bool no_progress = false;
-  std::string lang;                   // --lang: en | zh_CN; empty: from the environment (i18n/i18n.hpp)
+  std::string lang; // --lang: en | zh_CN; empty: from the environment (i18n/i18n.hpp)
 
-  int exit_code = 0;                   // set by the command that ran
+  int exit_code = 0; // set by the command that ran
 };
 
 void add_global_options(CLI::App& app, Globals& g);

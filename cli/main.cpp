@@ -23,22 +23,25 @@ void add_global_options(CLI::App& app, Globals& g) {
   out->add_flag("--no-progress", g.no_progress, i18n::trs("No progress bars"));
   out->add_option("--lang", g.lang,
                   i18n::trs("Language of the human output: en or zh_CN (default: from LANGUAGE, LC_ALL, LC_MESSAGES, LANG; "
-                  "JSON stays English)"));
+                            "JSON stays English)"));
   auto* env = app.add_option_group(i18n::trs("Environment"));
   env->add_option("--python", g.python, i18n::trs("Target interpreter (default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH)"));
   g.detect_framework = true; // until --framework is given (api/options.hpp)
-  env->add_option("--framework", g.framework, i18n::trs("Framework: torch, jax, tensorflow, paddlepaddle (default: the ones installed, else torch)"))
+  env->add_option("--framework", g.framework,
+                  i18n::trs("Framework: torch, jax, tensorflow, paddlepaddle (default: the ones installed, else torch)"))
       ->each([&g](const std::string&) { g.detect_framework = false; });
   env->add_option("--channel", g.channel, i18n::trs("auto|stable|test|nightly"))
       ->check(CLI::IsMember({"auto", "stable", "test", "nightly"}));
   env->add_option("--variant", g.variant, i18n::trs("Build variant, e.g. cu128"));
   env->add_option("--mirror", g.mirror, i18n::trs("Replace the official base URL in every index template"));
-  env->add_option("--index-url,-i", g.index_url,
-                  i18n::trs("The index to use; with a framework, its index for the variant it serves (GPU, driver and kernel checks apply)"));
+  env->add_option(
+      "--index-url,-i", g.index_url,
+      i18n::trs("The index to use; with a framework, its index for the variant it serves (GPU, driver and kernel checks apply)"));
   // Repeatable options take one value per occurrence (as pip's and uv's do): CLI11's default for a
   // vector would swallow the requirements or files that follow (`--gpu sm_120 torch`).
-  env->add_option("--extra-index-url", g.extra_index_urls,
-                  i18n::trs("Another index for packages that are not the framework's; each from the first index that has it (repeatable)"))
+  env->add_option(
+         "--extra-index-url", g.extra_index_urls,
+         i18n::trs("Another index for packages that are not the framework's; each from the first index that has it (repeatable)"))
       ->allow_extra_args(false);
   env->add_option("--find-links", g.find_links, i18n::trs("Directory of wheels (repeatable)"))->allow_extra_args(false);
   env->add_option("--matrices", g.matrices_dir, i18n::trs("Directory of YAML files overriding the embedded matrices"));

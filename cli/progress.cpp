@@ -13,8 +13,7 @@
 
 namespace envfix::cli {
 
-std::string progress_text(std::string_view label, std::uint64_t done, std::uint64_t total, double seconds,
-                          int width) {
+std::string progress_text(std::string_view label, std::uint64_t done, std::uint64_t total, double seconds, int width) {
   std::string out = i18n::pad(label, 12); // cells: a translated label is wide (i18n/i18n.hpp)
   if (total > 0) {
     double f = std::min(1.0, static_cast<double>(done) / static_cast<double>(total));
@@ -35,8 +34,7 @@ std::string progress_text(std::string_view label, std::uint64_t done, std::uint6
 }
 
 ProgressLine::ProgressLine(const Globals& g, std::string label)
-    : m_enabled(!g.no_progress && !g.quiet && g.format != "json" && ::isatty(STDERR_FILENO)),
-      m_label(std::move(label)),
+    : m_enabled(!g.no_progress && !g.quiet && g.format != "json" && ::isatty(STDERR_FILENO)), m_label(std::move(label)),
       m_start(std::chrono::steady_clock::now()) {}
 
 void ProgressLine::update(std::uint64_t done, std::uint64_t total) {
@@ -65,7 +63,8 @@ void ProgressLine::clear() {
   m_drawn = false;
 }
 
-ProgressReporter::ProgressReporter(const Globals& g) : m_globals(g), m_download(g, i18n::trs("Downloading")), m_unpack(g, i18n::trs("Unpacking")) {}
+ProgressReporter::ProgressReporter(const Globals& g)
+    : m_globals(g), m_download(g, i18n::trs("Downloading")), m_unpack(g, i18n::trs("Unpacking")) {}
 
 ProgressReporter::~ProgressReporter() = default;
 
@@ -77,14 +76,18 @@ void ProgressReporter::phase(api::Phase p) {
 }
 
 void ProgressReporter::progress(api::Phase p, std::uint64_t done, std::uint64_t total) {
-  if (p == api::Phase::download) m_download.update(done, total);
-  else if (p == api::Phase::unpack) m_unpack.update(done, total);
+  if (p == api::Phase::download)
+    m_download.update(done, total);
+  else if (p == api::Phase::unpack)
+    m_unpack.update(done, total);
 }
 
 void ProgressReporter::note(std::string_view text, bool detail) {
   // api/ writes its notes in English: the catalog's sentence where it has one.
-  if (!detail) human(i18n::tr_text(text));
-  else if (m_globals.verbose > 0) human(styled(i18n::tr_text(text), Style::dim));
+  if (!detail)
+    human(i18n::tr_text(text));
+  else if (m_globals.verbose > 0)
+    human(styled(i18n::tr_text(text), Style::dim));
 }
 
 void ProgressReporter::warning(std::string_view text) { warn(text); }

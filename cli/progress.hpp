@@ -15,8 +15,8 @@ namespace envfix::cli {
 struct Globals;
 
 // "Downloading [=====>     ] 120.3 MiB/386.0 MiB 95.2 MiB/s ETA 3s" (`total` 0: no bar, no ETA).
-[[nodiscard]] std::string progress_text(std::string_view label, std::uint64_t done, std::uint64_t total,
-                                        double seconds, int width = 24);
+[[nodiscard]] std::string progress_text(std::string_view label, std::uint64_t done, std::uint64_t total, double seconds,
+                                        int width = 24);
 
 class ProgressLine {
 public:

@@ -28,9 +28,12 @@ bool g_json = false;
 void init_output(const Globals& g) {
   g_quiet = g.quiet;
   g_json = g.format == "json";
-  if (g.color == "always") g_color = true;
-  else if (g.color == "never") g_color = false;
-  else g_color = !util::get_env(util::Env::no_color) && ::isatty(STDERR_FILENO);
+  if (g.color == "always")
+    g_color = true;
+  else if (g.color == "never")
+    g_color = false;
+  else
+    g_color = !util::get_env(util::Env::no_color) && ::isatty(STDERR_FILENO);
 }
 
 int init_language(const Globals& g) {
@@ -42,7 +45,9 @@ int init_language(const Globals& g) {
   if (!l) {
     // The error itself in the environment's language: the one asked for is not there.
     i18n::set_language(i18n::detect_language());
-    return fail(Error{ErrorCode::invalid_input, fmt::format("--lang: unknown language '{}'", g.lang), {},
+    return fail(Error{ErrorCode::invalid_input,
+                      fmt::format("--lang: unknown language '{}'", g.lang),
+                      {},
                       fmt::format("available languages: {}", i18n::available_languages())});
   }
   i18n::set_language(*l);
@@ -55,8 +60,10 @@ void preset_language(int argc, const char* const* argv) {
     const std::string_view a = argv[i];
     if (a == "--") break;
     std::optional<std::string_view> v;
-    if (a == "--lang" && i + 1 < argc) v = argv[i + 1];
-    else if (a.starts_with("--lang=")) v = a.substr(7);
+    if (a == "--lang" && i + 1 < argc)
+      v = argv[i + 1];
+    else if (a.starts_with("--lang="))
+      v = a.substr(7);
     if (auto l = v ? i18n::parse_lang(*v) : std::nullopt) lang = *l;
   }
   i18n::set_language(lang);
@@ -68,14 +75,14 @@ std::string styled(std::string_view text, Style s) {
   if (!g_color || s == Style::plain) return std::string(text);
   const char* code = "";
   switch (s) {
-    case Style::bold: code = "1"; break;
-    case Style::dim: code = "2"; break;
-    case Style::red: code = "1;31"; break;
-    case Style::green: code = "32"; break;
-    case Style::yellow: code = "33"; break;
-    case Style::blue: code = "34"; break;
-    case Style::cyan: code = "36"; break;
-    case Style::plain: break;
+  case Style::bold: code = "1"; break;
+  case Style::dim: code = "2"; break;
+  case Style::red: code = "1;31"; break;
+  case Style::green: code = "32"; break;
+  case Style::yellow: code = "33"; break;
+  case Style::blue: code = "34"; break;
+  case Style::cyan: code = "36"; break;
+  case Style::plain: break;
   }
   return fmt::format("\x1b[{}m{}\x1b[0m", code, text);
 }
@@ -96,7 +103,8 @@ void machine(std::string_view json_text) {
 }
 
 void warn(std::string_view text) {
-  std::string line = styled(i18n::tr("warning"), Style::yellow) + ": " + util::escape_control(i18n::tr_text(text), true, true) + "\n";
+  std::string line =
+      styled(i18n::tr("warning"), Style::yellow) + ": " + util::escape_control(i18n::tr_text(text), true, true) + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
@@ -152,17 +160,17 @@ int finish_command(const Expected<int>& rc) { return rc ? *rc : fail(rc.error())
 
 int exit_code_for(const Error& e) {
   switch (e.code) {
-    case ErrorCode::invalid_input:
-    case ErrorCode::not_found:
-    case ErrorCode::unsatisfiable: return 1;
-    case ErrorCode::rollback_failed: return 3;
-    // Rolled back after SIGINT/SIGTERM: the shell's convention for "killed by signal N", 128 + N.
-    case ErrorCode::interrupted: {
-      // The transaction's handler (apply), or util::InterruptScope's (verify's children).
-      const int sig = installer::interrupt_signal() ? installer::interrupt_signal() : util::interrupt_signal();
-      return 128 + (sig ? sig : SIGINT);
-    }
-    default: return 2;
+  case ErrorCode::invalid_input:
+  case ErrorCode::not_found:
+  case ErrorCode::unsatisfiable: return 1;
+  case ErrorCode::rollback_failed: return 3;
+  // Rolled back after SIGINT/SIGTERM: the shell's convention for "killed by signal N", 128 + N.
+  case ErrorCode::interrupted: {
+    // The transaction's handler (apply), or util::InterruptScope's (verify's children).
+    const int sig = installer::interrupt_signal() ? installer::interrupt_signal() : util::interrupt_signal();
+    return 128 + (sig ? sig : SIGINT);
+  }
+  default: return 2;
   }
 }
 

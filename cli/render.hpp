@@ -25,8 +25,8 @@ void preset_language(int argc, const char* const* argv);
 [[nodiscard]] std::string styled(std::string_view text, Style s);
 
 // Human output: stderr. Machine output (--format json): stdout.
-void human(std::string_view text);         // a line (newline added) to stderr unless -q
-void machine(std::string_view json_text);  // one document to stdout
+void human(std::string_view text);        // a line (newline added) to stderr unless -q
+void machine(std::string_view json_text); // one document to stdout
 void print_error(const Error& e);
 void warn(std::string_view text);
 

@@ -19,7 +19,10 @@ std::string human_size(std::uint64_t n) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(n);
   int u = 0;
-  while (v >= 1024 && u < 4) { v /= 1024; ++u; }
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
   return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
@@ -45,13 +48,19 @@ nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
   }
   j["remove"] = json::array();
   for (const auto& r : p.remove)
-    j["remove"].push_back({{"name", r.name}, {"version", r.version.to_string()}, {"why", resolver::to_string(r.why)},
+    j["remove"].push_back({{"name", r.name},
+                           {"version", r.version.to_string()},
+                           {"why", resolver::to_string(r.why)},
                            {"conda", r.conda.empty() ? json(nullptr) : json(r.conda)}});
   j["keep"] = p.keep;
   j["rejected"] = json::array();
   for (const auto& r : p.rejected)
-    j["rejected"].push_back({{"name", r.name}, {"version", r.version}, {"index", r.index}, {"reason", std::string(resolver::to_string(r.reason))},
-                             {"detail", r.detail}, {"filename", r.filename}});
+    j["rejected"].push_back({{"name", r.name},
+                             {"version", r.version},
+                             {"index", r.index},
+                             {"reason", std::string(resolver::to_string(r.reason))},
+                             {"detail", r.detail},
+                             {"filename", r.filename}});
   j["warnings"] = p.warnings;
   j["download_size"] = p.download_size();
   std::size_t unknown = 0;
@@ -59,7 +68,9 @@ nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
   j["download_size_unknown"] = unknown; // files of install[] whose size the index does not give
   json gpus = json::array();
   for (const auto& [name, cc] : h.gpus) gpus.push_back({{"name", name}, {"arch", cc.sm_name()}});
-  j["host"] = {{"gpus", gpus}, {"driver", h.driver}, {"python", h.python.python_full_version.to_string()},
+  j["host"] = {{"gpus", gpus},
+               {"driver", h.driver},
+               {"python", h.python.python_full_version.to_string()},
                {"interpreter", h.facts.python ? json(h.facts.python->executable.string()) : json(nullptr)},
                {"interpreter_from", h.facts.python_from}};
   return j;
@@ -69,17 +80,16 @@ std::string host_line(const Host& h) {
   std::string gpus;
   for (const auto& [name, cc] : h.gpus) gpus += (gpus.empty() ? "" : ", ") + fmt::format("{} ({})", name, cc.sm_name());
   return fmt::format("{} {}; {}; {}\n{}", styled(i18n::tr("host:"), Style::bold), gpus.empty() ? i18n::tr("no GPU") : gpus,
-                     i18n::trf("driver {}", h.driver.empty() ? i18n::tr("none") : h.driver), h.python_text,
-                     interpreter_line(h));
+                     i18n::trf("driver {}", h.driver.empty() ? i18n::tr("none") : h.driver), h.python_text, interpreter_line(h));
 }
 
 std::string interpreter_line(const Host& h) {
   // The environment diffed against and changed: never implicit (a python3 on PATH may not be the one meant).
   const auto label = styled(i18n::tr("interpreter:"), Style::bold);
   if (!h.facts.python) return fmt::format("{} {}", label, i18n::tr("none"));
-  return fmt::format("{} {}", label,
-                     i18n::trf("{} (from {})", h.facts.python->executable.string(),
-                               h.facts.python_from.empty() ? "?" : h.facts.python_from));
+  return fmt::format(
+      "{} {}", label,
+      i18n::trf("{} (from {})", h.facts.python->executable.string(), h.facts.python_from.empty() ? "?" : h.facts.python_from));
 }
 
 namespace {
@@ -112,7 +122,8 @@ std::vector<std::string> change_list(const resolver::Plan& p, bool detail) {
   for (const auto& r : p.remove) {
     std::string line = removal(r.name, r.version.to_string());
     if (detail)
-      line += (r.why == resolver::RemoveReason::replaced ? "" : styled(fmt::format(" ({})", resolver::to_string(r.why)), Style::dim)) +
+      line += (r.why == resolver::RemoveReason::replaced ? ""
+                                                         : styled(fmt::format(" ({})", resolver::to_string(r.why)), Style::dim)) +
               (r.conda.empty() ? "" : styled(i18n::trf(" (conda's: {})", r.conda), Style::yellow));
     changes.push_back({r.name, 0, std::move(line)});
   }
@@ -131,7 +142,8 @@ std::vector<std::string> change_list(const resolver::Plan& p, bool detail) {
 
 std::vector<std::string> change_list(const installer::TransactionResult& txn) {
   std::vector<Change> changes;
-  for (const auto& d : txn.removed) changes.push_back({specs::normalize_name(d.name), 0, removal(specs::normalize_name(d.name), d.version)});
+  for (const auto& d : txn.removed)
+    changes.push_back({specs::normalize_name(d.name), 0, removal(specs::normalize_name(d.name), d.version)});
   for (const auto& d : txn.installed)
     changes.push_back({specs::normalize_name(d.name), 1, addition(specs::normalize_name(d.name), d.version)});
   return sorted_lines(std::move(changes));

@@ -7,8 +7,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  envfix::index::PageContext ctx{.page_url = "https://example.org/simple/torch/", .project = "torch",
-                                 .index_url = "https://example.org/simple"};
+  envfix::index::PageContext ctx{
+      .page_url = "https://example.org/simple/torch/", .project = "torch", .index_url = "https://example.org/simple"};
   auto page = envfix::index::parse_json_page(text, ctx);
   if (page) {
     for (const auto& c : page->candidates)

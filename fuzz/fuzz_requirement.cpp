@@ -10,8 +10,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   envfix::specs::MarkerEnvironment env;
-  env.values = {{"python_version", "3.11"}, {"python_full_version", "3.11.7"}, {"sys_platform", "linux"},
-                {"platform_release", "6.8.0"}, {"os_name", "posix"}};
+  env.values = {{"python_version", "3.11"},
+                {"python_full_version", "3.11.7"},
+                {"sys_platform", "linux"},
+                {"platform_release", "6.8.0"},
+                {"os_name", "posix"}};
   if (auto r = envfix::specs::Requirement::parse(text)) {
     auto s = r->to_string();
     auto back = envfix::specs::Requirement::parse(s);

@@ -170,8 +170,8 @@ std::span<const Entry> catalog(Lang l) {
 
 std::string_view tr(std::string_view english) {
   const auto table = catalog(language());
-  auto it = std::lower_bound(table.begin(), table.end(), english,
-                             [](const Entry& e, std::string_view key) { return e.msgid < key; });
+  auto it =
+      std::lower_bound(table.begin(), table.end(), english, [](const Entry& e, std::string_view key) { return e.msgid < key; });
   return it != table.end() && it->msgid == english ? it->msgstr : english;
 }
 

@@ -21,8 +21,7 @@ Expected<PartFile> create_part(const fs::path& tmp_dir, std::string_view random_
   PartFile p{tmp_dir / (std::string(random_name) + ".part"), {}};
   const fs::path fresh = tmp_dir / (std::string(random_name) + ".part.new");
   p.lock = util::Fd(::open(fresh.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
-  if (!p.lock.valid())
-    return fail_errno(errno, ErrorCode::io, "cannot create {}: {}", fresh.string(), std::strerror(errno));
+  if (!p.lock.valid()) return fail_errno(errno, ErrorCode::io, "cannot create {}: {}", fresh.string(), std::strerror(errno));
   std::error_code ec;
   if (::flock(p.lock.get(), LOCK_EX | LOCK_NB) != 0 || (fs::rename(fresh, p.path, ec), ec)) {
     int err = ec ? ec.value() : errno;
@@ -51,7 +50,7 @@ std::size_t remove_dead_parts(const fs::path& tmp_dir) {
     if (!fd.valid()) continue;
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue; // a live download
     // Still the file we locked (not a new one renamed over it meanwhile): then it is dead.
-    struct stat a {}, b {};
+    struct stat a{}, b{};
     if (::fstat(fd.get(), &a) == 0 && ::lstat(p.c_str(), &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev &&
         fs::remove(p, rec))
       ++removed;
@@ -92,7 +91,8 @@ Expected<CleanResult> clean_cache(const fs::path& dir) {
   if (!lock.valid())
     return fail_errno(errno, ErrorCode::io, "cannot open the cache lock {}: {}", lock_path.string(), std::strerror(errno));
   if (util::retry_eintr([&] { return ::flock(lock.get(), LOCK_EX | LOCK_NB); }) != 0)
-    return make_error(ErrorCode::io, fmt::format("the cache {} is in use by another envfix run: nothing was removed", dir.string()),
+    return make_error(ErrorCode::io,
+                      fmt::format("the cache {} is in use by another envfix run: nothing was removed", dir.string()),
                       "run `envfix cache clean` again once it has finished");
   CleanResult u = usage(dir);
   for (const auto& e : fs::directory_iterator(dir, ec)) {

@@ -23,9 +23,7 @@ struct Candidate {
   std::optional<std::uint64_t> size;          // PEP 700 JSON "size", or the file size for local files
   std::string index_url;                      // the index (or find-links dir) it came from, redacted
 
-  [[nodiscard]] bool is_wheel() const {
-    return filename.size() > 4 && filename.ends_with(".whl");
-  }
+  [[nodiscard]] bool is_wheel() const { return filename.size() > 4 && filename.ends_with(".whl"); }
   [[nodiscard]] std::string metadata_url() const { return url + ".metadata"; }
   bool operator==(const Candidate&) const = default;
 };

@@ -45,10 +45,8 @@ bool retryable_curl(CURLcode rc) {
   case CURLE_HTTP2:
   case CURLE_HTTP2_STREAM:
   case CURLE_SSL_CONNECT_ERROR:
-  case CURLE_BAD_CONTENT_ENCODING:
-    return true;
-  default:
-    return false;
+  case CURLE_BAD_CONTENT_ENCODING: return true;
+  default: return false;
   }
 }
 
@@ -64,12 +62,15 @@ FailureKind failure_kind(CURLcode rc) {
     return {"DNS lookup failed", "check the host name in the URL (--index-url, --mirror, ENVFIX_MIRROR) and this machine's DNS "
                                  "or proxy settings"};
   case CURLE_COULDNT_RESOLVE_PROXY: return {"DNS lookup of the proxy failed", "check HTTPS_PROXY / https_proxy"};
-  case CURLE_COULDNT_CONNECT: return {"connection failed", "check that the server is up and reachable from here (port, firewall, proxy)"};
+  case CURLE_COULDNT_CONNECT:
+    return {"connection failed", "check that the server is up and reachable from here (port, firewall, proxy)"};
   case CURLE_PEER_FAILED_VERIFICATION: return {"TLS certificate not trusted", ca};
   case CURLE_SSL_CACERT_BADFILE: return {"TLS CA bundle unreadable", ca};
   case CURLE_SSL_CONNECT_ERROR:
-    return {"TLS handshake failed", "check the URL's scheme and port (an http:// server answers no TLS) and any proxy in between"};
-  case CURLE_OPERATION_TIMEDOUT: return {"timed out", "the server or the network is slow or unreachable; try again, or raise the timeout"};
+    return {"TLS handshake failed",
+            "check the URL's scheme and port (an http:// server answers no TLS) and any proxy in between"};
+  case CURLE_OPERATION_TIMEDOUT:
+    return {"timed out", "the server or the network is slow or unreachable; try again, or raise the timeout"};
   default: return {};
   }
 }
@@ -77,8 +78,10 @@ FailureKind failure_kind(CURLcode rc) {
 Error transport_error(CURLcode rc, std::string_view url, const std::string& why) {
   const auto k = failure_kind(rc);
   return Error{ErrorCode::network,
-               k.what.empty() ? fmt::format("{}: {}", redact_url(url), why) : fmt::format("{}: {}: {}", redact_url(url), k.what, why),
-               {}, std::string(k.hint)};
+               k.what.empty() ? fmt::format("{}: {}", redact_url(url), why)
+                              : fmt::format("{}: {}: {}", redact_url(url), k.what, why),
+               {},
+               std::string(k.hint)};
 }
 
 // A transfer that outlived its overall deadline (HttpOptions::page_deadline, download_deadline).
@@ -101,7 +104,8 @@ std::string scrub(std::string text, std::string_view url) {
   if (stripped.size() == url.size()) return text;
   std::string_view rest = url.substr(url.find("://") + 3);
   std::string userinfo(rest.substr(0, rest.find('@')));
-  for (std::string needle : {userinfo, userinfo.substr(userinfo.find(':') == std::string::npos ? userinfo.size() : userinfo.find(':') + 1)}) {
+  for (std::string needle :
+       {userinfo, userinfo.substr(userinfo.find(':') == std::string::npos ? userinfo.size() : userinfo.find(':') + 1)}) {
     if (needle.empty()) continue;
     for (std::size_t p; (p = text.find(needle)) != std::string::npos;) text.replace(p, needle.size(), "***");
   }
@@ -176,7 +180,7 @@ std::string origin_of(const std::string& url) {
 
 struct Transfer {
   std::size_t index = 0;
-  std::string origin; // "https://host:443": what is remembered per server (origin_of)
+  std::string origin;           // "https://host:443": what is remembered per server (origin_of)
   Finisher* finisher = nullptr; // the perform_many call's (every transfer runs in one)
   HttpRequest req;
   CURL* easy = nullptr;
@@ -202,9 +206,9 @@ struct Transfer {
   char errbuf[CURL_ERROR_SIZE] = {};
   // Download state kept across attempts (resume).
   util::Fd fd;
-  std::uint64_t file_bytes = 0;      // bytes committed to the file (and the hash)
-  std::uint64_t resume_from = 0;     // Range start asked in this attempt (0 = none)
-  bool decided = false;              // this attempt's body target (file vs error body) is known
+  std::uint64_t file_bytes = 0;  // bytes committed to the file (and the hash)
+  std::uint64_t resume_from = 0; // Range start asked in this attempt (0 = none)
+  bool decided = false;          // this attempt's body target (file vs error body) is known
   bool to_file = false;
   std::unique_ptr<util::Sha256> hash;
   util::WritebackPacer writeback; // the fsync at the end then finds most pages written
@@ -239,8 +243,7 @@ size_t header_cb(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-std::optional<std::string> find_header(const std::vector<std::pair<std::string, std::string>>& h,
-                                       std::string_view name) {
+std::optional<std::string> find_header(const std::vector<std::pair<std::string, std::string>>& h, std::string_view name) {
   std::optional<std::string> v;
   for (const auto& [k, val] : h)
     if (k == name) v = val;
@@ -301,8 +304,7 @@ size_t write_cb(char* data, size_t size, size_t n, void* user) {
     }
     t->hash->update(data, len);
     t->file_bytes += len;
-    if (auto r = t->writeback.due(t->file_bytes))
-      t->finisher->post([fd = t->fd.get(), r = *r] { util::start_writeback(fd, r); });
+    if (auto r = t->writeback.due(t->file_bytes)) t->finisher->post([fd = t->fd.get(), r = *r] { util::start_writeback(fd, r); });
     if (t->req.progress) t->req.progress(t->file_bytes, t->total);
     return len;
   }
@@ -330,13 +332,13 @@ std::optional<std::chrono::milliseconds> retry_after(const Transfer& t) {
 
 } // namespace
 
-std::optional<std::string> HttpResponse::header(std::string_view name) const {
-  return find_header(headers, util::lower(name));
-}
+std::optional<std::string> HttpResponse::header(std::string_view name) const { return find_header(headers, util::lower(name)); }
 
 Error http_status_error(const HttpResponse& r, std::string_view what_url) {
   Error e{r.status == 404 ? ErrorCode::not_found : ErrorCode::network,
-          fmt::format("HTTP {} for {}", r.status, redact_url(what_url)), {}, {}};
+          fmt::format("HTTP {} for {}", r.status, redact_url(what_url)),
+          {},
+          {}};
   if (r.status == 401 || r.status == 403)
     e.hint = "the index needs credentials: put them in the URL (user:password@host) or in ~/.netrc";
   if (r.attempts > 1) e.causes.push_back(fmt::format("gave up after {} attempts", r.attempts));
@@ -362,13 +364,17 @@ HttpClient::HttpClient(HttpOptions options) : m_options(std::move(options)), m_i
   global_init();
   m_impl->multi = curl_multi_init();
   curl_multi_setopt(m_impl->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-  curl_multi_setopt(m_impl->multi, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(std::max<std::size_t>(m_options.parallel, 1)));
+  curl_multi_setopt(m_impl->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+                    static_cast<long>(std::max<std::size_t>(m_options.parallel, 1)));
   m_impl->share = curl_share_init();
   curl_share_setopt(m_impl->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
   curl_share_setopt(m_impl->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-  if (m_options.ca_file) m_impl->ca_file = m_options.ca_file->string();
-  else if (auto v = util::get_env(util::Env::ssl_cert_file); v && !v->empty()) m_impl->ca_file = *v;
-  else if (auto r = util::get_env(util::Env::requests_ca_bundle); r && !r->empty()) m_impl->ca_file = *r;
+  if (m_options.ca_file)
+    m_impl->ca_file = m_options.ca_file->string();
+  else if (auto v = util::get_env(util::Env::ssl_cert_file); v && !v->empty())
+    m_impl->ca_file = *v;
+  else if (auto r = util::get_env(util::Env::requests_ca_bundle); r && !r->empty())
+    m_impl->ca_file = *r;
   if (auto n = util::get_env(util::Env::netrc); n && !n->empty()) m_impl->netrc_file = *n;
 }
 
@@ -435,7 +441,8 @@ struct Attempts {
       curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(std::max<long long>(left, 1)));
     }
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(std::max<long>(1, static_cast<long>(o.low_speed_time.count()))));
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
+                     static_cast<long>(std::max<long>(1, static_cast<long>(o.low_speed_time.count()))));
     curl_easy_setopt(e, CURLOPT_USERAGENT, o.user_agent.c_str());
     if (!ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, ca_file.c_str());
     if (o.use_netrc) {
@@ -445,8 +452,10 @@ struct Attempts {
     if (t.req.accept_compressed) curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     if (t.req.head) curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
     std::string range;
-    if (t.req.range) range = fmt::format("{}-{}", t.req.range->first, t.req.range->second);
-    else if (t.resume_from > 0) range = fmt::format("{}-", t.resume_from);
+    if (t.req.range)
+      range = fmt::format("{}-{}", t.req.range->first, t.req.range->second);
+    else if (t.resume_from > 0)
+      range = fmt::format("{}-", t.resume_from);
     if (!range.empty()) curl_easy_setopt(e, CURLOPT_RANGE, range.c_str()); // copied by curl
     if (t.headers) curl_slist_free_all(t.headers);
     t.headers = nullptr;
@@ -494,8 +503,10 @@ bool Attempts::schedule_retry(Transfer& t, CURLcode rc, const std::string& why, 
     return false;
   }
   if (can) {
-    if (progressed) ++t.resumes;
-    else ++t.retries_used;
+    if (progressed)
+      ++t.resumes;
+    else
+      ++t.retries_used;
     t.not_before = Clock::now() + d;
     log(fmt::format("retry {} in {} ms: {}", redact_url(t.req.url), d.count(), why));
     return true;
@@ -524,12 +535,13 @@ bool Attempts::finish(Transfer& t, CURLcode rc) const {
   // 7.88; no body byte has arrived then.
   const bool long_header_line = rc == CURLE_OUT_OF_MEMORY && !t.decided;
   if (t.headers_too_large || long_header_line) {
-    t.result = make_error(ErrorCode::network,
-                          long_header_line ? fmt::format("{}: the response's headers are larger than curl accepts (a header line over 100 KiB)",
-                                                         redact_url(t.req.url))
-                                           : fmt::format("{}: the response's headers are larger than {} bytes",
-                                                         redact_url(t.req.url), t.max_header_bytes),
-                          "the server is broken or hostile; no index needs headers that large");
+    t.result = make_error(
+        ErrorCode::network,
+        long_header_line
+            ? fmt::format("{}: the response's headers are larger than curl accepts (a header line over 100 KiB)",
+                          redact_url(t.req.url))
+            : fmt::format("{}: the response's headers are larger than {} bytes", redact_url(t.req.url), t.max_header_bytes),
+        "the server is broken or hostile; no index needs headers that large");
   } else if (rc == CURLE_OPERATION_TIMEDOUT && t.deadline && Clock::now() + std::chrono::milliseconds(50) >= *t.deadline) {
     t.result = std::unexpected(deadline_error(t.req.url, t.req.dest.has_value(), t.deadline_after, t.attempts));
   } else if (t.too_large) {
@@ -657,14 +669,18 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
       curl_easy_cleanup(t->easy);
       t->easy = nullptr;
       --active;
-      if (!done) waiting.push_back(t);
-      else if (t->fd.valid() || t->req.on_done) finisher.post([t] { notify_done(*t); });
-      else notify_done(*t);
+      if (!done)
+        waiting.push_back(t);
+      else if (t->fd.valid() || t->req.on_done)
+        finisher.post([t] { notify_done(*t); });
+      else
+        notify_done(*t);
     }
     if (waiting.empty() && active == 0) break;
     int timeout_ms = 200;
     if (active == 0 && !waiting.empty()) {
-      auto next = std::min_element(waiting.begin(), waiting.end(), [](auto* a, auto* b) { return a->not_before < b->not_before; });
+      auto next =
+          std::min_element(waiting.begin(), waiting.end(), [](auto* a, auto* b) { return a->not_before < b->not_before; });
       auto wait = std::chrono::duration_cast<std::chrono::milliseconds>((*next)->not_before - Clock::now()).count();
       timeout_ms = static_cast<int>(std::clamp<long>(wait, 0, 1000));
       if (timeout_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));

@@ -45,7 +45,7 @@ struct HttpOptions {
   std::optional<std::filesystem::path> ca_file; // else SSL_CERT_FILE, REQUESTS_CA_BUNDLE, system store
   bool use_netrc = true;                        // $NETRC or ~/.netrc, matched on host
   std::string user_agent = "envfix/0.1.0";
-  std::uint64_t max_body_bytes = 256ull << 20;  // limit for in-memory bodies (project pages)
+  std::uint64_t max_body_bytes = 256ull << 20; // limit for in-memory bodies (project pages)
   LogFn log;
 };
 
@@ -56,10 +56,10 @@ struct HttpRequest {
   std::vector<std::string> headers; // "Name: value"
   bool head = false;
   std::optional<std::pair<std::uint64_t, std::uint64_t>> range; // inclusive byte range
-  std::optional<std::filesystem::path> dest; // stream a 2xx body into this file (truncated first)
-  std::uint64_t max_body = 0;                // 0: HttpOptions::max_body_bytes (memory bodies only)
-  std::uint64_t max_file = 0;                // dest transfers: fail once the file passes this (0: no limit)
-  bool accept_compressed = false;            // pages may be gzip'd; files never (hashes are of the wire bytes)
+  std::optional<std::filesystem::path> dest;                    // stream a 2xx body into this file (truncated first)
+  std::uint64_t max_body = 0;                                   // 0: HttpOptions::max_body_bytes (memory bodies only)
+  std::uint64_t max_file = 0;                                   // dest transfers: fail once the file passes this (0: no limit)
+  bool accept_compressed = false;                               // pages may be gzip'd; files never (hashes are of the wire bytes)
   ProgressFn progress;
   // Called once, on perform_many's thread, as soon as this transfer has its final result (its file,
   // for dest transfers, already fsynced and closed), while the others still run: a caller can start
@@ -69,13 +69,13 @@ struct HttpRequest {
 
 struct HttpResponse {
   long status = 0;
-  std::string url;  // effective URL after redirects (may carry credentials: redact before showing)
+  std::string url; // effective URL after redirects (may carry credentials: redact before showing)
   std::vector<std::pair<std::string, std::string>> headers; // final response; names lower-case
-  std::string body; // memory body, or the (bounded) error body of a dest transfer
-  std::uint64_t bytes = 0;    // body bytes received in total (file size for dest transfers)
-  std::string sha256;         // of the file, for dest transfers with a 2xx status
+  std::string body;                                         // memory body, or the (bounded) error body of a dest transfer
+  std::uint64_t bytes = 0;                                  // body bytes received in total (file size for dest transfers)
+  std::string sha256;                                       // of the file, for dest transfers with a 2xx status
   int attempts = 1;
-  int resumes = 0;            // how many times a download continued with Range
+  int resumes = 0; // how many times a download continued with Range
   [[nodiscard]] std::optional<std::string> header(std::string_view name) const;
   [[nodiscard]] bool ok() const { return status >= 200 && status < 300; }
 };

@@ -60,7 +60,11 @@ std::int64_t now_seconds() {
 }
 
 // Cache-Control: max-age / no-cache / no-store.
-struct CachePolicy { std::optional<std::int64_t> max_age; bool no_cache = false; bool no_store = false; };
+struct CachePolicy {
+  std::optional<std::int64_t> max_age;
+  bool no_cache = false;
+  bool no_store = false;
+};
 CachePolicy parse_cache_control(std::string_view v) {
   CachePolicy p;
   const std::string s = util::lower(v);
@@ -70,7 +74,10 @@ CachePolicy parse_cache_control(std::string_view v) {
     std::string part = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     part.erase(0, part.find_first_not_of(" \t"));
     if (part.starts_with("max-age=")) {
-      try { p.max_age = std::stoll(part.substr(8)); } catch (...) {}
+      try {
+        p.max_age = std::stoll(part.substr(8));
+      } catch (...) {
+      }
     } else if (part.starts_with("no-cache") || part.starts_with("must-revalidate")) {
       p.no_cache = part.starts_with("no-cache");
     } else if (part.starts_with("no-store")) {
@@ -116,8 +123,8 @@ std::optional<std::int64_t> heuristic_lifetime(const std::string& last_modified,
 // A local file (a file: URL of a lockfile or page) copied into the cache: a regular file only, and
 // at most `max_bytes` read whatever it claims (one more byte is the proof it is larger), within
 // `deadline`: a FIFO or /dev/zero named by a lockfile blocked forever or filled the disk.
-Expected<void> copy_hashing(const fs::path& from, const fs::path& to, std::uint64_t max_bytes,
-                            std::chrono::milliseconds deadline, std::string& hex, std::uint64_t& size) {
+Expected<void> copy_hashing(const fs::path& from, const fs::path& to, std::uint64_t max_bytes, std::chrono::milliseconds deadline,
+                            std::string& hex, std::uint64_t& size) {
   util::Fd in = ENVFIX_TRY(util::open_local_file(from, max_bytes));
   util::Fd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!out.valid()) return fail_errno(errno, ErrorCode::io, "cannot create {}: {}", to.string(), std::strerror(errno));
@@ -134,9 +141,10 @@ Expected<void> copy_hashing(const fs::path& from, const fs::path& to, std::uint6
     if (n == 0) break;
     size += static_cast<std::uint64_t>(n);
     if (size > max_bytes)
-      return make_error(ErrorCode::invalid_input,
-                        fmt::format("refusing to read {}: it is larger than the {} bytes expected of it", from.string(), max_bytes),
-                        "the lockfile or page that names it gives another size: regenerate it, or replace the file");
+      return make_error(
+          ErrorCode::invalid_input,
+          fmt::format("refusing to read {}: it is larger than the {} bytes expected of it", from.string(), max_bytes),
+          "the lockfile or page that names it gives another size: regenerate it, or replace the file");
     if (std::chrono::steady_clock::now() > until)
       return fail(ErrorCode::io, "reading {} took longer than {} s", from.string(),
                   std::chrono::duration_cast<std::chrono::seconds>(deadline).count());
@@ -234,13 +242,13 @@ std::optional<fs::path> candidate_local_path(std::string_view url) {
 // bytes go, and which local file the cache lookup reads (docs/reliability.md).
 Expected<void> check_cache_filename(const Candidate& c) {
   std::string_view f = c.filename;
-  bool ok = !f.empty() && f != "." && f != ".." && f.find('/') == std::string_view::npos &&
-            f.find('\\') == std::string_view::npos;
+  bool ok =
+      !f.empty() && f != "." && f != ".." && f.find('/') == std::string_view::npos && f.find('\\') == std::string_view::npos;
   for (char ch : f) ok = ok && static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f;
   if (ok) return {};
   return make_error(ErrorCode::invalid_input,
-                    fmt::format("refusing to download {}: its file name '{}' is not a plain file name",
-                                redact_url(c.url), util::escape_control(f)),
+                    fmt::format("refusing to download {}: its file name '{}' is not a plain file name", redact_url(c.url),
+                                util::escape_control(f)),
                     "the page or lockfile that named it is broken or hostile");
 }
 
@@ -313,7 +321,7 @@ struct IndexClient::Impl {
     if (std::find(warnings.begin(), warnings.end(), text) == warnings.end()) warnings.push_back(std::move(text));
   }
 
-  void bump(std::uint64_t IndexStats::*field, std::uint64_t by = 1) {
+  void bump(std::uint64_t IndexStats::* field, std::uint64_t by = 1) {
     std::lock_guard lock(stats_mutex);
     stats.*field += by;
   }
@@ -322,9 +330,7 @@ struct IndexClient::Impl {
   fs::path wheel_path(const std::string& sha, const std::string& filename) const {
     return cache / "wheels" / sha.substr(0, 2) / sha / filename;
   }
-  fs::path url_map_path(std::string_view url) const {
-    return cache / "wheels" / "by-url" / cache_key_of(url);
-  }
+  fs::path url_map_path(std::string_view url) const { return cache / "wheels" / "by-url" / cache_key_of(url); }
   fs::path metadata_path(const Candidate& c) const {
     // Keyed by the wheel's hash when known (immutable), else by its URL (cache_key_of).
     std::string key = c.sha256 ? "sha256-" + *c.sha256 : "url-" + cache_key_of(c.url);
@@ -362,8 +368,7 @@ struct IndexClient::Impl {
     return {};
   }
 
-  Expected<ProjectPage> parse_page(const CachedPage& p, const std::string& request_url,
-                                   const PageContext& base_ctx) {
+  Expected<ProjectPage> parse_page(const CachedPage& p, const std::string& request_url, const PageContext& base_ctx) {
     PageContext ctx = base_ctx;
     // The stored final URL has no credentials; when there was no redirect, resolve against the
     // request URL so that same-host file URLs keep the index's credentials (in memory only).
@@ -372,11 +377,13 @@ struct IndexClient::Impl {
     if (f == PageFormat::unknown) {
       std::string_view b = p.body;
       auto first = b.find_first_not_of(" \t\r\n");
-      if (p.content_type.empty() && first != std::string_view::npos && b[first] == '{') f = PageFormat::json;
-      else if (p.content_type.empty()) f = PageFormat::html;
+      if (p.content_type.empty() && first != std::string_view::npos && b[first] == '{')
+        f = PageFormat::json;
+      else if (p.content_type.empty())
+        f = PageFormat::html;
       else
-        return fail(ErrorCode::invalid_input, "{}: unexpected Content-Type {:?} for a project page",
-                    redact_url(request_url), p.content_type);
+        return fail(ErrorCode::invalid_input, "{}: unexpected Content-Type {:?} for a project page", redact_url(request_url),
+                    p.content_type);
     }
     return f == PageFormat::json ? parse_json_page(p.body, ctx) : parse_html_page(p.body, ctx);
   }
@@ -404,7 +411,8 @@ struct IndexClient::Impl {
       memo_origins.erase(""); // local locations: their pages are never companions
       if (auto text = util::read_trusted(memo_path(*memo_key))) {
         auto m = PageMemo::parse(*text);
-        if (m) memo_last = std::move(*m);
+        if (m)
+          memo_last = std::move(*m);
         else // a bad memo is only a lost hint; this run's replaces it
           warn(fmt::format("ignoring the damaged cache file {}: {}", memo_path(*memo_key).string(), m.error().message));
       }
@@ -471,8 +479,7 @@ struct IndexClient::Impl {
       return f;
     }
     const auto lifetime = f.cached ? (f.cached->max_age ? f.cached->max_age : f.cached->heuristic_max_age) : std::nullopt;
-    if (f.cached && !options.refresh && !f.cached->no_cache && lifetime &&
-        now_seconds() - f.cached->stored_at < *lifetime) {
+    if (f.cached && !options.refresh && !f.cached->no_cache && lifetime && now_seconds() - f.cached->stored_at < *lifetime) {
       bump(&IndexStats::page_fresh_hits);
       f.done = parse_page(*f.cached, url, ctx);
     }
@@ -519,7 +526,8 @@ struct IndexClient::Impl {
   Expected<ProjectPage> finish_page(PageFetch& f, Expected<HttpResponse> resp) {
     const std::string& url = f.url;
     const PageContext& ctx = f.ctx;
-    if (!resp) return std::unexpected(std::move(resp.error()).context(fmt::format("fetching the project page {}", redact_url(url))));
+    if (!resp)
+      return std::unexpected(std::move(resp.error()).context(fmt::format("fetching the project page {}", redact_url(url))));
     if (resp->status == 304 && f.cached) {
       bump(&IndexStats::page_revalidated);
       f.cached->stored_at = now_seconds();
@@ -532,9 +540,10 @@ struct IndexClient::Impl {
     }
     if (resp->status == 404 || resp->status == 410) { // 410 Gone: not on this index either (PEP 503 servers use both)
       Error e{ErrorCode::not_found,
-              fmt::format("project {:?} not found on {} (HTTP {} for {})", ctx.project, redact_url(ctx.index_url),
-                          resp->status, redact_url(url)),
-              {}, "check the package name and the index URL"};
+              fmt::format("project {:?} not found on {} (HTTP {} for {})", ctx.project, redact_url(ctx.index_url), resp->status,
+                          redact_url(url)),
+              {},
+              "check the package name and the index URL"};
       gone.emplace(f.key, e);
       return std::unexpected(std::move(e));
     }
@@ -631,8 +640,10 @@ struct IndexClient::Impl {
   // ---- downloads ---------------------------------------------------------------------------
   std::optional<fs::path> cached_wheel(const Candidate& c) {
     std::string sha;
-    if (c.sha256) sha = *c.sha256;
-    else if (auto m = util::read_trusted(url_map_path(c.url))) sha = *m;
+    if (c.sha256)
+      sha = *c.sha256;
+    else if (auto m = util::read_trusted(url_map_path(c.url)))
+      sha = *m;
     if (sha.size() != 64) return std::nullopt;
     fs::path p = wheel_path(sha, c.filename);
     std::error_code ec;
@@ -646,21 +657,20 @@ struct IndexClient::Impl {
     return p;
   }
 
-  Expected<fs::path> commit_download(const Candidate& c, const fs::path& tmp, const std::string& actual,
-                                     std::uint64_t size) {
+  Expected<fs::path> commit_download(const Candidate& c, const fs::path& tmp, const std::string& actual, std::uint64_t size) {
     std::error_code ec;
     if (c.sha256 && *c.sha256 != actual) {
       fs::remove(tmp, ec);
       return make_error(ErrorCode::hash_mismatch,
-                        fmt::format("sha256 mismatch for {} ({})\n  expected {}\n  got      {}", c.filename,
-                                    redact_url(c.url), *c.sha256, actual),
+                        fmt::format("sha256 mismatch for {} ({})\n  expected {}\n  got      {}", c.filename, redact_url(c.url),
+                                    *c.sha256, actual),
                         "the index published a different hash than the file it serves; the file was deleted. "
                         "Retry later or report it to the index maintainers");
     }
     if (c.size && *c.size != size) {
       fs::remove(tmp, ec);
-      return fail(ErrorCode::hash_mismatch, "size mismatch for {} ({}): expected {} bytes, got {}", c.filename,
-                  redact_url(c.url), *c.size, size);
+      return fail(ErrorCode::hash_mismatch, "size mismatch for {} ({}): expected {} bytes, got {}", c.filename, redact_url(c.url),
+                  *c.size, size);
     }
     fs::path dest = wheel_path(actual, c.filename);
     ENVFIX_TRY_VOID(util::create_directories(dest.parent_path()));
@@ -745,8 +755,7 @@ struct IndexClient::Impl {
     }
     if (auto local = candidate_local_path(c.url)) return download_local(c, *local);
     if (options.offline)
-      return make_error(ErrorCode::not_found,
-                        fmt::format("offline: {} is not in the cache ({})", c.filename, redact_url(c.url)),
+      return make_error(ErrorCode::not_found, fmt::format("offline: {} is not in the cache ({})", c.filename, redact_url(c.url)),
                         "run once without --offline to download it");
     fs::path tmp;
     ENVFIX_TRY(prepare_tmp(tmp));
@@ -764,7 +773,9 @@ struct IndexClient::Impl {
     if (!h.ok() || !len || !ranges || ranges->find("bytes") == std::string::npos)
       return fail(ErrorCode::network, "{}: the server does not offer range requests", redact_url(c.url));
     std::uint64_t size = 0;
-    try { size = std::stoull(*len); } catch (...) {
+    try {
+      size = std::stoull(*len);
+    } catch (...) {
       return fail(ErrorCode::network, "{}: bad Content-Length {:?}", redact_url(c.url), *len);
     }
     RangeReader reader = [&](std::uint64_t off, std::uint64_t n) -> Expected<std::string> {
@@ -798,8 +809,8 @@ struct IndexClient::Impl {
       std::string actual = util::sha256_hex(body);
       if (actual != *c.metadata_sha256)
         return make_error(ErrorCode::hash_mismatch,
-                          fmt::format("sha256 mismatch for {}\n  expected {}\n  got      {}",
-                                      redact_url(c.metadata_url()), *c.metadata_sha256, actual),
+                          fmt::format("sha256 mismatch for {}\n  expected {}\n  got      {}", redact_url(c.metadata_url()),
+                                      *c.metadata_sha256, actual),
                           "the index's data-core-metadata hash does not match the file it serves");
     }
     return body;
@@ -833,8 +844,7 @@ struct IndexClient::Impl {
       return make_error(ErrorCode::not_found,
                         fmt::format("offline: no cached metadata for {} ({})", c.filename, redact_url(c.url)),
                         "run once without --offline to fetch it");
-    if (!c.is_wheel())
-      return fail(ErrorCode::invalid_input, "{}: metadata can only be read from wheels", c.filename);
+    if (!c.is_wheel()) return fail(ErrorCode::invalid_input, "{}: metadata can only be read from wheels", c.filename);
     std::vector<std::string> tried;
     if (c.has_metadata) {
       bool unavailable = false;
@@ -889,14 +899,13 @@ Expected<ProjectPage> IndexClient::project_page(const std::string& index_url, co
   return m_impl->project_page(index_url, project, false);
 }
 
-Expected<std::vector<Candidate>> IndexClient::project_candidates(const std::string& index_url,
-                                                                 const std::string& project) {
+Expected<std::vector<Candidate>> IndexClient::project_candidates(const std::string& index_url, const std::string& project) {
   auto page = ENVFIX_TRY(m_impl->project_page(index_url, project, false));
   return std::move(page.candidates);
 }
 
 std::vector<Expected<std::vector<Candidate>>> IndexClient::project_candidates_many(const std::string& index_url,
-                                                                              std::span<const std::string> projects) {
+                                                                                   std::span<const std::string> projects) {
   std::vector<std::optional<Expected<std::vector<Candidate>>>> slots(projects.size());
   std::string scheme = url_scheme(index_url);
   if (local_path_of(index_url) || (scheme != "http" && scheme != "https")) {
@@ -921,8 +930,8 @@ std::vector<Expected<std::vector<Candidate>>> IndexClient::project_candidates_ma
     if (!fetches.empty()) {
       auto pages = m_impl->fetch_round(std::move(fetches));
       for (std::size_t k = 0; k < pages.size(); ++k)
-        slots[which[k]] = pages[k] ? Expected<std::vector<Candidate>>(std::move(pages[k]->candidates))
-                                   : std::unexpected(pages[k].error());
+        slots[which[k]] =
+            pages[k] ? Expected<std::vector<Candidate>>(std::move(pages[k]->candidates)) : std::unexpected(pages[k].error());
     }
   }
   std::vector<Expected<std::vector<Candidate>>> out;
@@ -931,8 +940,7 @@ std::vector<Expected<std::vector<Candidate>>> IndexClient::project_candidates_ma
   return out;
 }
 
-Expected<std::vector<Candidate>> IndexClient::find_links_candidates(const std::string& location,
-                                                                    const std::string& project) {
+Expected<std::vector<Candidate>> IndexClient::find_links_candidates(const std::string& location, const std::string& project) {
   auto page = ENVFIX_TRY(m_impl->project_page(location, project, true));
   return std::move(page.candidates);
 }
@@ -997,7 +1005,8 @@ std::vector<Expected<std::string>> IndexClient::fetch_metadata_many(std::span<co
     HttpOptions ho = m_impl->options.http;
     ho.parallel = 1;
     HttpClient client(ho);
-    for (std::size_t k; (k = next.fetch_add(1)) < rest.size();) slots[rest[k]] = m_impl->fetch_metadata(client, cs[rest[k]], nullptr);
+    for (std::size_t k; (k = next.fetch_add(1)) < rest.size();)
+      slots[rest[k]] = m_impl->fetch_metadata(client, cs[rest[k]], nullptr);
   };
   std::vector<std::thread> threads;
   for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(work);
@@ -1010,7 +1019,7 @@ std::vector<Expected<std::string>> IndexClient::fetch_metadata_many(std::span<co
 }
 
 std::vector<Expected<fs::path>> IndexClient::download_many(std::span<const Candidate> cs, ManyProgressFn progress,
-                                                          ReadyFn ready) {
+                                                           ReadyFn ready) {
   std::vector<std::optional<Expected<fs::path>>> slots(cs.size());
   std::vector<HttpRequest> reqs;
   std::vector<std::size_t> which;

@@ -19,15 +19,15 @@
 namespace envfix::index {
 
 struct IndexClientOptions {
-  std::filesystem::path cache_dir;          // empty: default_cache_dir()
-  bool offline = false;                     // serve only from the cache; errors name what is missing
-  bool refresh = false;                     // revalidate pages even when their max-age says fresh
-  bool use_range_requests = true;           // lazy-wheel metadata when there is no .metadata file
+  std::filesystem::path cache_dir; // empty: default_cache_dir()
+  bool offline = false;            // serve only from the cache; errors name what is missing
+  bool refresh = false;            // revalidate pages even when their max-age says fresh
+  bool use_range_requests = true;  // lazy-wheel metadata when there is no .metadata file
   std::uint64_t max_page_bytes = 64ull << 20;
   // A download stops (and fails) past the size the index published, else past this limit.
   std::uint64_t max_download_bytes = 64ull << 30;
   std::uint64_t range_tail_bytes = 64 * 1024;
-  std::size_t parallelism = 8;              // concurrent transfers in the *_many calls
+  std::size_t parallelism = 8; // concurrent transfers in the *_many calls
   HttpOptions http;
   // The index and find-links locations the run was given: the page memo replays only pages on their
   // hosts, or on the hosts of the run's first page call (index/page_memo.hpp).
@@ -42,8 +42,7 @@ struct IndexStats {
   std::uint64_t page_requests = 0, page_fresh_hits = 0, page_revalidated = 0, page_offline_hits = 0;
   // Rounds of page requests that went to a server; pages the memo (index/page_memo.hpp) joined to the first.
   std::uint64_t page_rounds = 0, page_companions = 0;
-  std::uint64_t metadata_cache = 0, metadata_pep658 = 0, metadata_range = 0, metadata_full = 0,
-                metadata_local = 0;
+  std::uint64_t metadata_cache = 0, metadata_pep658 = 0, metadata_range = 0, metadata_full = 0, metadata_local = 0;
   std::uint64_t downloads = 0, download_cache_hits = 0, bytes_downloaded = 0, range_requests = 0;
 };
 
@@ -62,17 +61,15 @@ public:
 
   // `index_url`: an http(s) simple index base ("https://download.pytorch.org/whl/cu128"), a file://
   // index, a local directory (PEP 503 tree or flat find-links folder), or a local .whl path.
-  [[nodiscard]] Expected<std::vector<Candidate>> project_candidates(const std::string& index_url,
-                                                                    const std::string& project);
+  [[nodiscard]] Expected<std::vector<Candidate>> project_candidates(const std::string& index_url, const std::string& project);
   // The pages of several projects of one index at once (HTTP: one multi handle, so the requests share
   // connections and HTTP/2 streams); results in the order of `projects`.
   [[nodiscard]] std::vector<Expected<std::vector<Candidate>>> project_candidates_many(const std::string& index_url,
-                                                                                     std::span<const std::string> projects);
+                                                                                      std::span<const std::string> projects);
   // Same, with page warnings (skipped anchors, api-version).
   [[nodiscard]] Expected<ProjectPage> project_page(const std::string& index_url, const std::string& project);
   // A find-links location: a directory of files or an HTML page listing files of many projects.
-  [[nodiscard]] Expected<std::vector<Candidate>> find_links_candidates(const std::string& location,
-                                                                       const std::string& project);
+  [[nodiscard]] Expected<std::vector<Candidate>> find_links_candidates(const std::string& location, const std::string& project);
 
   // METADATA text of a wheel (PEP 658 -> range reads -> full download), cached.
   [[nodiscard]] Expected<std::string> fetch_metadata(const Candidate& candidate, MetadataSource* source = nullptr);
@@ -89,8 +86,7 @@ public:
   // download as it completes, on the calling thread while the rest still download).
   using ReadyFn = std::function<void(std::size_t, const std::filesystem::path&)>;
   [[nodiscard]] std::vector<Expected<std::filesystem::path>> download_many(std::span<const Candidate> candidates,
-                                                                           ManyProgressFn progress = {},
-                                                                           ReadyFn ready = {});
+                                                                           ManyProgressFn progress = {}, ReadyFn ready = {});
 
   // Bytes of a candidate's file when the page gave none: the cached or local file, else a HEAD (or a
   // one-byte range) request. nullopt when still unknown (offline, the server does not say); never 0.

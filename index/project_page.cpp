@@ -33,16 +33,15 @@ Expected<void> check_api_version(std::string_view v, const PageContext& ctx, Pro
   auto r1 = std::from_chars(v.data(), v.data() + (dot == std::string_view::npos ? v.size() : dot), major);
   if (r1.ec != std::errc{} || dot == std::string_view::npos ||
       std::from_chars(v.data() + dot + 1, v.data() + v.size(), minor).ec != std::errc{})
-    return fail(ErrorCode::invalid_input, "{}: invalid repository api-version {:?}",
-                redact_url(ctx.page_url), std::string(v));
+    return fail(ErrorCode::invalid_input, "{}: invalid repository api-version {:?}", redact_url(ctx.page_url), std::string(v));
   if (major > 1)
-    return make_error(ErrorCode::invalid_input,
-                      fmt::format("{}: repository api-version {} is not supported (major version {} > 1)",
-                                  redact_url(ctx.page_url), v, major),
-                      "upgrade envfix, or use an index that serves the version 1 simple API");
+    return make_error(
+        ErrorCode::invalid_input,
+        fmt::format("{}: repository api-version {} is not supported (major version {} > 1)", redact_url(ctx.page_url), v, major),
+        "upgrade envfix, or use an index that serves the version 1 simple API");
   if (minor > implemented_minor)
-    page.warnings.push_back(fmt::format("{}: api-version {} is newer than the implemented 1.{}",
-                                        redact_url(ctx.page_url), v, implemented_minor));
+    page.warnings.push_back(
+        fmt::format("{}: api-version {} is newer than the implemented 1.{}", redact_url(ctx.page_url), v, implemented_minor));
   return {};
 }
 
@@ -55,7 +54,7 @@ bool is_remote(std::string_view page_url) {
 // (with a warning) for anchors that must be skipped.
 // Per-page values every anchor shares (computed once: pages have thousands of anchors).
 struct PageConstants {
-  std::string project; // normalized
+  std::string project;   // normalized
   std::string index_url; // credentials stripped
   UrlResolver base;      // ctx.page_url, parsed once
   explicit PageConstants(const PageContext& ctx)
@@ -113,9 +112,7 @@ void apply_core_metadata(std::string_view value, Candidate& c) {
   if (v.starts_with("sha256=") && is_hex(std::string_view(v).substr(7))) c.metadata_sha256 = v.substr(7);
 }
 
-const GumboAttribute* attr(const GumboElement& el, const char* name) {
-  return gumbo_get_attribute(&el.attributes, name);
-}
+const GumboAttribute* attr(const GumboElement& el, const char* name) { return gumbo_get_attribute(&el.attributes, name); }
 
 struct GumboDeleter {
   void operator()(GumboOutput* o) const { gumbo_destroy_output(&kGumboDefaultOptions, o); }
@@ -155,8 +152,8 @@ std::vector<std::size_t> anchor_starts(std::string_view html, std::size_t limit)
   std::vector<std::size_t> out;
   for (std::size_t i = html.find('<'); i != std::string_view::npos && i + 2 < html.size(); i = html.find('<', i + 1)) {
     char a = html[i + 1], next = html[i + 2];
-    if ((a == 'a' || a == 'A') && (next == ' ' || next == '\t' || next == '\n' || next == '\r' || next == '\f' ||
-                                   next == '/' || next == '>')) {
+    if ((a == 'a' || a == 'A') &&
+        (next == ' ' || next == '\t' || next == '\n' || next == '\r' || next == '\f' || next == '/' || next == '>')) {
       out.push_back(i);
       if (out.size() > limit) break;
     }
@@ -176,8 +173,7 @@ bool mentions(std::string_view text, std::string_view tag) {
 // not overflow the stack).
 template <class Fn>
 Expected<void> walk_slice(std::string_view slice, const PageContext& ctx, Fn&& fn) {
-  std::unique_ptr<GumboOutput, GumboDeleter> out(
-      gumbo_parse_with_options(&kGumboDefaultOptions, slice.data(), slice.size()));
+  std::unique_ptr<GumboOutput, GumboDeleter> out(gumbo_parse_with_options(&kGumboDefaultOptions, slice.data(), slice.size()));
   if (!out) return fail(ErrorCode::invalid_input, "{}: HTML parser failed", redact_url(ctx.page_url));
   std::vector<const GumboNode*> stack{out->root};
   while (!stack.empty()) {
@@ -186,8 +182,7 @@ Expected<void> walk_slice(std::string_view slice, const PageContext& ctx, Fn&& f
     if (n->type != GUMBO_NODE_ELEMENT && n->type != GUMBO_NODE_TEMPLATE) continue;
     const GumboElement& el = n->v.element;
     ENVFIX_TRY_VOID(fn(el));
-    for (unsigned i = el.children.length; i-- > 0;)
-      stack.push_back(static_cast<const GumboNode*>(el.children.data[i]));
+    for (unsigned i = el.children.length; i-- > 0;) stack.push_back(static_cast<const GumboNode*>(el.children.data[i]));
   }
   return {};
 }
@@ -215,7 +210,6 @@ Expected<void> base_or_meta(const GumboElement& el, const PageContext& ctx, Page
   return {};
 }
 
-
 void add_anchor(const GumboElement& el, const PageContext& local, const PageConstants& k, ProjectPage& page) {
   auto* href = attr(el, "href");
   if (!href) return;
@@ -226,8 +220,10 @@ void add_anchor(const GumboElement& el, const PageContext& local, const PageCons
     c->yanked = true;
     c->yanked_reason = y->value;
   }
-  if (auto* m = attr(el, "data-core-metadata")) apply_core_metadata(m->value, *c);
-  else if (auto* m2 = attr(el, "data-dist-info-metadata")) apply_core_metadata(m2->value, *c);
+  if (auto* m = attr(el, "data-core-metadata"))
+    apply_core_metadata(m->value, *c);
+  else if (auto* m2 = attr(el, "data-dist-info-metadata"))
+    apply_core_metadata(m2->value, *c);
   page.candidates.push_back(std::move(*c));
 }
 
@@ -255,9 +251,8 @@ Expected<ProjectPage> parse_html_page(std::string_view html, const PageContext& 
   bool have_base = false;
   for (auto slice : slices) {
     if (!mentions(slice, "base") && !mentions(slice, "meta")) continue;
-    ENVFIX_TRY_VOID(walk_slice(slice, ctx, [&](const GumboElement& el) -> Expected<void> {
-      return base_or_meta(el, ctx, local, have_base, page);
-    }));
+    ENVFIX_TRY_VOID(walk_slice(
+        slice, ctx, [&](const GumboElement& el) -> Expected<void> { return base_or_meta(el, ctx, local, have_base, page); }));
   }
   // Pass 2: anchors, one slice's tree at a time.
   page.candidates.reserve(starts.size());
@@ -269,7 +264,6 @@ Expected<ProjectPage> parse_html_page(std::string_view html, const PageContext& 
     }));
   return page;
 }
-
 
 namespace {
 
@@ -352,11 +346,16 @@ private:
   void file_field(const Value& v, bool is_object) {
     JsonFile& f = files.back();
     auto text = [&] { return v.text ? std::optional<std::string>(*v.text) : std::nullopt; };
-    if (m_key == "url") f.url = text();
-    else if (m_key == "filename") f.filename = text();
-    else if (m_key == "requires-python") f.requires_python = text();
-    else if (m_key == "size") f.size = v.unsigned_number;
-    else if (m_key == "hashes") f.sha256.reset();
+    if (m_key == "url")
+      f.url = text();
+    else if (m_key == "filename")
+      f.filename = text();
+    else if (m_key == "requires-python")
+      f.requires_python = text();
+    else if (m_key == "size")
+      f.size = v.unsigned_number;
+    else if (m_key == "hashes")
+      f.sha256.reset();
     else if (m_key == "yanked") {
       f.yanked_flag = v.text ? std::optional<bool>(true) : v.flag;
       f.yanked_reason = text();
@@ -369,7 +368,8 @@ private:
     if (m_stack.empty()) return true; // a scalar document: top_is_object stays false
     switch (m_stack.back()) {
     case Frame::top:
-      if (m_key == "meta") api_present = false;
+      if (m_key == "meta")
+        api_present = false;
       else if (m_key == "files") {
         files_present = true;
         files_is_array = false;
@@ -429,9 +429,12 @@ private:
         break;
       case Frame::file:
         file_field(Value{}, object);
-        if (object && m_key == "hashes") next = Frame::hashes;
-        else if (object && m_key == "core-metadata") next = Frame::core_md;
-        else if (object && m_key == "dist-info-metadata") next = Frame::dist_md;
+        if (object && m_key == "hashes")
+          next = Frame::hashes;
+        else if (object && m_key == "core-metadata")
+          next = Frame::core_md;
+        else if (object && m_key == "dist-info-metadata")
+          next = Frame::dist_md;
         break;
       case Frame::hashes:
         if (m_key == "sha256") files.back().sha256.reset();
@@ -461,7 +464,8 @@ void apply_json_fields(const JsonFile& f, Candidate& c) {
     if (f.yanked_reason) c.yanked_reason = *f.yanked_reason;
   }
   const JsonMetadataField& md = f.core.present ? f.core : f.dist_info;
-  if (md.flag) c.has_metadata = *md.flag;
+  if (md.flag)
+    c.has_metadata = *md.flag;
   else if (md.is_object) {
     c.has_metadata = true;
     if (md.sha256 && is_hex(*md.sha256)) c.metadata_sha256 = util::lower(*md.sha256);

@@ -10,7 +10,9 @@
 namespace envfix::index {
 
 namespace {
-struct UrlDeleter { void operator()(CURLU* u) const { curl_url_cleanup(u); } };
+struct UrlDeleter {
+  void operator()(CURLU* u) const { curl_url_cleanup(u); }
+};
 using UrlPtr = std::unique_ptr<CURLU, UrlDeleter>;
 
 int hex_value(char c) {
@@ -36,11 +38,10 @@ Expected<std::string> resolve_url(std::string_view base, std::string_view ref) {
   // Schemes other than the ones we fetch are refused later; let curl parse them anyway.
   unsigned flags = CURLU_NON_SUPPORT_SCHEME | CURLU_PATH_AS_IS;
   if (auto rc = curl_url_set(u.get(), CURLUPART_URL, b.c_str(), flags); rc != CURLUE_OK)
-    return fail(ErrorCode::invalid_input, "invalid base URL {}: {}", redact_url(base),
-                curl_url_strerror(rc));
+    return fail(ErrorCode::invalid_input, "invalid base URL {}: {}", redact_url(base), curl_url_strerror(rc));
   if (auto rc = curl_url_set(u.get(), CURLUPART_URL, r.c_str(), flags); rc != CURLUE_OK)
-    return fail(ErrorCode::invalid_input, "invalid URL {:?} relative to {}: {}", redact_url(ref),
-                redact_url(base), curl_url_strerror(rc));
+    return fail(ErrorCode::invalid_input, "invalid URL {:?} relative to {}: {}", redact_url(ref), redact_url(base),
+                curl_url_strerror(rc));
   char* out = nullptr;
   if (auto rc = curl_url_get(u.get(), CURLUPART_URL, &out, 0); rc != CURLUE_OK)
     return fail(ErrorCode::invalid_input, "invalid URL {:?}: {}", redact_url(ref), curl_url_strerror(rc));
@@ -73,8 +74,8 @@ bool plain_root_relative(std::string_view ref) {
 
 UrlResolver::UrlResolver(std::string base) : m_base(std::move(base)) {
   // The origin as curl writes it (scheme and host case, default port): resolve "/" once.
-  if (auto root = resolve_url(m_base, "/"); root && root->ends_with('/') && root->find('?') == std::string::npos &&
-                                             root->find('#') == std::string::npos)
+  if (auto root = resolve_url(m_base, "/");
+      root && root->ends_with('/') && root->find('?') == std::string::npos && root->find('#') == std::string::npos)
     m_origin = root->substr(0, root->size() - 1);
 }
 
@@ -104,8 +105,8 @@ std::string percent_encode_path(std::string_view s) {
   static constexpr char hex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : s) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '_' || c == '.' || c == '~' || c == '/') {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
+        c == '~' || c == '/') {
       out.push_back(static_cast<char>(c));
     } else {
       out.push_back('%');
@@ -145,9 +146,7 @@ std::optional<std::string> file_url_to_path(std::string_view url) {
   return percent_decode(rest);
 }
 
-std::string path_to_file_url(std::string_view absolute_path) {
-  return "file://" + percent_encode_path(absolute_path);
-}
+std::string path_to_file_url(std::string_view absolute_path) { return "file://" + percent_encode_path(absolute_path); }
 
 std::string normalize_project_name(std::string_view name) {
   std::string out;

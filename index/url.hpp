@@ -35,7 +35,10 @@ private:
 // The URL without user:password@ (used for cache keys and index_url fields).
 [[nodiscard]] std::string strip_credentials(std::string_view url);
 // Split "url#fragment" -> {url, fragment}; the fragment excludes '#'.
-struct UrlAndFragment { std::string url; std::string fragment; };
+struct UrlAndFragment {
+  std::string url;
+  std::string fragment;
+};
 [[nodiscard]] UrlAndFragment split_fragment(std::string_view url);
 // Last path segment of a URL (query and fragment dropped), percent-decoded.
 [[nodiscard]] std::string url_filename(std::string_view url);

@@ -9,8 +9,8 @@ namespace envfix::index {
 
 namespace {
 
-constexpr std::uint32_t sig_eocd = 0x06054b50, sig_eocd64 = 0x06064b50, sig_loc64 = 0x07064b50,
-                        sig_central = 0x02014b50, sig_local = 0x04034b50;
+constexpr std::uint32_t sig_eocd = 0x06054b50, sig_eocd64 = 0x06064b50, sig_loc64 = 0x07064b50, sig_central = 0x02014b50,
+                        sig_local = 0x04034b50;
 constexpr std::uint64_t max_metadata_size = 64ull << 20; // a METADATA bigger than this is hostile
 
 std::uint64_t le(std::string_view b, std::size_t off, int n) {
@@ -56,9 +56,17 @@ std::optional<Entry> central_entry(const std::string& cd, std::size_t& p) {
     if (x + 4 + sz > xend) break;
     if (id == 1) {
       std::size_t q = x + 4, qend = q + sz;
-      if (e.usize == 0xffffffff && q + 8 <= qend) { e.usize = le(cd, q, 8); q += 8; }
-      if (e.csize == 0xffffffff && q + 8 <= qend) { e.csize = le(cd, q, 8); q += 8; }
-      if (e.local_offset == 0xffffffff && q + 8 <= qend) { e.local_offset = le(cd, q, 8); }
+      if (e.usize == 0xffffffff && q + 8 <= qend) {
+        e.usize = le(cd, q, 8);
+        q += 8;
+      }
+      if (e.csize == 0xffffffff && q + 8 <= qend) {
+        e.csize = le(cd, q, 8);
+        q += 8;
+      }
+      if (e.local_offset == 0xffffffff && q + 8 <= qend) {
+        e.local_offset = le(cd, q, 8);
+      }
     }
     x += 4 + sz;
   }
@@ -95,9 +103,8 @@ Expected<std::string> decode_member(const Entry& e, std::string data, std::strin
 
 } // namespace
 
-Expected<std::string> read_wheel_metadata(std::uint64_t file_size, const RangeReader& read,
-                                          std::string_view what, ZipMetadataStats* stats,
-                                          std::uint64_t tail_hint) {
+Expected<std::string> read_wheel_metadata(std::uint64_t file_size, const RangeReader& read, std::string_view what,
+                                          ZipMetadataStats* stats, std::uint64_t tail_hint) {
   auto bad = [&](std::string_view why) { return not_a_wheel(what, why); };
   auto do_read = [&](std::uint64_t off, std::uint64_t len) -> Expected<std::string> {
     if (off > file_size || len > file_size - off) return bad("a zip record points outside the file");
@@ -123,12 +130,13 @@ Expected<std::string> read_wheel_metadata(std::uint64_t file_size, const RangeRe
   }
   if (eocd == std::string::npos) return bad("no end-of-central-directory record");
   std::uint64_t count = le(tail, eocd + 10, 2), cd_size = le(tail, eocd + 12, 4), cd_off = le(tail, eocd + 16, 4);
-  if ((count == 0xffff || cd_size == 0xffffffff || cd_off == 0xffffffff) && eocd >= 20 &&
-      le(tail, eocd - 20, 4) == sig_loc64) {
+  if ((count == 0xffff || cd_size == 0xffffffff || cd_off == 0xffffffff) && eocd >= 20 && le(tail, eocd - 20, 4) == sig_loc64) {
     std::uint64_t e64 = le(tail, eocd - 20 + 8, 8);
     std::string rec;
-    if (e64 >= tail_off && e64 - tail_off + 56 <= tail.size()) rec = tail.substr(e64 - tail_off, 56);
-    else rec = ENVFIX_TRY(do_read(e64, 56));
+    if (e64 >= tail_off && e64 - tail_off + 56 <= tail.size())
+      rec = tail.substr(e64 - tail_off, 56);
+    else
+      rec = ENVFIX_TRY(do_read(e64, 56));
     if (le(rec, 0, 4) != sig_eocd64) return bad("bad zip64 end-of-central-directory record");
     count = le(rec, 32, 8);
     cd_size = le(rec, 40, 8);
@@ -136,8 +144,10 @@ Expected<std::string> read_wheel_metadata(std::uint64_t file_size, const RangeRe
   }
   if (cd_off > file_size || cd_size > file_size - cd_off) return bad("central directory lies outside the file");
   std::string cd;
-  if (cd_off >= tail_off) cd = tail.substr(cd_off - tail_off, cd_size);
-  else cd = ENVFIX_TRY(do_read(cd_off, cd_size));
+  if (cd_off >= tail_off)
+    cd = tail.substr(cd_off - tail_off, cd_size);
+  else
+    cd = ENVFIX_TRY(do_read(cd_off, cd_size));
   if (cd.size() != cd_size) return bad("central directory is truncated");
   std::optional<Entry> found;
   std::size_t p = 0;

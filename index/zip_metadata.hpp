@@ -15,15 +15,14 @@ namespace envfix::index {
 using RangeReader = std::function<Expected<std::string>(std::uint64_t offset, std::uint64_t length)>;
 
 struct ZipMetadataStats {
-  int reads = 0;              // reader calls
+  int reads = 0; // reader calls
   std::uint64_t bytes_read = 0;
 };
 
 // `tail_hint`: bytes to read from the end in the first request (the central directory of most
 // wheels fits in it; larger ones take a second read).
 [[nodiscard]] Expected<std::string> read_wheel_metadata(std::uint64_t file_size, const RangeReader& read,
-                                                        std::string_view name_for_errors,
-                                                        ZipMetadataStats* stats = nullptr,
+                                                        std::string_view name_for_errors, ZipMetadataStats* stats = nullptr,
                                                         std::uint64_t tail_hint = 64 * 1024);
 
 } // namespace envfix::index

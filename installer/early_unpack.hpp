@@ -54,7 +54,7 @@ private:
   std::condition_variable m_wake, m_idle;
   std::deque<Job> m_queue;
   bool m_closed = false;
-  std::size_t m_active = 0;                   // jobs being unpacked
+  std::size_t m_active = 0;                           // jobs being unpacked
   std::uint64_t m_queued_bytes = 0, m_done_bytes = 0; // archive bytes, for progress
   std::vector<std::optional<wheel::StagedWheel>> m_out;
   std::vector<std::thread> m_workers;

@@ -43,7 +43,8 @@ Error busy(const fs::path& prefix, const fs::path& path, const std::string& hold
   return Error{ErrorCode::io,
                fmt::format("another envfix process{} is changing {} (lock {}){}", holder.empty() ? "" : " (pid " + holder + ")",
                            prefix.string(), path.string(), waited ? ", and did not finish in time" : ""),
-               {}, "wait for it to finish and try again"};
+               {},
+               "wait for it to finish and try again"};
 }
 
 // Takes the flock on `fd`, waiting (in steps, so the bound holds) when asked to.
@@ -74,7 +75,8 @@ Expected<EnvLock> EnvLock::acquire(const fs::path& prefix, const EnvLockOptions&
   util::Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
   if (!fd.valid()) return fail_errno(errno, ErrorCode::io, "cannot open {}: {}", path.string(), std::strerror(errno));
   struct stat st{};
-  if (::fstat(fd.get(), &st) != 0) return fail_errno(errno, ErrorCode::io, "cannot stat {}: {}", path.string(), std::strerror(errno));
+  if (::fstat(fd.get(), &st) != 0)
+    return fail_errno(errno, ErrorCode::io, "cannot stat {}: {}", path.string(), std::strerror(errno));
   EnvLock l;
   l.m_key = fmt::format("{}:{}", static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino));
   {

@@ -15,7 +15,7 @@
 namespace envfix::installer {
 
 struct EnvLockOptions {
-  bool wait = true;                                // false: fail at once when another process holds it
+  bool wait = true;                                       // false: fail at once when another process holds it
   std::chrono::milliseconds bound{std::chrono::hours(1)}; // waiting longer fails (the holder's pid named)
   // Told once, when another process holds the lock and this one starts waiting:
   // "waiting for the lock on <prefix> held by pid N".

@@ -52,10 +52,10 @@ Expected<InstallTarget> InstallTarget::from_interpreter(const fs::path& python) 
   auto r = util::run_python(python, {"-c", k_scheme_script}, opt);
   if (!r) return std::unexpected(std::move(r.error()).context(fmt::format("running {}", python.string())));
   if (!r->ok())
-    return make_error(ErrorCode::subprocess,
-                      fmt::format("{} failed to report its install scheme (exit {}): {}", python.string(),
-                                  r->exit_code, r->err.substr(0, 500)),
-                      "check that --python names a working Python interpreter");
+    return make_error(
+        ErrorCode::subprocess,
+        fmt::format("{} failed to report its install scheme (exit {}): {}", python.string(), r->exit_code, r->err.substr(0, 500)),
+        "check that --python names a working Python interpreter");
   try {
     auto j = nlohmann::json::parse(r->out);
     InstallTarget t;
@@ -67,8 +67,7 @@ Expected<InstallTarget> InstallTarget::from_interpreter(const fs::path& python) 
     t.data = p.at("data").get<std::string>();
     t.is_venv = j.at("venv").get<bool>();
     auto version = j.at("version").get<std::string>();
-    t.headers = t.is_venv ? t.prefix / "include" / "site" / ("python" + version)
-                          : fs::path(p.at("include").get<std::string>());
+    t.headers = t.is_venv ? t.prefix / "include" / "site" / ("python" + version) : fs::path(p.at("include").get<std::string>());
     // Shebangs name the interpreter as given (venv/bin/python), never its resolved target.
     t.python = python.is_absolute() ? python : fs::absolute(python);
     t.externally_managed = j.at("externally_managed").get<bool>();
@@ -156,8 +155,10 @@ void InstallTarget::unify_aliases() {
     if (p->empty() || ::stat(p->c_str(), &st) != 0) continue;
     std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
     auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == id; });
-    if (it != seen.end()) *p = it->second;
-    else seen.emplace_back(id, *p);
+    if (it != seen.end())
+      *p = it->second;
+    else
+      seen.emplace_back(id, *p);
   }
 }
 
@@ -185,9 +186,8 @@ std::vector<fs::path> InstallTarget::prune_stops() const {
 
 Expected<void> check_externally_managed(const InstallTarget& target, bool break_system_packages) {
   if (target.is_venv || !target.externally_managed || break_system_packages) return {};
-  std::string msg = target.externally_managed_message.empty()
-                        ? "This Python installation is managed by the operating system."
-                        : target.externally_managed_message;
+  std::string msg = target.externally_managed_message.empty() ? "This Python installation is managed by the operating system."
+                                                              : target.externally_managed_message;
   return std::unexpected(Error{ErrorCode::invalid_input,
                                fmt::format("{} is externally managed (PEP 668)", target.python.string()),
                                {msg},
@@ -208,8 +208,8 @@ Expected<fs::path> create_venv(const fs::path& dir, const fs::path& base_python,
   if (!r) return std::unexpected(std::move(r.error()));
   if (!r->ok())
     return make_error(ErrorCode::subprocess,
-                      fmt::format("'{} -m venv {}' failed (exit {}): {}", base_python.string(), dir.string(),
-                                  r->exit_code, r->err.substr(0, 800)),
+                      fmt::format("'{} -m venv {}' failed (exit {}): {}", base_python.string(), dir.string(), r->exit_code,
+                                  r->err.substr(0, 800)),
                       "on Debian/Ubuntu the venv module is in the python3-venv package");
   if (!fs::exists(python, ec))
     return fail(ErrorCode::subprocess, "'{} -m venv' did not create {}", base_python.string(), python.string());

@@ -10,12 +10,14 @@
 
 #include "util/error.hpp"
 
-namespace envfix::probe { struct PythonInfo; }
+namespace envfix::probe {
+struct PythonInfo;
+}
 
 namespace envfix::installer {
 
 struct InstallTarget {
-  std::filesystem::path prefix;        // sys.prefix: .envfix/ (lock, journal, backups) lives here
+  std::filesystem::path prefix; // sys.prefix: .envfix/ (lock, journal, backups) lives here
   std::filesystem::path purelib;
   std::filesystem::path platlib;
   std::filesystem::path scripts;
@@ -23,9 +25,9 @@ struct InstallTarget {
   // Base directory for headers; a wheel's headers go to headers/<Name> (in a venv pip uses
   // {prefix}/include/site/pythonX.Y, because sysconfig's include points at the base interpreter).
   std::filesystem::path headers;
-  std::filesystem::path python;        // written into shebangs (not resolved: venv/bin/python)
+  std::filesystem::path python; // written into shebangs (not resolved: venv/bin/python)
   bool is_venv = false;
-  bool externally_managed = false;     // PEP 668 marker found (only meaningful outside a venv)
+  bool externally_managed = false; // PEP 668 marker found (only meaningful outside a venv)
   std::string externally_managed_message;
 
   // Runs the interpreter once and reads sysconfig (default scheme) and the PEP 668 marker.
@@ -33,8 +35,7 @@ struct InstallTarget {
   // From what probe/ already knows (no process started).
   [[nodiscard]] static InstallTarget from_python_info(const probe::PythonInfo& info);
   // For a venv layout without asking Python: prefix/lib/pythonX.Y/site-packages, prefix/bin, ….
-  [[nodiscard]] static InstallTarget for_venv_layout(const std::filesystem::path& prefix, int major,
-                                                     int minor);
+  [[nodiscard]] static InstallTarget for_venv_layout(const std::filesystem::path& prefix, int major, int minor);
 
   // headers/<dist name>, where pip puts a wheel's .data/headers.
   [[nodiscard]] std::filesystem::path headers_for(std::string_view dist_name) const;
@@ -64,13 +65,11 @@ struct InstallTarget {
 
 // PEP 668 (the marker counts outside a venv only): refuses an externally managed interpreter unless
 // break_system_packages.
-[[nodiscard]] Expected<void> check_externally_managed(const InstallTarget& target,
-                                                      bool break_system_packages);
+[[nodiscard]] Expected<void> check_externally_managed(const InstallTarget& target, bool break_system_packages);
 
 // `--venv PATH`: creates a venv with `<base_python> -m venv PATH` (no pip unless with_pip) and
 // returns the path of its interpreter. An existing venv at PATH is reused.
 [[nodiscard]] Expected<std::filesystem::path> create_venv(const std::filesystem::path& dir,
-                                                          const std::filesystem::path& base_python,
-                                                          bool with_pip = false);
+                                                          const std::filesystem::path& base_python, bool with_pip = false);
 
 } // namespace envfix::installer

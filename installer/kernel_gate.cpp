@@ -45,8 +45,8 @@ std::string GateRefusal::message() const {
     return fmt::format("{}: {} of its {} GPU modules have no code for {}: {}", label(package),
                        coverage.total() - coverage.runnable(), coverage.total(), gpu_text(gpu),
                        util::join(coverage.none_files.empty() ? coverage.partial_files : coverage.none_files, ", "));
-  return fmt::format("{}: none of its {} GPU modules ({} file{}) has code that runs on {}", label(package),
-                     coverage.total(), coverage.files, coverage.files == 1 ? "" : "s", gpu_text(gpu));
+  return fmt::format("{}: none of its {} GPU modules ({} file{}) has code that runs on {}", label(package), coverage.total(),
+                     coverage.files, coverage.files == 1 ? "" : "s", gpu_text(gpu));
 }
 
 Expected<void> KernelGate::operator()(const std::vector<StagedObject>& objects) {
@@ -76,7 +76,8 @@ Expected<void> KernelGate::operator()(const std::vector<StagedObject>& objects) 
           {r.package.key, fmt::format("downloaded {}", r.package.key.to_string()), r.files, r.package.sha256});
   }
   if (m_refusal)
-    return std::unexpected(Error{ErrorCode::unsatisfiable, m_refusal->message(),
+    return std::unexpected(Error{ErrorCode::unsatisfiable,
+                                 m_refusal->message(),
                                  {fmt::format("its binaries hold: {}", describe_archs(m_refusal->holds, {}))},
                                  "another build is needed for this GPU"});
   return {};
@@ -97,14 +98,18 @@ void KernelGate::judge(GatePackageReport& r) {
       holds.insert(holds.end(), ptx.begin(), ptx.end());
       m_refusal = GateRefusal{pkg, gpu, pc, partial, holds};
     };
-    if (pc.verdict == wheel::Verdict::none) refuse(false);
+    if (pc.verdict == wheel::Verdict::none)
+      refuse(false);
     else if (pc.verdict == wheel::Verdict::partial) {
       auto files = util::join(pc.none_files.empty() ? pc.partial_files : pc.none_files, ", ");
       auto text = fmt::format("{}: {} of {} GPU modules have no code for {} ({})", label(pkg), pc.total() - pc.runnable(),
                               pc.total(), where, files);
-      if (!pkg.framework) m_notes.push_back(text + "; normal for a vendor library (arch-specialised modules)");
-      else if (m_options.refuse_partial_framework && !m_options.accept_partial.contains(pkg.key)) refuse(true);
-      else m_warnings.push_back(text + " — a small test may pass and the full app fail");
+      if (!pkg.framework)
+        m_notes.push_back(text + "; normal for a vendor library (arch-specialised modules)");
+      else if (m_options.refuse_partial_framework && !m_options.accept_partial.contains(pkg.key))
+        refuse(true);
+      else
+        m_warnings.push_back(text + " — a small test may pass and the full app fail");
     }
     if (pc.jit_only && pkg.framework)
       m_warnings.push_back(fmt::format("{} runs on {} only by PTX JIT compilation (slow first start)", label(pkg), where));

@@ -25,9 +25,9 @@ struct GateGpu {
 };
 
 struct GatePackage {
-  std::string name;    // normalized
+  std::string name; // normalized
   std::string version;
-  wheel::BuildKey key; // how its evidence is kept
+  wheel::BuildKey key;    // how its evidence is kept
   bool framework = false; // a framework package (main or companion): partial coverage matters
   std::string sha256;     // of the wheel file: its build record's key in the evidence store
 };
@@ -45,7 +45,7 @@ struct GateRefusal {
   GatePackage package;
   GateGpu gpu;
   wheel::PackageCoverage coverage;
-  bool partial = false; // refused for partial coverage only (a fully covered candidate may exist)
+  bool partial = false;           // refused for partial coverage only (a fully covered candidate may exist)
   std::vector<std::string> holds; // the archs its binaries hold
   [[nodiscard]] std::string message() const;
 };

@@ -56,8 +56,8 @@ const char* to_string(TxnPhase p) {
 }
 
 std::optional<TxnState> parse_txn_state(std::string_view t) {
-  for (auto s : {TxnState::prepared, TxnState::removing, TxnState::installing, TxnState::verifying,
-                 TxnState::committed, TxnState::rolled_back})
+  for (auto s : {TxnState::prepared, TxnState::removing, TxnState::installing, TxnState::verifying, TxnState::committed,
+                 TxnState::rolled_back})
     if (t == to_string(s)) return s;
   return std::nullopt;
 }
@@ -218,8 +218,7 @@ std::uint64_t backup_bytes_of(const fs::path& txn_dir, const Roots& roots) {
 // the transaction is still one rename.
 class AuxDirs {
 public:
-  AuxDirs(const InstallTarget& target, const fs::path& txn_dir, std::string id)
-      : m_txn_dir(txn_dir), m_id(std::move(id)) {
+  AuxDirs(const InstallTarget& target, const fs::path& txn_dir, std::string id) : m_txn_dir(txn_dir), m_id(std::move(id)) {
     m_txn_dev = device_of(txn_dir);
     m_roots = scheme_roots(target);
     // Longest first: the most specific root wins.
@@ -240,7 +239,6 @@ public:
   }
   [[nodiscard]] std::vector<fs::path> dirs() const { return {m_used.begin(), m_used.end()}; }
 
-
 private:
   // Device of the nearest existing ancestor, `dir` included (stat follows a symlinked
   // site-packages), remembered per directory and through it every ancestor on the way up: a fresh
@@ -250,8 +248,10 @@ private:
     if (auto it = m_devs.find(key); it != m_devs.end()) return it->second;
     std::optional<dev_t> dev;
     struct stat st;
-    if (::stat(key.c_str(), &st) == 0) dev = st.st_dev;
-    else if (auto parent = fs::path(key).parent_path(); !key.empty() && parent != fs::path(key)) dev = device_of(parent);
+    if (::stat(key.c_str(), &st) == 0)
+      dev = st.st_dev;
+    else if (auto parent = fs::path(key).parent_path(); !key.empty() && parent != fs::path(key))
+      dev = device_of(parent);
     m_devs.emplace(std::move(key), dev);
     return dev;
   }
@@ -290,7 +290,8 @@ Expected<void> prepare_aux(const std::vector<fs::path>& aux, const std::vector<s
     if (::stat(from.c_str(), &st) != 0)
       return fail_errno(errno, ErrorCode::io, "cannot read {}: {}", from.string(), std::strerror(errno));
     if (int err = util::copy_file_exclusive(from, to, st.st_mode & 07777); err != 0)
-      return with_errno(make_error(ErrorCode::io, fmt::format("cannot copy {} → {}: {}", from.string(), to.string(), std::strerror(err)),
+      return with_errno(make_error(ErrorCode::io,
+                                   fmt::format("cannot copy {} → {}: {}", from.string(), to.string(), std::strerror(err)),
                                    err == ENOSPC || err == EDQUOT ? "the disk is full; free space and retry" : ""),
                         err);
   }
@@ -350,8 +351,7 @@ Expected<void> do_op(const TxnOp& op) {
       return fail_errno(errno, ErrorCode::io, "chmod {}: {}", op.path, std::strerror(errno));
     return {};
   case TxnOp::Kind::rmdir:
-    if (::rmdir(op.path.c_str()) != 0)
-      return fail_errno(errno, ErrorCode::io, "rmdir {}: {}", op.path, std::strerror(errno));
+    if (::rmdir(op.path.c_str()) != 0) return fail_errno(errno, ErrorCode::io, "rmdir {}: {}", op.path, std::strerror(errno));
     return {};
   }
   return {};
@@ -366,8 +366,7 @@ void drop_new_bytecode(const fs::path& py_file, std::int64_t since) {
   for (fs::directory_iterator it(cache, ec), end; !ec && it != end; it.increment(ec)) {
     auto n = it->path().filename().string();
     struct stat st;
-    if (n.starts_with(stem + ".") && n.ends_with(".pyc") && ::lstat(it->path().c_str(), &st) == 0 &&
-        st.st_mtime >= since)
+    if (n.starts_with(stem + ".") && n.ends_with(".pyc") && ::lstat(it->path().c_str(), &st) == 0 && st.st_mtime >= since)
       ::unlink(it->path().c_str());
   }
   struct stat st;
@@ -391,7 +390,7 @@ Expected<void> undo_one(const TxnOp& op, std::int64_t since) {
     if (src || !dst) return {}; // never done (or already undone)
     if (::rename(op.dest.c_str(), op.path.c_str()) != 0)
       return fail_errno(errno, ErrorCode::rollback_failed, "cannot move {} back to {}: {}", op.dest, op.path,
-                  std::strerror(errno));
+                        std::strerror(errno));
     if (op.dest.ends_with(".py")) drop_new_bytecode(op.dest, since);
     return {};
   }
@@ -399,15 +398,13 @@ Expected<void> undo_one(const TxnOp& op, std::int64_t since) {
     if (!exists_nofollow(op.path)) return {};
     drop_bytecode_dirs(op.path);
     if (::rmdir(op.path.c_str()) != 0 && errno != ENOENT)
-      return fail_errno(errno, ErrorCode::rollback_failed, "cannot remove directory {} again: {}", op.path,
-                  std::strerror(errno));
+      return fail_errno(errno, ErrorCode::rollback_failed, "cannot remove directory {} again: {}", op.path, std::strerror(errno));
     return {};
   }
   case TxnOp::Kind::rmdir: {
     if (exists_nofollow(op.path)) return {};
     if (::mkdir(op.path.c_str(), 0700) != 0 || ::chmod(op.path.c_str(), op.mode) != 0)
-      return fail_errno(errno, ErrorCode::rollback_failed, "cannot recreate directory {}: {}", op.path,
-                  std::strerror(errno));
+      return fail_errno(errno, ErrorCode::rollback_failed, "cannot recreate directory {}: {}", op.path, std::strerror(errno));
     return {};
   }
   }
@@ -446,8 +443,8 @@ struct ExecHooks {
 
 // Runs prepared → removing → installing → verifying → committed; on any failure undoes and
 // journals rolled-back (or reports rollback_failed naming the journal).
-Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::path& sync_at,
-                       const Roots& roots, const ExecHooks& hooks) {
+Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::path& sync_at, const Roots& roots,
+                       const ExecHooks& hooks) {
   SignalGuard signals(hooks.handle_signals);
   std::size_t done = 0;
   auto mark = [&](const char* name) {
@@ -533,8 +530,7 @@ Expected<std::vector<std::string>> recover_locked(const InstallTarget& target) {
     auto id = dir.filename().string();
     auto state = read_state(dir);
     // The steps are needed only to undo; a committed journal (the usual case) is read without them.
-    const bool undo = state && (*state == TxnState::removing || *state == TxnState::installing ||
-                                *state == TxnState::verifying);
+    const bool undo = state && (*state == TxnState::removing || *state == TxnState::installing || *state == TxnState::verifying);
     auto meta = read_meta(dir, undo);
     // The environment was being changed: without its steps the change cannot be undone, and
     // discarding the journal would throw the way back away with it.
@@ -616,8 +612,10 @@ Expected<StagedSlots> look_up(const std::vector<WheelToInstall>& wheels, Unpacke
   StagedSlots from_cache(n);
   for (std::size_t i = 0; i < n; ++i) {
     const auto& w = wheels[i];
-    if (w.cached) from_cache[i] = w.cached;
-    else if (cache && w.sha256) from_cache[i] = cache->find(*w.sha256, threads);
+    if (w.cached)
+      from_cache[i] = w.cached;
+    else if (cache && w.sha256)
+      from_cache[i] = cache->find(*w.sha256, threads);
     if (from_cache[i]) {
       if (!w.unpacked_now) ++result.cache_hits;
       result.warnings.insert(result.warnings.end(), from_cache[i]->warnings.begin(), from_cache[i]->warnings.end());
@@ -631,8 +629,7 @@ Expected<StagedSlots> look_up(const std::vector<WheelToInstall>& wheels, Unpacke
       std::error_code ec;
       auto sz = fs::file_size(w.wheel, ec);
       if (ec) return fail(ErrorCode::not_found, "{}: {}", w.wheel.string(), ec.message());
-      if (sz != *w.size)
-        return fail(ErrorCode::hash_mismatch, "{}: size {} differs from the expected {}", wname, sz, *w.size);
+      if (sz != *w.size) return fail(ErrorCode::hash_mismatch, "{}: size {} differs from the expected {}", wname, sz, *w.size);
     }
     if (w.sha256 && !w.sha256_verified) {
       auto h = ENVFIX_TRY(archive_sha256(w.wheel));
@@ -660,9 +657,8 @@ void remove_temp(const fs::path& temp) {
 
 // stage_all (b1): validate each archive that is not cached and make its staging directory (in the
 // unpacked cache when the wheel has a sha256 and there is a cache, else in the transaction).
-Expected<Unpacks> prepare_unpacks(const std::vector<WheelToInstall>& wheels, const StagedSlots& from_cache,
-                                  UnpackedCache* cache, const TransactionOptions& options,
-                                  const fs::path& staging_root, unsigned threads) {
+Expected<Unpacks> prepare_unpacks(const std::vector<WheelToInstall>& wheels, const StagedSlots& from_cache, UnpackedCache* cache,
+                                  const TransactionOptions& options, const fs::path& staging_root, unsigned threads) {
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < wheels.size(); ++i)
     if (!from_cache[i]) todo.push_back(i);
@@ -736,8 +732,10 @@ Expected<void> finish_unpacks(Unpacks& unpacks, const std::vector<WheelToInstall
     const std::size_t index = u->index;
     const fs::path cache_temp = u->cache_temp;
     u.reset(); // the spent stager's archive directory and RECORD map
-    if (cache_temp.empty()) staged[index] = std::move(*sw);
-    else from_cache[index] = ENVFIX_TRY(cache->add(*wheels[index].sha256, std::move(*sw), cache_temp));
+    if (cache_temp.empty())
+      staged[index] = std::move(*sw);
+    else
+      from_cache[index] = ENVFIX_TRY(cache->add(*wheels[index].sha256, std::move(*sw), cache_temp));
   }
   return {};
 }
@@ -774,8 +772,7 @@ Expected<void> link_cached(StagedSlots& from_cache, StagedSlots& staged, const f
 // with large wheels split over several readers, then linking cached trees into staging. Runs on
 // `threads` threads; with a fault hook everything runs in order on one thread so that tests can
 // aim at a precise step.
-Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path& staging_root,
-                                                                 TransactionResult& result) {
+Expected<std::vector<wheel::StagedWheel>> Transaction::stage_all(const fs::path& staging_root, TransactionResult& result) {
   unsigned threads = m_options.threads ? m_options.threads : util::default_threads();
   if (m_options.fault) threads = 1;
   std::optional<UnpackedCache> cache;
@@ -857,8 +854,7 @@ Expected<FileSets> collect_files(const std::vector<WheelInstallPlan>& plans, con
     for (const auto& m : p.moves) {
       const std::string& to = m.to;
       auto [it, inserted] = dest_owner.emplace(to, pi);
-      if (!inserted)
-        return fail(ErrorCode::invalid_input, "{} and {} both install {}", plans[it->second].name, p.name, to);
+      if (!inserted) return fail(ErrorCode::invalid_input, "{} and {} both install {}", plans[it->second].name, p.name, to);
       out.install_dests.push_back(to);
       struct stat st;
       if (::lstat(to.c_str(), &st) != 0) continue;
@@ -878,8 +874,8 @@ Expected<FileSets> collect_files(const std::vector<WheelInstallPlan>& plans, con
 // The journal's steps: files into the backup, directories left empty removed (meta.split marks
 // the end of this part), then for each installed file its missing parents and the move itself.
 // Files bound for another filesystem go through an auxiliary directory there (aux_copies).
-void journal_ops(FileSets files, std::vector<WheelInstallPlan>& plans, const InstallTarget& target, AuxDirs& aux,
-                 TxnMeta& meta, std::vector<std::pair<fs::path, fs::path>>& aux_copies) {
+void journal_ops(FileSets files, std::vector<WheelInstallPlan>& plans, const InstallTarget& target, AuxDirs& aux, TxnMeta& meta,
+                 std::vector<std::pair<fs::path, fs::path>>& aux_copies) {
   const unsigned dir_mode = 0777 & ~current_umask();
   meta.ops.reserve(files.remove_files.size() + files.install_dests.size());
   for (std::size_t i = 0; i < files.remove_files.size(); ++i)
@@ -928,8 +924,10 @@ void clean_up_committed(const fs::path& txn_dir, const TxnMeta& meta, const Root
     std::error_code ec;
     if (fs::is_empty(a / "backup", ec)) remove_tree(a); // nothing kept there: no clutter in site-packages
   }
-  if (!keep_backup) discard_txn(txn_dir, roots);
-  else result.backup_bytes = backup_bytes_of(txn_dir, roots);
+  if (!keep_backup)
+    discard_txn(txn_dir, roots);
+  else
+    result.backup_bytes = backup_bytes_of(txn_dir, roots);
   unsigned kept = keep_backup ? 1 : 0;
   auto dirs = txn_dirs(prefix);
   for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
@@ -1010,14 +1008,15 @@ Expected<TransactionResult> Transaction::run() {
       return std::unexpected(std::move(a.error()).context("preparing files on another filesystem"));
     }
   }
-  ExecHooks hooks{m_options.verify, m_options.fault, m_options.progress, m_options.handle_signals,
-                  m_options.durable, {}, &clock};
+  ExecHooks hooks{m_options.verify, m_options.fault, m_options.progress, m_options.handle_signals, m_options.durable, {}, &clock};
   const unsigned threads = m_options.threads ? m_options.threads : util::default_threads();
   if (!m_stamps.empty()) {
-    m_stamps.before_install([&](const std::string& s) -> const std::string* {
-      auto it = linked_dest.find(s);
-      return it == linked_dest.end() ? nullptr : &it->second;
-    }, threads);
+    m_stamps.before_install(
+        [&](const std::string& s) -> const std::string* {
+          auto it = linked_dest.find(s);
+          return it == linked_dest.end() ? nullptr : &it->second;
+        },
+        threads);
     linked_dest = {};
     hooks.installed = [&] { m_stamps.after_install(threads); };
   }
@@ -1087,8 +1086,7 @@ namespace {
 // this rollback's backup, directories it created go, directories it removed come back, and its
 // backup returns to its places (meta.split between the two parts). Refuses, removing txn_dir,
 // when the environment changed since in a way that would lose a file.
-Expected<void> invert_ops(const TxnMeta& old, const fs::path& old_backup, const fs::path& txn_dir, AuxDirs& aux,
-                          TxnMeta& meta) {
+Expected<void> invert_ops(const TxnMeta& old, const fs::path& old_backup, const fs::path& txn_dir, AuxDirs& aux, TxnMeta& meta) {
   std::size_t n = 0;
   auto trash = [&](const fs::path& file) { return aux.backup_for(file, n++).string(); };
   std::set<fs::path> old_backups{old_backup};
@@ -1111,9 +1109,7 @@ Expected<void> invert_ops(const TxnMeta& old, const fs::path& old_backup, const 
   };
   // Byte-code the interpreter wrote since the transaction (`import` of the new set regenerates
   // __pycache__/*.pyc where the old set's were): derived, so it goes with the new set.
-  auto is_bytecode = [](const std::string& p) {
-    return p.ends_with(".pyc") && p.find("/__pycache__/") != std::string::npos;
-  };
+  auto is_bytecode = [](const std::string& p) { return p.ends_with(".pyc") && p.find("/__pycache__/") != std::string::npos; };
   for (auto it = old.ops.rbegin(); it != old.ops.rend(); ++it) {
     const auto& op = *it;
     switch (op.kind) {
@@ -1124,16 +1120,14 @@ Expected<void> invert_ops(const TxnMeta& old, const fs::path& old_backup, const 
           trash_once(op.path);
         else if (exists_nofollow(op.path) && !installed_paths.contains(fs::path(op.path).lexically_normal().string())) {
           remove_tree(txn_dir);
-          return make_error(ErrorCode::invalid_input,
-                            fmt::format("cannot roll back {}: {} exists again", old.id, op.path),
+          return make_error(ErrorCode::invalid_input, fmt::format("cannot roll back {}: {} exists again", old.id, op.path),
                             "something changed the environment after that transaction");
         }
         restore_part.push_back({TxnOp::Kind::move, op.dest, op.path, 0});
       } else {
         if (!exists_nofollow(op.dest)) {
           remove_tree(txn_dir);
-          return make_error(ErrorCode::invalid_input,
-                            fmt::format("cannot roll back {}: {} is gone", old.id, op.dest),
+          return make_error(ErrorCode::invalid_input, fmt::format("cannot roll back {}: {} is gone", old.id, op.dest),
                             "something changed the environment after that transaction");
         }
         trash_once(op.dest);
@@ -1170,8 +1164,7 @@ Expected<void> invert_ops(const TxnMeta& old, const fs::path& old_backup, const 
     }
   }
   // Restores run parents first: directories in the order they were removed, reversed, then files.
-  std::stable_partition(restore_part.begin(), restore_part.end(),
-                        [](const TxnOp& o) { return o.kind == TxnOp::Kind::mkdir; });
+  std::stable_partition(restore_part.begin(), restore_part.end(), [](const TxnOp& o) { return o.kind == TxnOp::Kind::mkdir; });
   meta.ops = std::move(undo_part);
   meta.split = meta.ops.size();
   meta.ops.insert(meta.ops.end(), restore_part.begin(), restore_part.end());
@@ -1187,8 +1180,7 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
   const Roots roots = scheme_roots(target);
   auto last = ENVFIX_TRY(last_backup(target));
   if (!last)
-    return make_error(ErrorCode::not_found,
-                      fmt::format("nothing to roll back in {}", target.prefix.string()),
+    return make_error(ErrorCode::not_found, fmt::format("nothing to roll back in {}", target.prefix.string()),
                       "only transactions applied with a backup can be rolled back (apply --keep-backups N keeps N)");
   auto old = ENVFIX_TRY(read_meta(last->txn_dir));
   old.aux = own_aux(old, last->txn_dir, roots);

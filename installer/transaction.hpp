@@ -30,16 +30,16 @@ enum class TxnState { prepared, removing, installing, verifying, committed, roll
 [[nodiscard]] std::optional<TxnState> parse_txn_state(std::string_view text);
 
 struct WheelToInstall {
-  std::filesystem::path wheel;                 // local .whl (already downloaded); unused when `cached`
-  std::optional<std::string> sha256;           // hex; checked before staging when given
-  bool sha256_verified = false;                // the caller hashed `wheel` already (a verified download)
+  std::filesystem::path wheel;       // local .whl (already downloaded); unused when `cached`
+  std::optional<std::string> sha256; // hex; checked before staging when given
+  bool sha256_verified = false;      // the caller hashed `wheel` already (a verified download)
   std::optional<std::uint64_t> size;
   // The wheel's entry in the unpacked cache (UnpackedCache::find), when the caller looked it up:
   // nothing is read from `wheel` then.
   std::optional<wheel::StagedWheel> cached;
-  bool unpacked_now = false;                   // `cached` was unpacked by this run (not a cache hit)
-  bool requested = true;                       // REQUESTED file
-  std::optional<std::string> direct_url;       // direct_url.json content (direct URL installs only)
+  bool unpacked_now = false;             // `cached` was unpacked by this run (not a cache hit)
+  bool requested = true;                 // REQUESTED file
+  std::optional<std::string> direct_url; // direct_url.json content (direct URL installs only)
 };
 
 // A staged shared object, told to the kernel check with the wheel it came from.
@@ -63,22 +63,22 @@ struct TxnEvent {
 
 struct TransactionOptions {
   bool break_system_packages = false;
-  bool keep_backup = true;                     // false: `--no-backup`, nothing to roll back to later
+  bool keep_backup = true; // false: `--no-backup`, nothing to roll back to later
   // How many committed transactions keep their backup, this one included: a stack that `rollback`
   // undoes newest first, one step per call. Without a backup (keep_backup false) none is kept: an
   // older backup cannot be reached past a step that has none.
   unsigned keep_backups = 2;
-  bool wait_for_lock = true;                   // false: fail at once when another envfix holds it
-  bool handle_signals = true;                  // SIGINT/SIGTERM during the transaction → rollback
+  bool wait_for_lock = true;  // false: fail at once when another envfix holds it
+  bool handle_signals = true; // SIGINT/SIGTERM during the transaction → rollback
   // fsync the journal on every state change (power-loss safety). false keeps crash (SIGKILL)
   // safety, which needs only atomic renames; for tests on slow disks.
   bool durable = true;
-  wheel::StagingOptions staging;               // limits, strict RECORD
+  wheel::StagingOptions staging; // limits, strict RECORD
   // <cache>/unpacked-v1: wheels with a sha256 are unpacked there once and linked into staging with
   // `link_mode`. Empty: every wheel is unpacked straight into the staging directory.
   std::filesystem::path unpacked_cache;
   LinkMode link_mode = LinkMode::automatic;
-  unsigned threads = 0;                        // unpack/link/hash threads; 0 = one per core
+  unsigned threads = 0; // unpack/link/hash threads; 0 = one per core
   // Receives every staged shared object before anything is removed (apply plugs in the
   // KernelGate, installer/kernel_gate.hpp); an error refuses the whole transaction.
   std::function<Expected<void>(const std::vector<StagedObject>&)> kernel_check;
@@ -96,14 +96,14 @@ struct TransactionOptions {
 
 struct TransactionResult {
   std::string id;
-  std::filesystem::path txn_dir;               // <prefix>/.envfix/txn/<id>
+  std::filesystem::path txn_dir; // <prefix>/.envfix/txn/<id>
   std::vector<DistRef> installed, removed;
   std::size_t files_installed = 0, files_removed = 0;
-  std::uint64_t backup_bytes = 0;              // disk held by the backup kept for rollback
-  std::size_t cache_hits = 0;                  // wheels linked from the unpacked cache as they were
-  std::optional<LinkMode> link_mode;           // how files came from the unpacked cache, if they did
+  std::uint64_t backup_bytes = 0;    // disk held by the backup kept for rollback
+  std::size_t cache_hits = 0;        // wheels linked from the unpacked cache as they were
+  std::optional<LinkMode> link_mode; // how files came from the unpacked cache, if they did
   std::vector<std::string> warnings;
-  std::vector<std::string> recovered;          // what the automatic recover() did first
+  std::vector<std::string> recovered; // what the automatic recover() did first
   // Wall seconds of each step of run(), in order ("lookup", "unpack", "link", "kernel-check",
   // "plan", "journal", "remove", "install", "stamps", "verify", "sync", "cleanup"): where an
   // install spends its time, for `apply --format json` (applied.timings.steps).
@@ -130,7 +130,7 @@ private:
 };
 
 struct RecoverResult {
-  std::vector<std::string> actions;            // "undid txn X (state installing)", …
+  std::vector<std::string> actions; // "undid txn X (state installing)", …
 };
 // Finishes or undoes interrupted transactions under <prefix>/.envfix (takes the lock).
 [[nodiscard]] Expected<RecoverResult> recover(const InstallTarget& target, bool wait_for_lock = true);
@@ -139,7 +139,7 @@ struct BackupInfo {
   std::string id;
   std::filesystem::path txn_dir;
   std::uint64_t bytes = 0;
-  std::vector<DistRef> installed, removed;     // what that transaction did
+  std::vector<DistRef> installed, removed; // what that transaction did
 };
 // The committed transactions that can be rolled back, newest first (the order rollback undoes them).
 [[nodiscard]] Expected<std::vector<BackupInfo>> kept_backups(const InstallTarget& target);
@@ -147,9 +147,9 @@ struct BackupInfo {
 [[nodiscard]] Expected<std::optional<BackupInfo>> last_backup(const InstallTarget& target);
 
 struct RollbackResult {
-  std::string id;                              // the transaction undone
-  std::vector<DistRef> restored, removed;      // restored = its removed set; removed = its installed set
-  std::uint64_t freed_bytes = 0;               // backup space released
+  std::string id;                         // the transaction undone
+  std::vector<DistRef> restored, removed; // restored = its removed set; removed = its installed set
+  std::uint64_t freed_bytes = 0;          // backup space released
 };
 // Undoes the last committed transaction (itself a journaled transaction: a crash during it is
 // recovered to the state before the rollback).

@@ -64,9 +64,16 @@ Expected<std::string> txn_meta_json(const TxnMeta& m) {
   };
   json aux = json::array();
   for (const auto& a : m.aux) aux.push_back(a.string());
-  json j = {{"format", 1},       {"id", m.id},         {"kind", m.kind},
-            {"rolls_back", m.rolls_back}, {"started", m.started}, {"split", m.split},
-            {"installed", refs(m.installed)}, {"removed", refs(m.removed)}, {"ops", ops}, {"aux", aux}};
+  json j = {{"format", 1},
+            {"id", m.id},
+            {"kind", m.kind},
+            {"rolls_back", m.rolls_back},
+            {"started", m.started},
+            {"split", m.split},
+            {"installed", refs(m.installed)},
+            {"removed", refs(m.removed)},
+            {"ops", ops},
+            {"aux", aux}};
   // dump() is the one call here that throws: on a string that is not UTF-8.
   try {
     return j.dump(1);
@@ -83,9 +90,12 @@ Expected<TxnMeta> parse_txn_meta(std::string_view text, const std::filesystem::p
                                   (path.parent_path() / "backup").string(), path.parent_path().string()));
   };
   const json j = with_ops ? json::parse(text, nullptr, false)
-                          : json::parse(text, [](int depth, json::parse_event_t event, json& parsed) {
-                              return !(depth == 1 && event == json::parse_event_t::key && parsed == "ops");
-                            }, false);
+                          : json::parse(
+                                text,
+                                [](int depth, json::parse_event_t event, json& parsed) {
+                                  return !(depth == 1 && event == json::parse_event_t::key && parsed == "ops");
+                                },
+                                false);
   if (!j.is_object()) return bad("not a JSON object");
   TxnMeta m;
   if (!read(j, "id", m.id) || !read(j, "kind", m.kind) || !read(j, "rolls_back", m.rolls_back))
@@ -111,7 +121,8 @@ Expected<TxnMeta> parse_txn_meta(std::string_view text, const std::filesystem::p
   m.ops.reserve(ops->size());
   for (const auto& o : *ops) {
     TxnOp op;
-    if (!read_op(o, op)) return bad(fmt::format("step {} is not [\"move\", from, to] or [\"mkdir\"|\"rmdir\", dir, mode]", m.ops.size()));
+    if (!read_op(o, op))
+      return bad(fmt::format("step {} is not [\"move\", from, to] or [\"mkdir\"|\"rmdir\", dir, mode]", m.ops.size()));
     m.ops.push_back(std::move(op));
   }
   if (m.split > m.ops.size()) return bad("'split' lies past the last step");

@@ -18,9 +18,9 @@ namespace envfix::installer {
 struct TxnOp {
   enum class Kind { move, mkdir, rmdir };
   Kind kind = Kind::move;
-  std::string path;                            // move: source; mkdir/rmdir: the directory
-  std::string dest;                            // move: destination
-  unsigned mode = 0755;                        // mkdir/rmdir: directory mode to create/restore
+  std::string path;     // move: source; mkdir/rmdir: the directory
+  std::string dest;     // move: destination
+  unsigned mode = 0755; // mkdir/rmdir: directory mode to create/restore
 };
 
 struct DistRef {
@@ -29,11 +29,11 @@ struct DistRef {
 
 struct TxnMeta {
   std::string id;
-  std::string kind = "apply";         // apply | rollback
-  std::string rolls_back;             // for kind rollback: the id undone
-  std::int64_t started = 0;           // unix seconds; byte-code newer than this is ours to delete
+  std::string kind = "apply"; // apply | rollback
+  std::string rolls_back;     // for kind rollback: the id undone
+  std::int64_t started = 0;   // unix seconds; byte-code newer than this is ours to delete
   std::vector<TxnOp> ops;
-  std::size_t split = 0;              // ops[0, split) remove, ops[split, n) install
+  std::size_t split = 0; // ops[0, split) remove, ops[split, n) install
   std::vector<DistRef> installed, removed;
   // Directories outside the transaction directory that belong to it (see AuxDirs).
   std::vector<std::filesystem::path> aux;

@@ -180,9 +180,15 @@ std::vector<fs::path> dirs_left_empty(const std::vector<std::string>& removed, c
     if (ec) continue;
     bool empty = true;
     for (; it != end; it.increment(ec)) {
-      if (ec) { empty = false; break; }
+      if (ec) {
+        empty = false;
+        break;
+      }
       auto p = it->path().string(); // d is normal and a listing adds one name: still normal
-      if (!gone.contains(p) && !emptied.contains(p)) { empty = false; break; }
+      if (!gone.contains(p) && !emptied.contains(p)) {
+        empty = false;
+        break;
+      }
     }
     if (!empty) continue;
     emptied.emplace(d);
@@ -195,21 +201,20 @@ std::vector<fs::path> dirs_left_empty(const std::vector<std::string>& removed, c
 std::unexpected<Error> missing_record(const UninstallPlan& plan) {
   auto installer = util::read_file(plan.dist_info / "INSTALLER");
   std::string who = installer ? std::string(installer->substr(0, installer->find_first_of("\r\n"))) : "";
-  std::string hint = who.empty() || who == "pip"
-                         ? fmt::format("you might be able to recover with 'pip install --force-reinstall "
-                                       "--no-deps {}=={}'", plan.name, plan.version)
-                         : fmt::format("the package was installed by {}; remove it with that tool", who);
-  return make_error(ErrorCode::invalid_input,
-                    fmt::format("cannot uninstall {} {}: RECORD file not found in {}", plan.name, plan.version,
-                                plan.dist_info.string()),
-                    std::move(hint));
+  std::string hint = who.empty() || who == "pip" ? fmt::format("you might be able to recover with 'pip install --force-reinstall "
+                                                               "--no-deps {}=={}'",
+                                                               plan.name, plan.version)
+                                                 : fmt::format("the package was installed by {}; remove it with that tool", who);
+  return make_error(
+      ErrorCode::invalid_input,
+      fmt::format("cannot uninstall {} {}: RECORD file not found in {}", plan.name, plan.version, plan.dist_info.string()),
+      std::move(hint));
 }
 
 // Files other installed distributions list (namespace packages, nvidia/ subpackages), each as
 // written and with its parent resolved.
 Expected<std::unordered_set<std::string>> files_of_others(const fs::path& dist_info, const InstallTarget& target,
-                                                          const UninstallOptions& options,
-                                                          util::ParentResolver& resolve) {
+                                                          const UninstallOptions& options, util::ParentResolver& resolve) {
   std::set<fs::path> skip_dists{dist_info};
   for (const auto& d : options.also_removing) skip_dists.insert(d.lexically_normal());
   std::unordered_set<std::string> others;
@@ -231,8 +236,7 @@ Expected<UninstallPlan> plan_uninstall(const fs::path& dist_info_in, const Insta
   std::tie(plan.name, plan.version) = dist_identity(plan.dist_info);
   std::error_code ec;
   if (!fs::is_directory(plan.dist_info, ec))
-    return fail(ErrorCode::not_found, "{} is not an installed distribution (no such directory)",
-                plan.dist_info.string());
+    return fail(ErrorCode::not_found, "{} is not an installed distribution (no such directory)", plan.dist_info.string());
   if (!fs::exists(plan.dist_info / "RECORD", ec)) return missing_record(plan);
   auto paths = ENVFIX_TRY(record_paths(plan.dist_info));
   std::vector<std::string> roots, resolved_roots;
@@ -271,8 +275,8 @@ Expected<UninstallPlan> plan_uninstall(const fs::path& dist_info_in, const Insta
   for (auto& p : paths) {
     bool inside = std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return is_under(p, r); });
     if (!inside || (target.is_venv && !prefix.empty() && !is_under(p, prefix))) {
-      plan.warnings.push_back(fmt::format("{}: not removing {} (outside the install scheme)",
-                                          plan.dist_info.filename().string(), p));
+      plan.warnings.push_back(
+          fmt::format("{}: not removing {} (outside the install scheme)", plan.dist_info.filename().string(), p));
       continue;
     }
     // Byte-code of every optimization level and interpreter, plus legacy x.pyc/x.pyo (the recording
@@ -312,7 +316,7 @@ Expected<UninstallPlan> uninstall(const fs::path& dist_info, const InstallTarget
   for (const auto& d : plan.dirs)
     if (::rmdir(d.c_str()) != 0 && errno != ENOENT)
       return fail_errno(errno, ErrorCode::io, "uninstalling {}: cannot remove directory {}: {}", plan.name, d.string(),
-                  std::strerror(errno));
+                        std::strerror(errno));
   return plan;
 }
 

@@ -70,14 +70,13 @@ std::int64_t ctime_ns(const struct stat& st) {
 // The manifest is input like an archive: its names pass staging's rules before any path is built
 // from them (one component for the file and the dist-info, wheel::check_member_name for members).
 bool one_component(std::string_view s) {
-  return !s.empty() && s.find('/') == std::string_view::npos && s != "." && s != ".." &&
-         wheel::check_member_name(s).has_value();
+  return !s.empty() && s.find('/') == std::string_view::npos && s != "." && s != ".." && wheel::check_member_name(s).has_value();
 }
 
 bool valid_manifest_names(const wheel::StagedWheel& sw, std::string_view filename) {
   constexpr std::string_view di = ".dist-info";
-  if (!one_component(filename) || !filename.ends_with(".whl") || !one_component(sw.dist_info) ||
-      !sw.dist_info.ends_with(di) || sw.dist_info.size() == di.size())
+  if (!one_component(filename) || !filename.ends_with(".whl") || !one_component(sw.dist_info) || !sw.dist_info.ends_with(di) ||
+      sw.dist_info.size() == di.size())
     return false;
   return sw.data_dir == sw.dist_info.substr(0, sw.dist_info.size() - di.size()) + ".data";
 }
@@ -103,7 +102,8 @@ void remove_quietly(const fs::path& p) {
 
 // errno values that mean "this filesystem (pair) cannot do that", as opposed to a real failure.
 bool unsupported(int err, LinkMode mode) {
-  if (mode == LinkMode::clone) return err == EOPNOTSUPP || err == EINVAL || err == EXDEV || err == ENOTTY || err == ENOSYS || err == EPERM;
+  if (mode == LinkMode::clone)
+    return err == EOPNOTSUPP || err == EINVAL || err == EXDEV || err == ENOTTY || err == ENOSYS || err == EPERM;
   if (mode == LinkMode::hardlink) return err == EXDEV || err == EPERM || err == EMLINK || err == EOPNOTSUPP;
   return false;
 }
@@ -130,7 +130,6 @@ int link_one(LinkMode mode, const std::string& src, const std::string& dest, mod
   default: return util::copy_file_exclusive(src, dest, file_mode);
   }
 }
-
 
 // Rewrites the manifest of the entry at `entry` with new change times (member → inode, change time)
 // for the files whose recorded inode is that one. Best effort and not fsync'd, like add(): a lost
@@ -168,23 +167,31 @@ void refresh_manifest(const fs::path& entry,
 namespace {
 
 Error bad_manifest(const fs::path& path, std::string_view what) {
-  return Error{ErrorCode::invalid_input, fmt::format("{}: damaged unpacked-cache manifest: {}", path.string(), what), {},
+  return Error{ErrorCode::invalid_input,
+               fmt::format("{}: damaged unpacked-cache manifest: {}", path.string(), what),
+               {},
                "the entry is ignored and the wheel unpacked again"};
 }
 
 template <class T>
 bool typed(const json& v) {
-  if constexpr (std::is_same_v<T, std::string>) return v.is_string();
-  else if constexpr (std::is_same_v<T, bool>) return v.is_boolean();
-  else if constexpr (std::is_same_v<T, std::uint64_t>) return v.is_number_unsigned();
-  else if constexpr (std::is_same_v<T, std::int64_t>) return v.is_number_integer();
-  else return false;
+  if constexpr (std::is_same_v<T, std::string>)
+    return v.is_string();
+  else if constexpr (std::is_same_v<T, bool>)
+    return v.is_boolean();
+  else if constexpr (std::is_same_v<T, std::uint64_t>)
+    return v.is_number_unsigned();
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return v.is_number_integer();
+  else
+    return false;
 }
 
 template <class T>
 Expected<T> field(const json& j, const char* key, const fs::path& path) {
   auto it = j.find(key);
-  if (it == j.end() || !typed<T>(*it)) return std::unexpected(bad_manifest(path, fmt::format("\"{}\" missing or of the wrong type", key)));
+  if (it == j.end() || !typed<T>(*it))
+    return std::unexpected(bad_manifest(path, fmt::format("\"{}\" missing or of the wrong type", key)));
   return it->get<T>();
 }
 
@@ -227,7 +234,8 @@ Expected<UnpackedManifest> parse_manifest(std::string_view text, const fs::path&
   if (!j.is_object()) return std::unexpected(bad_manifest(path, "not a JSON object"));
   UnpackedManifest m;
   auto v = j.find("manifest");
-  if (v == j.end() || !v->is_number_integer()) return std::unexpected(bad_manifest(path, "\"manifest\" missing or of the wrong type"));
+  if (v == j.end() || !v->is_number_integer())
+    return std::unexpected(bad_manifest(path, "\"manifest\" missing or of the wrong type"));
   m.version = static_cast<int>(std::clamp<std::int64_t>(v->get<std::int64_t>(), -1, 1 << 20));
   if (m.version != manifest_version) return m; // another format: the caller ignores it without a word
   m.filename = ENVFIX_TRY(field<std::string>(j, "filename", path));
@@ -381,7 +389,8 @@ bool is_wheel_asked(const UnpackedManifest& m, std::string_view filename) {
 
 // Reads the manifest and stats every file. A damaged manifest (wrong types, bad names, another
 // package) says so in `warning`; a missing or older-format one is absent without a word.
-std::optional<LoadedEntry> load_entry(const fs::path& root, std::string_view sha256, std::string_view filename, std::string& warning) {
+std::optional<LoadedEntry> load_entry(const fs::path& root, std::string_view sha256, std::string_view filename,
+                                      std::string& warning) {
   if (!valid_sha256(sha256)) return std::nullopt;
   LoadedEntry e;
   e.dir = root / std::string(sha256);
@@ -408,7 +417,8 @@ std::optional<LoadedEntry> load_entry(const fs::path& root, std::string_view sha
   sw.entry_points = m->entry_points;
   sw.warnings = m->warnings;
   if (!valid_manifest_names(sw, m->filename)) {
-    warning = fmt::format("{}: damaged unpacked-cache manifest: a file or directory name breaks the wheel rules; ignored", path.string());
+    warning = fmt::format("{}: damaged unpacked-cache manifest: a file or directory name breaks the wheel rules; ignored",
+                          path.string());
     return std::nullopt;
   }
   if (!is_wheel_asked(*m, filename)) {
@@ -457,8 +467,8 @@ std::optional<wheel::StagedWheel> UnpackedCache::find(std::string_view sha256, u
   return std::move(all.front());
 }
 
-std::vector<std::optional<wheel::StagedWheel>> UnpackedCache::find_many(const std::vector<std::string>& shas,
-                                                                        unsigned threads, FindStats* stats,
+std::vector<std::optional<wheel::StagedWheel>> UnpackedCache::find_many(const std::vector<std::string>& shas, unsigned threads,
+                                                                        FindStats* stats,
                                                                         const std::vector<std::string>& filenames) const {
   threads = std::max(1u, threads);
   std::vector<std::optional<LoadedEntry>> loaded(shas.size());
@@ -467,7 +477,8 @@ std::vector<std::optional<wheel::StagedWheel>> UnpackedCache::find_many(const st
     std::error_code ec;
     // Held shared before it is checked, so that what is checked is what gets linked (entry locks).
     if (!valid_sha256(shas[i]) || !fs::exists(m_root / shas[i] / manifest_name, ec) || !hold_shared(m_root, shas[i])) return {};
-    loaded[i] = load_entry(m_root, shas[i], i < filenames.size() ? std::string_view(filenames[i]) : std::string_view(), warnings[i]);
+    loaded[i] =
+        load_entry(m_root, shas[i], i < filenames.size() ? std::string_view(filenames[i]) : std::string_view(), warnings[i]);
     return {};
   });
   if (stats)
@@ -486,7 +497,8 @@ std::vector<std::optional<wheel::StagedWheel>> UnpackedCache::find_many(const st
     for (std::size_t k : loaded[i]->rehash) {
       const auto& f = loaded[i]->sw.files[k];
       const auto& pieces = loaded[i]->pieces[k];
-      if (pieces.empty()) jobs.push_back({i, k, whole, f.size});
+      if (pieces.empty())
+        jobs.push_back({i, k, whole, f.size});
       else
         for (std::size_t c = 0; c < pieces.size(); ++c)
           jobs.push_back({i, k, c, std::min(piece_bytes, f.size - c * piece_bytes)});
@@ -569,10 +581,8 @@ void UnpackedCache::remove_stale(std::chrono::seconds age) const {
   }
 }
 
-Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::StagedWheel staged,
-                                                const fs::path& temp) const {
-  if (!valid_sha256(sha256))
-    return fail(ErrorCode::internal, "unpacked cache: '{}' is not a sha256", sha256);
+Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::StagedWheel staged, const fs::path& temp) const {
+  if (!valid_sha256(sha256)) return fail(ErrorCode::internal, "unpacked cache: '{}' is not a sha256", sha256);
   // Piece hashes of the large files (find_many), taken from the bytes the stager just wrote and
   // checked against RECORD, over all threads.
   std::vector<std::pair<std::size_t, std::size_t>> piece_jobs; // (file, piece)
@@ -594,8 +604,8 @@ Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::
     struct stat st;
     if (::lstat(f.staged.c_str(), &st) != 0)
       return fail_errno(errno, ErrorCode::io, "unpacked cache: {}: {}", f.staged, std::strerror(errno));
-    files.push_back(json::array({f.member, f.hash, f.size, f.executable, mtime_ns(st), ctime_ns(st),
-                                 static_cast<std::uint64_t>(st.st_ino)}));
+    files.push_back(
+        json::array({f.member, f.hash, f.size, f.executable, mtime_ns(st), ctime_ns(st), static_cast<std::uint64_t>(st.st_ino)}));
     if (!pieces[k].empty()) files.back().push_back(std::move(pieces[k]));
   }
   json j = {{"manifest", manifest_version},
@@ -623,7 +633,7 @@ Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::
     util::Fd fd(::open((temp / manifest_name).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (!fd.valid() || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
       return fail_errno(errno, ErrorCode::io, "unpacked cache: cannot write {}: {}", (temp / manifest_name).string(),
-                  std::strerror(errno));
+                        std::strerror(errno));
   }
   const fs::path entry = m_root / std::string(sha256);
   // Exclusive while the entry is put in place: a run holding it shared (it checked it and links
@@ -637,19 +647,21 @@ Expected<wheel::StagedWheel> UnpackedCache::add(std::string_view sha256, wheel::
   if (::rename(temp.c_str(), entry.c_str()) != 0) {
     if (errno != ENOTEMPTY && errno != EEXIST)
       return fail_errno(errno, ErrorCode::io, "unpacked cache: rename {} → {}: {}", temp.string(), entry.string(),
-                  std::strerror(errno));
+                        std::strerror(errno));
     // An entry is already there (a damaged one, find() refused it, or a concurrent run's): swapped
     // with ours in one step (RENAME_EXCHANGE), so that the entry's name never points at nothing;
     // where the filesystem cannot, two renames. The old one is then dropped: nobody holds it.
     const fs::path trash = m_root / (".old-" + random_suffix());
     bool swapped = ::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, entry.c_str(), RENAME_EXCHANGE) == 0;
-    if (swapped) remove_quietly(temp);
+    if (swapped)
+      remove_quietly(temp);
     else if (::rename(entry.c_str(), trash.c_str()) != 0 || ::rename(temp.c_str(), entry.c_str()) != 0) {
       remove_quietly(temp);
       keep_shared(m_root, sha256, std::move(exclusive));
       if (auto existing = find(sha256)) return *existing;
       return fail_errno(errno, ErrorCode::io, "unpacked cache: cannot replace {}: {}", entry.string(), std::strerror(errno));
-    } else remove_quietly(trash);
+    } else
+      remove_quietly(trash);
   }
   keep_shared(m_root, sha256, std::move(exclusive));
   auto added = find(sha256);
@@ -680,8 +692,7 @@ Expected<FirstLink> link_first(LinkMode mode, const std::string& from, const std
       out.used = m;
       return out;
     }
-    if (!unsupported(err, m))
-      return fail_errno(err, ErrorCode::io, "{} {} → {}: {}", to_string(m), from, to, std::strerror(err));
+    if (!unsupported(err, m)) return fail_errno(err, ErrorCode::io, "{} {} → {}: {}", to_string(m), from, to, std::strerror(err));
     if (!out.first_err) out.first_err = err;
   }
   return out;
@@ -689,8 +700,7 @@ Expected<FirstLink> link_first(LinkMode mode, const std::string& from, const std
 
 } // namespace
 
-Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_tree, LinkMode mode,
-                               unsigned threads) {
+Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_tree, LinkMode mode, unsigned threads) {
   // The entry is rewritten in place (every path moves to dest_tree) rather than copied: it holds
   // one record per file. A file's source path in the cache is rebuilt from its member name.
   LinkResult out;
@@ -740,8 +750,8 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
     const auto& f = files[k];
     struct stat after;
     if (before.st_ino == f.checked_ino && ctime_ns(before) == f.checked_ctime && f.checked_ctime != 0 &&
-        ::lstat(f.staged.c_str(), &after) == 0 && after.st_ino == before.st_ino &&
-        after.st_size == before.st_size && mtime_ns(after) == mtime_ns(before))
+        ::lstat(f.staged.c_str(), &after) == 0 && after.st_ino == before.st_ino && after.st_size == before.st_size &&
+        mtime_ns(after) == mtime_ns(before))
       relinked[k] = ctime_ns(after);
   };
 
@@ -751,8 +761,8 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
   const auto [first_used, first_err] = ENVFIX_TRY(link_first(mode, src(0), files[0].staged, modes[0]));
   out.used = first_used;
   if (mode != LinkMode::automatic && out.used != mode)
-    out.fallback = fmt::format("link mode {} is not possible from {} to {} ({}); used {}", to_string(mode),
-                               src_tree, dest_tree.string(), std::strerror(first_err), to_string(out.used));
+    out.fallback = fmt::format("link mode {} is not possible from {} to {} ({}); used {}", to_string(mode), src_tree,
+                               dest_tree.string(), std::strerror(first_err), to_string(out.used));
 
   const LinkMode used = out.used;
   if (used == LinkMode::hardlink) {
@@ -767,8 +777,10 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
       struct stat before;
       const bool stamped = used == LinkMode::hardlink && ::lstat(from.c_str(), &before) == 0;
       int err = link_one(used, from, files[k].staged, modes[k]);
-      if (err != 0 && unsupported(err, used)) err = util::copy_file_exclusive(from, files[k].staged, modes[k]);
-      else if (err == 0 && stamped) stamp(k, before);
+      if (err != 0 && unsupported(err, used))
+        err = util::copy_file_exclusive(from, files[k].staged, modes[k]);
+      else if (err == 0 && stamped)
+        stamp(k, before);
       if (err != 0)
         return with_errno(make_error(ErrorCode::io,
                                      fmt::format("{} {} → {}: {}", to_string(used), from, files[k].staged, std::strerror(err)),
@@ -789,20 +801,17 @@ void LinkStamps::add(const LinkResult& linked) {
   const auto& files = linked.staged.files;
   for (std::size_t k = 0; k < files.size() && k < linked.linked_ctime.size(); ++k)
     if (linked.linked_ctime[k] >= 0)
-      m_files.push_back({m_entries.size(), files[k].member, files[k].staged, {}, files[k].checked_ino,
-                         linked.linked_ctime[k]});
+      m_files.push_back({m_entries.size(), files[k].member, files[k].staged, {}, files[k].checked_ino, linked.linked_ctime[k]});
   m_entries.push_back(linked.entry);
 }
 
-void LinkStamps::before_install(const std::function<const std::string*(const std::string&)>& dest_of,
-                                unsigned threads) {
+void LinkStamps::before_install(const std::function<const std::string*(const std::string&)>& dest_of, unsigned threads) {
   (void)util::parallel_for(m_files.size(), std::max(1u, threads), [&](std::size_t k) -> Expected<void> {
     auto& f = m_files[k];
     struct stat st;
     const std::string* dest = dest_of(f.staged);
     // Untouched since its link, and renamed into the environment: else not refreshed (re-hashed).
-    if (!dest || ::lstat(f.staged.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_ino) != f.ino ||
-        ctime_ns(st) != f.ctime)
+    if (!dest || ::lstat(f.staged.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_ino) != f.ino || ctime_ns(st) != f.ctime)
       f.ino = 0;
     else
       f.installed = *dest;

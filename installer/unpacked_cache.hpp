@@ -70,19 +70,18 @@ public:
   // <root>/.locks/<sha256> until the process ends, so that another run's add() never replaces or
   // removes the files this one links from; add() replaces an entry only under the exclusive lock.
   struct FindStats {
-    std::size_t rehashed = 0; // files whose inode or change time had moved (hashed before use)
+    std::size_t rehashed = 0;          // files whose inode or change time had moved (hashed before use)
     std::vector<std::string> warnings; // damaged or mismatched entries, each naming its manifest
   };
-  [[nodiscard]] std::optional<wheel::StagedWheel> find(std::string_view sha256, unsigned threads = 1,
-                                                       FindStats* stats = nullptr, std::string_view filename = {}) const;
+  [[nodiscard]] std::optional<wheel::StagedWheel> find(std::string_view sha256, unsigned threads = 1, FindStats* stats = nullptr,
+                                                       std::string_view filename = {}) const;
   // find() of several entries at once: manifests read in parallel, and every file to re-hash, of
   // every entry, over one set of `threads` (large files in 32 MiB pieces), so that a warm install
   // is bounded by the bytes to hash rather than by its largest file. One result per hash, in order.
   // `filenames`: empty, or one expected file name per hash ("" for none).
   [[nodiscard]] std::vector<std::optional<wheel::StagedWheel>> find_many(const std::vector<std::string>& shas,
-                                                                          unsigned threads = 1,
-                                                                          FindStats* stats = nullptr,
-                                                                          const std::vector<std::string>& filenames = {}) const;
+                                                                         unsigned threads = 1, FindStats* stats = nullptr,
+                                                                         const std::vector<std::string>& filenames = {}) const;
   // A fresh private directory to stage a wheel into before add().
   [[nodiscard]] Expected<std::filesystem::path> make_temp() const;
   // Unpacks `wheel` (checked against RECORD, as staging does) into the entry for `sha256`, the
@@ -104,8 +103,8 @@ private:
 };
 
 struct LinkResult {
-  wheel::StagedWheel staged;          // `cached` with every path under the new tree
-  LinkMode used = LinkMode::copy;     // what was really done
+  wheel::StagedWheel staged;           // `cached` with every path under the new tree
+  LinkMode used = LinkMode::copy;      // what was really done
   std::optional<std::string> fallback; // why the requested mode was not possible, if it was not
   // Hard links only: the cache entry, and per file the change time just after its link (-1: the
   // file had moved since it was verified, or was copied), for LinkStamps.
@@ -115,8 +114,7 @@ struct LinkResult {
 // Recreates the tree of `cached` at `dest_tree` (must not exist) with `mode`, on up to `threads`
 // threads. Falls back clone → hardlink → copy when the filesystem refuses. Takes the entry by
 // value and returns it rewritten (pass it with std::move when it is not needed again).
-[[nodiscard]] Expected<LinkResult> link_tree(wheel::StagedWheel cached,
-                                             const std::filesystem::path& dest_tree, LinkMode mode,
+[[nodiscard]] Expected<LinkResult> link_tree(wheel::StagedWheel cached, const std::filesystem::path& dest_tree, LinkMode mode,
                                              unsigned threads = 1);
 
 // Keeps hard-linked cache entries fast to use. A hard link shares the cache's inode, and the link,

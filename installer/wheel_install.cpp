@@ -33,8 +33,7 @@ Expected<void> write_new(const fs::path& path, std::string_view content, unsigne
   if (!fd.valid()) return fail_errno(errno, ErrorCode::io, "cannot create {}: {}", path.string(), std::strerror(errno));
   if (int err = util::write_all(fd.get(), content); err != 0)
     return fail_errno(err, ErrorCode::io, "writing {}: {}", path.string(), std::strerror(err));
-  if (::fchmod(fd.get(), mode) != 0)
-    return fail_errno(errno, ErrorCode::io, "chmod {}: {}", path.string(), std::strerror(errno));
+  if (::fchmod(fd.get(), mode) != 0) return fail_errno(errno, ErrorCode::io, "chmod {}: {}", path.string(), std::strerror(errno));
   return {};
 }
 
@@ -58,8 +57,7 @@ Expected<std::vector<EntryPoint>> parse_entry_points(std::string_view text, std:
     auto line = trim(raw);
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     if (line.front() == '[') {
-      if (line.back() != ']')
-        return fail(ErrorCode::invalid_input, "{}:{}: bad section header '{}'", where, line_no, line);
+      if (line.back() != ']') return fail(ErrorCode::invalid_input, "{}:{}: bad section header '{}'", where, line_no, line);
       section = trim(std::string_view(line).substr(1, line.size() - 2));
       continue;
     }
@@ -75,13 +73,12 @@ Expected<std::vector<EntryPoint>> parse_entry_points(std::string_view text, std:
     auto colon = value.find(':');
     if (colon == std::string::npos)
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}:{}: entry point '{}' = '{}' names no callable", where, line_no,
-                                    ep.name, value),
+                        fmt::format("{}:{}: entry point '{}' = '{}' names no callable", where, line_no, ep.name, value),
                         "a script entry point must look like 'module:function'");
     ep.module = trim(std::string_view(value).substr(0, colon));
     ep.attr = trim(std::string_view(value).substr(colon + 1));
-    if (ep.name.empty() || ep.module.empty() || ep.attr.empty() ||
-        ep.name.find('/') != std::string::npos || ep.name == "." || ep.name == "..")
+    if (ep.name.empty() || ep.module.empty() || ep.attr.empty() || ep.name.find('/') != std::string::npos || ep.name == "." ||
+        ep.name == "..")
       return fail(ErrorCode::invalid_input, "{}:{}: bad entry point '{}'", where, line_no, line);
     out.push_back(std::move(ep));
   }
@@ -102,10 +99,13 @@ std::string launcher_script(const EntryPoint& ep, const fs::path& python) {
          "# -*- coding: utf-8 -*-\n"
          "import re\n"
          "import sys\n"
-         "from " + ep.module + " import " + import_name + "\n"
+         "from " +
+         ep.module + " import " + import_name +
+         "\n"
          "if __name__ == '__main__':\n"
          "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
-         "    sys.exit(" + ep.attr + "())\n";
+         "    sys.exit(" +
+         ep.attr + "())\n";
 }
 
 namespace {
@@ -199,9 +199,8 @@ struct Placement {
   std::string from, hash;
   std::uint64_t size = 0;
 };
-Expected<std::optional<Placement>> place(const wheel::StagedWheel& sw, const wheel::StagedFile& f,
-                                         const InstallTarget& target, const fs::path& root,
-                                         const std::set<std::string>& ep_names, const fs::path& gen,
+Expected<std::optional<Placement>> place(const wheel::StagedWheel& sw, const wheel::StagedFile& f, const InstallTarget& target,
+                                         const fs::path& root, const std::set<std::string>& ep_names, const fs::path& gen,
                                          unsigned exec_mode) {
   Placement out{{}, f.staged, f.hash, f.size};
   if (f.member.starts_with(sw.data_dir + "/")) {
@@ -214,8 +213,8 @@ Expected<std::optional<Placement>> place(const wheel::StagedWheel& sw, const whe
       return out;
     }
     if (sub.find('/') != std::string::npos)
-      return fail(ErrorCode::invalid_input, "{}: '{}': scripts may not be in subdirectories",
-                  sw.wheel.filename().string(), f.member);
+      return fail(ErrorCode::invalid_input, "{}: '{}': scripts may not be in subdirectories", sw.wheel.filename().string(),
+                  f.member);
     if (ep_names.contains(sub)) return std::nullopt; // setuptools wrapper; we generate the launcher
     out.dest = target.scripts / sub;
     auto script = ENVFIX_TRY(rewrite_script(f.staged, gen / "scripts" / sub, target.python, exec_mode));
@@ -240,36 +239,36 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
   plan.name = sw.name;
   plan.version = sw.version;
   const fs::path root = sw.root_is_purelib ? target.purelib : target.platlib;
-  if (root.empty()) return fail(ErrorCode::invalid_input, "install target has no {} directory",
-                                sw.root_is_purelib ? "purelib" : "platlib");
+  if (root.empty())
+    return fail(ErrorCode::invalid_input, "install target has no {} directory", sw.root_is_purelib ? "purelib" : "platlib");
   plan.dist_info = root / sw.dist_info;
   const fs::path gen = fs::path(sw.tree.string() + ".gen");
   const unsigned umask_bits = current_umask();
   const unsigned file_mode = 0666 & ~umask_bits;
   const unsigned exec_mode = (0777 & ~umask_bits) | 0111;
 
-  auto eps = ENVFIX_TRY(parse_entry_points(sw.entry_points, sw.wheel.filename().string() + ":" +
-                                                                sw.dist_info + "/entry_points.txt"));
+  auto eps =
+      ENVFIX_TRY(parse_entry_points(sw.entry_points, sw.wheel.filename().string() + ":" + sw.dist_info + "/entry_points.txt"));
   const std::set<std::string> ep_names = launcher_names(eps);
 
   std::vector<wheel::RecordEntry> record;
   util::ParentResolver resolve;
   std::unordered_map<std::string, std::string> dest_owner; // destination → member, to catch collisions
-  std::vector<FileMove> metadata_moves; // dist-info files go after the payload
+  std::vector<FileMove> metadata_moves;                    // dist-info files go after the payload
   auto add_move = [&](std::string from, const fs::path& to_path, const std::string& member,
                       std::vector<FileMove>& moves) -> Expected<void> {
     std::string to = to_path.lexically_normal().string();
     // A wheel that writes into .envfix/ could plant a journal (whose cleanup deletes what it names)
     // or replace the environment lock (docs/reliability.md, security model).
     if (target.is_envfix_state(to, resolve(to)))
-      return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}: member '{}' would install into envfix's own state ({})",
-                                    sw.wheel.filename().string(), member, to),
-                        "the wheel is broken or hostile; nothing was installed");
+      return make_error(
+          ErrorCode::invalid_input,
+          fmt::format("{}: member '{}' would install into envfix's own state ({})", sw.wheel.filename().string(), member, to),
+          "the wheel is broken or hostile; nothing was installed");
     auto [it, inserted] = dest_owner.emplace(to, member);
     if (!inserted)
-      return fail(ErrorCode::invalid_input, "{}: members '{}' and '{}' both install to {}",
-                  sw.wheel.filename().string(), it->second, member, to);
+      return fail(ErrorCode::invalid_input, "{}: members '{}' and '{}' both install to {}", sw.wheel.filename().string(),
+                  it->second, member, to);
     moves.push_back({std::move(from), std::move(to)});
     return {};
   };
@@ -291,8 +290,7 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
     fs::path dest = target.scripts / ep.name;
     const std::string dest_norm = dest.lexically_normal().string();
     dest_owner.erase(dest_norm); // a launcher clobbers a same-named script
-    plan.moves.erase(std::remove_if(plan.moves.begin(), plan.moves.end(),
-                                    [&](const FileMove& m) { return m.to == dest_norm; }),
+    plan.moves.erase(std::remove_if(plan.moves.begin(), plan.moves.end(), [&](const FileMove& m) { return m.to == dest_norm; }),
                      plan.moves.end());
     record.erase(std::remove_if(record.begin(), record.end(),
                                 [&](const wheel::RecordEntry& r) { return r.path == record_path(dest, root); }),
@@ -314,8 +312,7 @@ Expected<WheelInstallPlan> install_wheel(const wheel::StagedWheel& staged, const
     ENVFIX_TRY_VOID(util::create_directories(fs::path(m.to).parent_path()));
     // rename() replaces an existing file atomically: processes that mapped the old .so keep it.
     if (::rename(m.from.c_str(), m.to.c_str()) != 0)
-      return fail_errno(errno, ErrorCode::io, "installing {}: rename {} → {}: {}", plan.name, m.from, m.to,
-                  std::strerror(errno));
+      return fail_errno(errno, ErrorCode::io, "installing {}: rename {} → {}: {}", plan.name, m.from, m.to, std::strerror(errno));
   }
   return plan;
 }

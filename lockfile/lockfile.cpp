@@ -22,14 +22,14 @@ namespace {
 
 bool looks_special(std::string_view s) {
   if (s.empty()) return true;
-  static const std::set<std::string, std::less<>> words = {"true", "false", "null", "yes", "no", "on",
-                                                           "off", "~", "True", "False", "Null", "NULL",
-                                                           "Yes", "No", "TRUE", "FALSE"};
+  static const std::set<std::string, std::less<>> words = {"true", "false", "null", "yes",  "no",  "on", "off",  "~",
+                                                           "True", "False", "Null", "NULL", "Yes", "No", "TRUE", "FALSE"};
   if (words.count(s)) return true;
   // Anything a YAML 1.1/1.2 reader could take for a number ("3.10", "570.26", "1e5").
   bool numeric = true;
-  for (char c : s) numeric = numeric && (std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-' ||
-                                         c == '+' || c == 'e' || c == 'E' || c == '_');
+  for (char c : s)
+    numeric = numeric && (std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+' || c == 'e' ||
+                          c == 'E' || c == '_');
   if (numeric) return true;
   for (char c : s) {
     if (std::isalnum(static_cast<unsigned char>(c))) continue;
@@ -46,13 +46,15 @@ std::string scalar(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
-        else out += c;
+    case '"': out += "\\\""; break;
+    case '\\': out += "\\\\"; break;
+    case '\n': out += "\\n"; break;
+    case '\t': out += "\\t"; break;
+    default:
+      if (static_cast<unsigned char>(c) < 0x20)
+        out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
+      else
+        out += c;
     }
   }
   return out + "\"";
@@ -77,8 +79,7 @@ void sort_lock(LockFile& lock) {
 // that parses as a wheel name of this package (docs/lockfile.md). Returns what is wrong, or "".
 std::string filename_problem(const std::string& filename, const std::string& name) {
   std::string shown = util::escape_control(filename);
-  if (filename == "." || filename == ".." || filename.find('/') != std::string::npos ||
-      filename.find('\\') != std::string::npos)
+  if (filename == "." || filename == ".." || filename.find('/') != std::string::npos || filename.find('\\') != std::string::npos)
     return fmt::format("filename '{}' must be a file name, not a path", shown);
   for (char ch : filename)
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
@@ -97,8 +98,10 @@ public:
 
   void problem(const YAML::Node& n, std::string msg) {
     const auto m = n.Mark();
-    if (m.is_null()) m_problems.push_back(fmt::format("{}: {}", m_source, msg));
-    else m_problems.push_back(fmt::format("{}:{}:{}: {}", m_source, m.line + 1, m.column + 1, msg));
+    if (m.is_null())
+      m_problems.push_back(fmt::format("{}: {}", m_source, msg));
+    else
+      m_problems.push_back(fmt::format("{}:{}:{}: {}", m_source, m.line + 1, m.column + 1, msg));
   }
 
   void allow_keys(const YAML::Node& map, std::initializer_list<std::string_view> keys, std::string_view where) {
@@ -123,8 +126,7 @@ public:
     return n.Scalar();
   }
 
-  std::vector<std::string> str_list(const YAML::Node& map, std::string_view key, std::string_view where,
-                                    bool required = true) {
+  std::vector<std::string> str_list(const YAML::Node& map, std::string_view key, std::string_view where, bool required = true) {
     YAML::Node n = map[std::string(key)];
     std::vector<std::string> out;
     if (!n) {
@@ -136,8 +138,10 @@ public:
       return out;
     }
     for (const auto& item : n) {
-      if (item.IsScalar()) out.push_back(item.Scalar());
-      else problem(item, fmt::format("{}: '{}' items must be strings", where, key));
+      if (item.IsScalar())
+        out.push_back(item.Scalar());
+      else
+        problem(item, fmt::format("{}: '{}' items must be strings", where, key));
     }
     return out;
   }
@@ -147,8 +151,7 @@ public:
     Error e{ErrorCode::invalid_input,
             fmt::format("{} is not a valid envfix lockfile ({} problem{})", m_source, m_problems.size(),
                         m_problems.size() == 1 ? "" : "s"),
-            m_problems,
-            "fix the lines named above, or regenerate the file with `envfix lock`"};
+            m_problems, "fix the lines named above, or regenerate the file with `envfix lock`"};
     return e;
   }
 
@@ -319,7 +322,8 @@ LockedPackage parse_package(Checker& c, const YAML::Node& pn, const std::string&
     std::uint64_t n = 0;
     if (!sn.IsScalar() || !YAML::convert<std::uint64_t>::decode(sn, n))
       c.problem(sn, fmt::format("{}: 'size' must be a byte count", pw));
-    else if (n > 0) p.size = n;
+    else if (n > 0)
+      p.size = n;
   }
   parse_kernels(c, pn, pw, p);
   return p;
@@ -349,8 +353,7 @@ void parse_installed_only(Checker& c, const YAML::Node& tn, const std::string& w
 // One entry of `targets:` (a mapping); `ids` catches duplicate target ids.
 LockTarget parse_target(Checker& c, const YAML::Node& tn, std::set<std::string>& ids) {
   LockTarget t;
-  c.allow_keys(tn, {"id", "host", "channel", "index", "variant", "packages", "installed-only", "verified-on"},
-               "a target");
+  c.allow_keys(tn, {"id", "host", "channel", "index", "variant", "packages", "installed-only", "verified-on"}, "a target");
   t.id = c.str(tn, "id", "a target");
   std::string where = fmt::format("target '{}'", t.id);
   if (!t.id.empty() && !ids.insert(t.id).second) c.problem(tn["id"], fmt::format("duplicate target id '{}'", t.id));
@@ -407,8 +410,8 @@ Expected<LockFile> LockFile::parse(std::string_view text, std::string_view sourc
     }
     if (version > current_version)
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}: lock-version {} was written by a newer envfix (this one reads up to {})",
-                                    source, version, current_version),
+                        fmt::format("{}: lock-version {} was written by a newer envfix (this one reads up to {})", source,
+                                    version, current_version),
                         "upgrade envfix, or regenerate the lockfile with this version's `envfix lock`");
     lock.lock_version = version;
     c.allow_keys(root, {"lock-version", "created-by", "framework", "request", "targets"}, "the lockfile");
@@ -443,9 +446,7 @@ Expected<LockFile> LockFile::read(const std::filesystem::path& path) {
   return parse(*text, path.string());
 }
 
-Expected<void> LockFile::write(const std::filesystem::path& path) const {
-  return util::write_file_atomic(path, to_yaml());
-}
+Expected<void> LockFile::write(const std::filesystem::path& path) const { return util::write_file_atomic(path, to_yaml()); }
 
 std::string installed_only_warning(const InstalledOnly& p, std::string_view lockfile_path) {
   return fmt::format("{}: {} {} is kept as installed, but no index of the set serves it ({}): locked under installed-only "
@@ -467,8 +468,9 @@ std::vector<std::string> unmet_installed_only(const LockTarget& target,
       have.push_back(version);
     }
     if (ok) continue;
-    out.push_back(fmt::format("{} {} ({}): {}", p.name, p.version, p.provenance,
-                              have.empty() ? std::string("not installed") : fmt::format("{} is installed", fmt::join(have, ", "))));
+    out.push_back(
+        fmt::format("{} {} ({}): {}", p.name, p.version, p.provenance,
+                    have.empty() ? std::string("not installed") : fmt::format("{} is installed", fmt::join(have, ", "))));
   }
   return out;
 }
@@ -601,8 +603,7 @@ Expected<std::string> to_requirements_txt(const LockFile& lock, const LockTarget
   o += fmt::format("--index-url {}\n", strip_credentials(target.index));
   std::vector<LockedPackage> sorted = target.packages;
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-  for (const auto& p : sorted)
-    o += fmt::format("{}=={} \\\n    --hash=sha256:{}\n", p.name, p.version, p.sha256);
+  for (const auto& p : sorted) o += fmt::format("{}=={} \\\n    --hash=sha256:{}\n", p.name, p.version, p.sha256);
   for (const auto& p : target.installed_only)
     o += fmt::format("# not installed by this file: {}=={} ({}); install it first from where it came\n", p.name, p.version,
                      p.provenance);

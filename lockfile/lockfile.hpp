@@ -16,28 +16,28 @@
 namespace envfix::lockfile {
 
 struct LockedKernels {
-  std::vector<std::string> sass;  // sorted unique arch names (sm_90, sm_90a)
-  std::vector<std::string> ptx;   // compute_XY
-  bool verified = false;          // read from the binary (true) or only claimed by the matrices (false)
+  std::vector<std::string> sass; // sorted unique arch names (sm_90, sm_90a)
+  std::vector<std::string> ptx;  // compute_XY
+  bool verified = false;         // read from the binary (true) or only claimed by the matrices (false)
   bool operator==(const LockedKernels&) const = default;
 };
 
 struct LockedPackage {
-  std::string name;      // normalized project name
-  std::string version;   // full version with local label (2.7.0+cu128)
+  std::string name;    // normalized project name
+  std::string version; // full version with local label (2.7.0+cu128)
   std::string filename;
-  std::string url;       // credentials stripped
-  std::string sha256;    // 64 lower-case hex digits
-  std::optional<std::uint64_t> size; // bytes; absent when nobody knows it (never written as 0)
-  std::optional<LockedKernels> kernels;  // only for packages with GPU binaries
+  std::string url;                      // credentials stripped
+  std::string sha256;                   // 64 lower-case hex digits
+  std::optional<std::uint64_t> size;    // bytes; absent when nobody knows it (never written as 0)
+  std::optional<LockedKernels> kernels; // only for packages with GPU binaries
   bool operator==(const LockedPackage&) const = default;
 };
 
 struct LockedHost {
-  std::vector<std::string> gpus;  // compute capabilities as sm names, sorted (sm_86, sm_120)
-  std::string driver_min;         // lowest driver the set needs ("570.26"); empty for CPU sets
-  std::string python;             // "3.10"
-  std::string platform;           // manylinux_2_28_x86_64
+  std::vector<std::string> gpus; // compute capabilities as sm names, sorted (sm_86, sm_120)
+  std::string driver_min;        // lowest driver the set needs ("570.26"); empty for CPU sets
+  std::string python;            // "3.10"
+  std::string platform;          // manylinux_2_28_x86_64
   bool operator==(const LockedHost&) const = default;
 };
 
@@ -46,7 +46,7 @@ struct LockedHost {
 // There is no file to lock, so it is recorded with where it came from, never left out silently:
 // `apply --locked` requires it installed at this version; the exports name it (docs/lockfile.md).
 struct InstalledOnly {
-  std::string name;       // normalized
+  std::string name; // normalized
   std::string version;
   std::string provenance; // "installed by pip; not served by https://…/simple"
   bool operator==(const InstalledOnly&) const = default;
@@ -67,12 +67,12 @@ struct VerifiedOn {
 };
 
 struct LockTarget {
-  std::string id;  // sm_120-cp310-manylinux_2_28_x86_64
+  std::string id; // sm_120-cp310-manylinux_2_28_x86_64
   LockedHost host;
   std::string channel;
   std::string index;
   std::string variant;
-  std::vector<LockedPackage> packages;  // sorted by name
+  std::vector<LockedPackage> packages;       // sorted by name
   std::vector<InstalledOnly> installed_only; // sorted by name
   std::optional<VerifiedOn> verified_on;
   bool operator==(const LockTarget&) const = default;
@@ -81,8 +81,8 @@ struct LockTarget {
 struct LockFile {
   static constexpr int current_version = 1;
   int lock_version = current_version;
-  std::string created_by;          // "envfix 0.1.0"
-  std::string framework;           // empty for plain requirement sets
+  std::string created_by; // "envfix 0.1.0"
+  std::string framework;  // empty for plain requirement sets
   std::vector<std::string> request;
   std::vector<LockTarget> targets; // sorted by id
   bool operator==(const LockFile&) const = default;

@@ -24,7 +24,8 @@ std::vector<std::string> mismatches(const LockTarget& t, const HostView& host) {
   if (std::find(host.platforms.begin(), host.platforms.end(), t.host.platform) == host.platforms.end())
     why.push_back(fmt::format("platform {} (not supported by the host interpreter)", t.host.platform));
   if (!t.host.driver_min.empty()) {
-    if (host.driver.empty()) why.push_back(fmt::format("driver >= {} (host: no driver)", t.host.driver_min));
+    if (host.driver.empty())
+      why.push_back(fmt::format("driver >= {} (host: no driver)", t.host.driver_min));
     else if (util::compare_dotted_numbers(host.driver, t.host.driver_min) < 0)
       why.push_back(fmt::format("driver >= {} (host: {})", t.host.driver_min, host.driver));
   }

@@ -28,8 +28,8 @@ struct TargetFit {
 [[nodiscard]] std::vector<std::string> mismatches(const LockTarget& t, const HostView& host);
 
 struct Selection {
-  const LockTarget* chosen = nullptr;  // the first target (by id) that fits; null when none does
-  std::vector<TargetFit> considered;   // every target up to and including the chosen one
+  const LockTarget* chosen = nullptr; // the first target (by id) that fits; null when none does
+  std::vector<TargetFit> considered;  // every target up to and including the chosen one
   // "target ID needs gpus …; python …" for each target that does not fit.
   [[nodiscard]] std::vector<std::string> reasons() const;
 };

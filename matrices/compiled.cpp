@@ -7,12 +7,16 @@ namespace nlohmann {
 template <class T>
 struct adl_serializer<std::optional<T>> {
   static void to_json(json& j, const std::optional<T>& v) {
-    if (v) j = *v;
-    else j = nullptr;
+    if (v)
+      j = *v;
+    else
+      j = nullptr;
   }
   static void from_json(const json& j, std::optional<T>& v) {
-    if (j.is_null()) v.reset();
-    else v = j.get<T>();
+    if (j.is_null())
+      v.reset();
+    else
+      v = j.get<T>();
   }
 };
 } // namespace nlohmann
@@ -27,8 +31,8 @@ T parse_or_throw(const nlohmann::json& j) {
 }
 } // namespace
 // Internal linkage: found by ADL from this file only, so no other module's serializer can clash.
-#define ENVFIX_TEXT_JSON(T)                                                             \
-  static void to_json(nlohmann::json& j, const T& v) { j = v.to_string(); }           \
+#define ENVFIX_TEXT_JSON(T)                                                                                                      \
+  static void to_json(nlohmann::json& j, const T& v) { j = v.to_string(); }                                                      \
   static void from_json(const nlohmann::json& j, T& v) { v = parse_or_throw<T>(j); }
 ENVFIX_TEXT_JSON(Version)
 ENVFIX_TEXT_JSON(SpecifierSet)
@@ -48,21 +52,20 @@ NLOHMANN_JSON_SERIALIZE_ENUM(Confidence, {{Confidence::verified, "verified"},
 // Every member, in declaration order: a member left out here makes the compiled knowledge differ
 // from the YAML, which tests/matrices/test_matrices.cpp compares row by row.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SourceLocation, file, line, column)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CudaToolkit, version, min_driver_linux, min_driver_windows, updates,
-                                   minor_compat_linux, minor_compat_windows, ptx_isa, sass, confidence, source, where)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CudaToolkit, version, min_driver_linux, min_driver_windows, updates, minor_compat_linux,
+                                   minor_compat_windows, ptx_isa, sass, confidence, source, where)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuProduct, name, aliases, cc, family, segment, confidence, source, socs)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(L4tRelease, release, jetpack, cuda, driver, socs, indexes, confidence, source)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Variant, name, kind, cuda, rocm, extra, main_package, packages, kernels, where)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ArchBuild, platform, sass, ptx, confidence, source, where)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReleaseVariant, variant, platforms, where)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Release, versions, nightly, range, channels, python, pypi_default, variants, source,
-                                   where)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Release, versions, nightly, range, channels, python, pypi_default, variants, source, where)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Coupling, version, nightly, date, companions, source, where)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SmokeTest, step_a, step_b, companions, cpu, cpu_companions, model)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SupportEnd, from, below, variant, confidence, source, where)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Framework, name, main_package, companions, optional_companions, channel_templates,
-                                   default_mirror, nightly_coupling, variants, releases, coupling, support_ends, smoke,
-                                   source, where)
+                                   default_mirror, nightly_coupling, variants, releases, coupling, support_ends, smoke, source,
+                                   where)
 
 struct KnowledgeCodec {
   static nlohmann::json to(const Knowledge& k) {

@@ -10,19 +10,19 @@ namespace envfix::matrices {
 
 const char* to_string(Confidence c) {
   switch (c) {
-    case Confidence::verified: return "verified";
-    case Confidence::secondary: return "secondary";
-    case Confidence::unverified: return "unverified";
+  case Confidence::verified: return "verified";
+  case Confidence::secondary: return "secondary";
+  case Confidence::unverified: return "unverified";
   }
   return "unverified";
 }
 
 const char* to_string(RunKind k) {
   switch (k) {
-    case RunKind::native: return "native";
-    case RunKind::jit: return "jit";
-    case RunKind::none: return "none";
-    case RunKind::unknown: return "unknown";
+  case RunKind::native: return "native";
+  case RunKind::jit: return "jit";
+  case RunKind::none: return "none";
+  case RunKind::unknown: return "unknown";
   }
   return "unknown";
 }
@@ -97,8 +97,7 @@ const Release* Framework::release(const specs::Version& v) const {
 Expected<std::string> Framework::index_url(std::string_view channel, std::string_view variant_name,
                                            std::string_view mirror) const {
   auto it = channel_templates.find(std::string(channel));
-  if (it == channel_templates.end())
-    return fail(ErrorCode::not_found, "framework {} has no '{}' channel", name, channel);
+  if (it == channel_templates.end()) return fail(ErrorCode::not_found, "framework {} has no '{}' channel", name, channel);
   std::string base{mirror.empty() ? std::string_view(default_mirror) : mirror};
   while (!base.empty() && base.back() == '/') base.pop_back();
   std::string url = it->second;
@@ -156,7 +155,8 @@ std::optional<std::string> Knowledge::minor_compat_driver(specs::CudaVersion cud
   const CudaToolkit* t = toolkit(cuda);
   if (!t) {
     for (auto it = m_toolkits.rbegin(); it != m_toolkits.rend(); ++it)
-      if (it->version.major == cuda.major && (os == "windows" ? !it->minor_compat_windows.empty() : !it->minor_compat_linux.empty())) {
+      if (it->version.major == cuda.major &&
+          (os == "windows" ? !it->minor_compat_windows.empty() : !it->minor_compat_linux.empty())) {
         t = &*it;
         break;
       }
@@ -182,8 +182,7 @@ bool Knowledge::driver_supports(std::string_view driver_version, specs::CudaVers
   // floor is the best there is; callers say so (driver_floor().exact).
   if (!min_driver(cuda, os)) allow_minor_compat = true;
   if (allow_minor_compat)
-    if (auto floor = minor_compat_driver(cuda, os); floor && compare_driver_versions(driver_version, *floor) >= 0)
-      return true;
+    if (auto floor = minor_compat_driver(cuda, os); floor && compare_driver_versions(driver_version, *floor) >= 0) return true;
   return false;
 }
 
@@ -237,8 +236,8 @@ Expected<ResolvedGpu> Knowledge::resolve_gpu(std::string_view query) const {
     return r;
   }
   if (auto g = gpu(query))
-    return ResolvedGpu{std::string(query), g->name, g->family, g->cc, false,
-                       fmt::format("{} ({})", g->source, to_string(g->confidence))};
+    return ResolvedGpu{
+        std::string(query), g->name, g->family, g->cc, false, fmt::format("{} ({})", g->source, to_string(g->confidence))};
   return make_error(ErrorCode::invalid_input,
                     fmt::format("unknown GPU '{}': not an arch (sm_120, 12.0) or a known GPU name", query),
                     "run `envfix matrix` to list known GPUs; new products can be added in 'gpus:' of a --matrices override");
@@ -253,8 +252,8 @@ std::optional<GpuProduct> Knowledge::gpu_for_soc(std::string_view soc) const {
 const L4tRelease* Knowledge::l4t(std::string_view release) const {
   const L4tRelease* best = nullptr;
   for (const auto& r : m_l4t) {
-    bool match = release == r.release || (release.starts_with(r.release) && release.size() > r.release.size() &&
-                                          release[r.release.size()] == '.');
+    bool match = release == r.release ||
+                 (release.starts_with(r.release) && release.size() > r.release.size() && release[r.release.size()] == '.');
     if (match && (!best || r.release.size() > best->release.size())) best = &r;
   }
   return best;
@@ -370,7 +369,7 @@ const SupportEnd* Knowledge::support_end(std::string_view framework_name, specs:
 }
 
 std::optional<LastRelease> Knowledge::last_release_for(std::string_view framework_name, specs::ComputeCapability cc,
-                                                        std::string_view platform) const {
+                                                       std::string_view platform) const {
   const Framework* f = framework(framework_name);
   if (!f) return std::nullopt;
   const SupportEnd* end = support_end(framework_name, cc);
@@ -390,10 +389,10 @@ std::optional<LastRelease> Knowledge::last_release_for(std::string_view framewor
   return out;
 }
 
-std::optional<StableCover> Knowledge::stable_covering(std::string_view framework_name,
-                                                      const std::vector<specs::ComputeCapability>& ccs,
-                                                      std::string_view driver, std::string_view platform,
-                                                      const std::function<bool(const specs::Version&, std::string_view)>& vetoed) const {
+std::optional<StableCover>
+Knowledge::stable_covering(std::string_view framework_name, const std::vector<specs::ComputeCapability>& ccs,
+                           std::string_view driver, std::string_view platform,
+                           const std::function<bool(const specs::Version&, std::string_view)>& vetoed) const {
   const Framework* f = framework(framework_name);
   if (!f || ccs.empty()) return std::nullopt;
   std::optional<StableCover> out;

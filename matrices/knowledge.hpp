@@ -26,9 +26,9 @@ enum class Confidence { verified, secondary, unverified };
 [[nodiscard]] const char* to_string(Confidence c);
 
 struct SourceLocation {
-  std::string file; // "embedded:torch.yaml" or the override path
-  int line = 0;     // 1-based
-  int column = 0;   // 1-based
+  std::string file;                            // "embedded:torch.yaml" or the override path
+  int line = 0;                                // 1-based
+  int column = 0;                              // 1-based
   [[nodiscard]] std::string to_string() const; // "file:line:column"
   // Every row type compares member by member: the compiled knowledge must equal the YAML (tests).
   bool operator==(const SourceLocation&) const = default;
@@ -40,7 +40,7 @@ struct CudaToolkit {
   std::string min_driver_windows; // "" where NVIDIA says N/A (13.x)
   // Update releases: "12.8.1" -> {linux, windows}.
   std::map<std::string, std::pair<std::string, std::string>> updates;
-  std::string minor_compat_linux;   // floor of minor-version compatibility for this CUDA major
+  std::string minor_compat_linux; // floor of minor-version compatibility for this CUDA major
   std::string minor_compat_windows;
   std::string ptx_isa;              // "8.7"; "" when unknown
   std::vector<specs::GpuArch> sass; // SASS targets nvcc can emit offline
@@ -63,25 +63,25 @@ struct ResolvedGpu {
 };
 
 struct GpuProduct {
-  std::string name;                 // as NVIDIA writes it, e.g. "GeForce RTX 5090"
+  std::string name; // as NVIDIA writes it, e.g. "GeForce RTX 5090"
   std::vector<std::string> aliases;
   specs::ComputeCapability cc;
-  std::string family;               // "blackwell", "hopper", …
-  std::string segment;              // "consumer", "datacenter", "workstation", "jetson"
+  std::string family;  // "blackwell", "hopper", …
+  std::string segment; // "consumer", "datacenter", "workstation", "jetson"
   Confidence confidence = Confidence::unverified;
   std::string source;
-  std::vector<std::string> socs;    // Tegra SoCs of the device tree ("tegra234"): how a Jetson is found
+  std::vector<std::string> socs; // Tegra SoCs of the device tree ("tegra234"): how a Jetson is found
   bool operator==(const GpuProduct&) const = default;
 };
 
 // A Jetson Linux (L4T) release (jetson.yaml): on a Jetson the CUDA comes with it, not with a desktop
 // driver branch, and the wheels that carry the SoC's own arch come from JetPack-specific indexes.
 struct L4tRelease {
-  std::string release;                    // "36.4": matches L4T 36.4 and every 36.4.x
-  std::string jetpack;                    // "6.2"
-  specs::CudaVersion cuda;                // 12.6
-  std::string driver;                     // the driver nvidia-smi reports there ("540.4.0"); may be empty
-  std::vector<std::string> socs;          // "tegra234"
+  std::string release;                        // "36.4": matches L4T 36.4 and every 36.4.x
+  std::string jetpack;                        // "6.2"
+  specs::CudaVersion cuda;                    // 12.6
+  std::string driver;                         // the driver nvidia-smi reports there ("540.4.0"); may be empty
+  std::vector<std::string> socs;              // "tegra234"
   std::map<std::string, std::string> indexes; // framework → the JetPack index that serves its SoC arch
   Confidence confidence = Confidence::unverified;
   std::string source;
@@ -108,7 +108,7 @@ struct Variant {
 
 // The kernels of one variant of one release row on one platform.
 struct ArchBuild {
-  std::string platform; // linux_x86_64 | linux_aarch64 | windows_x86_64
+  std::string platform;                            // linux_x86_64 | linux_aarch64 | windows_x86_64
   std::optional<std::vector<specs::GpuArch>> sass; // nullopt: unknown
   std::optional<std::vector<specs::GpuArch>> ptx;  // nullopt: unknown
   Confidence confidence = Confidence::unverified;
@@ -156,8 +156,8 @@ struct Coupling {
 };
 
 struct SmokeTest {
-  std::string step_a; // Python source: the device is visible, memory moves
-  std::string step_b; // Python source: a real kernel runs
+  std::string step_a;                            // Python source: the device is visible, memory moves
+  std::string step_b;                            // Python source: a real kernel runs
   std::map<std::string, std::string> companions; // companion -> Python source running its own GPU kernel
   // Hosts without a GPU, and CPU builds: the framework computes on the CPU and each companion runs its
   // own CPU op. Optional: without it a CPU-only apply says that no smoke test ran.
@@ -175,9 +175,9 @@ struct SmokeTest {
 // for compute capabilities below `below` (PyTorch 2.15 dropped cu126 and with it Maxwell, Pascal and
 // Volta: pytorch/pytorch#190385). `variant` names the last variant that still had them.
 struct SupportEnd {
-  specs::Version from;              // "2.15.0"
-  specs::ComputeCapability below;   // "7.5"
-  std::string variant;              // "cu126"; may be empty
+  specs::Version from;            // "2.15.0"
+  specs::ComputeCapability below; // "7.5"
+  std::string variant;            // "cu126"; may be empty
   Confidence confidence = Confidence::unverified;
   std::string source;
   SourceLocation where;
@@ -187,11 +187,11 @@ struct SupportEnd {
 struct Framework {
   std::string name;
   std::string main_package;
-  std::vector<std::string> companions;          // installed with the main package by default
-  std::vector<std::string> optional_companions; // coupled when present
+  std::vector<std::string> companions;                  // installed with the main package by default
+  std::vector<std::string> optional_companions;         // coupled when present
   std::map<std::string, std::string> channel_templates; // stable|test|nightly -> "{mirror}/…/{variant}"
   std::string default_mirror;
-  std::string nightly_coupling;                 // "same-build-date" or ""
+  std::string nightly_coupling; // "same-build-date" or ""
   std::vector<Variant> variants;
   std::vector<Release> releases;
   std::vector<Coupling> coupling;
@@ -221,12 +221,12 @@ enum class RunKind { native, jit, none, unknown };
 // variants_for(): one variant of one release on one platform, flattened for the resolver.
 struct VariantBuild {
   std::string variant;
-  std::string kind;                       // cuda | cpu | rocm | xpu
+  std::string kind; // cuda | cpu | rocm | xpu
   std::optional<specs::CudaVersion> cuda;
   std::string platform;
   std::optional<std::vector<specs::GpuArch>> sass; // nullopt: unknown
   std::optional<std::vector<specs::GpuArch>> ptx;
-  bool verified = false;                  // confidence == verified
+  bool verified = false; // confidence == verified
   Confidence confidence = Confidence::unverified;
   std::string source;
   std::vector<std::string> channels;
@@ -313,12 +313,11 @@ public:
   // GA minimum driver for a toolkit ("linux" or "windows"); nullopt when unknown or N/A.
   [[nodiscard]] std::optional<std::string> min_driver(specs::CudaVersion cuda, std::string_view os = "linux") const;
   // Floor of minor-version compatibility (any 12.x build on >= 525.60.13); nullopt when unknown.
-  [[nodiscard]] std::optional<std::string> minor_compat_driver(specs::CudaVersion cuda,
-                                                               std::string_view os = "linux") const;
+  [[nodiscard]] std::optional<std::string> minor_compat_driver(specs::CudaVersion cuda, std::string_view os = "linux") const;
   // Can a driver run builds of this CUDA version? With minor compatibility the family floor is
   // enough (not for JIT of newer PTX); without it the toolkit's own minimum is needed.
-  [[nodiscard]] bool driver_supports(std::string_view driver_version, specs::CudaVersion cuda,
-                                     bool allow_minor_compat = true, std::string_view os = "linux") const;
+  [[nodiscard]] bool driver_supports(std::string_view driver_version, specs::CudaVersion cuda, bool allow_minor_compat = true,
+                                     std::string_view os = "linux") const;
   // The lowest driver for builds of `cuda`: the toolkit's GA driver, else the minor-version floor of
   // its major (a toolkit newer than the data: cu136 → the 13.x floor, exact=false); nullopt when
   // nothing of that major is known.
@@ -347,23 +346,20 @@ public:
                                                             std::string_view platform = "linux_x86_64") const;
 
   // The newest stable release row version with one variant whose SASS runs natively on every `ccs`
-  // and whose CUDA `driver` runs (empty driver: not checked), the newest such CUDA variant; nullopt when there is none. Rows without
-  // arch data never count: a claim is needed before envfix suggests the move. `vetoed(version,
-  // variant)` true drops a build the binaries contradicted (the evidence store).
-  [[nodiscard]] std::optional<StableCover> stable_covering(std::string_view framework,
-                                                           const std::vector<specs::ComputeCapability>& ccs,
-                                                           std::string_view driver,
-                                                           std::string_view platform = "linux_x86_64",
-                                                           const std::function<bool(const specs::Version&, std::string_view)>&
-                                                               vetoed = {}) const;
+  // and whose CUDA `driver` runs (empty driver: not checked), the newest such CUDA variant; nullopt when there is none. Rows
+  // without arch data never count: a claim is needed before envfix suggests the move. `vetoed(version, variant)` true drops a
+  // build the binaries contradicted (the evidence store).
+  [[nodiscard]] std::optional<StableCover>
+  stable_covering(std::string_view framework, const std::vector<specs::ComputeCapability>& ccs, std::string_view driver,
+                  std::string_view platform = "linux_x86_64",
+                  const std::function<bool(const specs::Version&, std::string_view)>& vetoed = {}) const;
 
   // The variants of a framework release on a platform; empty when the release is unknown.
   [[nodiscard]] std::vector<VariantBuild> variants_for(std::string_view framework, const specs::Version& version,
                                                        std::string_view platform = "linux_x86_64") const;
   // The companion version coupled to `version` ("0.22.0" for torchvision with torch 2.7.0; for a
   // nightly with same-build-date coupling, "0.30.0.dev20260801"); nullopt when unknown.
-  [[nodiscard]] std::optional<std::string> companion_version(std::string_view framework,
-                                                             const specs::Version& version,
+  [[nodiscard]] std::optional<std::string> companion_version(std::string_view framework, const specs::Version& version,
                                                              std::string_view companion) const;
 
 private:

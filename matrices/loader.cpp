@@ -20,9 +20,7 @@ const std::vector<std::string> k_kinds = {"cuda", "cpu", "rocm", "xpu"};
 
 std::string join(const std::vector<std::string>& v) { return util::join(v, ", "); }
 
-bool contains(const std::vector<std::string>& v, std::string_view s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
+bool contains(const std::vector<std::string>& v, std::string_view s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
 } // namespace
 
@@ -76,11 +74,11 @@ private:
   }
   static std::string type_name(const YAML::Node& n) {
     switch (n.Type()) {
-      case YAML::NodeType::Null: return "null";
-      case YAML::NodeType::Scalar: return "a scalar";
-      case YAML::NodeType::Sequence: return "a list";
-      case YAML::NodeType::Map: return "a mapping";
-      default: return "nothing";
+    case YAML::NodeType::Null: return "null";
+    case YAML::NodeType::Scalar: return "a scalar";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a mapping";
+    default: return "nothing";
     }
   }
   bool expect_map(const YAML::Node& n, const std::string& path) {
@@ -179,8 +177,7 @@ private:
     }
     return *s;
   }
-  std::optional<std::vector<specs::GpuArch>> arch_list(const YAML::Node& n, const std::string& path,
-                                                       specs::GpuArch::Kind kind) {
+  std::optional<std::vector<specs::GpuArch>> arch_list(const YAML::Node& n, const std::string& path, specs::GpuArch::Kind kind) {
     if (!expect_list(n, path)) return std::nullopt;
     std::vector<specs::GpuArch> out;
     for (std::size_t i = 0; i < n.size(); ++i) {
@@ -193,9 +190,9 @@ private:
         continue;
       }
       if (a->kind != kind) {
-        problem(n[i], p, fmt::format("'{}' is a {} target; this list takes {} targets ({})", *s,
-                                     specs::to_string(a->kind), specs::to_string(kind),
-                                     kind == specs::GpuArch::Kind::sass ? "sm_XY" : "compute_XY"));
+        problem(n[i], p,
+                fmt::format("'{}' is a {} target; this list takes {} targets ({})", *s, specs::to_string(a->kind),
+                            specs::to_string(kind), kind == specs::GpuArch::Kind::sass ? "sm_XY" : "compute_XY"));
         continue;
       }
       if (std::find(out.begin(), out.end(), *a) != out.end()) {
@@ -289,8 +286,8 @@ private:
     if (!has_sass) problem(key, path, "missing key 'sass'");
     if (!has_conf) problem(key, path, "missing key 'confidence'");
     if (!has_source) problem(key, path, "missing key 'source'");
-    auto it = std::find_if(m_k.m_toolkits.begin(), m_k.m_toolkits.end(),
-                           [&](const CudaToolkit& x) { return x.version == t.version; });
+    auto it =
+        std::find_if(m_k.m_toolkits.begin(), m_k.m_toolkits.end(), [&](const CudaToolkit& x) { return x.version == t.version; });
     if (it != m_k.m_toolkits.end()) {
       if (it->where.file == m_file) {
         problem(key, path, fmt::format("duplicate toolkit (first defined at {})", it->where.to_string()));
@@ -317,15 +314,30 @@ private:
                  auto s = str(v, p);
                  if (!s) return;
                  auto c = specs::ComputeCapability::parse(*s);
-                 if (!c) problem(v, p, fmt::format("invalid compute capability '{}': {}", *s, c.error().message));
-                 else { cc = *c; has_cc = true; }
-               } else if (k == "family") { has_family = true; family = nonempty(v, p); }
-               else if (k == "segment") segment = str(v, p).value_or("");
-               else if (k == "names") names = str_list(v, p);
-               else if (k == "aliases") aliases = str_list(v, p);
-               else if (k == "soc") socs = str_list(v, p);
-               else if (k == "confidence") { has_conf = true; conf = confidence(v, p).value_or(conf); }
-               else if (k == "source") { has_source = true; source = nonempty(v, p); }
+                 if (!c)
+                   problem(v, p, fmt::format("invalid compute capability '{}': {}", *s, c.error().message));
+                 else {
+                   cc = *c;
+                   has_cc = true;
+                 }
+               } else if (k == "family") {
+                 has_family = true;
+                 family = nonempty(v, p);
+               } else if (k == "segment")
+                 segment = str(v, p).value_or("");
+               else if (k == "names")
+                 names = str_list(v, p);
+               else if (k == "aliases")
+                 aliases = str_list(v, p);
+               else if (k == "soc")
+                 socs = str_list(v, p);
+               else if (k == "confidence") {
+                 has_conf = true;
+                 conf = confidence(v, p).value_or(conf);
+               } else if (k == "source") {
+                 has_source = true;
+                 source = nonempty(v, p);
+               }
              });
     if (!n["cc"]) problem(n, path, "missing key 'cc'");
     if (!has_family) problem(n, path, "missing key 'family'");
@@ -360,19 +372,29 @@ private:
     each_key(n, path, {"release", "jetpack", "cuda", "driver", "soc", "indexes", "confidence", "source"},
              [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
                std::string p = path + "." + k;
-               if (k == "release") r.release = nonempty(v, p);
-               else if (k == "jetpack") r.jetpack = nonempty(v, p);
+               if (k == "release")
+                 r.release = nonempty(v, p);
+               else if (k == "jetpack")
+                 r.jetpack = nonempty(v, p);
                else if (k == "cuda") {
-                 if (auto c = cuda_version(v, p)) { r.cuda = *c; has_cuda = true; }
-               } else if (k == "driver") r.driver = driver(v, p);
-               else if (k == "soc") r.socs = str_list(v, p);
+                 if (auto c = cuda_version(v, p)) {
+                   r.cuda = *c;
+                   has_cuda = true;
+                 }
+               } else if (k == "driver")
+                 r.driver = driver(v, p);
+               else if (k == "soc")
+                 r.socs = str_list(v, p);
                else if (k == "indexes") {
                  if (!expect_map(v, p)) return;
                  each_entry(v, p, [&](const std::string& fw, const YAML::Node& u, const YAML::Node&) {
                    r.indexes[fw] = nonempty(u, p + "." + fw);
                  });
-               } else if (k == "confidence") { has_conf = true; r.confidence = confidence(v, p).value_or(r.confidence); }
-               else if (k == "source") r.source = nonempty(v, p);
+               } else if (k == "confidence") {
+                 has_conf = true;
+                 r.confidence = confidence(v, p).value_or(r.confidence);
+               } else if (k == "source")
+                 r.source = nonempty(v, p);
              });
     for (const char* need : {"release", "jetpack", "source"})
       if (!n[need]) problem(n, path, fmt::format("missing key '{}'", need));
@@ -381,15 +403,16 @@ private:
     // A later row of the same release (an --matrices override, loaded after the embedded files)
     // corrects the earlier one, as the README says overrides do.
     auto same = std::find_if(m_k.m_l4t.begin(), m_k.m_l4t.end(), [&](const L4tRelease& o) { return o.release == r.release; });
-    if (same != m_k.m_l4t.end()) *same = std::move(r);
-    else m_k.m_l4t.push_back(std::move(r));
+    if (same != m_k.m_l4t.end())
+      *same = std::move(r);
+    else
+      m_k.m_l4t.push_back(std::move(r));
   }
 
   void load_framework(const std::string& name, const YAML::Node& n, const YAML::Node& key) {
     std::string path = "frameworks." + name;
     if (!expect_map(n, path)) return;
-    auto it = std::find_if(m_k.m_frameworks.begin(), m_k.m_frameworks.end(),
-                           [&](const Framework& f) { return f.name == name; });
+    auto it = std::find_if(m_k.m_frameworks.begin(), m_k.m_frameworks.end(), [&](const Framework& f) { return f.name == name; });
     if (it == m_k.m_frameworks.end()) {
       Framework f;
       f.name = name;
@@ -399,20 +422,26 @@ private:
     }
     Framework& f = *it;
     each_key(n, path,
-             {"main_package", "companions", "optional_companions", "default_mirror", "channels", "nightly_coupling",
-              "source", "variants", "smoke", "releases", "coupling", "support_ends"},
+             {"main_package", "companions", "optional_companions", "default_mirror", "channels", "nightly_coupling", "source",
+              "variants", "smoke", "releases", "coupling", "support_ends"},
              [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
                std::string p = path + "." + k;
-               if (k == "main_package") f.main_package = nonempty(v, p);
-               else if (k == "companions") f.companions = str_list(v, p);
-               else if (k == "optional_companions") f.optional_companions = str_list(v, p);
-               else if (k == "default_mirror") f.default_mirror = nonempty(v, p);
-               else if (k == "source") f.source = nonempty(v, p);
+               if (k == "main_package")
+                 f.main_package = nonempty(v, p);
+               else if (k == "companions")
+                 f.companions = str_list(v, p);
+               else if (k == "optional_companions")
+                 f.optional_companions = str_list(v, p);
+               else if (k == "default_mirror")
+                 f.default_mirror = nonempty(v, p);
+               else if (k == "source")
+                 f.source = nonempty(v, p);
                else if (k == "nightly_coupling") {
                  auto s = str(v, p);
                  if (s && *s != "same-build-date" && *s != "none")
                    problem(v, p, fmt::format("unknown nightly coupling '{}' (allowed: same-build-date, none)", *s));
-                 else if (s) f.nightly_coupling = *s == "none" ? "" : *s;
+                 else if (s)
+                   f.nightly_coupling = *s == "none" ? "" : *s;
                } else if (k == "channels") {
                  if (!expect_map(v, p)) return;
                  each_key(v, p, k_channels, [&](const std::string& ch, const YAML::Node& tv, const YAML::Node&) {
@@ -447,56 +476,77 @@ private:
              });
   }
 
-  void load_variant(Framework& f, const std::string& name, const YAML::Node& n, const YAML::Node& key,
-                    const std::string& path) {
+  void load_variant(Framework& f, const std::string& name, const YAML::Node& n, const YAML::Node& key, const std::string& path) {
     if (!expect_map(n, path)) return;
     Variant v;
     v.name = name;
     v.where = where(key);
     bool explicit_kind = false;
-    each_key(n, path, {"kind", "cuda", "rocm", "extra", "main_package", "packages", "kernels"}, [&](const std::string& k, const YAML::Node& x, const YAML::Node&) {
-      std::string p = path + "." + k;
-      if (k == "kind") {
-        auto s = str(x, p);
-        if (s && !contains(k_kinds, *s)) problem(x, p, fmt::format("unknown kind '{}' (allowed: {})", *s, join(k_kinds)));
-        else if (s) { v.kind = *s; explicit_kind = true; }
-      } else if (k == "cuda") v.cuda = cuda_version(x, p);
-      else if (k == "rocm") v.rocm = nonempty(x, p);
-      else if (k == "extra") v.extra = str(x, p).value_or("");
-      else if (k == "main_package") v.main_package = nonempty(x, p);
-      else if (k == "packages") v.packages = str_list(x, p);
-      else if (k == "kernels") v.kernels = str_list(x, p);
-    });
+    each_key(n, path, {"kind", "cuda", "rocm", "extra", "main_package", "packages", "kernels"},
+             [&](const std::string& k, const YAML::Node& x, const YAML::Node&) {
+               std::string p = path + "." + k;
+               if (k == "kind") {
+                 auto s = str(x, p);
+                 if (s && !contains(k_kinds, *s))
+                   problem(x, p, fmt::format("unknown kind '{}' (allowed: {})", *s, join(k_kinds)));
+                 else if (s) {
+                   v.kind = *s;
+                   explicit_kind = true;
+                 }
+               } else if (k == "cuda")
+                 v.cuda = cuda_version(x, p);
+               else if (k == "rocm")
+                 v.rocm = nonempty(x, p);
+               else if (k == "extra")
+                 v.extra = str(x, p).value_or("");
+               else if (k == "main_package")
+                 v.main_package = nonempty(x, p);
+               else if (k == "packages")
+                 v.packages = str_list(x, p);
+               else if (k == "kernels")
+                 v.kernels = str_list(x, p);
+             });
     if (!explicit_kind && !v.rocm.empty()) v.kind = "rocm";
     if (v.kind == "cuda" && !v.cuda && !n["cuda"])
       problem(key, path, "a CUDA variant needs 'cuda: \"X.Y\"' (or set 'kind: cpu|rocm|xpu')");
-    if (v.kind != "cuda" && n["cuda"]) problem(n["cuda"], path + ".cuda", fmt::format("a {} variant has no CUDA version", v.kind));
+    if (v.kind != "cuda" && n["cuda"])
+      problem(n["cuda"], path + ".cuda", fmt::format("a {} variant has no CUDA version", v.kind));
     auto it = std::find_if(f.variants.begin(), f.variants.end(), [&](const Variant& x) { return x.name == name; });
-    if (it != f.variants.end()) *it = std::move(v); // a later file redefines the variant
-    else f.variants.push_back(std::move(v));
+    if (it != f.variants.end())
+      *it = std::move(v); // a later file redefines the variant
+    else
+      f.variants.push_back(std::move(v));
   }
 
   void load_smoke(Framework& f, const YAML::Node& n, const std::string& path) {
     if (!expect_map(n, path)) return;
-    each_key(n, path, {"step_a", "step_b", "companions", "cpu", "model"}, [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
-      std::string p = path + "." + k;
-      if (k == "step_a") f.smoke.step_a = nonempty(v, p);
-      else if (k == "step_b") f.smoke.step_b = nonempty(v, p);
-      else if (k == "companions") load_checks(f.smoke.companions, v, p);
-      else if (k == "model") load_checks(f.smoke.model, v, p);
-      else if (k == "cpu") {
-        if (!expect_map(v, p)) return;
-        each_key(v, p, {"step", "companions"}, [&](const std::string& ck, const YAML::Node& cv, const YAML::Node&) {
-          if (ck == "step") f.smoke.cpu = nonempty(cv, p + ".step");
-          else load_checks(f.smoke.cpu_companions, cv, p + ".companions");
-        });
-      }
-    });
+    each_key(n, path, {"step_a", "step_b", "companions", "cpu", "model"},
+             [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
+               std::string p = path + "." + k;
+               if (k == "step_a")
+                 f.smoke.step_a = nonempty(v, p);
+               else if (k == "step_b")
+                 f.smoke.step_b = nonempty(v, p);
+               else if (k == "companions")
+                 load_checks(f.smoke.companions, v, p);
+               else if (k == "model")
+                 load_checks(f.smoke.model, v, p);
+               else if (k == "cpu") {
+                 if (!expect_map(v, p)) return;
+                 each_key(v, p, {"step", "companions"}, [&](const std::string& ck, const YAML::Node& cv, const YAML::Node&) {
+                   if (ck == "step")
+                     f.smoke.cpu = nonempty(cv, p + ".step");
+                   else
+                     load_checks(f.smoke.cpu_companions, cv, p + ".companions");
+                 });
+               }
+             });
   }
 
   void load_checks(std::map<std::string, std::string>& out, const YAML::Node& n, const std::string& path) {
     if (!expect_map(n, path)) return;
-    each_entry(n, path, [&](const std::string& c, const YAML::Node& cv, const YAML::Node&) { out[c] = nonempty(cv, path + "." + c); });
+    each_entry(n, path,
+               [&](const std::string& c, const YAML::Node& cv, const YAML::Node&) { out[c] = nonempty(cv, path + "." + c); });
   }
 
   void load_release(Framework& f, const YAML::Node& n, const std::string& path) {
@@ -520,13 +570,17 @@ private:
                  auto s = str(v, p);
                  if (!s) return;
                  auto set = specs::SpecifierSet::parse(*s);
-                 if (!set) problem(v, p, fmt::format("invalid version range '{}': {}", *s, set.error().message));
-                 else if (set->empty()) problem(v, p, "empty range");
-                 else r.range = *set;
+                 if (!set)
+                   problem(v, p, fmt::format("invalid version range '{}': {}", *s, set.error().message));
+                 else if (set->empty())
+                   problem(v, p, "empty range");
+                 else
+                   r.range = *set;
                } else if (k == "channels") {
                  r.channels = str_list(v, p);
                  for (const auto& c : r.channels)
-                   if (!contains(k_channels, c)) problem(v, p, fmt::format("unknown channel '{}' (allowed: {})", c, join(k_channels)));
+                   if (!contains(k_channels, c))
+                     problem(v, p, fmt::format("unknown channel '{}' (allowed: {})", c, join(k_channels)));
                } else if (k == "python") {
                  r.python = str_list(v, p);
                  for (std::size_t i = 0; i < r.python.size(); ++i) {
@@ -534,15 +588,20 @@ private:
                    const bool ft = t.ends_with("t");
                    bool ok = t.size() >= 4 && (t.starts_with("cp") || t.starts_with("pp")) &&
                              std::all_of(t.begin() + 2, t.end() - (ft ? 1 : 0), [](char c) { return c >= '0' && c <= '9'; });
-                   if (!ok) problem(v[i], fmt::format("{}[{}]", p, i), fmt::format("invalid Python tag '{}' (e.g. cp312, cp314t)", t));
+                   if (!ok)
+                     problem(v[i], fmt::format("{}[{}]", p, i), fmt::format("invalid Python tag '{}' (e.g. cp312, cp314t)", t));
                    // PEP 703: free-threaded builds are CPython's, from 3.13 on (cp313t); "cp312t" is a typo.
                    else if (ft && (!t.starts_with("cp3") || t.size() < 6 || std::stoi(t.substr(3, t.size() - 4)) < 13))
                      problem(v[i], fmt::format("{}[{}]", p, i),
-                             fmt::format("invalid Python tag '{}': free-threaded builds (the t) are CPython 3.13 and later (cp313t)", t));
+                             fmt::format(
+                                 "invalid Python tag '{}': free-threaded builds (the t) are CPython 3.13 and later (cp313t)", t));
                  }
-               } else if (k == "pypi_default") r.pypi_default = str(v, p).value_or("");
-               else if (k == "source") { has_source = true; r.source = nonempty(v, p); }
-               else if (k == "override") {
+               } else if (k == "pypi_default")
+                 r.pypi_default = str(v, p).value_or("");
+               else if (k == "source") {
+                 has_source = true;
+                 r.source = nonempty(v, p);
+               } else if (k == "override") {
                  auto s = str(v, p);
                  if (s && *s != "true" && *s != "false") problem(v, p, "expected true or false");
                  override_rows = s && *s == "true";
@@ -556,8 +615,10 @@ private:
              });
     int forms = (r.versions.empty() ? 0 : 1) + (r.nightly ? 1 : 0) + (r.range ? 1 : 0);
     int written = (n["versions"] ? 1 : 0) + (n["nightly"] ? 1 : 0) + (n["range"] ? 1 : 0);
-    if (written == 0) problem(n, path, "missing key: one of 'versions', 'nightly', 'range'");
-    else if (written > 1) problem(n, path, "give only one of 'versions', 'nightly', 'range'");
+    if (written == 0)
+      problem(n, path, "missing key: one of 'versions', 'nightly', 'range'");
+    else if (written > 1)
+      problem(n, path, "give only one of 'versions', 'nightly', 'range'");
     if (!has_source) problem(n, path, "missing key 'source'");
     if (!has_variants) problem(n, path, "missing key 'variants'");
     if (r.channels.empty()) r.channels = {r.nightly ? "nightly" : "stable"};
@@ -568,12 +629,18 @@ private:
       for (const auto& v : r.versions) {
         auto pos = std::find(other.versions.begin(), other.versions.end(), v);
         if (pos == other.versions.end()) continue;
-        if (override_rows) other.versions.erase(pos);
-        else problem(n, path, fmt::format("duplicate release {} (already defined at {})", v.to_string(), other.where.to_string()));
+        if (override_rows)
+          other.versions.erase(pos);
+        else
+          problem(n, path, fmt::format("duplicate release {} (already defined at {})", v.to_string(), other.where.to_string()));
       }
       if (r.nightly && other.nightly && *other.nightly == *r.nightly) {
-        if (override_rows) other.nightly.reset();
-        else problem(n, path, fmt::format("duplicate nightly line {} (already defined at {})", r.nightly->to_string(), other.where.to_string()));
+        if (override_rows)
+          other.nightly.reset();
+        else
+          problem(
+              n, path,
+              fmt::format("duplicate nightly line {} (already defined at {})", r.nightly->to_string(), other.where.to_string()));
       }
     }
     for (std::size_t i = 0; i < r.versions.size(); ++i)
@@ -598,10 +665,17 @@ private:
       bool has_conf = false, has_source = false;
       each_key(v, p, {"sass", "ptx", "confidence", "source"}, [&](const std::string& k, const YAML::Node& x, const YAML::Node&) {
         std::string q = p + "." + k;
-        if (k == "sass") b.sass = arch_list(x, q, specs::GpuArch::Kind::sass);
-        else if (k == "ptx") b.ptx = arch_list(x, q, specs::GpuArch::Kind::ptx);
-        else if (k == "confidence") { has_conf = true; b.confidence = confidence(x, q).value_or(Confidence::unverified); }
-        else if (k == "source") { has_source = true; b.source = nonempty(x, q); }
+        if (k == "sass")
+          b.sass = arch_list(x, q, specs::GpuArch::Kind::sass);
+        else if (k == "ptx")
+          b.ptx = arch_list(x, q, specs::GpuArch::Kind::ptx);
+        else if (k == "confidence") {
+          has_conf = true;
+          b.confidence = confidence(x, q).value_or(Confidence::unverified);
+        } else if (k == "source") {
+          has_source = true;
+          b.source = nonempty(x, q);
+        }
       });
       if (!has_conf) problem(v, p, "missing key 'confidence'");
       if (!has_source) problem(v, p, "missing key 'source'");
@@ -620,26 +694,34 @@ private:
     SupportEnd e;
     e.where = where(n);
     bool has_from = false, has_below = false, has_source = false, has_conf = false;
-    each_key(n, path, {"from", "below", "variant", "confidence", "source"}, [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
-      std::string p = path + "." + k;
-      if (k == "from") {
-        if (auto x = version(v, p)) { e.from = *x; has_from = true; }
-      } else if (k == "below") {
-        auto s = str(v, p);
-        if (!s) return;
-        auto c = specs::ComputeCapability::parse(*s);
-        if (!c) problem(v, p, fmt::format("invalid compute capability '{}'", *s));
-        else { e.below = *c; has_below = true; }
-      } else if (k == "variant") {
-        e.variant = nonempty(v, p);
-      } else if (k == "confidence") {
-        has_conf = true;
-        e.confidence = confidence(v, p).value_or(Confidence::unverified);
-      } else if (k == "source") {
-        has_source = true;
-        e.source = nonempty(v, p);
-      }
-    });
+    each_key(n, path, {"from", "below", "variant", "confidence", "source"},
+             [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
+               std::string p = path + "." + k;
+               if (k == "from") {
+                 if (auto x = version(v, p)) {
+                   e.from = *x;
+                   has_from = true;
+                 }
+               } else if (k == "below") {
+                 auto s = str(v, p);
+                 if (!s) return;
+                 auto c = specs::ComputeCapability::parse(*s);
+                 if (!c)
+                   problem(v, p, fmt::format("invalid compute capability '{}'", *s));
+                 else {
+                   e.below = *c;
+                   has_below = true;
+                 }
+               } else if (k == "variant") {
+                 e.variant = nonempty(v, p);
+               } else if (k == "confidence") {
+                 has_conf = true;
+                 e.confidence = confidence(v, p).value_or(Confidence::unverified);
+               } else if (k == "source") {
+                 has_source = true;
+                 e.source = nonempty(v, p);
+               }
+             });
     if (!has_from && !n["from"]) problem(n, path, "missing key 'from'");
     if (!has_below && !n["below"]) problem(n, path, "missing key 'below'");
     if (!has_conf) problem(n, path, "missing key 'confidence'");
@@ -652,27 +734,34 @@ private:
     Coupling c;
     c.where = where(n);
     bool has_source = false;
-    each_key(n, path, {"version", "nightly", "date", "companions", "source"}, [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
-      std::string p = path + "." + k;
-      if (k == "version") c.version = version(v, p);
-      else if (k == "nightly") c.nightly = version(v, p);
-      else if (k == "date") c.date = str(v, p).value_or("");
-      else if (k == "source") { has_source = true; c.source = nonempty(v, p); }
-      else if (k == "companions") {
-        if (!expect_map(v, p)) return;
-        each_entry(v, p, [&](const std::string& name, const YAML::Node& cv, const YAML::Node&) {
-          std::string q = p + "." + name;
-          auto ver = version(cv, q);
-          if (ver) c.companions[name] = cv.Scalar();
-        });
-      }
-    });
+    each_key(n, path, {"version", "nightly", "date", "companions", "source"},
+             [&](const std::string& k, const YAML::Node& v, const YAML::Node&) {
+               std::string p = path + "." + k;
+               if (k == "version")
+                 c.version = version(v, p);
+               else if (k == "nightly")
+                 c.nightly = version(v, p);
+               else if (k == "date")
+                 c.date = str(v, p).value_or("");
+               else if (k == "source") {
+                 has_source = true;
+                 c.source = nonempty(v, p);
+               } else if (k == "companions") {
+                 if (!expect_map(v, p)) return;
+                 each_entry(v, p, [&](const std::string& name, const YAML::Node& cv, const YAML::Node&) {
+                   std::string q = p + "." + name;
+                   auto ver = version(cv, q);
+                   if (ver) c.companions[name] = cv.Scalar();
+                 });
+               }
+             });
     if (!has_source) problem(n, path, "missing key 'source'");
     if (!n["version"] && !n["nightly"]) problem(n, path, "missing key: one of 'version', 'nightly'");
     if (n["version"] && n["nightly"]) problem(n, path, "give only one of 'version', 'nightly'");
     for (const auto& o : f.coupling) {
       if (c.version && o.version && *c.version == *o.version)
-        problem(n, path, fmt::format("duplicate coupling row for {} (already at {})", c.version->to_string(), o.where.to_string()));
+        problem(n, path,
+                fmt::format("duplicate coupling row for {} (already at {})", c.version->to_string(), o.where.to_string()));
     }
     f.coupling.push_back(std::move(c));
   }
@@ -692,8 +781,8 @@ void Loader::validate() {
     if (f.releases.empty()) at(f.where, path + ": no 'releases'");
     if (f.source.empty()) at(f.where, path + ": missing key 'source'");
     if (f.smoke.step_a.empty() || f.smoke.step_b.empty()) at(f.where, path + ": 'smoke' needs step_a and step_b");
-    for (const auto& [key, checks] : {std::pair{"smoke.companions", &f.smoke.companions},
-                                      std::pair{"smoke.cpu.companions", &f.smoke.cpu_companions}})
+    for (const auto& [key, checks] :
+         {std::pair{"smoke.companions", &f.smoke.companions}, std::pair{"smoke.cpu.companions", &f.smoke.cpu_companions}})
       for (const auto& [c, code] : *checks)
         if (!contains(f.companions, c) && !contains(f.optional_companions, c))
           at(f.where, fmt::format("{}.{}: '{}' is not a companion of {}", path, key, c, f.name));
@@ -723,14 +812,15 @@ void Loader::validate() {
         const CudaToolkit* tk = var->cuda ? m_k.toolkit(*var->cuda) : nullptr;
         for (const auto& b : rv.platforms) {
           if (var->kind != "cuda" && b.known() && (!b.sass->empty() || !b.ptx->empty()))
-            at(b.where, fmt::format("{}: release {} {}: {} variant with CUDA arch lists", path, r.label(), rv.variant, var->kind));
+            at(b.where,
+               fmt::format("{}: release {} {}: {} variant with CUDA arch lists", path, r.label(), rv.variant, var->kind));
           if (!tk) continue;
           for (const auto* list : {&b.sass, &b.ptx}) {
             if (!*list) continue;
             for (const auto& a : **list)
               if (!tk->can_target(a))
-                at(b.where, fmt::format("{}: release {} {}.{}: CUDA {} cannot build {}", path, r.label(), rv.variant,
-                                        b.platform, tk->version.to_string(), a.to_string()));
+                at(b.where, fmt::format("{}: release {} {}.{}: CUDA {} cannot build {}", path, r.label(), rv.variant, b.platform,
+                                        tk->version.to_string(), a.to_string()));
           }
         }
       }
@@ -743,7 +833,8 @@ void Loader::validate() {
         if (!contains(f.companions, name) && !contains(f.optional_companions, name))
           at(c.where, fmt::format("{}.coupling: '{}' is not a companion of {}", path, name, f.name));
       if (c.version && !f.release(*c.version))
-        at(c.where, fmt::format("{}.coupling: {} {} is not a release of {} (typo?)", path, f.name, c.version->to_string(), f.name));
+        at(c.where,
+           fmt::format("{}.coupling: {} {} is not a release of {} (typo?)", path, f.name, c.version->to_string(), f.name));
       if (c.nightly) {
         bool found = std::any_of(f.releases.begin(), f.releases.end(),
                                  [&](const Release& r) { return r.nightly && *r.nightly == *c.nightly; });
@@ -765,10 +856,11 @@ Expected<Knowledge> Knowledge::load_from(const std::vector<SourceFile>& files) {
   for (const auto& f : files) loader.load_file(f);
   if (loader.problems.empty()) loader.validate();
   if (!loader.problems.empty()) {
-    Error e{ErrorCode::invalid_input,
-            fmt::format("invalid matrices data: {} problem{}", loader.problems.size(), loader.problems.size() == 1 ? "" : "s"),
-            loader.problems,
-            "fix the YAML named above (schema: matrices/README.md); an override directory comes from --matrices or ENVFIX_MATRICES"};
+    Error e{
+        ErrorCode::invalid_input,
+        fmt::format("invalid matrices data: {} problem{}", loader.problems.size(), loader.problems.size() == 1 ? "" : "s"),
+        loader.problems,
+        "fix the YAML named above (schema: matrices/README.md); an override directory comes from --matrices or ENVFIX_MATRICES"};
     return std::unexpected(std::move(e));
   }
   return k;

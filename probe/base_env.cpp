@@ -43,9 +43,12 @@ std::optional<Toolkit> probe_toolkit() {
     util::SubprocessOptions o;
     o.timeout = std::chrono::seconds(20);
     auto r = util::run_process({path.string(), "--version"}, o);
-    if (!r) t.error = r.error().message;
-    else if (!r->ok()) t.error = fmt::format("`nvcc --version` exited {}", r->exit_code);
-    else if (!(t.version = parse_nvcc_version(r->out))) t.error = "no 'release X.Y' in `nvcc --version`";
+    if (!r)
+      t.error = r.error().message;
+    else if (!r->ok())
+      t.error = fmt::format("`nvcc --version` exited {}", r->exit_code);
+    else if (!(t.version = parse_nvcc_version(r->out)))
+      t.error = "no 'release X.Y' in `nvcc --version`";
     return t;
   }
   return std::nullopt;
@@ -85,7 +88,9 @@ Platform probe_platform() {
   if (auto cg = util::read_file(host_path("/proc/1/cgroup"))) {
     for (const char* word : {"kubepods", "docker", "containerd", "libpod", "lxc"})
       if (cg->find(word) != std::string::npos) {
-        set(std::string(word) == "kubepods" ? "kubernetes" : std::string(word) == "libpod" ? "podman" : "container",
+        set(std::string(word) == "kubepods" ? "kubernetes"
+            : std::string(word) == "libpod" ? "podman"
+                                            : "container",
             fmt::format("/proc/1/cgroup: {}", word));
         break;
       }

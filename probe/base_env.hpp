@@ -40,8 +40,8 @@ struct CudaRuntime {
 [[nodiscard]] std::optional<CudaRuntime> cuda_runtime_of(const std::vector<InstalledDist>& installed);
 
 struct Platform {
-  std::vector<std::string> wsl;               // evidence of WSL2: "/dev/dxg", "/usr/lib/wsl/lib", "osrelease …"
-  std::string container;                      // "docker", "podman", "kubernetes", "container", or ""
+  std::vector<std::string> wsl;                // evidence of WSL2: "/dev/dxg", "/usr/lib/wsl/lib", "osrelease …"
+  std::string container;                       // "docker", "podman", "kubernetes", "container", or ""
   std::vector<std::string> container_evidence; // "/.dockerenv", "/proc/1/cgroup: kubepods", "$container=podman"
   [[nodiscard]] bool is_wsl() const { return !wsl.empty(); }
 };

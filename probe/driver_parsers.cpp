@@ -18,8 +18,10 @@ bool is_driver_version(std::string_view s) {
   if (s.empty() || !std::isdigit(static_cast<unsigned char>(s.front()))) return false;
   bool dot = false;
   for (char c : s) {
-    if (c == '.') dot = true;
-    else if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    if (c == '.')
+      dot = true;
+    else if (!std::isdigit(static_cast<unsigned char>(c)))
+      return false;
   }
   return dot && s.back() != '.';
 }
@@ -55,8 +57,7 @@ Expected<std::string> parse_sys_module_version(std::string_view text) {
 }
 
 std::vector<std::string> nvidia_smi_csv_argv(const std::string& nvidia_smi) {
-  return {nvidia_smi, "--query-gpu=index,name,uuid,compute_cap,driver_version,memory.total",
-          "--format=csv"};
+  return {nvidia_smi, "--query-gpu=index,name,uuid,compute_cap,driver_version,memory.total", "--format=csv"};
 }
 
 Expected<std::vector<SmiCsvRow>> parse_nvidia_smi_csv(std::string_view text) {
@@ -82,8 +83,8 @@ Expected<std::vector<SmiCsvRow>> parse_nvidia_smi_csv(std::string_view text) {
     std::vector<std::string_view> cells;
     for (auto c : split(line, ',')) cells.push_back(trim(c));
     if (cells.size() != header.size())
-      return fail(ErrorCode::invalid_input, "nvidia-smi CSV line {}: {} cells, header has {}: '{}'", i + 1,
-                  cells.size(), header.size(), line);
+      return fail(ErrorCode::invalid_input, "nvidia-smi CSV line {}: {} cells, header has {}: '{}'", i + 1, cells.size(),
+                  header.size(), line);
     SmiCsvRow r;
     auto idx = cells[static_cast<std::size_t>(c_index)];
     auto [p, ec] = std::from_chars(idx.data(), idx.data() + idx.size(), r.index);
@@ -127,9 +128,12 @@ Expected<SmiReport> parse_nvidia_smi_q(std::string_view text) {
     if (!gpu) continue;
     if (indent == 4) {
       section = colon == std::string_view::npos ? std::string(key) : std::string();
-      if (key == "Product Name") gpu->name = std::string(value);
-      else if (key == "Product Architecture") gpu->architecture = std::string(value);
-      else if (key == "GPU UUID") gpu->uuid = std::string(value);
+      if (key == "Product Name")
+        gpu->name = std::string(value);
+      else if (key == "Product Architecture")
+        gpu->architecture = std::string(value);
+      else if (key == "GPU UUID")
+        gpu->uuid = std::string(value);
       else if (key == "Minor Number") {
         int n = -1;
         auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -139,8 +143,7 @@ Expected<SmiReport> parse_nvidia_smi_q(std::string_view text) {
       gpu->memory_bytes = parse_mib(value).value_or(0);
     }
   }
-  if (rep.driver_version.empty())
-    return make_error(ErrorCode::invalid_input, "no 'Driver Version' line in nvidia-smi -q output");
+  if (rep.driver_version.empty()) return make_error(ErrorCode::invalid_input, "no 'Driver Version' line in nvidia-smi -q output");
   return rep;
 }
 
@@ -221,8 +224,7 @@ Expected<std::vector<SmiListGpu>> parse_nvidia_smi_list(std::string_view text) {
   return out;
 }
 
-std::vector<GpuInfo> apply_cuda_visible_devices(const std::vector<GpuInfo>& all,
-                                                const std::optional<std::string>& value) {
+std::vector<GpuInfo> apply_cuda_visible_devices(const std::vector<GpuInfo>& all, const std::optional<std::string>& value) {
   std::vector<GpuInfo> out;
   if (!value) {
     out = all;

@@ -37,8 +37,8 @@ struct SmiReport {
   std::string driver_version;
   std::optional<specs::CudaVersion> cuda;
   struct Gpu {
-    std::string bus_id;    // "00000000:00:06.0"
-    std::string name;      // Product Name
+    std::string bus_id; // "00000000:00:06.0"
+    std::string name;   // Product Name
     std::string architecture;
     std::string uuid;
     int minor_number = -1;

@@ -57,7 +57,8 @@ public:
     if (m_handle) dlclose(m_handle);
   }
   explicit operator bool() const { return m_handle != nullptr; }
-  template <class F> F sym(const char* name) const {
+  template <class F>
+  F sym(const char* name) const {
     return m_handle ? reinterpret_cast<F>(dlsym(m_handle, name)) : nullptr;
   }
   const std::string& error() const { return m_error; }
@@ -71,7 +72,9 @@ private:
 
 // The few NVML/CUDA driver API entry points we call (ABI from nvml.h / cuda.h; stable for years).
 using nvmlDevice_t = void*;
-struct NvmlMemory { unsigned long long total, free, used; };
+struct NvmlMemory {
+  unsigned long long total, free, used;
+};
 using NvmlInit = int (*)();
 using NvmlShutdown = int (*)();
 using NvmlGetDriverVersion = int (*)(char*, unsigned);
@@ -116,8 +119,7 @@ struct Nvml {
 std::string uuid_to_string(const unsigned char* b) {
   return fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-"
                      "{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
-                     b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-                     b[13], b[14], b[15]);
+                     b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
 // The MIG devices of a GPU in MIG mode (what CUDA_VISIBLE_DEVICES=MIG-… selects). NVML names a
@@ -130,8 +132,8 @@ void mig_devices(Nvml& nvml, nvmlDevice_t dev, GpuInfo& g) {
   auto name_fn = nvml.lib.sym<NvmlDeviceGetName>("nvmlDeviceGetName");
   auto mem_fn = nvml.lib.sym<NvmlDeviceGetMemoryInfo>("nvmlDeviceGetMemoryInfo");
   unsigned current = 0, pending = 0, count = 0;
-  if (!mode_fn || !max_fn || !handle_fn || !uuid_fn || mode_fn(dev, &current, &pending) != 0 ||
-      current != kNvmlMigEnable || max_fn(dev, &count) != 0)
+  if (!mode_fn || !max_fn || !handle_fn || !uuid_fn || mode_fn(dev, &current, &pending) != 0 || current != kNvmlMigEnable ||
+      max_fn(dev, &count) != 0)
     return;
   for (unsigned i = 0; i < count; ++i) {
     nvmlDevice_t mig = nullptr;
@@ -231,8 +233,7 @@ std::optional<std::vector<GpuInfo>> gpus_from_cuda(Library& cuda, std::vector<st
   return out;
 }
 
-std::optional<std::string> run_nvidia_smi(const std::vector<std::string>& extra_args,
-                                          std::vector<std::string>* notes) {
+std::optional<std::string> run_nvidia_smi(const std::vector<std::string>& extra_args, std::vector<std::string>* notes) {
   auto smi = util::find_in_path("nvidia-smi");
   if (!smi) return std::nullopt;
   std::vector<std::string> argv = extra_args;
@@ -266,8 +267,10 @@ Expected<std::vector<GpuInfo>> probe_gpus(std::vector<std::string>* notes) {
     Nvml nvml;
     if (nvml.lib.from_wsl()) note(notes, fmt::format("WSL: NVML loaded from {}", kWslLibDir));
     if (auto all = gpus_from_nvml(nvml, notes)) return apply_cuda_visible_devices(*all, cvd);
-    if (!nvml.lib) note(notes, fmt::format("NVML not loadable: {}", nvml.lib.error()));
-    else note(notes, "NVML loaded but nvmlInit failed (driver/library version mismatch?)");
+    if (!nvml.lib)
+      note(notes, fmt::format("NVML not loadable: {}", nvml.lib.error()));
+    else
+      note(notes, "NVML loaded but nvmlInit failed (driver/library version mismatch?)");
   }
   {
     Library cuda("libcuda.so.1");
@@ -278,9 +281,7 @@ Expected<std::vector<GpuInfo>> probe_gpus(std::vector<std::string>* notes) {
     }
   }
   // Last resort: nvidia-smi (also what a test puts on PATH).
-  if (auto out = run_nvidia_smi({"--query-gpu=index,name,uuid,compute_cap,driver_version,memory.total",
-                                 "--format=csv"},
-                                notes)) {
+  if (auto out = run_nvidia_smi({"--query-gpu=index,name,uuid,compute_cap,driver_version,memory.total", "--format=csv"}, notes)) {
     auto rows = parse_nvidia_smi_csv(*out);
     if (!rows) {
       note(notes, "nvidia-smi output not understood: " + rows.error().message);
@@ -292,8 +293,10 @@ Expected<std::vector<GpuInfo>> probe_gpus(std::vector<std::string>* notes) {
         g.name = r.name;
         g.uuid = r.uuid;
         g.memory_bytes = r.memory_bytes;
-        if (r.cc) g.cc = *r.cc;
-        else note(notes, fmt::format("nvidia-smi gives no compute capability for GPU {} (driver < 510)", r.index));
+        if (r.cc)
+          g.cc = *r.cc;
+        else
+          note(notes, fmt::format("nvidia-smi gives no compute capability for GPU {} (driver < 510)", r.index));
         all.push_back(std::move(g));
       }
       // MIG devices are listed only by `nvidia-smi -L`; needed only when CUDA_VISIBLE_DEVICES names one.
@@ -317,14 +320,12 @@ Expected<DriverInfo> probe_driver(std::vector<std::string>* notes) {
     Nvml nvml;
     if (nvml.initialized) {
       std::array<char, 96> buf{};
-      if (auto f = nvml.lib.sym<NvmlGetDriverVersion>("nvmlSystemGetDriverVersion");
-          f && f(buf.data(), buf.size()) == 0) {
+      if (auto f = nvml.lib.sym<NvmlGetDriverVersion>("nvmlSystemGetDriverVersion"); f && f(buf.data(), buf.size()) == 0) {
         info.version = buf.data();
         info.source = "nvml";
       }
       int v = 0;
-      if (auto f = nvml.lib.sym<NvmlGetCudaDriverVersion>("nvmlSystemGetCudaDriverVersion_v2");
-          f && f(&v) == 0 && v > 0)
+      if (auto f = nvml.lib.sym<NvmlGetCudaDriverVersion>("nvmlSystemGetCudaDriverVersion_v2"); f && f(&v) == 0 && v > 0)
         cuda = cuda_version_from_int(v);
     }
     Library lib("libcuda.so.1");
@@ -365,8 +366,9 @@ Expected<DriverInfo> probe_driver(std::vector<std::string>* notes) {
     }
   }
   if (info.version.empty()) {
-    return make_error(ErrorCode::not_found, "no NVIDIA driver found (no NVML, no /sys/module/nvidia, "
-                                            "no /proc/driver/nvidia, no nvidia-smi)",
+    return make_error(ErrorCode::not_found,
+                      "no NVIDIA driver found (no NVML, no /sys/module/nvidia, "
+                      "no /proc/driver/nvidia, no nvidia-smi)",
                       looks_like_wsl() ? "on WSL, install the NVIDIA driver on Windows, not in Linux"
                                        : "install the NVIDIA driver (and reboot), then run `nvidia-smi`");
   }

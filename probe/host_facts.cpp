@@ -65,9 +65,11 @@ void survey_path(HostFacts& facts) {
         // `#!/usr/bin/env bash`) decides at run time, so it tells us nothing.
         if (auto interp = parse_shebang_interpreter(h)) {
           auto base = interp->filename().string();
-          if (base.starts_with("python") || base.starts_with("pypy")) facts.pip_interpreter = *interp;
-          else facts.notes.push_back(fmt::format("{} is a wrapper ({}): its interpreter is chosen at run time",
-                                                 pip->string(), interp->string()));
+          if (base.starts_with("python") || base.starts_with("pypy"))
+            facts.pip_interpreter = *interp;
+          else
+            facts.notes.push_back(
+                fmt::format("{} is a wrapper ({}): its interpreter is chosen at run time", pip->string(), interp->string()));
         }
       }
       break;
@@ -87,10 +89,8 @@ Expected<std::vector<InstalledDist>> scan_installed(const PythonInfo& python) {
 }
 
 Expected<InterpreterChoice> choose_interpreter(const std::optional<fs::path>& explicit_python) {
-  if (explicit_python && !explicit_python->empty())
-    return InterpreterChoice{interpreter_in(*explicit_python), "--python"};
-  if (auto p = util::get_env(util::Env::python); p && !p->empty())
-    return InterpreterChoice{interpreter_in(*p), "$ENVFIX_PYTHON"};
+  if (explicit_python && !explicit_python->empty()) return InterpreterChoice{interpreter_in(*explicit_python), "--python"};
+  if (auto p = util::get_env(util::Env::python); p && !p->empty()) return InterpreterChoice{interpreter_in(*p), "$ENVFIX_PYTHON"};
   if (auto v = util::get_env(util::Env::virtual_env); v && !v->empty())
     return InterpreterChoice{prefix_interpreter(*v), "$VIRTUAL_ENV"};
   if (auto c = util::get_env(util::Env::conda_prefix); c && !c->empty())
@@ -140,7 +140,8 @@ Expected<CondaMetaRecord> parse_conda_record(std::string_view text, const fs::pa
     if (rel.is_absolute() || std::find(rel.begin(), rel.end(), "..") != rel.end())
       return bad(fmt::format("'files' names {:?}, outside the prefix", f));
     const auto slash = f.find(".dist-info/");
-    if (slash != std::string::npos) out.dist_infos.push_back(f.substr(0, slash + 10));
+    if (slash != std::string::npos)
+      out.dist_infos.push_back(f.substr(0, slash + 10));
     else if (f.starts_with("lib/") && f.find('/', 4) == std::string::npos &&
              (f.ends_with(".so") || f.find(".so.") != std::string::npos) && !f.starts_with("lib/python"))
       r.prefix_objects.push_back(prefix / f);
@@ -184,7 +185,8 @@ void read_conda_meta(const fs::path& prefix, std::vector<InstalledDist>& dists, 
           for (const auto& o : l->second)
             if (std::find(d.conda->prefix_objects.begin(), d.conda->prefix_objects.end(), o) == d.conda->prefix_objects.end())
               d.conda->prefix_objects.push_back(o);
-    } else if (d.installer == "conda") d.conda = CondaRecord{d.name, d.version.to_string(), "", "", {}};
+    } else if (d.installer == "conda")
+      d.conda = CondaRecord{d.name, d.version.to_string(), "", "", {}};
   }
 }
 
@@ -217,11 +219,15 @@ Expected<HostFacts> probe_host(const ProbeOptions& options) {
     gpu_side = std::async(std::launch::async, [] {
       GpuSide g;
       auto gpus = probe_gpus(&g.notes);
-      if (gpus) g.gpus = std::move(*gpus);
-      else g.notes.push_back(gpus.error().message);
+      if (gpus)
+        g.gpus = std::move(*gpus);
+      else
+        g.notes.push_back(gpus.error().message);
       auto drv = probe_driver(&g.notes);
-      if (drv) g.driver = std::move(*drv);
-      else g.notes.push_back(drv.error().message);
+      if (drv)
+        g.driver = std::move(*drv);
+      else
+        g.notes.push_back(drv.error().message);
       g.tegra = probe_tegra();
       return g;
     });

@@ -25,40 +25,40 @@ namespace envfix::probe {
 // A MIG device (compute instance) of a GPU in MIG mode: CUDA sees it, by its MIG UUID, as a device
 // with its parent's compute capability.
 struct MigDevice {
-  std::string uuid;              // "MIG-c6d4f1ef-…"
-  std::string profile;           // "1g.18gb"; "" when unknown
+  std::string uuid;    // "MIG-c6d4f1ef-…"
+  std::string profile; // "1g.18gb"; "" when unknown
   std::uint64_t memory_bytes = 0;
 };
 
 struct GpuInfo {
-  int index = 0;                 // CUDA ordinal as the framework sees it (after CUDA_VISIBLE_DEVICES)
-  std::string name;              // "NVIDIA H200"; "NVIDIA H200 MIG 1g.18gb" for a MIG device
-  specs::ComputeCapability cc;   // 9.0
-  std::string uuid;              // "GPU-db0235f6-…" ("MIG-…" for a MIG device)
+  int index = 0;               // CUDA ordinal as the framework sees it (after CUDA_VISIBLE_DEVICES)
+  std::string name;            // "NVIDIA H200"; "NVIDIA H200 MIG 1g.18gb" for a MIG device
+  specs::ComputeCapability cc; // 9.0
+  std::string uuid;            // "GPU-db0235f6-…" ("MIG-…" for a MIG device)
   std::uint64_t memory_bytes = 0;
-  int physical_index = -1;       // NVML / nvidia-smi index; -1 when unknown
-  std::vector<MigDevice> mig;    // the GPU's MIG devices (MIG mode on); empty otherwise
-  std::string mig_of;            // for a MIG device: its GPU's UUID
+  int physical_index = -1;    // NVML / nvidia-smi index; -1 when unknown
+  std::vector<MigDevice> mig; // the GPU's MIG devices (MIG mode on); empty otherwise
+  std::string mig_of;         // for a MIG device: its GPU's UUID
 };
 
 struct DriverInfo {
-  std::string version;                     // "580.159.04"
-  std::optional<specs::CudaVersion> cuda;  // highest CUDA the driver supports (cuDriverGetVersion)
-  std::string source;                      // "nvml", "sysfs", "procfs", "nvidia-smi", "planned"
+  std::string version;                    // "580.159.04"
+  std::optional<specs::CudaVersion> cuda; // highest CUDA the driver supports (cuDriverGetVersion)
+  std::string source;                     // "nvml", "sysfs", "procfs", "nvidia-smi", "planned"
 };
 
 struct PythonInfo {
   std::filesystem::path executable;
-  specs::Version version;                  // 3.12.3
-  std::string implementation;              // "cpython"
+  specs::Version version;     // 3.12.3
+  std::string implementation; // "cpython"
   std::filesystem::path prefix, base_prefix;
-  bool is_venv = false;                    // prefix != base_prefix
-  bool is_conda = false;                   // conda-meta/ in prefix
+  bool is_venv = false;                                // prefix != base_prefix
+  bool is_conda = false;                               // conda-meta/ in prefix
   std::map<std::string, std::filesystem::path> scheme; // purelib platlib scripts headers data (+stdlib)
   specs::MarkerEnvironment markers;
   specs::TagEnvironment tag_env;
-  std::string soabi;                       // "cpython-312-x86_64-linux-gnu"
-  bool externally_managed = false;         // PEP 668 marker, ignored inside a venv
+  std::string soabi;               // "cpython-312-x86_64-linux-gnu"
+  bool externally_managed = false; // PEP 668 marker, ignored inside a venv
   std::string externally_managed_message;
   std::vector<std::filesystem::path> site_paths; // sys.path entries that are directories (scanned too)
 };
@@ -79,23 +79,23 @@ struct CondaRecord {
 [[nodiscard]] std::optional<std::string> conda_build_variant(std::string_view build);
 
 struct InstalledDist {
-  std::string name;                        // as written in METADATA (or the folder name)
-  specs::Version version;                  // with local label: 2.7.0+cu128
-  std::filesystem::path dist_info;         // …/site-packages/torch-2.7.0+cu128.dist-info
-  std::string installer;                   // INSTALLER content, trimmed ("pip", "uv", "envfix"), may be empty
-  std::optional<std::string> direct_url;   // raw direct_url.json text
+  std::string name;                      // as written in METADATA (or the folder name)
+  specs::Version version;                // with local label: 2.7.0+cu128
+  std::filesystem::path dist_info;       // …/site-packages/torch-2.7.0+cu128.dist-info
+  std::string installer;                 // INSTALLER content, trimmed ("pip", "uv", "envfix"), may be empty
+  std::optional<std::string> direct_url; // raw direct_url.json text
   std::vector<specs::Requirement> requires_dist;
   bool has_record = false;
-  bool requested = false;                  // REQUESTED present
-  std::optional<CondaRecord> conda;        // owned by conda (a conda-meta record lists it, or INSTALLER=conda)
+  bool requested = false;           // REQUESTED present
+  std::optional<CondaRecord> conda; // owned by conda (a conda-meta record lists it, or INSTALLER=conda)
   [[nodiscard]] std::string normalized_name() const;
   [[nodiscard]] std::string local() const { return version.local(); } // "cu128" or ""
 };
 
 // Another interpreter found on PATH (the "pip installs into another environment" trap).
 struct PathInterpreter {
-  std::filesystem::path path;              // as found on PATH
-  std::filesystem::path resolved;          // realpath
+  std::filesystem::path path;     // as found on PATH
+  std::filesystem::path resolved; // realpath
 };
 
 // An NVIDIA Tegra system (Jetson): its integrated GPU is found through the device tree, its CUDA
@@ -113,17 +113,17 @@ struct TegraInfo {
 
 struct HostFacts {
   std::vector<GpuInfo> gpus;
-  std::optional<TegraInfo> tegra;          // a Jetson (device tree, nv_tegra_release or a -tegra kernel)
+  std::optional<TegraInfo> tegra; // a Jetson (device tree, nv_tegra_release or a -tegra kernel)
   std::optional<DriverInfo> driver;
   std::optional<PythonInfo> python;
   std::vector<InstalledDist> installed;
-  std::vector<std::string> notes;          // why a fact is missing ("libnvidia-ml.so.1 not found", …)
+  std::vector<std::string> notes; // why a fact is missing ("libnvidia-ml.so.1 not found", …)
   // PATH survey.
   std::vector<PathInterpreter> path_interpreters;
-  std::optional<std::filesystem::path> pip_on_path;        // `pip` found on PATH
-  std::optional<std::filesystem::path> pip_interpreter;    // interpreter from pip's shebang
-  bool gpus_planned = false;                // gpus/driver come from --gpu/--driver, not the machine
-  std::string python_from;                  // how the interpreter was chosen (InterpreterChoice::how)
+  std::optional<std::filesystem::path> pip_on_path;     // `pip` found on PATH
+  std::optional<std::filesystem::path> pip_interpreter; // interpreter from pip's shebang
+  bool gpus_planned = false;                            // gpus/driver come from --gpu/--driver, not the machine
+  std::string python_from;                              // how the interpreter was chosen (InterpreterChoice::how)
 };
 
 struct ProbeOptions {
@@ -163,8 +163,7 @@ private:
 // not_found when there is no driver at all.
 [[nodiscard]] Expected<DriverInfo> probe_driver(std::vector<std::string>* notes = nullptr);
 // Run the interpreter once with the embedded probe script. cache_dir empty: no cache.
-[[nodiscard]] Expected<PythonInfo> probe_python(const std::filesystem::path& python,
-                                                const std::filesystem::path& cache_dir = {},
+[[nodiscard]] Expected<PythonInfo> probe_python(const std::filesystem::path& python, const std::filesystem::path& cache_dir = {},
                                                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
 // Every *.dist-info in the scheme's purelib/platlib (deduplicated), sorted by normalized name.
 [[nodiscard]] Expected<std::vector<InstalledDist>> scan_installed(const PythonInfo& python);
@@ -178,9 +177,9 @@ struct InterpreterChoice {
 [[nodiscard]] Expected<std::filesystem::path> default_interpreter(const std::optional<std::filesystem::path>& explicit_python);
 // One conda-meta/*.json record as read_conda_meta uses it.
 struct CondaMetaRecord {
-  CondaRecord record;                 // prefix_objects: the $PREFIX/lib/*.so files it installs
+  CondaRecord record;                  // prefix_objects: the $PREFIX/lib/*.so files it installs
   std::vector<std::string> dist_infos; // "lib/python3.12/site-packages/x-1.0.dist-info": where it installs files
-  std::set<std::string> depends;      // the names of its dependencies
+  std::set<std::string> depends;       // the names of its dependencies
 };
 // `text` of the record `path` under `prefix`, every field checked for its type (the file lies in an
 // environment someone else may have written): an error naming the file for a wrong type, a non-object

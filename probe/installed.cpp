@@ -48,8 +48,8 @@ Expected<std::vector<RecordEntry>> parse_record(std::string_view text) {
     if (fields.empty() || fields[0].empty())
       return fail(ErrorCode::invalid_input, "RECORD line {}: empty path: {}", lineno, util::join(fields, ","));
     if (fields.size() > 3)
-      return fail(ErrorCode::invalid_input, "RECORD line {}: {} fields, expected path,hash,size: {}", lineno,
-                  fields.size(), util::join(fields, ","));
+      return fail(ErrorCode::invalid_input, "RECORD line {}: {} fields, expected path,hash,size: {}", lineno, fields.size(),
+                  util::join(fields, ","));
     RecordEntry e;
     e.path = std::move(fields[0]);
     if (fields.size() > 1) e.hash = std::move(fields[1]);
@@ -68,8 +68,7 @@ Expected<std::vector<RecordEntry>> parse_record(std::string_view text) {
 
 Expected<DistInfoName> parse_dist_info_dirname(std::string_view dirname) {
   std::string_view stem = dirname;
-  if (!stem.ends_with(".dist-info"))
-    return fail(ErrorCode::invalid_input, "not a .dist-info folder name: '{}'", dirname);
+  if (!stem.ends_with(".dist-info")) return fail(ErrorCode::invalid_input, "not a .dist-info folder name: '{}'", dirname);
   stem.remove_suffix(10);
   auto dash = stem.find('-');
   if (dash == std::string_view::npos || dash == 0 || dash + 1 == stem.size())
@@ -89,14 +88,17 @@ Expected<InstalledDist> read_dist_info(const fs::path& dir, std::vector<std::str
       std::string name, version;
       for (auto& [k, v] : *fields) {
         auto key = util::lower(k);
-        if (key == "name" && name.empty()) name = v;
-        else if (key == "version" && version.empty()) version = v;
+        if (key == "name" && name.empty())
+          name = v;
+        else if (key == "version" && version.empty())
+          version = v;
         else if (key == "requires-dist") {
           auto r = specs::Requirement::parse(v);
-          if (r) d.requires_dist.push_back(std::move(*r));
+          if (r)
+            d.requires_dist.push_back(std::move(*r));
           else if (notes)
-            notes->push_back(fmt::format("{}: Requires-Dist '{}' skipped: {}", (dir / "METADATA").string(), v,
-                                         r.error().message));
+            notes->push_back(
+                fmt::format("{}: Requires-Dist '{}' skipped: {}", (dir / "METADATA").string(), v, r.error().message));
         }
       }
       if (auto ver = specs::Version::parse(version); ver && !name.empty()) {
@@ -109,15 +111,15 @@ Expected<InstalledDist> read_dist_info(const fs::path& dir, std::vector<std::str
   if (!from_metadata) {
     if (!dn)
       return std::unexpected(Error{ErrorCode::invalid_input,
-                                   fmt::format("{}: no readable METADATA and no version in the folder name",
-                                               dir.string()),
+                                   fmt::format("{}: no readable METADATA and no version in the folder name", dir.string()),
                                    {dn.error().message},
                                    "reinstall the package: pip install --force-reinstall <name>"});
     auto ver = specs::Version::parse(dn->version);
     if (!ver) return std::unexpected(std::move(ver.error()).context(fmt::format("{}: bad version", dir.string())));
     d.name = dn->name;
     d.version = *ver;
-    if (notes) notes->push_back(fmt::format("{}: METADATA missing or unreadable; name and version from the folder", dir.string()));
+    if (notes)
+      notes->push_back(fmt::format("{}: METADATA missing or unreadable; name and version from the folder", dir.string()));
   }
   d.installer = read_trimmed(dir / "INSTALLER");
   std::error_code ec;
@@ -140,8 +142,10 @@ std::vector<InstalledDist> scan_site_directory(const fs::path& site_dir, std::ve
     auto name = it->path().filename().string();
     if (!name.ends_with(".dist-info") || !it->is_directory(ec)) continue;
     auto d = read_dist_info(it->path(), notes);
-    if (d) out.push_back(std::move(*d));
-    else if (notes) notes->push_back(d.error().message);
+    if (d)
+      out.push_back(std::move(*d));
+    else if (notes)
+      notes->push_back(d.error().message);
   }
   std::sort(out.begin(), out.end(), [](const InstalledDist& a, const InstalledDist& b) {
     auto na = a.normalized_name(), nb = b.normalized_name();

@@ -15,7 +15,7 @@ namespace envfix::probe {
 // One RECORD row: path,hash,size (CSV, fields may be quoted; hash and size may be empty).
 struct RecordEntry {
   std::string path;
-  std::string hash;                  // "sha256=…" or ""
+  std::string hash; // "sha256=…" or ""
   std::optional<std::uint64_t> size;
 };
 // Errors name the line. A row with only a path is allowed (RECORD itself, *.pyc).
@@ -32,8 +32,7 @@ struct DistInfoName {
 // Read one dist-info folder: METADATA (Name, Version, Requires-Dist; the folder name when METADATA
 // is missing or broken), INSTALLER, REQUESTED, direct_url.json, RECORD presence. Requires-Dist lines
 // that do not parse are skipped; `notes` (if given) gets one line for each.
-[[nodiscard]] Expected<InstalledDist> read_dist_info(const std::filesystem::path& dir,
-                                                     std::vector<std::string>* notes = nullptr);
+[[nodiscard]] Expected<InstalledDist> read_dist_info(const std::filesystem::path& dir, std::vector<std::string>* notes = nullptr);
 
 // Every *.dist-info directly under `site_dir`, sorted by normalized name then version.
 [[nodiscard]] std::vector<InstalledDist> scan_site_directory(const std::filesystem::path& site_dir,

@@ -23,8 +23,8 @@ Expected<InstalledKernels> read_installed_kernels(const InstalledDist& dist, con
   std::vector<wheel::ProfileSource> sources;
   for (const auto& o : sos) {
     struct stat st{};
-    const bool same_size = o.record.size && ::stat(o.path.c_str(), &st) == 0 &&
-                           static_cast<std::uint64_t>(st.st_size) == *o.record.size;
+    const bool same_size =
+        o.record.size && ::stat(o.path.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) == *o.record.size;
     sources.push_back({o.path.string(), same_size ? o.record.hash : std::string()});
   }
   auto read = wheel::read_profiles(sources, store, threads);
@@ -50,8 +50,8 @@ std::optional<std::string> record_sha256(const InstalledDist& dist) {
   return util::sha256_hex(*record);
 }
 
-std::optional<wheel::RunObservation> run_observation(const InstalledDist& dist, const GpuInfo& gpu, bool ran,
-                                                    std::string step, std::string error, std::string by) {
+std::optional<wheel::RunObservation> run_observation(const InstalledDist& dist, const GpuInfo& gpu, bool ran, std::string step,
+                                                     std::string error, std::string by) {
   auto record = record_sha256(dist);
   if (!record) return std::nullopt;
   return wheel::RunObservation{installed_build_key(dist),

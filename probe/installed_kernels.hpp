@@ -22,9 +22,8 @@ struct InstalledKernels {
 
 // Reads every *.so / *.so.N the dist's RECORD lists. A file that cannot be parsed is a note, not
 // an error; an error only when RECORD itself is unreadable. `store` may be null.
-[[nodiscard]] Expected<InstalledKernels> read_installed_kernels(const InstalledDist& dist,
-                                                                const wheel::EvidenceStore* store = nullptr,
-                                                                unsigned threads = 1);
+[[nodiscard]] Expected<InstalledKernels>
+read_installed_kernels(const InstalledDist& dist, const wheel::EvidenceStore* store = nullptr, unsigned threads = 1);
 
 // The evidence key of an installed build: its name, version, local label as variant, WHEEL's platforms.
 [[nodiscard]] wheel::BuildKey installed_build_key(const InstalledDist& dist);

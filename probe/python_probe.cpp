@@ -102,27 +102,26 @@ Expected<PythonInfo> parse_python_probe_json(const nlohmann::json& j) {
   if (!j.is_object()) return make_error(ErrorCode::invalid_input, "interpreter probe output is not a JSON object");
   PythonInfo info;
   info.executable = str_or(j, "executable");
-  if (info.executable.empty())
-    return make_error(ErrorCode::invalid_input, "interpreter probe output lacks 'executable'");
+  if (info.executable.empty()) return make_error(ErrorCode::invalid_input, "interpreter probe output lacks 'executable'");
   auto markers = j.find("markers");
   if (markers == j.end() || !markers->is_object())
     return make_error(ErrorCode::invalid_input, "interpreter probe output lacks 'markers'");
   for (auto& [k, v] : markers->items())
     if (v.is_string()) info.markers.values[k] = v.get<std::string>();
-  std::string full = info.markers.values.count("python_full_version")
-                         ? info.markers.values["python_full_version"]
-                         : std::string();
+  std::string full =
+      info.markers.values.count("python_full_version") ? info.markers.values["python_full_version"] : std::string();
   if (full.empty()) return make_error(ErrorCode::invalid_input, "interpreter probe lacks python_full_version");
   auto ver = specs::Version::parse(full);
   if (!ver) return std::unexpected(std::move(ver.error()).context("interpreter probe: bad python_full_version"));
   info.version = *ver;
-  info.implementation = info.markers.values.count("implementation_name")
-                            ? info.markers.values["implementation_name"]
-                            : std::string("cpython");
+  info.implementation =
+      info.markers.values.count("implementation_name") ? info.markers.values["implementation_name"] : std::string("cpython");
   info.prefix = str_or(j, "prefix");
   info.base_prefix = str_or(j, "base_prefix", info.prefix.string());
-  if (auto it = j.find("in_venv"); it != j.end() && it->is_boolean()) info.is_venv = it->get<bool>();
-  else info.is_venv = info.prefix != info.base_prefix;
+  if (auto it = j.find("in_venv"); it != j.end() && it->is_boolean())
+    info.is_venv = it->get<bool>();
+  else
+    info.is_venv = info.prefix != info.base_prefix;
   if (auto it = j.find("is_conda"); it != j.end() && it->is_boolean()) info.is_conda = it->get<bool>();
   if (auto it = j.find("paths"); it != j.end() && it->is_object()) {
     for (auto& [k, v] : it->items())
@@ -143,8 +142,8 @@ Expected<PythonInfo> parse_python_probe_json(const nlohmann::json& j) {
   te.abiflags = str_or(j, "abiflags");
   // A free-threaded build (PEP 703) says so in Py_GIL_DISABLED; sys.abiflags, which carries the 't' on
   // POSIX, does not exist on Windows.
-  if (auto it = j.find("gil_disabled"); it != j.end() && it->is_number_integer() && it->get<int>() == 1 &&
-                                        te.abiflags.find('t') == std::string::npos)
+  if (auto it = j.find("gil_disabled");
+      it != j.end() && it->is_number_integer() && it->get<int>() == 1 && te.abiflags.find('t') == std::string::npos)
     te.abiflags += 't';
   te.arch = info.markers.values.count("platform_machine") ? info.markers.values["platform_machine"] : "x86_64";
   if (auto it = j.find("glibc"); it != j.end() && it->is_string()) te.glibc = parse_glibc(it->get<std::string>());
@@ -183,7 +182,7 @@ fs::path cache_file(const fs::path& cache_dir, const fs::path& python) {
   const fs::path abs = fs::absolute(python, ec);
   const std::string real = real_path(python);
   std::string key = fmt::format("v2|{}|{}", abs.string(), real);
-  struct stat st {};
+  struct stat st{};
   if (!real.empty() && ::stat(real.c_str(), &st) == 0)
     key += fmt::format("|{}:{}|{}|{}.{}", st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
   if (auto venv = venv_of(python))
@@ -216,8 +215,7 @@ std::optional<std::string> inconsistent_probe(const PythonInfo& info, const fs::
   return std::nullopt;
 }
 
-namespace {
-} // namespace
+namespace {} // namespace
 
 Expected<PythonInfo> parse_python_probe(std::string_view json_text) {
   try {
@@ -277,8 +275,7 @@ std::optional<fs::path> parse_shebang_interpreter(std::string_view head) {
   return fs::path(toks[0]);
 }
 
-Expected<PythonInfo> probe_python(const fs::path& python, const fs::path& cache_dir,
-                                  std::chrono::milliseconds timeout) {
+Expected<PythonInfo> probe_python(const fs::path& python, const fs::path& cache_dir, std::chrono::milliseconds timeout) {
   std::error_code ec;
   if (!fs::exists(python, ec))
     return make_error(ErrorCode::not_found, fmt::format("interpreter not found: {}", python.string()),
@@ -300,8 +297,7 @@ Expected<PythonInfo> probe_python(const fs::path& python, const fs::path& cache_
   if (!r->ok()) {
     auto why = r->timed_out ? std::string("timed out") : fmt::format("exit code {}", r->exit_code);
     return make_error(ErrorCode::subprocess,
-                      fmt::format("interpreter probe of {} failed ({}): {}", python.string(), why,
-                                  trim(r->err).substr(0, 400)),
+                      fmt::format("interpreter probe of {} failed ({}): {}", python.string(), why, trim(r->err).substr(0, 400)),
                       "check that it is a working Python 3 interpreter");
   }
   auto info = parse_python_probe(r->out);

@@ -26,9 +26,8 @@ std::vector<FrameworkIndex> discover_indexes(FrameworkSpec& spec, const std::vec
       if (!label.empty()) labels.insert(label);
     }
     for (const auto& variant : labels) {
-      bool listed = std::any_of(spec.indexes.begin(), spec.indexes.end(), [&](const FrameworkIndex& i) {
-        return i.channel == src.channel && i.variant == variant;
-      });
+      bool listed = std::any_of(spec.indexes.begin(), spec.indexes.end(),
+                                [&](const FrameworkIndex& i) { return i.channel == src.channel && i.variant == variant; });
       if (listed) continue;
       auto d = describe(src.channel, variant);
       if (!d) continue;

@@ -17,8 +17,8 @@
 namespace envfix::resolver {
 
 struct DiscoverySource {
-  std::string channel;       // stable | test | nightly
-  std::string aggregate_url; // "https://download.pytorch.org/whl/nightly"
+  std::string channel;                                            // stable | test | nightly
+  std::string aggregate_url;                                      // "https://download.pytorch.org/whl/nightly"
   std::function<std::string(std::string_view variant)> index_url; // the channel's per-variant index
 };
 

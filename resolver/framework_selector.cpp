@@ -18,9 +18,9 @@ struct MainCandidate {
   ProjectFile file;
   std::size_t index_pos = 0; // position in the channel's index order (newest CUDA first)
   std::vector<std::string> warnings;
-  bool ptx_only = false;     // some GPU runs it only through PTX JIT
-  bool partial = false;      // its binaries cover some GPU only partly
-  std::string cover;         // why its kernels are believed to run, for the summary line
+  bool ptx_only = false; // some GPU runs it only through PTX JIT
+  bool partial = false;  // its binaries cover some GPU only partly
+  std::string cover;     // why its kernels are believed to run, for the summary line
 };
 
 // The evidence of a build's binaries for every GPU: the first GPU no file runs on, or the GPUs
@@ -41,7 +41,8 @@ EvidenceVerdict judge_evidence(const BuildFacts& facts, const std::vector<specs:
         v.none = g;
         v.none_coverage = pc;
       }
-    } else if (pc.verdict == wheel::Verdict::partial) v.partial.push_back(g);
+    } else if (pc.verdict == wheel::Verdict::partial)
+      v.partial.push_back(g);
     if (pc.jit_only) v.jit_only.push_back(g);
   }
   return v;
@@ -64,8 +65,7 @@ std::string gpu_list(const std::vector<specs::ComputeCapability>& gpus) {
 std::string not_covered(const std::vector<specs::ComputeCapability>& gpus) {
   bool tegra = std::any_of(gpus.begin(), gpus.end(), [](const specs::ComputeCapability& g) { return g.tegra; });
   return fmt::format("{} not covered{}", gpu_list(gpus),
-                     tegra ? " (an integrated GPU runs only SASS built for its exact arch, or PTX it can JIT)"
-                           : "");
+                     tegra ? " (an integrated GPU runs only SASS built for its exact arch, or PTX it can JIT)" : "");
 }
 
 std::string evidence_archs(const BuildFacts& facts) { return arch_list(wheel::archs_of(facts.files)); }
@@ -89,8 +89,10 @@ CoverageVerdict check_coverage(const std::vector<specs::GpuArch>& archs, const s
       if (a.kind == specs::GpuArch::Kind::sass) sass = true;
       if (a.kind == specs::GpuArch::Kind::ptx) ptx = true;
     }
-    if (!sass && !ptx) v.uncovered.push_back(g);
-    else if (!sass) v.ptx_only.push_back(g);
+    if (!sass && !ptx)
+      v.uncovered.push_back(g);
+    else if (!sass)
+      v.ptx_only.push_back(g);
   }
   return v;
 }
@@ -164,13 +166,14 @@ struct Pass {
   std::optional<specs::Version> extension_against;
 
   void reject(Rejection r) { out.rejected.push_back(std::move(r)); }
-  std::set<RejectReason> near_reasons; // why the closest builds failed
+  std::set<RejectReason> near_reasons;        // why the closest builds failed
   std::optional<specs::CudaVersion> jit_cuda; // the CUDA of a build refused as ptx-needs-newer-driver
   void near_miss(const Rejection& r, const std::string& channel, const FrameworkIndex& idx) {
     near_reasons.insert(r.reason);
     if (r.reason == RejectReason::ptx_needs_newer_driver && (!jit_cuda || *idx.cuda > *jit_cuda)) jit_cuda = idx.cuda;
     if (closest_variants.insert(idx.variant).second)
-      closest.push_back(fmt::format("{} {} ({} {}): {}: {}", r.name, r.version, channel, idx.variant, to_string(r.reason), r.detail));
+      closest.push_back(
+          fmt::format("{} {} ({} {}): {}: {}", r.name, r.version, channel, idx.variant, to_string(r.reason), r.detail));
   }
   [[nodiscard]] std::string driver() const { return host.driver_version.empty() ? "the host's" : host.driver_version; }
 };
@@ -187,8 +190,8 @@ std::vector<FrameworkIndex> usable_indexes(Pass& p, const std::string& channel) 
     if (!request.variant.empty() && i.variant != request.variant) {
       r.detail = fmt::format("variant {} (--variant {} was requested)", i.variant, request.variant);
     } else if (!p.pinned_extra.empty() && i.extra != p.pinned_extra) {
-      r.detail = fmt::format("variant {} ({}[{}] was requested)", i.variant, specs::normalize_name(p.spec.main_package),
-                             p.pinned_extra);
+      r.detail =
+          fmt::format("variant {} ({}[{}] was requested)", i.variant, specs::normalize_name(p.spec.main_package), p.pinned_extra);
     } else if (p.gpu_host && !i.cuda && !request.allow_cpu && request.variant != i.variant) {
       r.reason = RejectReason::arch_not_covered;
       r.detail = fmt::format("{} build has no GPU kernels (use --allow-cpu to accept it)", i.variant);
@@ -260,7 +263,8 @@ bool judge_kernels(Pass& p, const FrameworkIndex& idx, const std::string& channe
       mc.partial = true;
       mc.cover = fmt::format("its binaries cover {} only partly ({})", gpu_list(ev.partial), facts->source);
       mc.warnings.push_back(fmt::format("{} {}: its binaries cover {} only partly (read from {}); a small test may "
-                                        "pass and the full app fail", main, ver, gpu_list(ev.partial), facts->source));
+                                        "pass and the full app fail",
+                                        main, ver, gpu_list(ev.partial), facts->source));
     }
     jit_only = ev.jit_only;
   } else if (p.gpu_host && idx.cuda) {
@@ -268,7 +272,8 @@ bool judge_kernels(Pass& p, const FrameworkIndex& idx, const std::string& channe
     if (!archs) {
       mc.cover = "unverified (no arch data for this build), checked after download";
       mc.warnings.push_back(fmt::format("{} {}: unverified (no arch data for this build, arch-unverified), checked after "
-                                        "download", main, ver));
+                                        "download",
+                                        main, ver));
       p.reject(Rejection{main, ver, idx.url, RejectReason::arch_unverified,
                          "accepted without arch data; unverified, checked after download", f.file.filename});
       return true;
@@ -300,7 +305,8 @@ bool judge_kernels(Pass& p, const FrameworkIndex& idx, const std::string& channe
     return false;
   }
   mc.warnings.push_back(fmt::format("{} {} runs on {} only through PTX JIT compilation (slow first start, possibly lower "
-                                    "performance)", main, ver, gpu_list(jit_only)));
+                                    "performance)",
+                                    main, ver, gpu_list(jit_only)));
   return true;
 }
 
@@ -411,7 +417,8 @@ RejectReason failed_set_reason(const Pass& p, CandidateProvider& provider, const
   opts.target = p.host.python;
   opts.allow_unhashed = p.request.allow_unhashed;
   std::vector<std::pair<std::string, const specs::Requirement*>> members;
-  for (std::size_t k = 1; k <= p.companions.size() && k < roots.size(); ++k) members.emplace_back(roots[k].normalized_name(), &roots[k]);
+  for (std::size_t k = 1; k <= p.companions.size() && k < roots.size(); ++k)
+    members.emplace_back(roots[k].normalized_name(), &roots[k]);
   for (const auto& n : idx.packages) members.emplace_back(specs::normalize_name(n), nullptr);
   std::optional<RejectReason> vetoed;
   for (const auto& [name, root] : members) {
@@ -426,8 +433,10 @@ RejectReason failed_set_reason(const Pass& p, CandidateProvider& provider, const
     std::optional<RejectReason> why;
     bool any_kept = false;
     for (const auto& f : usable) {
-      if (auto veto = filter(f.file, f.wheel)) why = veto->reason;
-      else any_kept = true;
+      if (auto veto = filter(f.file, f.wheel))
+        why = veto->reason;
+      else
+        any_kept = true;
     }
     if (!any_kept && why && !vetoed) vetoed = why;
   }
@@ -498,8 +507,8 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
     if (res.error().code != ErrorCode::unsatisfiable && res.error().code != ErrorCode::not_found)
       return std::unexpected(res.error());
     note_extension_misses(p, resolver.rejected(), main, v);
-    p.reject(Rejection{main, v.to_string(), idx.url, failed_set_reason(p, provider, idx, roots, opts.filter),
-                       res.error().message, mc.file.file.filename});
+    p.reject(Rejection{main, v.to_string(), idx.url, failed_set_reason(p, provider, idx, roots, opts.filter), res.error().message,
+                       mc.file.file.filename});
     p.last_closure_error = res.error();
     return false;
   }
@@ -521,7 +530,8 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
   p.out.resolution = std::move(*res);
   p.out.warnings = mc.warnings;
   p.out.why = summary(p, chosen, channel, mc, p.out.resolution);
-  if (!chosen.cuda && idx.cuda && p.gpu_host) p.out.why += fmt::format(" ({} of variant {} brings no GPU kernels)", main, idx.variant);
+  if (!chosen.cuda && idx.cuda && p.gpu_host)
+    p.out.why += fmt::format(" ({} of variant {} brings no GPU kernels)", main, idx.variant);
   // The legacy ladder: say when this is the last release that will cover an old GPU.
   bool pinned = p.main_req && !p.main_req->specifier.empty();
   if (auto note = last_release_note(p.spec, v, p.host.gpus, !pinned); !note.empty()) p.out.warnings.push_back(note);
@@ -536,10 +546,16 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
   if (chosen.cuda && (mc.ptx_only || mc.partial)) {
     if (!p.jit_fallback) {
       p.jit_fallback = p.out;
-      p.jit_rejection = mc.partial ? Rejection{main, v.to_string(), idx.url, RejectReason::arch_partly_covered,
+      p.jit_rejection = mc.partial ? Rejection{main,
+                                               v.to_string(),
+                                               idx.url,
+                                               RejectReason::arch_partly_covered,
                                                "its binaries cover the GPUs only partly; a fully covered build ranks above it",
                                                mc.file.file.filename}
-                                   : Rejection{main, v.to_string(), idx.url, RejectReason::ptx_jit_only,
+                                   : Rejection{main,
+                                               v.to_string(),
+                                               idx.url,
+                                               RejectReason::ptx_jit_only,
                                                "runs only through PTX JIT; a build with native SASS ranks above it",
                                                mc.file.file.filename};
     }
@@ -568,7 +584,8 @@ SourceBuild source_build_of(const Pass& p) {
   if (!b.version)
     for (const auto& r : p.out.rejected)
       if (r.name == b.framework && r.reason == RejectReason::arch_not_covered)
-        if (auto v = specs::Version::parse(r.version); v && !v->is_prerelease() && (!b.version || *v > *b.version)) b.version = *v;
+        if (auto v = specs::Version::parse(r.version); v && !v->is_prerelease() && (!b.version || *v > *b.version))
+          b.version = *v;
   b.min_cuda = newest_first_toolkit(p);
   return b;
 }
@@ -586,7 +603,8 @@ Error no_set_error(Pass& p) {
       if (r.version.empty()) e.causes.push_back(fmt::format("{}: {}", r.index, r.detail));
   } else if (arch_problem && p.near_reasons == std::set<RejectReason>{RejectReason::ptx_needs_newer_driver}) {
     e.message = fmt::format("no GPU build of {} runs on {} with driver {}: the builds for it need PTX JIT, which this "
-                            "driver cannot do for their CUDA", req_text, gpu_list(p.host.gpus), p.driver());
+                            "driver cannot do for their CUDA",
+                            req_text, gpu_list(p.host.gpus), p.driver());
     e.causes.push_back("the newest builds that came closest:");
     for (const auto& c : p.closest) e.causes.push_back(c);
   } else if (arch_problem) {
@@ -601,8 +619,8 @@ Error no_set_error(Pass& p) {
       e.causes.insert(e.causes.end(), lines.begin(), lines.end());
     }
     const auto against = p.extension_against ? p.extension_against->to_string() : std::string("?");
-    e.message = fmt::format("no build of {} on the index has code for {} and fits {} {}", join(names),
-                            gpu_list(p.host.gpus), main, against);
+    e.message = fmt::format("no build of {} on the index has code for {} and fits {} {}", join(names), gpu_list(p.host.gpus),
+                            main, against);
     std::vector<std::string> recipes;
     const auto min_cuda = newest_first_toolkit(p);
     for (const auto& n : names)
@@ -648,8 +666,8 @@ Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarge
     for (const auto& r : request.framework)
       if (r.normalized_name() != main) p.companions.push_back(r.normalized_name());
   }
-  std::vector<std::string> channels =
-      request.channel == "auto" ? std::vector<std::string>{"stable", "test", "nightly"} : std::vector<std::string>{request.channel};
+  std::vector<std::string> channels = request.channel == "auto" ? std::vector<std::string>{"stable", "test", "nightly"}
+                                                                : std::vector<std::string>{request.channel};
   for (const auto& channel : channels) {
     auto indexes = usable_indexes(p, channel);
     auto cands = ENVFIX_TRY(main_candidates(p, indexes, channel));
@@ -668,8 +686,8 @@ Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarge
 
 } // namespace
 
-Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const HostTarget& host,
-                                               const FrameworkRequest& request, const ProviderFor& provider_for) {
+Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const HostTarget& host, const FrameworkRequest& request,
+                                               const ProviderFor& provider_for) {
   bool compat_only_exists = false;
   if (host.driver_native && host.driver_supports)
     for (const auto& i : spec.indexes)

@@ -17,8 +17,8 @@ namespace envfix::resolver {
 
 // One index a framework publishes: e.g. stable/cu128 → https://download.pytorch.org/whl/cu128.
 struct FrameworkIndex {
-  std::string channel;                  // stable | test | nightly
-  std::string variant;                  // cu128 | cpu | rocm6.3
+  std::string channel; // stable | test | nightly
+  std::string variant; // cu128 | cpu | rocm6.3
   std::optional<specs::CudaVersion> cuda;
   std::string url;
   // Non-empty for an index found on the channel's aggregate page rather than listed by the matrices
@@ -54,9 +54,9 @@ struct SupportEndInfo {
 // What the resolver needs to know about a framework (filled from matrices::Knowledge by the CLI, or
 // from fixture data by scenarios).
 struct FrameworkSpec {
-  std::string name;          // "torch"
-  std::string main_package;  // "torch"
-  std::vector<std::string> companions;       // default set members after the main package
+  std::string name;                    // "torch"
+  std::string main_package;            // "torch"
+  std::vector<std::string> companions; // default set members after the main package
   std::vector<FrameworkIndex> indexes;
   // Kernel archs in a build; nullopt when the data does not know (→ arch-unverified).
   std::function<std::optional<std::vector<specs::GpuArch>>(const specs::Version&, std::string_view variant)> archs;
@@ -81,8 +81,8 @@ struct FrameworkSpec {
                                             const std::vector<specs::ComputeCapability>& gpus, bool newest);
 
 struct HostTarget {
-  std::vector<specs::ComputeCapability> gpus;  // every GPU must be covered
-  std::string driver_version;                   // "" = none/unknown
+  std::vector<specs::ComputeCapability> gpus; // every GPU must be covered
+  std::string driver_version;                 // "" = none/unknown
   // Can this driver run that CUDA (minor-version compatibility)? Unset: every CUDA is allowed.
   std::function<bool(const specs::CudaVersion&)> driver_supports;
   // Can it run that CUDA without minor-version compatibility (the toolkit's own minimum driver)?
@@ -93,10 +93,10 @@ struct HostTarget {
 };
 
 struct FrameworkRequest {
-  std::vector<specs::Requirement> framework;  // main package and companions, with pins
-  std::vector<specs::Requirement> others;     // any other packages to resolve with them
-  std::string channel = "auto";               // auto = stable, then test, then nightly
-  std::string variant;                        // --variant
+  std::vector<specs::Requirement> framework; // main package and companions, with pins
+  std::vector<specs::Requirement> others;    // any other packages to resolve with them
+  std::string channel = "auto";              // auto = stable, then test, then nightly
+  std::string variant;                       // --variant
   bool allow_cpu = false;
   bool allow_unhashed = false;
   std::vector<Rejection>* rejected_out = nullptr; // when nothing fits: every rejection, for --explain
@@ -105,9 +105,9 @@ struct FrameworkRequest {
 struct FrameworkChoice {
   FrameworkIndex index;
   Resolution resolution;
-  std::string why;                    // one or two lines: why this channel/index/variant
-  std::vector<std::string> warnings;  // PTX-JIT only, arch-unverified, …
-  std::vector<Rejection> rejected;    // over all indexes tried
+  std::string why;                   // one or two lines: why this channel/index/variant
+  std::vector<std::string> warnings; // PTX-JIT only, arch-unverified, …
+  std::vector<Rejection> rejected;   // over all indexes tried
 };
 
 // Provider for an index (owned by the caller; called once per index).
@@ -116,8 +116,7 @@ using ProviderFor = std::function<CandidateProvider&(const FrameworkIndex&)>;
 // ErrorCode::unsatisfiable when no build covers the GPUs (the message says so, the causes list the
 // closest builds and why, the hint offers --allow-cpu and the TORCH_CUDA_ARCH_LIST recipe).
 [[nodiscard]] Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const HostTarget& host,
-                                                             const FrameworkRequest& request,
-                                                             const ProviderFor& provider_for);
+                                                             const FrameworkRequest& request, const ProviderFor& provider_for);
 
 // "sm_86, sm_120" etc. Coverage of one build for all GPUs: which GPU is not covered, and whether any
 // is covered only through PTX JIT.

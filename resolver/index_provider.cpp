@@ -86,8 +86,10 @@ Expected<void> IndexProvider::complete_hash(index::Candidate& file) {
 
 Expected<specs::CoreMetadata> IndexProvider::metadata(const index::Candidate& candidate) {
   std::string text;
-  if (auto it = m_metadata.find(candidate.url); it != m_metadata.end()) text = it->second;
-  else text = ENVFIX_TRY(m_client.fetch_metadata(candidate));
+  if (auto it = m_metadata.find(candidate.url); it != m_metadata.end())
+    text = it->second;
+  else
+    text = ENVFIX_TRY(m_client.fetch_metadata(candidate));
   auto md = specs::CoreMetadata::parse(text);
   if (!md) return std::unexpected(std::move(md).error().context(fmt::format("METADATA of {}", candidate.filename)));
   return md;
@@ -181,8 +183,9 @@ std::string FirstIndexProvider::missing_detail(const std::string& project) const
     if (!d.empty()) out += (out.empty() ? "" : "; ") + d;
   }
   if (searched(project) == 1 && m_indexes.size() > 1)
-    out += (out.empty() ? "" : "; ") + fmt::format("{} is the framework's own package: taken only from {}, never from an extra index",
-                                                   project, m_indexes.front()->describe());
+    out += (out.empty() ? "" : "; ") +
+           fmt::format("{} is the framework's own package: taken only from {}, never from an extra index", project,
+                       m_indexes.front()->describe());
   return out;
 }
 

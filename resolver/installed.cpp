@@ -97,9 +97,8 @@ std::vector<BrokenRequirement> check_environment(const std::vector<InstalledPack
       if (!r.applies(env)) continue;
       if (satisfied(r, after) || !satisfied(r, before)) continue; // only what this plan breaks
       std::string dep = r.normalized_name();
-      std::string problem = after.contains(dep)
-                                ? fmt::format("{} {} would be installed", dep, after.at(dep).to_string())
-                                : fmt::format("{} would be removed", dep);
+      std::string problem = after.contains(dep) ? fmt::format("{} {} would be installed", dep, after.at(dep).to_string())
+                                                : fmt::format("{} would be removed", dep);
       out.push_back({fmt::format("{}=={}", name, after.at(name).to_string()), r.to_string(), std::move(problem)});
     }
   }

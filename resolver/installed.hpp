@@ -56,8 +56,8 @@ struct BrokenRequirement {
 
 // Every requirement (markers evaluated for `env`, no extras) of every distribution present after
 // `plan` that the after-state breaks although the current state satisfied it. Pure.
-[[nodiscard]] std::vector<BrokenRequirement> check_environment(const std::vector<InstalledPackage>& installed,
-                                                               const Plan& plan, const specs::MarkerEnvironment& env);
+[[nodiscard]] std::vector<BrokenRequirement> check_environment(const std::vector<InstalledPackage>& installed, const Plan& plan,
+                                                               const specs::MarkerEnvironment& env);
 
 // What `plan` would remove or overwrite of the packages conda owns: "torch 2.5.1 (conda package
 // pytorch 2.5.1 cuda129_…)". conda keeps its own records; a pip-style change behind its back leaves

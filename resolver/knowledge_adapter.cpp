@@ -47,7 +47,8 @@ Expected<FrameworkSpec> framework_spec_from(const matrices::Knowledge& knowledge
   }
   std::string fw_name = fw->name, plat(platform);
   const matrices::Knowledge* k = &knowledge;
-  spec.archs = [k, fw_name, plat](const specs::Version& version, std::string_view variant) -> std::optional<std::vector<specs::GpuArch>> {
+  spec.archs = [k, fw_name, plat](const specs::Version& version,
+                                  std::string_view variant) -> std::optional<std::vector<specs::GpuArch>> {
     for (const auto& b : k->variants_for(fw_name, version, plat)) {
       if (b.variant != variant) continue;
       if (!b.sass && !b.ptx) return std::nullopt;
@@ -90,7 +91,7 @@ std::optional<FrameworkIndex> jetpack_index(const matrices::Knowledge& knowledge
 }
 
 std::vector<DiscoverySource> discovery_sources(const matrices::Knowledge& knowledge, std::string_view framework,
-                                              std::string_view mirror) {
+                                               std::string_view mirror) {
   std::vector<DiscoverySource> out;
   const matrices::Framework* fw = knowledge.framework(framework);
   if (!fw) return out;
@@ -123,18 +124,17 @@ DescribeVariant variant_describer(const matrices::Knowledge& knowledge, std::str
     // cu102 on download.pytorch.org/whl/torch/), not news.
     if (!guess->known && guess->variant.cuda) {
       const matrices::Framework* f = k->framework(fw);
-      bool newer = !f || std::none_of(f->variants.begin(), f->variants.end(), [&](const matrices::Variant& v) {
-        return v.cuda && *v.cuda >= *guess->variant.cuda;
-      });
+      bool newer = !f || std::none_of(f->variants.begin(), f->variants.end(),
+                                      [&](const matrices::Variant& v) { return v.cuda && *v.cuda >= *guess->variant.cuda; });
       if (!newer) return std::nullopt;
     }
     DiscoveredVariant d;
     d.cuda = guess->variant.cuda;
-    std::string what = guess->known
-                           ? fmt::format("variant {} is in the matrices but no {} release row lists it", variant, channel)
-                           : d.cuda ? fmt::format("variant {} is not in the matrices: CUDA {} understood from its name", variant,
-                                                  d.cuda->to_string())
-                                    : fmt::format("variant {} is not in the matrices", variant);
+    std::string what =
+        guess->known ? fmt::format("variant {} is in the matrices but no {} release row lists it", variant, channel)
+        : d.cuda
+            ? fmt::format("variant {} is not in the matrices: CUDA {} understood from its name", variant, d.cuda->to_string())
+            : fmt::format("variant {} is not in the matrices", variant);
     std::string driver;
     if (d.cuda) {
       if (auto f = k->driver_floor(*d.cuda)) {

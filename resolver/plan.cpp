@@ -45,9 +45,9 @@ Plan make_plan(const PlanInputs& in) {
     }
     PlanInstall add{pin.name, pin.version.to_string(), pin.file.filename, pin.file.url, pin.file.sha256, pin.file.size, ""};
     if (pin.file.yanked) // chosen only through an exact pin (PEP 592), which says why it was yanked
-      plan.warnings.push_back(fmt::format("{} {} is yanked by its index ({}): installed because it is pinned exactly",
-                                          pin.name, pin.version.to_string(),
-                                          pin.file.yanked_reason.empty() ? "no reason given" : "reason: " + pin.file.yanked_reason));
+      plan.warnings.push_back(fmt::format(
+          "{} {} is yanked by its index ({}): installed because it is pinned exactly", pin.name, pin.version.to_string(),
+          pin.file.yanked_reason.empty() ? "no reason given" : "reason: " + pin.file.yanked_reason));
     if (it != installed.end()) {
       for (const auto* p : it->second) {
         if (add.replaces.empty()) {
@@ -82,8 +82,8 @@ Plan make_plan(const PlanInputs& in) {
     return std::any_of(in.cuda_runtime_prefixes.begin(), in.cuda_runtime_prefixes.end(),
                        [&](const std::string& pre) { return n.starts_with(pre); });
   };
-  bool changes_framework = std::any_of(plan.install.begin(), plan.install.end(),
-                                       [&](const PlanInstall& i) { return family.contains(i.name); });
+  bool changes_framework =
+      std::any_of(plan.install.begin(), plan.install.end(), [&](const PlanInstall& i) { return family.contains(i.name); });
   if (changes_framework) {
     std::set<std::string> needed;
     for (const auto& [name, list] : installed) {
@@ -96,9 +96,8 @@ Plan make_plan(const PlanInputs& in) {
       for (const auto* p : list) plan.remove.push_back(PlanRemove::of(*p, RemoveReason::unused_cuda_runtime));
     }
   }
-  std::sort(plan.remove.begin(), plan.remove.end(), [](const PlanRemove& a, const PlanRemove& b) {
-    return std::tie(a.name, a.version) < std::tie(b.name, b.version);
-  });
+  std::sort(plan.remove.begin(), plan.remove.end(),
+            [](const PlanRemove& a, const PlanRemove& b) { return std::tie(a.name, a.version) < std::tie(b.name, b.version); });
   return plan;
 }
 

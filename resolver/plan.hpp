@@ -20,7 +20,7 @@ struct InstalledPackage {
   std::string name; // normalized
   specs::Version version;
   std::vector<specs::Requirement> requires_dist;
-  std::string conda; // the conda package that owns it ("pytorch 2.5.1 cuda129_…"); "" when conda does not
+  std::string conda;               // the conda package that owns it ("pytorch 2.5.1 cuda129_…"); "" when conda does not
   std::filesystem::path dist_info; // the installed dist itself: what removing it removes
 };
 
@@ -31,7 +31,7 @@ struct PlanInstall {
   std::string url;
   std::optional<std::string> sha256;
   std::optional<std::uint64_t> size;
-  std::string replaces; // installed version it replaces, "" when new
+  std::string replaces;                 // installed version it replaces, "" when new
   std::vector<std::string> required_by; // for a replacement: who forces the change ("pkg==1.0", "<request>")
 };
 
@@ -53,7 +53,7 @@ struct PlanRemove {
 };
 
 struct Plan {
-  std::string channel;  // "" for a plain (non-framework) resolution
+  std::string channel; // "" for a plain (non-framework) resolution
   std::string index;
   std::string variant;
   std::string why;
@@ -68,8 +68,8 @@ struct Plan {
 
 struct PlanInputs {
   const Resolution* resolution = nullptr;
-  std::vector<InstalledPackage> installed;       // may hold duplicates of a name (stray dist-infos)
-  std::vector<std::string> framework_packages;   // every package of the framework family (torch, torchvision, …)
+  std::vector<InstalledPackage> installed;                      // may hold duplicates of a name (stray dist-infos)
+  std::vector<std::string> framework_packages;                  // every package of the framework family (torch, torchvision, …)
   std::vector<std::string> cuda_runtime_prefixes = {"nvidia-"}; // CUDA runtime wheels of a variant
   bool reinstall = false; // a pin at the installed version is installed again (replaces it), not kept
 };

@@ -7,22 +7,22 @@
 namespace envfix::resolver {
 
 enum class RejectReason {
-  python_tag,            // no wheel tag the interpreter supports (interpreter/abi part)
-  platform,              // no wheel tag for this platform (manylinux level, arch)
-  requires_python,       // Requires-Python excludes the target interpreter
-  driver_too_old,        // the variant's CUDA needs a newer driver
-  arch_not_covered,      // the build has no kernels that run on one of the GPUs
-  arch_unverified,       // no arch data for this build: accepted, checked after download
-  pin,                   // excluded by the request's specifier or --variant
-  yanked,                // PEP 592 yanked, not pinned exactly
-  companion_missing,     // a companion of the coupled version is not on the same index
-  nightly_date_mismatch, // nightly companion of another build date
-  mixed_variant,         // another variant (+cpu / +cuXYZ) than the set's
-  hash_missing,          // the index gives no sha256 (refused unless --allow-unhashed)
-  invalid,               // unparseable filename/version, not a wheel
-  conflict,              // a dependency conflict excluded it during resolution
-  ptx_jit_only,          // runs only by PTX JIT; ranked below a build with native SASS that was chosen
-  arch_partly_covered,   // its binaries cover the GPUs only partly; ranked below a fully covered build
+  python_tag,             // no wheel tag the interpreter supports (interpreter/abi part)
+  platform,               // no wheel tag for this platform (manylinux level, arch)
+  requires_python,        // Requires-Python excludes the target interpreter
+  driver_too_old,         // the variant's CUDA needs a newer driver
+  arch_not_covered,       // the build has no kernels that run on one of the GPUs
+  arch_unverified,        // no arch data for this build: accepted, checked after download
+  pin,                    // excluded by the request's specifier or --variant
+  yanked,                 // PEP 592 yanked, not pinned exactly
+  companion_missing,      // a companion of the coupled version is not on the same index
+  nightly_date_mismatch,  // nightly companion of another build date
+  mixed_variant,          // another variant (+cpu / +cuXYZ) than the set's
+  hash_missing,           // the index gives no sha256 (refused unless --allow-unhashed)
+  invalid,                // unparseable filename/version, not a wheel
+  conflict,               // a dependency conflict excluded it during resolution
+  ptx_jit_only,           // runs only by PTX JIT; ranked below a build with native SASS that was chosen
+  arch_partly_covered,    // its binaries cover the GPUs only partly; ranked below a fully covered build
   ptx_needs_newer_driver, // runs only by PTX JIT, and the driver runs its CUDA only by minor-version
                           // compatibility, which cannot JIT PTX of a newer ISA
 };
@@ -34,7 +34,7 @@ struct Rejection {
   std::string version; // as in the filename ("" when unparseable)
   std::string index;   // index URL / find-links dir it came from
   RejectReason reason = RejectReason::invalid;
-  std::string detail;  // human text: "cp312 wheel; interpreter is cp310"
+  std::string detail; // human text: "cp312 wheel; interpreter is cp310"
   std::string filename;
 };
 

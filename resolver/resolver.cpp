@@ -34,7 +34,10 @@ public:
     return it == m_index.end() ? nullptr : &m_items[it->second].second;
   }
   void set(const std::string& k, V v) {
-    if (auto* p = get(k)) { *p = std::move(v); return; }
+    if (auto* p = get(k)) {
+      *p = std::move(v);
+      return;
+    }
     m_index.emplace(k, m_items.size());
     m_items.emplace_back(k, std::move(v));
   }
@@ -69,7 +72,7 @@ struct Node {      // a candidate: one file of a project, seen through an identi
   std::string key; // "name" or "name[a,b]" or kPythonKey
   std::string name;
   std::vector<std::string> extras;
-  int file = -1;   // index into the project's usable files; -1 for the Python pseudo-candidate
+  int file = -1; // index into the project's usable files; -1 for the Python pseudo-candidate
 };
 
 struct Req {
@@ -266,9 +269,8 @@ struct Resolver::Impl {
     p.files = classify_files(*files, options);
     // The preferred (installed) version is tried first; any other is tried only when it conflicts.
     if (auto pv = provider.preferred_version(name))
-      std::stable_partition(p.files.usable.begin(), p.files.usable.end(), [&](const ProjectFile& f) {
-        return f.version == *pv && f.version.local() == pv->local();
-      });
+      std::stable_partition(p.files.usable.begin(), p.files.usable.end(),
+                            [&](const ProjectFile& f) { return f.version == *pv && f.version.local() == pv->local(); });
     for (const auto& r : p.files.rejected) {
       if (rejected_seen.insert(r.filename + "|" + r.index).second) rejected.push_back(r);
     }
@@ -301,8 +303,7 @@ struct Resolver::Impl {
 
   Expected<int> req_from_spec(const specs::Requirement& r) {
     if (!r.url.empty())
-      return fail(ErrorCode::invalid_input, "'{}' is a direct URL requirement; envfix resolves only from indexes",
-                  r.to_string());
+      return fail(ErrorCode::invalid_input, "'{}' is a direct URL requirement; envfix resolves only from indexes", r.to_string());
     Req q;
     q.name = r.normalized_name();
     q.extras = normalized_extras(r.extras);
@@ -327,8 +328,7 @@ struct Resolver::Impl {
 
   // pip's Factory.find_matches: candidates for `key` that satisfy every requirement, best first.
   Expected<std::vector<int>> find_matches(const std::string& key, const std::vector<int>& req_ids,
-                                          const std::vector<int>& incompat,
-                                          const OrderedMap<Criterion>& criteria) {
+                                          const std::vector<int>& incompat, const OrderedMap<Criterion>& criteria) {
     std::set<int> bad(incompat.begin(), incompat.end());
     std::vector<int> out;
     if (key == kPythonKey) {
@@ -376,8 +376,7 @@ struct Resolver::Impl {
       if (f.file.yanked && !(all_yanked && pinned)) {
         if (rejected_seen.insert(f.file.filename + "|" + f.file.index_url).second)
           rejected.push_back(Rejection{name, f.version.to_string(), f.file.index_url, RejectReason::yanked,
-                                       f.file.yanked_reason.empty() ? "yanked by the index"
-                                                                    : "yanked: " + f.file.yanked_reason,
+                                       f.file.yanked_reason.empty() ? "yanked by the index" : "yanked: " + f.file.yanked_reason,
                                        f.file.filename});
         continue;
       }
@@ -564,7 +563,10 @@ struct Resolver::Impl {
         std::vector<int> all_inc = crit->incompatibilities;
         all_inc.insert(all_inc.end(), inc.begin(), inc.end());
         auto matches = ENVFIX_TRY(find_matches(k, reqs_of(state().criteria, k), all_inc, state().criteria));
-        if (matches.empty()) { success = false; break; }
+        if (matches.empty()) {
+          success = false;
+          break;
+        }
         Criterion updated{std::move(matches), crit->information, std::move(all_inc)};
         state().criteria.set(k, std::move(updated));
       }
@@ -602,8 +604,8 @@ struct Resolver::Impl {
   std::map<std::string, std::vector<Info>> requirers;
   std::string unusable_phrase(const std::string& name, const specs::SpecifierSet& spec);
   // The conflicting requirements grouped by the project they constrain, in first-seen order.
-  std::pair<std::map<std::string, std::vector<const Info*>>, std::vector<std::string>> group_by_key(
-      const std::vector<Info>& causes) const {
+  std::pair<std::map<std::string, std::vector<const Info*>>, std::vector<std::string>>
+  group_by_key(const std::vector<Info>& causes) const {
     std::map<std::string, std::vector<const Info*>> by_key;
     std::vector<std::string> order;
     for (const auto& c : causes) {
@@ -651,8 +653,8 @@ std::string Resolver::Impl::unusable_phrase(const std::string& name, const specs
       // detail: "Requires-Python >=3.12 excludes Python 3.11.7"
       auto at = r.detail.find(" excludes Python ");
       if (r.detail.starts_with("Requires-Python ") && at != std::string::npos)
-        phrases.insert(fmt::format("requires Python {} (the target is Python {})", r.detail.substr(16, at - 16),
-                                   r.detail.substr(at + 17)));
+        phrases.insert(
+            fmt::format("requires Python {} (the target is Python {})", r.detail.substr(16, at - 16), r.detail.substr(at + 17)));
       else
         phrases.insert(r.detail);
       break;
@@ -682,8 +684,8 @@ std::string Resolver::Impl::derivation(const std::vector<Info>& causes) {
     return i.parent >= 0 ? fmt::format("{} depends on {}", node_text(i.parent), reqs[i.req].text)
                          : fmt::format("you require {}", reqs[i.req].text);
   };
-  std::vector<std::string> because;     // the facts of the first sentence
-  std::vector<int> ruled_out;           // parents that cannot be used
+  std::vector<std::string> because; // the facts of the first sentence
+  std::vector<int> ruled_out;       // parents that cannot be used
   bool from_request = false;
   for (const auto& k : order) {
     std::vector<std::string> whos;
@@ -697,7 +699,8 @@ std::string Resolver::Impl::derivation(const std::vector<Info>& causes) {
     }
     const Req& any = reqs[by_key[k].front()->req];
     if (any.python) {
-      because.push_back(fmt::format("{} and the target is Python {}", join_and(whos), options.target.python_full_version.to_string()));
+      because.push_back(
+          fmt::format("{} and the target is Python {}", join_and(whos), options.target.python_full_version.to_string()));
       continue;
     }
     auto pit = projects.find(any.name);
@@ -708,10 +711,10 @@ std::string Resolver::Impl::derivation(const std::vector<Info>& causes) {
     }
     if (by_key[k].size() == 1) {
       auto phrase = unusable_phrase(any.name, any.spec);
-      because.push_back(fmt::format("{} and {}", whos.front(),
-                                    phrase.empty() ? fmt::format("no version of {} matches {}", any.name,
-                                                                 any.spec.empty() ? "(any)" : any.spec.to_string())
-                                                   : phrase));
+      because.push_back(fmt::format(
+          "{} and {}", whos.front(),
+          phrase.empty() ? fmt::format("no version of {} matches {}", any.name, any.spec.empty() ? "(any)" : any.spec.to_string())
+                         : phrase));
       continue;
     }
     // Several requirements that no single usable version meets (say why when files exist but are unusable).
@@ -739,7 +742,10 @@ std::string Resolver::Impl::derivation(const std::vector<Info>& causes) {
       if (it == requirers.end() || it->second.empty()) continue;
       const Info* pick = &it->second.front();
       for (const auto& i : it->second)
-        if (i.parent < 0) { pick = &i; break; }
+        if (i.parent < 0) {
+          pick = &i;
+          break;
+        }
       if (pick->parent < 0) {
         if (std::find(roots.begin(), roots.end(), reqs[pick->req].text) == roots.end()) roots.push_back(reqs[pick->req].text);
       } else {
@@ -810,8 +816,9 @@ Error Resolver::Impl::explain(const std::vector<Info>& causes) {
   if (all_missing && !missing.empty()) {
     e.code = ErrorCode::not_found;
     e.message = fmt::format("'{}' was not found on {}", missing.front(), provider.describe());
-    e.hint = "check the index URL (a wrong base URL answers 404 for every project); the package may also only exist on another "
-             "index: envfix resolves a set from one index (add it with --find-links, or choose an index that has it with --index-url)";
+    e.hint =
+        "check the index URL (a wrong base URL answers 404 for every project); the package may also only exist on another "
+        "index: envfix resolves a set from one index (add it with --find-links, or choose an index that has it with --index-url)";
   } else {
     e.message = derivation(causes);
     e.hint = "relax one of the requirements above; `--explain` lists every rejected file";
@@ -823,17 +830,24 @@ Expected<Resolution> Resolver::Impl::build_result(std::size_t rounds) {
   const State& s = state();
   // resolvelib _build_result: keep only pins with a route to the request.
   std::set<std::string> connected;
-  std::function<bool(const std::string&, std::set<std::string>&)> route = [&](const std::string& key, std::set<std::string>& visiting) {
+  std::function<bool(const std::string&, std::set<std::string>&)> route = [&](const std::string& key,
+                                                                              std::set<std::string>& visiting) {
     if (connected.contains(key)) return true;
     const Criterion* c = s.criteria.get(key);
     if (!c || visiting.contains(key)) return false;
     visiting.insert(key);
     for (const auto& i : c->information) {
-      if (i.parent < 0) { connected.insert(key); return true; }
+      if (i.parent < 0) {
+        connected.insert(key);
+        return true;
+      }
       const std::string& pkey = nodes[i.parent].key;
       const int* pin = s.mapping.get(pkey);
       if (!pin || *pin != i.parent) continue;
-      if (route(pkey, visiting)) { connected.insert(key); return true; }
+      if (route(pkey, visiting)) {
+        connected.insert(key);
+        return true;
+      }
     }
     return false;
   };
@@ -890,15 +904,20 @@ Expected<Resolution> Resolver::Impl::resolve(const std::vector<specs::Requiremen
     std::vector<std::string> unsatisfied;
     std::set<std::string> satisfied_names;
     for (const auto& [key, c] : state().criteria) {
-      if (pin_satisfying(key, c)) satisfied_names.insert(key);
-      else unsatisfied.push_back(key);
+      if (pin_satisfying(key, c))
+        satisfied_names.insert(key);
+      else
+        unsatisfied.push_back(key);
     }
     if (unsatisfied.empty()) return build_result(round);
     std::string best;
     std::optional<Preference> best_pref;
     for (const auto& k : unsatisfied) {
       auto p = preference(k);
-      if (!best_pref || p < *best_pref) { best_pref = p; best = k; }
+      if (!best_pref || p < *best_pref) {
+        best_pref = p;
+        best = k;
+      }
     }
     auto failures = ENVFIX_TRY(attempt_to_pin(best));
     if (!failures.empty()) {
@@ -922,8 +941,7 @@ Expected<Resolution> Resolver::Impl::resolve(const std::vector<specs::Requiremen
   return fail(ErrorCode::unsatisfiable, "resolution did not finish within {} rounds", options.max_rounds);
 }
 
-Resolver::Resolver(CandidateProvider& provider, ResolveOptions options)
-    : m_impl(new Impl(provider, std::move(options))) {}
+Resolver::Resolver(CandidateProvider& provider, ResolveOptions options) : m_impl(new Impl(provider, std::move(options))) {}
 Resolver::~Resolver() { delete m_impl; }
 
 Expected<Resolution> Resolver::resolve(const std::vector<specs::Requirement>& requirements) {

@@ -24,8 +24,8 @@ namespace envfix::resolver {
 // The interpreter the set is for (probed, or given by --python-version/--platform).
 struct TargetEnvironment {
   specs::MarkerEnvironment markers;
-  std::vector<specs::Tag> tags;        // supported tags, most preferred first
-  specs::Version python_full_version;  // Requires-Python is tested against major.minor.micro
+  std::vector<specs::Tag> tags;       // supported tags, most preferred first
+  specs::Version python_full_version; // Requires-Python is tested against major.minor.micro
 };
 
 enum class PrereleasePolicy {
@@ -38,22 +38,21 @@ struct Veto {
   RejectReason reason;
   std::string detail;
 };
-using CandidateFilter =
-    std::function<std::optional<Veto>(const index::Candidate&, const specs::WheelFilename&)>;
+using CandidateFilter = std::function<std::optional<Veto>(const index::Candidate&, const specs::WheelFilename&)>;
 
 struct ResolveOptions {
   TargetEnvironment target;
   PrereleasePolicy prereleases = PrereleasePolicy::if_necessary;
-  bool allow_unhashed = false;  // accept files whose index gives no sha256
-  CandidateFilter filter;       // optional
+  bool allow_unhashed = false; // accept files whose index gives no sha256
+  CandidateFilter filter;      // optional
   std::size_t max_rounds = 200000;
 };
 
 struct Pin {
-  std::string name;                 // normalized
+  std::string name; // normalized
   specs::Version version;
   index::Candidate file;
-  std::vector<std::string> extras;  // extras requested of it (normalized, sorted)
+  std::vector<std::string> extras;      // extras requested of it (normalized, sorted)
   std::vector<std::string> required_by; // "torch==2.7.0+cu128", or "<request>"
   // The core metadata the resolver read for this file (PEP 658, range reads, …): its dependencies were
   // taken from it, so apply holds it against the downloaded wheel's own METADATA. nullopt when never read.
@@ -95,13 +94,12 @@ struct ProjectFile {
   std::size_t tag_rank = 0;
 };
 struct ProjectFiles {
-  std::vector<ProjectFile> usable;  // best first: version desc, then tag rank, then build tag
+  std::vector<ProjectFile> usable; // best first: version desc, then tag rank, then build tag
   std::vector<Rejection> rejected;
 };
 // The set names one version exactly (`==1.2`, `===1.2`; not `==1.*`): PEP 592 lets such a pin choose a
 // yanked file.
 [[nodiscard]] bool is_pinned(const specs::SpecifierSet& set);
-[[nodiscard]] ProjectFiles classify_files(const std::vector<index::Candidate>& files,
-                                          const ResolveOptions& options);
+[[nodiscard]] ProjectFiles classify_files(const std::vector<index::Candidate>& files, const ResolveOptions& options);
 
 } // namespace envfix::resolver

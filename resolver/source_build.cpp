@@ -17,8 +17,9 @@ std::string tag(const SourceBuild& b, std::string_view prefix) {
 }
 
 std::string needs(const SourceBuild& b, std::string_view compiler) {
-  std::string nvcc = b.min_cuda ? fmt::format("a CUDA toolkit ≥ {} (its nvcc emits {})", b.min_cuda->to_string(), join(b.gpus, ", ", true))
-                                : fmt::format("a CUDA toolkit whose nvcc emits {}", join(b.gpus, ", ", true));
+  std::string nvcc =
+      b.min_cuda ? fmt::format("a CUDA toolkit ≥ {} (its nvcc emits {})", b.min_cuda->to_string(), join(b.gpus, ", ", true))
+                 : fmt::format("a CUDA toolkit whose nvcc emits {}", join(b.gpus, ", ", true));
   return fmt::format("needs {}, {}", nvcc, compiler);
 }
 
@@ -59,10 +60,10 @@ std::string source_build_recipe(const SourceBuild& b) {
 
 std::string extension_build_recipe(const ExtensionBuild& b) {
   const std::string pin = b.version ? fmt::format("'{}=={}'", b.name, b.version->public_version().to_string()) : b.name;
-  const std::string against =
-      b.framework.empty() ? std::string()
-                          : fmt::format(" against the installed {}{}", b.framework,
-                                        b.framework_version ? " " + b.framework_version->to_string() : std::string());
+  const std::string against = b.framework.empty()
+                                  ? std::string()
+                                  : fmt::format(" against the installed {}{}", b.framework,
+                                                b.framework_version ? " " + b.framework_version->to_string() : std::string());
   const SourceBuild s{b.name, b.version, b.gpus, b.min_cuda};
   if (b.framework == "torch")
     return fmt::format("build {} from its source{} for this GPU ({}, the same CUDA major as torch's; minutes to an "

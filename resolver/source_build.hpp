@@ -13,8 +13,8 @@
 namespace envfix::resolver {
 
 struct SourceBuild {
-  std::string framework;                   // "torch", "jax", "tensorflow", "paddlepaddle"
-  std::optional<specs::Version> version;   // the release to check out; nullopt: the newest tag
+  std::string framework;                 // "torch", "jax", "tensorflow", "paddlepaddle"
+  std::optional<specs::Version> version; // the release to check out; nullopt: the newest tag
   std::vector<specs::ComputeCapability> gpus;
   std::optional<specs::CudaVersion> min_cuda; // the first toolkit whose nvcc emits code for every GPU
 };
@@ -26,9 +26,9 @@ struct SourceBuild {
 // A third-party GPU extension of a framework (xformers, flash-attn, a custom CUDA op), rebuilt from
 // its own source against the framework already installed, for exactly these GPUs.
 struct ExtensionBuild {
-  std::string name;                          // "xformers"
-  std::optional<specs::Version> version;     // the release to build; nullopt: the newest
-  std::string framework;                     // the framework it extends ("torch"); "" none
+  std::string name;                                // "xformers"
+  std::optional<specs::Version> version;           // the release to build; nullopt: the newest
+  std::string framework;                           // the framework it extends ("torch"); "" none
   std::optional<specs::Version> framework_version; // the installed one it must match
   std::vector<specs::ComputeCapability> gpus;
   std::optional<specs::CudaVersion> min_cuda;

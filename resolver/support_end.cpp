@@ -19,9 +19,9 @@ std::string last_release_note(const FrameworkSpec& spec, const specs::Version& v
   if (!end) return "";
   // Unpinned, the selector takes the newest build that covers every GPU: the newest the index has for
   // them, and with the announced end the last there will be.
-  std::string dropped = fmt::format("{} {} and later dropped {}{} ({})", spec.main_package, end->from.to_string(),
-                                    end->variant.empty() ? archs : end->variant,
-                                    end->variant.empty() ? "" : " and with it " + archs, end->source);
+  std::string dropped =
+      fmt::format("{} {} and later dropped {}{} ({})", spec.main_package, end->from.to_string(),
+                  end->variant.empty() ? archs : end->variant, end->variant.empty() ? "" : " and with it " + archs, end->source);
   if (newest)
     return fmt::format("{} {} is the last release with code for {}: {}", spec.main_package, version.to_string(), archs, dropped);
   return fmt::format("{} {} has code for {}; {}", spec.main_package, version.to_string(), archs, dropped);

@@ -59,20 +59,18 @@ Expected<ComputeCapability> ComputeCapability::parse(std::string_view text) {
     if (!all_digits(maj) || maj.size() > 2)
       return fail(ErrorCode::invalid_input, "invalid compute capability '{}': bad major{}", text, caret(text, 0));
     if (!all_digits(min) || min.size() != 1)
-      return fail(ErrorCode::invalid_input, "invalid compute capability '{}': the minor must be one digit{}",
-                  text, caret(text, dot + 1));
+      return fail(ErrorCode::invalid_input, "invalid compute capability '{}': the minor must be one digit{}", text,
+                  caret(text, dot + 1));
     std::from_chars(maj.data(), maj.data() + maj.size(), cc.major);
     cc.minor = min[0] - '0';
-    if (cc.major == 0)
-      return fail(ErrorCode::invalid_input, "invalid compute capability '{}': major 0{}", text, caret(text, 0));
+    if (cc.major == 0) return fail(ErrorCode::invalid_input, "invalid compute capability '{}': major 0{}", text, caret(text, 0));
     return cc;
   }
   if (!split_number(v, cc.major, cc.minor)) {
     std::size_t bad = skipped;
     while (bad < s.size() && std::isdigit(static_cast<unsigned char>(s[bad]))) ++bad;
     if (bad == s.size()) bad = skipped;
-    return make_error(ErrorCode::invalid_input,
-                      fmt::format("invalid compute capability '{}'{}", text, caret(text, bad)),
+    return make_error(ErrorCode::invalid_input, fmt::format("invalid compute capability '{}'{}", text, caret(text, bad)),
                       "write it as 9.0, 90 or sm_90 (a GPU has no a/f suffix)");
   }
   return cc;
@@ -116,20 +114,17 @@ Expected<GpuArch> GpuArch::parse(std::string_view text) {
     std::size_t bad = prefix_len;
     while (bad < s.size() && std::isdigit(static_cast<unsigned char>(s[bad]))) ++bad;
     if (bad == s.size() || (bad == prefix_len + v.size() && a.variant != Variant::plain)) bad = prefix_len;
-    return make_error(ErrorCode::invalid_input,
-                      fmt::format("invalid GPU arch '{}': expected a 2- or 3-digit number after the prefix{}",
-                                  text, caret(text, bad)),
-                      "examples: sm_90, sm_90a, sm_100f, compute_80, lto_90");
+    return make_error(
+        ErrorCode::invalid_input,
+        fmt::format("invalid GPU arch '{}': expected a 2- or 3-digit number after the prefix{}", text, caret(text, bad)),
+        "examples: sm_90, sm_90a, sm_100f, compute_80, lto_90");
   }
   if (a.kind == Kind::lto && a.variant != Variant::plain)
-    return fail(ErrorCode::invalid_input, "invalid GPU arch '{}': LTO-IR has no a/f variant{}", text,
-                caret(text, s.size() - 1));
+    return fail(ErrorCode::invalid_input, "invalid GPU arch '{}': LTO-IR has no a/f variant{}", text, caret(text, s.size() - 1));
   return a;
 }
 
-GpuArch GpuArch::from_number(Kind kind, int number, Variant variant) {
-  return GpuArch{kind, number / 10, number % 10, variant};
-}
+GpuArch GpuArch::from_number(Kind kind, int number, Variant variant) { return GpuArch{kind, number / 10, number % 10, variant}; }
 
 std::string GpuArch::to_string() const {
   const char* prefix = kind == Kind::sass ? "sm_" : kind == Kind::ptx ? "compute_" : "lto_";
@@ -139,7 +134,12 @@ std::string GpuArch::to_string() const {
 
 bool GpuArch::tegra_only() const {
   switch (number()) {
-  case 53: case 62: case 72: case 87: case 101: case 110: return true;
+  case 53:
+  case 62:
+  case 72:
+  case 87:
+  case 101:
+  case 110: return true;
   default: return false;
   }
 }

@@ -25,16 +25,22 @@ struct MarkerNode {
 namespace {
 using detail::MarkerNode;
 
-constexpr std::array<std::string_view, 11> k_variables = {
-    "implementation_name", "implementation_version", "os_name",         "platform_machine",
-    "platform_release",    "platform_system",        "platform_version", "python_full_version",
-    "platform_python_implementation", "python_version", "sys_platform"};
+constexpr std::array<std::string_view, 11> k_variables = {"implementation_name",
+                                                          "implementation_version",
+                                                          "os_name",
+                                                          "platform_machine",
+                                                          "platform_release",
+                                                          "platform_system",
+                                                          "platform_version",
+                                                          "python_full_version",
+                                                          "platform_python_implementation",
+                                                          "python_version",
+                                                          "sys_platform"};
 
 // Values compared with PEP 440 semantics when both sides parse (dependency specifiers spec,
 // "Environment Markers").
 bool is_version_variable(std::string_view v) {
-  return v == "python_version" || v == "python_full_version" || v == "implementation_version" ||
-         v == "platform_release";
+  return v == "python_version" || v == "python_full_version" || v == "implementation_version" || v == "platform_release";
 }
 
 std::optional<std::string> canonical_variable(std::string_view name) {
@@ -46,8 +52,7 @@ std::optional<std::string> canonical_variable(std::string_view name) {
   if (name == "sys.platform") return "sys_platform";
   if (name == "platform.version") return "platform_version";
   if (name == "platform.machine") return "platform_machine";
-  if (name == "platform.python_implementation" || name == "python_implementation")
-    return "platform_python_implementation";
+  if (name == "platform.python_implementation" || name == "python_implementation") return "platform_python_implementation";
   return std::nullopt;
 }
 
@@ -75,8 +80,7 @@ private:
 
   std::unexpected<Error> error(std::string_view what) const {
     std::string found = m_pos < m_s.size() ? fmt::format("'{}'", m_s[m_pos]) : std::string("end");
-    return fail(ErrorCode::invalid_input, "invalid marker '{}': {}, found {} at column {}", m_s, what, found,
-                m_pos + 1);
+    return fail(ErrorCode::invalid_input, "invalid marker '{}': {}, found {} at column {}", m_s, what, found, m_pos + 1);
   }
 
   void skip_ws() {
@@ -277,8 +281,7 @@ Expected<Marker> Marker::parse(std::string_view text) {
 bool Marker::evaluate(const MarkerEnvironment& env, const std::vector<std::string>& extras) const {
   if (!m_root) return true;
   if (extras.empty()) return eval(*m_root, env, "");
-  return std::any_of(extras.begin(), extras.end(),
-                     [&](const std::string& e) { return eval(*m_root, env, normalize_name(e)); });
+  return std::any_of(extras.begin(), extras.end(), [&](const std::string& e) { return eval(*m_root, env, normalize_name(e)); });
 }
 
 std::string Marker::to_string() const {

@@ -14,8 +14,7 @@ using Field = Header;
 bool iequals(std::string_view a, std::string_view b) { return header_name_equals(a, b); }
 
 std::string_view rtrim(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
-    s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
   return s;
 }
 
@@ -49,8 +48,7 @@ Expected<CoreMetadata> CoreMetadata::parse(std::string_view text) {
   auto& [fields, body] = *parsed;
 
   auto bad = [](const Field& f, std::string why) {
-    return make_error(ErrorCode::invalid_input,
-                      fmt::format("invalid core metadata: line {}: {}: {}", f.line, f.name, why));
+    return make_error(ErrorCode::invalid_input, fmt::format("invalid core metadata: line {}: {}: {}", f.line, f.name, why));
   };
   CoreMetadata md;
   const Field* single[4] = {nullptr, nullptr, nullptr, nullptr};
@@ -58,8 +56,7 @@ Expected<CoreMetadata> CoreMetadata::parse(std::string_view text) {
   for (const auto& f : fields) {
     for (int i = 0; i < 4; ++i) {
       if (!iequals(f.name, single_names[i])) continue;
-      if (single[i])
-        return bad(f, fmt::format("appears again (first at line {}); it may appear only once", single[i]->line));
+      if (single[i]) return bad(f, fmt::format("appears again (first at line {}); it may appear only once", single[i]->line));
       single[i] = &f;
     }
   }

@@ -19,9 +19,7 @@ std::string normalize_name(std::string_view name) {
 }
 
 bool is_valid_project_name(std::string_view name) {
-  auto alnum = [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-  };
+  auto alnum = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
   if (name.empty() || !alnum(name.front()) || !alnum(name.back())) return false;
   for (char c : name)
     if (!alnum(c) && c != '-' && c != '_' && c != '.') return false;

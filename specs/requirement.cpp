@@ -75,9 +75,9 @@ public:
       }
       auto set = SpecifierSet::parse(spec_text);
       if (!set)
-        return std::unexpected(std::move(set.error())
-                                   .context(fmt::format("invalid requirement '{}': bad version specifier at column {}",
-                                                        m_s, spec_col)));
+        return std::unexpected(
+            std::move(set.error())
+                .context(fmt::format("invalid requirement '{}': bad version specifier at column {}", m_s, spec_col)));
       r.specifier = std::move(*set);
     }
     m_pos = end;
@@ -99,8 +99,7 @@ private:
 
   std::unexpected<Error> error(std::string_view what) const {
     std::string found = m_pos < m_s.size() ? fmt::format("'{}'", m_s[m_pos]) : std::string("end");
-    return fail(ErrorCode::invalid_input, "invalid requirement '{}': {}, found {} at column {}", m_s, what, found,
-                m_pos + 1);
+    return fail(ErrorCode::invalid_input, "invalid requirement '{}': {}, found {} at column {}", m_s, what, found, m_pos + 1);
   }
 
   Expected<std::string> identifier(std::string_view what) {

@@ -16,13 +16,13 @@ struct Requirement {
   std::string name;                // as written
   std::vector<std::string> extras; // as written, sorted, unique
   SpecifierSet specifier;
-  std::string url;                 // non-empty for the `@ url` form
+  std::string url; // non-empty for the `@ url` form
   std::optional<Marker> marker;
 
   // Accepts the legacy parenthesized form `zope.interface (>3.5.0)`; newlines with indentation
   // (continuation lines of METADATA) count as whitespace.
   [[nodiscard]] static Expected<Requirement> parse(std::string_view text);
-  std::string to_string() const;    // `name[a,b]>=1,<2; marker` or `name @ url ; marker`
+  std::string to_string() const; // `name[a,b]>=1,<2; marker` or `name @ url ; marker`
   std::string normalized_name() const;
   // The marker (if any) holds for env with the given extras (see Marker::evaluate).
   bool applies(const MarkerEnvironment& env, const std::vector<std::string>& extras = {}) const;

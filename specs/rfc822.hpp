@@ -13,14 +13,14 @@
 namespace envfix::specs {
 
 struct Header {
-  std::string name;  // as written
-  std::string value; // leading blanks and trailing whitespace trimmed; continuation lines kept as "\n<line>"
+  std::string name;     // as written
+  std::string value;    // leading blanks and trailing whitespace trimmed; continuation lines kept as "\n<line>"
   std::size_t line = 0; // 1-based line of the header
 };
 
 struct HeaderBlock {
   std::vector<Header> headers;
-  std::string body;         // everything after the empty line, or from the first line that is not a header
+  std::string body;          // everything after the empty line, or from the first line that is not a header
   std::size_t body_line = 0; // 1-based line where the body starts (0: no body)
   // The headers ended at a line that is not a header (body_line), not at an empty line.
   bool ended_at_non_header = false;

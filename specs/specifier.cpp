@@ -68,9 +68,9 @@ std::string_view to_string(SpecOperator op) {
 Expected<Specifier> Specifier::parse(std::string_view text) {
   std::string_view s = trim(text);
   static constexpr std::pair<std::string_view, SpecOperator> ops[] = {
-      {"===", SpecOperator::arbitrary},  {"~=", SpecOperator::compatible}, {"==", SpecOperator::equal},
-      {"!=", SpecOperator::not_equal},   {"<=", SpecOperator::less_equal}, {">=", SpecOperator::greater_equal},
-      {"<", SpecOperator::less},         {">", SpecOperator::greater}};
+      {"===", SpecOperator::arbitrary}, {"~=", SpecOperator::compatible}, {"==", SpecOperator::equal},
+      {"!=", SpecOperator::not_equal},  {"<=", SpecOperator::less_equal}, {">=", SpecOperator::greater_equal},
+      {"<", SpecOperator::less},        {">", SpecOperator::greater}};
   Specifier spec;
   bool found = false;
   for (auto [tok, op] : ops) {
@@ -83,9 +83,8 @@ Expected<Specifier> Specifier::parse(std::string_view text) {
   }
   const std::size_t lead = static_cast<std::size_t>(trim(text).data() - text.data());
   if (!found)
-    return fail(ErrorCode::invalid_input,
-                "invalid specifier '{}': expected an operator (~= == != <= >= < > ===) at column {}", text,
-                lead + 1);
+    return fail(ErrorCode::invalid_input, "invalid specifier '{}': expected an operator (~= == != <= >= < > ===) at column {}",
+                text, lead + 1);
   std::string_view v = trim(s);
   const std::size_t vcol = static_cast<std::size_t>(v.data() - text.data()) + 1;
   if (v.empty())
@@ -94,8 +93,7 @@ Expected<Specifier> Specifier::parse(std::string_view text) {
   if (spec.m_op == SpecOperator::arbitrary) {
     for (std::size_t i = 0; i < v.size(); ++i)
       if (is_ws(v[i]) || v[i] == ',' || v[i] == ';')
-        return fail(ErrorCode::invalid_input, "invalid specifier '{}': unexpected '{}' at column {}", text, v[i],
-                    vcol + i);
+        return fail(ErrorCode::invalid_input, "invalid specifier '{}': unexpected '{}' at column {}", text, v[i], vcol + i);
     spec.m_text = std::string(v);
     if (auto pv = Version::parse(v)) spec.m_version = *pv;
     return spec;
@@ -103,26 +101,23 @@ Expected<Specifier> Specifier::parse(std::string_view text) {
   std::string_view vt = v;
   if (vt.ends_with(".*")) {
     if (spec.m_op != SpecOperator::equal && spec.m_op != SpecOperator::not_equal)
-      return fail(ErrorCode::invalid_input, "invalid specifier '{}': '.*' is allowed only with == and != (column {})",
-                  text, vcol + vt.size() - 2);
+      return fail(ErrorCode::invalid_input, "invalid specifier '{}': '.*' is allowed only with == and != (column {})", text,
+                  vcol + vt.size() - 2);
     spec.m_wildcard = true;
     vt.remove_suffix(2);
   }
   auto pv = Version::parse(vt);
-  if (!pv)
-    return std::unexpected(std::move(pv.error()).context(fmt::format("invalid specifier '{}'", text)));
+  if (!pv) return std::unexpected(std::move(pv.error()).context(fmt::format("invalid specifier '{}'", text)));
   if (pv->has_local() && spec.m_op != SpecOperator::equal && spec.m_op != SpecOperator::not_equal)
-    return with_hint(fail(ErrorCode::invalid_input,
-                          "invalid specifier '{}': a local version label is not allowed with '{}'", text,
-                          envfix::specs::to_string(spec.m_op)),
+    return with_hint(fail(ErrorCode::invalid_input, "invalid specifier '{}': a local version label is not allowed with '{}'",
+                          text, envfix::specs::to_string(spec.m_op)),
                      "only ==, != and === may name a local version such as +cu128");
   if (spec.m_wildcard && (pv->has_local() || pv->is_devrelease()))
     return fail(ErrorCode::invalid_input,
                 "invalid specifier '{}': a prefix match ('.*') cannot name a dev release or a local label", text);
   if (spec.m_op == SpecOperator::compatible && pv->release().size() < 2)
-    return with_hint(
-        fail(ErrorCode::invalid_input, "invalid specifier '{}': '~=' needs at least two release components", text),
-        "write e.g. ~=2.7 or >=2");
+    return with_hint(fail(ErrorCode::invalid_input, "invalid specifier '{}': '~=' needs at least two release components", text),
+                     "write e.g. ~=2.7 or >=2");
   spec.m_text = std::string(vt);
   spec.m_version = std::move(*pv);
   return spec;
@@ -156,12 +151,13 @@ bool Specifier::contains(const Version& c, std::optional<bool> prereleases) cons
     return true;
   case SpecOperator::compatible: {
     if (!(c.public_version() >= v)) return false;
-    Version prefix = Version::parse(fmt::format("{}!{}", v.epoch(), [&] {
-                       std::string r;
-                       for (std::size_t i = 0; i + 1 < v.release().size(); ++i)
-                         r += (i ? "." : "") + fmt::format("{}", v.release()[i]);
-                       return r;
-                     }()))
+    Version prefix = Version::parse(fmt::format("{}!{}", v.epoch(),
+                                                [&] {
+                                                  std::string r;
+                                                  for (std::size_t i = 0; i + 1 < v.release().size(); ++i)
+                                                    r += (i ? "." : "") + fmt::format("{}", v.release()[i]);
+                                                  return r;
+                                                }()))
                          .value();
     return prefix_match(c, prefix);
   }
@@ -188,14 +184,13 @@ Expected<SpecifierSet> SpecifierSet::parse(std::string_view text) {
     std::string_view part = text.substr(start, (last ? text.size() : comma) - start);
     if (trim(part).empty()) {
       if (!(last && !set.m_clauses.empty())) // only a trailing comma may leave an empty clause
-        return fail(ErrorCode::invalid_input, "invalid specifier set '{}': empty clause at column {}", text,
-                    start + 1);
+        return fail(ErrorCode::invalid_input, "invalid specifier set '{}': empty clause at column {}", text, start + 1);
     } else {
       auto spec = Specifier::parse(part);
       if (!spec) {
         if (text.find(',') == std::string_view::npos) return std::unexpected(std::move(spec.error()));
-        return std::unexpected(std::move(spec.error()).context(
-            fmt::format("invalid specifier set '{}' (clause at column {})", text, start + 1)));
+        return std::unexpected(
+            std::move(spec.error()).context(fmt::format("invalid specifier set '{}' (clause at column {})", text, start + 1)));
       }
       set.m_clauses.push_back(std::move(*spec));
     }

@@ -57,13 +57,12 @@ public:
 
   // packaging's SpecifierSet.filter: with nullopt and no clause implying pre-releases, returns the
   // matching final releases, or if there are none, the matching pre-releases.
-  std::vector<Version> filter(const std::vector<Version>& versions,
-                              std::optional<bool> prereleases = std::nullopt) const;
+  std::vector<Version> filter(const std::vector<Version>& versions, std::optional<bool> prereleases = std::nullopt) const;
 
   bool implies_prereleases() const;
   bool empty() const { return m_clauses.empty(); }
   const std::vector<Specifier>& clauses() const { return m_clauses; }
-  std::string to_string() const; // clauses joined by ",", in parse order
+  std::string to_string() const;                           // clauses joined by ",", in parse order
   SpecifierSet intersect(const SpecifierSet& other) const; // AND of both (duplicates dropped)
 
   friend bool operator==(const SpecifierSet& a, const SpecifierSet& b) { return a.m_clauses == b.m_clauses; }

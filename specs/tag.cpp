@@ -16,15 +16,11 @@ using util::lower;
 
 // "<what>: <why>" followed by the input and a caret under the offending position.
 Error tag_error(std::string_view what, std::string_view text, std::size_t pos, std::string_view why) {
-  return Error{ErrorCode::invalid_input,
-               fmt::format("invalid {} '{}': {}\n  {}\n  {:>{}}", what, text, why, text, "^", pos + 1),
-               {},
-               {}};
+  return Error{
+      ErrorCode::invalid_input, fmt::format("invalid {} '{}': {}\n  {}\n  {:>{}}", what, text, why, text, "^", pos + 1), {}, {}};
 }
 
-bool is_tag_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
+bool is_tag_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
 
 // Splits on '-' into exactly three fields; `allow_dots` permits compressed sets.
 Expected<std::array<std::string_view, 3>> split_tag(std::string_view text, bool allow_dots) {
@@ -35,10 +31,7 @@ Expected<std::array<std::string_view, 3>> split_tag(std::string_view text, bool 
     if (i < text.size() && text[i] != '-') {
       char c = text[i];
       if (!is_tag_char(c) && !(allow_dots && c == '.')) {
-        if (c == '.')
-          return std::unexpected(
-              tag_error("tag", text, i, "'.' separates a compressed tag set; parse it as a set")
-                  );
+        if (c == '.') return std::unexpected(tag_error("tag", text, i, "'.' separates a compressed tag set; parse it as a set"));
         return std::unexpected(tag_error("tag", text, i, fmt::format("unexpected character '{}'", c)));
       }
       continue;
@@ -49,8 +42,7 @@ Expected<std::array<std::string_view, 3>> split_tag(std::string_view text, bool 
     start = i + 1;
   }
   if (n != 3)
-    return std::unexpected(
-        tag_error("tag", text, text.size(), "expected interpreter-abi-platform (3 '-'-separated fields)"));
+    return std::unexpected(tag_error("tag", text, text.size(), "expected interpreter-abi-platform (3 '-'-separated fields)"));
   return parts;
 }
 
@@ -69,8 +61,8 @@ std::vector<std::string_view> split_dots(std::string_view s) {
 std::string version_nodot(int major, int minor) { return fmt::format("{}{}", major, minor); }
 
 bool manylinux_arch(std::string_view arch) {
-  static constexpr std::array<std::string_view, 9> k_archs = {
-      "x86_64", "i686", "aarch64", "armv7l", "ppc64", "ppc64le", "s390x", "loongarch64", "riscv64"};
+  static constexpr std::array<std::string_view, 9> k_archs = {"x86_64",  "i686",  "aarch64",     "armv7l", "ppc64",
+                                                              "ppc64le", "s390x", "loongarch64", "riscv64"};
   return std::ranges::find(k_archs, arch) != k_archs.end();
 }
 
@@ -184,10 +176,9 @@ Expected<void> apply_platform_tag(TagEnvironment& env, std::string_view platform
     env.musl.reset();
     return {};
   }
-  return std::unexpected(
-      Error(tag_error("platform tag", platform, 0, "not a Linux platform tag"))
-          .with_hint("use manylinux_<glibc major>_<minor>_<arch>, manylinux2014_<arch>, "
-                     "musllinux_<major>_<minor>_<arch> or linux_<arch>"));
+  return std::unexpected(Error(tag_error("platform tag", platform, 0, "not a Linux platform tag"))
+                             .with_hint("use manylinux_<glibc major>_<minor>_<arch>, manylinux2014_<arch>, "
+                                        "musllinux_<major>_<minor>_<arch> or linux_<arch>"));
 }
 
 std::optional<ManylinuxTag> manylinux_glibc(std::string_view platform) {
@@ -212,8 +203,7 @@ std::vector<std::string> cpython_abis(const TagEnvironment& env) {
   // Mirrors packaging's _cpython_abis: flags are assembled in the order t, d, m.
   const std::string version = version_nodot(env.major, env.minor);
   const bool debug = env.abiflags.find('d') != std::string::npos;
-  const bool threaded = (env.major > 3 || (env.major == 3 && env.minor >= 13)) &&
-                        env.abiflags.find('t') != std::string::npos;
+  const bool threaded = (env.major > 3 || (env.major == 3 && env.minor >= 13)) && env.abiflags.find('t') != std::string::npos;
   const bool old = env.major < 3 || (env.major == 3 && env.minor < 8);
   const bool pymalloc = old && env.abiflags.find('m') != std::string::npos;
   std::string thr = threaded ? "t" : "";

@@ -39,7 +39,7 @@ struct TagEnvironment {
   int minor = 0;
   // sys.abiflags-like: "t" free-threaded (3.13+), "d" Py_DEBUG, "m" pymalloc (< 3.8 only).
   std::string abiflags;
-  std::string arch = "x86_64"; // from sysconfig.get_platform(); i686 for a 32-bit interpreter
+  std::string arch = "x86_64";              // from sysconfig.get_platform(); i686 for a 32-bit interpreter
   std::optional<std::pair<int, int>> glibc; // manylinux tags only when set
   std::optional<std::pair<int, int>> musl;  // musllinux tags only when set
   // packaging >= 26.3 puts linux_<arch> first (packaging issue #160); pip 23.2.1 puts it last.

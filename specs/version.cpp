@@ -42,8 +42,10 @@ public:
     bool over = false;
     while (e < m_s.size() && is_digit(m_s[e])) {
       auto d = static_cast<std::uint64_t>(m_s[e] - '0');
-      if (v > (std::numeric_limits<std::uint64_t>::max() - d) / 10) over = true;
-      else v = v * 10 + d;
+      if (v > (std::numeric_limits<std::uint64_t>::max() - d) / 10)
+        over = true;
+      else
+        v = v * 10 + d;
       ++e;
     }
     if (e == pos) return std::nullopt;
@@ -202,14 +204,12 @@ Expected<Version> Version::parse(std::string_view text) {
   if (!m.run()) {
     std::size_t at = m.m_furthest;
     if (at >= lower.size())
-      return fail(ErrorCode::invalid_input, "invalid version '{}': unexpected end at column {}", text,
-                  b + at + 1);
-    return fail(ErrorCode::invalid_input, "invalid version '{}': unexpected '{}' at column {}", text,
-                printable(lower[at]), b + at + 1);
+      return fail(ErrorCode::invalid_input, "invalid version '{}': unexpected end at column {}", text, b + at + 1);
+    return fail(ErrorCode::invalid_input, "invalid version '{}': unexpected '{}' at column {}", text, printable(lower[at]),
+                b + at + 1);
   }
   if (m.m_overflow)
-    return fail(ErrorCode::invalid_input, "invalid version '{}': number too large at column {}", text,
-                b + m.m_overflow_pos + 1);
+    return fail(ErrorCode::invalid_input, "invalid version '{}': number too large at column {}", text, b + m.m_overflow_pos + 1);
   Version v;
   v.m_epoch = m.m_epoch;
   v.m_release = std::move(m.m_release);
@@ -303,10 +303,8 @@ std::strong_ordering operator<=>(const Version& a, const Version& b) {
     return v.m_pre ? std::pair{static_cast<int>(v.m_pre->first), v.m_pre->second} : std::pair{0, std::uint64_t{0}};
   };
   if (auto c = cmp_opt_key(pre_inf(a), pre_val(a), pre_inf(b), pre_val(b)); c != 0) return c;
-  if (auto c = cmp_opt_key(a.m_post ? 0 : -1, a.m_post.value_or(0), b.m_post ? 0 : -1, b.m_post.value_or(0)); c != 0)
-    return c;
-  if (auto c = cmp_opt_key(a.m_dev ? 0 : 1, a.m_dev.value_or(0), b.m_dev ? 0 : 1, b.m_dev.value_or(0)); c != 0)
-    return c;
+  if (auto c = cmp_opt_key(a.m_post ? 0 : -1, a.m_post.value_or(0), b.m_post ? 0 : -1, b.m_post.value_or(0)); c != 0) return c;
+  if (auto c = cmp_opt_key(a.m_dev ? 0 : 1, a.m_dev.value_or(0), b.m_dev ? 0 : 1, b.m_dev.value_or(0)); c != 0) return c;
   // local: none → −∞; else segment-wise, shorter prefix first.
   if (a.m_local.empty() || b.m_local.empty()) return !a.m_local.empty() <=> !b.m_local.empty();
   const std::size_t m = std::min(a.m_local.size(), b.m_local.size());

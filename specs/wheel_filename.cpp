@@ -32,15 +32,15 @@ std::vector<std::string> split_dots(std::string_view s) {
 // packaging: `^[\w\d._]*$` (Unicode \w, so non-ASCII bytes pass) and no "__".
 bool name_char_ok(char c) {
   auto u = static_cast<unsigned char>(c);
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-         u >= 0x80;
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || u >= 0x80;
 }
 
 } // namespace
 
 Expected<WheelFilename> WheelFilename::parse(std::string_view filename) {
   if (!filename.ends_with(".whl"))
-    return std::unexpected(filename_error(filename, filename.size() >= 4 ? filename.size() - 4 : 0, "the extension must be '.whl'"));
+    return std::unexpected(
+        filename_error(filename, filename.size() >= 4 ? filename.size() - 4 : 0, "the extension must be '.whl'"));
   std::string_view stem = filename.substr(0, filename.size() - 4);
   std::vector<std::size_t> dashes;
   for (std::size_t i = 0; i < stem.size(); ++i)
@@ -70,8 +70,9 @@ Expected<WheelFilename> WheelFilename::parse(std::string_view filename) {
   auto [ver_pos, ver_text] = part(1);
   auto version = Version::parse(ver_text);
   if (!version)
-    return std::unexpected(std::move(version.error())
-                               .context(filename_error(filename, ver_pos, fmt::format("invalid version '{}'", ver_text)).message));
+    return std::unexpected(
+        std::move(version.error())
+            .context(filename_error(filename, ver_pos, fmt::format("invalid version '{}'", ver_text)).message));
   w.version = std::move(*version);
 
   std::size_t next = 2;
@@ -105,8 +106,8 @@ Expected<WheelFilename> WheelFilename::parse(std::string_view filename) {
 }
 
 std::vector<Tag> WheelFilename::tags() const {
-  std::string text = fmt::format("{}-{}-{}", fmt::join(python_tags, "."), fmt::join(abi_tags, "."),
-                                 fmt::join(platform_tags, "."));
+  std::string text =
+      fmt::format("{}-{}-{}", fmt::join(python_tags, "."), fmt::join(abi_tags, "."), fmt::join(platform_tags, "."));
   auto tags = parse_tag_set(text);
   return tags ? std::move(*tags) : std::vector<Tag>{}; // fields were validated by parse()
 }
@@ -116,8 +117,7 @@ std::string WheelFilename::normalized_name() const { return normalize_name(name)
 std::string WheelFilename::to_string() const {
   std::string out = fmt::format("{}-{}", name, version.to_string());
   if (build) out += fmt::format("-{}{}", build->first, build->second);
-  out += fmt::format("-{}-{}-{}.whl", fmt::join(python_tags, "."), fmt::join(abi_tags, "."),
-                     fmt::join(platform_tags, "."));
+  out += fmt::format("-{}-{}-{}.whl", fmt::join(python_tags, "."), fmt::join(abi_tags, "."), fmt::join(platform_tags, "."));
   return out;
 }
 

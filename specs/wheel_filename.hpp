@@ -32,9 +32,7 @@ struct WheelFilename {
   // The file name with the version in canonical form; parses back equal.
   [[nodiscard]] std::string to_string() const;
   // The best rank of this wheel's tags in `ranking` (as in pip's candidate sort key); nullopt when it does not install.
-  [[nodiscard]] std::optional<std::size_t> best_rank(const TagRanking& ranking) const {
-    return ranking.best_rank(tags());
-  }
+  [[nodiscard]] std::optional<std::size_t> best_rank(const TagRanking& ranking) const { return ranking.best_rank(tags()); }
 
   bool operator==(const WheelFilename&) const = default;
 };

@@ -23,10 +23,10 @@ namespace envfix::util {
 namespace {
 
 std::mutex g_mutex;
-std::map<fs::path, fs::path> g_opened;    // dir asked for -> dir used (this run)
-std::vector<fs::path> g_private;          // private temporary caches, removed at exit
-std::vector<int> g_locks;                 // shared cache locks, held until exit
-std::set<std::string> g_warned;           // entries already warned about
+std::map<fs::path, fs::path> g_opened; // dir asked for -> dir used (this run)
+std::vector<fs::path> g_private;       // private temporary caches, removed at exit
+std::vector<int> g_locks;              // shared cache locks, held until exit
+std::set<std::string> g_warned;        // entries already warned about
 
 void warn_line(const std::string& text) {
   const std::string line = "warning: " + escape_control(text, true, false) + "\n";
@@ -48,17 +48,15 @@ void remove_private() {
 }
 
 std::optional<std::string> judge(const struct stat& st) {
-  if (st.st_uid != ::geteuid())
-    return fmt::format("it is owned by uid {}, not by this user (uid {})", st.st_uid, ::geteuid());
+  if (st.st_uid != ::geteuid()) return fmt::format("it is owned by uid {}, not by this user (uid {})", st.st_uid, ::geteuid());
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
     return fmt::format("it is writable by group or others (mode {:04o})", st.st_mode & 07777);
   return std::nullopt;
 }
 
-constexpr std::string_view cachedir_tag =
-    "Signature: 8a477f597d28d172789f06886806bc55\n"
-    "# This file is a cache directory tag created by envfix.\n"
-    "# For information about cache directory tags, see https://bford.info/cachedir/\n";
+constexpr std::string_view cachedir_tag = "Signature: 8a477f597d28d172789f06886806bc55\n"
+                                          "# This file is a cache directory tag created by envfix.\n"
+                                          "# For information about cache directory tags, see https://bford.info/cachedir/\n";
 
 void write_markers(const fs::path& dir) {
   (void)write_file_atomic(dir / cachedir_tag_name, cachedir_tag);
@@ -69,7 +67,7 @@ void write_markers(const fs::path& dir) {
 std::optional<std::string> untrusted_entry(const fs::path& dir) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    struct stat st {};
+    struct stat st{};
     if (::lstat(it->path().c_str(), &st) != 0) continue;
     if (auto why = judge(st)) return fmt::format("its entry {}: {}", it->path().filename().string(), *why);
   }
@@ -100,7 +98,7 @@ void hold_shared_lock(const fs::path& dir) {
 } // namespace
 
 std::optional<std::string> untrusted_because(const fs::path& dir) {
-  struct stat st {};
+  struct stat st{};
   if (::stat(dir.c_str(), &st) != 0) return std::nullopt;
   if (!S_ISDIR(st.st_mode)) return "it is not a directory";
   return judge(st);
@@ -119,14 +117,16 @@ Expected<fs::path> open_cache(const fs::path& dir, bool create) {
   auto why = untrusted_because(dir);
   if (!why) why = untrusted_entry(dir);
   fs::path used = dir;
-  if (why) used = ENVFIX_TRY(private_cache(dir, *why));
-  else hold_shared_lock(dir);
+  if (why)
+    used = ENVFIX_TRY(private_cache(dir, *why));
+  else
+    hold_shared_lock(dir);
   g_opened.emplace(dir, used);
   return used;
 }
 
 bool is_envfix_cache(const fs::path& dir) {
-  struct stat st {};
+  struct stat st{};
   return ::lstat((dir / cache_marker_name).c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
@@ -139,13 +139,12 @@ std::optional<std::string> read_trusted(const fs::path& file) {
       warn_line(fmt::format("cache entry {} is a symlink: ignored", file.string()));
     return std::nullopt;
   }
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd.get(), &st) != 0) return std::nullopt;
   auto why = S_ISREG(st.st_mode) ? judge(st) : std::optional<std::string>("it is not a regular file");
   if (why) {
     std::lock_guard lock(g_mutex);
-    if (g_warned.insert(file.string()).second)
-      warn_line(fmt::format("cache entry {} is ignored: {}", file.string(), *why));
+    if (g_warned.insert(file.string()).second) warn_line(fmt::format("cache entry {} is ignored: {}", file.string(), *why));
     return std::nullopt;
   }
   auto out = read_fd(fd, file);

@@ -53,8 +53,7 @@ struct Error {
 template <class T>
 using Expected = std::expected<T, Error>;
 
-[[nodiscard]] inline std::unexpected<Error> make_error(ErrorCode code, std::string message,
-                                                       std::string hint = {}) {
+[[nodiscard]] inline std::unexpected<Error> make_error(ErrorCode code, std::string message, std::string hint = {}) {
   return std::unexpected<Error>(Error{code, std::move(message), {}, std::move(hint)});
 }
 
@@ -65,8 +64,7 @@ using Expected = std::expected<T, Error>;
 }
 
 template <class... Args>
-[[nodiscard]] std::unexpected<Error> fail(ErrorCode code, fmt::format_string<Args...> f,
-                                          Args&&... args) {
+[[nodiscard]] std::unexpected<Error> fail(ErrorCode code, fmt::format_string<Args...> f, Args&&... args) {
   return make_error(code, fmt::format(f, std::forward<Args>(args)...));
 }
 
@@ -79,18 +77,17 @@ template <class... Args>
 
 // Propagate an error out of a function returning Expected<U>:
 //   auto v = ENVFIX_TRY(parse(x));
-#define ENVFIX_TRY(expr)                                                                     \
-  __extension__({                                                                                         \
-    auto&& envfix_try_result_ = (expr);                                                      \
-    if (!envfix_try_result_) return std::unexpected(std::move(envfix_try_result_).error());  \
-    std::move(*envfix_try_result_);                                                          \
+#define ENVFIX_TRY(expr)                                                                                                         \
+  __extension__({                                                                                                                \
+    auto&& envfix_try_result_ = (expr);                                                                                          \
+    if (!envfix_try_result_) return std::unexpected(std::move(envfix_try_result_).error());                                      \
+    std::move(*envfix_try_result_);                                                                                              \
   })
 
 // The same for Expected<void>: ENVFIX_TRY_VOID(write_file(...));
-#define ENVFIX_TRY_VOID(expr)                                                                \
-  do {                                                                                       \
-    if (auto envfix_try_void_ = (expr); !envfix_try_void_)                                   \
-      return std::unexpected(std::move(envfix_try_void_).error());                           \
+#define ENVFIX_TRY_VOID(expr)                                                                                                    \
+  do {                                                                                                                           \
+    if (auto envfix_try_void_ = (expr); !envfix_try_void_) return std::unexpected(std::move(envfix_try_void_).error());          \
   } while (0)
 
 } // namespace envfix

@@ -81,9 +81,12 @@ Expected<Fd> open_local_file(const fs::path& path, std::uint64_t max_bytes) {
   struct stat st{};
   if (::fstat(fd.get(), &st) != 0) return errno_error("cannot stat", path, errno);
   if (!S_ISREG(st.st_mode)) {
-    const char* what = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
-                       : S_ISBLK(st.st_mode) ? "a block device" : S_ISDIR(st.st_mode) ? "a directory"
-                       : S_ISSOCK(st.st_mode) ? "a socket" : "not a plain file";
+    const char* what = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISDIR(st.st_mode)  ? "a directory"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a plain file";
     return make_error(ErrorCode::invalid_input, fmt::format("refusing to read {}: not a regular file ({})", path.string(), what),
                       "a local file: URL or find-links entry must name a wheel file");
   }
@@ -132,7 +135,9 @@ Expected<void> write_file_atomic(const fs::path& path, std::string_view content,
 Expected<void> create_directories(const fs::path& path) {
   std::error_code ec;
   fs::create_directories(path, ec);
-  if (ec) return with_errno(make_error(ErrorCode::io, fmt::format("cannot create directory {}: {}", path.string(), ec.message())), ec.value());
+  if (ec)
+    return with_errno(make_error(ErrorCode::io, fmt::format("cannot create directory {}: {}", path.string(), ec.message())),
+                      ec.value());
   return {};
 }
 
@@ -240,7 +245,7 @@ Expected<fs::path> make_temp_dir(const fs::path& parent, std::string_view prefix
 Expected<MappedFile> MappedFile::open(const fs::path& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return errno_error("cannot open", path, errno);
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd.get(), &st) != 0) return errno_error("cannot stat", path, errno);
   if (!S_ISREG(st.st_mode)) return make_error(ErrorCode::invalid_input, fmt::format("{} is not a regular file", path.string()));
   MappedFile m;

@@ -34,8 +34,7 @@ auto retry_eintr(F&& call) -> decltype(call()) {
 [[nodiscard]] Expected<std::string> read_file(const fs::path& path);
 // Write to a temp file in the same directory, fsync, rename over `path`, fsync the directory:
 // readers see the old or the new content, never a torn file.
-[[nodiscard]] Expected<void> write_file_atomic(const fs::path& path, std::string_view content,
-                                               unsigned mode = 0644);
+[[nodiscard]] Expected<void> write_file_atomic(const fs::path& path, std::string_view content, unsigned mode = 0644);
 [[nodiscard]] Expected<void> create_directories(const fs::path& path);
 [[nodiscard]] Expected<void> fsync_path(const fs::path& path);
 // Copies the bytes of `src` into the new file `dest` (O_EXCL) with `mode`: copy_file_range where
@@ -56,6 +55,7 @@ auto retry_eintr(F&& call) -> decltype(call()) {
 class ParentResolver {
 public:
   [[nodiscard]] std::string operator()(std::string_view path);
+
 private:
   struct Dir {
     std::string resolved;
@@ -79,7 +79,12 @@ public:
   ~Fd();
   [[nodiscard]] int get() const { return m_fd; }
   [[nodiscard]] bool valid() const { return m_fd >= 0; }
-  int release() { int f = m_fd; m_fd = -1; return f; }
+  int release() {
+    int f = m_fd;
+    m_fd = -1;
+    return f;
+  }
+
 private:
   int m_fd = -1;
 };
@@ -109,13 +114,12 @@ public:
   ~MappedFile();
   [[nodiscard]] const std::uint8_t* data() const { return m_data; }
   [[nodiscard]] std::size_t size() const { return m_size; }
-  [[nodiscard]] std::string_view view() const {
-    return {reinterpret_cast<const char*>(m_data), m_size};
-  }
+  [[nodiscard]] std::string_view view() const { return {reinterpret_cast<const char*>(m_data), m_size}; }
   // Releases the resident pages wholly inside [offset, offset + length) (clamped to the file):
   // madvise(MADV_DONTNEED) on the page-aligned interior. The bytes stay readable and unchanged,
   // since this is a read-only file mapping: a later read faults them in again from the file.
   void drop(std::size_t offset, std::size_t length) const;
+
 private:
   MappedFile() = default;
   const std::uint8_t* m_data = nullptr;

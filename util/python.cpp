@@ -8,8 +8,7 @@ namespace envfix::util {
 
 namespace fs = std::filesystem;
 
-Expected<SubprocessResult> run_python(const fs::path& python, const std::vector<std::string>& args,
-                                      SubprocessOptions options) {
+Expected<SubprocessResult> run_python(const fs::path& python, const std::vector<std::string>& args, SubprocessOptions options) {
   auto dir = ENVFIX_TRY(make_temp_dir({}, "envfix-py"));
   struct Cleanup {
     fs::path d;

@@ -15,8 +15,7 @@ namespace envfix::util {
 // Runs `python -I args...` with `options` (its cwd is replaced by an empty temporary directory,
 // removed afterwards). A relative `python` with a '/' is made absolute first, since the child's
 // working directory is not the caller's. Arguments that are paths must be absolute for the same reason.
-[[nodiscard]] Expected<SubprocessResult> run_python(const std::filesystem::path& python,
-                                                    const std::vector<std::string>& args,
+[[nodiscard]] Expected<SubprocessResult> run_python(const std::filesystem::path& python, const std::vector<std::string>& args,
                                                     SubprocessOptions options = {});
 
 } // namespace envfix::util

@@ -56,10 +56,9 @@ Expected<std::string> sha256_file_hex(const std::filesystem::path& path) {
     return with_errno(make_error(ErrorCode::io, fmt::format("{} {}: {}", what, path.string(), std::strerror(err))), err);
   };
   if (!fd.valid()) return io_error("cannot open", errno);
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd.get(), &st) != 0) return io_error("cannot stat", errno);
-  if (!S_ISREG(st.st_mode))
-    return make_error(ErrorCode::invalid_input, fmt::format("{} is not a regular file", path.string()));
+  if (!S_ISREG(st.st_mode)) return make_error(ErrorCode::invalid_input, fmt::format("{} is not a regular file", path.string()));
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   constexpr std::size_t buf_size = std::size_t{1} << 20;
   auto buf = std::make_unique_for_overwrite<char[]>(buf_size);
@@ -80,14 +79,20 @@ std::string base64url_nopad(std::string_view raw) {
   auto b = [&](std::size_t k) { return static_cast<unsigned char>(raw[k]); };
   for (; i + 2 < raw.size(); i += 3) {
     unsigned v = (b(i) << 16) | (b(i + 1) << 8) | b(i + 2);
-    out += tbl[(v >> 18) & 63]; out += tbl[(v >> 12) & 63]; out += tbl[(v >> 6) & 63]; out += tbl[v & 63];
+    out += tbl[(v >> 18) & 63];
+    out += tbl[(v >> 12) & 63];
+    out += tbl[(v >> 6) & 63];
+    out += tbl[v & 63];
   }
   if (raw.size() - i == 1) {
     unsigned v = b(i) << 16;
-    out += tbl[(v >> 18) & 63]; out += tbl[(v >> 12) & 63];
+    out += tbl[(v >> 18) & 63];
+    out += tbl[(v >> 12) & 63];
   } else if (raw.size() - i == 2) {
     unsigned v = (b(i) << 16) | (b(i + 1) << 8);
-    out += tbl[(v >> 18) & 63]; out += tbl[(v >> 12) & 63]; out += tbl[(v >> 6) & 63];
+    out += tbl[(v >> 18) & 63];
+    out += tbl[(v >> 12) & 63];
+    out += tbl[(v >> 6) & 63];
   }
   return out;
 }

@@ -23,7 +23,9 @@ public:
   [[nodiscard]] std::string hex_digest();
   [[nodiscard]] std::string raw_digest(); // 32 raw bytes
 private:
-  struct Deleter { void operator()(evp_md_ctx_st* c) const; };
+  struct Deleter {
+    void operator()(evp_md_ctx_st* c) const;
+  };
   std::unique_ptr<evp_md_ctx_st, Deleter> m_ctx;
 };
 

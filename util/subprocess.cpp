@@ -168,8 +168,10 @@ SubprocessResult wait_child(pid_t pid, const SubprocessOptions& o, Fd out_r, Fd 
   SubprocessResult res;
   Capture out_cap(o.max_output), err_cap(o.max_output);
   std::string_view to_write = o.stdin_data ? std::string_view(*o.stdin_data) : std::string_view();
-  if (to_write.empty()) in_w = Fd();
-  else ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
+  if (to_write.empty())
+    in_w = Fd();
+  else
+    ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
   Fd exit_fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   const auto deadline = Clock::now() + o.timeout;
   std::optional<Clock::time_point> drain_end;
@@ -192,7 +194,8 @@ SubprocessResult wait_child(pid_t pid, const SubprocessOptions& o, Fd out_r, Fd 
     long long wait_ms = std::min<long long>(left.count(), o.cancel ? 100 : 1000);
     if (!exit_fd.valid() && !drain_end) wait_ms = std::min<long long>(wait_ms, 20);
     if (drain_end)
-      wait_ms = std::min<long long>(wait_ms, std::chrono::duration_cast<std::chrono::milliseconds>(*drain_end - Clock::now()).count() + 1);
+      wait_ms = std::min<long long>(wait_ms,
+                                    std::chrono::duration_cast<std::chrono::milliseconds>(*drain_end - Clock::now()).count() + 1);
     int pr = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(std::max<long long>(wait_ms, 0)));
     if (pr < 0 && errno != EINTR) break;
     for (int i = 0; i < n && pr > 0; ++i) {
@@ -210,7 +213,8 @@ SubprocessResult wait_child(pid_t pid, const SubprocessOptions& o, Fd out_r, Fd 
       if (r > 0) {
         (is_out ? out_cap : err_cap).add(buf, static_cast<std::size_t>(r));
         if (o.on_output) o.on_output(is_out ? 1 : 2, std::string_view(buf, static_cast<std::size_t>(r)));
-      } else if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) (is_out ? out_r : err_r) = Fd();
+      } else if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
+        (is_out ? out_r : err_r) = Fd();
     }
   }
   if (o.new_session) {

@@ -19,10 +19,10 @@ namespace envfix::util {
 struct SubprocessOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   std::optional<std::filesystem::path> cwd;
-  std::map<std::string, std::string> set_env;   // added/overridden in the child
-  std::vector<std::string> unset_env;           // removed in the child
-  std::optional<std::string> stdin_data;        // written to the child's stdin, then closed
-  bool merge_stderr = false;                     // stderr into stdout
+  std::map<std::string, std::string> set_env; // added/overridden in the child
+  std::vector<std::string> unset_env;         // removed in the child
+  std::optional<std::string> stdin_data;      // written to the child's stdin, then closed
+  bool merge_stderr = false;                  // stderr into stdout
   // Polled while the child runs (at least every 100 ms, and whenever a signal interrupts the wait):
   // true kills the child's process group, like the timeout does (SubprocessResult::cancelled).
   std::function<bool()> cancel;
@@ -65,8 +65,7 @@ struct SubprocessResult {
 };
 
 // Fails only when the process could not be started; a non-zero exit is data in the result.
-[[nodiscard]] Expected<SubprocessResult> run_process(const std::vector<std::string>& argv,
-                                                     const SubprocessOptions& options = {});
+[[nodiscard]] Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, const SubprocessOptions& options = {});
 
 // While one lives, SIGINT and SIGTERM are recorded (interrupt_signal()) instead of ending envfix, so
 // a wait on a child (SubprocessOptions::cancel polling interrupt_signal()) can kill the child's
@@ -85,7 +84,6 @@ private:
 [[nodiscard]] int interrupt_signal();
 
 // Search PATH (or the given PATH value) for an executable.
-[[nodiscard]] std::optional<std::filesystem::path> find_in_path(const std::string& name,
-                                                                const char* path_value = nullptr);
+[[nodiscard]] std::optional<std::filesystem::path> find_in_path(const std::string& name, const char* path_value = nullptr);
 
 } // namespace envfix::util

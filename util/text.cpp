@@ -48,8 +48,10 @@ std::string escape_control(std::string_view s, bool keep_newlines, bool keep_sgr
       continue;
     }
     if (n == 1) {
-      if ((c < 0x20 && !(keep_newlines && (c == '\n' || c == '\t'))) || c == 0x7f) out += fmt::format("\\x{:02x}", c);
-      else out += static_cast<char>(c);
+      if ((c < 0x20 && !(keep_newlines && (c == '\n' || c == '\t'))) || c == 0x7f)
+        out += fmt::format("\\x{:02x}", c);
+      else
+        out += static_cast<char>(c);
     } else if (n == 2 && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0) {
       // C1 controls: U+0080..U+009F (0x9b is a CSI on terminals that read 8-bit controls).
       out += fmt::format("\\u{:04x}", static_cast<unsigned char>(s[i + 1]));

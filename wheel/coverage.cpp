@@ -174,14 +174,18 @@ PackageCoverage package_coverage(const std::vector<ProfiledFile>& files, specs::
     pc.registered += fc.registered;
     pc.embedded += fc.embedded;
     any_sass = any_sass || fc.registered.sass + fc.embedded.sass > 0;
-    if (fc.verdict == Verdict::none) pc.none_files.push_back(f.path);
+    if (fc.verdict == Verdict::none)
+      pc.none_files.push_back(f.path);
     else if (fc.verdict == Verdict::partial)
       pc.partial_files.push_back(fmt::format("{}: {}/{}", f.path, fc.runnable(), fc.total()));
   }
   if (pc.files == 0) return pc;
-  if (pc.runnable() == 0) pc.verdict = Verdict::none;
-  else if (pc.none_files.empty() && pc.partial_files.empty()) pc.verdict = Verdict::full;
-  else pc.verdict = Verdict::partial;
+  if (pc.runnable() == 0)
+    pc.verdict = Verdict::none;
+  else if (pc.none_files.empty() && pc.partial_files.empty())
+    pc.verdict = Verdict::full;
+  else
+    pc.verdict = Verdict::partial;
   pc.jit_only = pc.runnable() > 0 && !any_sass;
   return pc;
 }

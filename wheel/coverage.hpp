@@ -85,11 +85,11 @@ struct ProfiledFile {
 
 struct PackageCoverage {
   Verdict verdict = Verdict::none;
-  std::uint64_t files = 0;              // files with GPU code
-  ContainerCounts registered, embedded; // summed over the files
-  std::vector<std::string> none_files;  // files with no runnable entry
+  std::uint64_t files = 0;                // files with GPU code
+  ContainerCounts registered, embedded;   // summed over the files
+  std::vector<std::string> none_files;    // files with no runnable entry
   std::vector<std::string> partial_files; // "path: runnable/total"
-  bool jit_only = false;                // runnable, but nowhere through SASS
+  bool jit_only = false;                  // runnable, but nowhere through SASS
   [[nodiscard]] std::uint64_t runnable() const { return registered.runnable() + embedded.runnable(); }
   [[nodiscard]] std::uint64_t total() const { return registered.total() + embedded.total(); }
   [[nodiscard]] bool has_gpu_code() const { return files > 0; }

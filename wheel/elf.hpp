@@ -30,9 +30,9 @@ struct ElfSegment {
 };
 
 struct ElfFile {
-  std::uint16_t type = 0;      // ET_REL 1, ET_EXEC 2, ET_DYN 3
-  std::uint16_t machine = 0;   // EM_X86_64 62, EM_AARCH64 183, EM_CUDA 190
-  std::uint32_t flags = 0;     // e_flags (cubins: the SM, docs/kernels.md, Raw cubins and e_flags)
+  std::uint16_t type = 0;    // ET_REL 1, ET_EXEC 2, ET_DYN 3
+  std::uint16_t machine = 0; // EM_X86_64 62, EM_AARCH64 183, EM_CUDA 190
+  std::uint32_t flags = 0;   // e_flags (cubins: the SM, docs/kernels.md, Raw cubins and e_flags)
   std::uint8_t osabi = 0;
   std::uint8_t abiversion = 0;
   std::vector<ElfSection> sections;
@@ -45,12 +45,9 @@ struct ElfFile {
 [[nodiscard]] bool is_elf(std::span<const std::uint8_t> bytes);
 
 // Little-endian loads without alignment requirements (callers bounds-check first).
-[[nodiscard]] inline std::uint16_t load_u16(const std::uint8_t* p) {
-  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
+[[nodiscard]] inline std::uint16_t load_u16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
 [[nodiscard]] inline std::uint32_t load_u32(const std::uint8_t* p) {
-  return std::uint32_t(p[0]) | (std::uint32_t(p[1]) << 8) | (std::uint32_t(p[2]) << 16) |
-         (std::uint32_t(p[3]) << 24);
+  return std::uint32_t(p[0]) | (std::uint32_t(p[1]) << 8) | (std::uint32_t(p[2]) << 16) | (std::uint32_t(p[3]) << 24);
 }
 [[nodiscard]] inline std::uint64_t load_u64(const std::uint8_t* p) {
   return std::uint64_t(load_u32(p)) | (std::uint64_t(load_u32(p + 4)) << 32);

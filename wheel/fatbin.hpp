@@ -33,6 +33,7 @@ public:
   void advance(std::size_t pos);
   // Releases the rest, up to `pos`.
   void finish(std::size_t pos);
+
 private:
   const std::function<void(std::size_t, std::size_t)>& m_release;
   std::size_t m_window;
@@ -44,22 +45,21 @@ private:
 // Parses the container whose header is at `pos`; every entry must tile [pos+headerSize, end)
 // exactly. On success fills `out` and returns the container's end offset. On failure returns
 // an Error that names `name` and the offending offset.
-[[nodiscard]] Expected<std::size_t> parse_container(std::span<const std::uint8_t> bytes, std::size_t pos,
-                                                    std::string_view name, FatbinContainer& out);
+[[nodiscard]] Expected<std::size_t> parse_container(std::span<const std::uint8_t> bytes, std::size_t pos, std::string_view name,
+                                                    FatbinContainer& out);
 
 // A dedicated fatbin section (.nv_fatbin, __nv_relfatbin) or a raw .fatbin file: containers back
 // to back. Zero padding is skipped; other bytes are skipped to the next magic with a warning; a
 // magic whose container does not parse is an error (the section is damaged).
-[[nodiscard]] Expected<void> walk_fatbin_section(std::span<const std::uint8_t> bytes, std::size_t off,
-                                                 std::size_t size, std::string_view section,
-                                                 std::string_view name, KernelSet& out,
+[[nodiscard]] Expected<void> walk_fatbin_section(std::span<const std::uint8_t> bytes, std::size_t off, std::size_t size,
+                                                 std::string_view section, std::string_view name, KernelSet& out,
                                                  const ReadOptions& options = {});
 
 // Any other region: accept only containers that parse strictly and hold at least one entry
 // (code sections contain the magic as an immediate; docs/kernels.md, Embedded fatbins). Searches options.window
 // bytes at a time and releases each window it has passed; a container that crosses a window's
 // edge is parsed whole (and found whichever side of the edge its magic lies).
-void scan_region(std::span<const std::uint8_t> bytes, std::size_t off, std::size_t size,
-                 std::string_view section, KernelSet& out, const ReadOptions& options = {});
+void scan_region(std::span<const std::uint8_t> bytes, std::size_t off, std::size_t size, std::string_view section, KernelSet& out,
+                 const ReadOptions& options = {});
 
 } // namespace envfix::wheel

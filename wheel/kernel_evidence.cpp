@@ -43,7 +43,8 @@ json key_json(const BuildKey& k) {
 }
 
 bool is_sha256(std::string_view s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  return s.size() == 64 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 std::optional<json> parse_object(std::string_view text) {
@@ -128,8 +129,7 @@ std::optional<KernelProfile> EvidenceStore::file(std::string_view file_hash) con
 }
 
 Expected<void> EvidenceStore::put_file(std::string_view file_hash, const KernelProfile& p) const {
-  return write_json(m_dir / "files" / (util::sha256_hex(file_hash) + ".json"),
-                    {{"hash", file_hash}, {"profile", p.to_json()}});
+  return write_json(m_dir / "files" / (util::sha256_hex(file_hash) + ".json"), {{"hash", file_hash}, {"profile", p.to_json()}});
 }
 
 std::optional<BuildEvidence> EvidenceStore::build(std::string_view wheel_sha256) const {
@@ -142,13 +142,10 @@ std::optional<BuildEvidence> EvidenceStore::build(std::string_view wheel_sha256)
 }
 
 Expected<void> EvidenceStore::put_build(const BuildEvidence& e) const {
-  if (!e.sha256.empty() && !is_sha256(e.sha256))
-    return fail(ErrorCode::internal, "evidence: '{}' is not a sha256", e.sha256);
+  if (!e.sha256.empty() && !is_sha256(e.sha256)) return fail(ErrorCode::internal, "evidence: '{}' is not a sha256", e.sha256);
   json files = json::array();
   for (const auto& f : e.files) files.push_back({{"path", f.path}, {"profile", f.profile.to_json()}});
-  json j{{"key", key_json(e.key)},
-         {"source", e.source},
-         {"files", files}};
+  json j{{"key", key_json(e.key)}, {"source", e.source}, {"files", files}};
   if (e.sha256.empty()) return write_json(m_dir / "installed" / (util::sha256_hex(key_text(e.key)) + ".json"), j);
   j["sha256"] = e.sha256;
   return write_json(m_dir / "builds" / (e.sha256 + ".json"), j);
@@ -165,7 +162,8 @@ std::vector<BuildEvidence> EvidenceStore::builds() const {
       auto e = checked([&] { return build_from_json(*j); });
       // A record is listed only under its own name: builds/<its sha256>, installed/<hash of its key>.
       const std::string stem = it->path().stem().string();
-      if (e && (std::string_view(sub) == "builds" ? e->sha256 == stem : e->sha256.empty() && stem == util::sha256_hex(key_text(e->key))))
+      if (e && (std::string_view(sub) == "builds" ? e->sha256 == stem
+                                                  : e->sha256.empty() && stem == util::sha256_hex(key_text(e->key))))
         out.push_back(std::move(*e));
     }
   }
@@ -201,9 +199,15 @@ std::optional<RunObservation> observation_from_json(const json& j) {
 
 Expected<void> EvidenceStore::put_observation(const RunObservation& o) const {
   if (!is_sha256(o.record_sha256)) return fail(ErrorCode::internal, "evidence: '{}' is not a sha256", o.record_sha256);
-  return write_json(m_dir / "observations" / observation_name(o),
-                    {{"key", key_json(o.key)}, {"record_sha256", o.record_sha256}, {"cc", o.cc.spec()}, {"device", o.device},
-                     {"ran", o.ran}, {"step", o.step}, {"error", o.error}, {"when", o.when}, {"by", o.by}});
+  return write_json(m_dir / "observations" / observation_name(o), {{"key", key_json(o.key)},
+                                                                   {"record_sha256", o.record_sha256},
+                                                                   {"cc", o.cc.spec()},
+                                                                   {"device", o.device},
+                                                                   {"ran", o.ran},
+                                                                   {"step", o.step},
+                                                                   {"error", o.error},
+                                                                   {"when", o.when},
+                                                                   {"by", o.by}});
 }
 
 std::vector<RunObservation> EvidenceStore::observations(const BuildKey& key, std::string_view record_sha256) const {
@@ -226,8 +230,8 @@ std::string EvidenceMigration::to_string() const {
                      "file's hash){}, {} build record{} keyed by name and version dropped (a build's verdict is now "
                      "that of its own files; they are read again when needed)",
                      evidence_v1_dir_name, files_kept, files_kept == 1 ? "" : "s",
-                     files_dropped ? fmt::format(", {} unreadable dropped", files_dropped) : std::string(),
-                     builds_dropped, builds_dropped == 1 ? "" : "s");
+                     files_dropped ? fmt::format(", {} unreadable dropped", files_dropped) : std::string(), builds_dropped,
+                     builds_dropped == 1 ? "" : "s");
 }
 
 Expected<std::optional<EvidenceMigration>> migrate_evidence_v1(const fs::path& cache_dir) {
@@ -262,11 +266,10 @@ Expected<std::optional<EvidenceMigration>> migrate_evidence_v1(const fs::path& c
   return std::optional<EvidenceMigration>{m};
 }
 
-std::vector<ReadProfile> read_profiles(const std::vector<ProfileSource>& files, const EvidenceStore* store,
-                                       unsigned threads) {
+std::vector<ReadProfile> read_profiles(const std::vector<ProfileSource>& files, const EvidenceStore* store, unsigned threads) {
   threads = std::max(1u, threads);
-  const std::size_t window = std::clamp<std::size_t>((std::size_t{128} << 20) / threads, std::size_t{4} << 20,
-                                                     std::size_t{32} << 20);
+  const std::size_t window =
+      std::clamp<std::size_t>((std::size_t{128} << 20) / threads, std::size_t{4} << 20, std::size_t{32} << 20);
   std::vector<std::optional<ReadProfile>> out(files.size());
   (void)util::parallel_for(files.size(), threads, [&](std::size_t i) -> Expected<void> {
     const auto& f = files[i];

@@ -18,10 +18,10 @@
 namespace envfix::wheel {
 
 struct BuildKey {
-  std::string project;  // normalized name
-  std::string version;  // as in the wheel, local label included ("2.11.0+cu130")
-  std::string variant;  // the index's variant ("cu130"), or "" when unknown
-  std::string platform; // the wheel's platform tags joined with '.', "manylinux_2_28_x86_64"
+  std::string project;                         // normalized name
+  std::string version;                         // as in the wheel, local label included ("2.11.0+cu130")
+  std::string variant;                         // the index's variant ("cu130"), or "" when unknown
+  std::string platform;                        // the wheel's platform tags joined with '.', "manylinux_2_28_x86_64"
   [[nodiscard]] std::string to_string() const; // "torch 2.11.0+cu130 (cu130, manylinux_2_28_x86_64)"
   auto operator<=>(const BuildKey&) const = default;
 };
@@ -38,7 +38,7 @@ struct BuildKey {
 
 struct BuildEvidence {
   BuildKey key;
-  std::string source;             // "downloaded torch-2.11.0+cu130-….whl" | "installed in /…/site-packages"
+  std::string source;              // "downloaded torch-2.11.0+cu130-….whl" | "installed in /…/site-packages"
   std::vector<ProfiledFile> files; // files with GPU code, by path inside the package
   std::string sha256;              // of the wheel file whose binaries these are; "" for an installed build
 };
@@ -51,14 +51,14 @@ struct BuildEvidence {
 // version is not meant) and the device's compute capability and kind.
 struct RunObservation {
   BuildKey key;
-  std::string record_sha256;    // of the dist-info's RECORD: these exact files
-  specs::ComputeCapability cc;  // the device's, with its integrated flag
-  std::string device;           // "NVIDIA Jetson AGX Orin"
-  bool ran = false;             // false: "no kernel image is available"
-  std::string step;             // "step B"
-  std::string error;            // the exception line when it did not run
-  std::string when;             // UTC, "2026-12-05T13:20:00Z"
-  std::string by;               // "envfix doctor" | "envfix verify"
+  std::string record_sha256;   // of the dist-info's RECORD: these exact files
+  specs::ComputeCapability cc; // the device's, with its integrated flag
+  std::string device;          // "NVIDIA Jetson AGX Orin"
+  bool ran = false;            // false: "no kernel image is available"
+  std::string step;            // "step B"
+  std::string error;           // the exception line when it did not run
+  std::string when;            // UTC, "2026-12-05T13:20:00Z"
+  std::string by;              // "envfix doctor" | "envfix verify"
 };
 
 // Does the run contradict the rule's verdict for that device? It ran where the rule finds nothing
@@ -92,8 +92,8 @@ struct EvidenceMigration {
 [[nodiscard]] std::optional<BuildEvidence> parse_build_record(std::string_view text);
 
 // <cache>/evidence-v2: files/<sha256 of the file hash>.json, builds/<wheel sha256>.json,
-// installed/<sha256 of the key>.json, observations/<sha256 of key, RECORD and device>.json. Entries are named by a hash, never by a name that came from
-// outside; each is read back only when this user's alone (util/cache_trust.hpp) and names its own key.
+// installed/<sha256 of the key>.json, observations/<sha256 of key, RECORD and device>.json. Entries are named by a hash, never by
+// a name that came from outside; each is read back only when this user's alone (util/cache_trust.hpp) and names its own key.
 class EvidenceStore {
 public:
   explicit EvidenceStore(std::filesystem::path dir) : m_dir(std::move(dir)) {}

@@ -32,12 +32,11 @@ bool is_fatbin(std::span<const std::uint8_t> b) { return b.size() >= 4 && load_u
 bool skip_scan(const ElfSection& s) {
   if (s.type == sht_nobits || s.type == 0 || s.size == 0) return true;
   if (s.flags & shf_execinstr) return true;
-  static constexpr std::string_view exact[] = {".symtab", ".strtab", ".dynsym", ".dynstr", ".shstrtab",
-                                               ".nvFatBinSegment", ".dynamic", ".interp", ".comment",
-                                               ".hash", ".symtab_shndx"};
-  static constexpr std::string_view prefixes[] = {".rela", ".rel.", ".debug", ".zdebug", ".eh_frame",
-                                                  ".gnu", ".note", ".got", ".init_array", ".fini_array",
-                                                  ".gcc_except_table", ".tbss", ".stapsdt"};
+  static constexpr std::string_view exact[] = {".symtab",  ".strtab", ".dynsym",  ".dynstr", ".shstrtab",    ".nvFatBinSegment",
+                                               ".dynamic", ".interp", ".comment", ".hash",   ".symtab_shndx"};
+  static constexpr std::string_view prefixes[] = {".rela",   ".rel.", ".debug",      ".zdebug",     ".eh_frame",         ".gnu",
+                                                  ".note",   ".got",  ".init_array", ".fini_array", ".gcc_except_table", ".tbss",
+                                                  ".stapsdt"};
   for (auto e : exact)
     if (s.name == e) return true;
   for (auto p : prefixes)
@@ -65,8 +64,7 @@ Expected<KernelSet> read_cubin(const ElfFile& elf, std::size_t size, std::string
     arch_specific = (elf.flags & 0x800) != 0;
   }
   if (sm < 10)
-    return fail(ErrorCode::invalid_input, "{}: CUDA cubin with e_flags {:#x} names no SM (offset 48)", name,
-                elf.flags);
+    return fail(ErrorCode::invalid_input, "{}: CUDA cubin with e_flags {:#x} names no SM (offset 48)", name, elf.flags);
   KernelEntry e;
   e.arch = GpuArch::from_number(GpuArch::Kind::sass, sm, arch_specific ? GpuArch::Variant::a : GpuArch::Variant::plain);
   e.size = size;
@@ -75,8 +73,7 @@ Expected<KernelSet> read_cubin(const ElfFile& elf, std::size_t size, std::string
   return ks;
 }
 
-Expected<KernelSet> read_elf(std::span<const std::uint8_t> bytes, std::string_view name,
-                             const ReadOptions& options) {
+Expected<KernelSet> read_elf(std::span<const std::uint8_t> bytes, std::string_view name, const ReadOptions& options) {
   auto elf = ENVFIX_TRY(ElfFile::parse(bytes, name));
   if (elf.machine == em_cuda) return read_cubin(elf, bytes.size(), name);
   KernelSet ks;
@@ -102,8 +99,7 @@ std::string_view trim_right(std::string_view s) {
   return s;
 }
 
-Expected<KernelSet> read_archive(std::span<const std::uint8_t> bytes, std::string_view name,
-                                 const ReadOptions& options) {
+Expected<KernelSet> read_archive(std::span<const std::uint8_t> bytes, std::string_view name, const ReadOptions& options) {
   const auto* b = reinterpret_cast<const char*>(bytes.data());
   const std::size_t size = bytes.size();
   std::string long_names; // a copy: the bytes it came from are released with the headers
@@ -112,26 +108,24 @@ Expected<KernelSet> read_archive(std::span<const std::uint8_t> bytes, std::strin
   Releaser released(options, 0); // member headers; the members release their own bytes
   while (pos < size) {
     released.advance(pos);
-    if (size - pos < 60)
-      return fail(ErrorCode::invalid_input, "{}: truncated archive member header at offset {:#x}", name, pos);
+    if (size - pos < 60) return fail(ErrorCode::invalid_input, "{}: truncated archive member header at offset {:#x}", name, pos);
     std::string_view hdr(b + pos, 60);
     if (hdr.substr(58, 2) != "`\n")
-      return fail(ErrorCode::invalid_input, "{}: bad archive member header at offset {:#x} (no terminator)", name,
-                  pos);
+      return fail(ErrorCode::invalid_input, "{}: bad archive member header at offset {:#x} (no terminator)", name, pos);
     std::string_view size_field = trim_right(hdr.substr(48, 10));
     std::uint64_t msize = 0;
-    if (size_field.empty())
-      return fail(ErrorCode::invalid_input, "{}: archive member at offset {:#x} has no size", name, pos);
+    if (size_field.empty()) return fail(ErrorCode::invalid_input, "{}: archive member at offset {:#x} has no size", name, pos);
     for (char c : size_field) {
       if (c < '0' || c > '9')
-        return fail(ErrorCode::invalid_input, "{}: archive member at offset {:#x} has size '{}'", name, pos,
-                    size_field);
+        return fail(ErrorCode::invalid_input, "{}: archive member at offset {:#x} has size '{}'", name, pos, size_field);
       msize = msize * 10 + static_cast<unsigned>(c - '0');
     }
     std::size_t data = pos + 60;
     if (msize > size - data)
-      return fail(ErrorCode::invalid_input, "{}: archive member at offset {:#x} claims {} bytes but only {} remain; "
-                  "the file is truncated", name, pos, msize, size - data);
+      return fail(ErrorCode::invalid_input,
+                  "{}: archive member at offset {:#x} claims {} bytes but only {} remain; "
+                  "the file is truncated",
+                  name, pos, msize, size - data);
     std::string_view raw_name = trim_right(hdr.substr(0, 16));
     std::string member;
     std::size_t body = data, body_size = msize;
@@ -144,8 +138,7 @@ Expected<KernelSet> read_archive(std::span<const std::uint8_t> bytes, std::strin
         std::uint64_t n = 0;
         for (char c : raw_name.substr(3)) n = (c >= '0' && c <= '9') ? n * 10 + static_cast<unsigned>(c - '0') : n;
         if (n > msize)
-          return fail(ErrorCode::invalid_input, "{}: archive member name at offset {:#x} longer than the member",
-                      name, pos);
+          return fail(ErrorCode::invalid_input, "{}: archive member name at offset {:#x} longer than the member", name, pos);
         member = trim_right(std::string_view(b + data, n));
         body += n;
         body_size -= n;
@@ -153,8 +146,10 @@ Expected<KernelSet> read_archive(std::span<const std::uint8_t> bytes, std::strin
         std::uint64_t n = 0;
         for (char c : raw_name.substr(1)) n = (c >= '0' && c <= '9') ? n * 10 + static_cast<unsigned>(c - '0') : n;
         if (n >= long_names.size())
-          return fail(ErrorCode::invalid_input, "{}: archive member at offset {:#x} names long-name offset {} "
-                      "outside the // table ({} bytes)", name, pos, n, long_names.size());
+          return fail(ErrorCode::invalid_input,
+                      "{}: archive member at offset {:#x} names long-name offset {} "
+                      "outside the // table ({} bytes)",
+                      name, pos, n, long_names.size());
         std::string_view rest = std::string_view(long_names).substr(n);
         member = rest.substr(0, std::min(rest.find("/\n"), rest.find('\n')));
       } else {
@@ -184,13 +179,10 @@ struct ArchiveDeleter {
 } // namespace
 
 bool FatbinContainer::loadable() const {
-  return std::any_of(entries.begin(), entries.end(),
-                     [](const KernelEntry& e) { return e.arch.kind != GpuArch::Kind::lto; });
+  return std::any_of(entries.begin(), entries.end(), [](const KernelEntry& e) { return e.arch.kind != GpuArch::Kind::lto; });
 }
 
-bool FatbinContainer::registered() const {
-  return section.empty() || section == ".nv_fatbin" || section == "__nv_relfatbin";
-}
+bool FatbinContainer::registered() const { return section.empty() || section == ".nv_fatbin" || section == "__nv_relfatbin"; }
 
 std::vector<GpuArch> KernelSet::archs() const {
   std::set<GpuArch> s;
@@ -237,12 +229,10 @@ bool KernelSet::has_zstd() const {
 void KernelSet::append(KernelSet&& other) {
   containers.insert(containers.end(), std::make_move_iterator(other.containers.begin()),
                     std::make_move_iterator(other.containers.end()));
-  warnings.insert(warnings.end(), std::make_move_iterator(other.warnings.begin()),
-                  std::make_move_iterator(other.warnings.end()));
+  warnings.insert(warnings.end(), std::make_move_iterator(other.warnings.begin()), std::make_move_iterator(other.warnings.end()));
 }
 
-Expected<KernelSet> read_kernels(std::span<const std::uint8_t> bytes, std::string_view name,
-                                 const ReadOptions& options) {
+Expected<KernelSet> read_kernels(std::span<const std::uint8_t> bytes, std::string_view name, const ReadOptions& options) {
   if (starts_with(bytes, ar_magic)) return read_archive(bytes, name, options);
   if (starts_with(bytes, thin_ar_magic)) {
     KernelSet ks;
@@ -256,8 +246,7 @@ Expected<KernelSet> read_kernels(std::span<const std::uint8_t> bytes, std::strin
     return ks;
   }
   if (is_elf(bytes)) return read_elf(bytes, name, options);
-  return make_error(ErrorCode::invalid_input,
-                    fmt::format("{}: not an ELF file, static archive or fatbin (offset 0)", name),
+  return make_error(ErrorCode::invalid_input, fmt::format("{}: not an ELF file, static archive or fatbin (offset 0)", name),
                     "envfix inspect reads .so, .o, .a, .cubin, .fatbin and .whl files");
 }
 
@@ -323,8 +312,7 @@ Expected<std::vector<std::pair<std::string, KernelSet>>> read_kernels_in_wheel(c
     auto ks = read_kernels(bytes, fmt::format("{}!{}", path.string(), member));
     if (!ks) return std::unexpected(std::move(ks.error()));
     if (!ks->empty()) {
-      for (auto& c : ks->containers)
-        c.member = c.member.empty() ? member : fmt::format("{}({})", member, c.member);
+      for (auto& c : ks->containers) c.member = c.member.empty() ? member : fmt::format("{}({})", member, c.member);
       out.emplace_back(member, std::move(*ks));
     }
   }
@@ -333,8 +321,7 @@ Expected<std::vector<std::pair<std::string, KernelSet>>> read_kernels_in_wheel(c
 
 Expected<KernelSet> read_kernels_file(const std::filesystem::path& path, std::size_t window) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    return make_error(ErrorCode::not_found, fmt::format("{}: no such file", path.string()));
+  if (!std::filesystem::exists(path, ec)) return make_error(ErrorCode::not_found, fmt::format("{}: no such file", path.string()));
   if (path.extension() == ".whl") {
     auto members = ENVFIX_TRY(read_kernels_in_wheel(path));
     KernelSet ks;

@@ -18,20 +18,20 @@ namespace envfix::wheel {
 struct KernelEntry {
   specs::GpuArch arch;
   bool compressed = false;
-  std::string compression;          // "", "lz4", "zstd"
-  std::uint64_t size = 0;           // payload bytes on disk
+  std::string compression;             // "", "lz4", "zstd"
+  std::uint64_t size = 0;              // payload bytes on disk
   std::uint64_t uncompressed_size = 0; // 0 when not compressed
-  std::uint16_t code_major = 0;     // PTX: ISA version (9.0 for CUDA 13.0); SASS: cubin code version
+  std::uint16_t code_major = 0;        // PTX: ISA version (9.0 for CUDA 13.0); SASS: cubin code version
   std::uint16_t code_minor = 0;
-  bool debug = false;               // built with -G
-  std::uint64_t offset = 0;         // of the entry header, in the file (or archive member)
+  bool debug = false;       // built with -G
+  std::uint64_t offset = 0; // of the entry header, in the file (or archive member)
 };
 
 struct FatbinContainer {
   std::vector<KernelEntry> entries;
-  std::string section;              // ".nv_fatbin", "__nv_relfatbin", ".ldata", … ("" for a raw file)
-  std::uint64_t offset = 0;         // of the container header
-  std::string member;               // archive member ("libx.a(member.o)" style name), "" otherwise
+  std::string section;      // ".nv_fatbin", "__nv_relfatbin", ".ldata", … ("" for a raw file)
+  std::uint64_t offset = 0; // of the container header
+  std::string member;       // archive member ("libx.a(member.o)" style name), "" otherwise
 
   // A container with no SASS/PTX (empty, or LTO-IR only) holds nothing a GPU can load.
   [[nodiscard]] bool loadable() const;
@@ -75,18 +75,15 @@ struct ReadOptions {
 // Reads an ELF file (.so, executable, .o, raw .cubin), a static archive or a raw .fatbin.
 // `name_for_errors` names the input in messages (errors carry the byte offset). The result does
 // not depend on `options`.
-[[nodiscard]] Expected<KernelSet> read_kernels(std::span<const std::uint8_t> bytes,
-                                               std::string_view name_for_errors,
+[[nodiscard]] Expected<KernelSet> read_kernels(std::span<const std::uint8_t> bytes, std::string_view name_for_errors,
                                                const ReadOptions& options = {});
 // The same on a file, memory-mapped, with pages dropped as they are finished with, so the peak
 // resident set stays within a few windows whatever the file's size; a .whl is read with
 // read_kernels_in_wheel and merged. Callers reading many files at once pass a smaller window.
-[[nodiscard]] Expected<KernelSet> read_kernels_file(const std::filesystem::path& path,
-                                                    std::size_t window = ReadOptions{}.window);
+[[nodiscard]] Expected<KernelSet> read_kernels_file(const std::filesystem::path& path, std::size_t window = ReadOptions{}.window);
 // Member path → kernels for every member of a wheel (zip) that contains GPU code. Members are
 // streamed and read into memory one at a time; the wheel is never copied.
-[[nodiscard]] Expected<std::vector<std::pair<std::string, KernelSet>>>
-read_kernels_in_wheel(const std::filesystem::path& path);
+[[nodiscard]] Expected<std::vector<std::pair<std::string, KernelSet>>> read_kernels_in_wheel(const std::filesystem::path& path);
 
 // True for names worth reading inside a wheel: *.so, *.so.N, *.a, *.o, *.cubin, *.fatbin.
 [[nodiscard]] bool may_contain_kernels(std::string_view member_name);

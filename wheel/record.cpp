@@ -49,10 +49,9 @@ Expected<Record> Record::parse(std::string_view csv_text, std::string_view name_
   record.entries.reserve(rows.size());
   for (auto& row : rows) {
     if (row.fields.size() != 3)
-      return std::unexpected(
-          Error(csv_error(name_for_errors, row.line,
-                          fmt::format("expected 3 fields (path,hash,size), found {}", row.fields.size()),
-                          fmt::format("{}", fmt::join(row.fields, ",")))));
+      return std::unexpected(Error(csv_error(name_for_errors, row.line,
+                                             fmt::format("expected 3 fields (path,hash,size), found {}", row.fields.size()),
+                                             fmt::format("{}", fmt::join(row.fields, ",")))));
     RecordEntry e;
     e.path = std::move(row.fields[0]);
     if (e.path.empty()) return std::unexpected(csv_error(name_for_errors, row.line, "empty path"));

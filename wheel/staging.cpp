@@ -47,8 +47,8 @@ bool valid_utf8(std::string_view s) {
       cp = (cp << 6) | (cc & 0x3f);
     }
     // Overlong forms, surrogates and out-of-range code points are not UTF-8.
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+        (cp >= 0xd800 && cp <= 0xdfff))
       return false;
     i += n + 1;
   }
@@ -106,25 +106,20 @@ Expected<void> check_member_name(std::string_view name) {
   if (name.empty()) return fail(ErrorCode::invalid_input, "empty member name");
   if (!valid_utf8(name))
     return fail(ErrorCode::invalid_input, "member name is not valid UTF-8: '{}'", util::escape_control(name));
-  if (name.find('\\') != std::string_view::npos)
-    return fail(ErrorCode::invalid_input, "member '{}' contains a backslash", name);
-  if (name.find('\0') != std::string_view::npos)
-    return fail(ErrorCode::invalid_input, "member name contains a NUL byte");
+  if (name.find('\\') != std::string_view::npos) return fail(ErrorCode::invalid_input, "member '{}' contains a backslash", name);
+  if (name.find('\0') != std::string_view::npos) return fail(ErrorCode::invalid_input, "member name contains a NUL byte");
   for (char c : name)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
       return fail(ErrorCode::invalid_input, "member '{}' contains a control character", util::escape_control(name));
-  if (name[0] == '/')
-    return fail(ErrorCode::invalid_input, "member '{}' is an absolute path", name);
-  if (name.size() >= 2 && name[1] == ':')
-    return fail(ErrorCode::invalid_input, "member '{}' is an absolute (drive) path", name);
+  if (name[0] == '/') return fail(ErrorCode::invalid_input, "member '{}' is an absolute path", name);
+  if (name.size() >= 2 && name[1] == ':') return fail(ErrorCode::invalid_input, "member '{}' is an absolute (drive) path", name);
   std::string_view rest = name;
   if (rest.back() == '/') rest.remove_suffix(1);
   std::size_t start = 0;
   while (start <= rest.size()) {
     auto slash = rest.find('/', start);
     auto comp = rest.substr(start, slash == std::string_view::npos ? rest.size() - start : slash - start);
-    if (comp == "..")
-      return fail(ErrorCode::invalid_input, "member '{}' has a '..' component (would escape the target)", name);
+    if (comp == "..") return fail(ErrorCode::invalid_input, "member '{}' has a '..' component (would escape the target)", name);
     if (comp.empty() || comp == ".")
       return fail(ErrorCode::invalid_input, "member '{}' has an empty or '.' path component", name);
     if (slash == std::string_view::npos) break;
@@ -137,9 +132,9 @@ std::vector<const StagedFile*> StagedWheel::shared_objects() const {
   std::vector<const StagedFile*> out;
   for (const auto& f : files) {
     auto slash = f.staged.rfind('/');
-    std::string_view base = slash == std::string::npos ? std::string_view(f.staged) : std::string_view(f.staged).substr(slash + 1);
-    if (base.size() > 3 && (base.ends_with(".so") || base.find(".so.") != std::string::npos))
-      out.push_back(&f);
+    std::string_view base =
+        slash == std::string::npos ? std::string_view(f.staged) : std::string_view(f.staged).substr(slash + 1);
+    if (base.size() > 3 && (base.ends_with(".so") || base.find(".so.") != std::string::npos)) out.push_back(&f);
   }
   return out;
 }
@@ -155,8 +150,7 @@ Expected<void> check_members(const WheelArchive& ar, const std::string& wname) {
       return std::unexpected(std::move(ok.error()).context(fmt::format("{}: refusing the wheel", wname)));
     std::string key = raw;
     if (key.back() == '/') key.pop_back();
-    if (!seen.insert(key).second)
-      return fail(ErrorCode::invalid_input, "{}: duplicate member '{}'", wname, raw);
+    if (!seen.insert(key).second) return fail(ErrorCode::invalid_input, "{}: duplicate member '{}'", wname, raw);
   }
   if (ar.raw_names().size() != ar.entries().size())
     return fail(ErrorCode::invalid_input, "{}: the ZIP directory lists {} members, the reader found {}", wname,
@@ -173,8 +167,7 @@ Expected<void> check_members(const WheelArchive& ar, const std::string& wname) {
     case ArchiveEntry::Type::hardlink:
       return fail(ErrorCode::invalid_input, "{}: member '{}' is a hard link (to '{}'); wheels may only contain regular files",
                   wname, e.name, e.link_target);
-    case ArchiveEntry::Type::other:
-      return fail(ErrorCode::invalid_input, "{}: member '{}' is not a regular file", wname, e.name);
+    case ArchiveEntry::Type::other: return fail(ErrorCode::invalid_input, "{}: member '{}' is not a regular file", wname, e.name);
     default: break;
     }
   }
@@ -195,16 +188,14 @@ Expected<void> find_dist_info(const WheelArchive& ar, const std::string& wname, 
   }
   if (dist_infos.size() != 1)
     return make_error(ErrorCode::invalid_input,
-                      fmt::format("{}: expected exactly one top-level .dist-info directory, found {}", wname,
-                                  dist_infos.size()),
+                      fmt::format("{}: expected exactly one top-level .dist-info directory, found {}", wname, dist_infos.size()),
                       "the file is not a valid wheel");
   sw.dist_info = *dist_infos.begin();
   std::string stem = sw.dist_info.substr(0, sw.dist_info.size() - std::string_view(".dist-info").size());
   sw.data_dir = stem + ".data";
   for (const auto& d : data_dirs)
     if (d != sw.data_dir)
-      return fail(ErrorCode::invalid_input, "{}: data directory '{}' does not match the dist-info '{}'",
-                  wname, d, sw.dist_info);
+      return fail(ErrorCode::invalid_input, "{}: data directory '{}' does not match the dist-info '{}'", wname, d, sw.dist_info);
   for (const char* required : {"METADATA", "WHEEL", "RECORD"})
     if (!ar.find(sw.dist_info + "/" + required))
       return fail(ErrorCode::invalid_input, "{}: {}/{} is missing", wname, sw.dist_info, required);
@@ -213,18 +204,16 @@ Expected<void> find_dist_info(const WheelArchive& ar, const std::string& wname, 
 
 // validate (3): WHEEL (refuse a Wheel-Version major above 1, PEP 427), and METADATA's name and
 // version, which must agree with the file name and the dist-info folder (PEP 440 equality).
-Expected<void> check_wheel_and_metadata(const WheelArchive& ar, const std::string& wname,
-                                        const specs::WheelFilename& fn, StagedWheel& sw) {
+Expected<void> check_wheel_and_metadata(const WheelArchive& ar, const std::string& wname, const specs::WheelFilename& fn,
+                                        StagedWheel& sw) {
   auto wheel_text = ENVFIX_TRY(ar.read_member(sw.dist_info + "/WHEEL"));
   auto info = ENVFIX_TRY(WheelInfo::parse(wheel_text, wname + ":" + sw.dist_info + "/WHEEL"));
   sw.wheel_version = fmt::format("{}.{}", info.version_major, info.version_minor);
   if (info.version_major > WheelInfo::supported_major)
     return make_error(ErrorCode::invalid_input,
-                      fmt::format("{}: Wheel-Version {} is not supported (this installer reads 1.x)", wname,
-                                  sw.wheel_version),
+                      fmt::format("{}: Wheel-Version {} is not supported (this installer reads 1.x)", wname, sw.wheel_version),
                       "upgrade envfix, or pick an older build of the package");
-  if (info.newer_minor)
-    sw.warnings.push_back(fmt::format("{}: Wheel-Version {} is newer than 1.0", wname, sw.wheel_version));
+  if (info.newer_minor) sw.warnings.push_back(fmt::format("{}: Wheel-Version {} is newer than 1.0", wname, sw.wheel_version));
   sw.root_is_purelib = info.root_is_purelib;
 
   sw.metadata = ENVFIX_TRY(ar.read_member(sw.dist_info + "/METADATA"));
@@ -234,29 +223,27 @@ Expected<void> check_wheel_and_metadata(const WheelArchive& ar, const std::strin
   if (sw.name.empty() || sw.version.empty())
     return fail(ErrorCode::invalid_input, "{}: {}/METADATA lacks Name or Version", wname, sw.dist_info);
   if (specs::normalize_name(sw.name) != fn.normalized_name() || !same_version(sw.version, fn.version))
-    return fail(ErrorCode::invalid_input, "{}: METADATA says {} {}, the file name says {} {}", wname,
-                sw.name, sw.version, fn.name, fn.version.to_string());
+    return fail(ErrorCode::invalid_input, "{}: METADATA says {} {}, the file name says {} {}", wname, sw.name, sw.version,
+                fn.name, fn.version.to_string());
   const std::string stem = sw.dist_info.substr(0, sw.dist_info.size() - std::string_view(".dist-info").size());
   bool stem_ok = false;
   for (std::size_t dash = stem.find('-'); dash != std::string::npos; dash = stem.find('-', dash + 1))
     stem_ok = stem_ok || (specs::normalize_name(stem.substr(0, dash)) == specs::normalize_name(sw.name) &&
                           same_version(stem.substr(dash + 1), fn.version));
   if (!stem_ok)
-    return fail(ErrorCode::invalid_input, "{}: dist-info '{}' does not match {} {}", wname, sw.dist_info,
-                sw.name, sw.version);
+    return fail(ErrorCode::invalid_input, "{}: dist-info '{}' does not match {} {}", wname, sw.dist_info, sw.name, sw.version);
   return {};
 }
 
 // validate (4): RECORD lists every member and every listed file exists (PEP 427, ".dist-info
 // directory"); .data members sit under a known scheme key; sizes agree with the archive.
-Expected<void> check_record(const WheelArchive& ar, const std::string& wname, const StagingOptions& opt,
-                            StagedWheel& sw, std::map<std::string, RecordEntry>& record_out) {
+Expected<void> check_record(const WheelArchive& ar, const std::string& wname, const StagingOptions& opt, StagedWheel& sw,
+                            std::map<std::string, RecordEntry>& record_out) {
   const std::string record_name = sw.dist_info + "/RECORD";
   auto record_text = ENVFIX_TRY(ar.read_member(record_name));
   auto parsed = ENVFIX_TRY(Record::parse(record_text, wname + ":" + record_name));
   for (auto& r : parsed.entries) {
-    if (record_out.contains(r.path))
-      return fail(ErrorCode::invalid_input, "{}: RECORD lists '{}' twice", wname, r.path);
+    if (record_out.contains(r.path)) return fail(ErrorCode::invalid_input, "{}: RECORD lists '{}' twice", wname, r.path);
     record_out.emplace(r.path, r);
   }
   auto is_signature = [&](const std::string& m) {
@@ -269,8 +256,7 @@ Expected<void> check_record(const WheelArchive& ar, const std::string& wname, co
       auto rest = std::string_view(e.name).substr(sw.data_dir.size() + 1);
       auto key = rest.substr(0, rest.find('/'));
       if (rest.find('/') == std::string_view::npos)
-        return fail(ErrorCode::invalid_input, "{}: member '{}' sits directly in the .data directory",
-                    wname, e.name);
+        return fail(ErrorCode::invalid_input, "{}: member '{}' sits directly in the .data directory", wname, e.name);
       if (key != "purelib" && key != "platlib" && key != "scripts" && key != "data" && key != "headers")
         return make_error(ErrorCode::invalid_input,
                           fmt::format("{}: unknown .data scheme '{}' in member '{}'", wname, key, e.name),
@@ -279,26 +265,24 @@ Expected<void> check_record(const WheelArchive& ar, const std::string& wname, co
     auto it = record_out.find(e.name);
     if (it == record_out.end()) {
       if (opt.strict_record)
-        return make_error(ErrorCode::invalid_input,
-                          fmt::format("{}: member '{}' is not listed in RECORD", wname, e.name),
+        return make_error(ErrorCode::invalid_input, fmt::format("{}: member '{}' is not listed in RECORD", wname, e.name),
                           "the wheel was modified after it was built; rebuild or re-download it");
       sw.warnings.push_back(fmt::format("{}: member '{}' is not listed in RECORD", wname, e.name));
       continue;
     }
     const auto& algo = it->second.hash_algo;
     if (algo.empty()) {
-      if (opt.strict_record)
-        return fail(ErrorCode::invalid_input, "{}: RECORD has no hash for '{}'", wname, e.name);
+      if (opt.strict_record) return fail(ErrorCode::invalid_input, "{}: RECORD has no hash for '{}'", wname, e.name);
       sw.warnings.push_back(fmt::format("{}: RECORD has no hash for '{}'", wname, e.name));
     } else if (algo != "sha256" && algo != "sha384" && algo != "sha512") {
-      return fail(ErrorCode::invalid_input, "{}: RECORD hash of '{}' uses a forbidden or unknown algorithm '{}'",
-                  wname, e.name, algo);
+      return fail(ErrorCode::invalid_input, "{}: RECORD hash of '{}' uses a forbidden or unknown algorithm '{}'", wname, e.name,
+                  algo);
     } else if (algo != "sha256") {
       sw.warnings.push_back(fmt::format("{}: cannot check the {} hash of '{}'", wname, algo, e.name));
     }
     if (it->second.size && e.size_known && *it->second.size != e.size)
-      return fail(ErrorCode::invalid_input, "{}: RECORD says '{}' has {} bytes, the archive has {}", wname,
-                  e.name, *it->second.size, e.size);
+      return fail(ErrorCode::invalid_input, "{}: RECORD says '{}' has {} bytes, the archive has {}", wname, e.name,
+                  *it->second.size, e.size);
   }
   for (const auto& [path, row] : record_out) {
     if (is_signature(path)) continue;
@@ -340,8 +324,8 @@ struct WheelStager::Impl {
   // Per archive entry: the slot in sw.files it fills, -1 for RECORD and its signatures (written,
   // not hashed), -2 for entries that are not regular files.
   std::vector<long> slot_of_entry;
-  std::vector<std::string> digests;   // per sw.files slot, raw sha256
-  std::vector<std::uint64_t> written; // per sw.files slot
+  std::vector<std::string> digests;     // per sw.files slot, raw sha256
+  std::vector<std::uint64_t> written;   // per sw.files slot
   std::vector<std::size_t> group_start; // entry index where each group of the current split begins
   bool finished = false;
 
@@ -358,8 +342,7 @@ WheelStager::~WheelStager() {
   }
 }
 
-Expected<WheelStager> WheelStager::prepare(const fs::path& wheel, const fs::path& staging_dir,
-                                           const StagingOptions& opt) {
+Expected<WheelStager> WheelStager::prepare(const fs::path& wheel, const fs::path& staging_dir, const StagingOptions& opt) {
   auto ar = ENVFIX_TRY(WheelArchive::open(wheel, opt.limits));
   auto impl = std::make_unique<Impl>(std::move(ar));
   impl->options = opt;
@@ -408,8 +391,8 @@ std::size_t WheelStager::split(std::size_t max_groups, std::uint64_t min_group_b
   const auto& entries = m_impl->archive.entries();
   std::uint64_t total = 0;
   for (const auto& e : entries) total += e.size;
-  std::size_t groups = std::max<std::size_t>(1, std::min<std::size_t>(
-                                                     max_groups, min_group_bytes ? total / min_group_bytes : max_groups));
+  std::size_t groups =
+      std::max<std::size_t>(1, std::min<std::size_t>(max_groups, min_group_bytes ? total / min_group_bytes : max_groups));
   // Contiguous ranges of about equal uncompressed size keep each reader's access sequential.
   auto& starts = m_impl->group_start;
   starts.assign(1, 0);
@@ -501,15 +484,14 @@ Expected<StagedWheel> WheelStager::finish() {
     auto it = m.record.find(f.member);
     if (it != m.record.end() && it->second.hash_algo == "sha256" && it->second.hash_field() != f.hash) {
       auto err = make_error(ErrorCode::hash_mismatch,
-                            fmt::format("{}: '{}' does not match its RECORD hash (RECORD {}, file {})", wname,
-                                        f.member, it->second.hash_field(), f.hash),
+                            fmt::format("{}: '{}' does not match its RECORD hash (RECORD {}, file {})", wname, f.member,
+                                        it->second.hash_field(), f.hash),
                             "the wheel is corrupt or was tampered with; re-download it");
       if (m.options.strict_record) return err;
       sw.warnings.push_back(err.error().message);
     }
     if (it != m.record.end() && it->second.size && *it->second.size != f.size)
-      return fail(ErrorCode::hash_mismatch, "{}: '{}' has {} bytes, RECORD says {}", wname, f.member, f.size,
-                  *it->second.size);
+      return fail(ErrorCode::hash_mismatch, "{}: '{}' has {} bytes, RECORD says {}", wname, f.member, f.size, *it->second.size);
     if (m.options.fault) ENVFIX_TRY_VOID(m.options.fault("hash"));
   }
   m.finished = true;
@@ -517,8 +499,7 @@ Expected<StagedWheel> WheelStager::finish() {
   return std::move(sw);
 }
 
-Expected<StagedWheel> stage_wheel(const fs::path& wheel, const fs::path& staging_dir,
-                                  const StagingOptions& opt) {
+Expected<StagedWheel> stage_wheel(const fs::path& wheel, const fs::path& staging_dir, const StagingOptions& opt) {
   auto stager = ENVFIX_TRY(WheelStager::prepare(wheel, staging_dir, opt));
   // Groups of at least 8 MiB: below that a second reader costs more than it saves.
   std::size_t groups = stager.split(std::max(1u, opt.threads), 8ull << 20);

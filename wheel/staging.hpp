@@ -20,13 +20,13 @@
 namespace envfix::wheel {
 
 struct StagedFile {
-  std::string member;               // archive path: "pkg/__init__.py", "demo-1.0.data/scripts/demo"
+  std::string member; // archive path: "pkg/__init__.py", "demo-1.0.data/scripts/demo"
   // Absolute path of the extracted bytes. A plain string: a std::filesystem::path also keeps a
   // list of its components, several times the path's size, for each of 12,000 files of a torch wheel.
   std::string staged;
-  std::string hash;                 // "sha256=<urlsafe b64, no padding>" of the bytes written
+  std::string hash; // "sha256=<urlsafe b64, no padding>" of the bytes written
   std::uint64_t size = 0;
-  bool executable = false;          // the zip mode had an execute bit
+  bool executable = false; // the zip mode had an execute bit
   // Unpacked cache only (installer/unpacked_cache.hpp): the inode and change time the file had
   // when its content was last known good, so that linking it can tell whether it moved since.
   std::uint64_t checked_ino = 0;
@@ -34,18 +34,18 @@ struct StagedFile {
 };
 
 struct StagedWheel {
-  std::filesystem::path wheel;      // the .whl it came from
-  std::uint64_t archive_size = 0;   // bytes of the .whl
-  std::filesystem::path tree;       // staging root of the extracted members
-  std::string name;                 // METADATA Name, as written
-  std::string version;              // METADATA Version, as written
-  std::string dist_info;            // "demo_pkg-1.0.dist-info"
-  std::string data_dir;             // "demo_pkg-1.0.data" (whether or not present)
+  std::filesystem::path wheel;    // the .whl it came from
+  std::uint64_t archive_size = 0; // bytes of the .whl
+  std::filesystem::path tree;     // staging root of the extracted members
+  std::string name;               // METADATA Name, as written
+  std::string version;            // METADATA Version, as written
+  std::string dist_info;          // "demo_pkg-1.0.dist-info"
+  std::string data_dir;           // "demo_pkg-1.0.data" (whether or not present)
   bool root_is_purelib = true;
-  std::string wheel_version;        // "1.0"
-  std::string metadata;             // METADATA text
-  std::string entry_points;         // entry_points.txt text, "" when absent
-  std::vector<StagedFile> files;    // every regular member, RECORD and its signatures excluded
+  std::string wheel_version;     // "1.0"
+  std::string metadata;          // METADATA text
+  std::string entry_points;      // entry_points.txt text, "" when absent
+  std::vector<StagedFile> files; // every regular member, RECORD and its signatures excluded
   std::vector<std::string> warnings;
 
   // Staged shared objects (".so", ".so.N"): what the kernel check inspects before install.
@@ -78,14 +78,13 @@ struct StagingOptions {
 // the destructor removes the staging directory.
 class WheelStager {
 public:
-  [[nodiscard]] static Expected<WheelStager> prepare(const std::filesystem::path& wheel,
-                                                     const std::filesystem::path& staging_dir,
+  [[nodiscard]] static Expected<WheelStager> prepare(const std::filesystem::path& wheel, const std::filesystem::path& staging_dir,
                                                      const StagingOptions& options = {});
   WheelStager(WheelStager&&) noexcept;
   WheelStager& operator=(WheelStager&&) noexcept;
   ~WheelStager();
 
-  [[nodiscard]] std::uint64_t payload_bytes() const;  // declared uncompressed total
+  [[nodiscard]] std::uint64_t payload_bytes() const; // declared uncompressed total
   [[nodiscard]] const std::string& filename() const;
   // Splits the members into at most max_groups contiguous ranges of about equal size, none
   // smaller than min_group_bytes (a single group when the wheel is small). Returns the count.
@@ -101,8 +100,7 @@ private:
 
 // Validates the whole wheel, then extracts it into `staging_dir` (created; must not exist or be
 // empty). On error the staging directory is removed again.
-[[nodiscard]] Expected<StagedWheel> stage_wheel(const std::filesystem::path& wheel,
-                                                const std::filesystem::path& staging_dir,
+[[nodiscard]] Expected<StagedWheel> stage_wheel(const std::filesystem::path& wheel, const std::filesystem::path& staging_dir,
                                                 const StagingOptions& options = {});
 
 } // namespace envfix::wheel

@@ -36,8 +36,7 @@ ArchiveEntry to_entry(struct archive_entry* e, std::size_t index) {
   const char* raw = archive_entry_pathname(e);
   out.name = utf8 ? utf8 : (raw ? raw : "");
   out.size_known = archive_entry_size_is_set(e) != 0;
-  out.size = out.size_known && archive_entry_size(e) > 0
-                 ? static_cast<std::uint64_t>(archive_entry_size(e)) : 0;
+  out.size = out.size_known && archive_entry_size(e) > 0 ? static_cast<std::uint64_t>(archive_entry_size(e)) : 0;
   out.mode = static_cast<unsigned>(archive_entry_perm(e)) & 07777u;
   if (const char* h = archive_entry_hardlink(e)) {
     out.type = ArchiveEntry::Type::hardlink;
@@ -53,8 +52,7 @@ ArchiveEntry to_entry(struct archive_entry* e, std::size_t index) {
     break;
   default:
     // Names ending in '/' are directories whatever the attributes say.
-    out.type = !out.name.empty() && out.name.back() == '/' ? ArchiveEntry::Type::directory
-                                                            : ArchiveEntry::Type::other;
+    out.type = !out.name.empty() && out.name.back() == '/' ? ArchiveEntry::Type::directory : ArchiveEntry::Type::other;
   }
   if (out.type == ArchiveEntry::Type::file && !out.name.empty() && out.name.back() == '/')
     out.type = ArchiveEntry::Type::directory;
@@ -72,13 +70,13 @@ struct CentralRecord {
   std::uint64_t offset = 0;     // local header, corrected for data prepended to the archive
   std::uint64_t compressed = 0; // ZIP64 extra field applied
   std::uint64_t name_len = 0;
-  std::size_t cd_index = 0;     // position in the central directory
+  std::size_t cd_index = 0; // position in the central directory
 };
 
 struct CentralDirectory {
-  std::vector<std::string> names;       // directory order
-  std::vector<CentralRecord> records;   // directory order (filled when asked for)
-  std::uint64_t start = 0;              // where the directory begins (members end there)
+  std::vector<std::string> names;     // directory order
+  std::vector<CentralRecord> records; // directory order (filled when asked for)
+  std::uint64_t start = 0;            // where the directory begins (members end there)
 };
 
 // Parses the end records and every central-directory record, bounds-checked. With `layout`,
@@ -190,8 +188,7 @@ constexpr std::uint64_t descriptor_slack = 24;
 
 } // namespace
 
-Expected<std::vector<std::string>> zip_central_directory_names(std::span<const std::uint8_t> b,
-                                                               std::string_view where,
+Expected<std::vector<std::string>> zip_central_directory_names(std::span<const std::uint8_t> b, std::string_view where,
                                                                std::uint64_t max_entries) {
   auto cd = ENVFIX_TRY(parse_central_directory(b, where, max_entries, false));
   return std::move(cd.names);
@@ -199,8 +196,7 @@ Expected<std::vector<std::string>> zip_central_directory_names(std::span<const s
 
 // Opens a fresh libarchive reader on the file or the memory buffer (libarchive readers are
 // single-pass; each operation opens its own).
-static Expected<ArchivePtr> open_reader(const std::filesystem::path& path,
-                                        std::span<const std::uint8_t> bytes,
+static Expected<ArchivePtr> open_reader(const std::filesystem::path& path, std::span<const std::uint8_t> bytes,
                                         const std::string& name) {
   ArchivePtr a(archive_read_new());
   if (!a) return fail(ErrorCode::internal, "libarchive: out of memory");
@@ -208,12 +204,10 @@ static Expected<ArchivePtr> open_reader(const std::filesystem::path& path,
   // ZIP64 sizes, and is not fooled by local headers that disagree with it.
   archive_read_support_format_zip_seekable(a.get());
   archive_read_set_options(a.get(), "zip:hdrcharset=UTF-8");
-  int rc = path.empty()
-               ? archive_read_open_memory(a.get(), bytes.data(), bytes.size())
-               : archive_read_open_filename(a.get(), path.c_str(), 1 << 16);
+  int rc = path.empty() ? archive_read_open_memory(a.get(), bytes.data(), bytes.size())
+                        : archive_read_open_filename(a.get(), path.c_str(), 1 << 16);
   if (rc != ARCHIVE_OK)
-    return make_error(ErrorCode::invalid_input,
-                      fmt::format("{}: not a readable ZIP archive: {}", name, archive_message(a.get())),
+    return make_error(ErrorCode::invalid_input, fmt::format("{}: not a readable ZIP archive: {}", name, archive_message(a.get())),
                       "a wheel is a ZIP file; re-download it");
   return a;
 }
@@ -231,8 +225,8 @@ Expected<WheelArchive> WheelArchive::open(const std::filesystem::path& path, Arc
   return w;
 }
 
-Expected<WheelArchive> WheelArchive::open_memory(std::span<const std::uint8_t> bytes,
-                                                 std::string name_for_errors, ArchiveLimits limits) {
+Expected<WheelArchive> WheelArchive::open_memory(std::span<const std::uint8_t> bytes, std::string name_for_errors,
+                                                 ArchiveLimits limits) {
   WheelArchive w;
   w.m_bytes = bytes;
   w.m_name = std::move(name_for_errors);
@@ -265,9 +259,10 @@ Expected<void> WheelArchive::list() {
       const auto& other = m_raw_names[recs[k + 1].cd_index];
       return make_error(ErrorCode::invalid_input,
                         name == other ? fmt::format("{}: duplicate member '{}' (two directory records share the "
-                                                    "local header at offset {})", m_name, name, limit)
-                                      : fmt::format("{}: members '{}' and '{}' share one local header at offset {}",
-                                                    m_name, name, other, limit),
+                                                    "local header at offset {})",
+                                                    m_name, name, limit)
+                                      : fmt::format("{}: members '{}' and '{}' share one local header at offset {}", m_name, name,
+                                                    other, limit),
                         "overlapping or lying local/central headers: the archive is corrupt or hostile");
     }
     if (recs[k].compressed > limit - recs[k].offset ||
@@ -275,9 +270,9 @@ Expected<void> WheelArchive::list() {
       return make_error(ErrorCode::invalid_input,
                         fmt::format("{}: member '{}' ({} bytes compressed at offset {}) overlaps {}", m_name, name,
                                     recs[k].compressed, recs[k].offset,
-                                    k + 1 < recs.size() ? fmt::format("member '{}' at offset {}",
-                                                                      m_raw_names[recs[k + 1].cd_index], limit)
-                                                        : fmt::format("the central directory at offset {}", limit)),
+                                    k + 1 < recs.size()
+                                        ? fmt::format("member '{}' at offset {}", m_raw_names[recs[k + 1].cd_index], limit)
+                                        : fmt::format("the central directory at offset {}", limit)),
                         "overlapping or lying local/central headers: the archive is corrupt or hostile");
     m_offsets.push_back(recs[k].offset);
   }
@@ -290,47 +285,43 @@ Expected<void> WheelArchive::list() {
     int rc = archive_read_next_header(a.get(), &e);
     if (rc == ARCHIVE_EOF) break;
     if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN)
-      return fail(ErrorCode::invalid_input, "{}: corrupt ZIP directory at member {}: {}", m_name, i,
-                  archive_message(a.get()));
+      return fail(ErrorCode::invalid_input, "{}: corrupt ZIP directory at member {}: {}", m_name, i, archive_message(a.get()));
     auto raw = [&] { return i < recs.size() ? m_raw_names[recs[i].cd_index] : std::string("?"); };
     if (!archive_entry_pathname_utf8(e) && !archive_entry_pathname(e))
-      return fail(ErrorCode::invalid_input, "{}: member {} ('{}') has a name that is not valid UTF-8", m_name, i,
-                  raw());
+      return fail(ErrorCode::invalid_input, "{}: member {} ('{}') has a name that is not valid UTF-8", m_name, i, raw());
     if (i >= m_limits.max_entries)
       return fail(ErrorCode::invalid_input, "{}: more than {} members", m_name, m_limits.max_entries);
     auto entry = to_entry(e, i);
     // libarchive can hand back an empty name for one it could not convert; every such member
     // would alias every other (found by fuzzing).
     if (entry.name.empty())
-      return fail(ErrorCode::invalid_input, "{}: member {} ('{}') has an empty or undecodable name", m_name, i,
-                  raw());
+      return fail(ErrorCode::invalid_input, "{}: member {} ('{}') has an empty or undecodable name", m_name, i, raw());
     // libarchive names the member from its local header; it must be the directory's record for
     // that offset (passes find member i by that offset and check the name again).
     if (i < recs.size() && !same_member_name(entry.name, raw()))
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}: local header of member {} ('{}') disagrees with the central directory ('{}')",
-                                    m_name, i, entry.name, raw()),
+                        fmt::format("{}: local header of member {} ('{}') disagrees with the central directory ('{}')", m_name, i,
+                                    entry.name, raw()),
                         "overlapping or lying local/central headers: the archive is corrupt or hostile");
     m_total_size += entry.size;
     if (m_total_size > m_limits.max_total_size)
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}: uncompressed size exceeds the limit of {} bytes (at member '{}')",
-                                    m_name, m_limits.max_total_size, entry.name),
+                        fmt::format("{}: uncompressed size exceeds the limit of {} bytes (at member '{}')", m_name,
+                                    m_limits.max_total_size, entry.name),
                         "this looks like a zip bomb");
     m_entries.push_back(std::move(entry));
   }
   // Passes find member i at m_offsets[i]: that needs libarchive to have seen the same records.
   if (m_entries.size() != recs.size())
-    return make_error(ErrorCode::invalid_input,
-                      fmt::format("{}: the ZIP directory lists {} members, libarchive found {}", m_name, recs.size(),
-                                  m_entries.size()),
-                      "overlapping or lying local/central headers: the archive is corrupt or hostile");
+    return make_error(
+        ErrorCode::invalid_input,
+        fmt::format("{}: the ZIP directory lists {} members, libarchive found {}", m_name, recs.size(), m_entries.size()),
+        "overlapping or lying local/central headers: the archive is corrupt or hostile");
   std::uint64_t base = std::max<std::uint64_t>(m_archive_size, 4096);
   if (m_total_size / base > m_limits.max_ratio)
     return make_error(ErrorCode::invalid_input,
-                      fmt::format("{}: compression ratio {}:1 exceeds the limit of {}:1 ({} bytes from {})",
-                                  m_name, m_total_size / base, m_limits.max_ratio, m_total_size,
-                                  m_archive_size),
+                      fmt::format("{}: compression ratio {}:1 exceeds the limit of {}:1 ({} bytes from {})", m_name,
+                                  m_total_size / base, m_limits.max_ratio, m_total_size, m_archive_size),
                       "this looks like a zip bomb");
   return {};
 }
@@ -351,8 +342,7 @@ Expected<std::string> WheelArchive::read_member(std::string_view member) const {
     }
   if (!target) return fail(ErrorCode::not_found, "{}: no member '{}'", m_name, member);
   if (target->size_known && target->size > m_limits.max_member_read)
-    return fail(ErrorCode::invalid_input, "{}: member '{}' is larger than {} bytes", m_name, member,
-                m_limits.max_member_read);
+    return fail(ErrorCode::invalid_input, "{}: member '{}' is larger than {} bytes", m_name, member, m_limits.max_member_read);
   std::string out;
   ENVFIX_TRY_VOID(stream(
       [&](const ArchiveEntry&) -> Expected<std::optional<DataSink>> {
@@ -420,23 +410,21 @@ Expected<void> pump(struct archive* a, const ArchiveEntry& entry, const DataSink
     la_ssize_t n = archive_read_data(a, buf, sizeof buf);
     if (n == 0) break;
     if (n < 0)
-      return fail(ErrorCode::invalid_input, "{}: cannot decompress member '{}': {}", name, entry.name,
-                  archive_message(a));
+      return fail(ErrorCode::invalid_input, "{}: cannot decompress member '{}': {}", name, entry.name, archive_message(a));
     produced += static_cast<std::uint64_t>(n);
     total += static_cast<std::uint64_t>(n);
     if (entry.size_known && produced > entry.size)
-      return fail(ErrorCode::invalid_input, "{}: member '{}' decompresses to more than its declared {} bytes", name,
-                  entry.name, entry.size);
+      return fail(ErrorCode::invalid_input, "{}: member '{}' decompresses to more than its declared {} bytes", name, entry.name,
+                  entry.size);
     if (total > max_total_size)
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}: uncompressed data exceeds {} bytes (at member '{}')", name, max_total_size,
-                                    entry.name),
+                        fmt::format("{}: uncompressed data exceeds {} bytes (at member '{}')", name, max_total_size, entry.name),
                         "this looks like a zip bomb");
     ENVFIX_TRY_VOID(sink(std::string_view(buf, static_cast<std::size_t>(n))));
   }
   if (entry.size_known && produced != entry.size)
-    return fail(ErrorCode::invalid_input, "{}: member '{}' has {} bytes, the directory says {}", name, entry.name,
-                produced, entry.size);
+    return fail(ErrorCode::invalid_input, "{}: member '{}' has {} bytes, the directory says {}", name, entry.name, produced,
+                entry.size);
   return {};
 }
 
@@ -459,7 +447,7 @@ Expected<void> WheelArchive::stream(const EntryVisitor& visit, std::size_t begin
   src.pos = range_begin;
   src.end = std::min(m_offsets[end] + descriptor_slack, m_archive_size);
   // A local header as stored, for the position check (the reader's input is the same bytes).
-  auto local_header = [&](std::uint64_t off, std::uint8_t (&h)[local_header_size]) -> bool {
+  auto local_header = [&](std::uint64_t off, std::uint8_t(&h)[local_header_size]) -> bool {
     if (off + local_header_size > m_archive_size) return false;
     if (src.fd < 0) {
       std::memcpy(h, m_bytes.data() + off, local_header_size);
@@ -498,8 +486,8 @@ Expected<void> WheelArchive::stream(const EntryVisitor& visit, std::size_t begin
                      entry.name.starts_with(local_name);
     if (local_name != entry.name && !dir_slash)
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}: local header of member {} ('{}') disagrees with the central directory ('{}')",
-                                    m_name, i, local_name, entry.name),
+                        fmt::format("{}: local header of member {} ('{}') disagrees with the central directory ('{}')", m_name, i,
+                                    local_name, entry.name),
                         "overlapping or lying local/central headers: the archive is corrupt or hostile");
     // The reader resynchronises on the next 'PK\3\4' it sees; make sure it parsed the header at
     // the directory's offset, not one hidden in the bytes before it.
@@ -522,8 +510,7 @@ Expected<void> WheelArchive::stream(const EntryVisitor& visit, std::size_t begin
     // Only regular files have data; a symlink's target is in entry.link_target.
     if (!sink || entry.type != ArchiveEntry::Type::file) {
       if (i + 1 < end && archive_read_data_skip(a.get()) != ARCHIVE_OK)
-        return fail(ErrorCode::invalid_input, "{}: cannot skip member '{}': {}", m_name, entry.name,
-                    archive_message(a.get()));
+        return fail(ErrorCode::invalid_input, "{}: cannot skip member '{}': {}", m_name, entry.name, archive_message(a.get()));
       continue;
     }
     ENVFIX_TRY_VOID(pump(a.get(), entry, *sink, total, m_name, m_limits.max_total_size));

@@ -19,18 +19,18 @@ namespace envfix::wheel {
 
 struct ArchiveEntry {
   enum class Type { file, directory, symlink, hardlink, other };
-  std::string name;            // member name as stored (UTF-8 when the zip says so)
+  std::string name; // member name as stored (UTF-8 when the zip says so)
   Type type = Type::file;
-  std::uint64_t size = 0;      // declared uncompressed size
+  std::uint64_t size = 0; // declared uncompressed size
   bool size_known = false;
-  unsigned mode = 0;           // permission bits (external_attr >> 16), 0 when the zip has none
-  std::string link_target;     // for symlinks/hardlinks
-  std::size_t index = 0;       // position in the archive (local-header order)
+  unsigned mode = 0;       // permission bits (external_attr >> 16), 0 when the zip has none
+  std::string link_target; // for symlinks/hardlinks
+  std::size_t index = 0;   // position in the archive (local-header order)
 };
 
 struct ArchiveLimits {
-  std::uint64_t max_total_size = 64ull << 30;   // sum of uncompressed sizes
-  std::uint64_t max_ratio = 250;                // uncompressed total / archive size (zip bombs)
+  std::uint64_t max_total_size = 64ull << 30; // sum of uncompressed sizes
+  std::uint64_t max_ratio = 250;              // uncompressed total / archive size (zip bombs)
   std::uint64_t max_entries = 1'000'000;
   std::uint64_t max_member_read = 256ull << 20; // read_member() cap (metadata files)
 };
@@ -43,11 +43,9 @@ using EntryVisitor = std::function<Expected<std::optional<DataSink>>(const Archi
 class WheelArchive {
 public:
   // Lists the members (central directory) and checks the size limits against the declared sizes.
-  [[nodiscard]] static Expected<WheelArchive> open(const std::filesystem::path& path,
-                                                   ArchiveLimits limits = {});
+  [[nodiscard]] static Expected<WheelArchive> open(const std::filesystem::path& path, ArchiveLimits limits = {});
   // Same over bytes in memory (the caller keeps them alive); used by the fuzzer and tests.
-  [[nodiscard]] static Expected<WheelArchive> open_memory(std::span<const std::uint8_t> bytes,
-                                                          std::string name_for_errors,
+  [[nodiscard]] static Expected<WheelArchive> open_memory(std::span<const std::uint8_t> bytes, std::string name_for_errors,
                                                           ArchiveLimits limits = {});
 
   [[nodiscard]] const std::vector<ArchiveEntry>& entries() const { return m_entries; }
@@ -75,7 +73,7 @@ public:
 private:
   WheelArchive() = default;
   [[nodiscard]] Expected<void> list();
-  std::filesystem::path m_path;                     // empty for memory archives
+  std::filesystem::path m_path; // empty for memory archives
   std::span<const std::uint8_t> m_bytes;
   std::string m_name;
   ArchiveLimits m_limits;
@@ -89,7 +87,7 @@ private:
 };
 
 // The names in a ZIP central directory (ZIP64 aware, bounds-checked), in order.
-[[nodiscard]] Expected<std::vector<std::string>> zip_central_directory_names(
-    std::span<const std::uint8_t> bytes, std::string_view name_for_errors, std::uint64_t max_entries);
+[[nodiscard]] Expected<std::vector<std::string>>
+zip_central_directory_names(std::span<const std::uint8_t> bytes, std::string_view name_for_errors, std::uint64_t max_entries);
 
 } // namespace envfix::wheel

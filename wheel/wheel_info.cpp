@@ -49,7 +49,8 @@ Expected<WheelInfo> WheelInfo::parse(std::string_view text, std::string_view nam
       bool ok = dot != std::string::npos && parse_uint(std::string_view(h.value).substr(0, dot), info.version_major) &&
                 parse_uint(std::string_view(h.value).substr(dot + 1), info.version_minor);
       if (!ok)
-        return std::unexpected(at(name_for_errors, h.line, fmt::format("bad Wheel-Version '{}', expected <major>.<minor>", h.value)));
+        return std::unexpected(
+            at(name_for_errors, h.line, fmt::format("bad Wheel-Version '{}', expected <major>.<minor>", h.value)));
       if (info.version_major > supported_major)
         return std::unexpected(
             at(name_for_errors, h.line,
@@ -64,7 +65,8 @@ Expected<WheelInfo> WheelInfo::parse(std::string_view text, std::string_view nam
       info.root_is_purelib = util::lower(h.value) == "true";
     } else if (key == "tag") {
       auto tags = specs::parse_tag_set(h.value);
-      if (!tags) return std::unexpected(std::move(tags.error()).context(fmt::format("{}:{}: bad Tag line", name_for_errors, h.line)));
+      if (!tags)
+        return std::unexpected(std::move(tags.error()).context(fmt::format("{}:{}: bad Tag line", name_for_errors, h.line)));
       for (auto& t : *tags) info.tags.push_back(std::move(t));
     } else if (key == "build") {
       info.build = h.value;
@@ -72,7 +74,9 @@ Expected<WheelInfo> WheelInfo::parse(std::string_view text, std::string_view nam
     info.fields.emplace_back(std::move(h.name), std::move(h.value));
   }
   if (!have_version)
-    return std::unexpected(Error{ErrorCode::invalid_input, fmt::format("{}: no Wheel-Version header", name_for_errors), {},
+    return std::unexpected(Error{ErrorCode::invalid_input,
+                                 fmt::format("{}: no Wheel-Version header", name_for_errors),
+                                 {},
                                  "a WHEEL file starts with 'Wheel-Version: 1.0'"});
   return info;
 }

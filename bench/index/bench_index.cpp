@@ -21,9 +21,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -45,10 +43,11 @@ int main(int argc, char** argv) {
   // 1. Parse a large page (same text for both tools).
   std::string html = "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"1.0\"></head><body>\n";
   for (int i = 0; i < anchors; ++i)
-    html += fmt::format("<a href=\"/whl/cu128/torch-2.{}.{}%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl#sha256={:064x}\" "
-                        "data-requires-python=\"&gt;=3.9\" data-dist-info-metadata=\"sha256={:064x}\" "
-                        "data-core-metadata=\"sha256={:064x}\">torch-2.{}.{}+cu128-cp311-cp311-manylinux_2_28_x86_64.whl</a><br/>\n",
-                        i / 100, i % 100, i, i, i, i / 100, i % 100);
+    html +=
+        fmt::format("<a href=\"/whl/cu128/torch-2.{}.{}%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl#sha256={:064x}\" "
+                    "data-requires-python=\"&gt;=3.9\" data-dist-info-metadata=\"sha256={:064x}\" "
+                    "data-core-metadata=\"sha256={:064x}\">torch-2.{}.{}+cu128-cp311-cp311-manylinux_2_28_x86_64.whl</a><br/>\n",
+                    i / 100, i % 100, i, i, i, i / 100, i % 100);
   html += "</body></html>\n";
   util::write_file_atomic(work / "page.html", html).value();
   std::vector<double> ours;
@@ -56,7 +55,8 @@ int main(int argc, char** argv) {
   for (int r = 0; r < reps; ++r) {
     auto t0 = Clock::now();
     auto page = index::parse_html_page(html, {.page_url = "https://download.pytorch.org/whl/cu128/torch/",
-                                              .project = "torch", .index_url = "https://download.pytorch.org/whl/cu128"});
+                                              .project = "torch",
+                                              .index_url = "https://download.pytorch.org/whl/cu128"});
     ours.push_back(ms_since(t0));
     if (!page) die(page.error());
     parsed = page->candidates.size();
@@ -120,19 +120,43 @@ print(len(links), best[len(best)//2])
   double e_par = run_envfix(false, 8);
   double e_range = run_envfix(true, 8);
 
-  std::vector<std::string> argv_pip = {"python3", "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps",
-                                       "--quiet", "--report", (work / "report.json").string(), "--no-cache-dir",
-                                       "--index-url", index_url, "--cert", (*nginx)->ca_file().string()};
+  std::vector<std::string> argv_pip = {"python3",
+                                       "-m",
+                                       "pip",
+                                       "install",
+                                       "--dry-run",
+                                       "--ignore-installed",
+                                       "--no-deps",
+                                       "--quiet",
+                                       "--report",
+                                       (work / "report.json").string(),
+                                       "--no-cache-dir",
+                                       "--index-url",
+                                       index_url,
+                                       "--cert",
+                                       (*nginx)->ca_file().string()};
   for (int i = 0; i < wheels; ++i) argv_pip.push_back(fmt::format("benchpkg{}", i));
-  util::SubprocessOptions so{.timeout = std::chrono::minutes(5),
-                             .unset_env = {"PIP_FIND_LINKS", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "PIP_INDEX_URL"}};
+  util::SubprocessOptions so{
+      .timeout = std::chrono::minutes(5),
+      .unset_env = {"PIP_FIND_LINKS", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "PIP_INDEX_URL"}};
   auto t0 = Clock::now();
   auto pip_run = util::run_process(argv_pip, so);
   double pip_dry = ms_since(t0);
-  if (!pip_run || !pip_run->ok()) die(pip_run ? Error{ErrorCode::subprocess, "pip --dry-run failed: " + pip_run->err} : pip_run.error());
+  if (!pip_run || !pip_run->ok())
+    die(pip_run ? Error{ErrorCode::subprocess, "pip --dry-run failed: " + pip_run->err} : pip_run.error());
 
-  std::vector<std::string> argv_dl = {"python3", "-m", "pip", "download", "--no-deps", "--quiet", "--no-cache-dir",
-                                      "-d", (work / "pipdl").string(), "--index-url", index_url, "--cert",
+  std::vector<std::string> argv_dl = {"python3",
+                                      "-m",
+                                      "pip",
+                                      "download",
+                                      "--no-deps",
+                                      "--quiet",
+                                      "--no-cache-dir",
+                                      "-d",
+                                      (work / "pipdl").string(),
+                                      "--index-url",
+                                      index_url,
+                                      "--cert",
                                       (*nginx)->ca_file().string()};
   for (int i = 0; i < wheels; ++i) argv_dl.push_back(fmt::format("benchpkg{}", i));
   t0 = Clock::now();
@@ -143,12 +167,14 @@ print(len(links), best[len(best)//2])
   fmt::print("| measurement | envfix | pip 23.2.1 | ratio (pip / envfix) |\n|---|---|---|---|\n");
   fmt::print("| parse {}-anchor page ({} KiB), median of {} | {:.1f} ms ({} candidates) | {:.1f} ms ({} links) | {:.1f}x |\n",
              anchors, html.size() / 1024, reps, median(ours), parsed, pip_ms, pip_links, pip_ms / median(ours));
-  fmt::print("| metadata of {} wheels, PEP 658, 8 parallel (pages + metadata) | {:.0f} ms | {:.0f} ms (`install --dry-run --report`) | {:.1f}x |\n",
-             wheels, e_par, pip_dry, pip_dry / e_par);
+  fmt::print(
+      "| metadata of {} wheels, PEP 658, 8 parallel (pages + metadata) | {:.0f} ms | {:.0f} ms (`install --dry-run --report`) | {:.1f}x |\n",
+      wheels, e_par, pip_dry, pip_dry / e_par);
   fmt::print("| metadata of {} wheels, PEP 658, sequential | {:.0f} ms | {:.0f} ms | {:.1f}x |\n", wheels, e_seq, pip_dry,
              pip_dry / e_seq);
-  fmt::print("| metadata of {} wheels by HTTP range reads, 8 parallel | {:.0f} ms | {:.0f} ms (`pip download`, whole wheels) | {:.1f}x |\n",
-             wheels, e_range, pip_dl, pip_dl / e_range);
+  fmt::print(
+      "| metadata of {} wheels by HTTP range reads, 8 parallel | {:.0f} ms | {:.0f} ms (`pip download`, whole wheels) | {:.1f}x |\n",
+      wheels, e_range, pip_dl, pip_dl / e_range);
   g_nginx.reset();
   std::error_code ec;
   fs::remove_all(work, ec);

@@ -90,7 +90,8 @@ public:
 
   fs::path venv(const std::string& name) {
     auto dir = m_root / name;
-    auto r = util::run_process({python3(), "-m", "venv", "--without-pip", dir.string()}, {.timeout = std::chrono::seconds(120)}).value();
+    auto r = util::run_process({python3(), "-m", "venv", "--without-pip", dir.string()}, {.timeout = std::chrono::seconds(120)})
+                 .value();
     REQUIRE_MESSAGE(r.ok(), r.err);
     return dir;
   }
@@ -102,8 +103,9 @@ public:
     o.cwd = m_root;
     o.set_env = std::move(env);
     o.set_env["SSL_CERT_FILE"] = m_nginx->ca_file().string();
-    o.unset_env = {"REQUESTS_CA_BUNDLE", "PIP_FIND_LINKS", "VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER",
-                   "ENVFIX_INDEX_URL", "ENVFIX_EXTRA_INDEX_URL", "ENVFIX_MATRICES", "ENVFIX_CACHE_DIR", "ENVFIX_OFFLINE"};
+    o.unset_env = {"REQUESTS_CA_BUNDLE", "PIP_FIND_LINKS",   "VIRTUAL_ENV",      "CONDA_PREFIX",
+                   "ENVFIX_GPU",         "ENVFIX_DRIVER",    "ENVFIX_INDEX_URL", "ENVFIX_EXTRA_INDEX_URL",
+                   "ENVFIX_MATRICES",    "ENVFIX_CACHE_DIR", "ENVFIX_OFFLINE"};
     return o;
   }
 
@@ -122,15 +124,15 @@ public:
 
   // The host's pip, pointed at a venv with --python, trusting this test's CA only.
   util::SubprocessResult pip(const fs::path& venv, std::vector<std::string> args) {
-    std::vector<std::string> argv{python3(), "-m", "pip", "--python", (venv / "bin/python").string(), "--cert",
-                                  m_nginx->ca_file().string()};
+    std::vector<std::string> argv{
+        python3(), "-m", "pip", "--python", (venv / "bin/python").string(), "--cert", m_nginx->ca_file().string()};
     argv.insert(argv.end(), args.begin(), args.end());
     util::SubprocessOptions o;
     o.timeout = std::chrono::seconds(300);
     o.set_env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1";
     o.set_env["PIP_NO_CACHE_DIR"] = "1";
-    o.unset_env = {"PIP_FIND_LINKS", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
-                   "PIP_CONFIG_FILE"};
+    o.unset_env = {"PIP_FIND_LINKS",      "PIP_CERT",       "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "PIP_INDEX_URL",
+                   "PIP_EXTRA_INDEX_URL", "PIP_CONFIG_FILE"};
     return util::run_process(argv, o).value();
   }
 
@@ -166,9 +168,10 @@ inline const std::string& arch_shared_object(const std::string& arch) {
   static std::map<std::string, std::string> cached;
   if (auto it = cached.find(arch); it != cached.end()) return it->second;
   auto work = util::make_temp_dir({}, "envfix-fixfw-so").value();
-  write(work / "k.cu",
-        "extern \"C\" __global__ void fixfw_scale(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }\n"
-        "extern \"C\" int fixfw_launch(float* x, int n) { fixfw_scale<<<(n + 255) / 256, 256>>>(x, 2.0f, n); return 0; }\n");
+  write(
+      work / "k.cu",
+      "extern \"C\" __global__ void fixfw_scale(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }\n"
+      "extern \"C\" int fixfw_launch(float* x, int n) { fixfw_scale<<<(n + 255) / 256, 256>>>(x, 2.0f, n); return 0; }\n");
   auto nvcc = util::run_process({"/usr/local/cuda/bin/nvcc", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-gencode",
                                  fmt::format("arch=compute_{0},code=sm_{0}", arch), (work / "k.cu").string(), "-o",
                                  (work / "libk.so").string()},

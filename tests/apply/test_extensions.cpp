@@ -61,121 +61,122 @@ const json* finding(const json& doctor, const std::string& code) {
 
 TEST_SUITE("integration") {
 
-TEST_CASE("a GPU extension without the GPU's arch: doctor names it; apply replaces it with a covering build, "
-          "or refuses with the build-from-source recipe") {
-  SUBCASE("the index has a covering build: apply falls through the newest (sm_90) to it") {
-    World w(index_with({{"0.0.29", "90"}, {"0.0.30", "120"}, {"0.0.31", "90"}}));
+  TEST_CASE("a GPU extension without the GPU's arch: doctor names it; apply replaces it with a covering build, "
+            "or refuses with the build-from-source recipe") {
+    SUBCASE("the index has a covering build: apply falls through the newest (sm_90) to it") {
+      World w(index_with({{"0.0.29", "90"}, {"0.0.30", "120"}, {"0.0.31", "90"}}));
+      auto ve = w.venv("venv");
+      Target t{w, ve};
+      auto pip =
+          w.pip(ve, {"install", "-q", "--index-url", w.http_base() + "/pt/whl/cu128", "torch==2.7.0+cu128", "xformers==0.0.29"});
+      REQUIRE_MESSAGE(pip.ok(), pip.err);
+
+      // The repro exercises torch alone (and cannot run on a planned GPU): the binaries decide.
+      auto d = w.envfix(t({"doctor", "--format", "json", "--no-repro"}));
+      CHECK(d.rc == 1);
+      auto dj = json::parse(d.out);
+      CHECK(dj["verdict"] == "broken");
+      const json* f = finding(dj, "extension-arch-not-covered");
+      REQUIRE(f != nullptr);
+      CHECK((*f)["package"] == "xformers");
+      CAPTURE((*f)["message"].get<std::string>());
+      CHECK((*f)["message"].get<std::string>().find("xformers 0.0.29 (an extension of torch): none of its 2 GPU modules "
+                                                    "has code for sm_120 (binaries read: _C.so)") != std::string::npos);
+      CHECK(finding(dj, "arch-not-covered") == nullptr); // torch itself covers sm_120
+      REQUIRE(dj["extensions"].size() == 1);
+      CHECK(dj["extensions"][0]["kernels"]["coverage"]["sm_120"]["verdict"] == "none");
+      const auto fix = dj["fix"].get<std::string>();
+      CHECK_MESSAGE(fix.starts_with("envfix apply torch xformers "), fix);
+
+      // The fix (without the smoke test: the planned GPU is not here to run fixture torch on).
+      auto a = w.envfix(t({"apply", "torch", "xformers", "--yes", "--no-verify"}));
+      REQUIRE(a.rc == 0);
+      CHECK(a.err.find("kernel check refused xformers 0.0.31") != std::string::npos);
+      CHECK(w.pip_list(ve).at("xformers") == "0.0.30");
+      CHECK(w.pip_list(ve).at("torch") == "2.7.0+cu128");
+      auto d2 = w.envfix(t({"doctor", "--format", "json", "--no-repro"}));
+      CHECK(json::parse(d2.out)["verdict"] == "healthy");
+      CHECK(d2.rc == 0);
+    }
+    SUBCASE("no build on the index covers the GPU: apply refuses, says how to build it, changes nothing") {
+      World w(index_with({{"0.0.31", "90"}}));
+      auto ve = w.venv("venv");
+      Target t{w, ve};
+      auto pip =
+          w.pip(ve, {"install", "-q", "--index-url", w.http_base() + "/pt/whl/cu128", "torch==2.7.0+cu128", "xformers==0.0.31"});
+      REQUIRE_MESSAGE(pip.ok(), pip.err);
+      const auto before = manifest(ve);
+      auto d = w.envfix(t({"doctor", "--format", "json", "--no-repro"}));
+      CHECK(d.rc == 1);
+      auto dj = json::parse(d.out);
+      const json* f = finding(dj, "extension-arch-not-covered");
+      REQUIRE(f != nullptr);
+      CHECK((*f)["hint"].get<std::string>().find("TORCH_CUDA_ARCH_LIST=\"12.0\" python -m pip install --no-build-isolation "
+                                                 "--no-binary xformers 'xformers==0.0.31'") != std::string::npos);
+
+      // The installed build is what the index serves: never "nothing to do" over binaries that cannot run.
+      auto a = w.envfix(t({"apply", "torch", "xformers", "--yes", "--no-verify"}));
+      CHECK(a.rc != 0);
+      CHECK(a.err.find("Nothing to do") == std::string::npos);
+      CHECK(a.err.find("no build of xformers on the index has code for sm_120 and fits torch 2.7.0") != std::string::npos);
+      CHECK(a.err.find("TORCH_CUDA_ARCH_LIST=\"12.0\"") != std::string::npos);
+      CHECK(a.err.find("xformers 0.0.31: read from the binaries (installed in") != std::string::npos);
+      CHECK(a.err.find("--allow-cpu") == std::string::npos); // torch is fine: no CPU build or torch rebuild offered
+      CHECK(manifest(ve) == before);
+    }
+  }
+
+  // Issue 33, item 8: a lock made against one mirror, applied behind another (`--locked --mirror`): the
+  // framework index's files are re-pointed by the lock's own index and checked by their locked hashes,
+  // and apply says so. The first mirror's tree is gone, so without re-pointing every download 404s.
+  TEST_CASE("apply --locked --mirror re-points the framework index's locked files to the mirror, and says so") {
+    World w(index_with({{"0.0.30", "120"}}));
     auto ve = w.venv("venv");
     Target t{w, ve};
-    auto pip = w.pip(ve, {"install", "-q", "--index-url", w.http_base() + "/pt/whl/cu128", "torch==2.7.0+cu128",
-                          "xformers==0.0.29"});
-    REQUIRE_MESSAGE(pip.ok(), pip.err);
-
-    // The repro exercises torch alone (and cannot run on a planned GPU): the binaries decide.
-    auto d = w.envfix(t({"doctor", "--format", "json", "--no-repro"}));
-    CHECK(d.rc == 1);
-    auto dj = json::parse(d.out);
-    CHECK(dj["verdict"] == "broken");
-    const json* f = finding(dj, "extension-arch-not-covered");
-    REQUIRE(f != nullptr);
-    CHECK((*f)["package"] == "xformers");
-    CAPTURE((*f)["message"].get<std::string>());
-    CHECK((*f)["message"].get<std::string>().find("xformers 0.0.29 (an extension of torch): none of its 2 GPU modules "
-                                                   "has code for sm_120 (binaries read: _C.so)") != std::string::npos);
-    CHECK(finding(dj, "arch-not-covered") == nullptr); // torch itself covers sm_120
-    REQUIRE(dj["extensions"].size() == 1);
-    CHECK(dj["extensions"][0]["kernels"]["coverage"]["sm_120"]["verdict"] == "none");
-    const auto fix = dj["fix"].get<std::string>();
-    CHECK_MESSAGE(fix.starts_with("envfix apply torch xformers "), fix);
-
-    // The fix (without the smoke test: the planned GPU is not here to run fixture torch on).
-    auto a = w.envfix(t({"apply", "torch", "xformers", "--yes", "--no-verify"}));
+    auto lock = w.envfix(t({"lock", "torch", "xformers", "-o", w.lockfile().string()}));
+    REQUIRE(lock.rc == 0);
+    const auto text = slurp(w.lockfile());
+    REQUIRE(text.find(w.base_url() + "/pt/whl/files/") != std::string::npos);
+    fs::create_directories(w.index_dir() / "mirror2");
+    fs::rename(w.index_dir() / "pt", w.index_dir() / "mirror2" / "pt");
+    const std::string second = w.base_url() + "/mirror2/pt/whl";
+    auto locked = [&](std::vector<std::string> extra) {
+      std::vector<std::string> a{"apply", "--locked",    "--lockfile", w.lockfile().string(),
+                                 "--yes", "--no-verify", "--python",   (ve / "bin/python").string(),
+                                 "--gpu", "sm_120",      "--driver",   "580.65.06"};
+      a.insert(a.end(), extra.begin(), extra.end());
+      return w.envfix(a);
+    };
+    auto gone = locked({});
+    CHECK(gone.rc != 0); // the lock's own URLs answer 404 now
+    auto a = locked({"--mirror", second});
     REQUIRE(a.rc == 0);
-    CHECK(a.err.find("kernel check refused xformers 0.0.31") != std::string::npos);
+    CHECK(a.err.find("--mirror: 2 locked files re-pointed from " + w.base_url() + "/pt/whl to " + second) != std::string::npos);
     CHECK(w.pip_list(ve).at("xformers") == "0.0.30");
     CHECK(w.pip_list(ve).at("torch") == "2.7.0+cu128");
-    auto d2 = w.envfix(t({"doctor", "--format", "json", "--no-repro"}));
-    CHECK(json::parse(d2.out)["verdict"] == "healthy");
-    CHECK(d2.rc == 0);
+    CHECK(slurp(w.lockfile()) == text); // applying a lock never rewrites it
   }
-  SUBCASE("no build on the index covers the GPU: apply refuses, says how to build it, changes nothing") {
-    World w(index_with({{"0.0.31", "90"}}));
+
+  // Issue 33, item 8: `lock`'s bytes depend on the index, not on what this machine's cache has read.
+  // An apply reads the set's binaries (the kernel evidence store then knows both files); a lock made
+  // afterwards with that cache is the lock made before it, and the one made with an empty cache.
+  TEST_CASE("lock: the same index gives the same bytes whatever the kernel evidence in the local cache") {
+    World w(index_with({{"0.0.30", "120"}}));
     auto ve = w.venv("venv");
     Target t{w, ve};
-    auto pip = w.pip(ve, {"install", "-q", "--index-url", w.http_base() + "/pt/whl/cu128", "torch==2.7.0+cu128",
-                          "xformers==0.0.31"});
-    REQUIRE_MESSAGE(pip.ok(), pip.err);
-    const auto before = manifest(ve);
-    auto d = w.envfix(t({"doctor", "--format", "json", "--no-repro"}));
-    CHECK(d.rc == 1);
-    auto dj = json::parse(d.out);
-    const json* f = finding(dj, "extension-arch-not-covered");
-    REQUIRE(f != nullptr);
-    CHECK((*f)["hint"].get<std::string>().find("TORCH_CUDA_ARCH_LIST=\"12.0\" python -m pip install --no-build-isolation "
-                                                "--no-binary xformers 'xformers==0.0.31'") != std::string::npos);
-
-    // The installed build is what the index serves: never "nothing to do" over binaries that cannot run.
-    auto a = w.envfix(t({"apply", "torch", "xformers", "--yes", "--no-verify"}));
-    CHECK(a.rc != 0);
-    CHECK(a.err.find("Nothing to do") == std::string::npos);
-    CHECK(a.err.find("no build of xformers on the index has code for sm_120 and fits torch 2.7.0") != std::string::npos);
-    CHECK(a.err.find("TORCH_CUDA_ARCH_LIST=\"12.0\"") != std::string::npos);
-    CHECK(a.err.find("xformers 0.0.31: read from the binaries (installed in") != std::string::npos);
-    CHECK(a.err.find("--allow-cpu") == std::string::npos); // torch is fine: no CPU build or torch rebuild offered
-    CHECK(manifest(ve) == before);
+    auto lock_to = [&](const std::string& name, const fs::path& cache) {
+      auto r = w.envfix(t({"lock", "torch", "xformers", "-o", (w.root() / name).string()}), {}, cache);
+      REQUIRE_MESSAGE(r.rc == 0, r.err);
+      return slurp(w.root() / name);
+    };
+    const auto before = lock_to("before.lock", w.cache());
+    REQUIRE(w.envfix(t({"apply", "torch", "xformers", "--yes", "--no-verify", "--lockfile", w.lockfile().string()})).rc == 0);
+    REQUIRE(fs::exists(w.cache() / "evidence-v2" / "builds")); // the binaries were read and recorded
+    const auto after = lock_to("after.lock", w.cache());
+    const auto fresh = lock_to("fresh.lock", w.root() / "empty-cache");
+    CHECK(after == before);
+    CHECK(fresh == before);
+    CHECK(before.find("verified: true") == std::string::npos); // lock reads no binary: claims only
   }
-}
-
-// Issue 33, item 8: a lock made against one mirror, applied behind another (`--locked --mirror`): the
-// framework index's files are re-pointed by the lock's own index and checked by their locked hashes,
-// and apply says so. The first mirror's tree is gone, so without re-pointing every download 404s.
-TEST_CASE("apply --locked --mirror re-points the framework index's locked files to the mirror, and says so") {
-  World w(index_with({{"0.0.30", "120"}}));
-  auto ve = w.venv("venv");
-  Target t{w, ve};
-  auto lock = w.envfix(t({"lock", "torch", "xformers", "-o", w.lockfile().string()}));
-  REQUIRE(lock.rc == 0);
-  const auto text = slurp(w.lockfile());
-  REQUIRE(text.find(w.base_url() + "/pt/whl/files/") != std::string::npos);
-  fs::create_directories(w.index_dir() / "mirror2");
-  fs::rename(w.index_dir() / "pt", w.index_dir() / "mirror2" / "pt");
-  const std::string second = w.base_url() + "/mirror2/pt/whl";
-  auto locked = [&](std::vector<std::string> extra) {
-    std::vector<std::string> a{"apply", "--locked", "--lockfile", w.lockfile().string(), "--yes", "--no-verify",
-                               "--python", (ve / "bin/python").string(), "--gpu", "sm_120", "--driver", "580.65.06"};
-    a.insert(a.end(), extra.begin(), extra.end());
-    return w.envfix(a);
-  };
-  auto gone = locked({});
-  CHECK(gone.rc != 0); // the lock's own URLs answer 404 now
-  auto a = locked({"--mirror", second});
-  REQUIRE(a.rc == 0);
-  CHECK(a.err.find("--mirror: 2 locked files re-pointed from " + w.base_url() + "/pt/whl to " + second) != std::string::npos);
-  CHECK(w.pip_list(ve).at("xformers") == "0.0.30");
-  CHECK(w.pip_list(ve).at("torch") == "2.7.0+cu128");
-  CHECK(slurp(w.lockfile()) == text); // applying a lock never rewrites it
-}
-
-// Issue 33, item 8: `lock`'s bytes depend on the index, not on what this machine's cache has read.
-// An apply reads the set's binaries (the kernel evidence store then knows both files); a lock made
-// afterwards with that cache is the lock made before it, and the one made with an empty cache.
-TEST_CASE("lock: the same index gives the same bytes whatever the kernel evidence in the local cache") {
-  World w(index_with({{"0.0.30", "120"}}));
-  auto ve = w.venv("venv");
-  Target t{w, ve};
-  auto lock_to = [&](const std::string& name, const fs::path& cache) {
-    auto r = w.envfix(t({"lock", "torch", "xformers", "-o", (w.root() / name).string()}), {}, cache);
-    REQUIRE_MESSAGE(r.rc == 0, r.err);
-    return slurp(w.root() / name);
-  };
-  const auto before = lock_to("before.lock", w.cache());
-  REQUIRE(w.envfix(t({"apply", "torch", "xformers", "--yes", "--no-verify", "--lockfile", w.lockfile().string()})).rc == 0);
-  REQUIRE(fs::exists(w.cache() / "evidence-v2" / "builds")); // the binaries were read and recorded
-  const auto after = lock_to("after.lock", w.cache());
-  const auto fresh = lock_to("fresh.lock", w.root() / "empty-cache");
-  CHECK(after == before);
-  CHECK(fresh == before);
-  CHECK(before.find("verified: true") == std::string::npos); // lock reads no binary: claims only
-}
 
 } // TEST_SUITE

@@ -54,62 +54,66 @@ struct Transcript {
 
 TEST_SUITE("integration") {
 
-// Fails on any change of the text these commands print: a reworded plan line, another order of the
-// change list, a lost "nothing to do" on the second apply, lock --check's verdict, export's lines, or
-// the unsatisfiable request's message and hint.
-TEST_CASE("golden transcripts: plan, apply, apply again, lock, lock --check, export") {
-  World w(kIndex);
-  auto ve = w.venv("venv");
-  const auto py = (ve / "bin/python").string();
-  // --gpu none: the same host on a GPU machine and off it.
-  Transcript t{w, {"--gpu", "none", "--index-url", w.index_url(), "--python", py, "--lockfile", w.lockfile().string()}};
-  auto with = [&](std::vector<std::string> a) { return t.with(std::move(a)); };
-  CHECK(t.step(with({"plan", "alpha"})) == 0);
-  CHECK(t.step(with({"apply", "alpha", "--yes"})) == 0);
-  CHECK(t.step(with({"apply", "alpha", "--yes"})) == 0);
-  CHECK(t.step(with({"lock", "alpha"})) == 0);
-  CHECK(t.step(with({"lock", "alpha", "--check"})) == 0);
-  CHECK(t.step({"export", "--as", "requirements", "--lockfile", w.lockfile().string()}) == 0);
-  CHECK(t.step(with({"plan", "alpha==9"})) == 1);
-  t.check("plain-set");
-}
+  // Fails on any change of the text these commands print: a reworded plan line, another order of the
+  // change list, a lost "nothing to do" on the second apply, lock --check's verdict, export's lines, or
+  // the unsatisfiable request's message and hint.
+  TEST_CASE("golden transcripts: plan, apply, apply again, lock, lock --check, export") {
+    World w(kIndex);
+    auto ve = w.venv("venv");
+    const auto py = (ve / "bin/python").string();
+    // --gpu none: the same host on a GPU machine and off it.
+    Transcript t{w, {"--gpu", "none", "--index-url", w.index_url(), "--python", py, "--lockfile", w.lockfile().string()}};
+    auto with = [&](std::vector<std::string> a) { return t.with(std::move(a)); };
+    CHECK(t.step(with({"plan", "alpha"})) == 0);
+    CHECK(t.step(with({"apply", "alpha", "--yes"})) == 0);
+    CHECK(t.step(with({"apply", "alpha", "--yes"})) == 0);
+    CHECK(t.step(with({"lock", "alpha"})) == 0);
+    CHECK(t.step(with({"lock", "alpha", "--check"})) == 0);
+    CHECK(t.step({"export", "--as", "requirements", "--lockfile", w.lockfile().string()}) == 0);
+    CHECK(t.step(with({"plan", "alpha==9"})) == 1);
+    t.check("plain-set");
+  }
 
-// The same commands' JSON documents (docs/json.md), and each one's JSON error document: fails on a
-// renamed or dropped key, a changed value (the plan's pins, the lock's target), or an error code.
-TEST_CASE("golden transcripts: plan, lock and export as JSON, and their JSON errors") {
-  World w(kIndex);
-  auto ve = w.venv("venv");
-  const auto py = (ve / "bin/python").string();
-  Transcript t{w, {"--format", "json", "--gpu", "none", "--index-url", w.index_url(), "--python", py, "--lockfile",
-                   w.lockfile().string()}, true};
-  auto with = [&](std::vector<std::string> a) { return t.with(std::move(a)); };
-  CHECK(t.step(with({"plan", "alpha"})) == 0);
-  CHECK(t.step(with({"lock", "alpha"})) == 0);
-  CHECK(t.step(with({"lock", "alpha", "--check"})) == 0);
-  CHECK(t.step({"--format", "json", "export", "--as", "pylock", "--lockfile", w.lockfile().string()}) == 0);
-  CHECK(t.step(with({"plan", "alpha==9"})) == 1);
-  CHECK(t.step(with({"lock", "alpha==9"})) == 1);
-  CHECK(t.step({"--format", "json", "export", "--as", "pylock", "--lockfile", (w.root() / "none.lock").string()}) != 0);
-  CHECK(t.step({"--format", "json", "--gpu", "none", "--python", py, "apply", "--locked", "--yes", "--lockfile",
-                (w.root() / "none.lock").string()}) != 0);
-  t.check("plain-set-json");
-}
+  // The same commands' JSON documents (docs/json.md), and each one's JSON error document: fails on a
+  // renamed or dropped key, a changed value (the plan's pins, the lock's target), or an error code.
+  TEST_CASE("golden transcripts: plan, lock and export as JSON, and their JSON errors") {
+    World w(kIndex);
+    auto ve = w.venv("venv");
+    const auto py = (ve / "bin/python").string();
+    Transcript t{
+        w,
+        {"--format", "json", "--gpu", "none", "--index-url", w.index_url(), "--python", py, "--lockfile", w.lockfile().string()},
+        true};
+    auto with = [&](std::vector<std::string> a) { return t.with(std::move(a)); };
+    CHECK(t.step(with({"plan", "alpha"})) == 0);
+    CHECK(t.step(with({"lock", "alpha"})) == 0);
+    CHECK(t.step(with({"lock", "alpha", "--check"})) == 0);
+    CHECK(t.step({"--format", "json", "export", "--as", "pylock", "--lockfile", w.lockfile().string()}) == 0);
+    CHECK(t.step(with({"plan", "alpha==9"})) == 1);
+    CHECK(t.step(with({"lock", "alpha==9"})) == 1);
+    CHECK(t.step({"--format", "json", "export", "--as", "pylock", "--lockfile", (w.root() / "none.lock").string()}) != 0);
+    CHECK(t.step({"--format", "json", "--gpu", "none", "--python", py, "apply", "--locked", "--yes", "--lockfile",
+                  (w.root() / "none.lock").string()}) != 0);
+    t.check("plain-set-json");
+  }
 
-// A framework plan over a variant index (--index-url keeps the GPU, driver and kernel checks), text
-// and JSON, and its refusal on a GPU the build has no code for: fails when the chosen variant, the
-// "why" line, the driver check or the rejection's message, causes or hint change.
-TEST_CASE("golden transcripts: a framework plan on a variant index, and its refusal on sm_120") {
-  World w(kTorchCu126Index);
-  auto ve = w.venv("venv");
-  const auto py = (ve / "bin/python").string();
-  Transcript t{w};
-  const std::string pt = w.base_url() + "/pt/whl/cu126";
-  CHECK(t.step({"plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "580.65.06", "--python", py}) == 0);
-  CHECK(t.step({"--format", "json", "plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "580.65.06", "--python", py}) == 0);
-  CHECK(t.step({"plan", "torch", "--index-url", pt, "--gpu", "sm_120", "--driver", "580.65.06", "--python", py}) == 1);
-  CHECK(t.step({"--format", "json", "plan", "torch", "--index-url", pt, "--gpu", "sm_120", "--driver", "580.65.06", "--python", py}) == 1);
-  CHECK(t.step({"plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "470.42.01", "--python", py}) == 1);
-  t.check("framework-plan");
-}
+  // A framework plan over a variant index (--index-url keeps the GPU, driver and kernel checks), text
+  // and JSON, and its refusal on a GPU the build has no code for: fails when the chosen variant, the
+  // "why" line, the driver check or the rejection's message, causes or hint change.
+  TEST_CASE("golden transcripts: a framework plan on a variant index, and its refusal on sm_120") {
+    World w(kTorchCu126Index);
+    auto ve = w.venv("venv");
+    const auto py = (ve / "bin/python").string();
+    Transcript t{w};
+    const std::string pt = w.base_url() + "/pt/whl/cu126";
+    CHECK(t.step({"plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "580.65.06", "--python", py}) == 0);
+    CHECK(t.step({"--format", "json", "plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "580.65.06", "--python",
+                  py}) == 0);
+    CHECK(t.step({"plan", "torch", "--index-url", pt, "--gpu", "sm_120", "--driver", "580.65.06", "--python", py}) == 1);
+    CHECK(t.step({"--format", "json", "plan", "torch", "--index-url", pt, "--gpu", "sm_120", "--driver", "580.65.06", "--python",
+                  py}) == 1);
+    CHECK(t.step({"plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "470.42.01", "--python", py}) == 1);
+    t.check("framework-plan");
+  }
 
 } // TEST_SUITE

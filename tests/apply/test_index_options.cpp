@@ -109,146 +109,148 @@ std::map<std::string, std::string> planned_urls(const std::string& out) {
 
 TEST_SUITE("integration") {
 
-TEST_CASE("--extra-index-url: the framework's packages only from its index (no dependency confusion), deps from the first index that has them") {
-  IndexWorld x;
-  auto& w = x.w;
-  const auto before = manifest(x.venv);
-  auto p = w.envfix(x.ixfw({"--format", "json", "plan", "ixfw==1.0.0", "--mirror", w.base_url(), "--extra-index-url", x.pypi(),
-                            "--gpu", "sm_90", "--driver", "580.65.06"}));
-  REQUIRE(p.rc == 0);
-  auto urls = planned_urls(p.out);
-  REQUIRE_MESSAGE(urls.size() == 3, p.out);
-  CHECK(urls["ixfw"].starts_with(w.base_url() + "/whl/files/ixfw-1.0.0%2Bcu130")); // not the extra index's 9.0.0
-  CHECK(urls["ixdep"].starts_with(w.base_url() + "/pypi/files/"));                 // only the extra index has it
-  CHECK(urls["shared"].starts_with(w.base_url() + "/whl/files/shared-1.0"));       // first index wins, never merged
-  CHECK(json::parse(p.out)["extra_indexes"] == json::array({x.pypi()}));
+  TEST_CASE(
+      "--extra-index-url: the framework's packages only from its index (no dependency confusion), deps from the first index that has them") {
+    IndexWorld x;
+    auto& w = x.w;
+    const auto before = manifest(x.venv);
+    auto p = w.envfix(x.ixfw({"--format", "json", "plan", "ixfw==1.0.0", "--mirror", w.base_url(), "--extra-index-url", x.pypi(),
+                              "--gpu", "sm_90", "--driver", "580.65.06"}));
+    REQUIRE(p.rc == 0);
+    auto urls = planned_urls(p.out);
+    REQUIRE_MESSAGE(urls.size() == 3, p.out);
+    CHECK(urls["ixfw"].starts_with(w.base_url() + "/whl/files/ixfw-1.0.0%2Bcu130")); // not the extra index's 9.0.0
+    CHECK(urls["ixdep"].starts_with(w.base_url() + "/pypi/files/"));                 // only the extra index has it
+    CHECK(urls["shared"].starts_with(w.base_url() + "/whl/files/shared-1.0"));       // first index wins, never merged
+    CHECK(json::parse(p.out)["extra_indexes"] == json::array({x.pypi()}));
 
-  // Unpinned, the extra index's higher ixfw is still never taken.
-  auto up = w.envfix(x.ixfw({"--format", "json", "plan", "ixfw", "--mirror", w.base_url(), "--extra-index-url", x.pypi(), "--gpu",
-                             "sm_90", "--driver", "580.65.06"}));
-  REQUIRE(up.rc == 0);
-  CHECK(planned_urls(up.out)["ixfw"].find("/whl/files/") != std::string::npos);
-  CHECK(up.out.find("9.0.0") == std::string::npos);
-
-  // A variant's own package the framework index lacks is not found, never taken from the extra index.
-  auto plug = w.envfix(x.ixfw({"plan", "ixfw==1.0.0", "ixfw-plugin", "--mirror", w.base_url(), "--extra-index-url", x.pypi(),
+    // Unpinned, the extra index's higher ixfw is still never taken.
+    auto up = w.envfix(x.ixfw({"--format", "json", "plan", "ixfw", "--mirror", w.base_url(), "--extra-index-url", x.pypi(),
                                "--gpu", "sm_90", "--driver", "580.65.06"}));
-  CHECK(plug.rc == 1);
-  CHECK(plug.err.find("never from an extra index") != std::string::npos);
+    REQUIRE(up.rc == 0);
+    CHECK(planned_urls(up.out)["ixfw"].find("/whl/files/") != std::string::npos);
+    CHECK(up.out.find("9.0.0") == std::string::npos);
 
-  // Without the extra index, ixdep is missing: the extra index is what serves it.
-  auto alone = w.envfix(x.ixfw({"plan", "ixfw==1.0.0", "--mirror", w.base_url(), "--gpu", "sm_90", "--driver", "580.65.06"}));
-  CHECK(alone.rc == 1);
-  CHECK(alone.err.find("ixdep") != std::string::npos);
+    // A variant's own package the framework index lacks is not found, never taken from the extra index.
+    auto plug = w.envfix(x.ixfw({"plan", "ixfw==1.0.0", "ixfw-plugin", "--mirror", w.base_url(), "--extra-index-url", x.pypi(),
+                                 "--gpu", "sm_90", "--driver", "580.65.06"}));
+    CHECK(plug.rc == 1);
+    CHECK(plug.err.find("never from an extra index") != std::string::npos);
 
-  // The environment variable, space-separated as PIP_EXTRA_INDEX_URL; text output names the extra indexes.
-  auto env = w.envfix(x.ixfw({"plan", "ixfw==1.0.0", "--mirror", w.base_url(), "--gpu", "sm_90", "--driver", "580.65.06"}),
-                      {{"ENVFIX_EXTRA_INDEX_URL", w.base_url() + "/nothing-here/simple  " + x.pypi()}});
-  CHECK(env.rc == 0);
-  CHECK(env.err.find("extra indexes: " + w.base_url() + "/nothing-here/simple, " + x.pypi()) != std::string::npos);
+    // Without the extra index, ixdep is missing: the extra index is what serves it.
+    auto alone = w.envfix(x.ixfw({"plan", "ixfw==1.0.0", "--mirror", w.base_url(), "--gpu", "sm_90", "--driver", "580.65.06"}));
+    CHECK(alone.rc == 1);
+    CHECK(alone.err.find("ixdep") != std::string::npos);
 
-  // apply installs that set; pip agrees on what is installed.
-  auto a = w.envfix(x.ixfw({"apply", "ixfw==1.0.0", "--mirror", w.base_url(), "--extra-index-url", x.pypi(), "--gpu", "sm_90",
-                            "--driver", "580.65.06", "--yes", "--no-verify", "--lockfile", w.lockfile().string()}));
-  REQUIRE(a.rc == 0);
-  auto listed = w.pip_list(x.venv);
-  CHECK(listed.at("ixfw") == "1.0.0+cu130");
-  CHECK(listed.at("ixdep") == "1.0");
-  CHECK(listed.at("shared") == "1.0");
-  auto lock = slurp(w.lockfile());
-  CHECK(lock.find("/pypi/files/ixdep-1.0") != std::string::npos); // each package locked with its own URL
-  CHECK(manifest(x.venv) != before);
-}
+    // The environment variable, space-separated as PIP_EXTRA_INDEX_URL; text output names the extra indexes.
+    auto env = w.envfix(x.ixfw({"plan", "ixfw==1.0.0", "--mirror", w.base_url(), "--gpu", "sm_90", "--driver", "580.65.06"}),
+                        {{"ENVFIX_EXTRA_INDEX_URL", w.base_url() + "/nothing-here/simple  " + x.pypi()}});
+    CHECK(env.rc == 0);
+    CHECK(env.err.find("extra indexes: " + w.base_url() + "/nothing-here/simple, " + x.pypi()) != std::string::npos);
 
-TEST_CASE("--extra-index-url errors name the index; credentials are never printed; --find-links works beside it") {
-  IndexWorld x;
-  auto& w = x.w;
-  const std::string dead = "https://envfix-no-such-host.invalid/simple";
-  auto dns = w.envfix(x.ixfw({"plan", "ixfw==1.0.0", "--mirror", w.base_url(), "--extra-index-url", dead, "--gpu", "sm_90",
-                              "--driver", "580.65.06"}));
-  CHECK(dns.rc != 0);
-  CHECK(dns.err.find("extra index " + dead) != std::string::npos);
-  CHECK(dns.err.find("DNS lookup failed") != std::string::npos);
+    // apply installs that set; pip agrees on what is installed.
+    auto a = w.envfix(x.ixfw({"apply", "ixfw==1.0.0", "--mirror", w.base_url(), "--extra-index-url", x.pypi(), "--gpu", "sm_90",
+                              "--driver", "580.65.06", "--yes", "--no-verify", "--lockfile", w.lockfile().string()}));
+    REQUIRE(a.rc == 0);
+    auto listed = w.pip_list(x.venv);
+    CHECK(listed.at("ixfw") == "1.0.0+cu130");
+    CHECK(listed.at("ixdep") == "1.0");
+    CHECK(listed.at("shared") == "1.0");
+    auto lock = slurp(w.lockfile());
+    CHECK(lock.find("/pypi/files/ixdep-1.0") != std::string::npos); // each package locked with its own URL
+    CHECK(manifest(x.venv) != before);
+  }
 
-  const std::string secret = "https://user:s3cret-token@envfix-no-such-host.invalid/simple";
-  auto cred = w.envfix(x.ixfw({"--format", "json", "plan", "ixfw==1.0.0", "--mirror", w.base_url(), "--extra-index-url", secret,
-                               "--gpu", "sm_90", "--driver", "580.65.06"}));
-  CHECK(cred.rc != 0);
-  CHECK(cred.err.find("s3cret-token") == std::string::npos);
-  CHECK(cred.out.find("s3cret-token") == std::string::npos);
-  auto doc = w.envfix({"--format", "json", "doctor", "--no-repro", "--python", x.py, "--gpu", "sm_90", "--driver", "580.65.06",
-                       "--extra-index-url", secret});
-  CHECK(doc.out.find("s3cret-token") == std::string::npos);
-  // The fix carries it, redacted (and shell-quoted: `*`).
-  CHECK(doc.out.find("--extra-index-url 'https://***@envfix-no-such-host.invalid/simple'") != std::string::npos);
+  TEST_CASE("--extra-index-url errors name the index; credentials are never printed; --find-links works beside it") {
+    IndexWorld x;
+    auto& w = x.w;
+    const std::string dead = "https://envfix-no-such-host.invalid/simple";
+    auto dns = w.envfix(x.ixfw(
+        {"plan", "ixfw==1.0.0", "--mirror", w.base_url(), "--extra-index-url", dead, "--gpu", "sm_90", "--driver", "580.65.06"}));
+    CHECK(dns.rc != 0);
+    CHECK(dns.err.find("extra index " + dead) != std::string::npos);
+    CHECK(dns.err.find("DNS lookup failed") != std::string::npos);
 
-  // A find-links folder joins the first index: its ixdep 2.0 is found before the extra index's 1.0.
-  auto links = w.root() / "links";
-  fs::create_directories(links);
-  REQUIRE(testing::build_index(w.root() / "links-src", R"({"packages": [{"name": "ixdep", "version": "2.0"}]})"));
-  fs::copy_file(w.root() / "links-src/files/ixdep-2.0-py3-none-any.whl", links / "ixdep-2.0-py3-none-any.whl");
-  auto fl = w.envfix(x.ixfw({"--format", "json", "plan", "ixfw==1.0.0", "--mirror", w.base_url(), "--extra-index-url", x.pypi(),
-                             "--find-links", links.string(), "--gpu", "sm_90", "--driver", "580.65.06"}));
-  REQUIRE(fl.rc == 0);
-  CHECK(planned_urls(fl.out)["ixdep"].starts_with("file://"));
-  // Plain mode: --index-url, an extra index and find-links together, pip-like (no framework package).
-  auto plain = w.envfix({"--format", "json", "plan", "ixdep", "shared", "--index-url", x.fw_index(), "--extra-index-url", x.pypi(),
-                         "--python", x.py});
-  REQUIRE(plain.rc == 0);
-  auto pu = planned_urls(plain.out);
-  CHECK(pu["shared"].find("/whl/files/shared-1.0") != std::string::npos);
-  CHECK(pu["ixdep"].find("/pypi/files/ixdep-1.0") != std::string::npos);
-}
+    const std::string secret = "https://user:s3cret-token@envfix-no-such-host.invalid/simple";
+    auto cred = w.envfix(x.ixfw({"--format", "json", "plan", "ixfw==1.0.0", "--mirror", w.base_url(), "--extra-index-url", secret,
+                                 "--gpu", "sm_90", "--driver", "580.65.06"}));
+    CHECK(cred.rc != 0);
+    CHECK(cred.err.find("s3cret-token") == std::string::npos);
+    CHECK(cred.out.find("s3cret-token") == std::string::npos);
+    auto doc = w.envfix({"--format", "json", "doctor", "--no-repro", "--python", x.py, "--gpu", "sm_90", "--driver", "580.65.06",
+                         "--extra-index-url", secret});
+    CHECK(doc.out.find("s3cret-token") == std::string::npos);
+    // The fix carries it, redacted (and shell-quoted: `*`).
+    CHECK(doc.out.find("--extra-index-url 'https://***@envfix-no-such-host.invalid/simple'") != std::string::npos);
 
-TEST_CASE("--index-url with a framework keeps --gpu and --driver: kernels are checked, not silently planned") {
-  IndexWorld x;
-  auto& w = x.w;
-  const auto before = manifest(x.venv);
-  // torch named in the request on a GPU host: the framework path, the variant read from +cu126.
-  const std::string pt = w.base_url() + "/pt/whl/cu126";
-  auto t = w.envfix({"plan", "torch", "--index-url", pt, "--gpu", "sm_120", "--driver", "580.65.06", "--python", x.py});
-  CHECK(t.rc == 1);
-  CHECK(t.err.find("sm_120 not covered") != std::string::npos);
-  auto t90 = w.envfix({"--format", "json", "plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "580.65.06", "--python", x.py});
-  REQUIRE(t90.rc == 0);
-  auto tj = json::parse(t90.out);
-  CHECK(tj["variant"] == "cu126");
-  CHECK(tj["index"] == pt);
-  // The driver counts too: CUDA 12.6 needs more than driver 470.
-  auto old = w.envfix({"plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "470.42.01", "--python", x.py});
-  CHECK(old.rc == 1);
-  CHECK(old.err.find("driver") != std::string::npos);
-  // No GPU on the target: plain, pip-like.
-  auto cpu = w.envfix({"--format", "json", "plan", "torch", "--index-url", pt, "--gpu", "none", "--python", x.py});
-  REQUIRE(cpu.rc == 0);
-  CHECK(json::parse(cpu.out)["channel"].get<std::string>().empty());
+    // A find-links folder joins the first index: its ixdep 2.0 is found before the extra index's 1.0.
+    auto links = w.root() / "links";
+    fs::create_directories(links);
+    REQUIRE(testing::build_index(w.root() / "links-src", R"({"packages": [{"name": "ixdep", "version": "2.0"}]})"));
+    fs::copy_file(w.root() / "links-src/files/ixdep-2.0-py3-none-any.whl", links / "ixdep-2.0-py3-none-any.whl");
+    auto fl = w.envfix(x.ixfw({"--format", "json", "plan", "ixfw==1.0.0", "--mirror", w.base_url(), "--extra-index-url", x.pypi(),
+                               "--find-links", links.string(), "--gpu", "sm_90", "--driver", "580.65.06"}));
+    REQUIRE(fl.rc == 0);
+    CHECK(planned_urls(fl.out)["ixdep"].starts_with("file://"));
+    // Plain mode: --index-url, an extra index and find-links together, pip-like (no framework package).
+    auto plain = w.envfix({"--format", "json", "plan", "ixdep", "shared", "--index-url", x.fw_index(), "--extra-index-url",
+                           x.pypi(), "--python", x.py});
+    REQUIRE(plain.rc == 0);
+    auto pu = planned_urls(plain.out);
+    CHECK(pu["shared"].find("/whl/files/shared-1.0") != std::string::npos);
+    CHECK(pu["ixdep"].find("/pypi/files/ixdep-1.0") != std::string::npos);
+  }
 
-  // --framework and --index-url: 1.0.0's matrices row (sm_90 only) is refused on sm_120 ...
-  auto r1 = w.envfix(x.ixfw({"plan", "ixfw==1.0.0", "--index-url", x.fw_index(), "--extra-index-url", x.pypi(), "--gpu", "sm_120",
-                             "--driver", "580.65.06"}));
-  CHECK(r1.rc == 1);
-  CHECK(r1.err.find("sm_120 not covered") != std::string::npos);
-  // ... 2.0.0 has no arch data: planned as unverified, and apply's kernel check refuses its sm_90-only .so.
-  auto p2 = w.envfix(x.ixfw({"plan", "ixfw==2.0.0", "--index-url", x.fw_index(), "--gpu", "sm_120", "--driver", "580.65.06"}));
-  CHECK(p2.rc == 0);
-  CHECK(p2.err.find("arch-unverified") != std::string::npos);
-  auto a2 = w.envfix(x.ixfw({"apply", "ixfw==2.0.0", "--index-url", x.fw_index(), "--gpu", "sm_120", "--driver", "580.65.06", "--yes",
-                             "--lockfile", w.lockfile().string()}));
-  CHECK(a2.rc == 1);
-  CHECK(a2.err.find("kernel check refused ixfw 2.0.0+cu130") != std::string::npos);
-  CHECK(manifest(x.venv) == before);
-  CHECK(!fs::exists(w.lockfile()));
+  TEST_CASE("--index-url with a framework keeps --gpu and --driver: kernels are checked, not silently planned") {
+    IndexWorld x;
+    auto& w = x.w;
+    const auto before = manifest(x.venv);
+    // torch named in the request on a GPU host: the framework path, the variant read from +cu126.
+    const std::string pt = w.base_url() + "/pt/whl/cu126";
+    auto t = w.envfix({"plan", "torch", "--index-url", pt, "--gpu", "sm_120", "--driver", "580.65.06", "--python", x.py});
+    CHECK(t.rc == 1);
+    CHECK(t.err.find("sm_120 not covered") != std::string::npos);
+    auto t90 = w.envfix(
+        {"--format", "json", "plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "580.65.06", "--python", x.py});
+    REQUIRE(t90.rc == 0);
+    auto tj = json::parse(t90.out);
+    CHECK(tj["variant"] == "cu126");
+    CHECK(tj["index"] == pt);
+    // The driver counts too: CUDA 12.6 needs more than driver 470.
+    auto old = w.envfix({"plan", "torch", "--index-url", pt, "--gpu", "sm_90", "--driver", "470.42.01", "--python", x.py});
+    CHECK(old.rc == 1);
+    CHECK(old.err.find("driver") != std::string::npos);
+    // No GPU on the target: plain, pip-like.
+    auto cpu = w.envfix({"--format", "json", "plan", "torch", "--index-url", pt, "--gpu", "none", "--python", x.py});
+    REQUIRE(cpu.rc == 0);
+    CHECK(json::parse(cpu.out)["channel"].get<std::string>().empty());
 
-  // Paddle-shaped: no local labels; the variant is the URL's cu130 segment (so the driver is checked).
-  const std::string pd = w.base_url() + "/paddle/packages/stable/cu130/";
-  auto pj = w.envfix({"--format", "json", "plan", "--framework", "paddlepaddle", "paddlepaddle-gpu", "--index-url", pd, "--gpu", "sm_90",
-                      "--driver", "580.65.06", "--python", x.py});
-  REQUIRE(pj.rc == 0);
-  CHECK(json::parse(pj.out)["variant"] == "cu130");
-  auto pold = w.envfix({"plan", "--framework", "paddlepaddle", "paddlepaddle-gpu", "--index-url", pd, "--gpu", "sm_90", "--driver",
-                        "535.104.05", "--python", x.py});
-  CHECK(pold.rc == 1);
-  CHECK(pold.err.find("CUDA 13.0 (variant cu130) needs a newer driver than 535.104.05") != std::string::npos);
-}
+    // --framework and --index-url: 1.0.0's matrices row (sm_90 only) is refused on sm_120 ...
+    auto r1 = w.envfix(x.ixfw({"plan", "ixfw==1.0.0", "--index-url", x.fw_index(), "--extra-index-url", x.pypi(), "--gpu",
+                               "sm_120", "--driver", "580.65.06"}));
+    CHECK(r1.rc == 1);
+    CHECK(r1.err.find("sm_120 not covered") != std::string::npos);
+    // ... 2.0.0 has no arch data: planned as unverified, and apply's kernel check refuses its sm_90-only .so.
+    auto p2 = w.envfix(x.ixfw({"plan", "ixfw==2.0.0", "--index-url", x.fw_index(), "--gpu", "sm_120", "--driver", "580.65.06"}));
+    CHECK(p2.rc == 0);
+    CHECK(p2.err.find("arch-unverified") != std::string::npos);
+    auto a2 = w.envfix(x.ixfw({"apply", "ixfw==2.0.0", "--index-url", x.fw_index(), "--gpu", "sm_120", "--driver", "580.65.06",
+                               "--yes", "--lockfile", w.lockfile().string()}));
+    CHECK(a2.rc == 1);
+    CHECK(a2.err.find("kernel check refused ixfw 2.0.0+cu130") != std::string::npos);
+    CHECK(manifest(x.venv) == before);
+    CHECK(!fs::exists(w.lockfile()));
+
+    // Paddle-shaped: no local labels; the variant is the URL's cu130 segment (so the driver is checked).
+    const std::string pd = w.base_url() + "/paddle/packages/stable/cu130/";
+    auto pj = w.envfix({"--format", "json", "plan", "--framework", "paddlepaddle", "paddlepaddle-gpu", "--index-url", pd, "--gpu",
+                        "sm_90", "--driver", "580.65.06", "--python", x.py});
+    REQUIRE(pj.rc == 0);
+    CHECK(json::parse(pj.out)["variant"] == "cu130");
+    auto pold = w.envfix({"plan", "--framework", "paddlepaddle", "paddlepaddle-gpu", "--index-url", pd, "--gpu", "sm_90",
+                          "--driver", "535.104.05", "--python", x.py});
+    CHECK(pold.rc == 1);
+    CHECK(pold.err.find("CUDA 13.0 (variant cu130) needs a newer driver than 535.104.05") != std::string::npos);
+  }
 
 } // TEST_SUITE("integration")

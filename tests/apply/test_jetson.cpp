@@ -75,8 +75,8 @@ TEST_CASE("aarch64 plans: PyTorch's aarch64 cu130 build for GH200, GB10 and Thor
   auto ve = w.venv("venv");
   const auto py = (ve / "bin/python").string();
   auto plan = [&](std::vector<std::string> extra, std::map<std::string, std::string> env = {}) {
-    std::vector<std::string> a{"--format", "json", "plan", "torch==2.14.0", "--mirror", w.base_url() + "/pt/whl",
-                               "--python", py, "--platform", "manylinux_2_28_aarch64"};
+    std::vector<std::string> a{"--format", "json", "plan",       "torch==2.14.0",         "--mirror", w.base_url() + "/pt/whl",
+                               "--python", py,     "--platform", "manylinux_2_28_aarch64"};
     a.insert(a.end(), extra.begin(), extra.end());
     return w.envfix(a, std::move(env));
   };
@@ -142,8 +142,12 @@ TEST_CASE("Jetson plans from the JetPack index its L4T row names: an Orin's torc
   auto ve = w.venv("venv");
   const auto py = (ve / "bin/python").string();
   auto plan = [&](const std::string& host, std::vector<std::string> extra = {}) {
-    std::vector<std::string> a{"--format", "json", "plan", "torch", "--mirror", w.base_url() + "/pt/whl", "--python", py,
-                               "--platform", "manylinux_2_28_aarch64", "--matrices", (w.root() / "matrices").string()};
+    std::vector<std::string> a{"--format",   "json",
+                               "plan",       "torch",
+                               "--mirror",   w.base_url() + "/pt/whl",
+                               "--python",   py,
+                               "--platform", "manylinux_2_28_aarch64",
+                               "--matrices", (w.root() / "matrices").string()};
     a.insert(a.end(), extra.begin(), extra.end());
     return w.envfix(a, host_env(host));
   };

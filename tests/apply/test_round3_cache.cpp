@@ -94,7 +94,9 @@ frameworks:
 void plant_evidence(const fs::path& cache, const std::string& arch, const std::string& real_sha, const std::string& sha) {
   json key{{"project", "evfw"}, {"version", "3.0.0+cu128"}, {"variant", "cu128"}, {"platform", "manylinux_2_17_x86_64"}};
   json profile{{"zstd", false}, {"groups", json::array({{{"registered", true}, {"count", 1}, {"archs", {arch}}}})}};
-  json rec{{"key", key}, {"sha256", sha}, {"source", "planted by another user"},
+  json rec{{"key", key},
+           {"sha256", sha},
+           {"source", "planted by another user"},
            {"files", json::array({{{"path", "evfw/lib/libevfw_kernels.so"}, {"profile", profile}}})}};
   const std::string key_text = "evfw\n3.0.0+cu128\ncu128\nmanylinux_2_17_x86_64";
   write(cache / "evidence-v1" / "builds" / (util::sha256_hex(key_text) + ".json"), rec.dump());
@@ -106,144 +108,141 @@ void plant_evidence(const fs::path& cache, const std::string& arch, const std::s
 
 TEST_SUITE("integration") {
 
-// Item 2, one case per part: (a) ownership, (b) cache clean, (c) content checked against what it claims.
-TEST_CASE("round3 2a: a cache owned by another user, or an entry of it, is not used: one warning, the planted entry ignored") {
-  {
-    World w(kAlphaIndex);
-    auto ve = w.venv("venv");
-    const auto py = (ve / "bin/python").string();
-    const auto cache = w.root() / "shared-cache";
-    REQUIRE(w.envfix({"doctor", "--format", "json", "--python", py}, {}, cache).rc != -2);
-    // What another user planted: the interpreter "is" Python 3.99.1.
-    REQUIRE(edit_probe_entries(cache, [](json& j) { j["markers"]["python_full_version"] = "3.99.1"; }) > 0);
-    REQUIRE(::chown(cache.c_str(), 65534, 65534) == 0);
-    fs::permissions(cache, fs::perms::all);
-    auto d = w.envfix({"doctor", "--format", "json", "--python", py}, {}, cache);
-    CHECK(count(d.err, fmt::format("the cache directory {} is not used for this run", cache.string())) == 1);
-    CHECK(d.err.find("owned by uid 65534") != std::string::npos);
-    CHECK(d.out.find("3.99.1") == std::string::npos);
-    auto p = w.envfix({"plan", "alpha", "--index-url", w.index_url(), "--python", py}, {}, cache);
-    CHECK(p.rc == 0);
-    CHECK(count(p.err, "is not used for this run") == 1);
-    // The directory is this user's again, but one entry in it belongs to nobody: that entry is ignored.
-    REQUIRE(::chown(cache.c_str(), 0, 0) == 0);
-    fs::permissions(cache, fs::perms(0755));
-    for (const auto& e : fs::directory_iterator(cache / "interpreters")) REQUIRE(::chown(e.path().c_str(), 65534, 65534) == 0);
-    auto d2 = w.envfix({"doctor", "--format", "json", "--python", py}, {}, cache);
-    CHECK(d2.err.find("is ignored: it is owned by uid 65534") != std::string::npos);
-    CHECK(d2.out.find("3.99.1") == std::string::npos);
-  }
-
-}
-
-TEST_CASE("round3 2b: cache clean refuses a directory that is not an envfix cache, and a cache a run holds") {
-  {
-    World w(kAlphaIndex);
-    const auto other = w.root() / "not-a-cache";
-    write(other / "precious.txt", "keep me\n");
-    write(other / "sub" / "more.txt", "me too\n");
-    auto r = w.envfix({"cache", "clean"}, {}, other);
-    CHECK(r.rc == 1);
-    CHECK(r.err.find(other.string() + " is not an envfix cache") != std::string::npos);
-    CHECK(fs::exists(other / "precious.txt"));
-    CHECK(fs::exists(other / "sub" / "more.txt"));
-
-    auto ve = w.venv("venv");
-    REQUIRE(w.envfix({"plan", "alpha", "--index-url", w.index_url(), "--python", (ve / "bin/python").string()}).rc == 0);
-    REQUIRE(fs::exists(w.cache() / "CACHEDIR.TAG"));
-    CHECK(slurp(w.cache() / "CACHEDIR.TAG").starts_with("Signature: 8a477f597d28d172789f06886806bc55"));
-    REQUIRE(fs::exists(w.cache() / "http-v1"));
+  // Item 2, one case per part: (a) ownership, (b) cache clean, (c) content checked against what it claims.
+  TEST_CASE("round3 2a: a cache owned by another user, or an entry of it, is not used: one warning, the planted entry ignored") {
     {
-      auto holder = hold_flock(w.cache() / ".lock", true); // what a running apply holds
-      auto busy = w.envfix({"cache", "clean"});
-      CHECK(busy.rc == 2); // io: try again later
-      CHECK(busy.err.find("in use by another envfix run") != std::string::npos);
-      CHECK(fs::exists(w.cache() / "http-v1"));
+      World w(kAlphaIndex);
+      auto ve = w.venv("venv");
+      const auto py = (ve / "bin/python").string();
+      const auto cache = w.root() / "shared-cache";
+      REQUIRE(w.envfix({"doctor", "--format", "json", "--python", py}, {}, cache).rc != -2);
+      // What another user planted: the interpreter "is" Python 3.99.1.
+      REQUIRE(edit_probe_entries(cache, [](json& j) { j["markers"]["python_full_version"] = "3.99.1"; }) > 0);
+      REQUIRE(::chown(cache.c_str(), 65534, 65534) == 0);
+      fs::permissions(cache, fs::perms::all);
+      auto d = w.envfix({"doctor", "--format", "json", "--python", py}, {}, cache);
+      CHECK(count(d.err, fmt::format("the cache directory {} is not used for this run", cache.string())) == 1);
+      CHECK(d.err.find("owned by uid 65534") != std::string::npos);
+      CHECK(d.out.find("3.99.1") == std::string::npos);
+      auto p = w.envfix({"plan", "alpha", "--index-url", w.index_url(), "--python", py}, {}, cache);
+      CHECK(p.rc == 0);
+      CHECK(count(p.err, "is not used for this run") == 1);
+      // The directory is this user's again, but one entry in it belongs to nobody: that entry is ignored.
+      REQUIRE(::chown(cache.c_str(), 0, 0) == 0);
+      fs::permissions(cache, fs::perms(0755));
+      for (const auto& e : fs::directory_iterator(cache / "interpreters")) REQUIRE(::chown(e.path().c_str(), 65534, 65534) == 0);
+      auto d2 = w.envfix({"doctor", "--format", "json", "--python", py}, {}, cache);
+      CHECK(d2.err.find("is ignored: it is owned by uid 65534") != std::string::npos);
+      CHECK(d2.out.find("3.99.1") == std::string::npos);
     }
-    auto ok = w.envfix({"cache", "clean"});
-    CHECK(ok.rc == 0);
-    CHECK_FALSE(fs::exists(w.cache() / "http-v1"));
-    CHECK(fs::exists(w.cache() / ".envfix-cache")); // still an envfix cache
   }
 
-}
+  TEST_CASE("round3 2b: cache clean refuses a directory that is not an envfix cache, and a cache a run holds") {
+    {
+      World w(kAlphaIndex);
+      const auto other = w.root() / "not-a-cache";
+      write(other / "precious.txt", "keep me\n");
+      write(other / "sub" / "more.txt", "me too\n");
+      auto r = w.envfix({"cache", "clean"}, {}, other);
+      CHECK(r.rc == 1);
+      CHECK(r.err.find(other.string() + " is not an envfix cache") != std::string::npos);
+      CHECK(fs::exists(other / "precious.txt"));
+      CHECK(fs::exists(other / "sub" / "more.txt"));
 
-TEST_CASE("round3 2c: a planted interpreter-probe entry pointing outside the venv is not used") {
-  {
+      auto ve = w.venv("venv");
+      REQUIRE(w.envfix({"plan", "alpha", "--index-url", w.index_url(), "--python", (ve / "bin/python").string()}).rc == 0);
+      REQUIRE(fs::exists(w.cache() / "CACHEDIR.TAG"));
+      CHECK(slurp(w.cache() / "CACHEDIR.TAG").starts_with("Signature: 8a477f597d28d172789f06886806bc55"));
+      REQUIRE(fs::exists(w.cache() / "http-v1"));
+      {
+        auto holder = hold_flock(w.cache() / ".lock", true); // what a running apply holds
+        auto busy = w.envfix({"cache", "clean"});
+        CHECK(busy.rc == 2); // io: try again later
+        CHECK(busy.err.find("in use by another envfix run") != std::string::npos);
+        CHECK(fs::exists(w.cache() / "http-v1"));
+      }
+      auto ok = w.envfix({"cache", "clean"});
+      CHECK(ok.rc == 0);
+      CHECK_FALSE(fs::exists(w.cache() / "http-v1"));
+      CHECK(fs::exists(w.cache() / ".envfix-cache")); // still an envfix cache
+    }
+  }
+
+  TEST_CASE("round3 2c: a planted interpreter-probe entry pointing outside the venv is not used") {
+    {
+      World w(kAlphaIndex);
+      auto ve = w.venv("venv");
+      const auto py = (ve / "bin/python").string();
+      REQUIRE(w.envfix({"plan", "alpha", "--index-url", w.index_url(), "--python", py}).rc == 0);
+      const auto elsewhere = w.root() / "elsewhere";
+      fs::create_directories(elsewhere / "site-packages");
+      REQUIRE(edit_probe_entries(w.cache(), [&](json& j) {
+                for (const char* k : {"purelib", "platlib"}) j["paths"][k] = (elsewhere / "site-packages").string();
+                j["paths"]["scripts"] = (elsewhere / "bin").string();
+              }) > 0);
+      auto a = w.envfix(
+          {"apply", "alpha", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()});
+      CHECK(a.rc == 0);
+      CHECK_FALSE(fs::exists(elsewhere / "site-packages" / "alpha"));
+      CHECK(fs::exists(fs::path(site_packages_of(ve)) / "alpha" / "__init__.py"));
+    }
+  }
+
+  TEST_CASE("round3 2c: a planted evidence record of another file neither rules out the build nor makes lock write verified") {
+    {
+      World w(fmt::format(R"({{"simple_dir": "whl/cu128", "files_dir": "whl/files", "packages": [
+      {{"name": "evfw", "version": "3.0.0+cu128", "tags": ["py3-none-manylinux_2_17_x86_64"],
+        "files": {{"evfw/__init__.py": "VALUE = 1\n", "evfw/lib/libevfw_kernels.so": {}}}}}]}})",
+                          byte_list(arch_shared_object("90"))));
+      write(w.root() / "matrices/evfw.yaml", kEvfwMatrices);
+      fs::path wheel;
+      for (const auto& e : fs::recursive_directory_iterator(w.index_dir()))
+        if (e.path().extension() == ".whl") wheel = e.path();
+      REQUIRE(!wheel.empty());
+      const auto real_sha = util::sha256_file_hex(wheel).value();
+      const std::string other_sha(64, 'e');
+      auto ve = w.venv("venv");
+      const std::vector<std::string> target{"--framework", "evfw",       "--matrices", (w.root() / "matrices").string(),
+                                            "--mirror",    w.base_url(), "--gpu",      "sm_90",
+                                            "--driver",    "580.65.06",  "--python",   (ve / "bin/python").string()};
+      auto with = [&](std::vector<std::string> a) {
+        a.insert(a.end(), target.begin(), target.end());
+        return a;
+      };
+      plant_evidence(w.cache(), "sm_80", real_sha, other_sha); // "its binaries hold sm_80 only"
+      auto p = w.envfix(with({"plan", "--format", "json"}));
+      CHECK(p.rc == 0);
+      CHECK(p.err.find("planted by another user") == std::string::npos);
+      // issue 33 item 4: the old name-keyed store is migrated (its build record dropped) and said, once.
+      CHECK(count(p.err, "note: the kernel evidence store of an older envfix (evidence-v1) was migrated: 0 file records kept") ==
+            1);
+      CHECK(p.err.find("1 build record keyed by name and version dropped") != std::string::npos);
+      CHECK_FALSE(fs::exists(w.cache() / "evidence-v1"));
+      plant_evidence(w.cache(), "sm_90", real_sha, other_sha); // "read, and it holds sm_90"
+      auto l = w.envfix(with({"lock", "-o", w.lockfile().string()}));
+      REQUIRE(l.rc == 0);
+      const auto lock = slurp(w.lockfile());
+      CHECK(lock.find("verified: true") == std::string::npos);
+      CHECK(lock.find("verified: false") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("round3 9: the .part file of a killed download is removed by the next run; one a live writer holds stays") {
     World w(kAlphaIndex);
     auto ve = w.venv("venv");
     const auto py = (ve / "bin/python").string();
     REQUIRE(w.envfix({"plan", "alpha", "--index-url", w.index_url(), "--python", py}).rc == 0);
-    const auto elsewhere = w.root() / "elsewhere";
-    fs::create_directories(elsewhere / "site-packages");
-    REQUIRE(edit_probe_entries(w.cache(), [&](json& j) {
-      for (const char* k : {"purelib", "platlib"}) j["paths"][k] = (elsewhere / "site-packages").string();
-      j["paths"]["scripts"] = (elsewhere / "bin").string();
-    }) > 0);
-    auto a = w.envfix({"apply", "alpha", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile",
-                       w.lockfile().string()});
+    const auto tmp = w.cache() / "tmp";
+    write(tmp / "0123456789abcdef.part", std::string(4096, 'x')); // what a SIGKILLed download left
+    write(tmp / "fedcba9876543210.part", std::string(4096, 'y'));
+    auto writer = hold_flock(tmp / "fedcba9876543210.part", false); // a download still running
+    auto a =
+        w.envfix({"apply", "alpha", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile", w.lockfile().string()});
     CHECK(a.rc == 0);
-    CHECK_FALSE(fs::exists(elsewhere / "site-packages" / "alpha"));
-    CHECK(fs::exists(fs::path(site_packages_of(ve)) / "alpha" / "__init__.py"));
+    CHECK_FALSE(fs::exists(tmp / "0123456789abcdef.part"));
+    CHECK(fs::exists(tmp / "fedcba9876543210.part"));
+    // No download of this run is left behind either.
+    for (const auto& e : fs::directory_iterator(tmp)) CHECK_MESSAGE(e.path().filename() == "fedcba9876543210.part", e.path());
   }
-
-}
-
-TEST_CASE("round3 2c: a planted evidence record of another file neither rules out the build nor makes lock write verified") {
-  {
-    World w(fmt::format(R"({{"simple_dir": "whl/cu128", "files_dir": "whl/files", "packages": [
-      {{"name": "evfw", "version": "3.0.0+cu128", "tags": ["py3-none-manylinux_2_17_x86_64"],
-        "files": {{"evfw/__init__.py": "VALUE = 1\n", "evfw/lib/libevfw_kernels.so": {}}}}}]}})",
-                        byte_list(arch_shared_object("90"))));
-    write(w.root() / "matrices/evfw.yaml", kEvfwMatrices);
-    fs::path wheel;
-    for (const auto& e : fs::recursive_directory_iterator(w.index_dir()))
-      if (e.path().extension() == ".whl") wheel = e.path();
-    REQUIRE(!wheel.empty());
-    const auto real_sha = util::sha256_file_hex(wheel).value();
-    const std::string other_sha(64, 'e');
-    auto ve = w.venv("venv");
-    const std::vector<std::string> target{"--framework", "evfw", "--matrices", (w.root() / "matrices").string(), "--mirror",
-                                          w.base_url(), "--gpu", "sm_90", "--driver", "580.65.06", "--python",
-                                          (ve / "bin/python").string()};
-    auto with = [&](std::vector<std::string> a) {
-      a.insert(a.end(), target.begin(), target.end());
-      return a;
-    };
-    plant_evidence(w.cache(), "sm_80", real_sha, other_sha); // "its binaries hold sm_80 only"
-    auto p = w.envfix(with({"plan", "--format", "json"}));
-    CHECK(p.rc == 0);
-    CHECK(p.err.find("planted by another user") == std::string::npos);
-    // issue 33 item 4: the old name-keyed store is migrated (its build record dropped) and said, once.
-    CHECK(count(p.err, "note: the kernel evidence store of an older envfix (evidence-v1) was migrated: 0 file records kept") == 1);
-    CHECK(p.err.find("1 build record keyed by name and version dropped") != std::string::npos);
-    CHECK_FALSE(fs::exists(w.cache() / "evidence-v1"));
-    plant_evidence(w.cache(), "sm_90", real_sha, other_sha); // "read, and it holds sm_90"
-    auto l = w.envfix(with({"lock", "-o", w.lockfile().string()}));
-    REQUIRE(l.rc == 0);
-    const auto lock = slurp(w.lockfile());
-    CHECK(lock.find("verified: true") == std::string::npos);
-    CHECK(lock.find("verified: false") != std::string::npos);
-  }
-}
-
-TEST_CASE("round3 9: the .part file of a killed download is removed by the next run; one a live writer holds stays") {
-  World w(kAlphaIndex);
-  auto ve = w.venv("venv");
-  const auto py = (ve / "bin/python").string();
-  REQUIRE(w.envfix({"plan", "alpha", "--index-url", w.index_url(), "--python", py}).rc == 0);
-  const auto tmp = w.cache() / "tmp";
-  write(tmp / "0123456789abcdef.part", std::string(4096, 'x')); // what a SIGKILLed download left
-  write(tmp / "fedcba9876543210.part", std::string(4096, 'y'));
-  auto writer = hold_flock(tmp / "fedcba9876543210.part", false); // a download still running
-  auto a = w.envfix({"apply", "alpha", "--index-url", w.index_url(), "--python", py, "--yes", "--lockfile",
-                     w.lockfile().string()});
-  CHECK(a.rc == 0);
-  CHECK_FALSE(fs::exists(tmp / "0123456789abcdef.part"));
-  CHECK(fs::exists(tmp / "fedcba9876543210.part"));
-  // No download of this run is left behind either.
-  for (const auto& e : fs::directory_iterator(tmp))
-    CHECK_MESSAGE(e.path().filename() == "fedcba9876543210.part", e.path());
-}
 
 } // TEST_SUITE

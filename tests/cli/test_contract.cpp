@@ -44,47 +44,47 @@ const std::vector<std::pair<std::vector<std::string>, std::string>>& error_cases
 
 TEST_SUITE("cli") {
 
-TEST_CASE("every command's error path prints the JSON error document with --format json") {
-  for (const auto& [args, code] : error_cases()) {
-    auto a = args;
-    a.insert(a.begin(), {"--format", "json"});
-    CAPTURE(args.front());
-    auto r = run(a);
-    CAPTURE(r.out);
-    CAPTURE(r.err);
+  TEST_CASE("every command's error path prints the JSON error document with --format json") {
+    for (const auto& [args, code] : error_cases()) {
+      auto a = args;
+      a.insert(a.begin(), {"--format", "json"});
+      CAPTURE(args.front());
+      auto r = run(a);
+      CAPTURE(r.out);
+      CAPTURE(r.err);
+      CHECK(r.exit_code != 0);
+      auto doc = json::parse(r.out, nullptr, false);
+      REQUIRE(doc.is_object());
+      REQUIRE(doc.contains("error"));
+      CHECK(doc["error"]["code"] == code);
+      CHECK(!doc["error"]["message"].get<std::string>().empty());
+      CHECK(doc["error"]["causes"].is_array());
+      CHECK(r.err.find("error: ") != std::string::npos); // people still read it on stderr
+    }
+  }
+
+  TEST_CASE("export's file format is --as; the global --format stays text|json and says so") {
+    auto r = run({"export", "--format", "pylock"});
     CHECK(r.exit_code != 0);
-    auto doc = json::parse(r.out, nullptr, false);
-    REQUIRE(doc.is_object());
-    REQUIRE(doc.contains("error"));
-    CHECK(doc["error"]["code"] == code);
-    CHECK(!doc["error"]["message"].get<std::string>().empty());
-    CHECK(doc["error"]["causes"].is_array());
-    CHECK(r.err.find("error: ") != std::string::npos); // people still read it on stderr
+    CHECK(r.err.find("envfix export --as pylock") != std::string::npos);
   }
-}
 
-TEST_CASE("export's file format is --as; the global --format stays text|json and says so") {
-  auto r = run({"export", "--format", "pylock"});
-  CHECK(r.exit_code != 0);
-  CHECK(r.err.find("envfix export --as pylock") != std::string::npos);
-}
-
-// Golden transcript (tests/support/golden.hpp) of the same failures: each command's JSON error
-// document and its stderr, whole. Fails on a changed message, cause, hint or code, or on a second
-// document or stray text on stdout.
-TEST_CASE("golden: every command's JSON error document") {
-  std::string transcript;
-  for (const auto& [args, code] : error_cases()) {
-    auto a = args;
-    a.insert(a.begin(), {"--format", "json"});
-    auto r = run(a);
-    std::string cmd = "$ envfix";
-    for (const auto& x : a) cmd += " " + x;
-    transcript += fmt::format("{}\n{}{}[exit {}]\n\n", cmd, r.err, r.out, r.exit_code);
+  // Golden transcript (tests/support/golden.hpp) of the same failures: each command's JSON error
+  // document and its stderr, whole. Fails on a changed message, cause, hint or code, or on a second
+  // document or stray text on stdout.
+  TEST_CASE("golden: every command's JSON error document") {
+    std::string transcript;
+    for (const auto& [args, code] : error_cases()) {
+      auto a = args;
+      a.insert(a.begin(), {"--format", "json"});
+      auto r = run(a);
+      std::string cmd = "$ envfix";
+      for (const auto& x : a) cmd += " " + x;
+      transcript += fmt::format("{}\n{}{}[exit {}]\n\n", cmd, r.err, r.out, r.exit_code);
+    }
+    const auto diff = testing::golden_mismatch(std::filesystem::path(ENVFIX_FIXTURES_DIR) / "golden/errors-json.txt",
+                                               testing::filter_transcript(transcript));
+    CHECK_MESSAGE(diff.empty(), diff);
   }
-  const auto diff = testing::golden_mismatch(std::filesystem::path(ENVFIX_FIXTURES_DIR) / "golden/errors-json.txt",
-                                             testing::filter_transcript(transcript));
-  CHECK_MESSAGE(diff.empty(), diff);
-}
 
 } // TEST_SUITE

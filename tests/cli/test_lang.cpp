@@ -109,68 +109,70 @@ util::SubprocessResult run_help(std::vector<std::string> args, std::map<std::str
 
 TEST_SUITE("integration") {
 
-// Fails when a line of plan's text falls back to English (the host line, "chose:", the choice and
-// its kernel claim, the download line, the refusals' messages and causes), when the JSON document is
-// translated, or when --lang en does not give back the English transcript byte for byte.
-TEST_CASE("plan golden: a framework plan and its refusals in zh_CN; JSON stays English; --lang en") {
-  World w(kTorchCu126Index);
-  const auto py = (w.venv("venv") / "bin/python").string();
-  const auto zh = plan_transcript(w, py, zh_env());
-  const auto diff = testing::golden_mismatch(fs::path(ENVFIX_FIXTURES_DIR) / "golden/framework-plan.zh_CN.txt", zh.filtered());
-  CHECK_MESSAGE(diff.empty(), diff);
-  CHECK(zh.text.find("选择：") != std::string::npos);
-  CHECK(zh.text.find("chose:") == std::string::npos);
-  CHECK(zh.text.find("Would download") == std::string::npos);
-  CHECK(zh.text.find("caused by") == std::string::npos);
+  // Fails when a line of plan's text falls back to English (the host line, "chose:", the choice and
+  // its kernel claim, the download line, the refusals' messages and causes), when the JSON document is
+  // translated, or when --lang en does not give back the English transcript byte for byte.
+  TEST_CASE("plan golden: a framework plan and its refusals in zh_CN; JSON stays English; --lang en") {
+    World w(kTorchCu126Index);
+    const auto py = (w.venv("venv") / "bin/python").string();
+    const auto zh = plan_transcript(w, py, zh_env());
+    const auto diff = testing::golden_mismatch(fs::path(ENVFIX_FIXTURES_DIR) / "golden/framework-plan.zh_CN.txt", zh.filtered());
+    CHECK_MESSAGE(diff.empty(), diff);
+    CHECK(zh.text.find("选择：") != std::string::npos);
+    CHECK(zh.text.find("chose:") == std::string::npos);
+    CHECK(zh.text.find("Would download") == std::string::npos);
+    CHECK(zh.text.find("caused by") == std::string::npos);
 
-  const auto en = plan_transcript(w, py, en_env());
-  CHECK(en.text.find("chose: torch 2.7.0+cu126 from the stable channel") != std::string::npos);
-  CHECK(plan_transcript(w, py, zh_env(), {"--lang", "en"}).filtered_output() == en.filtered_output());
-  CHECK(plan_transcript(w, py, en_env(), {"--lang=zh_CN"}).filtered_output() == zh.filtered_output());
+    const auto en = plan_transcript(w, py, en_env());
+    CHECK(en.text.find("chose: torch 2.7.0+cu126 from the stable channel") != std::string::npos);
+    CHECK(plan_transcript(w, py, zh_env(), {"--lang", "en"}).filtered_output() == en.filtered_output());
+    CHECK(plan_transcript(w, py, en_env(), {"--lang=zh_CN"}).filtered_output() == zh.filtered_output());
 
-  // --format json: the same document in both languages (docs/json.md: JSON is never translated).
-  const std::vector<std::string> args{"--format", "json", "plan", "torch", "--index-url", w.base_url() + "/pt/whl/cu126",
-                                      "--gpu", "sm_120", "--driver", "580.65.06", "--python", py};
-  const auto zj = w.envfix(args, zh_env()), ej = w.envfix(args, en_env());
-  CHECK(zj.rc == 1);
-  CHECK(zj.out == ej.out);
-  CHECK(zj.out.find("no GPU build of torch covers sm_120") != std::string::npos);
-  CHECK(!has_cjk(zj.out));
-  CHECK(has_cjk(zj.err)); // the human error on stderr is Chinese
-}
-
-// Fails when a CLI11 label, a group, a subcommand's or an option's description stays English under
-// LANG=zh_CN, or when --lang en / --lang=en (read before the app is built) leaves any Chinese.
-TEST_CASE("help in zh_CN: envfix --help and every command's --help, and --lang en restores English") {
-  const std::vector<std::vector<std::string>> helps{{"--help"},          {"plan", "--help"},   {"apply", "--help"},
-                                                    {"verify", "--help"}, {"matrix", "--help"}, {"inspect", "--help"},
-                                                    {"doctor", "--help"}, {"lock", "--help"},   {"export", "--help"},
-                                                    {"rollback", "--help"}, {"cache", "--help"}, {"recover", "--help"}};
-  for (const auto& args : helps) {
-    CAPTURE(args.front());
-    const auto zh = run_help(args, zh_env());
-    REQUIRE(zh.exit_code == 0);
-    CHECK(has_cjk(zh.out));
-    CHECK_MESSAGE(english_lines(zh.out).empty(), "untranslated lines:\n" << fmt::format("{}", fmt::join(english_lines(zh.out), "\n")));
-    for (const auto& lang : {std::vector<std::string>{"--lang", "en"}, std::vector<std::string>{"--lang=en"}}) {
-      auto en_args = args;
-      en_args.insert(en_args.begin(), lang.begin(), lang.end());
-      const auto en = run_help(en_args, zh_env());
-      CHECK(en.exit_code == 0);
-      CHECK(!has_cjk(en.out));
-      CHECK(en.out == run_help(args, en_env()).out);
-    }
+    // --format json: the same document in both languages (docs/json.md: JSON is never translated).
+    const std::vector<std::string> args{
+        "--format", "json",   "plan",     "torch",     "--index-url", w.base_url() + "/pt/whl/cu126",
+        "--gpu",    "sm_120", "--driver", "580.65.06", "--python",    py};
+    const auto zj = w.envfix(args, zh_env()), ej = w.envfix(args, en_env());
+    CHECK(zj.rc == 1);
+    CHECK(zj.out == ej.out);
+    CHECK(zj.out.find("no GPU build of torch covers sm_120") != std::string::npos);
+    CHECK(!has_cjk(zj.out));
+    CHECK(has_cjk(zj.err)); // the human error on stderr is Chinese
   }
-  const auto top = run_help({"--help"}, zh_env()).out;
-  CHECK(top.find("用法:") != std::string::npos);
-  CHECK(top.find("解析并显示安装计划；不做任何修改") != std::string::npos); // plan's line in the subcommand list
-  CHECK(top.find("Resolve and show the plan") == std::string::npos);
-  const auto plan = run_help({"plan", "--help"}, zh_env()).out;
-  CHECK(plan.find("列出每个被拒绝的候选及其原因代码") != std::string::npos);
-  CHECK(plan.find("--explain") != std::string::npos); // option names stay
-  CHECK(run_help({"--lang", "zh_CN", "plan", "--help"}, en_env()).out == plan);
-  // The checks above can fail: English help has lines english_lines() reports.
-  CHECK(!english_lines(run_help({"plan", "--help"}, en_env()).out).empty());
-}
+
+  // Fails when a CLI11 label, a group, a subcommand's or an option's description stays English under
+  // LANG=zh_CN, or when --lang en / --lang=en (read before the app is built) leaves any Chinese.
+  TEST_CASE("help in zh_CN: envfix --help and every command's --help, and --lang en restores English") {
+    const std::vector<std::vector<std::string>> helps{
+        {"--help"},           {"plan", "--help"},     {"apply", "--help"},  {"verify", "--help"},
+        {"matrix", "--help"}, {"inspect", "--help"},  {"doctor", "--help"}, {"lock", "--help"},
+        {"export", "--help"}, {"rollback", "--help"}, {"cache", "--help"},  {"recover", "--help"}};
+    for (const auto& args : helps) {
+      CAPTURE(args.front());
+      const auto zh = run_help(args, zh_env());
+      REQUIRE(zh.exit_code == 0);
+      CHECK(has_cjk(zh.out));
+      CHECK_MESSAGE(english_lines(zh.out).empty(), "untranslated lines:\n"
+                                                       << fmt::format("{}", fmt::join(english_lines(zh.out), "\n")));
+      for (const auto& lang : {std::vector<std::string>{"--lang", "en"}, std::vector<std::string>{"--lang=en"}}) {
+        auto en_args = args;
+        en_args.insert(en_args.begin(), lang.begin(), lang.end());
+        const auto en = run_help(en_args, zh_env());
+        CHECK(en.exit_code == 0);
+        CHECK(!has_cjk(en.out));
+        CHECK(en.out == run_help(args, en_env()).out);
+      }
+    }
+    const auto top = run_help({"--help"}, zh_env()).out;
+    CHECK(top.find("用法:") != std::string::npos);
+    CHECK(top.find("解析并显示安装计划；不做任何修改") != std::string::npos); // plan's line in the subcommand list
+    CHECK(top.find("Resolve and show the plan") == std::string::npos);
+    const auto plan = run_help({"plan", "--help"}, zh_env()).out;
+    CHECK(plan.find("列出每个被拒绝的候选及其原因代码") != std::string::npos);
+    CHECK(plan.find("--explain") != std::string::npos); // option names stay
+    CHECK(run_help({"--lang", "zh_CN", "plan", "--help"}, en_env()).out == plan);
+    // The checks above can fail: English help has lines english_lines() reports.
+    CHECK(!english_lines(run_help({"plan", "--help"}, en_env()).out).empty());
+  }
 
 } // TEST_SUITE

@@ -129,8 +129,8 @@ std::set<std::string> source_literals() {
   const fs::path root = ENVFIX_SOURCE_DIR;
   for (const auto& d : fs::directory_iterator(root)) {
     const auto name = d.path().filename().string();
-    if (!d.is_directory() || !fs::exists(d.path() / "CMakeLists.txt") || name == "tests" || name == "fuzz" ||
-        name == "bench" || name == "build")
+    if (!d.is_directory() || !fs::exists(d.path() / "CMakeLists.txt") || name == "tests" || name == "fuzz" || name == "bench" ||
+        name == "build")
       continue;
     for (const auto& f : fs::recursive_directory_iterator(d.path())) {
       const auto ext = f.path().extension();
@@ -167,121 +167,122 @@ struct Lang {
 
 TEST_SUITE("unit") {
 
-TEST_CASE("zh_CN.po: each msgstr has its msgid's placeholders, in order, and is Chinese") {
-  const auto entries = read_po(kPo);
-  REQUIRE(entries.size() > 50);
-  for (const auto& e : entries) {
-    INFO(kPo.string() << ":" << e.line << ": " << e.msgid);
-    CHECK(!e.msgstr.empty());
-    CHECK(placeholders(e.msgstr) == placeholders(e.msgid));
-    for (const auto& p : placeholders(e.msgid)) CHECK(p == "{}"); // tr_text matches plain {} only
+  TEST_CASE("zh_CN.po: each msgstr has its msgid's placeholders, in order, and is Chinese") {
+    const auto entries = read_po(kPo);
+    REQUIRE(entries.size() > 50);
+    for (const auto& e : entries) {
+      INFO(kPo.string() << ":" << e.line << ": " << e.msgid);
+      CHECK(!e.msgstr.empty());
+      CHECK(placeholders(e.msgstr) == placeholders(e.msgid));
+      for (const auto& p : placeholders(e.msgid)) CHECK(p == "{}"); // tr_text matches plain {} only
+    }
   }
-}
 
-TEST_CASE("zh_CN.po: no msgid twice, none unused by the sources") {
-  const auto entries = read_po(kPo);
-  std::map<std::string, int> first;
-  for (const auto& e : entries) {
-    INFO(kPo.string() << ":" << e.line << ": " << e.msgid);
-    CHECK_MESSAGE(first.emplace(e.msgid, e.line).second, "duplicate of line " << first[e.msgid]);
+  TEST_CASE("zh_CN.po: no msgid twice, none unused by the sources") {
+    const auto entries = read_po(kPo);
+    std::map<std::string, int> first;
+    for (const auto& e : entries) {
+      INFO(kPo.string() << ":" << e.line << ": " << e.msgid);
+      CHECK_MESSAGE(first.emplace(e.msgid, e.line).second, "duplicate of line " << first[e.msgid]);
+    }
+    const auto lits = source_literals();
+    REQUIRE(lits.count("1. Hardware and base environment")); // the scan works
+    for (const auto& e : entries) {
+      INFO(kPo.string() << ":" << e.line);
+      CHECK_MESSAGE(lits.count(e.msgid), "msgid is no string literal of the sources: " << e.msgid);
+    }
   }
-  const auto lits = source_literals();
-  REQUIRE(lits.count("1. Hardware and base environment")); // the scan works
-  for (const auto& e : entries) {
-    INFO(kPo.string() << ":" << e.line);
-    CHECK_MESSAGE(lits.count(e.msgid), "msgid is no string literal of the sources: " << e.msgid);
+
+  TEST_CASE("the compiled table is the .po: every entry, sorted, each looked up") {
+    const auto entries = read_po(kPo);
+    const auto table = i18n::catalog(i18n::Lang::zh_CN);
+    CHECK(table.size() == entries.size());
+    for (std::size_t i = 1; i < table.size(); ++i) CHECK(table[i - 1].msgid < table[i].msgid);
+    Lang zh(i18n::Lang::zh_CN);
+    for (const auto& e : entries) CHECK(i18n::tr(e.msgid) == e.msgstr);
+    CHECK(i18n::tr("no such sentence") == "no such sentence");
+    CHECK(i18n::catalog(i18n::Lang::en).empty());
   }
-}
 
-TEST_CASE("the compiled table is the .po: every entry, sorted, each looked up") {
-  const auto entries = read_po(kPo);
-  const auto table = i18n::catalog(i18n::Lang::zh_CN);
-  CHECK(table.size() == entries.size());
-  for (std::size_t i = 1; i < table.size(); ++i) CHECK(table[i - 1].msgid < table[i].msgid);
-  Lang zh(i18n::Lang::zh_CN);
-  for (const auto& e : entries) CHECK(i18n::tr(e.msgid) == e.msgstr);
-  CHECK(i18n::tr("no such sentence") == "no such sentence");
-  CHECK(i18n::catalog(i18n::Lang::en).empty());
-}
+  TEST_CASE("tr, trf and tr_text: English by default, the catalog's sentence in zh_CN") {
+    CHECK(i18n::tr("verdict:") == "verdict:");
+    CHECK(i18n::trf("2. Framework {}", "torch") == "2. Framework torch");
+    CHECK(i18n::tr_text("the torch packages were installed by different tools: pip, uv") ==
+          "the torch packages were installed by different tools: pip, uv");
+    Lang zh(i18n::Lang::zh_CN);
+    CHECK(i18n::tr("verdict:") == "结论：");
+    CHECK(i18n::trf("2. Framework {}", "torch") == "2. 框架 torch");
+    CHECK(i18n::tr_text("the torch packages were installed by different tools: pip, uv") ==
+          "torch 的各个包由不同的工具安装：pip, uv");
+    // A composed part is translated too; a text no entry matches whole stays.
+    CHECK(i18n::tr_text("torch 2.6.0+cpu is a CPU-only build, but this host has 1 GPU(s) (sm_120)") ==
+          "torch 2.6.0+cpu 是仅支持 CPU 的构建，但本机有 1 块 GPU（sm_120）");
+    CHECK(i18n::tr_text("the torch packages were installed") == "the torch packages were installed");
+    CHECK(i18n::tr_text("skipped (--no-repro)") == "已跳过（--no-repro）");
+    CHECK(i18n::tr_text("") == "");
+  }
 
-TEST_CASE("tr, trf and tr_text: English by default, the catalog's sentence in zh_CN") {
-  CHECK(i18n::tr("verdict:") == "verdict:");
-  CHECK(i18n::trf("2. Framework {}", "torch") == "2. Framework torch");
-  CHECK(i18n::tr_text("the torch packages were installed by different tools: pip, uv") ==
-        "the torch packages were installed by different tools: pip, uv");
-  Lang zh(i18n::Lang::zh_CN);
-  CHECK(i18n::tr("verdict:") == "结论：");
-  CHECK(i18n::trf("2. Framework {}", "torch") == "2. 框架 torch");
-  CHECK(i18n::tr_text("the torch packages were installed by different tools: pip, uv") == "torch 的各个包由不同的工具安装：pip, uv");
-  // A composed part is translated too; a text no entry matches whole stays.
-  CHECK(i18n::tr_text("torch 2.6.0+cpu is a CPU-only build, but this host has 1 GPU(s) (sm_120)") ==
-        "torch 2.6.0+cpu 是仅支持 CPU 的构建，但本机有 1 块 GPU（sm_120）");
-  CHECK(i18n::tr_text("the torch packages were installed") == "the torch packages were installed");
-  CHECK(i18n::tr_text("skipped (--no-repro)") == "已跳过（--no-repro）");
-  CHECK(i18n::tr_text("") == "");
-}
+  // Fails when the plan's "why" (resolver/framework_selector.cpp: "variant {}{}: {}", a CUDA part that
+  // may be empty) is not matched, or when a pattern with little fixed text ("{} from {}") grabs any text.
+  TEST_CASE("tr_text: adjacent placeholders, and short patterns are for trf only") {
+    Lang zh(i18n::Lang::zh_CN);
+    CHECK(i18n::tr_text("torch 2.7.0+cu126 from the stable channel, variant cu126 (CUDA 12.6): the matrices say its kernels "
+                        "cover sm_90 (checked after download)") ==
+          "torch 2.7.0+cu126，来自 stable 渠道，变体 cu126 (CUDA 12.6)：矩阵表明其内核覆盖 sm_90（下载后检查）");
+    CHECK(i18n::tr_text("torch 2.7.0 from the stable channel, variant cpu: no GPU on the target") ==
+          "torch 2.7.0，来自 stable 渠道，变体 cpu：目标机器上没有 GPU");
+    CHECK(i18n::tr_text("torch 2.7.0 from the stable channel, variant : no GPU on the target") ==
+          "torch 2.7.0 from the stable channel, variant : no GPU on the target"); // the word may not be empty
+    CHECK(i18n::trf("{} from {}", "cu126", "envfix.lock") == "cu126（来自 envfix.lock）");
+    CHECK(i18n::tr_text("cannot read x from y") == "cannot read x from y");
+    CHECK(i18n::tr_text("Wrote envfix.lock") == "Wrote envfix.lock");
+  }
 
-// Fails when the plan's "why" (resolver/framework_selector.cpp: "variant {}{}: {}", a CUDA part that
-// may be empty) is not matched, or when a pattern with little fixed text ("{} from {}") grabs any text.
-TEST_CASE("tr_text: adjacent placeholders, and short patterns are for trf only") {
-  Lang zh(i18n::Lang::zh_CN);
-  CHECK(i18n::tr_text("torch 2.7.0+cu126 from the stable channel, variant cu126 (CUDA 12.6): the matrices say its kernels "
-                      "cover sm_90 (checked after download)") ==
-        "torch 2.7.0+cu126，来自 stable 渠道，变体 cu126 (CUDA 12.6)：矩阵表明其内核覆盖 sm_90（下载后检查）");
-  CHECK(i18n::tr_text("torch 2.7.0 from the stable channel, variant cpu: no GPU on the target") ==
-        "torch 2.7.0，来自 stable 渠道，变体 cpu：目标机器上没有 GPU");
-  CHECK(i18n::tr_text("torch 2.7.0 from the stable channel, variant : no GPU on the target") ==
-        "torch 2.7.0 from the stable channel, variant : no GPU on the target"); // the word may not be empty
-  CHECK(i18n::trf("{} from {}", "cu126", "envfix.lock") == "cu126（来自 envfix.lock）");
-  CHECK(i18n::tr_text("cannot read x from y") == "cannot read x from y");
-  CHECK(i18n::tr_text("Wrote envfix.lock") == "Wrote envfix.lock");
-}
+  TEST_CASE("gettext's precedence: LANGUAGE unless the locale is C, then LC_ALL, LC_MESSAGES, LANG") {
+    using i18n::Lang;
+    auto detect = [](std::map<std::string, std::string> vars) {
+      return i18n::detect_language([&vars](util::Env k) -> std::optional<std::string> {
+        auto it = vars.find(std::string(util::env_name(k)));
+        return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+      });
+    };
+    CHECK(detect({}) == Lang::en);
+    CHECK(detect({{"LANG", "zh_CN.UTF-8"}}) == Lang::zh_CN);
+    CHECK(detect({{"LANG", "zh_CN.UTF-8"}, {"LC_MESSAGES", "en_US.UTF-8"}}) == Lang::en);
+    CHECK(detect({{"LANG", "en_US.UTF-8"}, {"LC_MESSAGES", "zh_CN.UTF-8"}}) == Lang::zh_CN);
+    CHECK(detect({{"LC_MESSAGES", "zh_CN.UTF-8"}, {"LC_ALL", "C"}}) == Lang::en);
+    CHECK(detect({{"LC_ALL", "zh_CN.GB18030"}, {"LANG", "C"}}) == Lang::zh_CN);
+    CHECK(detect({{"LANG", "en_US.UTF-8"}, {"LANGUAGE", "fr:zh_CN:en"}}) == Lang::zh_CN);
+    CHECK(detect({{"LANG", "zh_CN.UTF-8"}, {"LANGUAGE", "en"}}) == Lang::en);
+    CHECK(detect({{"LANG", "C.UTF-8"}, {"LANGUAGE", "zh_CN"}}) == Lang::en); // LANGUAGE ignored under C
+    CHECK(detect({{"LANGUAGE", "zh_CN"}}) == Lang::en);                      // no locale is C
+    CHECK(detect({{"LANG", "zh_TW.UTF-8"}}) == Lang::en);                    // no Traditional catalog
+    CHECK(detect({{"LANG", "de_DE.UTF-8"}, {"LANGUAGE", "de:fr"}}) == Lang::en);
+    CHECK(detect({{"LC_ALL", ""}, {"LANG", "zh_CN.UTF-8"}}) == Lang::zh_CN); // empty is unset
+  }
 
-TEST_CASE("gettext's precedence: LANGUAGE unless the locale is C, then LC_ALL, LC_MESSAGES, LANG") {
-  using i18n::Lang;
-  auto detect = [](std::map<std::string, std::string> vars) {
-    return i18n::detect_language([&vars](util::Env k) -> std::optional<std::string> {
-      auto it = vars.find(std::string(util::env_name(k)));
-      return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
-    });
-  };
-  CHECK(detect({}) == Lang::en);
-  CHECK(detect({{"LANG", "zh_CN.UTF-8"}}) == Lang::zh_CN);
-  CHECK(detect({{"LANG", "zh_CN.UTF-8"}, {"LC_MESSAGES", "en_US.UTF-8"}}) == Lang::en);
-  CHECK(detect({{"LANG", "en_US.UTF-8"}, {"LC_MESSAGES", "zh_CN.UTF-8"}}) == Lang::zh_CN);
-  CHECK(detect({{"LC_MESSAGES", "zh_CN.UTF-8"}, {"LC_ALL", "C"}}) == Lang::en);
-  CHECK(detect({{"LC_ALL", "zh_CN.GB18030"}, {"LANG", "C"}}) == Lang::zh_CN);
-  CHECK(detect({{"LANG", "en_US.UTF-8"}, {"LANGUAGE", "fr:zh_CN:en"}}) == Lang::zh_CN);
-  CHECK(detect({{"LANG", "zh_CN.UTF-8"}, {"LANGUAGE", "en"}}) == Lang::en);
-  CHECK(detect({{"LANG", "C.UTF-8"}, {"LANGUAGE", "zh_CN"}}) == Lang::en);  // LANGUAGE ignored under C
-  CHECK(detect({{"LANGUAGE", "zh_CN"}}) == Lang::en);                       // no locale is C
-  CHECK(detect({{"LANG", "zh_TW.UTF-8"}}) == Lang::en);                     // no Traditional catalog
-  CHECK(detect({{"LANG", "de_DE.UTF-8"}, {"LANGUAGE", "de:fr"}}) == Lang::en);
-  CHECK(detect({{"LC_ALL", ""}, {"LANG", "zh_CN.UTF-8"}}) == Lang::zh_CN); // empty is unset
-}
+  TEST_CASE("--lang's names") {
+    using i18n::Lang;
+    CHECK(i18n::parse_lang("en") == Lang::en);
+    CHECK(i18n::parse_lang("zh_CN") == Lang::zh_CN);
+    CHECK(i18n::parse_lang("zh-CN") == Lang::zh_CN);
+    CHECK(i18n::parse_lang("zh_CN.UTF-8") == Lang::zh_CN);
+    CHECK(i18n::parse_lang("zh") == Lang::zh_CN);
+    CHECK(i18n::parse_lang("C") == Lang::en);
+    CHECK(!i18n::parse_lang("xx"));
+    CHECK(!i18n::parse_lang("zh_TW"));
+    CHECK(!i18n::parse_lang(""));
+    CHECK(i18n::available_languages() == "en, zh_CN");
+    CHECK(i18n::to_string(Lang::zh_CN) == "zh_CN");
+  }
 
-TEST_CASE("--lang's names") {
-  using i18n::Lang;
-  CHECK(i18n::parse_lang("en") == Lang::en);
-  CHECK(i18n::parse_lang("zh_CN") == Lang::zh_CN);
-  CHECK(i18n::parse_lang("zh-CN") == Lang::zh_CN);
-  CHECK(i18n::parse_lang("zh_CN.UTF-8") == Lang::zh_CN);
-  CHECK(i18n::parse_lang("zh") == Lang::zh_CN);
-  CHECK(i18n::parse_lang("C") == Lang::en);
-  CHECK(!i18n::parse_lang("xx"));
-  CHECK(!i18n::parse_lang("zh_TW"));
-  CHECK(!i18n::parse_lang(""));
-  CHECK(i18n::available_languages() == "en, zh_CN");
-  CHECK(i18n::to_string(Lang::zh_CN) == "zh_CN");
-}
-
-TEST_CASE("display width: CJK takes two cells, pad counts cells") {
-  CHECK(i18n::display_width("driver") == 6);
-  CHECK(i18n::display_width("驱动") == 4);
-  CHECK(i18n::display_width("（x）") == 5);
-  CHECK(i18n::pad("驱动", 8) == "驱动    ");
-  CHECK(i18n::pad("platform", 8) == "platform");
-  CHECK(i18n::pad("toolong!!", 8) == "toolong!!");
-}
+  TEST_CASE("display width: CJK takes two cells, pad counts cells") {
+    CHECK(i18n::display_width("driver") == 6);
+    CHECK(i18n::display_width("驱动") == 4);
+    CHECK(i18n::display_width("（x）") == 5);
+    CHECK(i18n::pad("驱动", 8) == "驱动    ");
+    CHECK(i18n::pad("platform", 8) == "platform");
+    CHECK(i18n::pad("toolong!!", 8) == "toolong!!");
+  }
 
 } // TEST_SUITE unit

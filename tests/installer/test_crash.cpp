@@ -124,8 +124,8 @@ struct Tally {
   std::map<std::string, int> by_phase; // the journal's state at the kill
   int kills = 0, saw_old = 0, saw_new = 0, undone_mid_way = 0;
   std::string summary() const {
-    std::string s = fmt::format("{} kills: {} old set, {} new set, {} undone mid-transaction; by phase:", kills, saw_old,
-                                saw_new, undone_mid_way);
+    std::string s = fmt::format("{} kills: {} old set, {} new set, {} undone mid-transaction; by phase:", kills, saw_old, saw_new,
+                                undone_mid_way);
     for (const auto& [phase, n] : by_phase) s += fmt::format(" {} {}", phase.empty() ? "(none)" : phase, n);
     return s;
   }
@@ -163,90 +163,90 @@ std::optional<std::string> after_kill(const fs::path& venv, const std::vector<st
 } // namespace
 
 TEST_SUITE("integration") {
-TEST_CASE("SIGKILL in every phase of the transaction and at random moments, then recover: old set or new set") {
-  auto root = test::temp_dir("envfix-crash");
-  auto venv = root / "venv";
-  auto py = installer::create_venv(venv, "python3");
-  REQUIRE(py);
-  fs::create_directories(root / "old");
-  fs::create_directories(root / "new");
-  std::vector<std::string> old_args = {"apply", venv.string(), "3.11", "0", "0"};
-  std::vector<std::string> new_args = {"apply", venv.string(), "3.11", "200", "0"};
-  for (int i = 0; i < 3; ++i) {
-    old_args.push_back(test::make_wheel(test::demo_spec(i, "1.0", 12), root / "old").string());
-    new_args.push_back(test::make_wheel(test::demo_spec(i, "2.0", 12), root / "new").string());
-  }
-  // The interpreter's own layout must be the one the driver assumes.
-  auto t = installer::InstallTarget::from_interpreter(*py);
-  REQUIRE(t);
-  REQUIRE(t->purelib == installer::InstallTarget::for_venv_layout(venv, 3, 11).purelib);
+  TEST_CASE("SIGKILL in every phase of the transaction and at random moments, then recover: old set or new set") {
+    auto root = test::temp_dir("envfix-crash");
+    auto venv = root / "venv";
+    auto py = installer::create_venv(venv, "python3");
+    REQUIRE(py);
+    fs::create_directories(root / "old");
+    fs::create_directories(root / "new");
+    std::vector<std::string> old_args = {"apply", venv.string(), "3.11", "0", "0"};
+    std::vector<std::string> new_args = {"apply", venv.string(), "3.11", "200", "0"};
+    for (int i = 0; i < 3; ++i) {
+      old_args.push_back(test::make_wheel(test::demo_spec(i, "1.0", 12), root / "old").string());
+      new_args.push_back(test::make_wheel(test::demo_spec(i, "2.0", 12), root / "new").string());
+    }
+    // The interpreter's own layout must be the one the driver assumes.
+    auto t = installer::InstallTarget::from_interpreter(*py);
+    REQUIRE(t);
+    REQUIRE(t->purelib == installer::InstallTarget::for_venv_layout(venv, 3, 11).purelib);
 
-  auto r = driver(old_args);
-  INFO(r.err);
-  REQUIRE(r.ok());
-  const auto old_set = test::manifest(venv);
-  auto t0 = std::chrono::steady_clock::now();
-  r = driver(new_args);
-  auto full = std::chrono::steady_clock::now() - t0;
-  REQUIRE(r.ok());
-  const auto new_set = test::manifest(venv);
-  REQUIRE(old_set != new_set);
-  const auto points = parse_points(r.out);
-  r = driver({"rollback", venv.string(), "3.11"});
-  REQUIRE(r.ok());
-  REQUIRE(test::manifest(venv) == old_set);
+    auto r = driver(old_args);
+    INFO(r.err);
+    REQUIRE(r.ok());
+    const auto old_set = test::manifest(venv);
+    auto t0 = std::chrono::steady_clock::now();
+    r = driver(new_args);
+    auto full = std::chrono::steady_clock::now() - t0;
+    REQUIRE(r.ok());
+    const auto new_set = test::manifest(venv);
+    REQUIRE(old_set != new_set);
+    const auto points = parse_points(r.out);
+    r = driver({"rollback", venv.string(), "3.11"});
+    REQUIRE(r.ok());
+    REQUIRE(test::manifest(venv) == old_set);
 
-  // 1. At chosen points of the transaction's own progress: every phase, whatever the speed.
-  const auto chosen = kill_points(points, 6);
-  MESSAGE("a clean transaction passes " << points.size() << " points; killing at " << chosen.size() << " of them");
-  Tally at_points;
-  for (const auto& p : chosen) {
-    auto args = new_args;
-    args[4] = std::to_string(p.n); // <kill-at>
-    args.insert(args.begin(), TXN_DRIVER);
-    const auto known = txn_ids(venv);
-    pid_t pid = spawn(args);
-    REQUIRE(pid > 0);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    const std::string label = fmt::format("kill at point {} ({})", p.n, p.step);
-    REQUIRE_MESSAGE((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL), label << ": the driver was not killed there");
-    auto phase = after_kill(venv, known, old_set, new_set, label, at_points);
-    if (!phase) break;
-    // The journal says the phase the point belongs to: the kill landed where it was aimed.
-    CHECK_MESSAGE(*phase == p.phase(), label);
-  }
-  MESSAGE("at points: " << at_points.summary());
-  for (const char* phase : {"preparing", "prepared", "removing", "installing", "verifying", "committed"})
-    CHECK_MESSAGE(at_points.by_phase[phase] > 0, "no kill in phase ", phase);
-  CHECK(at_points.saw_old + at_points.saw_new == at_points.kills);
-  CHECK(at_points.saw_new == at_points.by_phase["committed"]); // only a committed transaction keeps the new set
-  CHECK(at_points.undone_mid_way ==
-        at_points.by_phase["removing"] + at_points.by_phase["installing"] + at_points.by_phase["verifying"]);
+    // 1. At chosen points of the transaction's own progress: every phase, whatever the speed.
+    const auto chosen = kill_points(points, 6);
+    MESSAGE("a clean transaction passes " << points.size() << " points; killing at " << chosen.size() << " of them");
+    Tally at_points;
+    for (const auto& p : chosen) {
+      auto args = new_args;
+      args[4] = std::to_string(p.n); // <kill-at>
+      args.insert(args.begin(), TXN_DRIVER);
+      const auto known = txn_ids(venv);
+      pid_t pid = spawn(args);
+      REQUIRE(pid > 0);
+      int status = 0;
+      REQUIRE(::waitpid(pid, &status, 0) == pid);
+      const std::string label = fmt::format("kill at point {} ({})", p.n, p.step);
+      REQUIRE_MESSAGE((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL), label << ": the driver was not killed there");
+      auto phase = after_kill(venv, known, old_set, new_set, label, at_points);
+      if (!phase) break;
+      // The journal says the phase the point belongs to: the kill landed where it was aimed.
+      CHECK_MESSAGE(*phase == p.phase(), label);
+    }
+    MESSAGE("at points: " << at_points.summary());
+    for (const char* phase : {"preparing", "prepared", "removing", "installing", "verifying", "committed"})
+      CHECK_MESSAGE(at_points.by_phase[phase] > 0, "no kill in phase ", phase);
+    CHECK(at_points.saw_old + at_points.saw_new == at_points.kills);
+    CHECK(at_points.saw_new == at_points.by_phase["committed"]); // only a committed transaction keeps the new set
+    CHECK(at_points.undone_mid_way ==
+          at_points.by_phase["removing"] + at_points.by_phase["installing"] + at_points.by_phase["verifying"]);
 
-  // 2. At random moments (SIGKILL from outside: also inside a step, not only between steps). A
-  // fixed number of trials, judged only by the set they leave; the phase each landed in is shown.
-  auto full_us = std::chrono::duration_cast<std::chrono::microseconds>(full).count();
-  MESSAGE("an uninterrupted transaction takes " << full_us / 1000 << " ms");
-  std::mt19937 rng(12345);
-  std::uniform_int_distribution<long> when(0, full_us * 11 / 10);
-  std::vector<std::string> spawn_args = {TXN_DRIVER};
-  spawn_args.insert(spawn_args.end(), new_args.begin(), new_args.end());
-  Tally random;
-  for (int k = 0; k < 30; ++k) {
-    const auto known = txn_ids(venv);
-    pid_t pid = spawn(spawn_args);
-    REQUIRE(pid > 0);
-    std::this_thread::sleep_for(std::chrono::microseconds(when(rng)));
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    if (!after_kill(venv, known, old_set, new_set, fmt::format("random kill {}", k), random)) break;
+    // 2. At random moments (SIGKILL from outside: also inside a step, not only between steps). A
+    // fixed number of trials, judged only by the set they leave; the phase each landed in is shown.
+    auto full_us = std::chrono::duration_cast<std::chrono::microseconds>(full).count();
+    MESSAGE("an uninterrupted transaction takes " << full_us / 1000 << " ms");
+    std::mt19937 rng(12345);
+    std::uniform_int_distribution<long> when(0, full_us * 11 / 10);
+    std::vector<std::string> spawn_args = {TXN_DRIVER};
+    spawn_args.insert(spawn_args.end(), new_args.begin(), new_args.end());
+    Tally random;
+    for (int k = 0; k < 30; ++k) {
+      const auto known = txn_ids(venv);
+      pid_t pid = spawn(spawn_args);
+      REQUIRE(pid > 0);
+      std::this_thread::sleep_for(std::chrono::microseconds(when(rng)));
+      ::kill(pid, SIGKILL);
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      if (!after_kill(venv, known, old_set, new_set, fmt::format("random kill {}", k), random)) break;
+    }
+    MESSAGE("at random moments: " << random.summary());
+    CHECK(random.saw_old + random.saw_new == random.kills);
+    CHECK(random.kills == 30);
+    std::error_code ec;
+    fs::remove_all(root, ec);
   }
-  MESSAGE("at random moments: " << random.summary());
-  CHECK(random.saw_old + random.saw_new == random.kills);
-  CHECK(random.kills == 30);
-  std::error_code ec;
-  fs::remove_all(root, ec);
-}
 }

@@ -27,13 +27,16 @@ const char* const k_gpus[] = {"6.1", "7.0", "7.5", "8.0", "8.6", "8.9", "9.0", "
 // The wheel that ships a library (nvidia-cublas ships libcublas, libcublasLt and libnvblas, …).
 std::string package_of(const std::string& lib) {
   static const std::pair<const char*, const char*> prefixes[] = {
-      {"libcublas", "nvidia-cublas"},       {"libnvblas", "nvidia-cublas"},     {"libcufft", "nvidia-cufft"},
-      {"libcudnn", "nvidia-cudnn"},         {"libcusparse", "nvidia-cusparse"}, {"libcusolver", "nvidia-cusolver"},
-      {"libcurand", "nvidia-curand"},       {"libnccl", "nvidia-nccl"},         {"libcudart", "nvidia-cuda-runtime"},
-      {"libnvrtc", "nvidia-cuda-nvrtc"},    {"libnvJitLink", "nvidia-nvjitlink"}, {"libcupti", "nvidia-cuda-cupti"},
-      {"libnvperf", "nvidia-cuda-cupti"},   {"libpcsampling", "nvidia-cuda-cupti"}, {"libcheckpoint", "nvidia-cuda-cupti"},
-      {"libnvtx", "nvidia-nvtx"},           {"libnvvm", "nvidia-cuda-nvcc"},    {"libnpp", "nvidia-npp"},
-      {"libnvjpeg", "nvidia-nvjpeg"},       {"libcusparseLt", "nvidia-cusparselt"}};
+      {"libcublas", "nvidia-cublas"},         {"libnvblas", "nvidia-cublas"},
+      {"libcufft", "nvidia-cufft"},           {"libcudnn", "nvidia-cudnn"},
+      {"libcusparse", "nvidia-cusparse"},     {"libcusolver", "nvidia-cusolver"},
+      {"libcurand", "nvidia-curand"},         {"libnccl", "nvidia-nccl"},
+      {"libcudart", "nvidia-cuda-runtime"},   {"libnvrtc", "nvidia-cuda-nvrtc"},
+      {"libnvJitLink", "nvidia-nvjitlink"},   {"libcupti", "nvidia-cuda-cupti"},
+      {"libnvperf", "nvidia-cuda-cupti"},     {"libpcsampling", "nvidia-cuda-cupti"},
+      {"libcheckpoint", "nvidia-cuda-cupti"}, {"libnvtx", "nvidia-nvtx"},
+      {"libnvvm", "nvidia-cuda-nvcc"},        {"libnpp", "nvidia-npp"},
+      {"libnvjpeg", "nvidia-nvjpeg"},         {"libcusparseLt", "nvidia-cusparselt"}};
   std::string best;
   std::size_t best_len = 0;
   for (const auto& [p, pkg] : prefixes)
@@ -55,80 +58,80 @@ bool any_entry_runs(const wheel::KernelSet& ks, specs::ComputeCapability cc) {
 } // namespace
 
 TEST_SUITE("integration") {
-TEST_CASE("kernel gate: the real CUDA libraries of /usr/local/cuda/lib64") {
-  const fs::path lib = "/usr/local/cuda/lib64";
-  std::error_code ec;
-  if (!fs::is_directory(lib, ec)) {
-    std::fprintf(stderr, "SKIP: %s not found; the real-library coverage test needs the CUDA toolkit\n", lib.c_str());
-    std::exit(77);
-  }
-  // Regular shared objects once each (the .so / .so.N links name the same files).
-  std::map<std::string, fs::path> files; // realpath → a name
-  for (const auto& e : fs::directory_iterator(lib)) {
-    auto name = e.path().filename().string();
-    if (name.find(".so") == std::string::npos) continue;
-    auto real = fs::canonical(e.path(), ec);
-    if (ec || !fs::is_regular_file(real, ec)) continue;
-    files.emplace(real.string(), real);
-  }
-  REQUIRE(files.size() >= 10);
-
-  std::map<std::string, std::size_t> pkg_index;
-  std::vector<installer::GatePackage> packages;
-  std::vector<installer::StagedObject> objects;
-  std::map<std::string, wheel::KernelSet> sets;
-  std::size_t with_code = 0;
-  for (const auto& [real, path] : files) {
-    auto ks = wheel::read_kernels_file(path);
-    INFO(path.string(), ": ", ks ? "" : ks.error().render());
-    REQUIRE(ks);
-    with_code += ks->empty() ? 0 : 1;
-    auto pkg = package_of(path.filename().string());
-    auto [it, added] = pkg_index.emplace(pkg, packages.size());
-    if (added) packages.push_back({pkg, "13.0", {}, false});
-    // The path stands in for the RECORD hash: the gate reads each file once, then takes its profile
-    // from the evidence store for the other GPUs.
-    objects.push_back({it->second, path.filename().string(), path.string(), "test:" + real});
-    sets.emplace(path.filename().string(), std::move(*ks));
-  }
-  MESSAGE(fmt::format("{} libraries, {} with GPU code, in {} packages", files.size(), with_code, packages.size()));
-  REQUIRE(with_code >= 8);
-
-  auto store_dir = util::make_temp_dir(fs::temp_directory_path(), "envfix-gate-").value();
-  wheel::EvidenceStore store(store_dir);
-  for (const char* gpu : k_gpus) {
-    auto cc = specs::ComputeCapability::parse(gpu).value();
-    // 1. Per file: `none` exactly where no entry runs.
-    for (const auto& [name, ks] : sets) {
-      if (wheel::KernelProfile::of(ks).empty()) continue;
-      auto fc = wheel::coverage(ks, cc);
-      INFO(name, " on ", cc.sm_name(), ": ", std::string(wheel::to_string(fc.verdict)), " ", fc.runnable(), "/", fc.total());
-      if (cc == specs::ComputeCapability{9, 0})
-        MESSAGE(fmt::format("{} on sm_90: {} {}/{} (registered {}/{}, embedded {}/{})", name, wheel::to_string(fc.verdict),
-                            fc.runnable(), fc.total(), fc.registered.runnable(), fc.registered.total(),
-                            fc.embedded.runnable(), fc.embedded.total()));
-      CHECK((fc.verdict == wheel::Verdict::none) == !any_entry_runs(ks, cc));
+  TEST_CASE("kernel gate: the real CUDA libraries of /usr/local/cuda/lib64") {
+    const fs::path lib = "/usr/local/cuda/lib64";
+    std::error_code ec;
+    if (!fs::is_directory(lib, ec)) {
+      std::fprintf(stderr, "SKIP: %s not found; the real-library coverage test needs the CUDA toolkit\n", lib.c_str());
+      std::exit(77);
     }
-    // 2. Per package, through the gate itself.
-    installer::GateOptions go;
-    go.gpus = {{fmt::format("GPU {}", gpu), cc}};
-    go.threads = 2;
-    go.evidence = &store;
-    installer::KernelGate gate(packages, go);
-    auto r = gate(objects);
-    if (cc >= specs::ComputeCapability{7, 5}) {
-      INFO("on ", cc.sm_name(), ": ", r ? "" : r.error().render());
-      CHECK(r);
-      CHECK_FALSE(gate.refusal());
-    } else {
-      // CUDA 13 has no code for Pascal or Volta: refused, and the refusal says so.
-      REQUIRE_FALSE(r);
-      REQUIRE(gate.refusal());
-      CHECK(gate.refusal()->coverage.verdict == wheel::Verdict::none);
-      CHECK(r.error().message.find("none of its") != std::string::npos);
+    // Regular shared objects once each (the .so / .so.N links name the same files).
+    std::map<std::string, fs::path> files; // realpath → a name
+    for (const auto& e : fs::directory_iterator(lib)) {
+      auto name = e.path().filename().string();
+      if (name.find(".so") == std::string::npos) continue;
+      auto real = fs::canonical(e.path(), ec);
+      if (ec || !fs::is_regular_file(real, ec)) continue;
+      files.emplace(real.string(), real);
     }
-    CHECK(gate.files_read() + gate.files_from_evidence() == objects.size());
+    REQUIRE(files.size() >= 10);
+
+    std::map<std::string, std::size_t> pkg_index;
+    std::vector<installer::GatePackage> packages;
+    std::vector<installer::StagedObject> objects;
+    std::map<std::string, wheel::KernelSet> sets;
+    std::size_t with_code = 0;
+    for (const auto& [real, path] : files) {
+      auto ks = wheel::read_kernels_file(path);
+      INFO(path.string(), ": ", ks ? "" : ks.error().render());
+      REQUIRE(ks);
+      with_code += ks->empty() ? 0 : 1;
+      auto pkg = package_of(path.filename().string());
+      auto [it, added] = pkg_index.emplace(pkg, packages.size());
+      if (added) packages.push_back({pkg, "13.0", {}, false});
+      // The path stands in for the RECORD hash: the gate reads each file once, then takes its profile
+      // from the evidence store for the other GPUs.
+      objects.push_back({it->second, path.filename().string(), path.string(), "test:" + real});
+      sets.emplace(path.filename().string(), std::move(*ks));
+    }
+    MESSAGE(fmt::format("{} libraries, {} with GPU code, in {} packages", files.size(), with_code, packages.size()));
+    REQUIRE(with_code >= 8);
+
+    auto store_dir = util::make_temp_dir(fs::temp_directory_path(), "envfix-gate-").value();
+    wheel::EvidenceStore store(store_dir);
+    for (const char* gpu : k_gpus) {
+      auto cc = specs::ComputeCapability::parse(gpu).value();
+      // 1. Per file: `none` exactly where no entry runs.
+      for (const auto& [name, ks] : sets) {
+        if (wheel::KernelProfile::of(ks).empty()) continue;
+        auto fc = wheel::coverage(ks, cc);
+        INFO(name, " on ", cc.sm_name(), ": ", std::string(wheel::to_string(fc.verdict)), " ", fc.runnable(), "/", fc.total());
+        if (cc == specs::ComputeCapability{9, 0})
+          MESSAGE(fmt::format("{} on sm_90: {} {}/{} (registered {}/{}, embedded {}/{})", name, wheel::to_string(fc.verdict),
+                              fc.runnable(), fc.total(), fc.registered.runnable(), fc.registered.total(), fc.embedded.runnable(),
+                              fc.embedded.total()));
+        CHECK((fc.verdict == wheel::Verdict::none) == !any_entry_runs(ks, cc));
+      }
+      // 2. Per package, through the gate itself.
+      installer::GateOptions go;
+      go.gpus = {{fmt::format("GPU {}", gpu), cc}};
+      go.threads = 2;
+      go.evidence = &store;
+      installer::KernelGate gate(packages, go);
+      auto r = gate(objects);
+      if (cc >= specs::ComputeCapability{7, 5}) {
+        INFO("on ", cc.sm_name(), ": ", r ? "" : r.error().render());
+        CHECK(r);
+        CHECK_FALSE(gate.refusal());
+      } else {
+        // CUDA 13 has no code for Pascal or Volta: refused, and the refusal says so.
+        REQUIRE_FALSE(r);
+        REQUIRE(gate.refusal());
+        CHECK(gate.refusal()->coverage.verdict == wheel::Verdict::none);
+        CHECK(r.error().message.find("none of its") != std::string::npos);
+      }
+      CHECK(gate.files_read() + gate.files_from_evidence() == objects.size());
+    }
+    fs::remove_all(store_dir);
   }
-  fs::remove_all(store_dir);
-}
 } // TEST_SUITE integration

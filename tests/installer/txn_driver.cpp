@@ -32,8 +32,10 @@ struct Points {
   unsigned long n = 0;
   void reach(std::string_view step, long index) {
     ++n;
-    if (index >= 0) std::printf("point %lu %.*s %ld\n", n, static_cast<int>(step.size()), step.data(), index);
-    else std::printf("point %lu %.*s\n", n, static_cast<int>(step.size()), step.data());
+    if (index >= 0)
+      std::printf("point %lu %.*s %ld\n", n, static_cast<int>(step.size()), step.data(), index);
+    else
+      std::printf("point %lu %.*s\n", n, static_cast<int>(step.size()), step.data());
     std::fflush(stdout);
     if (n == kill_at) ::raise(SIGKILL);
   }

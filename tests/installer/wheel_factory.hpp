@@ -35,7 +35,7 @@ struct Member {
 
 struct WheelSpec {
   std::string name, version;
-  std::string filename;                    // default {name_}-{version}-py3-none-any.whl
+  std::string filename; // default {name_}-{version}-py3-none-any.whl
   std::optional<std::string> dist_info;
   bool root_is_purelib = true;
   std::string wheel_version = "1.0";
@@ -75,8 +75,8 @@ inline fs::path make_wheel(const WheelSpec& spec, const fs::path& outdir) {
   if (spec.utf8_patch) j["utf8_patch"] = {spec.utf8_patch->first, spec.utf8_patch->second};
   j["members"] = nlohmann::json::array();
   for (const auto& m : spec.members) {
-    nlohmann::json jm{{"name", m.name}, {"content", m.content}, {"mode", m.mode}, {"symlink", m.symlink},
-                      {"in_record", m.in_record}, {"dup", m.dup}, {"utf8", m.utf8}};
+    nlohmann::json jm{{"name", m.name},           {"content", m.content}, {"mode", m.mode}, {"symlink", m.symlink},
+                      {"in_record", m.in_record}, {"dup", m.dup},         {"utf8", m.utf8}};
     if (m.record_hash) jm["record_hash"] = *m.record_hash;
     if (m.zeros) jm["zeros"] = *m.zeros;
     j["members"].push_back(jm);
@@ -110,13 +110,16 @@ inline WheelSpec demo_spec(int i, const std::string& version = "1.0", int extra_
       {pkg + "/sub/deep/data.json", "{\"v\": \"" + version + "\"}\n"},
       {pkg + "/tool.sh", "#!/bin/sh\necho tool " + version + "\n", 0755},
       {mod + ".py", "NAME = '" + mod + "'\n"},
-      {s.data_dir() + "/scripts/" + pkg + "-script", "#!python\nimport " + pkg + "\nprint('script', " + pkg + ".VERSION)\n", 0755},
+      {s.data_dir() + "/scripts/" + pkg + "-script", "#!python\nimport " + pkg + "\nprint('script', " + pkg + ".VERSION)\n",
+       0755},
       {s.data_dir() + "/data/share/" + pkg + "/readme.txt", "readme " + version + "\n"},
       {s.data_dir() + "/headers/" + pkg + ".h", "#define DEMO " + std::to_string(i) + "\n"},
       {s.data_dir() + "/purelib/" + pkg + "_extra/__init__.py", "EXTRA = True\n"},
   };
-  if (version != "1.0") s.members.push_back({pkg + "/only_in_" + version + ".py", "NEW = 1\n"});
-  else s.members.push_back({pkg + "/only_in_1.py", "OLD = 1\n"});
+  if (version != "1.0")
+    s.members.push_back({pkg + "/only_in_" + version + ".py", "NEW = 1\n"});
+  else
+    s.members.push_back({pkg + "/only_in_1.py", "OLD = 1\n"});
   for (int k = 0; k < extra_files; ++k)
     s.members.push_back({pkg + "/many/f" + std::to_string(k) + ".py", "K = " + std::to_string(k) + "  # " + version + "\n"});
   s.entry_points = "[console_scripts]\ndemo-" + std::to_string(i) + " = " + pkg + ".cli:main\n\n[gui_scripts]\ndemo-gui-" +
@@ -129,8 +132,7 @@ inline WheelSpec demo_spec(int i, const std::string& version = "1.0", int extra_
 inline std::map<std::string, std::string> manifest(const fs::path& root, const std::vector<std::string>& skip = {".envfix"}) {
   std::map<std::string, std::string> out;
   std::error_code ec;
-  for (fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end; !ec && it != end; it.increment(ec)) {
     auto rel = it->path().lexically_relative(root).generic_string();
     auto top = rel.substr(0, rel.find('/'));
     if (std::find(skip.begin(), skip.end(), top) != skip.end()) {
@@ -159,8 +161,10 @@ inline std::string manifest_diff(const std::map<std::string, std::string>& a, co
   std::string out;
   for (const auto& [k, v] : a) {
     auto it = b.find(k);
-    if (it == b.end()) out += "- " + k + " " + v + "\n";
-    else if (it->second != v) out += "~ " + k + " " + v + " -> " + it->second + "\n";
+    if (it == b.end())
+      out += "- " + k + " " + v + "\n";
+    else if (it->second != v)
+      out += "~ " + k + " " + v + " -> " + it->second + "\n";
   }
   for (const auto& [k, v] : b)
     if (!a.contains(k)) out += "+ " + k + " " + v + "\n";

@@ -20,15 +20,20 @@ class ScopedEnv {
 public:
   ScopedEnv(std::string name, std::optional<std::string> value) : m_name(std::move(name)) {
     if (const char* old = std::getenv(m_name.c_str())) m_old = old;
-    if (value) ::setenv(m_name.c_str(), value->c_str(), 1);
-    else ::unsetenv(m_name.c_str());
+    if (value)
+      ::setenv(m_name.c_str(), value->c_str(), 1);
+    else
+      ::unsetenv(m_name.c_str());
   }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
   ~ScopedEnv() {
-    if (m_old) ::setenv(m_name.c_str(), m_old->c_str(), 1);
-    else ::unsetenv(m_name.c_str());
+    if (m_old)
+      ::setenv(m_name.c_str(), m_old->c_str(), 1);
+    else
+      ::unsetenv(m_name.c_str());
   }
+
 private:
   std::string m_name;
   std::optional<std::string> m_old;
@@ -45,6 +50,7 @@ public:
     std::filesystem::remove_all(m_path, ec);
   }
   const std::filesystem::path& path() const { return m_path; }
+
 private:
   std::filesystem::path m_path;
 };

@@ -104,7 +104,6 @@ std::string index_spec() {
 // One tree manifest for every test (tests/support/tree_manifest.hpp).
 Manifest manifest(const fs::path& root) { return testing::tree_manifest(root); }
 
-
 // ---- background envfix --------------------------------------------------------------------------
 
 std::unique_ptr<BackgroundEnvfix> BackgroundEnvfix::start(const std::vector<std::string>& argv, const SpawnOptions& o,
@@ -227,7 +226,8 @@ ApplyWorld::~ApplyWorld() {
 }
 
 fs::path ApplyWorld::make_venv_at(const fs::path& dir) {
-  auto r = util::run_process({python3(), "-m", "venv", "--without-pip", dir.string()}, {.timeout = std::chrono::seconds(120)}).value();
+  auto r =
+      util::run_process({python3(), "-m", "venv", "--without-pip", dir.string()}, {.timeout = std::chrono::seconds(120)}).value();
   REQUIRE_MESSAGE(r.ok(), r.err);
   return dir;
 }
@@ -242,10 +242,25 @@ std::vector<std::string> ApplyWorld::envfix_argv(std::vector<std::string> args) 
 
 std::vector<std::string> ApplyWorld::apply_argv(const fs::path& venv, const std::string& version, const fs::path& cache,
                                                 std::vector<std::string> extra) const {
-  std::vector<std::string> a{"apply", "bulk==" + version, "--framework", "bulk", "--matrices", (m_root / "matrices").string(),
-                             "--mirror", m_nginx->https_url(), "--gpu", "sm_90", "--driver", "580.65.06", "--python",
-                             (venv / "bin/python").string(), "--yes", "--lockfile", (m_root / "envfix.lock").string(),
-                             "--cache-dir", (cache.empty() ? this->cache() : cache).string()};
+  std::vector<std::string> a{"apply",
+                             "bulk==" + version,
+                             "--framework",
+                             "bulk",
+                             "--matrices",
+                             (m_root / "matrices").string(),
+                             "--mirror",
+                             m_nginx->https_url(),
+                             "--gpu",
+                             "sm_90",
+                             "--driver",
+                             "580.65.06",
+                             "--python",
+                             (venv / "bin/python").string(),
+                             "--yes",
+                             "--lockfile",
+                             (m_root / "envfix.lock").string(),
+                             "--cache-dir",
+                             (cache.empty() ? this->cache() : cache).string()};
   a.insert(a.end(), extra.begin(), extra.end());
   return envfix_argv(a);
 }
@@ -253,9 +268,10 @@ std::vector<std::string> ApplyWorld::apply_argv(const fs::path& venv, const std:
 std::map<std::string, std::string> ApplyWorld::base_env() const {
   // An empty value unsets (see BackgroundEnvfix::start).
   std::map<std::string, std::string> e{{"SSL_CERT_FILE", m_nginx->ca_file().string()}, {"NO_COLOR", "1"}};
-  for (const char* k : {"REQUESTS_CA_BUNDLE", "PIP_FIND_LINKS", "VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER",
-                        "ENVFIX_INDEX_URL", "ENVFIX_MATRICES", "ENVFIX_CACHE_DIR", "ENVFIX_OFFLINE", "ENVFIX_PYTHON",
-                        "ENVFIX_MIRROR", "ENVFIX_LINK_MODE", "SMOKE_SLEEP", "SMOKE_FAIL", "SMOKE_PIDFILE", "SMOKE_GRANDCHILD", "SMOKE_ENV_OUT", "SMOKE_GATE"})
+  for (const char* k :
+       {"REQUESTS_CA_BUNDLE", "PIP_FIND_LINKS", "VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER", "ENVFIX_INDEX_URL",
+        "ENVFIX_MATRICES", "ENVFIX_CACHE_DIR", "ENVFIX_OFFLINE", "ENVFIX_PYTHON", "ENVFIX_MIRROR", "ENVFIX_LINK_MODE",
+        "SMOKE_SLEEP", "SMOKE_FAIL", "SMOKE_PIDFILE", "SMOKE_GRANDCHILD", "SMOKE_ENV_OUT", "SMOKE_GATE"})
     e[k] = "";
   return e;
 }
@@ -303,11 +319,14 @@ std::string txn_phase(const fs::path& venv, const std::string& ignore_id) {
 std::optional<std::string> enter_private_mount_namespace() {
   static std::optional<std::optional<std::string>> done;
   if (done) return *done;
-  if (::geteuid() != 0) done = std::optional<std::string>("not root");
-  else if (::unshare(CLONE_NEWNS) != 0) done = std::optional<std::string>(fmt::format("unshare(CLONE_NEWNS): {}", std::strerror(errno)));
+  if (::geteuid() != 0)
+    done = std::optional<std::string>("not root");
+  else if (::unshare(CLONE_NEWNS) != 0)
+    done = std::optional<std::string>(fmt::format("unshare(CLONE_NEWNS): {}", std::strerror(errno)));
   else if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
     done = std::optional<std::string>(fmt::format("mount --make-rprivate /: {}", std::strerror(errno)));
-  else done = std::optional<std::string>();
+  else
+    done = std::optional<std::string>();
   return *done;
 }
 

@@ -21,15 +21,15 @@ class NginxServer;
 [[nodiscard]] Manifest manifest(const std::filesystem::path& root); // tests/support/tree_manifest.hpp
 
 struct EnvfixRun {
-  int rc = -1;          // exit code, or -1 when killed by a signal
-  int term_signal = 0;  // the signal that killed it
+  int rc = -1;         // exit code, or -1 when killed by a signal
+  int term_signal = 0; // the signal that killed it
   bool timed_out = false;
   std::string out, err;
 };
 
 struct SpawnOptions {
-  std::map<std::string, std::string> env;     // added to the test's environment
-  std::optional<unsigned long> fsize_limit;   // RLIMIT_FSIZE in bytes; SIGXFSZ ignored so write() gets EFBIG
+  std::map<std::string, std::string> env;   // added to the test's environment
+  std::optional<unsigned long> fsize_limit; // RLIMIT_FSIZE in bytes; SIGXFSZ ignored so write() gets EFBIG
 };
 
 // A running envfix started by BackgroundEnvfix::start; stdout/stderr go to files.
@@ -39,9 +39,9 @@ public:
                                                  const std::filesystem::path& log_dir);
   ~BackgroundEnvfix();
   pid_t pid() const { return m_pid; }
-  bool exited();                                       // reaps when it has
-  EnvfixRun wait(std::chrono::milliseconds timeout);   // SIGKILL at the timeout (timed_out = true)
-  std::string err_so_far() const;                      // its stderr until now
+  bool exited();                                     // reaps when it has
+  EnvfixRun wait(std::chrono::milliseconds timeout); // SIGKILL at the timeout (timed_out = true)
+  std::string err_so_far() const;                    // its stderr until now
 
 private:
   pid_t m_pid = -1;
@@ -56,22 +56,21 @@ private:
 //   helper 1.0: 40 files
 //   bulk 3.0.0+cu128: 360 files + 512 KiB pad, requires helper==1.0 and tail==1.0 (a three-wheel set)
 //   tail 1.0: 120 files + 256 KiB pad
-// The smoke test (step A, and the CPU step the planned --gpu sm_90 runs) writes its pid to $SMOKE_PIDFILE when set, sleeps $SMOKE_SLEEP seconds,
-// then waits until the file $SMOKE_GATE exists (a test's own moment, not a guessed duration),
-// and fails when $SMOKE_FAIL is set; $SMOKE_GRANDCHILD: it first starts `sleep 1000` (which keeps its
-// stdout) and writes that pid there; $SMOKE_ENV_OUT: it writes its environment there.
+// The smoke test (step A, and the CPU step the planned --gpu sm_90 runs) writes its pid to $SMOKE_PIDFILE when set, sleeps
+// $SMOKE_SLEEP seconds, then waits until the file $SMOKE_GATE exists (a test's own moment, not a guessed duration), and fails
+// when $SMOKE_FAIL is set; $SMOKE_GRANDCHILD: it first starts `sleep 1000` (which keeps its stdout) and writes that pid there;
+// $SMOKE_ENV_OUT: it writes its environment there.
 class ApplyWorld {
 public:
   ApplyWorld();
   ~ApplyWorld();
   const std::filesystem::path& root() const { return m_root; }
   std::filesystem::path cache() const { return m_root / "cache"; }
-  std::filesystem::path venv(const std::string& name);          // python -m venv --without-pip
+  std::filesystem::path venv(const std::string& name); // python -m venv --without-pip
   std::filesystem::path make_venv_at(const std::filesystem::path& dir);
   // argv for `envfix apply bulk==<version> …` into the venv (framework mode, fake sm_90 GPU).
   std::vector<std::string> apply_argv(const std::filesystem::path& venv, const std::string& version,
-                                      const std::filesystem::path& cache = {},
-                                      std::vector<std::string> extra = {}) const;
+                                      const std::filesystem::path& cache = {}, std::vector<std::string> extra = {}) const;
   std::vector<std::string> envfix_argv(std::vector<std::string> args) const; // binary + args
   EnvfixRun run(const std::vector<std::string>& argv, const SpawnOptions& o = {},
                 std::chrono::seconds timeout = std::chrono::seconds(120));

@@ -21,8 +21,8 @@ struct HostileServer {
   std::filesystem::path log;
   int port = 0;
   HostileServer(const std::filesystem::path& root, const std::filesystem::path& log_file) : log(log_file) {
-    auto c = ChildProcess::spawn({"python3", ENVFIX_SOURCE_DIR "/tests/reliability/hostile_server.py", "--root",
-                                  root.string(), "--lifetime", "600", "--log", log.string()});
+    auto c = ChildProcess::spawn({"python3", ENVFIX_SOURCE_DIR "/tests/reliability/hostile_server.py", "--root", root.string(),
+                                  "--lifetime", "600", "--log", log.string()});
     REQUIRE(c);
     child.emplace(std::move(*c));
     auto line = child->read_line(std::chrono::seconds(20));

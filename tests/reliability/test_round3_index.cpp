@@ -68,127 +68,128 @@ using testing::status_kib;
 
 TEST_SUITE("integration") {
 
-TEST_CASE("round3 6: a page fetched with credentials is never served from the cache to a run without them") {
-  auto& h = hostile();
-  const fs::path cache = h.root / "cache-6";
-  // The page answers only with envfix:s3cret-pw and says it is fresh for 600 s.
-  const std::string authed = h.url("private-fresh/simple", "envfix:s3cret-pw@");
-  const std::string bare = h.url("private-fresh/simple");
-  {
-    auto c = client(cache);
-    auto page = c.project_candidates(authed, "demo");
-    REQUIRE_MESSAGE(page, (page ? "" : page.error().render()));
-    CHECK(page->size() == 1);
+  TEST_CASE("round3 6: a page fetched with credentials is never served from the cache to a run without them") {
+    auto& h = hostile();
+    const fs::path cache = h.root / "cache-6";
+    // The page answers only with envfix:s3cret-pw and says it is fresh for 600 s.
+    const std::string authed = h.url("private-fresh/simple", "envfix:s3cret-pw@");
+    const std::string bare = h.url("private-fresh/simple");
+    {
+      auto c = client(cache);
+      auto page = c.project_candidates(authed, "demo");
+      REQUIRE_MESSAGE(page, (page ? "" : page.error().render()));
+      CHECK(page->size() == 1);
+    }
+    { // Online without credentials: asked again (401), not answered from the fresh cached page.
+      auto c = client(cache);
+      auto page = c.project_candidates(bare, "demo");
+      REQUIRE_FALSE(page);
+      CHECK(page.error().render().find("HTTP 401") != std::string::npos);
+      CHECK(c.stats().page_fresh_hits == 0);
+    }
+    for (const std::string& url : {bare, h.url("private-fresh/simple", "envfix:other-token@")}) {
+      CAPTURE(url);
+      auto c = client(cache, [](IndexClientOptions& o) { o.offline = true; });
+      auto page = c.project_candidates(url, "demo");
+      REQUIRE_FALSE(page);
+      CHECK(page.error().code == ErrorCode::not_found);
+      CHECK(page.error().message.find("offline: no cached copy") != std::string::npos);
+    }
+    { // The run with the same credentials still has its page offline.
+      auto c = client(cache, [](IndexClientOptions& o) { o.offline = true; });
+      auto page = c.project_candidates(authed, "demo");
+      REQUIRE_MESSAGE(page, (page ? "" : page.error().render()));
+      CHECK(page->size() == 1);
+    }
   }
-  { // Online without credentials: asked again (401), not answered from the fresh cached page.
-    auto c = client(cache);
-    auto page = c.project_candidates(bare, "demo");
-    REQUIRE_FALSE(page);
-    CHECK(page.error().render().find("HTTP 401") != std::string::npos);
-    CHECK(c.stats().page_fresh_hits == 0);
-  }
-  for (const std::string& url : {bare, h.url("private-fresh/simple", "envfix:other-token@")}) {
-    CAPTURE(url);
-    auto c = client(cache, [](IndexClientOptions& o) { o.offline = true; });
-    auto page = c.project_candidates(url, "demo");
-    REQUIRE_FALSE(page);
-    CHECK(page.error().code == ErrorCode::not_found);
-    CHECK(page.error().message.find("offline: no cached copy") != std::string::npos);
-  }
-  { // The run with the same credentials still has its page offline.
-    auto c = client(cache, [](IndexClientOptions& o) { o.offline = true; });
-    auto page = c.project_candidates(authed, "demo");
-    REQUIRE_MESSAGE(page, (page ? "" : page.error().render()));
-    CHECK(page->size() == 1);
-  }
-}
 
-TEST_CASE("round3 7c: a server sending a byte at a time ends at the page or download deadline with a clean error") {
-  auto& h = hostile();
-  const fs::path cache = h.root / "cache-7c";
-  // low_speed_time stays at its 30 s default: the trickle (3 bytes/s) passes it; only the deadline ends it.
-  auto c = client(cache, [](IndexClientOptions& o) {
-    o.http.page_deadline = std::chrono::seconds(2);
-    o.http.download_deadline = std::chrono::seconds(2);
-  });
-  for (const char* path : {"slow-headers/simple", "slowloris/simple"}) {
-    CAPTURE(path);
+  TEST_CASE("round3 7c: a server sending a byte at a time ends at the page or download deadline with a clean error") {
+    auto& h = hostile();
+    const fs::path cache = h.root / "cache-7c";
+    // low_speed_time stays at its 30 s default: the trickle (3 bytes/s) passes it; only the deadline ends it.
+    auto c = client(cache, [](IndexClientOptions& o) {
+      o.http.page_deadline = std::chrono::seconds(2);
+      o.http.download_deadline = std::chrono::seconds(2);
+    });
+    for (const char* path : {"slow-headers/simple", "slowloris/simple"}) {
+      CAPTURE(path);
+      const auto t0 = Clock::now();
+      auto page = c.project_candidates(h.url(path), "demo");
+      const double took = seconds_since(t0);
+      REQUIRE_FALSE(page);
+      const std::string text = page.error().render();
+      CAPTURE(text);
+      CHECK(text.find("within 2 s (the page deadline)") != std::string::npos);
+      CHECK(text.find(h.url(path)) != std::string::npos);
+      CHECK(text.find("ENVFIX_PAGE_DEADLINE") != std::string::npos);
+      CHECK(took >= 1.5);
+      CHECK(took < 8);
+    }
+    Candidate w;
+    w.project = "demo";
+    w.filename = "demo-1.0-py3-none-any.whl";
+    w.url = h.url("slowloris/" + w.filename);
     const auto t0 = Clock::now();
-    auto page = c.project_candidates(h.url(path), "demo");
+    auto d = c.download(w);
     const double took = seconds_since(t0);
-    REQUIRE_FALSE(page);
-    const std::string text = page.error().render();
+    REQUIRE_FALSE(d);
+    const std::string text = d.error().render();
     CAPTURE(text);
-    CHECK(text.find("within 2 s (the page deadline)") != std::string::npos);
-    CHECK(text.find(h.url(path)) != std::string::npos);
-    CHECK(text.find("ENVFIX_PAGE_DEADLINE") != std::string::npos);
-    CHECK(took >= 1.5);
+    CHECK(text.find("(the download deadline)") != std::string::npos);
+    CHECK(text.find(w.filename) != std::string::npos);
     CHECK(took < 8);
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(cache, ec); it != fs::recursive_directory_iterator(); it.increment(ec))
+      CHECK_FALSE(it->path().filename().string().ends_with(".part"));
   }
-  Candidate w;
-  w.project = "demo";
-  w.filename = "demo-1.0-py3-none-any.whl";
-  w.url = h.url("slowloris/" + w.filename);
-  const auto t0 = Clock::now();
-  auto d = c.download(w);
-  const double took = seconds_since(t0);
-  REQUIRE_FALSE(d);
-  const std::string text = d.error().render();
-  CAPTURE(text);
-  CHECK(text.find("(the download deadline)") != std::string::npos);
-  CHECK(text.find(w.filename) != std::string::npos);
-  CHECK(took < 8);
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(cache, ec); it != fs::recursive_directory_iterator(); it.increment(ec))
-    CHECK_FALSE(it->path().filename().string().ends_with(".part"));
-}
 
-TEST_CASE("round3 7d: redirect chains and loops, a 1 MiB header line and 100k header lines end in a clean error naming the URL") {
-  auto& h = hostile();
-  auto c = client(h.root / "cache-7d");
-  auto ok = c.project_candidates(h.url("redirect-chain/3/simple"), "demo"); // within the limit of 10
-  REQUIRE_MESSAGE(ok, (ok ? "" : ok.error().render()));
-  CHECK(ok->size() == 1);
-  struct Case {
-    const char* path;
-    const char* says;
-  };
-  for (const auto& [path, says] : {Case{"redirect-chain/50/simple", "Maximum (10) redirects followed"},
-                                   Case{"redirect-loop/simple", "Maximum (10) redirects followed"},
-                                   Case{"huge-header/simple", "headers are larger than curl accepts"},
-                                   Case{"many-headers/simple", "headers are larger than 262144 bytes"}}) {
-    CAPTURE(path);
-    const auto t0 = Clock::now();
-    auto page = c.project_candidates(h.url(path), "demo");
+  TEST_CASE(
+      "round3 7d: redirect chains and loops, a 1 MiB header line and 100k header lines end in a clean error naming the URL") {
+    auto& h = hostile();
+    auto c = client(h.root / "cache-7d");
+    auto ok = c.project_candidates(h.url("redirect-chain/3/simple"), "demo"); // within the limit of 10
+    REQUIRE_MESSAGE(ok, (ok ? "" : ok.error().render()));
+    CHECK(ok->size() == 1);
+    struct Case {
+      const char* path;
+      const char* says;
+    };
+    for (const auto& [path, says] : {Case{"redirect-chain/50/simple", "Maximum (10) redirects followed"},
+                                     Case{"redirect-loop/simple", "Maximum (10) redirects followed"},
+                                     Case{"huge-header/simple", "headers are larger than curl accepts"},
+                                     Case{"many-headers/simple", "headers are larger than 262144 bytes"}}) {
+      CAPTURE(path);
+      const auto t0 = Clock::now();
+      auto page = c.project_candidates(h.url(path), "demo");
+      REQUIRE_FALSE(page);
+      const std::string text = page.error().render();
+      CAPTURE(text);
+      CHECK(page.error().code == ErrorCode::network);
+      CHECK(text.find(h.url(path)) != std::string::npos);
+      CHECK(text.find(says) != std::string::npos);
+      CHECK(text.find("gave up after") == std::string::npos); // not retried: the answer will not change
+      CHECK(seconds_since(t0) < 10);
+    }
+  }
+
+  TEST_CASE("round3 7e: a gzip'd PEP 691 page of 1.4 million tiny entries is refused at the entry cap, memory bounded") {
+    auto& h = hostile();
+    auto c = client(h.root / "cache-7e");
+    const std::string url = h.url("gzip-json/1400000");
+    reset_peak_rss();
+    const std::size_t before = status_kib("VmRSS:");
+    auto page = c.project_page(url, "demo");
+    const std::size_t peak = status_kib("VmHWM:");
     REQUIRE_FALSE(page);
-    const std::string text = page.error().render();
-    CAPTURE(text);
-    CHECK(page.error().code == ErrorCode::network);
-    CHECK(text.find(h.url(path)) != std::string::npos);
-    CHECK(text.find(says) != std::string::npos);
-    CHECK(text.find("gave up after") == std::string::npos); // not retried: the answer will not change
-    CHECK(seconds_since(t0) < 10);
+    CAPTURE(page.error().render());
+    CHECK(page.error().render().find("more than 250000 files") != std::string::npos);
+    MESSAGE("peak RSS growth " << (peak - before) / 1024 << " MiB for a 16 MiB JSON page sent gzip'd");
+    CHECK((peak - before) < 256u * 1024); // KiB: the body and 250,000 entries, not gigabytes
+    // The decompressed size is what the page limit counts.
+    auto small = client(h.root / "cache-7e-limit", [](IndexClientOptions& o) { o.max_page_bytes = 1 << 20; });
+    auto limited = small.project_page(url, "demo");
+    REQUIRE_FALSE(limited);
+    CHECK(limited.error().render().find("larger than the limit of 1048576 bytes") != std::string::npos);
   }
-}
-
-TEST_CASE("round3 7e: a gzip'd PEP 691 page of 1.4 million tiny entries is refused at the entry cap, memory bounded") {
-  auto& h = hostile();
-  auto c = client(h.root / "cache-7e");
-  const std::string url = h.url("gzip-json/1400000");
-  reset_peak_rss();
-  const std::size_t before = status_kib("VmRSS:");
-  auto page = c.project_page(url, "demo");
-  const std::size_t peak = status_kib("VmHWM:");
-  REQUIRE_FALSE(page);
-  CAPTURE(page.error().render());
-  CHECK(page.error().render().find("more than 250000 files") != std::string::npos);
-  MESSAGE("peak RSS growth " << (peak - before) / 1024 << " MiB for a 16 MiB JSON page sent gzip'd");
-  CHECK((peak - before) < 256u * 1024); // KiB: the body and 250,000 entries, not gigabytes
-  // The decompressed size is what the page limit counts.
-  auto small = client(h.root / "cache-7e-limit", [](IndexClientOptions& o) { o.max_page_bytes = 1 << 20; });
-  auto limited = small.project_page(url, "demo");
-  REQUIRE_FALSE(limited);
-  CHECK(limited.error().render().find("larger than the limit of 1048576 bytes") != std::string::npos);
-}
 
 } // TEST_SUITE("integration")

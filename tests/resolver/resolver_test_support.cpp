@@ -55,7 +55,8 @@ std::vector<wheel::BuildEvidence> scenario_evidence(const YAML::Node& list) {
   if (!list) return out;
   for (const auto& e : list) {
     auto wf = specs::WheelFilename::parse(e["file"].as<std::string>()).value();
-    wheel::BuildEvidence ev{wheel::build_key(wf, e["variant"].as<std::string>()), e["source"] ? e["source"].as<std::string>() : "scenario", {}};
+    wheel::BuildEvidence ev{
+        wheel::build_key(wf, e["variant"].as<std::string>()), e["source"] ? e["source"].as<std::string>() : "scenario", {}};
     for (const auto& f : e["files"]) {
       wheel::ProfiledFile pf{f["path"].as<std::string>(), {}};
       for (const auto& g : f["groups"]) {

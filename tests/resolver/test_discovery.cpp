@@ -23,96 +23,99 @@ bool contains(const std::string& s, std::string_view what) { return s.find(what)
 
 TEST_SUITE("unit") {
 
-TEST_CASE("discovery sources: each channel's aggregate index, from the matrices' templates and --mirror") {
-  auto src = discovery_sources(embedded(), "torch");
-  std::map<std::string, std::string> agg;
-  for (const auto& s : src) agg[s.channel] = s.aggregate_url;
-  CHECK(agg["stable"] == "https://download.pytorch.org/whl");
-  CHECK(agg["test"] == "https://download.pytorch.org/whl/test");
-  CHECK(agg["nightly"] == "https://download.pytorch.org/whl/nightly");
-  for (const auto& s : src)
-    if (s.channel == "nightly") CHECK(s.index_url("cu136") == "https://download.pytorch.org/whl/nightly/cu136");
-  auto mirrored = discovery_sources(embedded(), "torch", "https://mirror.example/pt/");
-  for (const auto& s : mirrored) CHECK(s.aggregate_url.starts_with("https://mirror.example/pt"));
-  // TensorFlow's one index has no per-variant directories: nothing to discover.
-  CHECK(discovery_sources(embedded(), "tensorflow").empty());
-}
-
-TEST_CASE("variant names read with the matrices: unknown CUDA variants, known ones without a row, history and ROCm skipped") {
-  auto describe = variant_describer(embedded(), "torch");
-  auto cu136 = describe("nightly", "cu136");
-  REQUIRE(cu136);
-  CHECK(cu136->cuda == specs::CudaVersion{13, 6});
-  CHECK(contains(cu136->note, "variant cu136 is not in the matrices: CUDA 13.6 understood from its name"));
-  CHECK(contains(cu136->note, "driver floor 580 is only the 13.x minor-version-compatibility floor (CUDA 13.6 is not in cuda.yaml)"));
-  CHECK(contains(cu136->note, "unverified"));
-  // cu134 is declared (a nightly variant) but no test-channel row lists it; 13.4 has no confirmed GA driver.
-  auto cu134 = describe("test", "cu134");
-  REQUIRE(cu134);
-  CHECK(contains(cu134->note, "variant cu134 is in the matrices but no test release row lists it"));
-  CHECK(contains(cu134->note, "CUDA 13.4 has no confirmed driver in cuda.yaml"));
-  auto cu128 = describe("test", "cu128");
-  REQUIRE(cu128);
-  CHECK(contains(cu128->note, "driver ≥ 570.26 (CUDA 12.8 in cuda.yaml)"));
-  CHECK(!describe("stable", "cu92"));   // older than every declared variant: history, not news
-  CHECK(!describe("stable", "rocm7.3"));
-  CHECK(!describe("stable", "cu124_full"));
-}
-
-TEST_CASE("discover_indexes adds what the aggregate page offers and the spec lacks, once") {
-  auto spec = *framework_spec_from(embedded(), "torch");
-  std::size_t before = spec.indexes.size();
-  MemoryProvider nightly("https://download.pytorch.org/whl/nightly");
-  nightly.add_wheel("torch-2.16.0.dev20261201+cu136-cp312-cp312-manylinux_2_28_x86_64.whl");
-  nightly.add_wheel("torch-2.15.0.dev20261120+cu130-cp312-cp312-manylinux_2_28_x86_64.whl"); // listed already
-  nightly.add_wheel("torch-2.16.0.dev20261201+rocm7.3-cp312-cp312-manylinux_2_28_x86_64.whl");
-  MemoryProvider empty("https://download.pytorch.org/whl");
-  auto provider_for = [&](const std::string& url) -> CandidateProvider& { return url.ends_with("/nightly") ? nightly : empty; };
-  auto added = discover_indexes(spec, discovery_sources(embedded(), "torch"), variant_describer(embedded(), "torch"), provider_for);
-  REQUIRE(added.size() == 1);
-  CHECK(added[0].channel == "nightly");
-  CHECK(added[0].variant == "cu136");
-  CHECK(added[0].cuda == specs::CudaVersion{13, 6});
-  CHECK(added[0].url == "https://download.pytorch.org/whl/nightly/cu136");
-  CHECK(!added[0].discovered.empty());
-  CHECK(spec.indexes.size() == before + 1);
-  CHECK(discover_indexes(spec, discovery_sources(embedded(), "torch"), variant_describer(embedded(), "torch"), provider_for).empty());
-}
-
-TEST_CASE("discover_indexes tries an explicit variant name on every channel that lacks it") {
-  auto spec = *framework_spec_from(embedded(), "torch");
-  MemoryProvider empty("nothing");
-  auto provider_for = [&](const std::string&) -> CandidateProvider& { return empty; };
-  auto added = discover_indexes(spec, discovery_sources(embedded(), "torch"), variant_describer(embedded(), "torch"),
-                                provider_for, {"cu136"});
-  std::set<std::string> channels;
-  for (const auto& i : added) {
-    CHECK(i.variant == "cu136");
-    channels.insert(i.channel);
+  TEST_CASE("discovery sources: each channel's aggregate index, from the matrices' templates and --mirror") {
+    auto src = discovery_sources(embedded(), "torch");
+    std::map<std::string, std::string> agg;
+    for (const auto& s : src) agg[s.channel] = s.aggregate_url;
+    CHECK(agg["stable"] == "https://download.pytorch.org/whl");
+    CHECK(agg["test"] == "https://download.pytorch.org/whl/test");
+    CHECK(agg["nightly"] == "https://download.pytorch.org/whl/nightly");
+    for (const auto& s : src)
+      if (s.channel == "nightly") CHECK(s.index_url("cu136") == "https://download.pytorch.org/whl/nightly/cu136");
+    auto mirrored = discovery_sources(embedded(), "torch", "https://mirror.example/pt/");
+    for (const auto& s : mirrored) CHECK(s.aggregate_url.starts_with("https://mirror.example/pt"));
+    // TensorFlow's one index has no per-variant directories: nothing to discover.
+    CHECK(discovery_sources(embedded(), "tensorflow").empty());
   }
-  CHECK(channels == std::set<std::string>{"stable", "test", "nightly"});
-  // cu134 is listed for the nightly and the test channel (2.16.0) already: tried on stable only.
-  auto spec2 = *framework_spec_from(embedded(), "torch");
-  auto added2 = discover_indexes(spec2, discovery_sources(embedded(), "torch"), variant_describer(embedded(), "torch"),
-                                 provider_for, {"cu134"});
-  CHECK(added2.size() == 1);
-  for (const auto& i : added2) CHECK(i.channel == "stable");
-}
 
-TEST_CASE("last_release_note: the last release for a GPU a later release dropped; neutral when pinned") {
-  auto spec = *framework_spec_from(embedded(), "torch");
-  REQUIRE(spec.support_ends.size() == 1);
-  auto v = *specs::Version::parse("2.14.0+cu126");
-  auto sm61 = *specs::ComputeCapability::parse("6.1");
-  auto sm90 = *specs::ComputeCapability::parse("9.0");
-  auto note = last_release_note(spec, v, {sm61, sm90}, true);
-  CHECK(note.starts_with("torch 2.14.0+cu126 is the last release with code for sm_61: torch 2.15.0 and later dropped cu126"));
-  CHECK(contains(note, "pytorch/pytorch#190385"));
-  CHECK(!contains(note, "sm_90"));
-  CHECK(last_release_note(spec, v, {sm61}, false).starts_with("torch 2.14.0+cu126 has code for sm_61; torch 2.15.0 and later"));
-  CHECK(last_release_note(spec, v, {sm90}, true).empty());
-  CHECK(last_release_note(spec, *specs::Version::parse("2.15.0.dev20261120"), {sm61}, true).empty());
-}
+  TEST_CASE("variant names read with the matrices: unknown CUDA variants, known ones without a row, history and ROCm skipped") {
+    auto describe = variant_describer(embedded(), "torch");
+    auto cu136 = describe("nightly", "cu136");
+    REQUIRE(cu136);
+    CHECK(cu136->cuda == specs::CudaVersion{13, 6});
+    CHECK(contains(cu136->note, "variant cu136 is not in the matrices: CUDA 13.6 understood from its name"));
+    CHECK(contains(cu136->note,
+                   "driver floor 580 is only the 13.x minor-version-compatibility floor (CUDA 13.6 is not in cuda.yaml)"));
+    CHECK(contains(cu136->note, "unverified"));
+    // cu134 is declared (a nightly variant) but no test-channel row lists it; 13.4 has no confirmed GA driver.
+    auto cu134 = describe("test", "cu134");
+    REQUIRE(cu134);
+    CHECK(contains(cu134->note, "variant cu134 is in the matrices but no test release row lists it"));
+    CHECK(contains(cu134->note, "CUDA 13.4 has no confirmed driver in cuda.yaml"));
+    auto cu128 = describe("test", "cu128");
+    REQUIRE(cu128);
+    CHECK(contains(cu128->note, "driver ≥ 570.26 (CUDA 12.8 in cuda.yaml)"));
+    CHECK(!describe("stable", "cu92")); // older than every declared variant: history, not news
+    CHECK(!describe("stable", "rocm7.3"));
+    CHECK(!describe("stable", "cu124_full"));
+  }
+
+  TEST_CASE("discover_indexes adds what the aggregate page offers and the spec lacks, once") {
+    auto spec = *framework_spec_from(embedded(), "torch");
+    std::size_t before = spec.indexes.size();
+    MemoryProvider nightly("https://download.pytorch.org/whl/nightly");
+    nightly.add_wheel("torch-2.16.0.dev20261201+cu136-cp312-cp312-manylinux_2_28_x86_64.whl");
+    nightly.add_wheel("torch-2.15.0.dev20261120+cu130-cp312-cp312-manylinux_2_28_x86_64.whl"); // listed already
+    nightly.add_wheel("torch-2.16.0.dev20261201+rocm7.3-cp312-cp312-manylinux_2_28_x86_64.whl");
+    MemoryProvider empty("https://download.pytorch.org/whl");
+    auto provider_for = [&](const std::string& url) -> CandidateProvider& { return url.ends_with("/nightly") ? nightly : empty; };
+    auto added =
+        discover_indexes(spec, discovery_sources(embedded(), "torch"), variant_describer(embedded(), "torch"), provider_for);
+    REQUIRE(added.size() == 1);
+    CHECK(added[0].channel == "nightly");
+    CHECK(added[0].variant == "cu136");
+    CHECK(added[0].cuda == specs::CudaVersion{13, 6});
+    CHECK(added[0].url == "https://download.pytorch.org/whl/nightly/cu136");
+    CHECK(!added[0].discovered.empty());
+    CHECK(spec.indexes.size() == before + 1);
+    CHECK(discover_indexes(spec, discovery_sources(embedded(), "torch"), variant_describer(embedded(), "torch"), provider_for)
+              .empty());
+  }
+
+  TEST_CASE("discover_indexes tries an explicit variant name on every channel that lacks it") {
+    auto spec = *framework_spec_from(embedded(), "torch");
+    MemoryProvider empty("nothing");
+    auto provider_for = [&](const std::string&) -> CandidateProvider& { return empty; };
+    auto added = discover_indexes(spec, discovery_sources(embedded(), "torch"), variant_describer(embedded(), "torch"),
+                                  provider_for, {"cu136"});
+    std::set<std::string> channels;
+    for (const auto& i : added) {
+      CHECK(i.variant == "cu136");
+      channels.insert(i.channel);
+    }
+    CHECK(channels == std::set<std::string>{"stable", "test", "nightly"});
+    // cu134 is listed for the nightly and the test channel (2.16.0) already: tried on stable only.
+    auto spec2 = *framework_spec_from(embedded(), "torch");
+    auto added2 = discover_indexes(spec2, discovery_sources(embedded(), "torch"), variant_describer(embedded(), "torch"),
+                                   provider_for, {"cu134"});
+    CHECK(added2.size() == 1);
+    for (const auto& i : added2) CHECK(i.channel == "stable");
+  }
+
+  TEST_CASE("last_release_note: the last release for a GPU a later release dropped; neutral when pinned") {
+    auto spec = *framework_spec_from(embedded(), "torch");
+    REQUIRE(spec.support_ends.size() == 1);
+    auto v = *specs::Version::parse("2.14.0+cu126");
+    auto sm61 = *specs::ComputeCapability::parse("6.1");
+    auto sm90 = *specs::ComputeCapability::parse("9.0");
+    auto note = last_release_note(spec, v, {sm61, sm90}, true);
+    CHECK(note.starts_with("torch 2.14.0+cu126 is the last release with code for sm_61: torch 2.15.0 and later dropped cu126"));
+    CHECK(contains(note, "pytorch/pytorch#190385"));
+    CHECK(!contains(note, "sm_90"));
+    CHECK(last_release_note(spec, v, {sm61}, false).starts_with("torch 2.14.0+cu126 has code for sm_61; torch 2.15.0 and later"));
+    CHECK(last_release_note(spec, v, {sm90}, true).empty());
+    CHECK(last_release_note(spec, *specs::Version::parse("2.15.0.dev20261120"), {sm61}, true).empty());
+  }
 
 } // TEST_SUITE
 
@@ -120,26 +123,26 @@ TEST_CASE("last_release_note: the last release for a GPU a later release dropped
 
 TEST_SUITE("unit") {
 
-// Fix C must run as printed (issue 33, item 5): torch has no sdist, so a checkout at the release tag.
-TEST_CASE("source-build recipes: a checkout at the release tag, the arch setting, the toolkit the GPU needs") {
-  auto spec = *framework_spec_from(embedded(), "torch", "", "linux_x86_64");
-  REQUIRE(spec.first_toolkit);
-  auto t = spec.first_toolkit(specs::ComputeCapability{12, 0});
-  REQUIRE(t);
-  SourceBuild b{"torch", *specs::Version::parse("2.7.1+cu126"), {{12, 0}, {8, 6}}, t};
-  auto torch = source_build_recipe(b);
-  CHECK(contains(torch, "git clone --branch v2.7.1 --recursive https://github.com/pytorch/pytorch"));
-  CHECK(contains(torch, "TORCH_CUDA_ARCH_LIST=\"12.0;8.6\""));
-  CHECK(contains(torch, fmt::format("CUDA toolkit ≥ {}", t->to_string())));
-  CHECK(!contains(torch, "--no-binary"));
-  b.framework = "jax";
-  b.version = *specs::Version::parse("0.7.2");
-  CHECK(contains(source_build_recipe(b), "--branch jax-v0.7.2"));
-  CHECK(contains(source_build_recipe(b), "--cuda_compute_capabilities=sm_120,sm_86"));
-  b.framework = "paddlepaddle";
-  CHECK(contains(source_build_recipe(b), "-DCUDA_ARCH_BIN=\"120;86\""));
-  b.version.reset();
-  CHECK(contains(source_build_recipe(b), "<the release tag>"));
-}
+  // Fix C must run as printed (issue 33, item 5): torch has no sdist, so a checkout at the release tag.
+  TEST_CASE("source-build recipes: a checkout at the release tag, the arch setting, the toolkit the GPU needs") {
+    auto spec = *framework_spec_from(embedded(), "torch", "", "linux_x86_64");
+    REQUIRE(spec.first_toolkit);
+    auto t = spec.first_toolkit(specs::ComputeCapability{12, 0});
+    REQUIRE(t);
+    SourceBuild b{"torch", *specs::Version::parse("2.7.1+cu126"), {{12, 0}, {8, 6}}, t};
+    auto torch = source_build_recipe(b);
+    CHECK(contains(torch, "git clone --branch v2.7.1 --recursive https://github.com/pytorch/pytorch"));
+    CHECK(contains(torch, "TORCH_CUDA_ARCH_LIST=\"12.0;8.6\""));
+    CHECK(contains(torch, fmt::format("CUDA toolkit ≥ {}", t->to_string())));
+    CHECK(!contains(torch, "--no-binary"));
+    b.framework = "jax";
+    b.version = *specs::Version::parse("0.7.2");
+    CHECK(contains(source_build_recipe(b), "--branch jax-v0.7.2"));
+    CHECK(contains(source_build_recipe(b), "--cuda_compute_capabilities=sm_120,sm_86"));
+    b.framework = "paddlepaddle";
+    CHECK(contains(source_build_recipe(b), "-DCUDA_ARCH_BIN=\"120;86\""));
+    b.version.reset();
+    CHECK(contains(source_build_recipe(b), "<the release tag>"));
+  }
 
 } // TEST_SUITE

@@ -27,7 +27,8 @@ namespace {
 
 std::vector<std::string> strings(const YAML::Node& n) {
   std::vector<std::string> out;
-  if (n) for (const auto& x : n) out.push_back(x.as<std::string>());
+  if (n)
+    for (const auto& x : n) out.push_back(x.as<std::string>());
   return out;
 }
 
@@ -114,7 +115,11 @@ Outcome run_scenario(const YAML::Node& s) {
     if (flag("pre")) o.prereleases = PrereleasePolicy::allow;
     Resolver r(provider("default"), o);
     auto res = r.resolve(request);
-    if (!res) { out.exit = 1; out.error = res.error().render(); return out; }
+    if (!res) {
+      out.exit = 1;
+      out.error = res.error().render();
+      return out;
+    }
     PlanInputs in{&*res, installed, {}, {"nvidia-"}};
     out.plan = make_plan(in);
     out.plan.index = "https://index.test/default";
@@ -171,10 +176,9 @@ Outcome run_scenario(const YAML::Node& s) {
     return jt->second;
   };
   for (const auto& e : fw["support_ends"])
-    spec.support_ends.push_back(SupportEndInfo{*specs::Version::parse(e["from"].as<std::string>()),
-                                               *specs::ComputeCapability::parse(e["below"].as<std::string>()),
-                                               e["variant"] ? e["variant"].as<std::string>() : "",
-                                               e["source"] ? e["source"].as<std::string>() : "tests/scenarios"});
+    spec.support_ends.push_back(SupportEndInfo{
+        *specs::Version::parse(e["from"].as<std::string>()), *specs::ComputeCapability::parse(e["below"].as<std::string>()),
+        e["variant"] ? e["variant"].as<std::string>() : "", e["source"] ? e["source"].as<std::string>() : "tests/scenarios"});
   {
     // Variant discovery: a channel's aggregate index (key "<channel>") may offer variants the
     // fixture's `indexes` do not list; they are read with the embedded matrices, as the binary does.
@@ -184,8 +188,8 @@ Outcome run_scenario(const YAML::Node& s) {
     for (const auto& i : spec.indexes) chans.insert(i.channel);
     std::vector<DiscoverySource> sources;
     for (const auto& c : chans)
-      sources.push_back({c, "https://index.test/" + c,
-                         [c](std::string_view v) { return "https://index.test/" + c + "/" + std::string(v); }});
+      sources.push_back(
+          {c, "https://index.test/" + c, [c](std::string_view v) { return "https://index.test/" + c + "/" + std::string(v); }});
     const std::string base = "https://index.test/";
     discover_indexes(spec, sources, variant_describer(*embedded, "torch"),
                      [&](const std::string& url) -> CandidateProvider& { return provider(url.substr(base.size())); });
@@ -195,10 +199,13 @@ Outcome run_scenario(const YAML::Node& s) {
   if (opt && opt["variant"]) req.variant = opt["variant"].as<std::string>();
   req.allow_cpu = flag("allow_cpu");
   req.allow_unhashed = flag("allow_unhashed");
-  auto choice = select_framework_set(spec, target, req, [&](const FrameworkIndex& i) -> CandidateProvider& {
-    return provider(i.channel + "/" + i.variant);
-  });
-  if (!choice) { out.exit = 1; out.error = choice.error().render(); return out; }
+  auto choice = select_framework_set(
+      spec, target, req, [&](const FrameworkIndex& i) -> CandidateProvider& { return provider(i.channel + "/" + i.variant); });
+  if (!choice) {
+    out.exit = 1;
+    out.error = choice.error().render();
+    return out;
+  }
   PlanInputs in{&choice->resolution, installed, framework_packages(spec), {"nvidia-"}};
   out.plan = make_plan(in);
   out.plan.channel = choice->index.channel;
@@ -239,7 +246,8 @@ void check_scenario(const fs::path& file) {
     CHECK_MESSAGE(found, "rejection not reported: ", want);
   }
   for (const auto& t : strings(e["warnings_contains"])) {
-    bool found = std::any_of(o.plan.warnings.begin(), o.plan.warnings.end(), [&](const std::string& w) { return w.find(t) != std::string::npos; });
+    bool found = std::any_of(o.plan.warnings.begin(), o.plan.warnings.end(),
+                             [&](const std::string& w) { return w.find(t) != std::string::npos; });
     CHECK_MESSAGE(found, "warning missing: ", t);
   }
   for (const auto& t : strings(e["why_contains"])) CHECK_MESSAGE(o.plan.why.find(t) != std::string::npos, "summary lacks: ", t);
@@ -250,32 +258,31 @@ void check_scenario(const fs::path& file) {
 
 TEST_SUITE("scenario") {
 
-// Issue 42 item 7b (PEP 592): `==` may choose a yanked file, and the plan says why it was yanked;
-// unpinned, a yanked build or dependency stays excluded (16-*, 17-*).
-TEST_CASE("round3 7b: a yanked build pinned with == installs with its yank reason; unpinned it stays excluded") {
-  const fs::path dir = fs::path(ENVFIX_SOURCE_DIR) / "tests" / "scenarios";
-  for (const char* f : {"77-yanked-pinned-exactly-installs-with-reason.yaml", "16-yanked-framework-build.yaml",
-                        "17-yanked-dependency.yaml"}) {
-    CAPTURE(f);
-    check_scenario(dir / f);
-  }
-}
-
-TEST_CASE("scenario corpus") {
-  fs::path dir = fs::path(ENVFIX_SOURCE_DIR) / "tests" / "scenarios";
-  std::vector<fs::path> files;
-  for (const auto& f : fs::directory_iterator(dir))
-    if (f.path().extension() == ".yaml") files.push_back(f.path());
-  std::sort(files.begin(), files.end());
-  CHECK(files.size() >= 40);
-  for (const auto& f : files) {
-    CAPTURE(f.filename().string());
-    try {
-      check_scenario(f);
-    } catch (const YAML::Exception& ex) {
-      FAIL("bad scenario YAML: " << ex.what());
+  // Issue 42 item 7b (PEP 592): `==` may choose a yanked file, and the plan says why it was yanked;
+  // unpinned, a yanked build or dependency stays excluded (16-*, 17-*).
+  TEST_CASE("round3 7b: a yanked build pinned with == installs with its yank reason; unpinned it stays excluded") {
+    const fs::path dir = fs::path(ENVFIX_SOURCE_DIR) / "tests" / "scenarios";
+    for (const char* f :
+         {"77-yanked-pinned-exactly-installs-with-reason.yaml", "16-yanked-framework-build.yaml", "17-yanked-dependency.yaml"}) {
+      CAPTURE(f);
+      check_scenario(dir / f);
     }
   }
-}
 
+  TEST_CASE("scenario corpus") {
+    fs::path dir = fs::path(ENVFIX_SOURCE_DIR) / "tests" / "scenarios";
+    std::vector<fs::path> files;
+    for (const auto& f : fs::directory_iterator(dir))
+      if (f.path().extension() == ".yaml") files.push_back(f.path());
+    std::sort(files.begin(), files.end());
+    CHECK(files.size() >= 40);
+    for (const auto& f : files) {
+      CAPTURE(f.filename().string());
+      try {
+        check_scenario(f);
+      } catch (const YAML::Exception& ex) {
+        FAIL("bad scenario YAML: " << ex.what());
+      }
+    }
+  }
 }

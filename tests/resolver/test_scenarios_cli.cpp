@@ -43,7 +43,8 @@ using envfix::testing::envfix_bin;
 
 std::vector<std::string> strings(const YAML::Node& n) {
   std::vector<std::string> out;
-  if (n) for (const auto& x : n) out.push_back(x.as<std::string>());
+  if (n)
+    for (const auto& x : n) out.push_back(x.as<std::string>());
   return out;
 }
 
@@ -64,7 +65,9 @@ json builder_package(const YAML::Node& f) {
     parts.push_back(stem.substr(i, j - i));
   }
   REQUIRE_MESSAGE((parts.size() == 5 || parts.size() == 6), file);
-  json p{{"name", parts[0]}, {"version", parts[1]}, {"compress", false},
+  json p{{"name", parts[0]},
+         {"version", parts[1]},
+         {"compress", false},
          {"tags", json::array({parts[parts.size() - 3] + "-" + parts[parts.size() - 2] + "-" + parts.back()})}};
   if (parts.size() == 6) p["build"] = parts[2];
   p["index_requires_python"] = nullptr;
@@ -126,8 +129,10 @@ std::string matrices_yaml(const YAML::Node& fw) {
   f["nightly_coupling"] = "same-build-date";
   f["source"] = "tests/scenarios";
   for (const auto& v : variants) {
-    if (auto cuda = specs::CudaVersion::from_variant(v)) f["variants"][v]["cuda"] = cuda->to_string();
-    else f["variants"][v]["kind"] = "cpu";
+    if (auto cuda = specs::CudaVersion::from_variant(v))
+      f["variants"][v]["cuda"] = cuda->to_string();
+    else
+      f["variants"][v]["kind"] = "cpu";
   }
   // The variant's GPU package set, as matrices/README.md writes it under `variants`.
   for (const auto& i : fw["indexes"]) {
@@ -228,7 +233,8 @@ void write_installed(const Corpus& c, const YAML::Node& s) {
     fs::create_directories(d);
     REQUIRE(util::write_file_atomic(d / "METADATA", md).has_value());
     REQUIRE(util::write_file_atomic(d / "INSTALLER", "pip\n").has_value());
-    REQUIRE(util::write_file_atomic(d / "RECORD", fmt::format("{0}/METADATA,,\n{0}/INSTALLER,,\n{0}/RECORD,,\n", dir_name)).has_value());
+    REQUIRE(util::write_file_atomic(d / "RECORD", fmt::format("{0}/METADATA,,\n{0}/INSTALLER,,\n{0}/RECORD,,\n", dir_name))
+                .has_value());
   }
 }
 
@@ -263,8 +269,8 @@ CliOutcome run_cli(const Corpus& c, const std::string& id, const YAML::Node& s) 
       REQUIRE_MESSAGE(copies > 0, name);
     }
   }
-  std::vector<std::string> args{envfix_bin().string(), "plan", "--format", "json", "--no-progress",
-                                "--python", c.venv_python.string(), "--cache-dir", cache.string()};
+  std::vector<std::string> args{envfix_bin().string(),  "plan",        "--format",    "json", "--no-progress", "--python",
+                                c.venv_python.string(), "--cache-dir", cache.string()};
   for (const auto& r : strings(s["request"])) args.push_back(r);
   auto gpus = strings(host ? host["gpus"] : YAML::Node());
   if (gpus.empty()) args.insert(args.end(), {"--gpu", "none"});
@@ -291,8 +297,8 @@ CliOutcome run_cli(const Corpus& c, const std::string& id, const YAML::Node& s) 
   util::SubprocessOptions o;
   o.timeout = std::chrono::seconds(300);
   o.set_env = {{"NO_COLOR", "1"}, {"ENVFIX_NO_NVML", "1"}, {"SSL_CERT_FILE", c.nginx->ca_file().string()}};
-  o.unset_env = {"ENVFIX_MATRICES", "ENVFIX_GPU", "ENVFIX_DRIVER", "ENVFIX_INDEX_URL", "ENVFIX_MIRROR", "ENVFIX_OFFLINE",
-                 "VIRTUAL_ENV", "CONDA_PREFIX", "REQUESTS_CA_BUNDLE", "https_proxy", "http_proxy"};
+  o.unset_env = {"ENVFIX_MATRICES", "ENVFIX_GPU",   "ENVFIX_DRIVER",      "ENVFIX_INDEX_URL", "ENVFIX_MIRROR", "ENVFIX_OFFLINE",
+                 "VIRTUAL_ENV",     "CONDA_PREFIX", "REQUESTS_CA_BUNDLE", "https_proxy",      "http_proxy"};
   auto r = util::run_process(args, o);
   REQUIRE(r.has_value());
   CliOutcome out;
@@ -333,7 +339,8 @@ void check(const Corpus& c, const std::string& id, const YAML::Node& s) {
     // --format json also gives the error as a document on stdout, with the causes as a list.
     auto j = json::parse(o.out, nullptr, false);
     CHECK_MESSAGE((!j.is_discarded() && j.contains("error") && j["error"]["causes"].is_array() &&
-                   !j["error"]["message"].get<std::string>().empty()), "no JSON error document: ", o.out);
+                   !j["error"]["message"].get<std::string>().empty()),
+                  "no JSON error document: ", o.out);
   }
   if (o.exit != 0 || exit != 0) return;
   const json& p = o.plan;
@@ -348,7 +355,8 @@ void check(const Corpus& c, const std::string& id, const YAML::Node& s) {
   if (e["keep"]) CHECK(sorted(keep) == sorted(strings(e["keep"])));
   for (const auto& want : strings(e["rejected"])) {
     bool found = std::any_of(p["rejected"].begin(), p["rejected"].end(), [&](const json& r) {
-      return fmt::format("{} {} {}", r["name"].get<std::string>(), r["version"].get<std::string>(), r["reason"].get<std::string>()) == want;
+      return fmt::format("{} {} {}", r["name"].get<std::string>(), r["version"].get<std::string>(),
+                         r["reason"].get<std::string>()) == want;
     });
     CHECK_MESSAGE(found, "rejection not reported: ", want);
   }
@@ -366,71 +374,71 @@ void check(const Corpus& c, const std::string& id, const YAML::Node& s) {
 
 TEST_SUITE("scenario") {
 
-TEST_CASE("scenario corpus through nginx and the real `envfix plan`") {
-  REQUIRE_MESSAGE(fs::exists(envfix_bin()), "envfix binary not built: ", envfix_bin().string());
-  auto t0 = std::chrono::steady_clock::now();
-  Corpus c;
-  c.root = util::make_temp_dir({}, "envfix-scenarios").value();
-  fs::path dir = fs::path(ENVFIX_SOURCE_DIR) / "tests" / "scenarios";
-  std::vector<fs::path> files;
-  for (const auto& f : fs::directory_iterator(dir))
-    if (f.path().extension() == ".yaml") files.push_back(f.path());
-  std::sort(files.begin(), files.end());
-  REQUIRE(files.size() >= 40);
+  TEST_CASE("scenario corpus through nginx and the real `envfix plan`") {
+    REQUIRE_MESSAGE(fs::exists(envfix_bin()), "envfix binary not built: ", envfix_bin().string());
+    auto t0 = std::chrono::steady_clock::now();
+    Corpus c;
+    c.root = util::make_temp_dir({}, "envfix-scenarios").value();
+    fs::path dir = fs::path(ENVFIX_SOURCE_DIR) / "tests" / "scenarios";
+    std::vector<fs::path> files;
+    for (const auto& f : fs::directory_iterator(dir))
+      if (f.path().extension() == ".yaml") files.push_back(f.path());
+    std::sort(files.begin(), files.end());
+    REQUIRE(files.size() >= 40);
 
-  // Every index of every scenario, built by one Python process.
-  json jobs = json::array();
-  for (const auto& f : files) {
-    std::string id = f.stem().string();
-    YAML::Node s = YAML::LoadFile(f.string());
-    std::vector<std::string> keys;
-    if (s["framework"]) {
-      for (const auto& i : s["framework"]["indexes"]) keys.push_back(i["channel"].as<std::string>() + "/" + i["variant"].as<std::string>());
-      // Indexes the framework block does not list (a channel's aggregate index, a variant only it
-      // offers) are served too: variant discovery finds them (resolver/discovery.hpp).
-      for (const auto& i : s["index"])
-        if (auto k = i.first.as<std::string>(); std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-      fs::create_directories(c.root / "matrices" / id);
-      REQUIRE(util::write_file_atomic(c.root / "matrices" / id / "scenario.yaml", matrices_yaml(s["framework"])).has_value());
-    } else {
-      keys.push_back("default");
+    // Every index of every scenario, built by one Python process.
+    json jobs = json::array();
+    for (const auto& f : files) {
+      std::string id = f.stem().string();
+      YAML::Node s = YAML::LoadFile(f.string());
+      std::vector<std::string> keys;
+      if (s["framework"]) {
+        for (const auto& i : s["framework"]["indexes"])
+          keys.push_back(i["channel"].as<std::string>() + "/" + i["variant"].as<std::string>());
+        // Indexes the framework block does not list (a channel's aggregate index, a variant only it
+        // offers) are served too: variant discovery finds them (resolver/discovery.hpp).
+        for (const auto& i : s["index"])
+          if (auto k = i.first.as<std::string>(); std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+        fs::create_directories(c.root / "matrices" / id);
+        REQUIRE(util::write_file_atomic(c.root / "matrices" / id / "scenario.yaml", matrices_yaml(s["framework"])).has_value());
+      } else {
+        keys.push_back("default");
+      }
+      for (const auto& k : keys) jobs.push_back({{"out", (c.root / "www" / id).string()}, {"spec", index_spec(s, k)}});
+      c.scenarios.emplace_back(id, s);
     }
-    for (const auto& k : keys) jobs.push_back({{"out", (c.root / "www" / id).string()}, {"spec", index_spec(s, k)}});
-    c.scenarios.emplace_back(id, s);
+    REQUIRE(util::write_file_atomic(c.root / "jobs.json", jobs.dump()).has_value());
+    auto built = util::run_process({"python3", "-c",
+                                    "import json, sys; sys.path.insert(0, sys.argv[1]); import index_builder\n"
+                                    "for j in json.load(open(sys.argv[2])): index_builder.build(j['spec'], j['out'])",
+                                    testing::support_dir().string(), (c.root / "jobs.json").string()},
+                                   {.timeout = std::chrono::seconds(120)});
+    REQUIRE(built.has_value());
+    REQUIRE_MESSAGE(built->ok(), built->err);
+
+    auto venv = util::run_process({"python3", "-m", "venv", "--without-pip", (c.root / "venv").string()});
+    REQUIRE(venv.has_value());
+    REQUIRE_MESSAGE(venv->ok(), venv->err);
+    c.venv_python = c.root / "venv" / "bin" / "python";
+    for (const auto& e : fs::directory_iterator(c.root / "venv" / "lib"))
+      if (fs::is_directory(e.path() / "site-packages")) c.site_packages = e.path() / "site-packages";
+    REQUIRE(!c.site_packages.empty());
+    c.cache = c.root / "cache";
+
+    auto nginx = testing::NginxServer::start({.root = c.root / "www"});
+    REQUIRE_MESSAGE(nginx.has_value(), (nginx ? "" : nginx.error().render()));
+    c.nginx = std::move(*nginx);
+
+    MESSAGE("not expressible through the CLI (see tests/scenarios/README.md): host.driver_cuda and "
+            "host.driver_compat (the binary derives both from --driver and the matrices' toolkit table), "
+            "per-file size (real wheels)");
+    for (const auto& [id, s] : c.scenarios) {
+      CAPTURE(id);
+      write_installed(c, s);
+      check(c, id, s);
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    MESSAGE(fmt::format("{} scenarios through the binary in {:.1f}s", c.scenarios.size(), secs));
+    if (!std::getenv("ENVFIX_KEEP_TEST_SERVERS")) fs::remove_all(c.root);
   }
-  REQUIRE(util::write_file_atomic(c.root / "jobs.json", jobs.dump()).has_value());
-  auto built = util::run_process({"python3", "-c",
-                                  "import json, sys; sys.path.insert(0, sys.argv[1]); import index_builder\n"
-                                  "for j in json.load(open(sys.argv[2])): index_builder.build(j['spec'], j['out'])",
-                                  testing::support_dir().string(), (c.root / "jobs.json").string()},
-                                 {.timeout = std::chrono::seconds(120)});
-  REQUIRE(built.has_value());
-  REQUIRE_MESSAGE(built->ok(), built->err);
-
-  auto venv = util::run_process({"python3", "-m", "venv", "--without-pip", (c.root / "venv").string()});
-  REQUIRE(venv.has_value());
-  REQUIRE_MESSAGE(venv->ok(), venv->err);
-  c.venv_python = c.root / "venv" / "bin" / "python";
-  for (const auto& e : fs::directory_iterator(c.root / "venv" / "lib"))
-    if (fs::is_directory(e.path() / "site-packages")) c.site_packages = e.path() / "site-packages";
-  REQUIRE(!c.site_packages.empty());
-  c.cache = c.root / "cache";
-
-  auto nginx = testing::NginxServer::start({.root = c.root / "www"});
-  REQUIRE_MESSAGE(nginx.has_value(), (nginx ? "" : nginx.error().render()));
-  c.nginx = std::move(*nginx);
-
-  MESSAGE("not expressible through the CLI (see tests/scenarios/README.md): host.driver_cuda and "
-          "host.driver_compat (the binary derives both from --driver and the matrices' toolkit table), "
-          "per-file size (real wheels)");
-  for (const auto& [id, s] : c.scenarios) {
-    CAPTURE(id);
-    write_installed(c, s);
-    check(c, id, s);
-  }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  MESSAGE(fmt::format("{} scenarios through the binary in {:.1f}s", c.scenarios.size(), secs));
-  if (!std::getenv("ENVFIX_KEEP_TEST_SERVERS")) fs::remove_all(c.root);
-}
-
 }

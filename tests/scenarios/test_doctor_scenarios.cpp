@@ -88,8 +88,9 @@ probe::HostFacts host_facts(const YAML::Node& s) {
     dist.installer = d["installer"] ? d["installer"].as<std::string>() : "pip";
     dist.has_record = !d["record"] || d["record"].as<bool>();
     for (const auto& r : strings(d["requires"])) dist.requires_dist.push_back(*specs::Requirement::parse(r));
-    if (d["index"]) dist.direct_url = fmt::format(R"({{"url": "{}/{}-{}.whl", "archive_info": {{}}}})", d["index"].as<std::string>(),
-                                                  dist.name, dist.version.to_string());
+    if (d["index"])
+      dist.direct_url = fmt::format(R"({{"url": "{}/{}-{}.whl", "archive_info": {{}}}})", d["index"].as<std::string>(), dist.name,
+                                    dist.version.to_string());
     f.installed.push_back(std::move(dist));
   }
   return f;
@@ -156,28 +157,28 @@ Outcome run(const YAML::Node& s) {
 
 TEST_SUITE("scenario") {
 
-TEST_CASE("doctor scenario corpus") {
-  const fs::path dir = fs::path(ENVFIX_SOURCE_DIR) / "tests" / "scenarios" / "doctor";
-  std::vector<fs::path> files;
-  for (const auto& f : fs::directory_iterator(dir))
-    if (f.path().extension() == ".yaml") files.push_back(f.path());
-  std::sort(files.begin(), files.end());
-  CHECK(files.size() >= 10);
-  for (const auto& f : files) {
-    CAPTURE(f.filename().string());
-    const YAML::Node s = YAML::LoadFile(f.string());
-    const auto expect = s["expect"];
-    REQUIRE(expect);
-    const auto out = run(s);
-    CAPTURE(out.messages);
-    auto want = strings(expect["findings"]);
-    std::sort(want.begin(), want.end());
-    CHECK(util::join(out.codes, " ") == util::join(want, " "));
-    CHECK(out.verdict == expect["verdict"].as<std::string>());
-    if (expect["fix"]) CHECK(out.fix == expect["fix"].as<std::string>());
-    if (expect["no_fix"]) CHECK(out.fix.empty());
-    for (const auto& m : strings(expect["message_contains"])) CHECK_MESSAGE(out.messages.find(m) != std::string::npos, m);
+  TEST_CASE("doctor scenario corpus") {
+    const fs::path dir = fs::path(ENVFIX_SOURCE_DIR) / "tests" / "scenarios" / "doctor";
+    std::vector<fs::path> files;
+    for (const auto& f : fs::directory_iterator(dir))
+      if (f.path().extension() == ".yaml") files.push_back(f.path());
+    std::sort(files.begin(), files.end());
+    CHECK(files.size() >= 10);
+    for (const auto& f : files) {
+      CAPTURE(f.filename().string());
+      const YAML::Node s = YAML::LoadFile(f.string());
+      const auto expect = s["expect"];
+      REQUIRE(expect);
+      const auto out = run(s);
+      CAPTURE(out.messages);
+      auto want = strings(expect["findings"]);
+      std::sort(want.begin(), want.end());
+      CHECK(util::join(out.codes, " ") == util::join(want, " "));
+      CHECK(out.verdict == expect["verdict"].as<std::string>());
+      if (expect["fix"]) CHECK(out.fix == expect["fix"].as<std::string>());
+      if (expect["no_fix"]) CHECK(out.fix.empty());
+      for (const auto& m : strings(expect["message_contains"])) CHECK_MESSAGE(out.messages.find(m) != std::string::npos, m);
+    }
   }
-}
 
 } // TEST_SUITE

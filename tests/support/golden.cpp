@@ -61,14 +61,19 @@ std::string unified_diff(const std::string& a_text, const std::string& b_text, c
   // Longest common subsequence, then the edit script walked from the start (transcripts are short).
   std::vector<std::vector<std::uint32_t>> lcs(n + 1, std::vector<std::uint32_t>(m + 1, 0));
   for (std::size_t i = n; i-- > 0;)
-    for (std::size_t j = m; j-- > 0;)
-      lcs[i][j] = a[i] == b[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
-  struct Op { char kind; std::size_t ai, bi; }; // ' ', '-', '+'; line indexes before the op
+    for (std::size_t j = m; j-- > 0;) lcs[i][j] = a[i] == b[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+  struct Op {
+    char kind;
+    std::size_t ai, bi;
+  }; // ' ', '-', '+'; line indexes before the op
   std::vector<Op> ops;
   for (std::size_t i = 0, j = 0; i < n || j < m;) {
-    if (i < n && j < m && a[i] == b[j]) ops.push_back({' ', i++, j++});
-    else if (i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1])) ops.push_back({'-', i++, j}); // removals first
-    else ops.push_back({'+', i, j++});
+    if (i < n && j < m && a[i] == b[j])
+      ops.push_back({' ', i++, j++});
+    else if (i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]))
+      ops.push_back({'-', i++, j}); // removals first
+    else
+      ops.push_back({'+', i, j++});
   }
   std::string out;
   constexpr std::size_t context = 3;
@@ -81,8 +86,10 @@ std::string unified_diff(const std::string& a_text, const std::string& b_text, c
     const std::size_t begin = k >= context ? k - context : 0;
     std::size_t last = k;
     for (std::size_t t = k + 1; t < ops.size(); ++t) {
-      if (ops[t].kind != ' ') last = t;
-      else if (t - last > 2 * context) break;
+      if (ops[t].kind != ' ')
+        last = t;
+      else if (t - last > 2 * context)
+        break;
     }
     const std::size_t end = std::min(ops.size(), last + 1 + context);
     std::size_t na = 0, nb = 0;

@@ -12,8 +12,7 @@ namespace envfix::testing {
 // `text` with each literal (a temp root, an index URL) replaced by its placeholder, longest first, then
 // the rules every transcript needs: durations (<t>), sha256 digests, loopback ports, the interpreter's
 // version and tags, sizes, the link mode, transaction ids, dates.
-[[nodiscard]] std::string filter_transcript(std::string text,
-                                            std::vector<std::pair<std::string, std::string>> literals = {});
+[[nodiscard]] std::string filter_transcript(std::string text, std::vector<std::pair<std::string, std::string>> literals = {});
 
 // "" when `file` holds exactly `text`; else a message with the unified diff (or the missing file).
 // With ENVFIX_UPDATE_GOLDEN=1 the file is (re)written and "" returned.

@@ -27,19 +27,19 @@ Expected<void> run_ok(const std::vector<std::string>& argv) {
 // CA + server certificate for 127.0.0.1/localhost.
 Expected<void> make_certs(const fs::path& dir) {
   auto p = [&](const char* n) { return (dir / n).string(); };
-  if (auto r = util::write_file_atomic(dir / "san.ext",
-                                       "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
-                                       "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n");
+  if (auto r =
+          util::write_file_atomic(dir / "san.ext", "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                                                   "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n");
       !r)
     return r;
   for (auto& argv : std::vector<std::vector<std::string>>{
-           {"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", p("ca.key"), "-out", p("ca.pem"),
-            "-days", "2", "-subj", "/CN=envfix test CA", "-addext", "basicConstraints=critical,CA:TRUE",
-            "-addext", "keyUsage=critical,keyCertSign,cRLSign"},
-           {"openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", p("server.key"), "-out", p("server.csr"),
-            "-subj", "/CN=127.0.0.1"},
-           {"openssl", "x509", "-req", "-in", p("server.csr"), "-CA", p("ca.pem"), "-CAkey", p("ca.key"),
-            "-CAcreateserial", "-out", p("server.pem"), "-days", "2", "-extfile", p("san.ext")},
+           {"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", p("ca.key"), "-out", p("ca.pem"), "-days", "2",
+            "-subj", "/CN=envfix test CA", "-addext", "basicConstraints=critical,CA:TRUE", "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign"},
+           {"openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", p("server.key"), "-out", p("server.csr"), "-subj",
+            "/CN=127.0.0.1"},
+           {"openssl", "x509", "-req", "-in", p("server.csr"), "-CA", p("ca.pem"), "-CAkey", p("ca.key"), "-CAcreateserial",
+            "-out", p("server.pem"), "-days", "2", "-extfile", p("san.ext")},
        }) {
     if (auto r = run_ok(argv); !r) return r;
   }
@@ -95,8 +95,8 @@ Expected<std::unique_ptr<NginxServer>> NginxServer::start(NginxOptions options) 
     }}
     {extra}
 )",
-                                        fmt::arg("root", root), fmt::arg("prefix", prefix),
-                                        fmt::arg("http", s->m_http_port), fmt::arg("extra", s->m_options.extra_server_conf));
+                                        fmt::arg("root", root), fmt::arg("prefix", prefix), fmt::arg("http", s->m_http_port),
+                                        fmt::arg("extra", s->m_options.extra_server_conf));
     std::string conf = fmt::format(R"(
 daemon off;
 master_process off;
@@ -135,9 +135,9 @@ http {{
                                    fmt::arg("prefix", prefix), fmt::arg("http", s->m_http_port),
                                    fmt::arg("https", s->m_https_port), fmt::arg("locations", locations));
     if (auto r = util::write_file_atomic(s->m_prefix / "nginx.conf", conf); !r) return std::unexpected(r.error());
-    auto child = ChildProcess::spawn({"/usr/sbin/nginx", "-p", prefix, "-c", prefix + "/nginx.conf", "-e",
-                                      prefix + "/logs/error.log"},
-                                     s->m_prefix / "logs" / "stderr.log");
+    auto child =
+        ChildProcess::spawn({"/usr/sbin/nginx", "-p", prefix, "-c", prefix + "/nginx.conf", "-e", prefix + "/logs/error.log"},
+                            s->m_prefix / "logs" / "stderr.log");
     if (!child) return std::unexpected(child.error());
     s->m_child = std::make_unique<ChildProcess>(std::move(*child));
     // Generous: nginx listens within milliseconds; a loaded CI machine may take seconds.
@@ -165,10 +165,10 @@ Expected<std::unique_ptr<FaultServer>> FaultServer::start(const fs::path& root, 
   auto dir = ENVFIX_TRY(util::make_temp_dir({}, "envfix-fault"));
   s->m_dir = dir;
   s->m_log = dir / "requests.log";
-  auto child = ChildProcess::spawn({"python3", (support_dir() / "fault_server.py").string(), "--root",
-                                    fs::absolute(root).string(), "--lifetime", std::to_string(lifetime_seconds),
-                                    "--log", s->m_log.string()},
-                                   dir / "stderr.log");
+  auto child =
+      ChildProcess::spawn({"python3", (support_dir() / "fault_server.py").string(), "--root", fs::absolute(root).string(),
+                           "--lifetime", std::to_string(lifetime_seconds), "--log", s->m_log.string()},
+                          dir / "stderr.log");
   if (!child) return std::unexpected(child.error());
   s->m_child = std::make_unique<ChildProcess>(std::move(*child));
   auto line = s->m_child->read_line(std::chrono::seconds(60)); // generous: a loaded machine

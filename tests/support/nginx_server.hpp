@@ -21,10 +21,10 @@
 namespace envfix::testing {
 
 struct NginxOptions {
-  std::filesystem::path root;     // directory to serve
+  std::filesystem::path root; // directory to serve
   std::string basic_user = "envfix";
   std::string basic_password = "s3cret-pw";
-  std::string extra_server_conf;  // appended inside both server blocks
+  std::string extra_server_conf; // appended inside both server blocks
 };
 
 class NginxServer {
@@ -34,8 +34,8 @@ public:
   NginxServer(const NginxServer&) = delete;
   NginxServer& operator=(const NginxServer&) = delete;
 
-  [[nodiscard]] std::string http_url() const;   // "http://127.0.0.1:PORT"
-  [[nodiscard]] std::string https_url() const;  // "https://127.0.0.1:PORT"
+  [[nodiscard]] std::string http_url() const;                                 // "http://127.0.0.1:PORT"
+  [[nodiscard]] std::string https_url() const;                                // "https://127.0.0.1:PORT"
   [[nodiscard]] const std::filesystem::path& ca_file() const { return m_ca; } // PEM, trust this
   [[nodiscard]] const std::filesystem::path& access_log() const { return m_access_log; }
   [[nodiscard]] const std::filesystem::path& prefix() const { return m_prefix; }
@@ -64,6 +64,7 @@ public:
   ~FaultServer();
   FaultServer(const FaultServer&) = delete;
   FaultServer& operator=(const FaultServer&) = delete;
+
 private:
   FaultServer() = default;
   std::filesystem::path m_dir, m_log;

@@ -27,10 +27,14 @@ Manifest tree_manifest(const fs::path& root, const std::vector<std::string>& ski
       continue;
     }
     const auto mode = fmt::format("{:04o}", st.st_mode & 07777);
-    if (S_ISLNK(st.st_mode)) m[rel] = "link " + fs::read_symlink(it->path()).string();
-    else if (S_ISDIR(st.st_mode)) m[rel] = "dir " + mode;
-    else if (S_ISREG(st.st_mode)) m[rel] = "file " + mode + " " + util::sha256_file_hex(it->path()).value_or("unreadable");
-    else m[rel] = fmt::format("other {:o}", st.st_mode);
+    if (S_ISLNK(st.st_mode))
+      m[rel] = "link " + fs::read_symlink(it->path()).string();
+    else if (S_ISDIR(st.st_mode))
+      m[rel] = "dir " + mode;
+    else if (S_ISREG(st.st_mode))
+      m[rel] = "file " + mode + " " + util::sha256_file_hex(it->path()).value_or("unreadable");
+    else
+      m[rel] = fmt::format("other {:o}", st.st_mode);
   }
   return m;
 }
@@ -40,8 +44,10 @@ std::string manifest_diff(const Manifest& a, const Manifest& b) {
   int n = 0;
   for (const auto& [k, v] : a) {
     auto it = b.find(k);
-    if (it == b.end()) out += fmt::format("  only before: {} ({})\n", k, v), ++n;
-    else if (it->second != v) out += fmt::format("  changed: {}: {} -> {}\n", k, v, it->second), ++n;
+    if (it == b.end())
+      out += fmt::format("  only before: {} ({})\n", k, v), ++n;
+    else if (it->second != v)
+      out += fmt::format("  changed: {}: {} -> {}\n", k, v, it->second), ++n;
     if (n > 8) return out + "  …\n";
   }
   for (const auto& [k, v] : b)

@@ -39,10 +39,12 @@ std::map<std::string, std::size_t> cuobjdump_view(const wheel::KernelSet& ks) {
   return out;
 }
 
-std::string diff_counts(const std::map<std::string, std::size_t>& cuobjdump,
-                        const std::map<std::string, std::size_t>& envfix) {
+std::string diff_counts(const std::map<std::string, std::size_t>& cuobjdump, const std::map<std::string, std::size_t>& envfix) {
   std::string out;
-  auto get = [](const auto& m, const std::string& k) { auto it = m.find(k); return it == m.end() ? 0 : it->second; };
+  auto get = [](const auto& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? 0 : it->second;
+  };
   std::map<std::string, int> keys;
   for (auto& [k, v] : cuobjdump) keys[k];
   for (auto& [k, v] : envfix) keys[k];

@@ -18,7 +18,6 @@ std::map<std::string, std::size_t> cuobjdump_arch_counts(std::string_view listin
 std::map<std::string, std::size_t> cuobjdump_view(const wheel::KernelSet& ks);
 
 // "" when equal, else a readable diff ("sm_90: cuobjdump 444, envfix 443").
-std::string diff_counts(const std::map<std::string, std::size_t>& cuobjdump,
-                        const std::map<std::string, std::size_t>& envfix);
+std::string diff_counts(const std::map<std::string, std::size_t>& cuobjdump, const std::map<std::string, std::size_t>& envfix);
 
 } // namespace envfix::test

@@ -11,9 +11,9 @@ namespace envfix::test {
 using Bytes = std::vector<std::uint8_t>;
 
 struct FakeEntry {
-  std::uint16_t kind = 2;          // 1 PTX, 2 SASS, 8 LTO
+  std::uint16_t kind = 2; // 1 PTX, 2 SASS, 8 LTO
   std::uint32_t arch = 90;
-  std::uint64_t flags = 0x11;      // 64-bit, Linux
+  std::uint64_t flags = 0x11; // 64-bit, Linux
   std::uint32_t header_size = 64;
   std::uint32_t payload = 16;
 };
@@ -59,8 +59,8 @@ struct FakeSection {
 };
 
 // A minimal ELF64 LE file: header, section data, .shstrtab, section header table.
-inline Bytes fake_elf(const std::vector<FakeSection>& sections, std::uint16_t machine = 62,
-                      std::uint32_t e_flags = 0, std::uint8_t abiversion = 0) {
+inline Bytes fake_elf(const std::vector<FakeSection>& sections, std::uint16_t machine = 62, std::uint32_t e_flags = 0,
+                      std::uint8_t abiversion = 0) {
   Bytes b(64, 0);
   b[0] = 0x7f, b[1] = 'E', b[2] = 'L', b[3] = 'F', b[4] = 2, b[5] = 1, b[6] = 1, b[8] = abiversion;
   put(b, 16, 3, 2);

@@ -36,8 +36,7 @@ inline fs::path build(const std::string& out, std::vector<std::string> argv) {
   fs::create_directories(fixture_dir);
   fs::path target = fixture_dir / out;
   auto newest_src = fs::last_write_time(cuda_src / "k1.cu");
-  for (const char* s : {"k2.cu", "rdc1.cu", "rdc2.cu"})
-    newest_src = std::max(newest_src, fs::last_write_time(cuda_src / s));
+  for (const char* s : {"k2.cu", "rdc1.cu", "rdc2.cu"}) newest_src = std::max(newest_src, fs::last_write_time(cuda_src / s));
   if (fs::exists(target) && fs::last_write_time(target) > newest_src) return target;
   util::SubprocessOptions opt;
   opt.cwd = fixture_dir;
@@ -52,7 +51,7 @@ inline fs::path build(const std::string& out, std::vector<std::string> argv) {
 }
 
 inline fs::path so(const std::string& out, std::vector<std::string> gencode, std::vector<std::string> extra = {},
-            std::vector<std::string> srcs = {"k1.cu"}) {
+                   std::vector<std::string> srcs = {"k1.cu"}) {
   std::vector<std::string> argv = {nvcc.string(), "-shared", "-Xcompiler", "-fPIC", "-o", out};
   argv.insert(argv.end(), gencode.begin(), gencode.end());
   argv.insert(argv.end(), extra.begin(), extra.end());

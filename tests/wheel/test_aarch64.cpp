@@ -46,8 +46,9 @@ std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::
 fs::path nvcc_cross_so(const fs::path& gxx, const std::string& out, const std::vector<std::string>& gencode) {
   const fs::path include = nvcc.parent_path().parent_path() / "targets/x86_64-linux/include";
   const std::string obj = out + ".o";
-  build(obj, cat({nvcc.string(), "-ccbin", gxx.string(), "-c", "-Xcompiler", "-fPIC", "-I" + include.string(),
-                  "-o", obj, (cuda_src / "k1.cu").string()}, gencode));
+  build(obj, cat({nvcc.string(), "-ccbin", gxx.string(), "-c", "-Xcompiler", "-fPIC", "-I" + include.string(), "-o", obj,
+                  (cuda_src / "k1.cu").string()},
+                 gencode));
   return build(out, {gxx.string(), "-shared", "-o", out, obj});
 }
 
@@ -64,8 +65,7 @@ fs::path incbin_so(const fs::path& gxx, const std::string& out, const std::vecto
 void check_aarch64_elf(const fs::path& so) {
   auto bytes = util::read_file(so);
   REQUIRE(bytes);
-  auto elf = wheel::ElfFile::parse(std::span(reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size()),
-                                   so.string());
+  auto elf = wheel::ElfFile::parse(std::span(reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size()), so.string());
   REQUIRE(elf);
   CHECK(elf->machine == em_aarch64);
   CHECK(elf->type == 3); // ET_DYN
@@ -98,25 +98,25 @@ void check_verdicts(const wheel::KernelSet& orin_set, const wheel::KernelSet& sm
 } // namespace
 
 TEST_SUITE("integration") {
-TEST_CASE("aarch64 .so compiled by nvcc with the cross g++") {
-  require_nvcc();
-  auto gxx = cross_gxx();
-  if (!gxx) return;
-  auto orin = nvcc_cross_so(*gxx, "libk1_aarch64_sm87.so", g87_ptx80);
-  auto sm80 = nvcc_cross_so(*gxx, "libk1_aarch64_sm80.so", g80);
-  check_aarch64_elf(orin);
-  check_aarch64_elf(sm80);
-  check_verdicts(read(orin), read(sm80));
-}
+  TEST_CASE("aarch64 .so compiled by nvcc with the cross g++") {
+    require_nvcc();
+    auto gxx = cross_gxx();
+    if (!gxx) return;
+    auto orin = nvcc_cross_so(*gxx, "libk1_aarch64_sm87.so", g87_ptx80);
+    auto sm80 = nvcc_cross_so(*gxx, "libk1_aarch64_sm80.so", g80);
+    check_aarch64_elf(orin);
+    check_aarch64_elf(sm80);
+    check_verdicts(read(orin), read(sm80));
+  }
 
-TEST_CASE("aarch64 .so carrying an nvcc fatbin in .nv_fatbin (.incbin)") {
-  require_nvcc();
-  auto gxx = cross_gxx();
-  if (!gxx) return;
-  auto orin = incbin_so(*gxx, "libk1_incbin_aarch64_sm87.so", g87_ptx80);
-  auto sm80 = incbin_so(*gxx, "libk1_incbin_aarch64_sm80.so", g80);
-  check_aarch64_elf(orin);
-  check_aarch64_elf(sm80);
-  check_verdicts(read(orin), read(sm80));
-}
+  TEST_CASE("aarch64 .so carrying an nvcc fatbin in .nv_fatbin (.incbin)") {
+    require_nvcc();
+    auto gxx = cross_gxx();
+    if (!gxx) return;
+    auto orin = incbin_so(*gxx, "libk1_incbin_aarch64_sm87.so", g87_ptx80);
+    auto sm80 = incbin_so(*gxx, "libk1_incbin_aarch64_sm80.so", g80);
+    check_aarch64_elf(orin);
+    check_aarch64_elf(sm80);
+    check_verdicts(read(orin), read(sm80));
+  }
 } // TEST_SUITE integration

@@ -74,8 +74,7 @@ WindowedRead read_windowed(const Bytes& bytes, std::size_t window, std::string_v
   return r;
 }
 
-void check_same_as_in_memory(const Bytes& bytes, std::initializer_list<std::size_t> windows,
-                             std::size_t expected_containers) {
+void check_same_as_in_memory(const Bytes& bytes, std::initializer_list<std::size_t> windows, std::size_t expected_containers) {
   auto plain = wheel::read_kernels(span_of(bytes), "test.bin");
   REQUIRE(plain);
   REQUIRE(plain->containers.size() == expected_containers);
@@ -92,80 +91,80 @@ void check_same_as_in_memory(const Bytes& bytes, std::initializer_list<std::size
 } // namespace
 
 TEST_SUITE("unit") {
-TEST_CASE("windowed scan of a data section finds containers across window edges, as in memory") {
-  const Bytes c1 = fake_container({{2, 80}, {1, 90, 0x11, 80, 8}});   // 16 + 80 + 88 = 184 bytes
-  const Bytes c2 = fake_container({{2, 120, 0x100011, 64, 40}});      // 120 bytes
-  Bytes rodata = filler(4096);
-  // Section-relative offsets: at 0, straddling 512 and 1024 (grid edges of windows 64..512), a
-  // magic cut by the 1000/1001/1002-byte edges, and flush with the end.
-  place(rodata, 0, c1);
-  place(rodata, 512 - 60, c2);
-  place(rodata, 1024 - 2, c1);
-  place(rodata, 2000 - 1, c2);
-  place(rodata, 3001 - 3, c1);
-  place(rodata, rodata.size() - c2.size(), c2);
-  // A false magic (container fails to parse) right before a real one.
-  place(rodata, 2600, Bytes{0x50, 0xED, 0x55, 0xBA, 9, 9});
-  place(rodata, 2606, c1);
-  auto elf = fake_elf({{".text", fake_container({{2, 70}}), 0x6}, // executable: never scanned
-                       {".rodata", rodata},
-                       {".nv_fatbin", concat({c1, Bytes(8, 0), c2, c1})},
-                       {".data", concat({filler(333, 5), c2, filler(100, 9)}), 0x3}});
-  check_same_as_in_memory(elf, {1, 2, 3, 4, 5, 7, 16, 63, 64, 100, 333, 512, 1000, 1001, 1002, 4096,
-                                1 << 20, std::size_t{32} << 20, SIZE_MAX},
-                          7 + 3 + 1);
-}
+  TEST_CASE("windowed scan of a data section finds containers across window edges, as in memory") {
+    const Bytes c1 = fake_container({{2, 80}, {1, 90, 0x11, 80, 8}}); // 16 + 80 + 88 = 184 bytes
+    const Bytes c2 = fake_container({{2, 120, 0x100011, 64, 40}});    // 120 bytes
+    Bytes rodata = filler(4096);
+    // Section-relative offsets: at 0, straddling 512 and 1024 (grid edges of windows 64..512), a
+    // magic cut by the 1000/1001/1002-byte edges, and flush with the end.
+    place(rodata, 0, c1);
+    place(rodata, 512 - 60, c2);
+    place(rodata, 1024 - 2, c1);
+    place(rodata, 2000 - 1, c2);
+    place(rodata, 3001 - 3, c1);
+    place(rodata, rodata.size() - c2.size(), c2);
+    // A false magic (container fails to parse) right before a real one.
+    place(rodata, 2600, Bytes{0x50, 0xED, 0x55, 0xBA, 9, 9});
+    place(rodata, 2606, c1);
+    auto elf = fake_elf({{".text", fake_container({{2, 70}}), 0x6}, // executable: never scanned
+                         {".rodata", rodata},
+                         {".nv_fatbin", concat({c1, Bytes(8, 0), c2, c1})},
+                         {".data", concat({filler(333, 5), c2, filler(100, 9)}), 0x3}});
+    check_same_as_in_memory(
+        elf, {1, 2, 3, 4, 5, 7, 16, 63, 64, 100, 333, 512, 1000, 1001, 1002, 4096, 1 << 20, std::size_t{32} << 20, SIZE_MAX},
+        7 + 3 + 1);
+  }
 
-TEST_CASE("released ranges are in bounds, forward-only within a section and cover the scanned sections") {
-  const Bytes c = fake_container({{2, 86}});
-  Bytes rodata = filler(10000);
-  place(rodata, 4990, c);
-  auto elf = fake_elf({{".rodata", rodata}});
-  auto plain = wheel::read_kernels(span_of(elf), "x");
-  REQUIRE(plain);
-  REQUIRE(plain->containers.size() == 1);
-  const std::size_t off = plain->containers[0].offset - 4990; // where .rodata starts in the file
-  for (std::size_t w : {std::size_t{1}, std::size_t{1000}, std::size_t{4096}, std::size_t{20000}}) {
-    CAPTURE(w);
-    auto r = read_windowed(elf, w);
-    REQUIRE(r.result);
-    CHECK(summary(*r.result) == summary(*plain));
-    // The ranges tile [off, off + 10000) in order.
-    std::size_t at = off;
-    for (auto [o, l] : r.released) {
-      CHECK(o == at);
-      CHECK(l > 0);
-      at = o + l;
+  TEST_CASE("released ranges are in bounds, forward-only within a section and cover the scanned sections") {
+    const Bytes c = fake_container({{2, 86}});
+    Bytes rodata = filler(10000);
+    place(rodata, 4990, c);
+    auto elf = fake_elf({{".rodata", rodata}});
+    auto plain = wheel::read_kernels(span_of(elf), "x");
+    REQUIRE(plain);
+    REQUIRE(plain->containers.size() == 1);
+    const std::size_t off = plain->containers[0].offset - 4990; // where .rodata starts in the file
+    for (std::size_t w : {std::size_t{1}, std::size_t{1000}, std::size_t{4096}, std::size_t{20000}}) {
+      CAPTURE(w);
+      auto r = read_windowed(elf, w);
+      REQUIRE(r.result);
+      CHECK(summary(*r.result) == summary(*plain));
+      // The ranges tile [off, off + 10000) in order.
+      std::size_t at = off;
+      for (auto [o, l] : r.released) {
+        CHECK(o == at);
+        CHECK(l > 0);
+        at = o + l;
+      }
+      CHECK(at == off + rodata.size());
+      // No range is longer than a window plus the container crossing its edge.
+      for (auto [o, l] : r.released) CHECK(l <= w + c.size());
+      if (w == 1000) CHECK(r.released.size() >= 9);
     }
-    CHECK(at == off + rodata.size());
-    // No range is longer than a window plus the container crossing its edge.
-    for (auto [o, l] : r.released) CHECK(l <= w + c.size());
-    if (w == 1000) CHECK(r.released.size() >= 9);
   }
-}
 
-TEST_CASE("raw fatbin files and static archives: windowed reads equal in-memory reads") {
-  const Bytes a = fake_container({{2, 75}, {2, 80}});
-  const Bytes b = fake_container({{1, 90, 0x11, 80, 24}});
-  SUBCASE("raw fatbin, containers and padding") {
-    auto raw = concat({a, Bytes(16, 0), b, a, Bytes(5, 0), b});
-    check_same_as_in_memory(raw, {1, 3, 64, 100, 1 << 20}, 4);
+  TEST_CASE("raw fatbin files and static archives: windowed reads equal in-memory reads") {
+    const Bytes a = fake_container({{2, 75}, {2, 80}});
+    const Bytes b = fake_container({{1, 90, 0x11, 80, 24}});
+    SUBCASE("raw fatbin, containers and padding") {
+      auto raw = concat({a, Bytes(16, 0), b, a, Bytes(5, 0), b});
+      check_same_as_in_memory(raw, {1, 3, 64, 100, 1 << 20}, 4);
+    }
+    SUBCASE("archive members: offsets shifted by the member's position") {
+      Bytes rodata = filler(3000, 3);
+      place(rodata, 1000 - 10, a);
+      place(rodata, 2048 - 1, b);
+      auto o1 = fake_elf({{".rodata", rodata}, {".nv_fatbin", concat({a, b})}});
+      auto o2 = fake_elf({{"__nv_relfatbin", concat({b, a})}, {".data", rodata, 0x3}});
+      auto ar =
+          fake_ar({{"first_translation_unit.o", o1}, {"k.o", Bytes(17, 1)}, {"second.o", o2}, {"raw.fatbin", concat({a, b})}});
+      check_same_as_in_memory(ar, {1, 7, 100, 1000, 4096, 1 << 20}, 4 + 4 + 2);
+      // Released ranges of a member lie in the archive, past the member's header.
+      auto r = read_windowed(ar, 100, "lib.a");
+      REQUIRE(r.result);
+      for (auto [o, l] : r.released) CHECK(o + l <= ar.size());
+    }
   }
-  SUBCASE("archive members: offsets shifted by the member's position") {
-    Bytes rodata = filler(3000, 3);
-    place(rodata, 1000 - 10, a);
-    place(rodata, 2048 - 1, b);
-    auto o1 = fake_elf({{".rodata", rodata}, {".nv_fatbin", concat({a, b})}});
-    auto o2 = fake_elf({{"__nv_relfatbin", concat({b, a})}, {".data", rodata, 0x3}});
-    auto ar = fake_ar({{"first_translation_unit.o", o1}, {"k.o", Bytes(17, 1)}, {"second.o", o2},
-                       {"raw.fatbin", concat({a, b})}});
-    check_same_as_in_memory(ar, {1, 7, 100, 1000, 4096, 1 << 20}, 4 + 4 + 2);
-    // Released ranges of a member lie in the archive, past the member's header.
-    auto r = read_windowed(ar, 100, "lib.a");
-    REQUIRE(r.result);
-    for (auto [o, l] : r.released) CHECK(o + l <= ar.size());
-  }
-}
 
 } // TEST_SUITE unit
 
@@ -187,15 +186,16 @@ long maxrss_kib() {
 }
 
 struct ChildReport {
-  long baseline_maxrss = 0;  // ru_maxrss before the call
-  long baseline_rss = 0;     // the resident set then
+  long baseline_maxrss = 0; // ru_maxrss before the call
+  long baseline_rss = 0;    // the resident set then
   long after_maxrss = 0;
   long containers = -1;
   char sha[65] = {};
 };
 
 // Runs `work` in a forked child and returns what it reported; the child's peak is its own.
-template <class F> std::optional<ChildReport> in_child(F work) {
+template <class F>
+std::optional<ChildReport> in_child(F work) {
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
   pid_t pid = ::fork();
@@ -275,95 +275,95 @@ std::string write_big_elf(const fs::path& p, std::size_t total, const std::vecto
 } // namespace
 
 TEST_SUITE("integration") {
-TEST_CASE("peak RSS of read_kernels_file and sha256_file_hex stays flat on a 256 MiB file") {
-  const std::size_t total = 256 * MiB;
-  const Bytes c = fake_container({{2, 80}, {1, 90, 0x11, 80, 8}});
-  const std::size_t data_len = total - 64 - 64 - 192;
-  const std::size_t window = wheel::ReadOptions{}.window;
-  auto dir = util::make_temp_dir({}, "envfix-kmem").value();
-  const auto path = dir / "libbig.so";
-  const std::string sha = write_big_elf(path, total, {{100, c}, {4 * window - 50, c}, {data_len - c.size(), c}});
-  REQUIRE(fs::file_size(path) == total);
+  TEST_CASE("peak RSS of read_kernels_file and sha256_file_hex stays flat on a 256 MiB file") {
+    const std::size_t total = 256 * MiB;
+    const Bytes c = fake_container({{2, 80}, {1, 90, 0x11, 80, 8}});
+    const std::size_t data_len = total - 64 - 64 - 192;
+    const std::size_t window = wheel::ReadOptions{}.window;
+    auto dir = util::make_temp_dir({}, "envfix-kmem").value();
+    const auto path = dir / "libbig.so";
+    const std::string sha = write_big_elf(path, total, {{100, c}, {4 * window - 50, c}, {data_len - c.size(), c}});
+    REQUIRE(fs::file_size(path) == total);
 
-  auto hashed = in_child([&](ChildReport& r) {
-    auto h = util::sha256_file_hex(path);
-    if (h) std::memcpy(r.sha, h->data(), std::min<std::size_t>(h->size(), 64));
-  });
-  auto read = in_child([&](ChildReport& r) {
-    auto ks = wheel::read_kernels_file(path);
-    r.containers = ks ? static_cast<long>(ks->containers.size()) : -2;
-  });
-  // The instrument itself: the same read of the mapping without releasing must show the growth.
-  auto control = in_child([&](ChildReport& r) {
-    auto map = util::MappedFile::open(path);
-    if (!map) return;
-    auto ks = wheel::read_kernels({map->data(), map->size()}, "control");
-    r.containers = ks ? static_cast<long>(ks->containers.size()) : -2;
-  });
-  fs::remove_all(dir);
-  REQUIRE(hashed);
-  REQUIRE(read);
-  REQUIRE(control);
+    auto hashed = in_child([&](ChildReport& r) {
+      auto h = util::sha256_file_hex(path);
+      if (h) std::memcpy(r.sha, h->data(), std::min<std::size_t>(h->size(), 64));
+    });
+    auto read = in_child([&](ChildReport& r) {
+      auto ks = wheel::read_kernels_file(path);
+      r.containers = ks ? static_cast<long>(ks->containers.size()) : -2;
+    });
+    // The instrument itself: the same read of the mapping without releasing must show the growth.
+    auto control = in_child([&](ChildReport& r) {
+      auto map = util::MappedFile::open(path);
+      if (!map) return;
+      auto ks = wheel::read_kernels({map->data(), map->size()}, "control");
+      r.containers = ks ? static_cast<long>(ks->containers.size()) : -2;
+    });
+    fs::remove_all(dir);
+    REQUIRE(hashed);
+    REQUIRE(read);
+    REQUIRE(control);
 
-  // Far less than the file's 256 MiB. Under AddressSanitizer the same read peaks about 36 MiB
-  // higher (CI's build: its interceptors check every scanned range against the shadow, an eighth
-  // of the bytes scanned), so the allowance grows by that eighth there.
-  long limit_kib = 64 * 1024;
+    // Far less than the file's 256 MiB. Under AddressSanitizer the same read peaks about 36 MiB
+    // higher (CI's build: its interceptors check every scanned range against the shadow, an eighth
+    // of the bytes scanned), so the allowance grows by that eighth there.
+    long limit_kib = 64 * 1024;
 #if defined(__SANITIZE_ADDRESS__)
-  limit_kib += static_cast<long>(total / 8 / 1024);
+    limit_kib += static_cast<long>(total / 8 / 1024);
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-  limit_kib += static_cast<long>(total / 8 / 1024);
+    limit_kib += static_cast<long>(total / 8 / 1024);
 #endif
 #endif
-  for (const auto* r : {&*hashed, &*read, &*control}) {
-    // The baseline is the child's own, not a high-water mark inherited from this process.
-    CHECK(r->baseline_maxrss - r->baseline_rss < 16 * 1024);
-    MESSAGE("baseline ", r->baseline_maxrss, " KiB, peak ", r->after_maxrss, " KiB");
+    for (const auto* r : {&*hashed, &*read, &*control}) {
+      // The baseline is the child's own, not a high-water mark inherited from this process.
+      CHECK(r->baseline_maxrss - r->baseline_rss < 16 * 1024);
+      MESSAGE("baseline ", r->baseline_maxrss, " KiB, peak ", r->after_maxrss, " KiB");
+    }
+    CHECK(std::string(hashed->sha) == sha);
+    CHECK(hashed->after_maxrss - hashed->baseline_maxrss < limit_kib);
+    CHECK(read->containers == 3);
+    CHECK(read->after_maxrss - read->baseline_maxrss < limit_kib);
+    CHECK(control->containers == 3);
+    CHECK(control->after_maxrss - control->baseline_maxrss > 200 * 1024);
   }
-  CHECK(std::string(hashed->sha) == sha);
-  CHECK(hashed->after_maxrss - hashed->baseline_maxrss < limit_kib);
-  CHECK(read->containers == 3);
-  CHECK(read->after_maxrss - read->baseline_maxrss < limit_kib);
-  CHECK(control->containers == 3);
-  CHECK(control->after_maxrss - control->baseline_maxrss > 200 * 1024);
-}
 } // TEST_SUITE integration
 
 TEST_SUITE("integration") {
-TEST_CASE("real CUDA libraries: reads that drop pages in windows equal the plain read of the mapping") {
-  const fs::path lib64 = "/usr/local/cuda/lib64";
-  if (!fs::exists(lib64 / "libcufft.so")) {
-    MESSAGE("no CUDA libraries in ", lib64.string(), "; skipped");
-    return;
-  }
-  // cuFFT: ~24 000 containers embedded in .ldata (scan_region); cuBLASLt: a large .nv_fatbin.
-  for (const char* name : {"libcufft.so", "libcublasLt.so", "libnccl.so"}) {
-    if (!fs::exists(lib64 / name)) continue;
-    INFO(name);
-    auto map = util::MappedFile::open(lib64 / name).value();
-    const std::span<const std::uint8_t> bytes(map.data(), map.size());
-    auto plain = wheel::read_kernels(bytes, name);
-    REQUIRE(plain);
-    CHECK(!plain->empty());
-    auto file = wheel::read_kernels_file(lib64 / name);
-    REQUIRE(file);
-    CHECK(summary(*file) == summary(*plain));
-    for (std::size_t w : {std::size_t{4093}, (std::size_t{1} << 20) + 3}) {
-      CAPTURE(w);
-      std::size_t released = 0;
-      wheel::ReadOptions o;
-      o.window = w;
-      o.release = [&](std::size_t off, std::size_t len) {
-        released += len;
-        map.drop(off, len);
-      };
-      auto ks = wheel::read_kernels(bytes, name, o);
-      REQUIRE(ks);
-      CHECK(summary(*ks) == summary(*plain));
-      CHECK(ks->warnings == plain->warnings);
-      CHECK(released > map.size() / 4);
+  TEST_CASE("real CUDA libraries: reads that drop pages in windows equal the plain read of the mapping") {
+    const fs::path lib64 = "/usr/local/cuda/lib64";
+    if (!fs::exists(lib64 / "libcufft.so")) {
+      MESSAGE("no CUDA libraries in ", lib64.string(), "; skipped");
+      return;
+    }
+    // cuFFT: ~24 000 containers embedded in .ldata (scan_region); cuBLASLt: a large .nv_fatbin.
+    for (const char* name : {"libcufft.so", "libcublasLt.so", "libnccl.so"}) {
+      if (!fs::exists(lib64 / name)) continue;
+      INFO(name);
+      auto map = util::MappedFile::open(lib64 / name).value();
+      const std::span<const std::uint8_t> bytes(map.data(), map.size());
+      auto plain = wheel::read_kernels(bytes, name);
+      REQUIRE(plain);
+      CHECK(!plain->empty());
+      auto file = wheel::read_kernels_file(lib64 / name);
+      REQUIRE(file);
+      CHECK(summary(*file) == summary(*plain));
+      for (std::size_t w : {std::size_t{4093}, (std::size_t{1} << 20) + 3}) {
+        CAPTURE(w);
+        std::size_t released = 0;
+        wheel::ReadOptions o;
+        o.window = w;
+        o.release = [&](std::size_t off, std::size_t len) {
+          released += len;
+          map.drop(off, len);
+        };
+        auto ks = wheel::read_kernels(bytes, name, o);
+        REQUIRE(ks);
+        CHECK(summary(*ks) == summary(*plain));
+        CHECK(ks->warnings == plain->warnings);
+        CHECK(released > map.size() / 4);
+      }
     }
   }
-}
 } // TEST_SUITE integration
