@@ -69,4 +69,3 @@ std::optional<std::string> get_env(Env e) {
 }
 
 } // namespace envfix::util
-int  probe_misformatted ( ) {return 0;}
