@@ -1,5 +1,4 @@
 // envfix plan [REQ...]: resolve and show the plan; changes nothing (docs/architecture.md, Choosing
-#include "installer/transaction.hpp"
 // the framework set; docs/json.md "plan").
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
