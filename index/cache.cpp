@@ -50,7 +50,7 @@ std::size_t remove_dead_parts(const fs::path& tmp_dir) {
     if (!fd.valid()) continue;
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue; // a live download
     // Still the file we locked (not a new one renamed over it meanwhile): then it is dead.
-    struct stat a{}, b{};
+    struct stat a = {}, b = {};
     if (::fstat(fd.get(), &a) == 0 && ::lstat(p.c_str(), &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev &&
         fs::remove(p, rec))
       ++removed;

@@ -269,7 +269,7 @@ Candidate local_candidate(const fs::path& file, std::string_view project, std::s
 Expected<std::string> read_local_metadata(const fs::path& wheel) {
   // A regular file only (a FIFO named by a file: URL blocked here); the zip reader bounds what it reads.
   util::Fd fd = ENVFIX_TRY(util::open_local_file(wheel, std::numeric_limits<std::uint64_t>::max()));
-  struct stat st{};
+  struct stat st = {};
   if (::fstat(fd.get(), &st) != 0) return fail(ErrorCode::io, "cannot stat {}", wheel.string());
   int raw = fd.get();
   RangeReader reader = [raw, &wheel](std::uint64_t off, std::uint64_t len) -> Expected<std::string> {
@@ -321,7 +321,10 @@ struct IndexClient::Impl {
     if (std::find(warnings.begin(), warnings.end(), text) == warnings.end()) warnings.push_back(std::move(text));
   }
 
-  void bump(std::uint64_t IndexStats::* field, std::uint64_t by = 1) {
+  // A counter of IndexStats, as &IndexStats::page_rounds (spelled through decltype: clang-format 14 and 19
+  // lay out a written pointer-to-member type differently).
+  using Counter = decltype(&IndexStats::page_requests);
+  void bump(Counter field, std::uint64_t by = 1) {
     std::lock_guard lock(stats_mutex);
     stats.*field += by;
   }

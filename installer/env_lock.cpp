@@ -74,7 +74,7 @@ Expected<EnvLock> EnvLock::acquire(const fs::path& prefix, const EnvLockOptions&
   auto path = dir / "lock";
   util::Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
   if (!fd.valid()) return fail_errno(errno, ErrorCode::io, "cannot open {}: {}", path.string(), std::strerror(errno));
-  struct stat st{};
+  struct stat st = {};
   if (::fstat(fd.get(), &st) != 0)
     return fail_errno(errno, ErrorCode::io, "cannot stat {}: {}", path.string(), std::strerror(errno));
   EnvLock l;

@@ -127,7 +127,7 @@ public:
   explicit SignalGuard(bool enable) : m_enabled(enable) {
     if (!m_enabled) return;
     g_interrupted = 0;
-    struct sigaction sa{};
+    struct sigaction sa = {};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGINT, &sa, &m_old_int);
@@ -143,7 +143,7 @@ public:
 
 private:
   bool m_enabled;
-  struct sigaction m_old_int{}, m_old_term{};
+  struct sigaction m_old_int = {}, m_old_term = {};
 };
 
 Expected<void> check_interrupted() {

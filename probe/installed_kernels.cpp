@@ -22,7 +22,7 @@ Expected<InstalledKernels> read_installed_kernels(const InstalledDist& dist, con
   // The RECORD hash names the content only while the file is the size RECORD says.
   std::vector<wheel::ProfileSource> sources;
   for (const auto& o : sos) {
-    struct stat st{};
+    struct stat st = {};
     const bool same_size =
         o.record.size && ::stat(o.path.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) == *o.record.size;
     sources.push_back({o.path.string(), same_size ? o.record.hash : std::string()});

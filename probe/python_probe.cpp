@@ -182,7 +182,7 @@ fs::path cache_file(const fs::path& cache_dir, const fs::path& python) {
   const fs::path abs = fs::absolute(python, ec);
   const std::string real = real_path(python);
   std::string key = fmt::format("v2|{}|{}", abs.string(), real);
-  struct stat st{};
+  struct stat st = {};
   if (!real.empty() && ::stat(real.c_str(), &st) == 0)
     key += fmt::format("|{}:{}|{}|{}.{}", st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
   if (auto venv = venv_of(python))

@@ -67,7 +67,7 @@ void write_markers(const fs::path& dir) {
 std::optional<std::string> untrusted_entry(const fs::path& dir) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    struct stat st{};
+    struct stat st = {};
     if (::lstat(it->path().c_str(), &st) != 0) continue;
     if (auto why = judge(st)) return fmt::format("its entry {}: {}", it->path().filename().string(), *why);
   }
@@ -98,7 +98,7 @@ void hold_shared_lock(const fs::path& dir) {
 } // namespace
 
 std::optional<std::string> untrusted_because(const fs::path& dir) {
-  struct stat st{};
+  struct stat st = {};
   if (::stat(dir.c_str(), &st) != 0) return std::nullopt;
   if (!S_ISDIR(st.st_mode)) return "it is not a directory";
   return judge(st);
@@ -126,7 +126,7 @@ Expected<fs::path> open_cache(const fs::path& dir, bool create) {
 }
 
 bool is_envfix_cache(const fs::path& dir) {
-  struct stat st{};
+  struct stat st = {};
   return ::lstat((dir / cache_marker_name).c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
@@ -139,7 +139,7 @@ std::optional<std::string> read_trusted(const fs::path& file) {
       warn_line(fmt::format("cache entry {} is a symlink: ignored", file.string()));
     return std::nullopt;
   }
-  struct stat st{};
+  struct stat st = {};
   if (::fstat(fd.get(), &st) != 0) return std::nullopt;
   auto why = S_ISREG(st.st_mode) ? judge(st) : std::optional<std::string>("it is not a regular file");
   if (why) {

@@ -78,7 +78,7 @@ Expected<std::string> read_file(const fs::path& path) {
 Expected<Fd> open_local_file(const fs::path& path, std::uint64_t max_bytes) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) return errno_error("cannot open", path, errno);
-  struct stat st{};
+  struct stat st = {};
   if (::fstat(fd.get(), &st) != 0) return errno_error("cannot stat", path, errno);
   if (!S_ISREG(st.st_mode)) {
     const char* what = S_ISFIFO(st.st_mode)   ? "a FIFO"
@@ -245,7 +245,7 @@ Expected<fs::path> make_temp_dir(const fs::path& parent, std::string_view prefix
 Expected<MappedFile> MappedFile::open(const fs::path& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return errno_error("cannot open", path, errno);
-  struct stat st{};
+  struct stat st = {};
   if (::fstat(fd.get(), &st) != 0) return errno_error("cannot stat", path, errno);
   if (!S_ISREG(st.st_mode)) return make_error(ErrorCode::invalid_input, fmt::format("{} is not a regular file", path.string()));
   MappedFile m;

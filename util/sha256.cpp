@@ -56,7 +56,7 @@ Expected<std::string> sha256_file_hex(const std::filesystem::path& path) {
     return with_errno(make_error(ErrorCode::io, fmt::format("{} {}: {}", what, path.string(), std::strerror(err))), err);
   };
   if (!fd.valid()) return io_error("cannot open", errno);
-  struct stat st{};
+  struct stat st = {};
   if (::fstat(fd.get(), &st) != 0) return io_error("cannot stat", errno);
   if (!S_ISREG(st.st_mode)) return make_error(ErrorCode::invalid_input, fmt::format("{} is not a regular file", path.string()));
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);

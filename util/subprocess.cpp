@@ -128,7 +128,7 @@ extern "C" void record_signal(int sig) { g_signal = sig; }
 
 InterruptScope::InterruptScope() {
   g_signal = 0;
-  struct sigaction sa{};
+  struct sigaction sa = {};
   sa.sa_handler = record_signal;
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, &m_old_int);

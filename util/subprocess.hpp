@@ -78,7 +78,7 @@ public:
   InterruptScope& operator=(const InterruptScope&) = delete;
 
 private:
-  struct sigaction m_old_int{}, m_old_term{};
+  struct sigaction m_old_int = {}, m_old_term = {};
 };
 // The signal an InterruptScope recorded, 0 if none.
 [[nodiscard]] int interrupt_signal();

@@ -108,12 +108,12 @@ TEST_CASE("round3 4: replacing an unpacked-cache entry while another process hol
     envfix::installer::UnpackedCache cache(root);
     auto found = cache.find(sha);
     if (!found || found->files.empty()) ::_exit(3);
-    struct stat before{};
+    struct stat before = {};
     ::stat(found->files.front().staged.c_str(), &before);
     (void)!::write(ready[1], "r", 1);
     char c;
     (void)!::read(go[0], &c, 1);
-    struct stat after{};
+    struct stat after = {};
     const bool same = ::stat(found->files.front().staged.c_str(), &after) == 0 && after.st_ino == before.st_ino;
     ::_exit(same ? 0 : 1);
   }
