@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
@@ -26,6 +25,7 @@
 
 #include "installer/install_target.hpp"
 #include "tests/installer/wheel_factory.hpp"
+#include "tests/support/txn_journal.hpp"
 #include "util/subprocess.hpp"
 
 using namespace envfix;
@@ -56,27 +56,6 @@ util::SubprocessResult driver(const std::vector<std::string>& args) {
   auto r = util::run_process(argv, opt);
   REQUIRE(r);
   return *r;
-}
-
-std::vector<std::string> txn_ids(const fs::path& prefix) {
-  std::vector<std::string> ids;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(prefix / ".envfix" / "txn", ec)) ids.push_back(e.path().filename().string());
-  std::sort(ids.begin(), ids.end());
-  return ids;
-}
-
-// The journal's state of the newest transaction under the prefix that is not in `known` (those
-// that were there before the run): "" when there is none, "preparing" for a transaction directory
-// whose journal is not written yet.
-std::string journal_phase(const fs::path& prefix, const std::vector<std::string>& known) {
-  auto ids = txn_ids(prefix);
-  std::erase_if(ids, [&](const auto& id) { return std::ranges::find(known, id) != known.end(); });
-  if (ids.empty()) return "";
-  std::ifstream in(prefix / ".envfix" / "txn" / ids.back() / "journal");
-  std::string state;
-  if (!in || !std::getline(in, state)) return "preparing";
-  return state;
 }
 
 // One hook point of a clean run: "point <n> <step> [index]".
@@ -137,7 +116,7 @@ using Manifest = std::map<std::string, std::string>;
 // one for the next trial). Returns the phase, or nullopt on a mix (already reported).
 std::optional<std::string> after_kill(const fs::path& venv, const std::vector<std::string>& known, const Manifest& old_set,
                                       const Manifest& new_set, const std::string& label, Tally& t) {
-  const std::string phase = journal_phase(venv, known);
+  const std::string phase = testing::txn_phase(venv, known);
   ++t.kills;
   ++t.by_phase[phase];
   auto rec = driver({"recover", venv.string(), "3.11"});
@@ -204,7 +183,7 @@ TEST_SUITE("integration") {
       auto args = new_args;
       args[4] = std::to_string(p.n); // <kill-at>
       args.insert(args.begin(), TXN_DRIVER);
-      const auto known = txn_ids(venv);
+      const auto known = testing::txn_ids(venv);
       pid_t pid = spawn(args);
       REQUIRE(pid > 0);
       int status = 0;
@@ -234,7 +213,7 @@ TEST_SUITE("integration") {
     spawn_args.insert(spawn_args.end(), new_args.begin(), new_args.end());
     Tally random;
     for (int k = 0; k < 30; ++k) {
-      const auto known = txn_ids(venv);
+      const auto known = testing::txn_ids(venv);
       pid_t pid = spawn(spawn_args);
       REQUIRE(pid > 0);
       std::this_thread::sleep_for(std::chrono::microseconds(when(rng)));

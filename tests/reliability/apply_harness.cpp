@@ -158,7 +158,7 @@ std::unique_ptr<BackgroundEnvfix> BackgroundEnvfix::start(const std::vector<std:
     if (o.fsize_limit) {
       // Ignored (not defaulted) SIGXFSZ survives exec: a write past the limit then fails with EFBIG.
       ::signal(SIGXFSZ, SIG_IGN);
-      struct rlimit rl{*o.fsize_limit, *o.fsize_limit};
+      struct rlimit rl = {*o.fsize_limit, *o.fsize_limit};
       ::setrlimit(RLIMIT_FSIZE, &rl);
     }
     ::execve(args[0], args.data(), envp.data());
@@ -291,29 +291,6 @@ EnvfixRun ApplyWorld::run(const std::vector<std::string>& argv, const SpawnOptio
   for (std::size_t i = 1; i < argv.size() && i < 3; ++i) cmd += " " + argv[i];
   MESSAGE("envfix" << cmd << " … -> rc " << r.rc << " sig " << r.term_signal << "\n" << r.err);
   return r;
-}
-
-// ---- transaction state --------------------------------------------------------------------------------
-
-std::vector<std::string> txn_ids(const fs::path& venv) {
-  std::vector<std::string> ids;
-  std::error_code ec;
-  for (fs::directory_iterator it(venv / ".envfix" / "txn", ec), end; !ec && it != end; it.increment(ec))
-    ids.push_back(it->path().filename().string());
-  std::sort(ids.begin(), ids.end());
-  return ids;
-}
-
-std::string txn_phase(const fs::path& venv, const std::string& ignore_id) {
-  auto ids = txn_ids(venv);
-  for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
-    if (*it == ignore_id) continue;
-    std::ifstream in(venv / ".envfix" / "txn" / *it / "journal");
-    std::string state;
-    if (!in || !std::getline(in, state)) return "preparing";
-    return state;
-  }
-  return "";
 }
 
 std::optional<std::string> enter_private_mount_namespace() {

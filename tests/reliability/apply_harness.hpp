@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include <vector>
 #include "tests/support/tree_manifest.hpp"
+#include "tests/support/txn_journal.hpp"
 
 namespace envfix::testing {
 
@@ -82,12 +83,6 @@ private:
   std::unique_ptr<NginxServer> m_nginx;
   int m_spawned = 0;
 };
-
-// The state of the newest transaction under <venv>/.envfix/txn that is not `ignore`:
-// "" (none), "preparing" (directory without a journal), or the journal's state.
-[[nodiscard]] std::string txn_phase(const std::filesystem::path& venv, const std::string& ignore_id = {});
-// The ids of the transaction directories now present.
-[[nodiscard]] std::vector<std::string> txn_ids(const std::filesystem::path& venv);
 
 // A private mount namespace for this test process (mounts vanish when it exits), or the reason why
 // not. Idempotent.

@@ -55,7 +55,7 @@ struct Statfs {
   unsigned long long used_bytes, used_inodes;
 };
 Statfs statfs_of(const fs::path& p) {
-  struct statvfs s{};
+  struct statvfs s = {};
   REQUIRE(::statvfs(p.c_str(), &s) == 0);
   return {(s.f_blocks - s.f_bfree) * s.f_frsize, s.f_files - s.f_ffree};
 }
@@ -326,10 +326,10 @@ TEST_SUITE("integration") {
       auto t0 = std::chrono::steady_clock::now();
       if (t.at.starts_with("start+")) {
         std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(t.at.substr(6))));
-        seen = txn_phase(ve, backup_id);
+        seen = txn_phase(ve, {backup_id});
       } else {
         while (!child->exited() && std::chrono::steady_clock::now() - t0 < 300s) {
-          seen = txn_phase(ve, backup_id);
+          seen = txn_phase(ve, {backup_id});
           if (seen == t.at) break;
           std::this_thread::sleep_for(1ms); // leave the cores to envfix
         }
