@@ -16,7 +16,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 runs=${1:-3}
 load=${LOAD:-build}
 work=$(mktemp -d /tmp/envfix-under-load-XXXXXX)
-echo "suite-under-load: $runs run(s) of scripts/test.sh from clones of $(git -C "$root" rev-parse --short HEAD); load: $load; logs in $work"
+# Every run tests the commit that was HEAD when the script started, whatever is committed meanwhile.
+rev=$(git -C "$root" rev-parse HEAD)
+echo "suite-under-load: $runs run(s) of scripts/test.sh from clones of ${rev:0:7}; load: $load; logs in $work"
 
 load_pid=
 if [[ $load == build ]]; then
@@ -37,7 +39,7 @@ fi
 failed=0
 for ((i = 1; i <= runs; i++)); do
   rm -rf "$work/clone"
-  git clone -q "$root" "$work/clone"
+  git clone -q "$root" "$work/clone" && git -C "$work/clone" checkout -q "$rev"
   start=$(date +%s)
   (cd "$work/clone" && ./scripts/test.sh) >"$work/run-$i.log" 2>&1
   rc=$?

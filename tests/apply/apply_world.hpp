@@ -90,7 +90,7 @@ public:
 
   fs::path venv(const std::string& name) {
     auto dir = m_root / name;
-    auto r = util::run_process({python3(), "-m", "venv", "--without-pip", dir.string()}, {.timeout = std::chrono::seconds(120)})
+    auto r = util::run_process({python3(), "-m", "venv", "--without-pip", dir.string()}, {.timeout = std::chrono::seconds(600)})
                  .value();
     REQUIRE_MESSAGE(r.ok(), r.err);
     return dir;

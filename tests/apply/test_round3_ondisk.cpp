@@ -36,7 +36,7 @@ struct Outcome {
 
 // envfix as World::envfix runs it, with a short timeout and the signal kept: an abort (SIGABRT) or a
 // hang must show as such, not as a generic failure.
-Outcome run_envfix(World& w, std::vector<std::string> args, std::chrono::seconds timeout = std::chrono::seconds(120)) {
+Outcome run_envfix(World& w, std::vector<std::string> args, std::chrono::seconds timeout = std::chrono::seconds(600)) {
   std::vector<std::string> argv{envfix_bin().string()};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back("--cache-dir");

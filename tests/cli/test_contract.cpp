@@ -18,7 +18,7 @@ namespace {
 util::SubprocessResult run(std::vector<std::string> args) {
   args.insert(args.begin(), envfix::testing::envfix_bin().string());
   util::SubprocessOptions o;
-  o.timeout = std::chrono::seconds(120);
+  o.timeout = std::chrono::seconds(600);
   o.unset_env = {"ENVFIX_GPU", "ENVFIX_DRIVER", "ENVFIX_INDEX_URL", "ENVFIX_MATRICES"};
   auto r = util::run_process(args, o);
   REQUIRE(r);

@@ -128,7 +128,7 @@ public:
     argv.insert(argv.end(), args.begin(), args.end());
     if (json_output) argv.insert(argv.end(), {"--format", "json"});
     util::SubprocessOptions o;
-    o.timeout = std::chrono::seconds(120);
+    o.timeout = std::chrono::seconds(600);
     o.set_env = {{"ENVFIX_NO_NVML", "1"},
                  {"ENVFIX_SYSFS_ROOT", (m_root / "sysfs").string()},
                  {"ENVFIX_CACHE_DIR", (m_root / "cache").string()},
@@ -894,7 +894,7 @@ TEST_SUITE("cli") {
     env.dist("jax", "0.6.2", kJaxRequires);
     env.dist("jaxlib", "0.6.2");
     util::SubprocessOptions o;
-    o.timeout = std::chrono::seconds(120);
+    o.timeout = std::chrono::seconds(600);
     o.set_env = {{"ENVFIX_NO_NVML", "1"}, {"ENVFIX_CACHE_DIR", (env.root() / "cache").string()}, {"NO_COLOR", "1"}};
     o.unset_env = {"VIRTUAL_ENV",     "CONDA_PREFIX",  "ENVFIX_GPU",       "ENVFIX_DRIVER",
                    "ENVFIX_MATRICES", "ENVFIX_PYTHON", "ENVFIX_INDEX_URL", "ENVFIX_MIRROR"};

@@ -77,7 +77,7 @@ frameworks:
         "3 after raise": "import sys, types; assert 'ofw_marker' not in sys.modules; sys.modules['ofw_marker'] = types.ModuleType('m')"
         "4 segfault": "import os, signal; print('OP', 'segv', flush=True); os.kill(os.getpid(), signal.SIGSEGV)"
         "5 after segfault": "import sys; assert 'ofw_marker' not in sys.modules; print('after the crash')"
-        "6 hangs": "import time; print('OP', 'sleep', flush=True); time.sleep(600)"
+        "6 hangs": "import time; print('OP', 'sleep', flush=True); time.sleep(3600)"
         "7 after hang": "import sys; sys.exit(0)"
         "8 exits": "import sys; sys.exit(3)"
     releases:
@@ -124,7 +124,7 @@ TEST_SUITE("cli") {
                                     (root / "cache").string()};
       argv.insert(argv.end(), extra.begin(), extra.end());
       util::SubprocessOptions o;
-      o.timeout = std::chrono::seconds(120);
+      o.timeout = std::chrono::seconds(600);
       o.cwd = root;
       o.set_env = {{"ENVFIX_NO_NVML", "1"}, {"ENVFIX_SYSFS_ROOT", (root / "sysfs").string()}, {"NO_COLOR", "1"}};
       o.unset_env = {"VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER", "CUDA_VISIBLE_DEVICES"};
@@ -224,7 +224,7 @@ TEST_SUITE("cli") {
     fs::create_directories(site / "vfwext");
     auto run = [&]() {
       util::SubprocessOptions o;
-      o.timeout = std::chrono::seconds(120);
+      o.timeout = std::chrono::seconds(600);
       o.cwd = root;
       o.set_env = {{"ENVFIX_NO_NVML", "1"}, {"ENVFIX_SYSFS_ROOT", (root / "sysfs").string()}, {"NO_COLOR", "1"}};
       o.unset_env = {"VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER", "CUDA_VISIBLE_DEVICES"};
@@ -294,7 +294,7 @@ TEST_SUITE("cli") {
                                   "--timeout",
                                   "15"};
     util::SubprocessOptions o;
-    o.timeout = std::chrono::seconds(120);
+    o.timeout = std::chrono::seconds(600);
     o.cwd = root;
     o.set_env = {{"ENVFIX_NO_NVML", "1"}, {"ENVFIX_SYSFS_ROOT", (root / "sysfs").string()}, {"NO_COLOR", "1"}};
     o.unset_env = {"VIRTUAL_ENV", "CONDA_PREFIX", "ENVFIX_GPU", "ENVFIX_DRIVER", "CUDA_VISIBLE_DEVICES"};
@@ -322,8 +322,10 @@ TEST_SUITE("cli") {
     CHECK(status(7) == "failed \"exit code 3\"");
     // CPU step + 1 + 2 | 3 + 4 | 5 + 6 | 7 + 8: a fresh interpreter after each failure only.
     CHECK(j["interpreters"] == 4);
-    CHECK(wall < 400); // the hang cost its timeout, not the 600 s it asked for (15 s per step, so that
-                       // the steps that pass do so on a loaded machine too)
+    // The hang cost its timeout, not the hour it asked for: had verify waited, the 600 s bound above
+    // would have killed it (15 s per step, so that the steps that pass do so on a loaded machine too).
+    CHECK(!r.timed_out);
+    MESSAGE("verify with one hanging step: " << wall << " s");
     fs::remove_all(root);
   }
 } // TEST_SUITE cli

@@ -272,7 +272,7 @@ TEST_SUITE("unit") {
     CHECK(page->candidates[2].metadata_sha256 == "d51356a768c4e35d5219c34e4d984071fcc0d2ab58673cbc969b75989d312fab");
   }
 
-  TEST_CASE("a 12,000-anchor page parses completely and quickly") {
+  TEST_CASE("a 12,000-anchor page parses completely") {
     std::string html = "<!DOCTYPE html><html><body>\n";
     const int n = 12000;
     for (int i = 0; i < n; ++i)
@@ -287,8 +287,9 @@ TEST_SUITE("unit") {
     CHECK(page->candidates.size() == static_cast<std::size_t>(n));
     CHECK(page->candidates.back().filename == "torch-2.119.99+cu128-cp311-cp311-manylinux_2_28_x86_64.whl");
     CHECK(page->candidates.back().sha256 == fmt::format("{:064x}", n - 1));
+    // The time is reported, never checked: on a loaded two-core machine under ASan it passed 5 s
+    // (docs/development.md, Tests under load); how fast pages parse is bench/'s to measure.
     MESSAGE("parsed " << n << " anchors (" << html.size() / 1024 << " KiB) in " << ms << " ms");
-    CHECK(ms < 5000); // generous: a shared 2-core machine under a debug build
   }
 
   TEST_CASE("hostile HTML does not crash: deep nesting, unterminated tags, NULs") {

@@ -357,7 +357,7 @@ print(hashlib.sha256(data).hexdigest(), len(data))
     auto venv = util::run_process({python(), "-m", "venv", "--without-pip", (dir / "venv").string()}).value();
     REQUIRE_MESSAGE(venv.ok(), venv.err);
     util::SubprocessOptions o;
-    o.timeout = std::chrono::seconds(120);
+    o.timeout = std::chrono::seconds(600);
     o.unset_env = {"PIP_FIND_LINKS", "PIP_CERT", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"};
     // The host's pip (23.2.1) installs into the venv through --python, like a user's pip would.
     auto pip_install = [&](const fs::path& req) {

@@ -227,7 +227,7 @@ ApplyWorld::~ApplyWorld() {
 
 fs::path ApplyWorld::make_venv_at(const fs::path& dir) {
   auto r =
-      util::run_process({python3(), "-m", "venv", "--without-pip", dir.string()}, {.timeout = std::chrono::seconds(120)}).value();
+      util::run_process({python3(), "-m", "venv", "--without-pip", dir.string()}, {.timeout = std::chrono::seconds(600)}).value();
   REQUIRE_MESSAGE(r.ok(), r.err);
   return dir;
 }

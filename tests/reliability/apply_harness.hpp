@@ -74,7 +74,7 @@ public:
                                       const std::filesystem::path& cache = {}, std::vector<std::string> extra = {}) const;
   std::vector<std::string> envfix_argv(std::vector<std::string> args) const; // binary + args
   EnvfixRun run(const std::vector<std::string>& argv, const SpawnOptions& o = {},
-                std::chrono::seconds timeout = std::chrono::seconds(120));
+                std::chrono::seconds timeout = std::chrono::seconds(600));
   std::unique_ptr<BackgroundEnvfix> spawn(const std::vector<std::string>& argv, const SpawnOptions& o = {});
   std::map<std::string, std::string> base_env() const;
 

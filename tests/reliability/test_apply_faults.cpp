@@ -132,7 +132,7 @@ TEST_SUITE("integration") {
     std::map<std::string, int> where;
     auto attempt = [&](const std::string& opts, const std::string& label, const fs::path& cache = {}) {
       REQUIRE_MESSAGE(remount(mnt, opts), label << ": remount " << opts << ": " << std::strerror(errno));
-      auto r = w.run(w.apply_argv(ve, "2.0.0", cache), {}, 120s);
+      auto r = w.run(w.apply_argv(ve, "2.0.0", cache), {}, 600s);
       REQUIRE(remount(mnt, "size=64m,nr_inodes=100000"));
       if (!cache.empty()) fs::remove_all(cache);
       if (r.rc == 0) {

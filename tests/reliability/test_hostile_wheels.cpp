@@ -38,7 +38,7 @@ struct Corpus {
   Corpus() {
     root = util::make_temp_dir({}, "envfix-hostile").value();
     auto r = util::run_process({"python3", ENVFIX_SOURCE_DIR "/tests/reliability/hostile_wheels.py", (root / "wheels").string()},
-                               {.timeout = std::chrono::seconds(120)});
+                               {.timeout = std::chrono::seconds(600)});
     REQUIRE(r);
     REQUIRE_MESSAGE(r->ok(), r->err);
     cases = nlohmann::json::parse(r->out);

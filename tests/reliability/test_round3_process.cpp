@@ -186,7 +186,7 @@ TEST_CASE("round3 4: a second apply on the same venv waits for the lock, then pl
   REQUIRE(version);
   CHECK(version->out == "2\n");
   auto check = envfix::util::run_process({"python3", "-m", "pip", "--python", (ve / "bin/python").string(), "check"},
-                                         {.timeout = std::chrono::seconds(120)});
+                                         {.timeout = std::chrono::seconds(600)});
   REQUIRE(check);
   CHECK_MESSAGE(check->ok(), (check->out + check->err));
 }

@@ -160,7 +160,7 @@ TEST_SUITE("integration") {
                                        "--quiet", "--report", report.string(), "--index-url", url,         "--no-cache-dir"};
       argv.insert(argv.end(), g.roots.begin(), g.roots.end());
       util::SubprocessOptions po;
-      po.timeout = std::chrono::seconds(120);
+      po.timeout = std::chrono::seconds(600);
       po.unset_env = {"PIP_FIND_LINKS", "PIP_CERT", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONFIG_FILE"};
       po.set_env = {{"PIP_DISABLE_PIP_VERSION_CHECK", "1"}, {"PIP_NO_INPUT", "1"}};
       auto pip = util::run_process(argv, po);

@@ -412,7 +412,7 @@ TEST_SUITE("scenario") {
                                     "import json, sys; sys.path.insert(0, sys.argv[1]); import index_builder\n"
                                     "for j in json.load(open(sys.argv[2])): index_builder.build(j['spec'], j['out'])",
                                     testing::support_dir().string(), (c.root / "jobs.json").string()},
-                                   {.timeout = std::chrono::seconds(120)});
+                                   {.timeout = std::chrono::seconds(600)});
     REQUIRE(built.has_value());
     REQUIRE_MESSAGE(built->ok(), built->err);
 
