@@ -11,7 +11,7 @@ namespace envfix::api {
 struct Options {
   std::string python; // target interpreter; "" = $VIRTUAL_ENV, $CONDA_PREFIX, python3
   std::string framework = "torch";
-  // No --framework given (cli): act on the framework(s) installed in the target (api/frameworks.hpp);
+  // No --framework given (cli): act on the framework(s) installed in the target (resolver/frameworks.hpp);
   // `framework` is the fallback when none is.
   bool detect_framework = false;
   std::string channel = "auto"; // auto | stable | test | nightly

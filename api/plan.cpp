@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "api/frameworks.hpp"
+#include "resolver/frameworks.hpp"
 #include "index/url.hpp"
 #include "probe/installed_kernels.hpp"
 #include "resolver/index_provider.hpp"
@@ -81,11 +81,11 @@ std::set<std::string> attach_evidence(resolver::FrameworkSpec& spec, const Host&
   return read;
 }
 
-// The framework's own packages (main package, companions, every variant's set: api/frameworks.hpp):
+// The framework's own packages (main package, companions, every variant's set: resolver/frameworks.hpp):
 // with extra indexes, these come only from the framework's index (README.md, Index options).
 resolver::FirstIndexProvider::Pinned own_packages(const matrices::Framework* fw) {
   if (!fw) return {};
-  return [fw](const std::string& n) { return !package_role(*fw, n).empty(); };
+  return [fw](const std::string& n) { return !resolver::package_role(*fw, n).empty(); };
 }
 
 // Whether --index-url/--find-links still plan the framework's way (GPU, driver and kernel checks):
@@ -99,7 +99,7 @@ bool framework_path(const Options& g, const std::string& index_url, const std::v
   if (index_url.empty()) return false;
   if (request.empty()) return true;
   return !host.gpus.empty() && std::any_of(request.begin(), request.end(), [&](const specs::Requirement& r) {
-    return !package_role(*fw, r.normalized_name()).empty();
+    return !resolver::package_role(*fw, r.normalized_name()).empty();
   });
 }
 
@@ -288,8 +288,8 @@ Error selection_error(Error selector, const resolver::FrameworkSpec& spec,
 }
 
 // The plan of the selector's choice: its index, why, warnings and rejections.
-resolver::Plan framework_plan(const resolver::FrameworkChoice& choice, const PlanContext& ctx, const FrameworkChoice& fws,
-                              bool reinstall) {
+resolver::Plan framework_plan(const resolver::FrameworkChoice& choice, const PlanContext& ctx,
+                              const resolver::FrameworkTargets& fws, bool reinstall) {
   const auto& spec = *ctx.spec;
   resolver::PlanInputs in{&ctx.resolution, ctx.host.installed, resolver::framework_packages(spec), {"nvidia-"}, reinstall};
   auto plan = resolver::make_plan(in);
@@ -316,8 +316,8 @@ resolver::Plan framework_plan(const resolver::FrameworkChoice& choice, const Pla
 // The framework's way: the matrices' indexes (or --index-url as the framework's), evidence first, the
 // selector choosing the set for the host's GPUs and driver.
 Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& flags, PlanContext& ctx,
-                                        const std::string& index_url, const ExtraIndexes& extras, const FrameworkChoice& fws,
-                                        std::vector<resolver::Rejection>* rejected_out) {
+                                        const std::string& index_url, const ExtraIndexes& extras,
+                                        const resolver::FrameworkTargets& fws, std::vector<resolver::Rejection>* rejected_out) {
   if (!ctx.knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
   const auto& knowledge = *ctx.knowledge;
   const Host& host = ctx.host;
@@ -408,9 +408,9 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     ctx.extra_indexes.push_back(index::redact_url(u));
   }
   // No --framework: the one the request names, none for a request naming none, else (no request) the
-  // one installed in the target, else torch, said so (api/frameworks.hpp).
-  auto fws = ENVFIX_TRY(
-      choose_plan_framework(g.framework, g.detect_framework, ctx.knowledge.get(), ctx.host.facts.installed, ctx.request));
+  // one installed in the target, else torch, said so (resolver/frameworks.hpp).
+  auto fws = ENVFIX_TRY(resolver::choose_plan_framework(g.framework, g.detect_framework, ctx.knowledge.get(),
+                                                        ctx.host.facts.installed, ctx.request));
   if (fws.names.empty()) {
     // Just the request, pip-like, from --index-url/--find-links or pip's default index.
     const bool no_index = index_url.empty() && g.find_links.empty();

@@ -135,12 +135,4 @@ std::string exception_line(const std::string& out, const std::string& err) {
   return elide(exception.empty() ? last : exception);
 }
 
-std::string cuda_error_class(std::string_view line) {
-  auto has = [&](std::string_view s) { return line.find(s) != std::string_view::npos; };
-  if (has("no kernel image") || has("NO_BINARY_FOR_GPU") || has("invalid device function")) return "missing-arch";
-  if (has("out of memory") || has("CUDA_ERROR_OUT_OF_MEMORY")) return "out-of-memory";
-  if (has("CUDA error") || has("CUDA_ERROR") || has("cudaError")) return "cuda-error";
-  return "";
-}
-
 } // namespace envfix::api

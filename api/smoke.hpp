@@ -95,8 +95,4 @@ struct SmokeRunOptions {
 // line of stderr (or stdout).
 [[nodiscard]] std::string exception_line(const std::string& out, const std::string& err);
 
-// What a CUDA error line means: "missing-arch" (no kernel image / no binary for the GPU: the build
-// lacks the GPU's arch), "out-of-memory", "cuda-error" (any other), "" when it names no CUDA error.
-[[nodiscard]] std::string cuda_error_class(std::string_view line);
-
 } // namespace envfix::api

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "api/doctor.hpp"
-#include "api/frameworks.hpp"
+#include "resolver/frameworks.hpp"
 #include "api/host.hpp"
 #include "api/smoke.hpp"
 #include "probe/host_facts.hpp"
@@ -69,7 +69,7 @@ VerifyStep verify_step(const StepRun& s, const std::string& layer, const std::st
     if (!line.empty()) v.error += ": " + line;
   }
   if (v.error.empty()) v.error = fmt::format("exit code {}", s.exit_code);
-  v.cuda_class = cuda_error_class(v.error);
+  v.cuda_class = diagnosis::classify_cuda_error(v.error);
   return v;
 }
 
@@ -117,8 +117,8 @@ void missing_arch_fix(const Options& o, const matrices::Framework& fw, const Hos
       fw.name, gpus, gpus, fw.name == "torch" ? " (torch extensions read TORCH_CUDA_ARCH_LIST)" : "");
 }
 
-// The first line of `text` naming a CUDA error, and its class (api/smoke.hpp cuda_error_class).
-std::pair<std::string, std::string> first_cuda_error(const std::string& text) {
+// The first line of `text` naming a CUDA error, and its class (diagnosis/cuda_error.hpp).
+std::pair<std::string, diagnosis::CudaError> first_cuda_error(const std::string& text) {
   std::size_t i = 0;
   while (i < text.size()) {
     auto j = text.find('\n', i);
@@ -126,10 +126,10 @@ std::pair<std::string, std::string> first_cuda_error(const std::string& text) {
     std::string line = text.substr(i, j - i);
     if (line.find("CUDA error") != std::string::npos || line.find("CUDA_ERROR") != std::string::npos ||
         line.find("no kernel image") != std::string::npos || line.find("CUDA out of memory") != std::string::npos)
-      return {line, cuda_error_class(line)};
+      return {line, diagnosis::classify_cuda_error(line)};
     i = j + 1;
   }
-  return {"", ""};
+  return {"", diagnosis::CudaError::none};
 }
 
 // The innermost frame of the last Python traceback in `text`: its `File "…", line N, in f` line and
@@ -196,7 +196,7 @@ AppRun run_app(const std::string& cmd, const fs::path& python, std::chrono::seco
 // The framework to verify, installed in the target, and the variant of its main package.
 Expected<const matrices::Framework*> installed_framework(const Options& o, const matrices::Knowledge& k, const Host& host,
                                                          VerifyReport& report, std::string& main_local) {
-  auto choice = choose_frameworks(o.framework, o.detect_framework, &k, host.facts.installed);
+  auto choice = resolver::choose_frameworks(o.framework, o.detect_framework, &k, host.facts.installed);
   report.framework_note = choice.note;
   const auto* fw = k.framework(choice.names.front());
   if (!fw) return make_error(ErrorCode::invalid_input, fmt::format("--framework {}: not in the matrices", choice.names.front()));
@@ -270,7 +270,7 @@ Expected<void> run_layers(const matrices::Framework& fw, const VerifyRequest& r,
 }
 
 // The repro on a local GPU is a real run of the variant's kernel packages on GPU 0: recorded in the
-// evidence store as doctor records its own (api/doctor.cpp, "runs observed"; wheel/kernel_evidence.hpp).
+// evidence store as doctor records its own (diagnosis/diagnose.cpp, "runs observed"; wheel/kernel_evidence.hpp).
 void record_runs(const Options& o, const matrices::Framework& fw, std::string_view variant, const VerifyReport& report) {
   const auto& gpus = report.host.facts.gpus;
   if (report.cpu || gpus.empty()) return;
@@ -278,7 +278,7 @@ void record_runs(const Options& o, const matrices::Framework& fw, std::string_vi
   std::string error;
   for (const auto& st : report.steps) {
     if (st.layer != "repro") continue;
-    if (st.cuda_class == "missing-arch") {
+    if (st.cuda_class == diagnosis::CudaError::missing_arch) {
       outcome = {false, st.name};
       error = st.error;
       break;
@@ -332,7 +332,7 @@ Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyRe
     rep.layer("app");
     report.app = run_app(r.app, report.python, r.timeout, r.sync);
     if (util::interrupt_signal()) return interrupted();
-    if (report.app->cuda_class == "missing-arch") missing_arch_fix(o, *fw, host, *report.app);
+    if (report.app->cuda_class == diagnosis::CudaError::missing_arch) missing_arch_fix(o, *fw, host, *report.app);
     rep.app(*report.app);
   }
   return report;

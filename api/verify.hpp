@@ -19,6 +19,7 @@
 
 #include "api/host.hpp"
 #include "api/options.hpp"
+#include "diagnosis/cuda_error.hpp"
 #include "util/error.hpp"
 
 namespace envfix::api {
@@ -36,9 +37,9 @@ struct VerifyStep {
   std::string layer, name;
   bool ok = false;
   double seconds = 0;
-  std::string error;      // the exception line (or "timed out after N s", "exit code N")
-  std::string op;         // model layer: the operator it was running when it failed
-  std::string cuda_class; // missing-arch | out-of-memory | cuda-error | "" (no CUDA error seen)
+  std::string error; // the exception line (or "timed out after N s", "exit code N")
+  std::string op;    // model layer: the operator it was running when it failed
+  diagnosis::CudaError cuda_class = diagnosis::CudaError::none;
 };
 
 struct AppRun {
@@ -47,7 +48,8 @@ struct AppRun {
   double seconds = 0;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> gpu_memory; // {peak, baseline} per GPU
   std::string memory_note;
-  std::string error_line, cuda_class;
+  std::string error_line;
+  diagnosis::CudaError cuda_class = diagnosis::CudaError::none;
   std::vector<std::string> stopped; // processes the app left running (pid, command), killed when it exited
   std::string fix;        // missing-arch: the envfix command that installs a build with kernels for these GPUs (doctor's)
   std::string fix_note;   // missing-arch with nothing to reinstall: the installed binaries cover the GPUs; where to look
@@ -84,7 +86,7 @@ public:
   virtual void app(const AppRun&) {}
 };
 
-// The framework is the one asked (--framework) or the one installed (api/frameworks.hpp); it must
+// The framework is the one asked (--framework) or the one installed (resolver/frameworks.hpp); it must
 // be installed in the target. Fails (exit 2) only when verify cannot run; a failed step is in the report.
 [[nodiscard]] Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyReporter& rep);
 

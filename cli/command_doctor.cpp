@@ -1,4 +1,4 @@
-// envfix doctor: parses, calls api::doctor (api/doctor.hpp: the four diagnostic steps, the
+// envfix doctor: parses, calls api::doctor (api/doctor.hpp; diagnosis/diagnose.hpp: the four diagnostic steps, the
 // findings, the verdict and the fix command) and renders the report as text or JSON (docs/json.md
 // "doctor").
 #include <algorithm>
@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "api/doctor.hpp"
+#include "diagnosis/finding.hpp"
+#include "diagnosis/report.hpp"
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
 #include "i18n/i18n.hpp"
@@ -28,7 +30,7 @@ std::string python_tag(const probe::PythonInfo& py) {
 std::string env_kind(const probe::PythonInfo& py) { return py.is_venv ? "venv" : py.is_conda ? "conda" : "system"; }
 
 // Each file with GPU code of a package: its modules, archs and coverage per GPU of the host.
-json per_file(const api::KernelSummary& k) {
+json per_file(const diagnosis::KernelSummary& k) {
   auto out = json::array();
   for (const auto& f : k.profiles) {
     json cov = json::object();
@@ -48,7 +50,7 @@ json per_file(const api::KernelSummary& k) {
 }
 
 // What a package's binaries hold, and per GPU what runs.
-json kernels_json(const api::KernelSummary& k) {
+json kernels_json(const diagnosis::KernelSummary& k) {
   json cov = json::object();
   for (const auto& c : k.per_gpu) {
     const auto& pc = c.coverage;
@@ -75,7 +77,7 @@ json kernels_json(const api::KernelSummary& k) {
 }
 
 // Step 1's base environment: CUDA runtime, toolkit, pip, Jetson, WSL, container.
-json base_json(const api::DoctorReport& r) {
+json base_json(const diagnosis::DoctorReport& r) {
   const auto& b = r.base;
   return {
       {"cuda_runtime", b.runtime ? json{{"version", b.runtime->version.to_string()}, {"from", b.runtime->from}} : json(nullptr)},
@@ -103,9 +105,9 @@ json base_json(const api::DoctorReport& r) {
                         : json{{"kind", b.platform.container}, {"evidence", b.platform.container_evidence}}}};
 }
 
-json to_json(const api::DoctorReport& r) {
+json to_json(const diagnosis::DoctorReport& r) {
   json j;
-  j["verdict"] = r.verdict;
+  j["verdict"] = diagnosis::to_string(r.verdict);
   j["gpus"] = json::array();
   for (const auto& g : r.facts.gpus)
     j["gpus"].push_back({{"index", g.index},
@@ -130,7 +132,7 @@ json to_json(const api::DoctorReport& r) {
   } else
     j["python"] = nullptr;
   j["base"] = base_json(r);
-  auto repro_json = [](const api::Repro& rp) {
+  auto repro_json = [](const diagnosis::Repro& rp) {
     return json{{"step_a", rp.step_a},
                 {"step_b", rp.step_b},
                 {"error", rp.error.empty() ? json(nullptr) : json(rp.error)},
@@ -175,8 +177,8 @@ json to_json(const api::DoctorReport& r) {
                                {"build_from_source", e.recipe.empty() ? json(nullptr) : json(e.recipe)}});
   j["findings"] = json::array();
   for (const auto& f : r.findings)
-    j["findings"].push_back({{"code", f.code},
-                             {"severity", f.severity},
+    j["findings"].push_back({{"code", diagnosis::to_string(f.code)},
+                             {"severity", diagnosis::to_string(f.severity)},
                              {"message", f.message},
                              {"hint", f.hint},
                              {"framework", f.framework.empty() ? json(nullptr) : json(f.framework)},
@@ -201,7 +203,7 @@ using i18n::trf;
 std::string row(std::string_view label, std::string_view text) { return fmt::format("   {} {}", i18n::pad(label, 8), text); }
 
 // Step 1: GPUs, driver, interpreter and pip, CUDA runtime and toolkit, WSL or container.
-void render_hardware(const api::DoctorReport& r) {
+void render_hardware(const diagnosis::DoctorReport& r) {
   auto head = heading;
   head(tr("1. Hardware and base environment"));
   if (r.facts.gpus.empty()) human(row("GPU", tr("none")));
@@ -259,7 +261,7 @@ std::string step_status(const std::string& x) {
 }
 
 // Steps 2 and 3: each framework's installed packages, and its repro.
-void render_frameworks(const api::DoctorReport& r) {
+void render_frameworks(const diagnosis::DoctorReport& r) {
   auto head = heading;
   const bool several = r.frameworks.size() > 1;
   for (const auto& s : r.frameworks) {
@@ -288,7 +290,7 @@ void render_frameworks(const api::DoctorReport& r) {
 }
 
 // One package's GPU code: its modules and archs, per GPU what runs, then each file.
-void render_summary(const std::string& name, const api::KernelSummary& k) {
+void render_summary(const std::string& name, const diagnosis::KernelSummary& k) {
   human("   " + trf("{}: {} files with GPU code, {} modules; sass [{}] ptx [{}]", name, k.files, k.containers,
                     join({k.sass.begin(), k.sass.end()}, " "), join({k.ptx.begin(), k.ptx.end()}, " ")));
   for (const auto& c : k.per_gpu) {
@@ -311,7 +313,7 @@ void render_summary(const std::string& name, const api::KernelSummary& k) {
 }
 
 // Step 4: the GPU code read from each installed framework binary and each extension, and per GPU what runs.
-void render_kernels(const api::DoctorReport& r) {
+void render_kernels(const diagnosis::DoctorReport& r) {
   auto head = heading;
   head(tr("4. Kernels and matrices"));
   bool any = false, read = false;
@@ -335,22 +337,27 @@ void render_kernels(const api::DoctorReport& r) {
 
 // The findings (code, message and hint; the message and hint as api/ composed them, in the chosen
 // language where the catalog knows the sentence), the verdict and the fix command.
-void render_findings(const api::DoctorReport& r) {
+void render_findings(const diagnosis::DoctorReport& r) {
   auto head = heading;
   head(tr("Findings"));
   if (r.findings.empty()) human(fmt::format("   {}", tr("none")));
   for (const auto& f : r.findings) {
-    auto style = f.severity == "error" ? Style::red : f.severity == "warning" ? Style::yellow : Style::blue;
-    human(fmt::format("   {} {}: {}", styled(i18n::pad(tr(f.severity), 7), style), f.code, i18n::tr_text(f.message)));
+    auto style = f.severity == diagnosis::Severity::error     ? Style::red
+                 : f.severity == diagnosis::Severity::warning ? Style::yellow
+                                                              : Style::blue;
+    human(fmt::format("   {} {}: {}", styled(i18n::pad(tr(diagnosis::to_string(f.severity)), 7), style),
+                      diagnosis::to_string(f.code), i18n::tr_text(f.message)));
     if (!f.hint.empty()) human(fmt::format("           {}: {}", tr("hint"), i18n::tr_text(f.hint)));
   }
-  auto vs = r.verdict == "healthy" ? Style::green : r.verdict == "broken" ? Style::red : Style::yellow;
+  auto vs = r.verdict == diagnosis::Verdict::healthy  ? Style::green
+            : r.verdict == diagnosis::Verdict::broken ? Style::red
+                                                      : Style::yellow;
   human("");
-  human(fmt::format("{} {}", styled(tr("verdict:"), Style::bold), styled(tr(r.verdict), vs)));
+  human(fmt::format("{} {}", styled(tr("verdict:"), Style::bold), styled(tr(diagnosis::to_string(r.verdict)), vs)));
   if (!r.fix.empty()) human(fmt::format("{} {}", styled(tr("fix:"), Style::bold), r.fix));
 }
 
-void render_text(const api::DoctorReport& r, const Globals& g) {
+void render_text(const diagnosis::DoctorReport& r, const Globals& g) {
   render_hardware(r);
   render_frameworks(r);
   render_kernels(r);
@@ -379,7 +386,7 @@ void add_doctor_command(CLI::App& app, Globals& g) {
       machine(to_json(*r).dump(2));
     else
       render_text(*r, g);
-    g.exit_code = r->verdict == "healthy" ? 0 : 1;
+    g.exit_code = r->verdict == diagnosis::Verdict::healthy ? 0 : 1;
   });
 }
 

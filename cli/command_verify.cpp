@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/verify.hpp"
+#include "diagnosis/cuda_error.hpp"
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
 #include "cli/views.hpp"
@@ -51,7 +52,7 @@ json step_json(const api::VerifyStep& s) {
           {"seconds", s.seconds},
           {"error", s.error.empty() ? json(nullptr) : json(s.error)},
           {"operator", s.op.empty() ? json(nullptr) : json(s.op)},
-          {"class", s.cuda_class.empty() ? json(nullptr) : json(s.cuda_class)}};
+          {"class", s.cuda_class == diagnosis::CudaError::none ? json(nullptr) : json(diagnosis::to_string(s.cuda_class))}};
 }
 
 // The --format json document of a verify run (docs/json.md, verify).
@@ -82,19 +83,20 @@ json verify_json(const api::VerifyReport& r) {
     for (std::size_t i = 0; i < app->gpu_memory.size(); ++i)
       mem.push_back(
           {{"index", i}, {"peak_used_bytes", app->gpu_memory[i].first}, {"baseline_used_bytes", app->gpu_memory[i].second}});
-    lj["app"] = {{"status", app->exit_code == 0 ? "passed" : "failed"},
-                 {"command", app->command},
-                 {"exit_code", app->exit_code},
-                 {"seconds", app->seconds},
-                 {"gpu_memory", mem},
-                 {"gpu_memory_note", app->memory_note},
-                 {"cuda_error", app->error_line.empty() ? json(nullptr) : json(app->error_line)},
-                 {"class", app->cuda_class.empty() ? json(nullptr) : json(app->cuda_class)},
-                 {"fix", app->fix.empty() ? json(nullptr) : json(app->fix)},
-                 {"fix_note", app->fix_note.empty() ? json(nullptr) : json(app->fix_note)},
-                 {"sync", app->sync},
-                 {"where", app->where.empty() ? json(nullptr) : json(app->where)},
-                 {"async_note", app->async_note.empty() ? json(nullptr) : json(app->async_note)}};
+    lj["app"] = {
+        {"status", app->exit_code == 0 ? "passed" : "failed"},
+        {"command", app->command},
+        {"exit_code", app->exit_code},
+        {"seconds", app->seconds},
+        {"gpu_memory", mem},
+        {"gpu_memory_note", app->memory_note},
+        {"cuda_error", app->error_line.empty() ? json(nullptr) : json(app->error_line)},
+        {"class", app->cuda_class == diagnosis::CudaError::none ? json(nullptr) : json(diagnosis::to_string(app->cuda_class))},
+        {"fix", app->fix.empty() ? json(nullptr) : json(app->fix)},
+        {"fix_note", app->fix_note.empty() ? json(nullptr) : json(app->fix_note)},
+        {"sync", app->sync},
+        {"where", app->where.empty() ? json(nullptr) : json(app->where)},
+        {"async_note", app->async_note.empty() ? json(nullptr) : json(app->async_note)}};
   }
   j["layers"] = lj;
   return j;
@@ -123,7 +125,7 @@ public:
     human(fmt::format("  {} {:<40} {:>7.2f}s{}", pass_fail(s.ok), s.name, s.seconds,
                       s.ok ? "" : fmt::format("  {}{}", s.op.empty() ? "" : "[" + s.op + "] ", s.error)));
     // envfix's own steps always run synchronously: say so, since the user's app does not.
-    if (!s.ok && !s.cuda_class.empty())
+    if (!s.ok && s.cuda_class != diagnosis::CudaError::none)
       human("       " + i18n::trs("(run with CUDA_LAUNCH_BLOCKING=1: the error is raised at the launch that failed)"));
   }
   void app(const api::AppRun& a) override {
@@ -132,7 +134,8 @@ public:
       mem += (mem.empty() ? "" : ", ") + i18n::trf("GPU {} peak {}", i, human_size(a.gpu_memory[i].first));
     human(fmt::format("  {} {} {}{}", pass_fail(a.exit_code == 0), a.command,
                       i18n::trf("(exit {}) {}", a.exit_code, fmt::format("{:.2f}s", a.seconds)), mem.empty() ? "" : "; " + mem));
-    if (!a.error_line.empty()) human("  " + i18n::trf("first CUDA error: {} [{}]", a.error_line, a.cuda_class));
+    if (!a.error_line.empty())
+      human("  " + i18n::trf("first CUDA error: {} [{}]", a.error_line, diagnosis::to_string(a.cuda_class)));
     if (!a.where.empty())
       human("  " +
             (a.sync ? i18n::trf("raised (CUDA_LAUNCH_BLOCKING=1) at: {}", a.where) : i18n::trf("reported at: {}", a.where)));

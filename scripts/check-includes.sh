@@ -49,6 +49,9 @@ CLI_VALUES = {
     "resolver/plan.hpp",      # the Plan and its removals (pure data)
     "resolver/rejection.hpp", # typed rejection reasons
     "index/candidate.hpp",    # one index file (pure data)
+    "diagnosis/finding.hpp",  # finding codes, severities, verdicts (enums)
+    "diagnosis/report.hpp",   # doctor's report (pure data)
+    "diagnosis/cuda_error.hpp", # what a CUDA error line means (an enum)
 }
 CLI_DEBT = {  # (file, header): the api/ call that will replace it
     ("cli/command_inspect.cpp", "wheel/coverage.hpp"): "api::inspect",

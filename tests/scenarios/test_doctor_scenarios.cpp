@@ -1,4 +1,4 @@
-// Runs the doctor scenario corpus tests/scenarios/doctor/*.yaml through api::diagnose (api/doctor.hpp)
+// Runs the doctor scenario corpus tests/scenarios/doctor/*.yaml through diagnosis::diagnose (diagnosis/diagnose.hpp)
 // without the envfix binary and without a machine: host facts, installed distributions, the kernels
 // of their binaries and the repro's outcome come from the YAML; the knowledge is the embedded
 // matrices. Each file names the findings (codes) and the verdict doctor must reach
@@ -106,7 +106,7 @@ Outcome run(const YAML::Node& s) {
   // Without `framework:` doctor uses the framework(s) installed, as the CLI does without --framework.
   o.detect_framework = !s["framework"];
   if (s["framework"]) o.framework = s["framework"].as<std::string>();
-  api::DoctorInputs in;
+  diagnosis::DoctorInputs in;
   in.facts = host_facts(s);
   auto k = matrices::Knowledge::load_default("");
   REQUIRE(k);
@@ -131,24 +131,25 @@ Outcome run(const YAML::Node& s) {
     auto steps = std::make_shared<std::vector<std::string>>();
     for (const auto* step : {"step_a", "step_b"}) steps->push_back(r[step] ? r[step].as<std::string>() : "passed");
     in.run_steps = [steps](const std::vector<std::string>& codes) {
-      std::vector<api::StepOutcome> outcomes; // up to the first failure, as api/doctor.hpp says
+      std::vector<diagnosis::StepOutcome> outcomes; // up to the first failure, as diagnosis/report.hpp says
       for (std::size_t i = 0; i < codes.size() && (outcomes.empty() || outcomes.back().ok); ++i) {
         const auto& out = (*steps)[std::min(i, steps->size() - 1)];
-        outcomes.push_back(out == "passed" ? api::StepOutcome{true, {}} : api::StepOutcome{false, out});
+        outcomes.push_back(out == "passed" ? diagnosis::StepOutcome{true, {}} : diagnosis::StepOutcome{false, out});
       }
       return outcomes;
     };
   }
   api::DoctorRequest req;
-  auto rep = api::diagnose(o, req, std::move(in));
+  auto rep = diagnosis::diagnose(api::diagnose_options(o, req), std::move(in));
   Outcome out;
   std::set<std::string> codes;
   for (const auto& f : rep.findings) {
-    codes.insert(f.code);
-    out.messages += f.code + ": " + f.message + (f.hint.empty() ? "" : " (hint: " + f.hint + ")") + "\n";
+    const std::string code(diagnosis::to_string(f.code));
+    codes.insert(code);
+    out.messages += code + ": " + f.message + (f.hint.empty() ? "" : " (hint: " + f.hint + ")") + "\n";
   }
   out.codes.assign(codes.begin(), codes.end());
-  out.verdict = rep.verdict;
+  out.verdict = diagnosis::to_string(rep.verdict);
   out.fix = rep.fix;
   return out;
 }

@@ -1,5 +1,5 @@
 // Framework and variant detection from installed dists (see frameworks.hpp).
-#include "api/frameworks.hpp"
+#include "resolver/frameworks.hpp"
 
 #include <algorithm>
 #include <deque>
@@ -10,7 +10,7 @@
 
 #include "specs/name.hpp"
 
-namespace envfix::api {
+namespace envfix::resolver {
 
 namespace {
 
@@ -42,10 +42,10 @@ std::vector<const matrices::Framework*> installed_frameworks(const matrices::Kno
   return out;
 }
 
-FrameworkChoice choose_frameworks(const std::string& asked, bool detect, const matrices::Knowledge* k,
-                                  const std::vector<probe::InstalledDist>& installed) {
+FrameworkTargets choose_frameworks(const std::string& asked, bool detect, const matrices::Knowledge* k,
+                                   const std::vector<probe::InstalledDist>& installed) {
   if (!detect || !k) return {{asked}, "option", {}};
-  FrameworkChoice c;
+  FrameworkTargets c;
   for (const auto* fw : installed_frameworks(*k, installed)) c.names.push_back(fw->name);
   if (c.names.empty()) return {{asked}, "assumed", fmt::format("no framework installed; assuming {} (use --framework)", asked)};
   // The default (torch) first when it is one of them: plan and apply act on the first.
@@ -65,13 +65,13 @@ std::vector<const matrices::Framework*> requested_frameworks(const matrices::Kno
   return out;
 }
 
-Expected<FrameworkChoice> choose_plan_framework(const std::string& asked, bool detect, const matrices::Knowledge* k,
-                                                const std::vector<probe::InstalledDist>& installed,
-                                                const std::vector<specs::Requirement>& request) {
+Expected<FrameworkTargets> choose_plan_framework(const std::string& asked, bool detect, const matrices::Knowledge* k,
+                                                 const std::vector<probe::InstalledDist>& installed,
+                                                 const std::vector<specs::Requirement>& request) {
   if (!detect || !k || request.empty()) return choose_frameworks(asked, detect, k, installed);
   auto named = requested_frameworks(*k, request);
-  if (named.empty()) return FrameworkChoice{{}, "none", {}};
-  if (named.size() == 1) return FrameworkChoice{{named.front()->name}, "request", {}};
+  if (named.empty()) return FrameworkTargets{{}, "none", {}};
+  if (named.size() == 1) return FrameworkTargets{{named.front()->name}, "request", {}};
   std::vector<std::string> names, causes;
   for (const auto* fw : named) {
     names.push_back(fw->name);
@@ -186,4 +186,4 @@ std::vector<specs::Requirement> missing_for_extra(const probe::InstalledDist& ma
   return missing;
 }
 
-} // namespace envfix::api
+} // namespace envfix::resolver

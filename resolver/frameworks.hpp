@@ -15,7 +15,7 @@
 #include "specs/requirement.hpp"
 #include "util/error.hpp"
 
-namespace envfix::api {
+namespace envfix::resolver {
 
 // The frameworks whose main package (any variant's: paddlepaddle-gpu or paddlepaddle) is installed,
 // in the matrices' order.
@@ -23,15 +23,15 @@ namespace envfix::api {
                                                                            const std::vector<probe::InstalledDist>& installed);
 
 // The framework(s) to act on.
-struct FrameworkChoice {
+struct FrameworkTargets {
   std::vector<std::string> names; // never empty, except from "none"
   std::string from;               // option (--framework) | request | installed | assumed | none
   std::string note;               // for `assumed` and for several installed where one is used; else ""
 };
 // `asked` when !detect; else the installed frameworks (`asked`, the default torch, first when it is
 // one of them); else `asked`, saying so.
-[[nodiscard]] FrameworkChoice choose_frameworks(const std::string& asked, bool detect, const matrices::Knowledge* k,
-                                                const std::vector<probe::InstalledDist>& installed);
+[[nodiscard]] FrameworkTargets choose_frameworks(const std::string& asked, bool detect, const matrices::Knowledge* k,
+                                                 const std::vector<probe::InstalledDist>& installed);
 
 // The frameworks whose main package (any variant's: paddlepaddle-gpu) or companion (torchvision,
 // jaxlib) a request names, in the request's order.
@@ -43,9 +43,10 @@ struct FrameworkChoice {
 // --framework when it names several; else, for a request naming none (numpy), no framework at all
 // (names empty, from "none": the request alone is resolved, pip-like, and the installed framework is
 // kept as any installed package is); else, for an empty request, choose_frameworks().
-[[nodiscard]] Expected<FrameworkChoice> choose_plan_framework(const std::string& asked, bool detect, const matrices::Knowledge* k,
-                                                              const std::vector<probe::InstalledDist>& installed,
-                                                              const std::vector<specs::Requirement>& request);
+[[nodiscard]] Expected<FrameworkTargets> choose_plan_framework(const std::string& asked, bool detect,
+                                                               const matrices::Knowledge* k,
+                                                               const std::vector<probe::InstalledDist>& installed,
+                                                               const std::vector<specs::Requirement>& request);
 
 // The role of a package (normalized name) in a framework: "main" (a variant's main package),
 // "companion", "variant" (in a variant's package or kernel set: jaxlib, jax-cuda13-plugin), or "".
@@ -78,4 +79,4 @@ struct FrameworkChoice {
                                                                 const std::vector<probe::InstalledDist>& installed,
                                                                 const specs::MarkerEnvironment& env);
 
-} // namespace envfix::api
+} // namespace envfix::resolver

@@ -1,0 +1,32 @@
+#pragma once
+// doctor's judgement (docs/json.md "doctor"): four steps (1 hardware and driver, 2 framework
+// version, variant, companions and their sources, 3 the repro's outcomes, 4 the matrices and the
+// kernels really present), ending in a verdict and the exact `envfix apply` that fixes what was
+// found. Facts come from probe/, knowledge from matrices/, kernels from wheel/; diagnose() only
+// compares them, so a scenario gives it the facts directly (tests/scenarios/doctor/). api/doctor.cpp
+// gathers the facts on a machine and runs the repro.
+#include <string>
+#include <vector>
+
+#include "diagnosis/report.hpp"
+
+namespace envfix::diagnosis {
+
+// The command-line options the printed fix carries, so that it runs as printed against the same
+// interpreter, indexes and knowledge (api/doctor.cpp fix_args builds them from the options).
+struct FixArgs {
+  std::string python;            // --python; replaced by --venv .venv for an externally managed target
+  std::vector<std::string> rest; // every other option, in order (--gpu, --driver, --index-url, …)
+};
+
+struct DiagnoseOptions {
+  std::string framework;        // --framework, or the default when detect_framework
+  bool detect_framework = true; // no --framework: each framework installed (resolver/frameworks.hpp)
+  bool no_repro = false;
+  bool no_kernels = false;
+  FixArgs fix;
+};
+
+[[nodiscard]] DoctorReport diagnose(const DiagnoseOptions& o, DoctorInputs in);
+
+} // namespace envfix::diagnosis

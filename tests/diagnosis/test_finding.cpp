@@ -1,0 +1,71 @@
+// diagnosis/finding.hpp and diagnosis/cuda_error.hpp: the codes are values whose spelling is the
+// JSON contract, so the enum, its names and docs/json.md's table must hold together.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <string>
+
+#include "diagnosis/cuda_error.hpp"
+#include "diagnosis/finding.hpp"
+#include "util/fs.hpp"
+
+using namespace envfix;
+using diagnosis::FindingCode;
+
+TEST_SUITE("unit") {
+  TEST_CASE("every finding code has one distinct name, and docs/json.md's table lists exactly these") {
+    const auto codes = diagnosis::all_finding_codes();
+    REQUIRE(codes.size() == static_cast<std::size_t>(FindingCode::conda_owned) + 1);
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < codes.size(); ++i) {
+      CHECK(codes[i] == static_cast<FindingCode>(i)); // one row per enumerator, in order
+      names.insert(std::string(diagnosis::to_string(codes[i])));
+    }
+    CHECK(names.size() == codes.size());
+    const auto doc = util::read_file(std::filesystem::path(ENVFIX_SOURCE_DIR) / "docs/json.md");
+    REQUIRE(doc);
+    // The table after "Finding codes": rows "| `code` | severity | meaning |".
+    const auto from = doc->find("Finding codes (stable");
+    REQUIRE(from != std::string::npos);
+    const auto to = doc->find("\n\n", doc->find("|---|", from));
+    const std::string table = doc->substr(from, to - from);
+    std::set<std::string> documented;
+    const std::regex row(R"(\n\| `([a-z0-9-]+)` \|)");
+    for (auto it = std::sregex_iterator(table.begin(), table.end(), row); it != std::sregex_iterator(); ++it)
+      documented.insert((*it)[1]);
+    CHECK(documented == names);
+  }
+
+  TEST_CASE("a reinstall fixes package problems, not the host's; shell advice is advisory only") {
+    CHECK(diagnosis::fixable(FindingCode::arch_not_covered));
+    CHECK(diagnosis::fixable(FindingCode::extension_framework_mismatch));
+    CHECK_FALSE(diagnosis::fixable(FindingCode::driver_too_old));
+    CHECK_FALSE(diagnosis::fixable(FindingCode::no_gpu));
+    CHECK_FALSE(diagnosis::fixable(FindingCode::zstd_needs_newer_driver));
+    for (auto c : diagnosis::all_finding_codes()) {
+      CAPTURE(diagnosis::to_string(c));
+      if (diagnosis::advisory(c)) CHECK_FALSE(diagnosis::fixable(c));
+      CHECK(diagnosis::about_extension(c) == diagnosis::to_string(c).starts_with("extension-"));
+    }
+    CHECK(diagnosis::Severity::error < diagnosis::Severity::warning); // the report's order
+    CHECK(diagnosis::Severity::warning < diagnosis::Severity::info);
+  }
+
+  TEST_CASE("CUDA error lines: the missing-arch class whatever the framework's wording") {
+    using diagnosis::CudaError;
+    CHECK(diagnosis::classify_cuda_error("RuntimeError: CUDA error: no kernel image is available for execution on the device") ==
+          CudaError::missing_arch);
+    CHECK(diagnosis::classify_cuda_error("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA_ERROR_NO_BINARY_FOR_GPU") ==
+          CudaError::missing_arch);
+    CHECK(diagnosis::classify_cuda_error("CUDA error: invalid device function") == CudaError::missing_arch);
+    CHECK(diagnosis::classify_cuda_error("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB") ==
+          CudaError::out_of_memory);
+    CHECK(diagnosis::classify_cuda_error("RuntimeError: CUDA error: an illegal memory access was encountered") ==
+          CudaError::other);
+    CHECK(diagnosis::classify_cuda_error("ValueError: shapes (2,3) and (2,3) not aligned") == CudaError::none);
+    CHECK(diagnosis::to_string(CudaError::missing_arch) == "missing-arch");
+    CHECK(diagnosis::to_string(CudaError::none).empty());
+  }
+}
