@@ -188,11 +188,9 @@ struct TxnInput {
   fs::path unpacked_cache;
 };
 
-// Runs the transaction with the kernel check and the smoke test wired in.
-Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, installer::KernelGate& gate, Reporter& rep) {
-  Applied rr;
-  // prepare_wheels began the unpack phase when it unpacked during the downloads.
-  if (std::none_of(in.wheels.begin(), in.wheels.end(), [](const auto& w) { return w.unpacked_now; })) rep.phase(Phase::unpack);
+// The transaction's options from the request: backups, link mode, threads, the kernel check.
+Expected<installer::TransactionOptions> transaction_options(const TxnInput& in, const ApplyRequest& o,
+                                                            installer::KernelGate& gate) {
   installer::TransactionOptions to;
   to.break_system_packages = o.break_system_packages;
   to.keep_backup = !o.no_backup;
@@ -205,6 +203,52 @@ Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, ins
   to.link_mode = *link_mode;
   if (auto t = threads_from_env()) to.threads = *t;
   to.kernel_check = [&gate](const std::vector<installer::StagedObject>& sos) { return gate(sos); };
+  return to;
+}
+
+// The smoke test as the transaction's verify step (none when plan_smoke gave no steps). A failure
+// under --no-rollback is kept in the result and the set stays.
+void wire_smoke(installer::TransactionOptions& to, std::vector<SmokeStep> steps, const fs::path& python, const ApplyRequest& o,
+                Applied& rr) {
+  if (steps.empty()) return;
+  auto timeout = std::chrono::milliseconds(std::chrono::seconds(o.smoke_timeout_s));
+  to.verify = [&rr, no_rollback = o.no_rollback, steps = std::move(steps), python, timeout]() -> Expected<void> {
+    auto r = run_smoke(python, steps, timeout);
+    if (r) {
+      rr.smoke.passed = r->passed;
+      rr.smoke.seconds = r->seconds;
+      rr.smoke.interpreters = r->interpreters;
+      return {};
+    }
+    if (no_rollback) {
+      rr.smoke.failure_kept = r.error();
+      return {};
+    }
+    return std::unexpected(r.error());
+  };
+}
+
+// Stage, kernel check, uninstall and install times from when each phase began (t0: the run's start).
+void fill_timings(Timings& t, const std::map<Phase, Clock::time_point>& began, Clock::time_point t0) {
+  auto at = [&](Phase p) { return began.contains(p) ? std::optional(began.at(p)) : std::nullopt; };
+  auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  const auto t_rm = at(Phase::uninstall), t_in = at(Phase::install), t_kc = at(Phase::kernel_check);
+  const auto end = at(Phase::verify).value_or(Clock::now());
+  if (t_rm) {
+    auto staged = t_kc.value_or(*t_rm);
+    t.stage = secs(t0, staged);
+    t.kernels = secs(staged, *t_rm);
+  }
+  if (t_rm && t_in) t.uninstall = secs(*t_rm, *t_in);
+  t.install = t_in ? secs(*t_in, end) : since(t0);
+}
+
+// Runs the transaction with the kernel check and the smoke test wired in.
+Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, installer::KernelGate& gate, Reporter& rep) {
+  Applied rr;
+  // prepare_wheels began the unpack phase when it unpacked during the downloads.
+  if (std::none_of(in.wheels.begin(), in.wheels.end(), [](const auto& w) { return w.unpacked_now; })) rep.phase(Phase::unpack);
+  auto to = ENVFIX_TRY(transaction_options(in, o, gate));
   std::map<Phase, Clock::time_point> began;
   to.unpack_progress = [&rep](std::uint64_t done, std::uint64_t total) { rep.progress(Phase::unpack, done, total); };
   to.progress = [&](const installer::TxnEvent& e) {
@@ -213,25 +257,7 @@ Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, ins
       rep.phase(*p);
     }
   };
-  auto steps = plan_smoke(*in.host, in.wheel_names, o, in.framework, in.variant, rr.smoke);
-  if (!steps.empty()) {
-    fs::path python = in.target->python;
-    auto timeout = std::chrono::milliseconds(std::chrono::seconds(o.smoke_timeout_s));
-    to.verify = [&rr, &o, steps, python, timeout]() -> Expected<void> {
-      auto r = run_smoke(python, steps, timeout);
-      if (r) {
-        rr.smoke.passed = r->passed;
-        rr.smoke.seconds = r->seconds;
-        rr.smoke.interpreters = r->interpreters;
-        return {};
-      }
-      if (o.no_rollback) {
-        rr.smoke.failure_kept = r.error();
-        return {};
-      }
-      return std::unexpected(r.error());
-    };
-  }
+  wire_smoke(to, plan_smoke(*in.host, in.wheel_names, o, in.framework, in.variant, rr.smoke), in.target->python, o, rr);
   for (const auto& w : in.wheels) rr.unpacked_while_downloading += w.unpacked_now ? 1 : 0;
   installer::Transaction txn(*in.target, to);
   for (const auto& d : in.removals) txn.remove(d);
@@ -239,17 +265,7 @@ Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, ins
   auto t0 = Clock::now();
   auto res = txn.run();
   if (!res) return std::unexpected(std::move(res.error()));
-  auto at = [&](Phase p) { return began.contains(p) ? std::optional(began[p]) : std::nullopt; };
-  auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
-  const auto t_rm = at(Phase::uninstall), t_in = at(Phase::install), t_kc = at(Phase::kernel_check);
-  const auto end = at(Phase::verify).value_or(Clock::now());
-  if (t_rm) {
-    auto staged = t_kc.value_or(*t_rm);
-    rr.timings.stage = secs(t0, staged);
-    rr.timings.kernels = secs(staged, *t_rm);
-  }
-  if (t_rm && t_in) rr.timings.uninstall = secs(*t_rm, *t_in);
-  rr.timings.install = t_in ? secs(*t_in, end) : since(t0);
+  fill_timings(rr.timings, began, t0);
   rr.txn = std::move(*res);
   rr.gate_warnings = gate.warnings();
   rr.gate_notes = gate.notes();
@@ -258,6 +274,81 @@ Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, ins
 
 // <cache>/unpacked-v1: wheels unpacked once, linked into every later install.
 fs::path unpacked_cache_dir(const index::IndexClient& client) { return client.cache_dir() / "unpacked-v1"; }
+
+// The planned files already in the unpacked cache (each entry must hold the very file asked for);
+// the indexes of the others, which must be fetched.
+std::vector<std::size_t> find_unpacked(installer::UnpackedCache& cache, const std::vector<index::Candidate>& cands,
+                                       std::vector<installer::WheelToInstall>& wheels, Reporter& rep) {
+  std::vector<std::string> shas, filenames; // all entries looked up at once (UnpackedCache::find_many)
+  for (const auto& c : cands) {
+    shas.push_back(c.sha256.value_or(""));
+    filenames.push_back(c.filename);
+  }
+  installer::UnpackedCache::FindStats stats;
+  auto found = cache.find_many(shas, util::default_threads(), &stats, filenames);
+  for (const auto& w : stats.warnings) rep.warning(w);
+  std::vector<std::size_t> fetch;
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    wheels[i].sha256 = cands[i].sha256;
+    wheels[i].size = cands[i].size;
+    wheels[i].cached = std::move(found[i]);
+    if (!wheels[i].cached) fetch.push_back(i);
+  }
+  return fetch;
+}
+
+// Downloads `fetch` in parallel, hash-verified, reporting the bytes over all of them together (sizes
+// the index did not publish join the total when their transfer announces them). Each verified
+// download is unpacked into the cache while the others still download (installer/early_unpack.hpp);
+// ENVFIX_EARLY_UNPACK=0 leaves all unpacking to the transaction.
+Expected<void> download_and_unpack(index::IndexClient& client, installer::UnpackedCache& cache,
+                                   const std::vector<index::Candidate>& fetch, std::vector<installer::WheelToInstall*> into,
+                                   const std::function<std::string(std::size_t)>& where, Reporter& rep) {
+  rep.phase(Phase::download);
+  std::vector<std::uint64_t> done(fetch.size()), total(fetch.size());
+  for (std::size_t k = 0; k < fetch.size(); ++k) total[k] = fetch[k].size.value_or(0);
+  std::optional<installer::EarlyUnpacker> early;
+  if (util::get_env(util::Env::early_unpack).value_or("1") != "0") {
+    const unsigned threads = threads_from_env().value_or(util::default_threads());
+    early.emplace(cache, fetch.size(), early_unpack_workers(threads), threads);
+  }
+  auto progress = [&](std::size_t k, std::uint64_t d, std::optional<std::uint64_t> t) {
+    done[k] = d;
+    if (t && *t > total[k]) total[k] = *t;
+    std::uint64_t sd = 0, st = 0;
+    for (std::size_t j = 0; j < fetch.size(); ++j) {
+      sd += done[j];
+      st += total[j];
+    }
+    rep.progress(Phase::download, sd, st);
+  };
+  auto ready = [&](std::size_t k, const fs::path& p) {
+    if (early && fetch[k].sha256) early->ready(k, p, *fetch[k].sha256);
+  };
+  auto results = client.download_many(fetch, progress, ready);
+  for (std::size_t k = 0; k < results.size(); ++k)
+    if (!results[k]) {
+      if (early) early->cancel();
+      return std::unexpected(std::move(results[k].error()).context(where(k)));
+    }
+  std::vector<std::optional<wheel::StagedWheel>> unpacked(fetch.size());
+  if (early) {
+    // The unpacking still running once the downloads are done gets its bar (the transaction's
+    // unpack phase then has only what this could not do).
+    rep.phase(Phase::unpack);
+    unpacked = early->finish([&rep](std::uint64_t d, std::uint64_t t) { rep.progress(Phase::unpack, d, t); });
+  }
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    auto& w = *into[k];
+    w.wheel = *results[k];
+    w.sha256_verified = w.sha256.has_value(); // download_many checked it against the index's hash
+    if (unpacked[k]) {
+      w.cached = std::move(unpacked[k]);
+      w.unpacked_now = true;
+    }
+  }
+  return {};
+}
 
 // Every file ready for the transaction: a wheel already in the unpacked cache needs nothing more
 // (no download, no archive hash); the others are downloaded (or found in the wheel cache) in
@@ -268,78 +359,21 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
                                                                 Reporter& rep) {
   std::vector<installer::WheelToInstall> wheels(cands.size());
   installer::UnpackedCache cache(unpacked_cache_dir(client));
-  std::vector<index::Candidate> fetch;
-  std::vector<std::size_t> fetch_index;
-  std::vector<std::string> shas;      // all entries looked up at once (UnpackedCache::find_many)
-  std::vector<std::string> filenames; // each entry must hold the very file asked for
-  for (const auto& c : cands) {
-    shas.push_back(c.sha256.value_or(""));
-    filenames.push_back(c.filename);
+  const auto fetch_index = find_unpacked(cache, cands, wheels, rep);
+  if (fetch_index.empty()) {
+    rep.phase(Phase::download);
+    return wheels;
   }
-  installer::UnpackedCache::FindStats stats;
-  auto found = cache.find_many(shas, util::default_threads(), &stats, filenames);
-  for (const auto& w : stats.warnings) rep.warning(w);
-  for (std::size_t i = 0; i < cands.size(); ++i) {
-    wheels[i].sha256 = cands[i].sha256;
-    wheels[i].size = cands[i].size;
-    wheels[i].cached = std::move(found[i]);
-    if (!wheels[i].cached) {
-      fetch.push_back(cands[i]);
-      fetch_index.push_back(i);
-    }
-  }
-  // Bytes over all downloads together; sizes the index did not publish join the total when their
-  // transfer announces them.
-  rep.phase(Phase::download);
-  std::vector<std::uint64_t> done(fetch.size()), total(fetch.size());
-  for (std::size_t k = 0; k < fetch.size(); ++k) total[k] = fetch[k].size.value_or(0);
   // Something will be unpacked: first clear what a run killed mid-unpack left (not on a warm
   // install, where every wheel is a cache hit and nothing is written to the cache).
-  if (!fetch.empty()) cache.remove_stale();
-  // Each verified download is unpacked into the cache while the others still download
-  // (installer/early_unpack.hpp); ENVFIX_EARLY_UNPACK=0 leaves all unpacking to the transaction.
-  std::optional<installer::EarlyUnpacker> early;
-  if (!fetch.empty() && util::get_env(util::Env::early_unpack).value_or("1") != "0") {
-    const unsigned threads = threads_from_env().value_or(util::default_threads());
-    early.emplace(cache, fetch.size(), early_unpack_workers(threads), threads);
+  cache.remove_stale();
+  std::vector<index::Candidate> fetch;
+  std::vector<installer::WheelToInstall*> into;
+  for (auto i : fetch_index) {
+    fetch.push_back(cands[i]);
+    into.push_back(&wheels[i]);
   }
-  auto ready = [&](std::size_t k, const fs::path& p) {
-    if (early && fetch[k].sha256) early->ready(k, p, *fetch[k].sha256);
-  };
-  auto results = client.download_many(
-      fetch,
-      [&](std::size_t k, std::uint64_t d, std::optional<std::uint64_t> t) {
-        done[k] = d;
-        if (t && *t > total[k]) total[k] = *t;
-        std::uint64_t sd = 0, st = 0;
-        for (std::size_t j = 0; j < fetch.size(); ++j) {
-          sd += done[j];
-          st += total[j];
-        }
-        rep.progress(Phase::download, sd, st);
-      },
-      ready);
-  for (std::size_t k = 0; k < results.size(); ++k)
-    if (!results[k]) {
-      if (early) early->cancel();
-      return std::unexpected(std::move(results[k].error()).context(where(fetch_index[k])));
-    }
-  std::vector<std::optional<wheel::StagedWheel>> unpacked(fetch.size());
-  if (early) {
-    // The unpacking still running once the downloads are done gets its bar (the transaction's
-    // unpack phase then has only what this could not do).
-    rep.phase(Phase::unpack);
-    unpacked = early->finish([&rep](std::uint64_t d, std::uint64_t t) { rep.progress(Phase::unpack, d, t); });
-  }
-  for (std::size_t k = 0; k < results.size(); ++k) {
-    auto& w = wheels[fetch_index[k]];
-    w.wheel = *results[k];
-    w.sha256_verified = w.sha256.has_value(); // download_many checked it against the index's hash
-    if (unpacked[k]) {
-      w.cached = std::move(unpacked[k]);
-      w.unpacked_now = true;
-    }
-  }
+  ENVFIX_TRY_VOID(download_and_unpack(client, cache, fetch, into, [&](std::size_t k) { return where(fetch_index[k]); }, rep));
   return wheels;
 }
 
@@ -456,64 +490,100 @@ void write_lockfile(const Options& o, const PlanContext& ctx, const std::vector<
     report.lockfile_error = lp.error();
 }
 
-// What apply hands to the kernel gate and the transaction: every planned file in the cache,
-// hash-verified, its own METADATA checked against what the resolver used; hashes computed here for
-// files the index gave none (the lockfile's), the framework family and the download time.
+// What apply and apply --locked hand to the kernel gate and the transaction: every file in the
+// cache, hash-verified; hashes computed here for files the index gave none (the lockfile's), the
+// framework family and the download time.
 struct PreparedSet {
   std::vector<installer::WheelToInstall> wheels;
-  std::vector<std::string> names; // the planned name of each wheel
+  std::vector<std::string> names; // the planned (or locked) name of each wheel
   std::vector<GateInput> gate_in;
   std::map<std::string, LocalFile> local;
   std::set<std::string> family;
   double download_seconds = 0;
 };
 
+// One file to install, from the plan or from the lock.
+struct WantedWheel {
+  std::string name, version;
+  index::Candidate file;
+  bool requested = false; // named by the request (its INSTALLER/REQUESTED marker)
+};
+
+Expected<PreparedSet> prepare(index::IndexClient& client, const std::vector<WantedWheel>& want, std::set<std::string> family,
+                              const std::function<std::string(std::size_t)>& where, Reporter& rep) {
+  const auto t0 = Clock::now();
+  std::vector<index::Candidate> cands;
+  for (const auto& w : want) cands.push_back(w.file);
+  PreparedSet out;
+  out.wheels = ENVFIX_TRY(prepare_wheels(client, cands, where, rep));
+  out.family = std::move(family);
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    auto& w = out.wheels[i];
+    const auto& name = want[i].name;
+    w.requested = want[i].requested;
+    std::error_code ec;
+    if (!w.sha256)
+      out.local[name] = {ENVFIX_TRY(util::sha256_file_hex(w.wheel)), static_cast<std::uint64_t>(fs::file_size(w.wheel, ec))};
+    else if (!w.size)
+      out.local[name] = {*w.sha256, w.cached ? w.cached->archive_size : static_cast<std::uint64_t>(fs::file_size(w.wheel, ec))};
+    out.names.push_back(name);
+    out.gate_in.push_back({name, want[i].version, want[i].file.filename, w.sha256 ? *w.sha256 : out.local[name].sha256});
+  }
+  out.download_seconds = since(t0);
+  return out;
+}
+
+// The plan's files, prepared; each one's own METADATA checked against what the resolver used.
 Expected<PreparedSet> prepare_set(const PlanContext& ctx, ApplyReporter& rep) {
   const auto& plan = ctx.plan;
-  auto t_prep = Clock::now();
-  std::vector<index::Candidate> cands;
-  for (const auto& i : plan.install) {
-    const auto* pin = ctx.resolution.find(i.name);
-    if (!pin) return make_error(ErrorCode::internal, fmt::format("{}: planned but not in the resolution", i.name));
-    cands.push_back(pin->file);
-  }
-  auto wheels = ENVFIX_TRY(prepare_wheels(
-      *ctx.client, cands,
-      [&](std::size_t i) {
-        return fmt::format("could not download {}=={} ({})", plan.install[i].name, plan.install[i].version,
-                           index::redact_url(cands[i].url));
-      },
-      rep));
-  ENVFIX_TRY_VOID(check_metadata_agrees(*ctx.client, ctx.resolution, plan, wheels));
-  PreparedSet out;
-  auto& local = out.local;
-  auto& names = out.names;
-  auto& gate_in = out.gate_in;
-  std::set<std::string> requested;
+  std::set<std::string> requested, family;
   for (const auto& r : ctx.request) requested.insert(r.normalized_name());
-  auto& family = out.family;
   if (ctx.framework_mode())
     for (const auto& n : resolver::framework_family(*ctx.spec)) family.insert(n);
   if (ctx.request.empty()) requested.insert(family.begin(), family.end());
-  for (std::size_t i = 0; i < wheels.size(); ++i) {
-    auto& w = wheels[i];
-    w.requested = requested.contains(plan.install[i].name);
-    if (!w.sha256) {
-      auto h = ENVFIX_TRY(util::sha256_file_hex(w.wheel));
-      std::error_code ec;
-      local[plan.install[i].name] = {h, static_cast<std::uint64_t>(fs::file_size(w.wheel, ec))};
-    } else if (!w.size) {
-      std::error_code ec;
-      auto size = w.cached ? w.cached->archive_size : static_cast<std::uint64_t>(fs::file_size(w.wheel, ec));
-      local[plan.install[i].name] = {*w.sha256, size};
-    }
-    names.push_back(plan.install[i].name);
-    gate_in.push_back({plan.install[i].name, plan.install[i].version, plan.install[i].filename,
-                       w.sha256 ? *w.sha256 : local[plan.install[i].name].sha256});
+  std::vector<WantedWheel> want;
+  for (const auto& i : plan.install) {
+    const auto* pin = ctx.resolution.find(i.name);
+    if (!pin) return make_error(ErrorCode::internal, fmt::format("{}: planned but not in the resolution", i.name));
+    want.push_back({i.name, i.version, pin->file, requested.contains(i.name)});
   }
-  out.download_seconds = since(t_prep);
-  out.wheels = std::move(wheels);
+  auto where = [&](std::size_t i) {
+    return fmt::format("could not download {}=={} ({})", want[i].name, want[i].version, index::redact_url(want[i].file.url));
+  };
+  auto out = ENVFIX_TRY(prepare(*ctx.client, want, std::move(family), where, rep));
+  ENVFIX_TRY_VOID(check_metadata_agrees(*ctx.client, ctx.resolution, plan, out.wheels));
   return out;
+}
+
+// A framework set falls through to the next candidate when the kernel gate refused a build the
+// next plan can avoid: the refused build's evidence is now in the store, so the next plan ranks it
+// out (or, when only partly covered, below a full one). Recorded in `ft`; false: the refusal is final.
+bool falls_through(const installer::KernelGate& gate, const PlanContext& ctx, FallThrough& ft, ApplyReporter& rep) {
+  const auto& ref = gate.refusal();
+  if (!ref || !ctx.framework_mode() || !ft.seen.insert(ref->package.key).second) return false;
+  auto text = fmt::format("{} ({} {})", ref->message(), ctx.plan.channel, ctx.plan.variant);
+  rep.warning(fmt::format("kernel check refused {}; trying the next candidate", text));
+  ft.refused.push_back(std::move(text));
+  if (ref->partial) ft.accept_partial.insert(ref->package.key);
+  return true;
+}
+
+// The report of an attempt that ends before anything changes: nothing to do (the lockfile still
+// written), or the user declined the plan; nullopt to go on.
+std::optional<ApplyReport> stop_before_changes(const Options& g, const ApplyRequest& o, PlanContext& ctx, FallThrough& ft,
+                                               ApplyReporter& rep) {
+  ApplyReport report;
+  if (ctx.plan.empty()) {
+    report.outcome = ApplyReport::Outcome::nothing_to_do;
+    write_lockfile(g, ctx, o.requirements, {}, {}, report);
+  } else if (!ft.confirmed && !rep.proceed(ctx)) {
+    report.outcome = ApplyReport::Outcome::aborted;
+  } else {
+    ft.confirmed = true;
+    return std::nullopt;
+  }
+  report.plan = std::move(ctx);
+  return report;
 }
 
 // One attempt: plan, prepare, transaction. nullopt when the kernel gate refused a candidate that
@@ -533,20 +603,8 @@ Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const Apply
   ENVFIX_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
   rep.planned(ctx, !ft.confirmed);
 
+  if (auto early = stop_before_changes(g, o, ctx, ft, rep)) return std::optional<ApplyReport>(std::move(*early));
   ApplyReport report;
-  if (plan.empty()) {
-    report.outcome = ApplyReport::Outcome::nothing_to_do;
-    write_lockfile(g, ctx, o.requirements, {}, {}, report);
-    report.plan = std::move(ctx);
-    return report;
-  }
-  if (!ft.confirmed && !rep.proceed(ctx)) {
-    report.outcome = ApplyReport::Outcome::aborted;
-    report.plan = std::move(ctx);
-    return report;
-  }
-  ft.confirmed = true;
-
   auto prep = ENVFIX_TRY(prepare_set(ctx, rep));
   TxnInput in{&host, &target, std::move(prep.wheels), std::move(prep.names),
               {},    nullptr, plan.variant,           unpacked_cache_dir(*ctx.client)};
@@ -557,16 +615,7 @@ Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const Apply
   auto gate = make_gate(host, prep.gate_in, plan.variant, prep.family, &store, ctx.framework_mode(), ft.accept_partial);
   auto rr = run_transaction(in, o, gate, rep);
   if (!rr) {
-    const auto& ref = gate.refusal();
-    // A framework set falls through to the next candidate: the refused build's evidence is now in
-    // the store, so the next plan ranks it out (or, when only partly covered, below a full one).
-    if (ref && ctx.framework_mode() && ft.seen.insert(ref->package.key).second) {
-      auto text = fmt::format("{} ({} {})", ref->message(), plan.channel, plan.variant);
-      rep.warning(fmt::format("kernel check refused {}; trying the next candidate", text));
-      ft.refused.push_back(std::move(text));
-      if (ref->partial) ft.accept_partial.insert(ref->package.key);
-      return std::optional<ApplyReport>{};
-    }
+    if (falls_through(gate, ctx, ft, rep)) return std::optional<ApplyReport>{};
     return std::unexpected(ft.decorate(std::move(rr.error())));
   }
   rr->timings.download = prep.download_seconds;
@@ -699,6 +748,75 @@ Expected<void> check_locked_changes(const Host& host, const lockfile::LockTarget
   return {};
 }
 
+// The lockfile read and parsed, the host probed, and the target that matches it (not_found, with
+// each target's reason, when none does; its installed-only packages must be here already).
+struct OpenLock {
+  std::string text;
+  lockfile::LockFile lock;
+  std::unique_ptr<matrices::Knowledge> knowledge;
+  Host host;
+  const lockfile::LockTarget* chosen = nullptr;
+};
+
+Expected<OpenLock> open_lock(const Options& g, ApplyReporter& rep) {
+  auto text = util::read_file(g.lockfile);
+  if (!text)
+    return make_error(ErrorCode::not_found, fmt::format("cannot read the lockfile {}", g.lockfile),
+                      "run `envfix lock` or `envfix apply` first, or pass --lockfile PATH");
+  OpenLock lk{*text, ENVFIX_TRY(lockfile::LockFile::parse(*text, g.lockfile)), ENVFIX_TRY(load_knowledge(g)), {}, nullptr};
+  lk.host = ENVFIX_TRY(make_host(g, lk.knowledge.get()));
+  rep.locked_host(lk.host);
+  auto sel = lockfile::select(lk.lock, host_view(lk.host));
+  if (!sel.chosen)
+    return std::unexpected(Error{ErrorCode::not_found,
+                                 fmt::format("no target in {} matches this host ({} target{})", g.lockfile,
+                                             lk.lock.targets.size(), lk.lock.targets.size() == 1 ? "" : "s"),
+                                 sel.reasons(),
+                                 "run `envfix lock --target ...` for this host, or plan for it with --gpu/--python-version"});
+  lk.chosen = sel.chosen;
+  rep.locked_target(lk.chosen->id, g.lockfile);
+  ENVFIX_TRY_VOID(check_installed_only(lk.host, *lk.chosen, g.lockfile));
+  return lk;
+}
+
+// The locked files, each requested when the lock's recorded request names it.
+std::vector<WantedWheel> locked_wanted(const lockfile::LockFile& lock, const lockfile::LockTarget& chosen,
+                                       const std::vector<index::Candidate>& cands) {
+  std::set<std::string> requested;
+  for (const auto& req : lock.request)
+    if (auto q = specs::Requirement::parse(req)) requested.insert(q->normalized_name());
+  std::vector<WantedWheel> want;
+  for (std::size_t i = 0; i < chosen.packages.size(); ++i) {
+    const auto& p = chosen.packages[i];
+    want.push_back({p.name, p.version, cands[i], requested.contains(p.name)});
+  }
+  return want;
+}
+
+// What goes: the normal plan's rule (resolver/plan.hpp) over the locked set, so framework packages
+// the lock lacks, stray duplicates and the old variant's unused nvidia-* runtime wheels leave as they
+// do in a plain apply. Locked packages replace their installed namesakes inside the transaction.
+// The changes get a resolved plan's checks first (check_locked_changes).
+Expected<std::vector<fs::path>> locked_removals(const Host& host, const lockfile::LockTarget& chosen,
+                                                const std::vector<index::Candidate>& cands, const matrices::Framework* fw,
+                                                const ApplyRequest& o, ApplyReporter& rep) {
+  resolver::Resolution res;
+  for (std::size_t i = 0; i < chosen.packages.size(); ++i)
+    if (auto v = specs::Version::parse(chosen.packages[i].version))
+      res.pins.push_back({chosen.packages[i].name, *v, cands[i], {}, {"<lockfile>"}});
+  std::sort(res.pins.begin(), res.pins.end(), [](const resolver::Pin& a, const resolver::Pin& b) { return a.name < b.name; });
+  const auto family = fw ? family_of(*fw, true) : std::set<std::string>{};
+  auto plan = resolver::make_plan({&res, host.installed, std::vector<std::string>(family.begin(), family.end()), {"nvidia-"}});
+  std::set<std::string> lock_names;
+  for (const auto& p : chosen.packages) lock_names.insert(p.name);
+  std::vector<fs::path> removals;
+  for (const auto& r : plan.remove)
+    if (!lock_names.contains(r.name) && std::ranges::find(removals, r.dist_info) == removals.end())
+      removals.push_back(r.dist_info);
+  ENVFIX_TRY_VOID(check_locked_changes(host, chosen, plan, lock_names, o, rep));
+  return removals;
+}
+
 } // namespace
 
 Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o, ApplyReporter& rep) {
@@ -707,35 +825,16 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
                       "drop the requirements, or run `envfix apply REQ...` to re-resolve");
   const Options g = ENVFIX_TRY(prepare_venv(options, o, rep));
   const auto env_lock = ENVFIX_TRY(lock_before_planning(g, rep));
-  auto text = util::read_file(g.lockfile);
-  if (!text)
-    return make_error(ErrorCode::not_found, fmt::format("cannot read the lockfile {}", g.lockfile),
-                      "run `envfix lock` or `envfix apply` first, or pass --lockfile PATH");
-  auto lock = ENVFIX_TRY(lockfile::LockFile::parse(*text, g.lockfile));
-  auto knowledge = ENVFIX_TRY(load_knowledge(g));
-  auto host = ENVFIX_TRY(make_host(g, knowledge.get()));
-  rep.locked_host(host);
-
-  auto sel = lockfile::select(lock, host_view(host));
-  if (!sel.chosen)
-    return std::unexpected(Error{ErrorCode::not_found,
-                                 fmt::format("no target in {} matches this host ({} target{})", g.lockfile, lock.targets.size(),
-                                             lock.targets.size() == 1 ? "" : "s"),
-                                 sel.reasons(),
-                                 "run `envfix lock --target ...` for this host, or plan for it with --gpu/--python-version"});
-  const auto* chosen = sel.chosen;
-  rep.locked_target(chosen->id, g.lockfile);
-  ENVFIX_TRY_VOID(check_installed_only(host, *chosen, g.lockfile));
-
+  auto lk = ENVFIX_TRY(open_lock(g, rep));
+  const auto* chosen = lk.chosen;
+  const Host& host = lk.host;
   auto target = installer::InstallTarget::from_python_info(*host.facts.python);
   ENVFIX_TRY_VOID(installer::check_externally_managed(target, o.break_system_packages));
   auto client = ENVFIX_TRY(make_index_client(g));
-
-  std::vector<index::Candidate> cands = locked_candidates(*chosen, g.find_links);
-  repoint_to_mirror(cands, *chosen, !lock.framework.empty() && knowledge ? knowledge->framework(lock.framework) : nullptr,
-                    g.mirror, rep);
-  std::set<std::string> lock_names;
-  for (const auto& p : chosen->packages) lock_names.insert(p.name);
+  const matrices::Framework* fw =
+      !lk.lock.framework.empty() && lk.knowledge ? lk.knowledge->framework(lk.lock.framework) : nullptr;
+  auto cands = locked_candidates(*chosen, g.find_links);
+  repoint_to_mirror(cands, *chosen, fw, g.mirror, rep);
   ApplyReport report;
   report.locked_target = chosen->id;
   report.lockfile = g.lockfile;
@@ -743,50 +842,21 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
     report.outcome = ApplyReport::Outcome::aborted;
     return report;
   }
-  auto t_prep = Clock::now();
-  auto wheels = ENVFIX_TRY(prepare_wheels(
-      *client, cands,
-      [&](std::size_t i) {
-        const auto& p = chosen->packages[i];
-        std::size_t line = line_of(*text, p.url);
-        return fmt::format("locked package {}=={} ({}:{}): {}", p.name, p.version, g.lockfile, line,
-                           index::redact_url(cands[i].url));
-      },
-      rep));
-  std::vector<std::string> names;
-  std::set<std::string> requested;
-  for (const auto& req : lock.request)
-    if (auto q = specs::Requirement::parse(req)) requested.insert(q->normalized_name());
-  for (std::size_t i = 0; i < wheels.size(); ++i) {
-    wheels[i].requested = requested.contains(chosen->packages[i].name);
-    names.push_back(chosen->packages[i].name);
-  }
-  const double t_download = since(t_prep);
-
-  // What goes: the normal plan's rule (resolver/plan.hpp) over the locked set, so framework packages
-  // the lock lacks, stray duplicates and the old variant's unused nvidia-* runtime wheels leave as they
-  // do in a plain apply. Locked packages replace their installed namesakes inside the transaction.
-  const matrices::Framework* fw = !lock.framework.empty() && knowledge ? knowledge->framework(lock.framework) : nullptr;
-  resolver::Resolution res;
-  for (std::size_t i = 0; i < chosen->packages.size(); ++i)
-    if (auto v = specs::Version::parse(chosen->packages[i].version))
-      res.pins.push_back({chosen->packages[i].name, *v, cands[i], {}, {"<lockfile>"}});
-  std::sort(res.pins.begin(), res.pins.end(), [](const resolver::Pin& a, const resolver::Pin& b) { return a.name < b.name; });
-  const auto family = fw ? family_of(*fw, true) : std::set<std::string>{};
-  auto plan = resolver::make_plan({&res, host.installed, std::vector<std::string>(family.begin(), family.end()), {"nvidia-"}});
-  TxnInput in{&host, &target, std::move(wheels), std::move(names), {}, fw, chosen->variant, unpacked_cache_dir(*client)};
-  for (const auto& r : plan.remove)
-    if (!lock_names.contains(r.name) && std::ranges::find(in.removals, r.dist_info) == in.removals.end())
-      in.removals.push_back(r.dist_info);
-  ENVFIX_TRY_VOID(check_locked_changes(host, *chosen, plan, lock_names, o, rep));
-
-  std::vector<GateInput> gate_in;
-  for (const auto& p : chosen->packages) gate_in.push_back({p.name, p.version, p.filename, p.sha256});
-  auto store = evidence_store(*client);
+  auto where = [&](std::size_t i) {
+    const auto& p = chosen->packages[i];
+    return fmt::format("locked package {}=={} ({}:{}): {}", p.name, p.version, g.lockfile, line_of(lk.text, p.url),
+                       index::redact_url(cands[i].url));
+  };
   // A lockfile is exact: a refusal is final, and partial coverage is a warning.
-  auto gate = make_gate(host, gate_in, chosen->variant, fw ? family_of(*fw, false) : std::set<std::string>{}, &store, false, {});
+  auto prep = ENVFIX_TRY(
+      prepare(*client, locked_wanted(lk.lock, *chosen, cands), fw ? family_of(*fw, false) : std::set<std::string>{}, where, rep));
+  TxnInput in{&host, &target, std::move(prep.wheels), std::move(prep.names),
+              {},    fw,      chosen->variant,        unpacked_cache_dir(*client)};
+  in.removals = ENVFIX_TRY(locked_removals(host, *chosen, cands, fw, o, rep));
+  auto store = evidence_store(*client);
+  auto gate = make_gate(host, prep.gate_in, chosen->variant, prep.family, &store, false, {});
   auto rr = ENVFIX_TRY(run_transaction(in, o, gate, rep));
-  rr.timings.download = t_download;
+  rr.timings.download = prep.download_seconds;
   report.applied = std::move(rr);
   return report;
 }
