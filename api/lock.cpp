@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "lockfile/diff.hpp"
 #include "resolver/index_provider.hpp"
 #include "resolver/installed.hpp"
 #include "specs/name.hpp"
@@ -234,42 +235,6 @@ std::string main_version(const PlanContext& ctx) {
 
 } // namespace
 
-std::vector<std::string> lock_diff(const lockfile::LockFile& a, const lockfile::LockFile& b) {
-  std::vector<std::string> out;
-  if (a.framework != b.framework || a.request != b.request) out.push_back("the request or framework changed");
-  std::set<std::string> ids;
-  for (const auto& t : a.targets) ids.insert(t.id);
-  for (const auto& t : b.targets) ids.insert(t.id);
-  for (const auto& id : ids) {
-    const auto* ta = a.find(id);
-    const auto* tb = b.find(id);
-    if (!ta) {
-      out.push_back(fmt::format("target {}: new", id));
-      continue;
-    }
-    if (!tb) {
-      out.push_back(fmt::format("target {}: no longer requested", id));
-      continue;
-    }
-    std::map<std::string, const lockfile::LockedPackage*> pa, pb;
-    for (const auto& p : ta->packages) pa[p.name] = &p;
-    for (const auto& p : tb->packages) pb[p.name] = &p;
-    for (const auto& [n, p] : pa)
-      if (!pb.contains(n)) out.push_back(fmt::format("target {}: - {}=={}", id, n, p->version));
-    for (const auto& [n, p] : pb) {
-      auto it = pa.find(n);
-      if (it == pa.end())
-        out.push_back(fmt::format("target {}: + {}=={}", id, n, p->version));
-      else if (!(*it->second == *p))
-        out.push_back(fmt::format("target {}: {} {} -> {}{}", id, n, it->second->version, p->version,
-                                  it->second->sha256 != p->sha256 ? " (file changed)" : ""));
-    }
-    if (ta->index != tb->index || ta->channel != tb->channel || ta->variant != tb->variant || !(ta->host == tb->host))
-      out.push_back(fmt::format("target {}: index, channel, variant or host changed", id));
-  }
-  return out;
-}
-
 Expected<LockReport> lock(const Options& g, const LockRequest& o) {
   LockReport rep;
   const fs::path out = o.output.empty() ? fs::path(g.lockfile) : fs::path(o.output);
@@ -359,8 +324,8 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
   if (o.check) {
     if (old_text && *old_text == yaml) return rep;
     rep.stale = true;
-    rep.differences =
-        old ? lock_diff(*old, lock) : std::vector<std::string>{old_text ? "the file does not parse" : "the file does not exist"};
+    rep.differences = old ? lockfile::diff(*old, lock)
+                          : std::vector<std::string>{old_text ? "the file does not parse" : "the file does not exist"};
     if (rep.differences.empty()) rep.differences.push_back("formatting differs from the canonical form");
     return rep;
   }

@@ -75,7 +75,4 @@ struct LockReport {
 
 [[nodiscard]] Expected<LockReport> lock(const Options& o, const LockRequest& r);
 
-// Package-level differences between two locks (lock --check).
-[[nodiscard]] std::vector<std::string> lock_diff(const lockfile::LockFile& a, const lockfile::LockFile& b);
-
 } // namespace envfix::api

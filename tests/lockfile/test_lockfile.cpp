@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "lockfile/diff.hpp"
 #include "lockfile/lockfile.hpp"
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
@@ -43,6 +44,38 @@ std::string python() { return util::find_in_path("python3").value_or("python3").
 } // namespace
 
 TEST_SUITE("unit") {
+  TEST_CASE("diff: one line per package added, removed or changed, per target new or gone; none for equal locks") {
+    const LockFile a = sample();
+    CHECK(diff(a, a).empty());
+    LockFile b = a;
+    auto& t = b.targets[0];
+    t.packages[1].version = "2.7.1+cu128"; // torch upgraded, same file name is irrelevant: the value differs
+    t.packages[1].sha256 = std::string(64, 'c');
+    t.packages.erase(t.packages.begin()); // torchvision gone
+    t.packages.push_back({"numpy",
+                          "2.1.0",
+                          "numpy-2.1.0-cp310-cp310-manylinux_2_28_x86_64.whl",
+                          "https://x/numpy.whl",
+                          std::string(64, 'd'),
+                          10,
+                          {}});
+    const auto id = a.targets[0].id;
+    auto d = diff(a, b);
+    std::sort(d.begin(), d.end());
+    std::vector<std::string> want = {fmt::format("target {}: + numpy==2.1.0", id),
+                                     fmt::format("target {}: - torchvision==0.22.0+cu128", id),
+                                     fmt::format("target {}: torch 2.7.0+cu128 -> 2.7.1+cu128 (file changed)", id)};
+    std::sort(want.begin(), want.end());
+    CHECK(d == want);
+    LockFile c = a;
+    c.request = {"torch"};
+    c.targets[0].id = "other";
+    auto dc = diff(a, c);
+    CHECK(std::ranges::find(dc, "the request or framework changed") != dc.end());
+    CHECK(std::ranges::find(dc, "target other: new") != dc.end());
+    CHECK(std::ranges::find(dc, fmt::format("target {}: no longer requested", id)) != dc.end());
+  }
+
   TEST_CASE("lockfile round trip is exact and deterministic") {
     LockFile l = sample();
     CHECK(l.targets[0].id == "sm_120-cp310-manylinux_2_28_x86_64");
