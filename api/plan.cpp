@@ -88,93 +88,6 @@ resolver::FirstIndexProvider::Pinned own_packages(const matrices::Framework* fw)
   return [fw](const std::string& n) { return !resolver::package_role(*fw, n).empty(); };
 }
 
-// Whether --index-url/--find-links still plan the framework's way (GPU, driver and kernel checks):
-// with --framework, with an empty request (the framework's set), or on a host with GPUs when the
-// request names a framework package. Otherwise the plain, pip-like resolver runs.
-bool framework_path(const Options& g, const std::string& index_url, const std::vector<specs::Requirement>& request,
-                    const Host& host, const matrices::Framework* fw) {
-  if (index_url.empty() && g.find_links.empty()) return true;
-  if (!fw) return false;
-  if (!g.detect_framework) return true;
-  if (index_url.empty()) return false;
-  if (request.empty()) return true;
-  return !host.gpus.empty() && std::any_of(request.begin(), request.end(), [&](const specs::Requirement& r) {
-    return !resolver::package_role(*fw, r.normalized_name()).empty();
-  });
-}
-
-std::string trimmed_url(std::string_view u) {
-  while (u.ends_with('/')) u.remove_suffix(1);
-  return std::string(u);
-}
-
-// The path segments of a URL ("https://h/packages/stable/cu130/" → packages, stable, cu130).
-std::vector<std::string> url_segments(const std::string& url) {
-  auto start = url.find("://");
-  start = url.find('/', start == std::string::npos ? 0 : start + 3);
-  if (start == std::string::npos) return {};
-  auto path = url.substr(start);
-  if (auto q = path.find_first_of("?#"); q != std::string::npos) path.resize(q);
-  return util::split(path, '/');
-}
-
-// --index-url with a framework: the URL becomes the framework's index for what it serves
-// (README.md, Index options). The matrices' own URL keeps its (channel, variant)s; a framework whose
-// variants share one URL (jax, tensorflow: extras select them) gets every variant at this URL; else
-// the index holds one variant: --variant, else the local labels of the main package's files (+cu130),
-// else a path segment naming a variant (paddle's …/stable/cu130/), else unknown (variant "", its
-// kernels checked after download). The channel: --channel, else a nightly/test segment, else stable.
-Expected<std::vector<resolver::FrameworkIndex>> indexes_for_url(const resolver::FrameworkSpec& spec,
-                                                                const matrices::Framework& fw,
-                                                                const matrices::Knowledge& knowledge, const Options& g,
-                                                                const std::string& url, resolver::CandidateProvider& provider) {
-  std::vector<resolver::FrameworkIndex> out;
-  for (auto i : spec.indexes)
-    if (trimmed_url(i.url) == trimmed_url(url)) out.push_back(std::move(i));
-  if (!out.empty()) return out;
-  const bool per_variant = std::any_of(fw.channel_templates.begin(), fw.channel_templates.end(),
-                                       [](const auto& t) { return t.second.find("{variant}") != std::string::npos; });
-  if (!per_variant) {
-    for (auto i : spec.indexes) {
-      i.url = url;
-      out.push_back(std::move(i));
-    }
-    return out;
-  }
-  const auto segs = url_segments(url);
-  std::string channel = g.channel != "auto" ? g.channel : "stable";
-  if (g.channel == "auto")
-    for (const auto& s : segs)
-      if (s == "nightly" || s == "test") channel = s;
-  std::vector<std::string> variants;
-  if (!g.variant.empty()) variants.push_back(g.variant);
-  if (variants.empty()) {
-    auto files = provider.candidates(specs::normalize_name(spec.main_package));
-    if (!files) return std::unexpected(std::move(files).error().context(fmt::format("--index-url {}", index::redact_url(url))));
-    for (const auto& f : *files)
-      if (auto wf = specs::WheelFilename::parse(f.filename); wf && wf->version.has_local()) {
-        auto label = wf->version.local();
-        if (std::find(variants.begin(), variants.end(), label) == variants.end()) variants.push_back(label);
-      }
-  }
-  if (variants.empty())
-    for (const auto& s : segs)
-      if (fw.variant(s)) variants = {s};
-  auto describe = resolver::variant_describer(knowledge, fw.name);
-  for (const auto& v : variants) {
-    resolver::FrameworkIndex i{.channel = channel, .variant = v, .cuda = std::nullopt, .url = url, .discovered = ""};
-    if (const auto* mv = fw.variant(v))
-      i.cuda = mv->cuda;
-    else if (auto d = describe(channel, v))
-      i.cuda = d->cuda, i.discovered = d->note;
-    else
-      continue; // a label that names no variant (+local.build)
-    out.push_back(std::move(i));
-  }
-  if (out.empty()) out.push_back({.channel = channel, .variant = "", .cuda = std::nullopt, .url = url, .discovered = ""});
-  return out;
-}
-
 // --extra-index-url: searched after the first index for the projects it lacks
 // (resolver::FirstIndexProvider).
 struct ExtraIndexes {
@@ -336,7 +249,8 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   };
   if (!index_url.empty() && fw) {
     // --index-url is the framework's index, for the channel and variant it serves.
-    ctx.spec->indexes = ENVFIX_TRY(indexes_for_url(*ctx.spec, *fw, knowledge, g, index_url, base_provider(index_url)));
+    ctx.spec->indexes = ENVFIX_TRY(
+        resolver::indexes_for_url(*ctx.spec, *fw, knowledge, {g.channel, g.variant}, index_url, base_provider(index_url)));
   } else {
     // What the channels' aggregate indexes offer beyond the matrices (resolver/discovery.hpp).
     std::map<std::string, std::unique_ptr<resolver::IndexProvider>> aggregates;
@@ -420,7 +334,8 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
   if (fws.names.size() > 1)
     fws.note = fmt::format("{} are installed; planning {} (use --framework)", util::join(fws.names, ", "), fws.names.front());
   const auto* fw = ctx.knowledge ? ctx.knowledge->framework(fws.names.front()) : nullptr;
-  if (framework_path(g, index_url, ctx.request, ctx.host, fw))
+  if (resolver::framework_path({!g.detect_framework, !index_url.empty(), !g.find_links.empty(), !ctx.host.gpus.empty()},
+                               ctx.request, fw))
     ctx.plan = ENVFIX_TRY(plan_framework(g, flags, ctx, index_url, extras, fws, rejected_out));
   else
     ctx.plan = ENVFIX_TRY(plan_plain(g, flags, ctx, index_url, extras, rejected_out));

@@ -11,8 +11,11 @@
 #include <string_view>
 #include <vector>
 
+#include "matrices/knowledge.hpp"
 #include "resolver/candidate_provider.hpp"
 #include "resolver/framework_selector.hpp"
+#include "specs/requirement.hpp"
+#include "util/error.hpp"
 
 namespace envfix::resolver {
 
@@ -39,5 +42,37 @@ std::vector<FrameworkIndex> discover_indexes(FrameworkSpec& spec, const std::vec
                                              const DescribeVariant& describe,
                                              const std::function<CandidateProvider&(const std::string& url)>& provider_for,
                                              const std::vector<std::string>& try_names = {});
+
+// What decides whether --index-url/--find-links still plan the framework's way.
+struct PathFacts {
+  bool framework_asked = false; // --framework given
+  bool index_url = false;       // --index-url given
+  bool find_links = false;      // --find-links given
+  bool gpus = false;            // the host (or the plan's --gpu) has GPUs
+};
+
+// Whether the framework's way (GPU, driver and kernel checks) plans this request: always without
+// --index-url/--find-links; with them, when --framework is given, when the request is empty (the
+// framework's set), or on a host with GPUs when the request names a framework package. Otherwise
+// the plain, pip-like resolver runs (README.md, Index options).
+[[nodiscard]] bool framework_path(const PathFacts& f, const std::vector<specs::Requirement>& request,
+                                  const matrices::Framework* fw);
+
+// The --channel and --variant the user asked for ("auto" and "": none).
+struct IndexAsked {
+  std::string channel = "auto";
+  std::string variant;
+};
+
+// --index-url with a framework: the URL becomes the framework's index for what it serves (README.md,
+// Index options). The matrices' own URL keeps its (channel, variant)s; a framework whose variants share
+// one URL (jax, tensorflow: extras select them) gets every variant at this URL; else the index holds
+// one variant: --variant, else the local labels of the main package's files (+cu130), else a path
+// segment naming a variant (paddle's …/stable/cu130/), else unknown (variant "", its kernels checked
+// after download). The channel: --channel, else a nightly/test segment, else stable. The provider
+// reads `url` (the main package's page); its error names the URL, redacted.
+[[nodiscard]] Expected<std::vector<FrameworkIndex>> indexes_for_url(const FrameworkSpec& spec, const matrices::Framework& fw,
+                                                                    const matrices::Knowledge& knowledge, const IndexAsked& asked,
+                                                                    const std::string& url, CandidateProvider& provider);
 
 } // namespace envfix::resolver

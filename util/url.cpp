@@ -4,6 +4,8 @@
 #include <cctype>
 #include <utility>
 
+#include "util/strings.hpp"
+
 namespace envfix::util {
 namespace {
 
@@ -71,6 +73,21 @@ bool has_url_credentials(std::string_view text) {
 
 void drop_index_credentials(std::map<std::string, std::string>& env) {
   std::erase_if(env, [](const auto& kv) { return has_url_credentials(kv.second); });
+}
+
+std::vector<std::string> url_path_segments(std::string_view url) {
+  auto start = url.find("://");
+  start = url.find('/', start == std::string_view::npos ? 0 : start + 3);
+  if (start == std::string_view::npos) return {};
+  auto path = url.substr(start);
+  if (auto q = path.find_first_of("?#"); q != std::string_view::npos) path = path.substr(0, q);
+  return split(path, '/');
+}
+
+bool same_url(std::string_view a, std::string_view b) {
+  while (a.ends_with('/')) a.remove_suffix(1);
+  while (b.ends_with('/')) b.remove_suffix(1);
+  return a == b;
 }
 
 } // namespace envfix::util

@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace envfix::util {
 
@@ -21,5 +22,11 @@ namespace envfix::util {
 // (ENVFIX_MIRROR, PIP_INDEX_URL, UV_DEFAULT_INDEX, … with "user:token@"): the code envfix runs in the
 // target (smoke test, verify --app) needs none of them.
 void drop_index_credentials(std::map<std::string, std::string>& env);
+
+// The path segments of a URL, without its query or fragment ("https://h/packages/stable/cu130/" ->
+// packages, stable, cu130).
+[[nodiscard]] std::vector<std::string> url_path_segments(std::string_view url);
+// The same URL but for trailing slashes ("https://h/simple/" and "https://h/simple").
+[[nodiscard]] bool same_url(std::string_view a, std::string_view b);
 
 } // namespace envfix::util

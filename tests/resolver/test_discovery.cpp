@@ -38,6 +38,28 @@ TEST_SUITE("unit") {
     CHECK(discovery_sources(embedded(), "tensorflow").empty());
   }
 
+  TEST_CASE("framework_path: --index-url keeps the framework's checks only where the request is the framework's") {
+    const auto* torch = embedded().framework("torch");
+    REQUIRE(torch);
+    auto req = [](std::vector<std::string> names) {
+      std::vector<specs::Requirement> out;
+      for (const auto& n : names) out.push_back(*specs::Requirement::parse(n));
+      return out;
+    };
+    // No --index-url/--find-links: always the framework's way.
+    CHECK(framework_path({.gpus = false}, req({"numpy"}), torch));
+    // --index-url, no --framework: an empty request (the installed set), or a framework package on a GPU host.
+    CHECK(framework_path({.index_url = true}, {}, torch));
+    CHECK(framework_path({.index_url = true, .gpus = true}, req({"torchvision"}), torch));
+    CHECK_FALSE(framework_path({.index_url = true, .gpus = false}, req({"torch"}), torch));
+    CHECK_FALSE(framework_path({.index_url = true, .gpus = true}, req({"numpy"}), torch));
+    // --framework given: the framework's way whatever the request; no framework known: never.
+    CHECK(framework_path({.framework_asked = true, .index_url = true}, req({"numpy"}), torch));
+    CHECK_FALSE(framework_path({.framework_asked = true, .index_url = true}, req({"torch"}), nullptr));
+    // --find-links alone: the plain resolver unless --framework.
+    CHECK_FALSE(framework_path({.find_links = true, .gpus = true}, req({"torch"}), torch));
+  }
+
   TEST_CASE("variant names read with the matrices: unknown CUDA variants, known ones without a row, history and ROCm skipped") {
     auto describe = variant_describer(embedded(), "torch");
     auto cu136 = describe("nightly", "cu136");

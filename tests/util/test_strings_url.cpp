@@ -35,6 +35,15 @@ TEST_SUITE("unit") {
     CHECK(util::join({"", "b", ""}, ",") == ",b,");
   }
 
+  TEST_CASE("url_path_segments and same_url: the path's parts without query or fragment; trailing slashes do not count") {
+    using V = std::vector<std::string>;
+    CHECK(envfix::util::url_path_segments("https://h/packages/stable/cu130/") == V{"packages", "stable", "cu130"});
+    CHECK(envfix::util::url_path_segments("https://h/whl/nightly/cu136?x=1#frag") == V{"whl", "nightly", "cu136"});
+    CHECK(envfix::util::url_path_segments("https://h").empty());
+    CHECK(envfix::util::same_url("https://h/simple/", "https://h/simple"));
+    CHECK_FALSE(envfix::util::same_url("https://h/simple", "https://h/simple2"));
+  }
+
   TEST_CASE("strip_credentials removes only the userinfo of the authority") {
     CHECK(util::strip_credentials("https://user:pa%40ss@host.org:8443/simple/") == "https://host.org:8443/simple/");
     CHECK(util::strip_credentials("https://tok@host/a@b") == "https://host/a@b");
