@@ -47,6 +47,20 @@ fs::path env_prefix_of(const fs::path& interpreter) {
   return fs::absolute(interpreter).lexically_normal().parent_path().parent_path();
 }
 
+// How to make `python` the target in the user's shell, naming only what exists: a conda env's
+// `conda activate`, a venv's bin/activate, a pyenv version's `pyenv local`; "" for none.
+std::string activation(const fs::path& prefix) {
+  std::error_code ec;
+  if (fs::is_directory(prefix / "conda-meta", ec))
+    return fmt::format(", or activate it first (conda activate {})", prefix.string());
+  if (fs::exists(prefix / "bin/activate", ec))
+    return fmt::format(", or activate the environment first (source {}/bin/activate)", prefix.string());
+  const auto versions = prefix.parent_path();
+  if (versions.filename() == "versions" && fs::is_directory(versions.parent_path() / "shims", ec))
+    return fmt::format(", or select it for this project (pyenv local {})", prefix.filename().string());
+  return "";
+}
+
 // The guide's wrong-interpreter pitfall, the `python` half: `python app.py` runs the first
 // interpreter on PATH, which may not see the environment envfix fixed. Same environment: the same
 // prefix, or (two interpreters outside any venv) the same real file.
@@ -64,8 +78,7 @@ void check_python_on_path(DoctorReport& r) {
       fmt::format("`{}` first on PATH ({}) is another interpreter than the target {}: a program started with it "
                   "does not see the packages envfix checks and fixes",
                   first.path.filename().string(), first.path.string(), f.python->executable.string()),
-      fmt::format("run your program with {}, or activate the environment first (source {}/bin/activate)",
-                  f.python->executable.string(), target.string()));
+      fmt::format("run your program with {}{}", f.python->executable.string(), activation(target)));
 }
 
 void check_environment(DoctorReport& r) {
@@ -787,6 +800,15 @@ void contrary_finding(DoctorReport& r, const PackageReport& p, const probe::GpuI
         "report what it prints");
 }
 
+// The packages whose kernels the repro's steps run: the variant's named kernel packages (jax's
+// plugin and pjrt), else the main package alone: torch's matmul imports neither torchvision nor
+// torchaudio, so a run says nothing of their binaries.
+bool exercised_by_repro(const FrameworkReport& s, const PackageReport& p) {
+  const auto* v = s.fw && !s.variant.empty() ? s.fw->variant(s.variant) : nullptr;
+  if (v && !v->kernels.empty()) return p.kernel_package;
+  return p.role == "main";
+}
+
 void observe_runs(DoctorReport& r, const FrameworkReport& s, const wheel::EvidenceStore* store) {
   const auto outcome = repro_outcome(r, s);
   for (const auto& p : s.packages) {
@@ -794,7 +816,7 @@ void observe_runs(DoctorReport& r, const FrameworkReport& s, const wheel::Eviden
     const auto record = probe::record_sha256(*p.dist);
     if (!record) continue;
     std::vector<wheel::RunObservation> seen;
-    if (outcome) {
+    if (outcome && exercised_by_repro(s, p)) {
       auto now = probe::run_observation(*p.dist, r.facts.gpus.front(), outcome->first, outcome->second,
                                         outcome->first ? "" : s.repro.error, "envfix doctor");
       if (now && store && !store->put_observation(*now))

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probe/installed.hpp"
+#include "probe/interpreter.hpp"
 #include "probe/python_probe.hpp"
 #include "probe/text.hpp"
 #include "util/env.hpp"
@@ -42,6 +43,8 @@ fs::path interpreter_in(const fs::path& p) {
 
 void survey_path(HostFacts& facts) {
   auto path = util::get_env(util::Env::path).value_or("");
+  std::error_code cwd_ec;
+  const fs::path cwd = fs::current_path(cwd_ec);
   std::set<fs::path> seen;
   for (auto dir : split(path, ':')) {
     if (dir.empty()) continue;
@@ -49,7 +52,14 @@ void survey_path(HostFacts& facts) {
       fs::path p = fs::path(dir) / n;
       std::error_code ec;
       if (!fs::is_regular_file(p, ec) || ::access(p.c_str(), X_OK) != 0) continue;
-      auto resolved = fs::canonical(p, ec);
+      // A shim runs what the working directory selects: that interpreter is the one `python` starts.
+      fs::path resolved;
+      if (is_shim(p)) {
+        auto real = resolve_shim(p, cwd);
+        if (!real) continue;
+        resolved = fs::canonical(*real, ec);
+      } else
+        resolved = fs::canonical(p, ec);
       if (ec) continue;
       // Same folder (python → python3) counts once; different venvs sharing a base are distinct.
       if (!seen.insert(fs::path(dir)).second) continue;
@@ -65,9 +75,14 @@ void survey_path(HostFacts& facts) {
         // `#!/usr/bin/env bash`) decides at run time, so it tells us nothing.
         if (auto interp = parse_shebang_interpreter(h)) {
           auto base = interp->filename().string();
+          std::error_code ec;
+          const fs::path sibling = pip->parent_path() / "python3";
           if (base.starts_with("python") || base.starts_with("pypy"))
             facts.pip_interpreter = *interp;
-          else
+          else if (fs::exists(sibling, ec) && is_shim(sibling)) {
+            // A shim folder (pyenv, asdf): its pip runs the interpreter its python3 runs here.
+            if (auto real = resolve_shim(sibling, cwd)) facts.pip_interpreter = *real;
+          } else
             facts.notes.push_back(
                 fmt::format("{} is a wrapper ({}): its interpreter is chosen at run time", pip->string(), interp->string()));
         }
@@ -88,16 +103,47 @@ Expected<std::vector<InstalledDist>> scan_installed(const PythonInfo& python) {
   return all;
 }
 
+namespace {
+
+// A path given or found: a shim (a script where an interpreter belongs) is resolved in the user's
+// working directory, where its .python-version decides (probe/interpreter.hpp).
+Expected<InterpreterChoice> settle(fs::path path, const std::string& how, const fs::path& cwd) {
+  if (path.is_relative() && path.string().find('/') == std::string::npos)
+    if (auto p = util::find_in_path(path.string())) path = *p; // a command name (--python python3.10)
+  if (!is_shim(path)) return InterpreterChoice{path, how};
+  auto real = ENVFIX_TRY(resolve_shim(path, cwd));
+  return InterpreterChoice{real, fmt::format("{}, through the shim {} in {}", how, path.string(), cwd.string())};
+}
+
+// --python or $ENVFIX_PYTHON: a path, a command on PATH, or a version request (3.12, cpython@3.12).
+Expected<InterpreterChoice> given(const fs::path& p, const std::string& how, const fs::path& cwd) {
+  std::error_code ec;
+  const std::string s = p.string();
+  if (s.find('/') == std::string::npos && !fs::exists(p, ec) && !util::find_in_path(s))
+    if (auto want = parse_version_request(s)) {
+      auto found = ENVFIX_TRY(find_python_version(*want, cwd));
+      return InterpreterChoice{found.path, fmt::format("{} {}: {}", how, s, found.how)};
+    }
+  return settle(interpreter_in(p), how, cwd);
+}
+
+} // namespace
+
 Expected<InterpreterChoice> choose_interpreter(const std::optional<fs::path>& explicit_python) {
-  if (explicit_python && !explicit_python->empty()) return InterpreterChoice{interpreter_in(*explicit_python), "--python"};
-  if (auto p = util::get_env(util::Env::python); p && !p->empty()) return InterpreterChoice{interpreter_in(*p), "$ENVFIX_PYTHON"};
+  std::error_code ec;
+  const fs::path cwd = fs::current_path(ec);
+  if (explicit_python && !explicit_python->empty()) return given(*explicit_python, "--python", cwd);
+  if (auto p = util::get_env(util::Env::python); p && !p->empty()) return given(*p, "$ENVFIX_PYTHON", cwd);
   if (auto v = util::get_env(util::Env::virtual_env); v && !v->empty())
-    return InterpreterChoice{prefix_interpreter(*v), "$VIRTUAL_ENV"};
+    return settle(prefix_interpreter(*v), "$VIRTUAL_ENV", cwd);
   if (auto c = util::get_env(util::Env::conda_prefix); c && !c->empty())
-    return InterpreterChoice{prefix_interpreter(*c), "$CONDA_PREFIX"};
-  if (auto p = util::find_in_path("python3")) return InterpreterChoice{*p, "python3 on PATH"};
-  return make_error(ErrorCode::not_found, "no Python interpreter: no --python, $VIRTUAL_ENV, $CONDA_PREFIX or python3 on PATH",
-                    "pass --python PATH or activate the environment to repair");
+    return settle(prefix_interpreter(*c), "$CONDA_PREFIX", cwd);
+  if (auto venv = project_venv(cwd))
+    return InterpreterChoice{prefix_interpreter(*venv), ".venv in " + venv->parent_path().string()};
+  if (auto p = util::find_in_path("python3")) return settle(*p, "python3 on PATH", cwd);
+  return make_error(ErrorCode::not_found,
+                    "no Python interpreter: no --python, $VIRTUAL_ENV, $CONDA_PREFIX, .venv here or above, or python3 on PATH",
+                    "pass --python PATH (or a version: --python 3.12), or activate the environment to repair");
 }
 
 Expected<fs::path> default_interpreter(const std::optional<fs::path>& explicit_python) {

@@ -77,7 +77,10 @@ public:
   FakeEnv() {
     m_root = util::make_temp_dir({}, "envfix-doctor-test").value();
     m_venv = m_root / "venv";
-    auto r = util::run_process({"python3", "-m", "venv", "--without-pip", m_venv.string()}).value();
+    auto made =
+        util::run_process({"python3", "-m", "venv", "--without-pip", m_venv.string()}, {.timeout = std::chrono::seconds(600)});
+    REQUIRE_MESSAGE(made, (made ? "" : made.error().render()));
+    auto& r = *made;
     REQUIRE_MESSAGE(r.ok(), r.err);
     for (auto& e : fs::directory_iterator(m_venv / "lib"))
       if (fs::exists(e.path() / "site-packages")) m_site = e.path() / "site-packages";

@@ -95,7 +95,11 @@ TEST_SUITE("cli") {
   TEST_CASE("verify: layers on the CPU, a failing model names its operator, a failing --app is classified") {
     auto root = util::make_temp_dir({}, "envfix-verify-test").value();
     auto venv = root / "venv";
-    auto mk = util::run_process({"python3", "-m", "venv", "--without-pip", venv.string()}).value();
+    // An error (not a throw) names what failed; the bound ends a hang only (a loaded machine).
+    auto made =
+        util::run_process({"python3", "-m", "venv", "--without-pip", venv.string()}, {.timeout = std::chrono::seconds(600)});
+    REQUIRE_MESSAGE(made, (made ? "" : made.error().render()));
+    auto& mk = *made;
     REQUIRE_MESSAGE(mk.ok(), mk.err);
     fs::path site;
     for (const auto& e : fs::directory_iterator(venv / "lib")) site = e.path() / "site-packages";
@@ -199,7 +203,11 @@ TEST_SUITE("cli") {
   TEST_CASE("verify --app: missing-arch names the GPU extension that lacks the arch, or says no reinstall can help") {
     auto root = util::make_temp_dir({}, "envfix-verify-ext").value();
     auto venv = root / "venv";
-    auto mk = util::run_process({"python3", "-m", "venv", "--without-pip", venv.string()}).value();
+    // An error (not a throw) names what failed; the bound ends a hang only (a loaded machine).
+    auto made =
+        util::run_process({"python3", "-m", "venv", "--without-pip", venv.string()}, {.timeout = std::chrono::seconds(600)});
+    REQUIRE_MESSAGE(made, (made ? "" : made.error().render()));
+    auto& mk = *made;
     REQUIRE_MESSAGE(mk.ok(), mk.err);
     fs::path site;
     for (const auto& e : fs::directory_iterator(venv / "lib")) site = e.path() / "site-packages";
@@ -271,7 +279,11 @@ TEST_SUITE("cli") {
   TEST_CASE("verify: the steps share one interpreter; a step that raises, crashes or hangs fails alone, the next still run") {
     auto root = util::make_temp_dir({}, "envfix-verify-one").value();
     auto venv = root / "venv";
-    auto mk = util::run_process({"python3", "-m", "venv", "--without-pip", venv.string()}).value();
+    // An error (not a throw) names what failed; the bound ends a hang only (a loaded machine).
+    auto made =
+        util::run_process({"python3", "-m", "venv", "--without-pip", venv.string()}, {.timeout = std::chrono::seconds(600)});
+    REQUIRE_MESSAGE(made, (made ? "" : made.error().render()));
+    auto& mk = *made;
     REQUIRE_MESSAGE(mk.ok(), mk.err);
     fs::path site;
     for (const auto& e : fs::directory_iterator(venv / "lib")) site = e.path() / "site-packages";

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "diagnosis/cuda_error.hpp"
+#include "diagnosis/diagnose.hpp"
 #include "diagnosis/finding.hpp"
 #include "util/fs.hpp"
 
@@ -67,5 +68,51 @@ TEST_SUITE("unit") {
     CHECK(diagnosis::classify_cuda_error("ValueError: shapes (2,3) and (2,3) not aligned") == CudaError::none);
     CHECK(diagnosis::to_string(CudaError::missing_arch) == "missing-arch");
     CHECK(diagnosis::to_string(CudaError::none).empty());
+  }
+}
+
+namespace {
+
+// doctor on facts alone: a target interpreter with `prefix`, and another `python3` first on PATH.
+diagnosis::DoctorReport other_python_first(const std::filesystem::path& prefix, const std::filesystem::path& other) {
+  diagnosis::DoctorInputs in;
+  probe::PythonInfo py;
+  py.executable = prefix / "bin/python";
+  py.prefix = py.base_prefix = prefix;
+  in.facts.python = py;
+  in.facts.path_interpreters.push_back({other / "bin/python3", other / "bin/python3"});
+  return diagnosis::diagnose({.no_repro = true, .no_kernels = true}, std::move(in));
+}
+
+std::string hint_of(const diagnosis::DoctorReport& r, FindingCode code) {
+  for (const auto& f : r.findings)
+    if (f.code == code) return f.hint;
+  return "(no such finding)";
+}
+
+} // namespace
+
+TEST_SUITE("unit") {
+  TEST_CASE("python-other-interpreter: the activation hint names only what exists (conda, venv, pyenv, none)") {
+    namespace fs = std::filesystem;
+    const auto work = util::make_temp_dir({}, "envfix-hints").value();
+    const fs::path other = work / "other";
+    fs::create_directories(other / "bin");
+    const fs::path conda = work / "conda-env", venv = work / "venv", pyenv = work / "pyenv" / "versions" / "3.10.13",
+                   bare = work / "bare";
+    fs::create_directories(conda / "conda-meta");
+    fs::create_directories(venv / "bin");
+    REQUIRE(util::write_file_atomic(venv / "bin/activate", "# activate\n", 0644));
+    fs::create_directories(pyenv / "bin");
+    fs::create_directories(work / "pyenv" / "shims");
+    fs::create_directories(bare / "bin");
+    const auto code = FindingCode::python_other_interpreter;
+    CHECK(hint_of(other_python_first(conda, other), code).find("conda activate " + conda.string()) != std::string::npos);
+    CHECK(hint_of(other_python_first(venv, other), code).find("source " + venv.string() + "/bin/activate") != std::string::npos);
+    CHECK(hint_of(other_python_first(pyenv, other), code).find("pyenv local 3.10.13") != std::string::npos);
+    const auto none = hint_of(other_python_first(bare, other), code);
+    CHECK(none.find("run your program with " + (bare / "bin/python").string()) != std::string::npos);
+    CHECK(none.find("activate") == std::string::npos); // bare has no bin/activate: none is offered
+    fs::remove_all(work);
   }
 }

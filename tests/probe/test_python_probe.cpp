@@ -119,7 +119,11 @@ TEST_SUITE("integration") {
   TEST_CASE("probe a real venv made by python3 -m venv, with the cache") {
     TempDir tmp;
     auto venv = tmp.path() / "venv";
-    auto mk = util::run_process({"python3", "-m", "venv", "--without-pip", venv.string()}).value();
+    // An error (not a throw) names what failed; the bound ends a hang only (a loaded machine).
+    auto made =
+        util::run_process({"python3", "-m", "venv", "--without-pip", venv.string()}, {.timeout = std::chrono::seconds(600)});
+    REQUIRE_MESSAGE(made, (made ? "" : made.error().render()));
+    auto& mk = *made;
     REQUIRE_MESSAGE(mk.ok(), mk.err);
     auto cache = tmp.path() / "cache";
     auto info = probe_python(venv / "bin/python", cache).value();

@@ -15,6 +15,7 @@
 
 #include "api/doctor.hpp"
 #include "probe/installed.hpp"
+#include "util/fs.hpp"
 #include "util/strings.hpp"
 
 using namespace envfix;
@@ -47,7 +48,7 @@ nlohmann::json to_json(const YAML::Node& n) {
   return s;
 }
 
-probe::HostFacts host_facts(const YAML::Node& s) {
+probe::HostFacts host_facts(const YAML::Node& s, const fs::path& records) {
   probe::HostFacts f;
   const auto host = s["host"];
   int i = 0;
@@ -77,6 +78,9 @@ probe::HostFacts host_facts(const YAML::Node& s) {
   py.tag_env.minor = static_cast<int>(py.version.release()[1]);
   py.externally_managed = p && p["externally_managed"] && p["externally_managed"].as<bool>();
   if (py.externally_managed) py.externally_managed_message = "this Python is managed by the distribution";
+  // `records: true`: the dists get real RECORD files (under `records`), so that the repro's runs
+  // are observed (diagnosis records a run only for a build whose RECORD it can read).
+  if (!records.empty()) py.prefix = records;
   f.python = py;
   const fs::path site = py.prefix / "lib" / fmt::format("python{}.{}", py.tag_env.major, py.tag_env.minor) / "site-packages";
   for (const auto& d : s["installed"]) {
@@ -91,6 +95,10 @@ probe::HostFacts host_facts(const YAML::Node& s) {
     if (d["index"])
       dist.direct_url = fmt::format(R"({{"url": "{}/{}-{}.whl", "archive_info": {{}}}})", d["index"].as<std::string>(), dist.name,
                                     dist.version.to_string());
+    if (!records.empty() && dist.has_record) {
+      fs::create_directories(dist.dist_info);
+      REQUIRE(util::write_file_atomic(dist.dist_info / "RECORD", dist.name + "/__init__.py,,\n", 0644));
+    }
     f.installed.push_back(std::move(dist));
   }
   return f;
@@ -107,7 +115,9 @@ Outcome run(const YAML::Node& s) {
   o.detect_framework = !s["framework"];
   if (s["framework"]) o.framework = s["framework"].as<std::string>();
   diagnosis::DoctorInputs in;
-  in.facts = host_facts(s);
+  const fs::path records =
+      s["records"] && s["records"].as<bool>() ? util::make_temp_dir({}, "envfix-scenario").value() : fs::path();
+  in.facts = host_facts(s, records);
   auto k = matrices::Knowledge::load_default("");
   REQUIRE(k);
   in.knowledge = std::make_unique<matrices::Knowledge>(std::move(*k));
@@ -151,6 +161,7 @@ Outcome run(const YAML::Node& s) {
   out.codes.assign(codes.begin(), codes.end());
   out.verdict = diagnosis::to_string(rep.verdict);
   out.fix = rep.fix;
+  if (!records.empty()) fs::remove_all(records);
   return out;
 }
 
