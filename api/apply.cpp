@@ -19,6 +19,7 @@
 #include "installer/install_target.hpp"
 #include "installer/kernel_gate.hpp"
 #include "installer/early_unpack.hpp"
+#include "installer/transaction.hpp"
 #include "installer/unpacked_cache.hpp"
 #include "lockfile/lockfile.hpp"
 #include "lockfile/select.hpp"
@@ -859,6 +860,11 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
   rr.timings.download = prep.download_seconds;
   report.applied = std::move(rr);
   return report;
+}
+
+int interrupt_signal() {
+  const int txn = installer::interrupt_signal();
+  return txn ? txn : util::interrupt_signal();
 }
 
 } // namespace envfix::api

@@ -86,4 +86,8 @@ struct ApplyReport {
 [[nodiscard]] Expected<ApplyReport> apply(const Options& o, const ApplyRequest& r, ApplyReporter& rep);
 [[nodiscard]] Expected<ApplyReport> apply_locked(const Options& o, const ApplyRequest& r, ApplyReporter& rep);
 
+// The signal (SIGINT/SIGTERM) that interrupted the last transaction (apply, rollback) or, failing
+// that, a command's children (verify, the smoke test: util::InterruptScope); 0 for none.
+[[nodiscard]] int interrupt_signal();
+
 } // namespace envfix::api

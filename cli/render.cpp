@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/apply.hpp"
 #include "cli/globals.hpp"
 #include "i18n/i18n.hpp"
-#include "installer/transaction.hpp"
 #include "util/env.hpp"
 #include "util/subprocess.hpp"
 #include "util/text.hpp"
@@ -167,7 +167,7 @@ int exit_code_for(const Error& e) {
   // Rolled back after SIGINT/SIGTERM: the shell's convention for "killed by signal N", 128 + N.
   case ErrorCode::interrupted: {
     // The transaction's handler (apply), or util::InterruptScope's (verify's children).
-    const int sig = installer::interrupt_signal() ? installer::interrupt_signal() : util::interrupt_signal();
+    const int sig = api::interrupt_signal();
     return 128 + (sig ? sig : SIGINT);
   }
   default: return 2;

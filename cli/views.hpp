@@ -8,7 +8,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "api/host.hpp"
-#include "installer/transaction.hpp"
+#include "installer/txn_result.hpp"
 #include "resolver/plan.hpp"
 
 namespace envfix::cli {

@@ -617,9 +617,27 @@ void check_matrices(DoctorReport& r, const FrameworkReport& s) {
   }
 }
 
+// `args` with the options that shaped the diagnosis (the target interpreter, or --venv .venv for an
+// externally managed one; the GPUs, driver, indexes, …: FixArgs), `drop` left out, shell-quoted.
+std::string command_line(const DoctorReport& r, std::vector<std::string> args, const FixArgs& g, std::string_view drop = {}) {
+  if (r.facts.python && r.facts.python->externally_managed)
+    args.insert(args.end(), {"--venv", ".venv"});
+  else if (!g.python.empty())
+    args.insert(args.end(), {"--python", g.python});
+  for (std::size_t i = 0; i < g.rest.size(); ++i) {
+    if (!drop.empty() && g.rest[i] == drop) {
+      ++i; // the option's value too
+      continue;
+    }
+    args.push_back(g.rest[i]);
+  }
+  for (auto& a : args) a = util::shell_quote(a);
+  return join(args, " ");
+}
+
 // The guide's last fix: a nightly or test build installed because stable did not cover a new GPU
 // yet. Once a stable release covers every GPU (matrices/knowledge.hpp, stable_covering), say so.
-void check_back_to_stable(DoctorReport& r, const FrameworkReport& s, const wheel::EvidenceStore* store) {
+void check_back_to_stable(DoctorReport& r, const FrameworkReport& s, const wheel::EvidenceStore* store, const FixArgs& fix) {
   if (!r.knowledge || !s.fw || r.facts.gpus.empty()) return;
   for (const auto& p : s.packages) {
     if (p.role != "main") continue;
@@ -657,7 +675,7 @@ void check_back_to_stable(DoctorReport& r, const FrameworkReport& s, const wheel
         fmt::format("{} {} is a {} build; the stable release {} ({}) now has native kernels for {}{}", p.dist->name,
                     v.to_string(), channel, cover->version.to_string(), cover->variant, join(archs, ", "),
                     cover->verified ? "" : " (claimed by the matrices, checked after download)"),
-        fmt::format("envfix apply --framework {} --channel stable", s.fw->name));
+        command_line(r, {"envfix", "apply", "--framework", s.fw->name, "--channel", "stable"}, fix, "--channel"));
     return;
   }
 }
@@ -955,14 +973,7 @@ std::string fix_for(const DoctorReport& r, const FrameworkReport& s, const FixAr
   if (pkgs.empty()) pkgs.push_back(specs::normalize_name(main) + extra);
   args.insert(args.end(), pkgs.begin(), pkgs.end());
   if (s.name != "torch") args.insert(args.end(), {"--framework", s.name});
-  bool em = r.facts.python && r.facts.python->externally_managed;
-  if (em)
-    args.insert(args.end(), {"--venv", ".venv"});
-  else if (!g.python.empty())
-    args.insert(args.end(), {"--python", g.python});
-  args.insert(args.end(), g.rest.begin(), g.rest.end());
-  for (auto& a : args) a = util::shell_quote(a);
-  return join(args, " ");
+  return command_line(r, std::move(args), g);
 }
 
 void conclude(DoctorReport& r, const FixArgs& g) {
@@ -1078,7 +1089,7 @@ DoctorReport diagnose(const DiagnoseOptions& opt, DoctorInputs in) {
     check_matrices(r, s);
     check_kernels(r, s, zstd_driver, opt, in.kernels);
     observe_runs(r, s, in.evidence.get());
-    check_back_to_stable(r, s, in.evidence.get());
+    check_back_to_stable(r, s, in.evidence.get(), opt.fix);
     about(s, n);
   }
   check_extensions(r, opt, in.kernels);

@@ -18,6 +18,7 @@
 
 #include "installer/install_target.hpp"
 #include "installer/txn_meta.hpp"
+#include "installer/txn_result.hpp"
 #include "installer/unpacked_cache.hpp"
 #include "installer/wheel_install.hpp"
 #include "util/error.hpp"
@@ -92,22 +93,6 @@ struct TransactionOptions {
   std::function<void(const TxnEvent&)> progress;
   // Bytes unpacked so far of the total, from the unpacking threads (the caller serializes).
   std::function<void(std::uint64_t done, std::uint64_t total)> unpack_progress;
-};
-
-struct TransactionResult {
-  std::string id;
-  std::filesystem::path txn_dir; // <prefix>/.envfix/txn/<id>
-  std::vector<DistRef> installed, removed;
-  std::size_t files_installed = 0, files_removed = 0;
-  std::uint64_t backup_bytes = 0;    // disk held by the backup kept for rollback
-  std::size_t cache_hits = 0;        // wheels linked from the unpacked cache as they were
-  std::optional<LinkMode> link_mode; // how files came from the unpacked cache, if they did
-  std::vector<std::string> warnings;
-  std::vector<std::string> recovered; // what the automatic recover() did first
-  // Wall seconds of each step of run(), in order ("lookup", "unpack", "link", "kernel-check",
-  // "plan", "journal", "remove", "install", "stamps", "verify", "sync", "cleanup"): where an
-  // install spends its time, for `apply --format json` (applied.timings.steps).
-  std::vector<std::pair<std::string, double>> steps;
 };
 
 class Transaction {

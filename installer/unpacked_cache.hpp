@@ -22,15 +22,10 @@
 #include <vector>
 
 #include "util/error.hpp"
+#include "installer/link_mode.hpp"
 #include "wheel/staging.hpp"
 
 namespace envfix::installer {
-
-// automatic: clone where the filesystem can (copy-on-write: as safe as a copy, as fast as a
-// link), else hardlink, else copy.
-enum class LinkMode { automatic, clone, hardlink, copy };
-[[nodiscard]] const char* to_string(LinkMode mode);
-[[nodiscard]] Expected<LinkMode> parse_link_mode(std::string_view text);
 
 // An entry's manifest.json, read with checked types (it is input: another run, a crash or a user
 // may have left anything there). The error names `path`.

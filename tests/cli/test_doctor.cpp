@@ -601,7 +601,12 @@ TEST_SUITE("cli") {
     CHECK((*f)["severity"] == "info");
     CHECK((*f)["message"].get<std::string>().find("2.12.0.dev20261130+cu130 is a nightly build") != std::string::npos);
     CHECK((*f)["message"].get<std::string>().find("native kernels for sm_90") != std::string::npos);
-    CHECK((*f)["hint"] == "envfix apply --framework torch --channel stable");
+    // The command carries the options that shaped the diagnosis (the interpreter, the planned GPU
+    // and driver), so that it runs as printed for the same target.
+    const auto hint = (*f)["hint"].get<std::string>();
+    CHECK(hint.starts_with("envfix apply --framework torch --channel stable --python "));
+    CHECK(hint.find(" --gpu sm_90 --driver 580.65.06") != std::string::npos);
+    CHECK(hint.find("--channel", hint.find("--channel") + 1) == std::string::npos); // said once
     // The release it names is a stable one that the matrices list for sm_90.
     auto m = util::run_process({envfix_bin().string(), "matrix", "--framework", "torch", "--gpu", "sm_90", "--format", "json"})
                  .value();
