@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "util/strings.hpp"
+
 namespace envfix::resolver {
 
 namespace {
@@ -59,7 +61,10 @@ std::string source_build_recipe(const SourceBuild& b) {
 }
 
 std::string extension_build_recipe(const ExtensionBuild& b) {
-  const std::string pin = b.version ? fmt::format("'{}=={}'", b.name, b.version->public_version().to_string()) : b.name;
+  // The name comes from installed METADATA: quoted like every word of a printed command, so a name
+  // with shell syntax in it stays a word when the user pastes the recipe (issue 60, point 2).
+  const std::string pin =
+      util::shell_quote(b.version ? fmt::format("{}=={}", b.name, b.version->public_version().to_string()) : b.name);
   const std::string against = b.framework.empty()
                                   ? std::string()
                                   : fmt::format(" against the installed {}{}", b.framework,
@@ -69,8 +74,8 @@ std::string extension_build_recipe(const ExtensionBuild& b) {
     return fmt::format("build {} from its source{} for this GPU ({}, the same CUDA major as torch's; minutes to an "
                        "hour): TORCH_CUDA_ARCH_LIST=\"{}\" python -m pip install --no-build-isolation --no-binary {} {} "
                        "(or, in its source checkout, TORCH_CUDA_ARCH_LIST=\"{}\" python -m pip install --no-build-isolation .)",
-                       b.name, against, needs(s, "a C++ compiler torch accepts"), join(b.gpus, ";", false), b.name, pin,
-                       join(b.gpus, ";", false));
+                       b.name, against, needs(s, "a C++ compiler torch accepts"), join(b.gpus, ";", false),
+                       util::shell_quote(b.name), pin, join(b.gpus, ";", false));
   return fmt::format("build {} from its source{} for {} with that project's CUDA arch setting ({})", b.name, against,
                      join(b.gpus, ",", true), needs(s, "a C++ compiler"));
 }

@@ -112,7 +112,7 @@ TEST_SUITE("integration") {
       const json* f = finding(dj, "extension-arch-not-covered");
       REQUIRE(f != nullptr);
       CHECK((*f)["hint"].get<std::string>().find("TORCH_CUDA_ARCH_LIST=\"12.0\" python -m pip install --no-build-isolation "
-                                                 "--no-binary xformers 'xformers==0.0.31'") != std::string::npos);
+                                                 "--no-binary xformers xformers==0.0.31") != std::string::npos);
 
       // The installed build is what the index serves: never "nothing to do" over binaries that cannot run.
       auto a = w.envfix(t({"apply", "torch", "xformers", "--yes", "--no-verify"}));

@@ -2,6 +2,7 @@
 // with the embedded matrices as the CLI does (resolver/knowledge_adapter.hpp).
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
@@ -9,6 +10,8 @@
 #include "resolver/discovery.hpp"
 #include "resolver/knowledge_adapter.hpp"
 #include "resolver/memory_provider.hpp"
+#include "util/fs.hpp"
+#include "util/subprocess.hpp"
 
 using namespace envfix;
 using namespace envfix::resolver;
@@ -144,6 +147,30 @@ TEST_SUITE("unit") {
 #include "resolver/source_build.hpp"
 
 TEST_SUITE("unit") {
+
+  // Issue 60, point 2: the extension's name is installed METADATA, which a hostile package writes.
+  TEST_CASE("security: an extension recipe pasted into a shell runs no code from the package's name") {
+    const auto work = util::make_temp_dir({}, "envfix-recipe").value();
+    const std::string name = "x'$(touch${IFS}PWNED)'y`touch${IFS}PWNED2`";
+    const auto recipe =
+        extension_build_recipe({name, *specs::Version::parse("1.0"), "torch", std::nullopt, {{12, 0}}, std::nullopt});
+    // The command the user pastes, with pip replaced by printf: each word it would get, one a line.
+    const auto from = recipe.find("TORCH_CUDA_ARCH_LIST=");
+    const auto to = recipe.find(" (or, in its source checkout");
+    REQUIRE(from != std::string::npos);
+    REQUIRE(to != std::string::npos);
+    std::string cmd = recipe.substr(from, to - from);
+    const std::string pip = "python -m pip install";
+    REQUIRE(cmd.find(pip) != std::string::npos);
+    cmd.replace(cmd.find(pip), pip.size(), "printf '%s\\n'");
+    auto r = util::run_process({"sh", "-c", cmd}, {.cwd = work});
+    REQUIRE(r);
+    CHECK(r->ok());
+    CHECK_FALSE(std::filesystem::exists(work / "PWNED"));
+    CHECK_FALSE(std::filesystem::exists(work / "PWNED2"));
+    CHECK(r->out == "--no-build-isolation\n--no-binary\n" + name + "\n" + name + "==1.0\n");
+    std::filesystem::remove_all(work);
+  }
 
   // Fix C must run as printed (issue 33, item 5): torch has no sdist, so a checkout at the release tag.
   TEST_CASE("source-build recipes: a checkout at the release tag, the arch setting, the toolkit the GPU needs") {
