@@ -929,10 +929,13 @@ void clean_up_committed(const fs::path& txn_dir, const TxnMeta& meta, const Root
   else
     result.backup_bytes = backup_bytes_of(txn_dir, roots);
   unsigned kept = keep_backup ? 1 : 0;
+  // Without a backup of this step, none older is kept either: rollback undoes the stack newest
+  // first, and an older backup cannot be reached past a step that has none (transaction.hpp).
+  const unsigned limit = keep_backup ? keep : 0;
   auto dirs = txn_dirs(prefix);
   for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
     if (it->filename() == meta.id) continue;
-    if (kept < keep && read_state(*it) == TxnState::committed) {
+    if (kept < limit && read_state(*it) == TxnState::committed) {
       ++kept;
       continue;
     }
