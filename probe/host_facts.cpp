@@ -183,8 +183,10 @@ Expected<CondaMetaRecord> parse_conda_record(std::string_view text, const fs::pa
   for (const auto& d : deps) out.depends.insert(d.substr(0, d.find(' ')));
   for (const auto& f : files) {
     const fs::path rel(f);
-    if (rel.is_absolute() || std::find(rel.begin(), rel.end(), "..") != rel.end())
-      return bad(fmt::format("'files' names {:?}, outside the prefix", f));
+    if (rel.is_absolute() || std::find(rel.begin(), rel.end(), "..") != rel.end()) {
+      out.skipped.push_back(f);
+      continue;
+    }
     const auto slash = f.find(".dist-info/");
     if (slash != std::string::npos)
       out.dist_infos.push_back(f.substr(0, slash + 10));
@@ -215,6 +217,10 @@ void read_conda_meta(const fs::path& prefix, std::vector<InstalledDist>& dists, 
         if (notes) notes->push_back(rec.error().message);
         continue;
       }
+      if (!rec->skipped.empty() && notes)
+        notes->push_back(fmt::format("{}: {} 'files' entr{} outside the prefix ignored ({:?}); the record still owns the rest",
+                                     e.path().string(), rec->skipped.size(), rec->skipped.size() == 1 ? "y" : "ies",
+                                     rec->skipped.front()));
       const CondaRecord& r = rec->record;
       if (rec->dist_infos.empty() && !r.prefix_objects.empty()) lib_objects[r.name] = r.prefix_objects;
       for (const auto& d : rec->dist_infos) {

@@ -180,10 +180,12 @@ struct CondaMetaRecord {
   CondaRecord record;                  // prefix_objects: the $PREFIX/lib/*.so files it installs
   std::vector<std::string> dist_infos; // "lib/python3.12/site-packages/x-1.0.dist-info": where it installs files
   std::set<std::string> depends;       // the names of its dependencies
+  std::vector<std::string> skipped;    // `files` entries that leave the prefix (absolute, ../): ignored, said
 };
 // `text` of the record `path` under `prefix`, every field checked for its type (the file lies in an
-// environment someone else may have written): an error naming the file for a wrong type, a non-object
-// or a file path that leaves the prefix, never an exception.
+// environment someone else may have written): an error naming the file for a wrong type or a
+// non-object, never an exception. A file path that leaves the prefix is skipped (in `skipped`), and
+// the record still owns what else it lists: one odd entry must not hand a conda package to pip.
 [[nodiscard]] Expected<CondaMetaRecord> parse_conda_record(std::string_view text, const std::filesystem::path& path,
                                                            const std::filesystem::path& prefix);
 // Marks the dists conda owns: a conda-meta record under `prefix` whose `files` lie in the dist-info,

@@ -178,12 +178,18 @@ TEST_SUITE("integration") {
                 R"({"name": "pytorch", "version": "2.9.0", "build": "cuda129_h0_300", "channel": "conda-forge",
                   "files": ["lib/python3.11/site-packages/torch-2.9.0.dist-info/METADATA", "lib/libtorch_cuda.so", "bin/x"]})");
     test::write(prefix / "conda-meta/broken.json", "{nope");
+    // Issue 60, point 4: odd entries (absolute, ../) are skipped; the record still owns numpy's
+    // dist-info, so apply refuses to replace it without --allow-conda-overwrite.
+    test::write(prefix / "conda-meta/numpy-2.0.0-py311_0.json",
+                R"({"name": "numpy", "version": "2.0.0", "build": "py311_0",
+                  "files": ["/etc/passwd", "../outside", "lib/python3.11/site-packages/numpy-2.0.0.dist-info/METADATA"]})");
     auto dists = scan_site_directory(site);
     std::vector<std::string> notes;
     read_conda_meta(prefix, dists, &notes);
     REQUIRE(dists.size() == 3);
     REQUIRE(dists[0].conda);
-    CHECK(dists[0].conda->name == "numpy"); // INSTALLER conda only
+    CHECK(dists[0].conda->name == "numpy");
+    CHECK(dists[0].conda->build == "py311_0"); // the record's, not INSTALLER's bare "conda"
     CHECK(dists[1].name == "six");
     CHECK(!dists[1].conda);
     REQUIRE(dists[2].conda);
@@ -194,7 +200,9 @@ TEST_SUITE("integration") {
     REQUIRE(objs);
     REQUIRE(objs->size() == 1);
     CHECK(objs->front().path.filename() == "libtorch_cuda.so");
-    CHECK(notes.size() == 1); // the broken record is named
+    REQUIRE(notes.size() == 2); // the broken record is named, and the skipped entries
+    const std::string said = notes[0] + "\n" + notes[1];
+    CHECK(said.find("numpy-2.0.0-py311_0.json: 2 'files' entries outside the prefix ignored") != std::string::npos);
   }
 
   TEST_CASE("conda-forge layout: pytorch's kernels are in libtorch's record; other dependencies' objects are not torch's") {
