@@ -374,7 +374,8 @@ Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClie
     fetch.push_back(cands[i]);
     into.push_back(&wheels[i]);
   }
-  ENVFIX_TRY_VOID(download_and_unpack(client, cache, fetch, into, [&](std::size_t k) { return where(fetch_index[k]); }, rep));
+  auto where_fetched = [&](std::size_t k) { return where(fetch_index[k]); };
+  ENVFIX_TRY_VOID(download_and_unpack(client, cache, fetch, into, where_fetched, rep));
   return wheels;
 }
 

@@ -45,24 +45,36 @@ void survey_path(HostFacts& facts) {
   auto path = util::get_env(util::Env::path).value_or("");
   std::error_code cwd_ec;
   const fs::path cwd = fs::current_path(cwd_ec);
+  // Each shim is run once (a pyenv shim starts bash and `pyenv exec`): pip's python3 sibling is
+  // usually the shim the loop below already resolved.
+  std::map<fs::path, std::optional<fs::path>> shims;
+  auto through = [&](const fs::path& shim) -> const std::optional<fs::path>& {
+    auto it = shims.find(shim);
+    if (it == shims.end()) {
+      auto real = resolve_shim(shim, cwd);
+      it = shims.emplace(shim, real ? std::optional<fs::path>(*real) : std::nullopt).first;
+    }
+    return it->second;
+  };
   std::set<fs::path> seen;
   for (auto dir : split(path, ':')) {
     if (dir.empty()) continue;
     for (const char* n : {"python3", "python"}) {
+      // Same folder (python → python3) counts once; different venvs sharing a base are distinct.
+      if (seen.contains(fs::path(dir))) break;
       fs::path p = fs::path(dir) / n;
       std::error_code ec;
       if (!fs::is_regular_file(p, ec) || ::access(p.c_str(), X_OK) != 0) continue;
       // A shim runs what the working directory selects: that interpreter is the one `python` starts.
       fs::path resolved;
       if (is_shim(p)) {
-        auto real = resolve_shim(p, cwd);
+        const auto& real = through(p);
         if (!real) continue;
         resolved = fs::canonical(*real, ec);
       } else
         resolved = fs::canonical(p, ec);
       if (ec) continue;
-      // Same folder (python → python3) counts once; different venvs sharing a base are distinct.
-      if (!seen.insert(fs::path(dir)).second) continue;
+      seen.insert(fs::path(dir));
       facts.path_interpreters.push_back({p, resolved});
     }
   }
@@ -81,7 +93,7 @@ void survey_path(HostFacts& facts) {
             facts.pip_interpreter = *interp;
           else if (fs::exists(sibling, ec) && is_shim(sibling)) {
             // A shim folder (pyenv, asdf): its pip runs the interpreter its python3 runs here.
-            if (auto real = resolve_shim(sibling, cwd)) facts.pip_interpreter = *real;
+            if (const auto& real = through(sibling)) facts.pip_interpreter = *real;
           } else
             facts.notes.push_back(
                 fmt::format("{} is a wrapper ({}): its interpreter is chosen at run time", pip->string(), interp->string()));

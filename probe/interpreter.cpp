@@ -61,7 +61,7 @@ std::vector<std::pair<std::vector<int>, fs::path>> installed_under(const fs::pat
   for (const auto& e : fs::directory_iterator(root, ec)) {
     auto v = cpython_dir_version(e.path().filename().string());
     if (!v || !want.matches(*v)) continue;
-    const fs::path exe = e.path() / "bin" / fmt::format("python{}.{}", (*v)[0], v->size() > 1 ? (*v)[1] : 0);
+    const fs::path exe = e.path() / "bin" / fmt::format("python{}.{}", (*v)[0], (*v)[1]); // cpython_dir_version: 3 numbers
     if (fs::exists(exe, ec)) out.emplace_back(*v, exe);
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
