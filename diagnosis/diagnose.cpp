@@ -48,17 +48,21 @@ fs::path env_prefix_of(const fs::path& interpreter) {
 }
 
 // How to make `python` the target in the user's shell, naming only what exists: a conda env's
-// `conda activate`, a venv's bin/activate, a pyenv version's `pyenv local`; "" for none.
-std::string activation(const fs::path& prefix) {
+// `conda activate`, a venv's bin/activate, a pyenv version's `pyenv local`. Each is one whole
+// message, so the catalog (i18n/zh_CN.po) translates it by its text.
+std::string run_with_hint(const fs::path& python, const fs::path& prefix) {
   std::error_code ec;
   if (fs::is_directory(prefix / "conda-meta", ec))
-    return fmt::format(", or activate it first (conda activate {})", prefix.string());
+    return fmt::format("run your program with {}, or activate it first (conda activate {})", python.string(),
+                       prefix.string());
   if (fs::exists(prefix / "bin/activate", ec))
-    return fmt::format(", or activate the environment first (source {}/bin/activate)", prefix.string());
+    return fmt::format("run your program with {}, or activate the environment first (source {}/bin/activate)",
+                       python.string(), prefix.string());
   const auto versions = prefix.parent_path();
   if (versions.filename() == "versions" && fs::is_directory(versions.parent_path() / "shims", ec))
-    return fmt::format(", or select it for this project (pyenv local {})", prefix.filename().string());
-  return "";
+    return fmt::format("run your program with {}, or select it for this project (pyenv local {})", python.string(),
+                       prefix.filename().string());
+  return fmt::format("run your program with {}", python.string());
 }
 
 // The guide's wrong-interpreter pitfall, the `python` half: `python app.py` runs the first
@@ -78,7 +82,7 @@ void check_python_on_path(DoctorReport& r) {
       fmt::format("`{}` first on PATH ({}) is another interpreter than the target {}: a program started with it "
                   "does not see the packages envfix checks and fixes",
                   first.path.filename().string(), first.path.string(), f.python->executable.string()),
-      fmt::format("run your program with {}{}", f.python->executable.string(), activation(target)));
+      run_with_hint(f.python->executable, target));
 }
 
 void check_environment(DoctorReport& r) {
