@@ -53,11 +53,10 @@ fs::path env_prefix_of(const fs::path& interpreter) {
 std::string run_with_hint(const fs::path& python, const fs::path& prefix) {
   std::error_code ec;
   if (fs::is_directory(prefix / "conda-meta", ec))
-    return fmt::format("run your program with {}, or activate it first (conda activate {})", python.string(),
-                       prefix.string());
+    return fmt::format("run your program with {}, or activate it first (conda activate {})", python.string(), prefix.string());
   if (fs::exists(prefix / "bin/activate", ec))
-    return fmt::format("run your program with {}, or activate the environment first (source {}/bin/activate)",
-                       python.string(), prefix.string());
+    return fmt::format("run your program with {}, or activate the environment first (source {}/bin/activate)", python.string(),
+                       prefix.string());
   const auto versions = prefix.parent_path();
   if (versions.filename() == "versions" && fs::is_directory(versions.parent_path() / "shims", ec))
     return fmt::format("run your program with {}, or select it for this project (pyenv local {})", python.string(),

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "i18n/i18n.hpp"
 #include "diagnosis/cuda_error.hpp"
 #include "diagnosis/diagnose.hpp"
 #include "diagnosis/finding.hpp"
@@ -113,6 +114,14 @@ TEST_SUITE("unit") {
     const auto none = hint_of(other_python_first(bare, other), code);
     CHECK(none.find("run your program with " + (bare / "bin/python").string()) != std::string::npos);
     CHECK(none.find("activate") == std::string::npos); // bare has no bin/activate: none is offered
+    // Each hint is a whole catalog message: zh_CN translates it with the paths kept as they are.
+    i18n::set_language(i18n::Lang::zh_CN);
+    for (const auto& prefix : {conda, venv, pyenv, bare}) {
+      const auto zh = i18n::tr_text(hint_of(other_python_first(prefix, other), code));
+      CHECK_MESSAGE(zh.starts_with("请用 " + (prefix / "bin/python").string()), zh);
+      CHECK_MESSAGE(zh.find(", or") == std::string::npos, zh); // no English tail caught by a shorter entry
+    }
+    i18n::set_language(i18n::Lang::en);
     fs::remove_all(work);
   }
 }
