@@ -12,17 +12,17 @@
 #include <fmt/format.h>
 
 #include "api/lock.hpp"
-#include "api/smoke.hpp"
+#include "fetch/fetch.hpp"
+#include "smoke/smoke.hpp"
 #include "probe/base_env.hpp"
 #include "probe/host_facts.hpp"
 #include "installer/env_lock.hpp"
 #include "installer/install_target.hpp"
 #include "installer/kernel_gate.hpp"
-#include "installer/early_unpack.hpp"
 #include "installer/transaction.hpp"
-#include "installer/unpacked_cache.hpp"
 #include "lockfile/lockfile.hpp"
 #include "lockfile/select.hpp"
+#include "resolver/installed.hpp"
 #include "resolver/plan.hpp"
 #include "resolver/resolver.hpp"
 #include "specs/name.hpp"
@@ -50,20 +50,11 @@ std::optional<unsigned> threads_from_env() {
   return std::nullopt;
 }
 
-// Wheels unpacked at once while the downloads run: the large ones have single members of hundreds
-// of MB, each inflated by one core, so two workers left a queue of them behind the downloads on 16
-// cores (docs/performance-real.md); half the threads, at least two, at most eight.
-unsigned early_unpack_workers(unsigned threads) { return std::clamp(threads / 2, 2u, 8u); }
-
 // ---------------------------------------------------------------------------------------------
 // The kernel gate (installer/kernel_gate.hpp) for the wheels about to be installed: each package's
 // evidence key (wheel name + the index's variant) and whether it is a framework package.
 
-struct GateInput {
-  std::string name, version, filename, sha256;
-};
-
-installer::KernelGate make_gate(const Host& host, const std::vector<GateInput>& wheels, std::string_view variant,
+installer::KernelGate make_gate(const Host& host, const std::vector<fetch::GateInput>& wheels, std::string_view variant,
                                 const std::set<std::string>& family, const wheel::EvidenceStore* store, bool refuse_partial,
                                 std::set<wheel::BuildKey> accept_partial) {
   std::vector<installer::GatePackage> pkgs;
@@ -141,41 +132,22 @@ std::optional<Phase> phase_of(installer::TxnPhase p) {
   return std::nullopt;
 }
 
-// The smoke test, unless --no-verify: on the GPU; on the CPU when the host has none, the GPUs are
-// planned (--gpu: not this machine's, as verify does) or the new set is a CPU build (a CUDA step
-// would fail there for the wrong reason).
-std::vector<SmokeStep> plan_smoke(const Host& host, const std::vector<std::string>& wheel_names, const ApplyRequest& o,
-                                  const matrices::Framework* framework, std::string_view variant, Smoke& smoke) {
+// The smoke test, unless --no-verify (smoke/smoke.hpp decides the steps and the device).
+std::vector<smoke::SmokeStep> plan_smoke(const Host& host, const std::vector<std::string>& wheel_names, const ApplyRequest& o,
+                                         const matrices::Framework* framework, std::string_view variant, Smoke& out) {
   const auto* v = framework ? framework->variant(variant) : nullptr;
-  const bool cpu_build = v && v->kind == "cpu";
-  const bool on_cpu = host.gpus.empty() || host.gpus_planned || cpu_build;
-  const std::string why_cpu = cpu_build           ? "CPU build"
-                              : host.gpus_planned ? "planned GPUs (--gpu) are not this machine's"
-                                                  : "no GPU";
-  std::vector<SmokeStep> steps;
-  if (framework && !o.no_verify) {
-    std::vector<std::string> present = wheel_names;
-    present.insert(present.end(), host.installed_names.begin(), host.installed_names.end());
-    const auto device = on_cpu ? SmokeDevice::cpu : SmokeDevice::gpu;
-    for (const auto& layer : util::split(o.smoke_layers, ',')) {
-      auto more =
-          layer == "repro" ? smoke_steps(framework->smoke, present, device) : model_steps(framework->smoke, present, device);
-      steps.insert(steps.end(), more.begin(), more.end());
-    }
-  }
-  if (o.no_verify)
-    smoke.note = "smoke test skipped (--no-verify)";
-  else if (!framework)
-    smoke.note = "no framework: smoke test skipped (plain requirement set)";
-  else if (steps.empty() && on_cpu)
-    smoke.note = fmt::format("{}: smoke test skipped ({} has no CPU smoke test in the matrices)", why_cpu, framework->name);
-  else if (steps.empty())
-    smoke.note = fmt::format("{} has no smoke test in the matrices", framework->name);
-  else if (on_cpu) {
-    smoke.note = fmt::format("{}: smoke test ran on the CPU", why_cpu);
-    smoke.cpu_why = why_cpu;
-  }
-  return steps;
+  smoke::ApplySmokeRequest req{.framework = framework, .cpu_build = v && v->kind == "cpu", .present = wheel_names};
+  req.present.insert(req.present.end(), host.installed_names.begin(), host.installed_names.end());
+  req.layers.clear();
+  for (const auto& layer : util::split(o.smoke_layers, ','))
+    req.layers.push_back(layer == "repro" ? smoke::Layer::repro : smoke::Layer::model);
+  req.has_gpu = !host.gpus.empty();
+  req.gpus_planned = host.gpus_planned;
+  req.skipped = o.no_verify;
+  auto planned = smoke::plan_apply_smoke(req);
+  out.note = std::move(planned.note);
+  out.cpu_why = smoke::describe(planned.cpu);
+  return std::move(planned.steps);
 }
 
 struct TxnInput {
@@ -209,12 +181,12 @@ Expected<installer::TransactionOptions> transaction_options(const TxnInput& in, 
 
 // The smoke test as the transaction's verify step (none when plan_smoke gave no steps). A failure
 // under --no-rollback is kept in the result and the set stays.
-void wire_smoke(installer::TransactionOptions& to, std::vector<SmokeStep> steps, const fs::path& python, const ApplyRequest& o,
-                Applied& rr) {
+void wire_smoke(installer::TransactionOptions& to, std::vector<smoke::SmokeStep> steps, const fs::path& python,
+                const ApplyRequest& o, Applied& rr) {
   if (steps.empty()) return;
   auto timeout = std::chrono::milliseconds(std::chrono::seconds(o.smoke_timeout_s));
   to.verify = [&rr, no_rollback = o.no_rollback, steps = std::move(steps), python, timeout]() -> Expected<void> {
-    auto r = run_smoke(python, steps, timeout);
+    auto r = smoke::run_smoke(python, steps, timeout);
     if (r) {
       rr.smoke.passed = r->passed;
       rr.smoke.seconds = r->seconds;
@@ -273,177 +245,6 @@ Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, ins
   return rr;
 }
 
-// <cache>/unpacked-v1: wheels unpacked once, linked into every later install.
-fs::path unpacked_cache_dir(const index::IndexClient& client) { return client.cache_dir() / "unpacked-v1"; }
-
-// The planned files already in the unpacked cache (each entry must hold the very file asked for);
-// the indexes of the others, which must be fetched.
-std::vector<std::size_t> find_unpacked(installer::UnpackedCache& cache, const std::vector<index::Candidate>& cands,
-                                       std::vector<installer::WheelToInstall>& wheels, Reporter& rep) {
-  std::vector<std::string> shas, filenames; // all entries looked up at once (UnpackedCache::find_many)
-  for (const auto& c : cands) {
-    shas.push_back(c.sha256.value_or(""));
-    filenames.push_back(c.filename);
-  }
-  installer::UnpackedCache::FindStats stats;
-  auto found = cache.find_many(shas, util::default_threads(), &stats, filenames);
-  for (const auto& w : stats.warnings) rep.warning(w);
-  std::vector<std::size_t> fetch;
-  for (std::size_t i = 0; i < cands.size(); ++i) {
-    wheels[i].sha256 = cands[i].sha256;
-    wheels[i].size = cands[i].size;
-    wheels[i].cached = std::move(found[i]);
-    if (!wheels[i].cached) fetch.push_back(i);
-  }
-  return fetch;
-}
-
-// Downloads `fetch` in parallel, hash-verified, reporting the bytes over all of them together (sizes
-// the index did not publish join the total when their transfer announces them). Each verified
-// download is unpacked into the cache while the others still download (installer/early_unpack.hpp);
-// ENVFIX_EARLY_UNPACK=0 leaves all unpacking to the transaction.
-Expected<void> download_and_unpack(index::IndexClient& client, installer::UnpackedCache& cache,
-                                   const std::vector<index::Candidate>& fetch, std::vector<installer::WheelToInstall*> into,
-                                   const std::function<std::string(std::size_t)>& where, Reporter& rep) {
-  rep.phase(Phase::download);
-  std::vector<std::uint64_t> done(fetch.size()), total(fetch.size());
-  for (std::size_t k = 0; k < fetch.size(); ++k) total[k] = fetch[k].size.value_or(0);
-  std::optional<installer::EarlyUnpacker> early;
-  if (util::get_env(util::Env::early_unpack).value_or("1") != "0") {
-    const unsigned threads = threads_from_env().value_or(util::default_threads());
-    early.emplace(cache, fetch.size(), early_unpack_workers(threads), threads);
-  }
-  auto progress = [&](std::size_t k, std::uint64_t d, std::optional<std::uint64_t> t) {
-    done[k] = d;
-    if (t && *t > total[k]) total[k] = *t;
-    std::uint64_t sd = 0, st = 0;
-    for (std::size_t j = 0; j < fetch.size(); ++j) {
-      sd += done[j];
-      st += total[j];
-    }
-    rep.progress(Phase::download, sd, st);
-  };
-  auto ready = [&](std::size_t k, const fs::path& p) {
-    if (early && fetch[k].sha256) early->ready(k, p, *fetch[k].sha256);
-  };
-  auto results = client.download_many(fetch, progress, ready);
-  for (std::size_t k = 0; k < results.size(); ++k)
-    if (!results[k]) {
-      if (early) early->cancel();
-      return std::unexpected(std::move(results[k].error()).context(where(k)));
-    }
-  std::vector<std::optional<wheel::StagedWheel>> unpacked(fetch.size());
-  if (early) {
-    // The unpacking still running once the downloads are done gets its bar (the transaction's
-    // unpack phase then has only what this could not do).
-    rep.phase(Phase::unpack);
-    unpacked = early->finish([&rep](std::uint64_t d, std::uint64_t t) { rep.progress(Phase::unpack, d, t); });
-  }
-  for (std::size_t k = 0; k < results.size(); ++k) {
-    auto& w = *into[k];
-    w.wheel = *results[k];
-    w.sha256_verified = w.sha256.has_value(); // download_many checked it against the index's hash
-    if (unpacked[k]) {
-      w.cached = std::move(unpacked[k]);
-      w.unpacked_now = true;
-    }
-  }
-  return {};
-}
-
-// Every file ready for the transaction: a wheel already in the unpacked cache needs nothing more
-// (no download, no archive hash); the others are downloaded (or found in the wheel cache) in
-// parallel, hash-verified. The first failure names the package.
-Expected<std::vector<installer::WheelToInstall>> prepare_wheels(index::IndexClient& client,
-                                                                const std::vector<index::Candidate>& cands,
-                                                                const std::function<std::string(std::size_t)>& where,
-                                                                Reporter& rep) {
-  std::vector<installer::WheelToInstall> wheels(cands.size());
-  installer::UnpackedCache cache(unpacked_cache_dir(client));
-  const auto fetch_index = find_unpacked(cache, cands, wheels, rep);
-  if (fetch_index.empty()) {
-    rep.phase(Phase::download);
-    return wheels;
-  }
-  // Something will be unpacked: first clear what a run killed mid-unpack left (not on a warm
-  // install, where every wheel is a cache hit and nothing is written to the cache).
-  cache.remove_stale();
-  std::vector<index::Candidate> fetch;
-  std::vector<installer::WheelToInstall*> into;
-  for (auto i : fetch_index) {
-    fetch.push_back(cands[i]);
-    into.push_back(&wheels[i]);
-  }
-  auto where_fetched = [&](std::size_t k) { return where(fetch_index[k]); };
-  ENVFIX_TRY_VOID(download_and_unpack(client, cache, fetch, into, where_fetched, rep));
-  return wheels;
-}
-
-// The wheel's own METADATA: from the unpacked cache's entry, else the archive's one
-// `*.dist-info/METADATA` (staging later refuses a wheel with none, or with two).
-std::optional<std::string> own_metadata(const installer::WheelToInstall& w) {
-  if (w.cached) return w.cached->metadata;
-  auto text = index::read_local_metadata(w.wheel);
-  return text ? std::optional<std::string>(std::move(*text)) : std::nullopt;
-}
-
-// Where the core metadata the resolver used (a PEP 658 file, range reads) and the wheel's own differ:
-// name, version, Requires-Dist (as a set) and Requires-Python, each fact said both ways.
-std::vector<std::string> metadata_differences(const specs::CoreMetadata& used, const specs::CoreMetadata& own) {
-  std::vector<std::string> out;
-  if (specs::normalize_name(used.name) != specs::normalize_name(own.name))
-    out.push_back(fmt::format("Name: the index's metadata says {:?}, the wheel's METADATA says {:?}", used.name, own.name));
-  if (used.version.to_string() != own.version.to_string())
-    out.push_back(fmt::format("Version: the index's metadata says {}, the wheel's METADATA says {}", used.version.to_string(),
-                              own.version.to_string()));
-  auto reqs = [](const specs::CoreMetadata& m) {
-    std::set<std::string> s;
-    for (const auto& r : m.requires_dist) s.insert(r.to_string());
-    return s;
-  };
-  const auto a = reqs(used), b = reqs(own);
-  for (const auto& r : b)
-    if (!a.contains(r))
-      out.push_back(fmt::format("Requires-Dist: the wheel's METADATA requires {:?}, the index's metadata does not", r));
-  for (const auto& r : a)
-    if (!b.contains(r))
-      out.push_back(fmt::format("Requires-Dist: the index's metadata requires {:?}, the wheel's METADATA does not", r));
-  auto rp = [](const specs::CoreMetadata& m) {
-    return m.requires_python ? m.requires_python->to_string() : std::string("(none)");
-  };
-  if (rp(used) != rp(own))
-    out.push_back(fmt::format("Requires-Python: the index's metadata says {}, the wheel's METADATA says {}", rp(used), rp(own)));
-  return out;
-}
-
-// The plan's dependencies were read from the index's metadata; a downloaded wheel whose own METADATA
-// says otherwise (a .metadata file that hides a Requires-Dist) is refused before anything is
-// installed, and its cached metadata is dropped: the next run reads the wheel's own (the wheel cache
-// comes before PEP 658 in IndexClient::fetch_metadata), so its plan is the true one.
-Expected<void> check_metadata_agrees(index::IndexClient& client, const resolver::Resolution& resolution,
-                                     const resolver::Plan& plan, const std::vector<installer::WheelToInstall>& wheels) {
-  for (std::size_t i = 0; i < wheels.size() && i < plan.install.size(); ++i) {
-    const auto* pin = resolution.find(plan.install[i].name);
-    if (!pin || !pin->metadata) continue;
-    const auto text = own_metadata(wheels[i]);
-    if (!text) continue; // staging refuses such a wheel, naming what is wrong
-    auto own = specs::CoreMetadata::parse(*text);
-    if (!own) continue;
-    auto diff = metadata_differences(*pin->metadata, *own);
-    if (diff.empty()) continue;
-    client.forget_metadata(pin->file);
-    for (auto& d : diff) d = util::escape_control(d);
-    Error e{ErrorCode::invalid_input,
-            fmt::format("the index's core metadata for {} ({}) disagrees with the wheel's own METADATA: {}",
-                        util::escape_control(pin->file.filename), index::redact_url(pin->file.url), diff.front()),
-            {diff.begin() + 1, diff.end()},
-            "the plan was made from metadata (PEP 658 .metadata) that is not the wheel's, so nothing was installed; report it "
-            "to the index's operator (its cached copy was dropped: the next run reads the downloaded wheel's own)"};
-    return std::unexpected(std::move(e));
-  }
-  return {};
-}
-
 // What the kernel gate refused so far in this run, in order: apply falls through to the next
 // candidate after each (the resolver sees the refused build's evidence), and lists them when none fits.
 struct FallThrough {
@@ -492,58 +293,29 @@ void write_lockfile(const Options& o, const PlanContext& ctx, const std::vector<
     report.lockfile_error = lp.error();
 }
 
-// What apply and apply --locked hand to the kernel gate and the transaction: every file in the
-// cache, hash-verified; hashes computed here for files the index gave none (the lockfile's), the
-// framework family and the download time.
-struct PreparedSet {
-  std::vector<installer::WheelToInstall> wheels;
-  std::vector<std::string> names; // the planned (or locked) name of each wheel
-  std::vector<GateInput> gate_in;
-  std::map<std::string, LocalFile> local;
-  std::set<std::string> family;
-  double download_seconds = 0;
-};
-
-// One file to install, from the plan or from the lock.
-struct WantedWheel {
-  std::string name, version;
-  index::Candidate file;
-  bool requested = false; // named by the request (its INSTALLER/REQUESTED marker)
-};
-
-Expected<PreparedSet> prepare(index::IndexClient& client, const std::vector<WantedWheel>& want, std::set<std::string> family,
-                              const std::function<std::string(std::size_t)>& where, Reporter& rep) {
-  const auto t0 = Clock::now();
-  std::vector<index::Candidate> cands;
-  for (const auto& w : want) cands.push_back(w.file);
-  PreparedSet out;
-  out.wheels = ENVFIX_TRY(prepare_wheels(client, cands, where, rep));
-  out.family = std::move(family);
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    auto& w = out.wheels[i];
-    const auto& name = want[i].name;
-    w.requested = want[i].requested;
-    std::error_code ec;
-    if (!w.sha256)
-      out.local[name] = {ENVFIX_TRY(util::sha256_file_hex(w.wheel)), static_cast<std::uint64_t>(fs::file_size(w.wheel, ec))};
-    else if (!w.size)
-      out.local[name] = {*w.sha256, w.cached ? w.cached->archive_size : static_cast<std::uint64_t>(fs::file_size(w.wheel, ec))};
-    out.names.push_back(name);
-    out.gate_in.push_back({name, want[i].version, want[i].file.filename, w.sha256 ? *w.sha256 : out.local[name].sha256});
-  }
-  out.download_seconds = since(t0);
-  return out;
+// The files of the plan or the lock on disk (fetch/fetch.hpp), told through the reporter.
+Expected<fetch::PreparedSet> prepare(index::IndexClient& client, const std::vector<fetch::WantedWheel>& want,
+                                     std::set<std::string> family, const std::function<std::string(std::size_t)>& where,
+                                     Reporter& rep) {
+  fetch::FetchOptions fo;
+  fo.threads = threads_from_env().value_or(util::default_threads());
+  fo.early_unpack = util::get_env(util::Env::early_unpack).value_or("1") != "0";
+  auto phase = [](fetch::Stage s) { return s == fetch::Stage::download ? Phase::download : Phase::unpack; };
+  fetch::Progress told{[&](fetch::Stage s) { rep.phase(phase(s)); },
+                       [&](fetch::Stage s, std::uint64_t d, std::uint64_t t) { rep.progress(phase(s), d, t); },
+                       [&](const std::string& w) { rep.warning(w); }};
+  return fetch::prepare(client, want, std::move(family), where, fo, told);
 }
 
 // The plan's files, prepared; each one's own METADATA checked against what the resolver used.
-Expected<PreparedSet> prepare_set(const PlanContext& ctx, ApplyReporter& rep) {
+Expected<fetch::PreparedSet> prepare_set(const PlanContext& ctx, ApplyReporter& rep) {
   const auto& plan = ctx.plan;
   std::set<std::string> requested, family;
   for (const auto& r : ctx.request) requested.insert(r.normalized_name());
   if (ctx.framework_mode())
     for (const auto& n : resolver::framework_family(*ctx.spec)) family.insert(n);
   if (ctx.request.empty()) requested.insert(family.begin(), family.end());
-  std::vector<WantedWheel> want;
+  std::vector<fetch::WantedWheel> want;
   for (const auto& i : plan.install) {
     const auto* pin = ctx.resolution.find(i.name);
     if (!pin) return make_error(ErrorCode::internal, fmt::format("{}: planned but not in the resolution", i.name));
@@ -553,7 +325,7 @@ Expected<PreparedSet> prepare_set(const PlanContext& ctx, ApplyReporter& rep) {
     return fmt::format("could not download {}=={} ({})", want[i].name, want[i].version, index::redact_url(want[i].file.url));
   };
   auto out = ENVFIX_TRY(prepare(*ctx.client, want, std::move(family), where, rep));
-  ENVFIX_TRY_VOID(check_metadata_agrees(*ctx.client, ctx.resolution, plan, out.wheels));
+  ENVFIX_TRY_VOID(fetch::check_metadata_agrees(*ctx.client, ctx.resolution, plan, out.wheels));
   return out;
 }
 
@@ -609,7 +381,7 @@ Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const Apply
   ApplyReport report;
   auto prep = ENVFIX_TRY(prepare_set(ctx, rep));
   TxnInput in{&host, &target, std::move(prep.wheels), std::move(prep.names),
-              {},    nullptr, plan.variant,           unpacked_cache_dir(*ctx.client)};
+              {},    nullptr, plan.variant,           fetch::unpacked_cache_dir(*ctx.client)};
   for (const auto& r : plan.remove)
     if (!r.dist_info.empty()) in.removals.push_back(r.dist_info); // empty: a dist not read from this disk
   in.framework = ctx.framework_mode() && ctx.knowledge ? ctx.knowledge->framework(ctx.spec->name) : nullptr;
@@ -742,10 +514,10 @@ Expected<void> check_locked_changes(const Host& host, const lockfile::LockTarget
     if (lock_names.contains(d.name)) touched.remove.push_back(resolver::PlanRemove::of(d, resolver::RemoveReason::replaced));
   for (const auto& r : plan.remove)
     if (!lock_names.contains(r.name)) touched.remove.push_back(r);
-  ENVFIX_TRY_VOID(check_conda(touched, o.allow_conda_overwrite));
+  ENVFIX_TRY_VOID(resolver::check_conda(touched, o.allow_conda_overwrite));
   for (const auto& p : chosen.packages)
     touched.install.push_back({p.name, p.version, p.filename, p.url, p.sha256, p.size, {}, {}});
-  ENVFIX_TRY(check_breaking(host.installed, touched, host.python.markers, o.allow_breaking));
+  ENVFIX_TRY(resolver::check_breaking(host.installed, touched, host.python.markers, o.allow_breaking));
   for (const auto& w : touched.warnings) rep.warning(w);
   return {};
 }
@@ -782,12 +554,12 @@ Expected<OpenLock> open_lock(const Options& g, ApplyReporter& rep) {
 }
 
 // The locked files, each requested when the lock's recorded request names it.
-std::vector<WantedWheel> locked_wanted(const lockfile::LockFile& lock, const lockfile::LockTarget& chosen,
-                                       const std::vector<index::Candidate>& cands) {
+std::vector<fetch::WantedWheel> locked_wanted(const lockfile::LockFile& lock, const lockfile::LockTarget& chosen,
+                                              const std::vector<index::Candidate>& cands) {
   std::set<std::string> requested;
   for (const auto& req : lock.request)
     if (auto q = specs::Requirement::parse(req)) requested.insert(q->normalized_name());
-  std::vector<WantedWheel> want;
+  std::vector<fetch::WantedWheel> want;
   for (std::size_t i = 0; i < chosen.packages.size(); ++i) {
     const auto& p = chosen.packages[i];
     want.push_back({p.name, p.version, cands[i], requested.contains(p.name)});
@@ -853,7 +625,7 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
   auto prep = ENVFIX_TRY(
       prepare(*client, locked_wanted(lk.lock, *chosen, cands), fw ? family_of(*fw, false) : std::set<std::string>{}, where, rep));
   TxnInput in{&host, &target, std::move(prep.wheels), std::move(prep.names),
-              {},    fw,      chosen->variant,        unpacked_cache_dir(*client)};
+              {},    fw,      chosen->variant,        fetch::unpacked_cache_dir(*client)};
   in.removals = ENVFIX_TRY(locked_removals(host, *chosen, cands, fw, o, rep));
   auto store = evidence_store(*client);
   auto gate = make_gate(host, prep.gate_in, chosen->variant, prep.family, &store, false, {});

@@ -9,7 +9,7 @@
 #include "api/options.hpp"
 #include "api/plan.hpp"
 #include "api/reporter.hpp"
-#include "api/smoke.hpp"
+#include "smoke/smoke.hpp"
 #include "installer/transaction.hpp"
 #include "util/error.hpp"
 
@@ -55,12 +55,12 @@ struct Timings {
 };
 
 struct Smoke {
-  std::vector<std::string> passed;   // step names, in order
-  std::string cpu_why;               // "no GPU" | "CPU build" when it ran on the CPU
-  std::string note;                  // why it was skipped, or where it ran
-  std::optional<Error> failure_kept; // --no-rollback: the failure, the new set left installed
-  std::vector<StepTime> seconds;     // each step run, in order (api/smoke.hpp)
-  int interpreters = 0;              // Python processes the steps ran in
+  std::vector<std::string> passed;      // step names, in order
+  std::string cpu_why;                  // "no GPU" | "CPU build" when it ran on the CPU
+  std::string note;                     // why it was skipped, or where it ran
+  std::optional<Error> failure_kept;    // --no-rollback: the failure, the new set left installed
+  std::vector<smoke::StepTime> seconds; // each step run, in order (smoke/smoke.hpp)
+  int interpreters = 0;                 // Python processes the steps ran in
 };
 
 struct Applied {

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "api/host.hpp"
-#include "api/smoke.hpp"
+#include "smoke/smoke.hpp"
 #include "probe/installed_kernels.hpp"
 #include "util/env.hpp"
 #include "util/parallel.hpp"
@@ -58,19 +58,15 @@ Expected<diagnosis::DoctorReport> doctor(const Options& o, const DoctorRequest& 
     const fs::path python = in.facts.python->executable;
     const int timeout_s = opt.repro_timeout_s;
     in.run_steps = [python, timeout_s](const std::vector<std::string>& codes) {
-      std::vector<SmokeStep> steps;
+      std::vector<smoke::SmokeStep> steps;
       for (const auto& code : codes) steps.push_back({fmt::format("step {}", static_cast<char>('A' + steps.size())), code});
-      SmokeRunOptions ro;
+      smoke::SmokeRunOptions ro;
       ro.timeout = std::chrono::seconds(timeout_s);
       std::vector<diagnosis::StepOutcome> out;
-      auto run = run_steps(python, steps, ro);
+      auto run = smoke::run_steps(python, steps, ro);
       if (!run) return std::vector<diagnosis::StepOutcome>{{false, run.error().message}};
       for (const auto& st : run->steps) {
-        std::string error = st.ok          ? ""
-                            : st.timed_out ? fmt::format("timed out after {} s", timeout_s)
-                                           : exception_line(st.out, st.err);
-        if (!st.ok && error.empty())
-          error = st.term_signal ? fmt::format("killed by signal {}", st.term_signal) : fmt::format("exit code {}", st.exit_code);
+        const auto error = smoke::failure_text(st, ro.timeout);
         out.push_back({st.ok, error});
       }
       return out;

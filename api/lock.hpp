@@ -9,6 +9,7 @@
 
 #include "api/options.hpp"
 #include "api/plan.hpp"
+#include "fetch/fetch.hpp"
 #include "lockfile/lockfile.hpp"
 #include "lockfile/select.hpp"
 #include "util/error.hpp"
@@ -27,10 +28,7 @@ namespace envfix::api {
 // The kernels the matrices claim for the main package of a framework set (verified: false), and what
 // binaries said about builds read before (verified: true).
 [[nodiscard]] std::map<std::string, lockfile::LockedKernels> claimed_kernels(const PlanContext& ctx);
-struct LocalFile {
-  std::string sha256;
-  std::uint64_t size = 0;
-};
+using LocalFile = fetch::LocalFile; // sha256 and size computed for a file its index published none of
 // A target from the resolution. `kernels` by normalized name; `local` gives sha256/size of
 // downloaded files for pins whose index did not publish them. Fails naming a pin without a sha256.
 [[nodiscard]] Expected<lockfile::LockTarget> make_lock_target(const PlanContext& ctx,

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "matrices/answers.hpp"
 #include "matrices/knowledge.hpp"
 #include "specs/gpu_arch.hpp"
 #include "specs/version.hpp"
@@ -17,41 +18,15 @@
 
 namespace envfix::api {
 
-// The matrices platform a --platform tag names ("manylinux_2_28_aarch64" → linux_aarch64); none given:
-// linux_aarch64 for an integrated (Tegra) GPU, every Jetson being an aarch64 machine, else linux_x86_64.
-[[nodiscard]] std::string matrix_platform(std::string_view platform_tag, specs::ComputeCapability cc);
-
-// The names of an arch list ("sm_90", "compute_90"); none for an unknown list.
-[[nodiscard]] std::vector<std::string> arch_names(const std::optional<std::vector<specs::GpuArch>>& list);
-
-// Every release row of a framework, newest first (by its highest version; a row with none last).
-[[nodiscard]] std::vector<const matrices::Release*> rows_newest_first(const matrices::Framework& f);
-// The variant builds one row lists for `platform` (a row may be a range or a nightly line, which
-// Knowledge::variants_for, asked for one version, does not cover).
-[[nodiscard]] std::vector<matrices::VariantBuild> builds_of(const matrices::Framework& f, const matrices::Release& r,
-                                                            const std::string& platform);
-
-// One build that runs on the GPU (natively, by PTX JIT, or unknown: no arch data).
-struct GpuBuild {
-  const matrices::Release* row = nullptr;
-  matrices::VariantBuild build;
-  matrices::RunKind runs = matrices::RunKind::none;
-  std::optional<specs::GpuArch> via; // the entry that runs
-  std::optional<std::string> min_driver, minor_compat_driver;
-  std::optional<bool> driver_ok; // with a driver given
-  bool stable = false;           // the row is on the stable channel
-};
-struct NewestStable {
-  std::string version, variant;
-};
-struct GpuBuilds {
-  std::vector<GpuBuild> builds;            // rows newest first
-  std::optional<NewestStable> native, jit; // the newest stable release each way
-  std::size_t unknown = 0;                 // builds without arch data (CUDA ones only)
-};
-// `driver` empty: no driver_ok. Non-CUDA builds without arch data are left out.
-[[nodiscard]] GpuBuilds builds_for_gpu(const matrices::Knowledge& k, const matrices::Framework& f, specs::ComputeCapability cc,
-                                       const std::string& platform, const std::string& os, const std::string& driver);
+// The knowledge's own answers (matrices/answers.hpp), by the names cli/ calls them.
+using matrices::arch_names;
+using matrices::builds_for_gpu;
+using matrices::builds_of;
+using matrices::GpuBuild;
+using matrices::GpuBuilds;
+using matrices::matrix_platform;
+using matrices::NewestStable;
+using matrices::rows_newest_first;
 
 // A learned build against the matrices' row for the same build (only the main package's archs are
 // in the table).

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "resolver/evidence.hpp"
+#include "resolver/framework_plan.hpp"
 #include "resolver/frameworks.hpp"
 #include "index/url.hpp"
 #include "probe/installed_kernels.hpp"
@@ -22,64 +24,6 @@
 namespace envfix::api {
 
 namespace {
-
-// The framework's whole set (resolver::framework_packages) and every variant's kernel packages: what
-// the selector chooses as a whole, never kept because it is installed (the installed jax-cuda13-pjrt
-// may be the build whose binaries lack the GPU's code), and whose installed binaries can hold the
-// framework's kernels (jax's plugin and pjrt carry them, jax itself none).
-std::vector<std::string> whole_set(const resolver::FrameworkSpec& spec) {
-  auto out = resolver::framework_packages(spec);
-  for (const auto& i : spec.indexes)
-    for (const auto& k : i.kernels)
-      if (auto n = specs::normalize_name(k); std::find(out.begin(), out.end(), n) == out.end()) out.push_back(std::move(n));
-  return out;
-}
-
-// Evidence beats tables: what binaries said about a build, before the matrices. The installed set's
-// own framework binaries count (read once per file, kept by RECORD hash), then the build the kernel
-// gate read from this very file before, by its sha256 (wheel/kernel_evidence.hpp): a record of another
-// file with the same name and version rules nothing out.
-// Returns the names whose installed binaries were read.
-std::set<std::string> attach_evidence(resolver::FrameworkSpec& spec, const Host& host, const index::IndexClient& client,
-                                      const std::vector<specs::Requirement>& request) {
-  std::set<std::string> read;
-  auto store = std::make_shared<wheel::EvidenceStore>(evidence_store(client));
-  auto installed = std::make_shared<std::map<wheel::BuildKey, resolver::BuildFacts>>();
-  if (!host.gpus.empty()) {
-    // The set's packages, and every one the request names (a GPU extension such as xformers): an
-    // installed build whose binaries hold nothing for a GPU is never kept as "nothing to do".
-    auto family = whole_set(spec);
-    for (const auto& q : request) family.push_back(q.normalized_name());
-    for (const auto& d : host.facts.installed) {
-      if (std::find(family.begin(), family.end(), d.normalized_name()) == family.end()) continue;
-      auto ik = probe::read_installed_kernels(d, store.get(), util::default_threads());
-      if (!ik || ik->files.empty()) continue;
-      auto key = probe::installed_build_key(d);
-      resolver::BuildFacts facts{std::move(ik->files), fmt::format("installed in {}", d.dist_info.parent_path().string())};
-      (void)store->put_build({key, facts.source, facts.files});
-      (*installed)[key] = std::move(facts);
-      read.insert(d.normalized_name());
-    }
-  }
-  auto find = [installed](const wheel::BuildKey& key) -> std::optional<resolver::BuildFacts> {
-    if (auto it = installed->find(key); it != installed->end()) return it->second;
-    return std::nullopt;
-  };
-  spec.evidence = [find, store](const index::Candidate& c, const specs::WheelFilename& wf,
-                                std::string_view variant) -> std::optional<resolver::BuildFacts> {
-    auto key = wheel::build_key(wf, variant);
-    if (auto facts = find(key)) return facts;
-    if (c.sha256)
-      if (auto e = store->build(*c.sha256); e && wheel::same_wheel(e->key, key))
-        return resolver::BuildFacts{std::move(e->files), std::move(e->source)};
-    // A file without a local label is the same build on whichever index lists it (jax-cuda13-pjrt
-    // 0.11.2 names its variant in its project name): installed builds are keyed by the label alone.
-    if (wf.version.has_local() || variant.empty()) return std::nullopt;
-    key.variant.clear();
-    return find(key);
-  };
-  return read;
-}
 
 // The framework's own packages (main package, companions, every variant's set: resolver/frameworks.hpp):
 // with extra indexes, these come only from the framework's index (README.md, Index options).
@@ -183,49 +127,6 @@ resolver::HostTarget host_target(const Host& host, const matrices::Knowledge& kn
   return target;
 }
 
-// Every index answering 404 for the main package is a wrong URL (a --mirror without that tree), not
-// "no build fits": that error, naming the URLs; else the selector's own.
-Error selection_error(Error selector, const resolver::FrameworkSpec& spec,
-                      const std::map<std::string, std::unique_ptr<resolver::IndexProvider>>& providers) {
-  const auto main = specs::normalize_name(spec.main_package);
-  std::vector<std::string> urls;
-  for (const auto& [url, p] : providers) {
-    auto it = p->missing_pages().find(main);
-    if (it == p->missing_pages().end()) return selector;
-    urls.push_back(it->second.message);
-  }
-  if (providers.empty()) return selector;
-  return Error{ErrorCode::not_found,
-               fmt::format("no index holds {}: every index envfix tried answered HTTP 404", spec.main_package), urls,
-               "check --mirror / ENVFIX_MIRROR (it replaces the base URL of every index template) or --index-url"};
-}
-
-// The plan of the selector's choice: its index, why, warnings and rejections.
-resolver::Plan framework_plan(const resolver::FrameworkChoice& choice, const PlanContext& ctx,
-                              const resolver::FrameworkTargets& fws, bool reinstall) {
-  const auto& spec = *ctx.spec;
-  resolver::PlanInputs in{&ctx.resolution, ctx.host.installed, resolver::framework_packages(spec), {"nvidia-"}, reinstall};
-  auto plan = resolver::make_plan(in);
-  plan.channel = choice.index.channel;
-  plan.variant = choice.index.variant;
-  plan.index = index::redact_url(choice.index.url);
-  plan.why = choice.why;
-  plan.warnings.insert(plan.warnings.begin(), choice.warnings.begin(), choice.warnings.end()); // then make_plan's (yanked pins)
-  if (!fws.note.empty()) plan.warnings.insert(plan.warnings.begin(), fws.note);
-  if (choice.index.variant.empty() && !ctx.host.gpus.empty()) {
-    // An --index-url whose variant nothing names (indexes_for_url): no CUDA to check the driver
-    // against, no arch data; the kernel check after download decides.
-    const auto* m = ctx.resolution.find(specs::normalize_name(spec.main_package));
-    plan.why = fmt::format("{} {} from {}, variant unknown: its kernels are checked after download", spec.main_package,
-                           m ? m->version.to_string() : "", index::redact_url(choice.index.url));
-    plan.warnings.push_back(fmt::format("the variant of {} is unknown (no local label on the {} files, no --variant): the "
-                                        "driver is not checked against its CUDA, its kernels are checked after download",
-                                        index::redact_url(choice.index.url), spec.main_package));
-  }
-  plan.rejected.insert(plan.rejected.begin(), choice.rejected.begin(), choice.rejected.end());
-  return plan;
-}
-
 // The framework's way: the matrices' indexes (or --index-url as the framework's), evidence first, the
 // selector choosing the set for the host's GPUs and driver.
 Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& flags, PlanContext& ctx,
@@ -240,7 +141,10 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   const std::string mirror = mirror_of(g);
   ctx.spec = std::make_unique<resolver::FrameworkSpec>(
       ENVFIX_TRY(resolver::framework_spec_from(knowledge, framework, mirror, host.platform)));
-  const auto read = from_index(flags, host, attach_evidence(*ctx.spec, host, client, ctx.request));
+  auto store = std::make_shared<wheel::EvidenceStore>(evidence_store(client));
+  const auto read = from_index(flags, host,
+                               resolver::attach_evidence(*ctx.spec, host.facts.installed, !host.gpus.empty(), store, ctx.request,
+                                                         util::default_threads()));
   std::map<std::string, std::unique_ptr<resolver::IndexProvider>> providers;
   auto base_provider = [&](const std::string& url) -> resolver::IndexProvider& {
     auto& p = providers[url];
@@ -274,7 +178,7 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   std::map<std::string, std::unique_ptr<resolver::FirstIndexProvider>> chained;
   std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
   auto upgrade = upgraded_names(flags, ctx.request);
-  for (auto& n : whole_set(spec)) upgrade.insert(std::move(n));
+  for (auto& n : resolver::whole_set(spec)) upgrade.insert(std::move(n));
   auto choice = resolver::select_framework_set(
       spec, host_target(host, knowledge), req, [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
         resolver::CandidateProvider* p = &base_provider(i.url);
@@ -288,10 +192,11 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
         if (!pp) pp = std::make_unique<resolver::PreferInstalledProvider>(*p, preferred(flags, host), upgrade, read);
         return *pp;
       });
-  if (!choice) return std::unexpected(selection_error(std::move(choice).error(), spec, providers));
+  if (!choice) return std::unexpected(resolver::selection_error(std::move(choice).error(), spec, providers));
+  auto plan = resolver::framework_plan({&*choice, &spec, host.installed, fws.note, flags.reinstall, !host.gpus.empty()});
   ctx.resolution = std::move(choice->resolution);
   ctx.framework_index = choice->index;
-  return framework_plan(*choice, ctx, fws, flags.reinstall);
+  return plan;
 }
 
 // The index client's warnings, the counts and the time, once the plan is made.
@@ -342,47 +247,9 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
   return finish_plan(std::move(ctx), t0);
 }
 
-Expected<void> check_conda(resolver::Plan& plan, bool allow_conda_overwrite) {
-  // conda's packages are left to conda (docs/json.md, plan).
-  if (auto owned = resolver::conda_owned_changes(plan); !owned.empty()) {
-    if (!allow_conda_overwrite) {
-      Error e{ErrorCode::invalid_input,
-              fmt::format("the plan would remove or overwrite {} package{} conda owns: {}", owned.size(),
-                          owned.size() == 1 ? "" : "s", owned.front()),
-              owned,
-              "change it the conda way (`conda install` the build you need, e.g. `conda install pytorch pytorch-cuda=12.4 -c "
-              "pytorch -c nvidia`, or `conda remove` it first and run envfix again), or pass --allow-conda-overwrite to "
-              "replace it anyway (conda-meta will then describe files that are gone); nothing was changed"};
-      return std::unexpected(std::move(e));
-    }
-    for (const auto& o : owned) plan.warnings.push_back("--allow-conda-overwrite: replacing " + o);
-  }
-  return {};
-}
-
 Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking, bool allow_conda_overwrite) {
-  ENVFIX_TRY_VOID(check_conda(ctx.plan, allow_conda_overwrite));
-  return check_breaking(ctx.host.installed, ctx.plan, ctx.host.python.markers, allow_breaking);
-}
-
-Expected<std::vector<std::string>> check_breaking(const std::vector<resolver::InstalledPackage>& installed, resolver::Plan& plan,
-                                                  const specs::MarkerEnvironment& env, bool allow_breaking) {
-  auto broken = resolver::check_environment(installed, plan, env);
-  std::vector<std::string> lines;
-  for (const auto& b : broken) lines.push_back(fmt::format("{} requires {}, but {}", b.package, b.requirement, b.problem));
-  if (lines.empty()) return lines;
-  if (!allow_breaking) {
-    Error e{
-        ErrorCode::unsatisfiable,
-        fmt::format("the plan would break {} installed package{}: {}", lines.size(), lines.size() == 1 ? "" : "s", lines.front()),
-        {},
-        "pin what the installed package needs (e.g. add its requirement to the request), use an index that holds "
-        "it, or pass --allow-breaking to go ahead anyway; nothing was changed"};
-    e.causes = lines;
-    return std::unexpected(std::move(e));
-  }
-  for (const auto& l : lines) plan.warnings.push_back("--allow-breaking: " + l);
-  return lines;
+  ENVFIX_TRY_VOID(resolver::check_conda(ctx.plan, allow_conda_overwrite));
+  return resolver::check_breaking(ctx.host.installed, ctx.plan, ctx.host.python.markers, allow_breaking);
 }
 
 Expected<PlanContext> plan(const Options& o, const PlanRequest& r, std::vector<resolver::Rejection>* rejected) {

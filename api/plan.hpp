@@ -57,18 +57,9 @@ struct PlanContext {
 [[nodiscard]] Expected<PlanContext> plan(const Options& o, const PlanRequest& r,
                                          std::vector<resolver::Rejection>* rejected = nullptr);
 
-// A plan that removes or overwrites a package conda owns is refused (naming it, with the conda way as
-// hint) unless allow_conda_overwrite; then each is a warning in plan.warnings.
-[[nodiscard]] Expected<void> check_conda(resolver::Plan& plan, bool allow_conda_overwrite);
-// pip check over the environment as it will be after the plan (resolver::check_environment): an
-// error naming each installed package and the requirement the plan would break, unless allow_breaking
-// (then the broken requirements come back as warnings, in ctx.plan.warnings too). Checks conda first.
+// resolver::check_conda, then resolver::check_breaking (pip check of the after-state) on ctx's plan.
 [[nodiscard]] Expected<std::vector<std::string>> check_installed(PlanContext& ctx, bool allow_breaking,
                                                                  bool allow_conda_overwrite = false);
-// The pip check part alone, for any plan (apply --locked builds one from the lockfile).
-[[nodiscard]] Expected<std::vector<std::string>> check_breaking(const std::vector<resolver::InstalledPackage>& installed,
-                                                                resolver::Plan& plan, const specs::MarkerEnvironment& env,
-                                                                bool allow_breaking);
 
 // The requirement list a lockfile records for this plan: the request as given, else the framework
 // packages the resolution holds.

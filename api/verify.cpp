@@ -9,9 +9,10 @@
 #include <fmt/format.h>
 
 #include "api/doctor.hpp"
+#include "diagnosis/diagnose.hpp"
 #include "resolver/frameworks.hpp"
 #include "api/host.hpp"
-#include "api/smoke.hpp"
+#include "smoke/smoke.hpp"
 #include "probe/host_facts.hpp"
 #include "probe/installed_kernels.hpp"
 #include "specs/name.hpp"
@@ -56,39 +57,22 @@ std::vector<std::string> stopped_lines(const std::vector<util::LeftoverProcess>&
 
 // A smoke step's outcome as verify reports it: the exception line (or the timeout, the signal, the
 // exit code), the operator a model check named last, the CUDA error's class.
-VerifyStep verify_step(const StepRun& s, const std::string& layer, const std::string& name, std::chrono::seconds timeout) {
+VerifyStep verify_step(const smoke::StepRun& s, const std::string& layer, const std::string& name, std::chrono::seconds timeout) {
   VerifyStep v{layer, name};
   v.ok = s.ok;
   v.seconds = s.seconds;
   if (s.ok) return v;
   v.op = last_op(s.out);
-  v.error = s.timed_out ? fmt::format("timed out after {} s", timeout.count()) : exception_line(s.out, s.err);
-  if (s.term_signal) { // with what the step wrote to stderr last (a C++ abort's message), if anything
-    const auto line = exception_line("", s.err);
-    v.error = fmt::format("killed by signal {} ({})", s.term_signal, ::strsignal(s.term_signal));
-    if (!line.empty()) v.error += ": " + line;
-  }
-  if (v.error.empty()) v.error = fmt::format("exit code {}", s.exit_code);
+  v.error = smoke::failure_text(s, timeout);
   v.cuda_class = diagnosis::classify_cuda_error(v.error);
   return v;
 }
 
-// The command that reinstalls the framework's installed packages: the fix when no GPU is there for
-// the binaries to be judged against.
+// The reinstall of the framework's installed packages, with the options of this run (diagnosis
+// builds every printed command): the fix when no GPU is there for the binaries to be judged against.
 std::string reinstall_command(const Options& g, const matrices::Framework& fw, const Host& host) {
-  std::set<std::string> family{specs::normalize_name(fw.main_package)};
-  for (const auto& c : fw.companions) family.insert(specs::normalize_name(c));
-  std::string pkgs;
-  for (const auto& n : host.installed_names)
-    if (family.contains(n) && pkgs.find(" " + n + " ") == std::string::npos) pkgs += n + " ";
-  if (pkgs.empty()) pkgs = specs::normalize_name(fw.main_package) + " ";
-  std::string cmd = "envfix apply " + pkgs;
-  if (fw.name != "torch") cmd += "--framework " + fw.name + " ";
-  if (!g.python.empty()) cmd += "--python " + util::shell_quote(g.python) + " ";
-  if (!g.matrices_dir.empty()) cmd += "--matrices " + util::shell_quote(g.matrices_dir) + " ";
-  for (const auto& a : index_args(g)) cmd += util::shell_quote(a) + " "; // redacted, as doctor prints them
-  cmd.pop_back();
-  return cmd;
+  const bool managed = host.facts.python && host.facts.python->externally_managed;
+  return diagnosis::reinstall_command(fw, host.installed_names, diagnose_options(g, {}).fix, managed);
 }
 
 // "no kernel image" in the app: doctor's diagnosis of the binaries (framework and GPU extensions,
@@ -217,20 +201,20 @@ Expected<const matrices::Framework*> installed_framework(const Options& o, const
 // The repro and model layers, every step in one interpreter where it can (api/smoke.hpp), each
 // told as it ends; a layer is announced before its first step (without steps, in its turn).
 Expected<void> run_layers(const matrices::Framework& fw, const VerifyRequest& r, VerifyReport& report, VerifyReporter& rep) {
-  const auto device = report.cpu ? SmokeDevice::cpu : SmokeDevice::gpu;
+  const auto device = report.cpu ? smoke::SmokeDevice::cpu : smoke::SmokeDevice::gpu;
   std::vector<std::pair<std::string, std::size_t>> layers; // name, its first step
-  std::vector<SmokeStep> steps;
+  std::vector<smoke::SmokeStep> steps;
   std::vector<std::pair<std::string, std::string>> names; // layer and name of each step
   if (r.layers.contains("repro")) {
     layers.emplace_back("repro", steps.size());
-    for (auto& st : smoke_steps(fw.smoke, report.host.installed_names, device)) {
+    for (auto& st : smoke::smoke_steps(fw.smoke, report.host.installed_names, device)) {
       names.emplace_back("repro", st.name);
       steps.push_back(std::move(st));
     }
   }
   if (r.layers.contains("model")) {
     layers.emplace_back("model", steps.size());
-    for (auto& st : model_steps(fw.smoke, report.host.installed_names, device)) {
+    for (auto& st : smoke::model_steps(fw.smoke, report.host.installed_names, device)) {
       names.emplace_back("model", st.name.substr(7)); // less "model: "
       steps.push_back(std::move(st));
     }
@@ -248,15 +232,15 @@ Expected<void> run_layers(const matrices::Framework& fw, const VerifyRequest& r,
     report.steps.push_back(std::move(v));
     if (!util::interrupt_signal()) rep.step(report.steps.back());
   };
-  SmokeRunOptions ro;
+  smoke::SmokeRunOptions ro;
   ro.timeout = r.timeout;
   ro.stop_at_failure = false;
   ro.cancel = [] { return util::interrupt_signal() != 0; };
-  ro.on_step = [&](const StepRun& s) {
+  ro.on_step = [&](const smoke::StepRun& s) {
     const auto& [layer, name] = names[report.steps.size()];
     tell(verify_step(s, layer, name, r.timeout));
   };
-  auto run = run_steps(report.python, steps, ro);
+  auto run = smoke::run_steps(report.python, steps, ro);
   if (!run && run.error().code == ErrorCode::interrupted) return std::unexpected(std::move(run.error()));
   if (run)
     report.interpreters = run->interpreters;
@@ -313,13 +297,10 @@ Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyRe
   report.framework = fw->name;
   report.python = report.host.facts.python->executable;
   const auto* variant = fw->variant(main_local);
-  const bool cpu_build = variant && variant->kind == "cpu";
   const Host& host = report.host;
-  report.cpu = host.gpus.empty() || host.gpus_planned || cpu_build;
-  report.device_note = host.gpus_planned   ? "planned GPUs cannot run anything: verifying on the CPU"
-                       : host.gpus.empty() ? "no GPU: verifying on the CPU"
-                       : cpu_build         ? "CPU build: verifying on the CPU"
-                                           : "";
+  const auto cpu = smoke::cpu_reason(!host.gpus.empty(), host.gpus_planned, variant && variant->kind == "cpu");
+  report.cpu = cpu != smoke::CpuReason::none;
+  if (report.cpu) report.device_note = fmt::format("{}: verifying on the CPU", smoke::describe(cpu));
   rep.started(report);
   // SIGINT/SIGTERM: the running child's session is killed, then envfix exits 128 + the signal.
   util::InterruptScope interrupts;

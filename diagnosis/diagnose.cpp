@@ -620,22 +620,8 @@ void check_matrices(DoctorReport& r, const FrameworkReport& s) {
   }
 }
 
-// `args` with the options that shaped the diagnosis (the target interpreter, or --venv .venv for an
-// externally managed one; the GPUs, driver, indexes, …: FixArgs), `drop` left out, shell-quoted.
 std::string command_line(const DoctorReport& r, std::vector<std::string> args, const FixArgs& g, std::string_view drop = {}) {
-  if (r.facts.python && r.facts.python->externally_managed)
-    args.insert(args.end(), {"--venv", ".venv"});
-  else if (!g.python.empty())
-    args.insert(args.end(), {"--python", g.python});
-  for (std::size_t i = 0; i < g.rest.size(); ++i) {
-    if (!drop.empty() && g.rest[i] == drop) {
-      ++i; // the option's value too
-      continue;
-    }
-    args.push_back(g.rest[i]);
-  }
-  for (auto& a : args) a = util::shell_quote(a);
-  return join(args, " ");
+  return diagnosis::command_line(std::move(args), g, r.facts.python && r.facts.python->externally_managed, drop);
 }
 
 // The guide's last fix: a nightly or test build installed because stable did not cover a new GPU
@@ -757,11 +743,12 @@ void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_
               "a build with SASS for this GPU starts faster");
       }
     }
-    if (ks.zstd && r.facts.driver && r.facts.driver->cuda && *r.facts.driver->cuda < specs::kZstdMinCuda)
+    if (r.facts.driver && wheel::zstd_unloadable(ks.profiles, r.facts.driver->cuda))
       add(r, FindingCode::zstd_needs_newer_driver, Severity::error,
-          fmt::format("{} has ZSTD-compressed kernels, which need a driver for CUDA >= 12.4 (this one: CUDA {})", p.dist->name,
-                      r.facts.driver->cuda->to_string()),
-          fmt::format("upgrade the driver (>= {})", zstd_driver.empty() ? "one for CUDA 12.4" : zstd_driver));
+          fmt::format("{} has ZSTD-compressed kernels, which need a driver for CUDA >= {} (this one: CUDA {})", p.dist->name,
+                      specs::kZstdMinCuda.to_string(), r.facts.driver->cuda->to_string()),
+          fmt::format("upgrade the driver (>= {})",
+                      zstd_driver.empty() ? "one for CUDA " + specs::kZstdMinCuda.to_string() : zstd_driver));
     p.kernels = std::move(ks);
   }
   // A GPU variant whose named kernel packages (jax-cuda13-plugin, -pjrt) hold no GPU code: a passing
@@ -1101,6 +1088,35 @@ DoctorReport diagnose(const DiagnoseOptions& opt, DoctorInputs in) {
                    [](const Finding& a, const Finding& b) { return a.severity < b.severity; });
   conclude(r, opt.fix);
   return r;
+}
+
+std::string command_line(std::vector<std::string> args, const FixArgs& g, bool externally_managed, std::string_view drop) {
+  if (externally_managed)
+    args.insert(args.end(), {"--venv", ".venv"});
+  else if (!g.python.empty())
+    args.insert(args.end(), {"--python", g.python});
+  for (std::size_t i = 0; i < g.rest.size(); ++i) {
+    if (!drop.empty() && g.rest[i] == drop) {
+      ++i; // the option's value too
+      continue;
+    }
+    args.push_back(g.rest[i]);
+  }
+  for (auto& a : args) a = util::shell_quote(a);
+  return join(args, " ");
+}
+
+std::string reinstall_command(const matrices::Framework& fw, const std::vector<std::string>& installed_names, const FixArgs& g,
+                              bool externally_managed) {
+  std::set<std::string> family{specs::normalize_name(fw.main_package)};
+  for (const auto& c : fw.companions) family.insert(specs::normalize_name(c));
+  std::vector<std::string> args{"envfix", "apply"};
+  std::set<std::string> named;
+  for (const auto& n : installed_names)
+    if (family.contains(n) && named.insert(n).second) args.push_back(n);
+  if (named.empty()) args.push_back(specs::normalize_name(fw.main_package));
+  if (fw.name != "torch") args.insert(args.end(), {"--framework", fw.name});
+  return command_line(std::move(args), g, externally_managed);
 }
 
 } // namespace envfix::diagnosis

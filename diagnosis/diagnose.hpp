@@ -29,4 +29,15 @@ struct DiagnoseOptions {
 
 [[nodiscard]] DoctorReport diagnose(const DiagnoseOptions& o, DoctorInputs in);
 
+// The one builder of a printed envfix command (doctor's fixes, verify's): `args`, then the options
+// that shaped the run (--venv .venv instead of --python for an externally managed target), `drop`
+// and its value left out, each shell-quoted.
+[[nodiscard]] std::string command_line(std::vector<std::string> args, const FixArgs& g, bool externally_managed,
+                                       std::string_view drop = {});
+
+// The reinstall of a framework's installed packages (main and companions, in `installed_names`'
+// order; the main package when none is): verify's fix where no GPU is there to judge binaries by.
+[[nodiscard]] std::string reinstall_command(const matrices::Framework& fw, const std::vector<std::string>& installed_names,
+                                            const FixArgs& g, bool externally_managed);
+
 } // namespace envfix::diagnosis

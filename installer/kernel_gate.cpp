@@ -86,8 +86,6 @@ Expected<void> KernelGate::operator()(const std::vector<StagedObject>& objects) 
 void KernelGate::judge(GatePackageReport& r) {
   if (r.files.empty()) return;
   const auto& pkg = r.package;
-  bool zstd = false;
-  for (const auto& f : r.files) zstd = zstd || f.profile.zstd;
   for (const auto& gpu : m_options.gpus) {
     auto pc = wheel::package_coverage(r.files, gpu.cc);
     const std::string where = gpu_text(gpu);
@@ -115,8 +113,9 @@ void KernelGate::judge(GatePackageReport& r) {
       m_warnings.push_back(fmt::format("{} runs on {} only by PTX JIT compilation (slow first start)", label(pkg), where));
     r.per_gpu.emplace_back(gpu, std::move(pc));
   }
-  if (zstd && m_options.driver_cuda && *m_options.driver_cuda < specs::CudaVersion{12, 4})
-    m_warnings.push_back(fmt::format("{} has ZSTD-compressed kernels, which need a driver for CUDA >= 12.4", label(pkg)));
+  if (wheel::zstd_unloadable(r.files, m_options.driver_cuda))
+    m_warnings.push_back(fmt::format("{} has ZSTD-compressed kernels, which need a driver for CUDA >= {}", label(pkg),
+                                     specs::kZstdMinCuda.to_string()));
 }
 
 } // namespace envfix::installer

@@ -14,6 +14,7 @@
 #include "resolver/candidate_provider.hpp"
 #include "resolver/plan.hpp"
 #include "specs/marker.hpp"
+#include "util/error.hpp"
 
 namespace envfix::resolver {
 
@@ -63,5 +64,15 @@ struct BrokenRequirement {
 // pytorch 2.5.1 cuda129_…)". conda keeps its own records; a pip-style change behind its back leaves
 // conda-meta describing files that are gone. Pure.
 [[nodiscard]] std::vector<std::string> conda_owned_changes(const Plan& plan);
+
+// A plan that removes or overwrites a package conda owns is refused (naming it, with the conda way as
+// hint) unless allow_conda_overwrite; then each is a warning in plan.warnings.
+[[nodiscard]] Expected<void> check_conda(Plan& plan, bool allow_conda_overwrite);
+
+// pip check over the environment as it will be after the plan (check_environment): an error naming
+// each installed package and the requirement the plan would break, unless allow_breaking (then the
+// broken requirements come back, and are warnings in plan.warnings too).
+[[nodiscard]] Expected<std::vector<std::string>> check_breaking(const std::vector<InstalledPackage>& installed, Plan& plan,
+                                                                const specs::MarkerEnvironment& env, bool allow_breaking);
 
 } // namespace envfix::resolver

@@ -190,4 +190,9 @@ PackageCoverage package_coverage(const std::vector<ProfiledFile>& files, specs::
   return pc;
 }
 
+bool zstd_unloadable(const std::vector<ProfiledFile>& files, std::optional<specs::CudaVersion> driver_cuda) {
+  if (!driver_cuda || !(*driver_cuda < specs::kZstdMinCuda)) return false;
+  return std::any_of(files.begin(), files.end(), [](const ProfiledFile& f) { return f.profile.zstd; });
+}
+
 } // namespace envfix::wheel

@@ -10,11 +10,13 @@
 //           in a framework library it means "a small test passes, the full app fails");
 //   none    no entry of the file (package), registered or embedded, runs on the device.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "specs/cuda_version.hpp"
 #include "specs/gpu_arch.hpp"
 #include "util/error.hpp"
 #include "wheel/kernel_set.hpp"
@@ -98,5 +100,11 @@ struct PackageCoverage {
 // Files without GPU code do not count. A package with no GPU code at all has files == 0 (and the
 // verdict `none` means nothing then: check has_gpu_code()).
 [[nodiscard]] PackageCoverage package_coverage(const std::vector<ProfiledFile>& files, specs::ComputeCapability cc);
+
+// The one ZSTD rule (docs/kernels.md, Compression): a package whose GPU code is ZSTD-compressed cannot
+// load it under a driver older than CUDA specs::kZstdMinCuda. False when the driver's CUDA is unknown.
+// doctor reports it as an error; apply's gate warns before the smoke test, which then fails and rolls
+// the set back.
+[[nodiscard]] bool zstd_unloadable(const std::vector<ProfiledFile>& files, std::optional<specs::CudaVersion> driver_cuda);
 
 } // namespace envfix::wheel

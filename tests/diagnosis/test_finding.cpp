@@ -124,4 +124,21 @@ TEST_SUITE("unit") {
     i18n::set_language(i18n::Lang::en);
     fs::remove_all(work);
   }
+
+  TEST_CASE("the one command builder: options carried, --venv for a managed target, quoting, the reinstall") {
+    const diagnosis::FixArgs args{"/opt/my env/bin/python",
+                                  {"--index-url", "https://mirror.example/simple", "--channel", "test"}};
+    CHECK(diagnosis::command_line({"envfix", "apply", "torch"}, args, false) ==
+          "envfix apply torch --python '/opt/my env/bin/python' --index-url https://mirror.example/simple --channel test");
+    CHECK(diagnosis::command_line({"envfix", "apply", "torch"}, args, true, "--channel") ==
+          "envfix apply torch --venv .venv --index-url https://mirror.example/simple");
+    matrices::Framework jax;
+    jax.name = "jax";
+    jax.main_package = "jax";
+    jax.companions = {"jaxlib"};
+    // The installed family in the installed order, each once; other packages are not the framework's.
+    CHECK(diagnosis::reinstall_command(jax, {"numpy", "jaxlib", "jax", "jaxlib"}, {}, false) ==
+          "envfix apply jaxlib jax --framework jax");
+    CHECK(diagnosis::reinstall_command(jax, {"numpy"}, {}, false) == "envfix apply jax --framework jax");
+  }
 }

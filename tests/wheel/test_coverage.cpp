@@ -117,6 +117,18 @@ TEST_SUITE("unit") {
     CHECK(ptx.jit_only);
   }
 
+  TEST_CASE("coverage: the one ZSTD rule, a driver for CUDA >= 12.4 or an unknown one loads it") {
+    auto zstd = profile({group({"sm_90"}, 3)});
+    zstd.zstd = true;
+    const std::vector<wheel::ProfiledFile> files = {{"lib/a.so", profile({group({"sm_90"}, 2)})}, {"lib/b.so", zstd}};
+    const auto cuda = [](int major, int minor) { return std::optional(specs::CudaVersion{major, minor}); };
+    CHECK(wheel::zstd_unloadable(files, cuda(12, 2)));
+    CHECK_FALSE(wheel::zstd_unloadable(files, cuda(12, 4)));
+    CHECK_FALSE(wheel::zstd_unloadable(files, cuda(13, 0)));
+    CHECK_FALSE(wheel::zstd_unloadable(files, std::nullopt)); // no driver known: nothing to say
+    CHECK_FALSE(wheel::zstd_unloadable({files.front()}, cuda(11, 8)));
+  }
+
   TEST_CASE("kernel profile: JSON round trip, hostile JSON refused") {
     auto p = profile({group({"sm_80", "compute_90", "sm_100a"}, 7), group({"sm_75"}, 2, false)});
     p.zstd = true;

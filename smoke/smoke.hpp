@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,7 @@
 #include "util/error.hpp"
 #include "util/subprocess.hpp"
 
-namespace envfix::api {
+namespace envfix::smoke {
 
 enum class SmokeDevice { gpu, cpu };
 
@@ -79,6 +80,33 @@ struct SmokeRunOptions {
 [[nodiscard]] std::vector<SmokeStep> smoke_steps(const matrices::SmokeTest& smoke, const std::vector<std::string>& present,
                                                  SmokeDevice device = SmokeDevice::gpu);
 
+// Where a smoke test runs, for apply's verify step and `envfix verify` alike: on the GPU, unless the
+// set is a CPU build (a CUDA step would fail there for the wrong reason), the GPUs are planned (--gpu:
+// not this machine's) or the host has none; the first that holds is the reason.
+enum class CpuReason { none, cpu_build, planned_gpus, no_gpu };
+[[nodiscard]] CpuReason cpu_reason(bool has_gpu, bool gpus_planned, bool cpu_build);
+// "CPU build", "planned GPUs (--gpu) are not this machine's", "no GPU"; "" for none.
+[[nodiscard]] std::string_view describe(CpuReason r);
+
+// `envfix verify`'s layers 1 and 2, which apply's verify step runs too.
+enum class Layer { repro, model };
+
+// What apply runs as its transaction's verify step, and the note that says where or why not.
+struct ApplySmokeRequest {
+  const matrices::Framework* framework = nullptr; // none: a plain requirement set
+  bool cpu_build = false;                         // the set's variant is a CPU build
+  std::vector<std::string> present;               // normalized names of the new set and the installed
+  std::vector<Layer> layers{Layer::repro, Layer::model};
+  bool has_gpu = false, gpus_planned = false;
+  bool skipped = false; // --no-verify
+};
+struct ApplySmoke {
+  std::vector<SmokeStep> steps;
+  CpuReason cpu = CpuReason::none; // set when the steps run on the CPU
+  std::string note;                // why it was skipped, or where it ran; "" on the GPU
+};
+[[nodiscard]] ApplySmoke plan_apply_smoke(const ApplySmokeRequest& r);
+
 // `envfix verify`'s model layer as steps (matrices `smoke.model`, named "model: <name>"): every
 // entry, except that one named "<companion>: …" runs only when that companion is in `present`.
 [[nodiscard]] std::vector<SmokeStep> model_steps(const matrices::SmokeTest& smoke, const std::vector<std::string>& present,
@@ -90,9 +118,13 @@ struct SmokeRunOptions {
 [[nodiscard]] Expected<SmokeReport> run_smoke(const std::filesystem::path& python, const std::vector<SmokeStep>& steps,
                                               std::chrono::milliseconds timeout);
 
+// What a failed step's error was, in one line: "timed out after N s", its exception line, "killed by
+// signal N (name)" with the last line it wrote to stderr, or "exit code N"; "" for a step that passed.
+[[nodiscard]] std::string failure_text(const StepRun& s, std::chrono::milliseconds timeout);
+
 // The exception line of a Python traceback ("RuntimeError: CUDA error: no kernel image …"); torch
 // appends advice lines after it, so the last line alone is not the error. Falls back to the last
 // line of stderr (or stdout).
 [[nodiscard]] std::string exception_line(const std::string& out, const std::string& err);
 
-} // namespace envfix::api
+} // namespace envfix::smoke

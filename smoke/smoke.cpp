@@ -1,6 +1,7 @@
-#include "api/smoke.hpp"
+#include "smoke/smoke.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -9,7 +10,7 @@
 #include "specs/name.hpp"
 #include "util/fs.hpp"
 
-namespace envfix::api {
+namespace envfix::smoke {
 
 namespace fs = std::filesystem;
 
@@ -46,6 +47,52 @@ std::vector<SmokeStep> model_steps(const matrices::SmokeTest& smoke, const std::
     steps.push_back({"model: " + name, code, device});
   }
   return steps;
+}
+
+CpuReason cpu_reason(bool has_gpu, bool gpus_planned, bool cpu_build) {
+  return cpu_build      ? CpuReason::cpu_build
+         : gpus_planned ? CpuReason::planned_gpus
+         : !has_gpu     ? CpuReason::no_gpu
+                        : CpuReason::none;
+}
+
+std::string_view describe(CpuReason r) {
+  switch (r) {
+  case CpuReason::cpu_build: return "CPU build";
+  case CpuReason::planned_gpus: return "planned GPUs (--gpu) are not this machine's";
+  case CpuReason::no_gpu: return "no GPU";
+  case CpuReason::none: break;
+  }
+  return "";
+}
+
+ApplySmoke plan_apply_smoke(const ApplySmokeRequest& r) {
+  ApplySmoke out;
+  const auto cpu = cpu_reason(r.has_gpu, r.gpus_planned, r.cpu_build);
+  const auto device = cpu == CpuReason::none ? SmokeDevice::gpu : SmokeDevice::cpu;
+  if (r.skipped) {
+    out.note = "smoke test skipped (--no-verify)";
+    return out;
+  }
+  if (!r.framework) {
+    out.note = "no framework: smoke test skipped (plain requirement set)";
+    return out;
+  }
+  for (auto layer : r.layers) {
+    auto more = layer == Layer::repro ? smoke_steps(r.framework->smoke, r.present, device)
+                                      : model_steps(r.framework->smoke, r.present, device);
+    out.steps.insert(out.steps.end(), more.begin(), more.end());
+  }
+  const auto why = describe(cpu);
+  if (out.steps.empty() && cpu != CpuReason::none)
+    out.note = fmt::format("{}: smoke test skipped ({} has no CPU smoke test in the matrices)", why, r.framework->name);
+  else if (out.steps.empty())
+    out.note = fmt::format("{} has no smoke test in the matrices", r.framework->name);
+  else if (cpu != CpuReason::none) {
+    out.note = fmt::format("{}: smoke test ran on the CPU", why);
+    out.cpu = cpu;
+  }
+  return out;
 }
 
 namespace {
@@ -112,6 +159,18 @@ Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeS
   return report;
 }
 
+std::string failure_text(const StepRun& s, std::chrono::milliseconds timeout) {
+  if (s.ok) return "";
+  if (s.timed_out) return fmt::format("timed out after {} s", std::chrono::duration_cast<std::chrono::seconds>(timeout).count());
+  if (s.term_signal) { // with what the step wrote to stderr last (a C++ abort's message), if anything
+    const auto line = exception_line("", s.err);
+    auto text = fmt::format("killed by signal {} ({})", s.term_signal, ::strsignal(s.term_signal));
+    return line.empty() ? text : text + ": " + line;
+  }
+  auto line = exception_line(s.out, s.err);
+  return line.empty() ? fmt::format("exit code {}", s.exit_code) : line;
+}
+
 std::string exception_line(const std::string& out, const std::string& err) {
   std::string_view text = err.empty() ? std::string_view(out) : std::string_view(err);
   std::string last, exception;
@@ -135,4 +194,4 @@ std::string exception_line(const std::string& out, const std::string& err) {
   return elide(exception.empty() ? last : exception);
 }
 
-} // namespace envfix::api
+} // namespace envfix::smoke

@@ -11,10 +11,10 @@
 
 #include <fmt/format.h>
 
-#include "api/smoke.hpp"
+#include "smoke/smoke.hpp"
 #include "util/python.hpp"
 
-namespace envfix::api {
+namespace envfix::smoke {
 
 namespace {
 
@@ -254,4 +254,4 @@ Expected<SmokeRun> run_steps(const std::filesystem::path& python, const std::vec
   return run;
 }
 
-} // namespace envfix::api
+} // namespace envfix::smoke

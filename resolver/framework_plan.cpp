@@ -1,0 +1,51 @@
+#include "resolver/framework_plan.hpp"
+
+#include <fmt/format.h>
+
+#include "index/candidate.hpp"
+#include "specs/name.hpp"
+
+namespace envfix::resolver {
+
+// The plan of the selector's choice: its index, why, warnings and rejections.
+Plan framework_plan(const FrameworkPlanInputs& fin) {
+  const auto& choice = *fin.choice;
+  const auto& spec = *fin.spec;
+  auto plan = make_plan({&choice.resolution, fin.installed, framework_packages(spec), {"nvidia-"}, fin.reinstall});
+  plan.channel = choice.index.channel;
+  plan.variant = choice.index.variant;
+  plan.index = index::redact_url(choice.index.url);
+  plan.why = choice.why;
+  plan.warnings.insert(plan.warnings.begin(), choice.warnings.begin(), choice.warnings.end()); // then make_plan's (yanked pins)
+  if (!fin.note.empty()) plan.warnings.insert(plan.warnings.begin(), fin.note);
+  if (choice.index.variant.empty() && fin.has_gpus) {
+    // An --index-url whose variant nothing names (indexes_for_url): no CUDA to check the driver
+    // against, no arch data; the kernel check after download decides.
+    const auto* m = choice.resolution.find(specs::normalize_name(spec.main_package));
+    plan.why = fmt::format("{} {} from {}, variant unknown: its kernels are checked after download", spec.main_package,
+                           m ? m->version.to_string() : "", index::redact_url(choice.index.url));
+    plan.warnings.push_back(fmt::format("the variant of {} is unknown (no local label on the {} files, no --variant): the "
+                                        "driver is not checked against its CUDA, its kernels are checked after download",
+                                        index::redact_url(choice.index.url), spec.main_package));
+  }
+  plan.rejected.insert(plan.rejected.begin(), choice.rejected.begin(), choice.rejected.end());
+  return plan;
+}
+
+// The selector's error, unless every index answered 404 for the main package.
+Error selection_error(Error selector, const FrameworkSpec& spec,
+                      const std::map<std::string, std::unique_ptr<IndexProvider>>& providers) {
+  const auto main = specs::normalize_name(spec.main_package);
+  std::vector<std::string> urls;
+  for (const auto& [url, p] : providers) {
+    auto it = p->missing_pages().find(main);
+    if (it == p->missing_pages().end()) return selector;
+    urls.push_back(it->second.message);
+  }
+  if (providers.empty()) return selector;
+  return Error{ErrorCode::not_found,
+               fmt::format("no index holds {}: every index envfix tried answered HTTP 404", spec.main_package), urls,
+               "check --mirror / ENVFIX_MIRROR (it replaces the base URL of every index template) or --index-url"};
+}
+
+} // namespace envfix::resolver

@@ -1,0 +1,89 @@
+#include <doctest/doctest.h>
+#include <csignal>
+#include <string>
+#include <vector>
+
+#include "smoke/smoke.hpp"
+
+using namespace envfix;
+using smoke::CpuReason;
+
+namespace {
+
+matrices::Framework framework_with_steps(bool cpu_step) {
+  matrices::Framework fw;
+  fw.name = "torch";
+  fw.main_package = "torch";
+  fw.smoke.step_a = "import torch";
+  fw.smoke.step_b = "torch.ones(1).cuda()";
+  fw.smoke.companions = {{"torchvision", "import torchvision"}};
+  if (cpu_step) fw.smoke.cpu = "torch.ones(1)";
+  fw.smoke.model = {{"mlp", "pass"}, {"torchvision: resnet", "pass"}};
+  return fw;
+}
+
+std::vector<std::string> names(const std::vector<smoke::SmokeStep>& steps) {
+  std::vector<std::string> out;
+  for (const auto& s : steps) out.push_back(s.name);
+  return out;
+}
+
+} // namespace
+
+TEST_SUITE("unit") {
+  TEST_CASE("smoke: the CPU reason, the set's build first, then planned GPUs, then none present") {
+    CHECK(smoke::cpu_reason(true, false, false) == CpuReason::none);
+    CHECK(smoke::cpu_reason(true, false, true) == CpuReason::cpu_build);
+    CHECK(smoke::cpu_reason(false, true, true) == CpuReason::cpu_build);
+    CHECK(smoke::cpu_reason(true, true, false) == CpuReason::planned_gpus);
+    CHECK(smoke::cpu_reason(false, true, false) == CpuReason::planned_gpus);
+    CHECK(smoke::cpu_reason(false, false, false) == CpuReason::no_gpu);
+    CHECK(smoke::describe(CpuReason::none).empty());
+    CHECK(smoke::describe(CpuReason::planned_gpus) == "planned GPUs (--gpu) are not this machine's");
+  }
+
+  TEST_CASE("smoke: apply's steps and note on the GPU, on the CPU, without a CPU step, skipped") {
+    const auto fw = framework_with_steps(true);
+    smoke::ApplySmokeRequest r{.framework = &fw, .present = {"torch", "torchvision"}, .has_gpu = true};
+    auto gpu = smoke::plan_apply_smoke(r);
+    CHECK(names(gpu.steps) ==
+          std::vector<std::string>{"step A", "step B", "torchvision", "model: mlp", "model: torchvision: resnet"});
+    CHECK(gpu.cpu == CpuReason::none);
+    CHECK(gpu.note.empty());
+    r.layers = {smoke::Layer::repro};
+    r.present = {"torch"}; // the companion's checks only where it is present
+    r.has_gpu = false;
+    auto cpu = smoke::plan_apply_smoke(r);
+    CHECK(names(cpu.steps) == std::vector<std::string>{"CPU step"});
+    CHECK(cpu.cpu == CpuReason::no_gpu);
+    CHECK(cpu.note == "no GPU: smoke test ran on the CPU");
+    const auto bare = framework_with_steps(false);
+    r.framework = &bare;
+    auto none = smoke::plan_apply_smoke(r);
+    CHECK(none.steps.empty());
+    CHECK(none.note == "no GPU: smoke test skipped (torch has no CPU smoke test in the matrices)");
+    r.skipped = true;
+    CHECK(smoke::plan_apply_smoke(r).note == "smoke test skipped (--no-verify)");
+    CHECK(smoke::plan_apply_smoke({}).note == "no framework: smoke test skipped (plain requirement set)");
+  }
+
+  TEST_CASE("smoke: a failed step's error line, by how it ended") {
+    const auto timeout = std::chrono::milliseconds(90'000);
+    smoke::StepRun s{.name = "step B"};
+    s.ok = true;
+    CHECK(smoke::failure_text(s, timeout).empty());
+    s.ok = false;
+    s.timed_out = true;
+    CHECK(smoke::failure_text(s, timeout) == "timed out after 90 s");
+    s.timed_out = false;
+    s.err =
+        "Traceback (most recent call last):\n  File \"<x>\", line 1\nRuntimeError: CUDA error: no kernel image is available\n";
+    CHECK(smoke::failure_text(s, timeout) == "RuntimeError: CUDA error: no kernel image is available");
+    s.term_signal = SIGSEGV;
+    CHECK(smoke::failure_text(s, timeout).starts_with("killed by signal 11 ("));
+    CHECK(smoke::failure_text(s, timeout).ends_with(": RuntimeError: CUDA error: no kernel image is available"));
+    s = smoke::StepRun{.name = "step A"};
+    s.exit_code = 3;
+    CHECK(smoke::failure_text(s, timeout) == "exit code 3");
+  }
+}
