@@ -3,6 +3,7 @@
 #include "api/doctor.hpp"
 
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,7 @@
 #include "probe/installed_kernels.hpp"
 #include "util/env.hpp"
 #include "util/parallel.hpp"
+#include "util/subprocess.hpp"
 #include "wheel/kernel_evidence.hpp"
 
 namespace envfix::api {
@@ -62,17 +64,24 @@ Expected<diagnosis::DoctorReport> doctor(const Options& o, const DoctorRequest& 
       for (const auto& code : codes) steps.push_back({fmt::format("step {}", static_cast<char>('A' + steps.size())), code});
       smoke::SmokeRunOptions ro;
       ro.timeout = std::chrono::seconds(timeout_s);
-      std::vector<diagnosis::StepOutcome> out;
+      ro.cancel = [] { return util::interrupt_signal() != 0; };
       auto run = smoke::run_steps(python, steps, ro);
       if (!run) return std::vector<diagnosis::StepOutcome>{{false, run.error().message}};
-      for (const auto& st : run->steps) {
-        const auto error = smoke::failure_text(st, ro.timeout);
-        out.push_back({st.ok, error});
-      }
+      std::vector<diagnosis::StepOutcome> out;
+      for (const auto& st : run->steps) out.push_back({st.ok, smoke::failure_text(st, ro.timeout)});
       return out;
     };
   }
-  return diagnosis::diagnose(diagnose_options(o, opt), std::move(in));
+  // SIGINT/SIGTERM: a running repro's session is killed (it runs in its own, so it would outlive
+  // envfix and hold GPU memory), then doctor exits 128 + the signal, as verify does. One scope on this
+  // thread (the repros of several frameworks run at once); none for verify's --no-repro call, which
+  // runs inside verify's own scope.
+  std::optional<util::InterruptScope> interrupts;
+  if (!opt.no_repro) interrupts.emplace();
+  auto report = diagnosis::diagnose(diagnose_options(o, opt), std::move(in));
+  if (interrupts && util::interrupt_signal())
+    return fail(ErrorCode::interrupted, "doctor stopped: envfix was interrupted by signal {}", util::interrupt_signal());
+  return report;
 }
 
 } // namespace envfix::api

@@ -198,7 +198,7 @@ Expected<const matrices::Framework*> installed_framework(const Options& o, const
   return fw;
 }
 
-// The repro and model layers, every step in one interpreter where it can (api/smoke.hpp), each
+// The repro and model layers, every step in one interpreter where it can (smoke/smoke.hpp), each
 // told as it ends; a layer is announced before its first step (without steps, in its turn).
 Expected<void> run_layers(const matrices::Framework& fw, const VerifyRequest& r, VerifyReport& report, VerifyReporter& rep) {
   const auto device = report.cpu ? smoke::SmokeDevice::cpu : smoke::SmokeDevice::gpu;

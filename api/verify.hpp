@@ -67,7 +67,7 @@ struct VerifyReport {
   std::string device_note; // why, when on the CPU
   std::set<std::string> layers;
   std::vector<VerifyStep> steps;
-  int interpreters = 0; // Python processes the repro and model steps ran in (api/smoke.hpp)
+  int interpreters = 0; // Python processes the repro and model steps ran in (smoke/smoke.hpp)
   std::optional<AppRun> app;
   [[nodiscard]] bool ok() const;
 };

@@ -133,7 +133,7 @@ json result_json(const api::Applied& rr) {
   json steps = json::object(); // installer::TransactionResult::steps
   for (const auto& [step, secs] : rr.txn.steps) steps[step] = steps.value(step, 0.0) + secs;
   j["timings"]["steps"] = std::move(steps);
-  json smoke = json::array(); // api/smoke.hpp: every step in one interpreter where it can
+  json smoke = json::array(); // smoke/smoke.hpp: every step in one interpreter where it can
   for (const auto& st : rr.smoke.seconds) smoke.push_back({{"name", st.name}, {"seconds", st.seconds}});
   j["timings"]["smoke"] =
       rr.smoke.seconds.empty() ? json(nullptr) : json{{"steps", std::move(smoke)}, {"interpreters", rr.smoke.interpreters}};

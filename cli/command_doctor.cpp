@@ -379,7 +379,10 @@ void add_doctor_command(CLI::App& app, Globals& g) {
     auto r = api::doctor(g, *opt);
     if (!r) {
       (void)fail(r.error());
-      g.exit_code = r.error().code == ErrorCode::invalid_input ? 1 : 2; // 2: could not diagnose
+      // 2: could not diagnose; 128 + N after SIGINT/SIGTERM stopped the repro.
+      g.exit_code = r.error().code == ErrorCode::invalid_input ? 1
+                    : r.error().code == ErrorCode::interrupted ? exit_code_for(r.error())
+                                                               : 2;
       return;
     }
     if (g.format == "json")

@@ -519,7 +519,7 @@ std::optional<std::vector<std::string>> repro_steps(const DoctorReport& r, Frame
     rp.note = "skipped: no interpreter to run it in";
     return std::nullopt;
   }
-  // Step A before step B (the troubleshooting order), in one interpreter (api/smoke.hpp).
+  // Step A before step B (the troubleshooting order), in one interpreter (smoke/smoke.hpp).
   return std::vector<std::string>{s.fw->smoke.step_a, s.fw->smoke.step_b};
 }
 
@@ -544,7 +544,7 @@ void judge_repro(DoctorReport& r, FrameworkReport& s, const std::vector<StepOutc
                     step),
         "install a build whose kernels include this architecture (see the fix command below)");
   };
-  // The guide's second and third layers: the repro runs with CUDA_LAUNCH_BLOCKING=1 (api/smoke_run.cpp),
+  // The guide's second and third layers: the repro runs with CUDA_LAUNCH_BLOCKING=1 (smoke/run.cpp),
   // so its failing step is the failing launch; the user's own program reports kernel errors
   // asynchronously, at a later call. Said with the finding, with the command that makes it precise.
   auto async = [&](std::string_view step, std::string_view op) {

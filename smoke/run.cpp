@@ -1,4 +1,4 @@
-// run_steps (api/smoke.hpp): the smoke steps in one interpreter. A small Python driver, passed with
+// run_steps (smoke/smoke.hpp): the smoke steps in one interpreter. A small Python driver, passed with
 // -c so that nothing is written into the environment, reads the steps from stdin and runs each in
 // a fresh __main__; before and after each it writes a marker line to stdout and to stderr, so that
 // what the step printed on each stream is told apart from the next one's and, when the interpreter

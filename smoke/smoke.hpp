@@ -4,7 +4,7 @@
 // interpreter with CUDA_LAUNCH_BLOCKING=1 and a timeout per step. Used by `apply` as the
 // transaction's verify step, by `verify` (its repro and model layers) and by doctor's repro.
 //
-// The steps run in ONE interpreter where they can (api/smoke_run.cpp): torch is imported and CUDA
+// The steps run in ONE interpreter where they can (smoke/run.cpp): torch is imported and CUDA
 // initialised once instead of once per step. Each step is timed and its failure reported apart; a
 // step that fails, crashes the interpreter or hangs past the timeout ends it (killed), and the steps
 // after it run in a fresh one, so that one step's broken CUDA context never fails the next.

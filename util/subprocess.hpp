@@ -41,7 +41,7 @@ struct SubprocessOptions {
   // keeps stdout open (`sleep 1000 &`) does not hold the wait.
   std::chrono::milliseconds drain_after_exit{200};
   // Told every chunk read from the child's stdout (1) or stderr (2) as it arrives, besides its
-  // capture: for a caller that follows what the child reports while it runs (api/smoke_run.cpp).
+  // capture: for a caller that follows what the child reports while it runs (smoke/run.cpp).
   std::function<void(int stream, std::string_view data)> on_output;
 };
 

@@ -1042,7 +1042,7 @@ frameworks:
     CHECK(wrong.err.find("'app': the layers are repro and model") != std::string::npos);
   }
 
-  // api/smoke.hpp: the smoke steps run in one interpreter (the model step sees what the CPU step left
+  // smoke/smoke.hpp: the smoke steps run in one interpreter (the model step sees what the CPU step left
   // in sys.modules), each timed in the JSON; a step that kills the interpreter or hangs is that
   // step's failure, and the transaction rolls back.
   TEST_CASE("framework apply: the smoke steps share one interpreter; a step that crashes it or hangs rolls back") {

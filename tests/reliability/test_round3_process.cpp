@@ -136,6 +136,31 @@ TEST_CASE("round3 5: verify --app and the smoke test run in their own session, w
   }
 }
 
+TEST_CASE(
+    "issue 60 (6): SIGTERM and SIGINT to envfix doctor during its repro end the repro's interpreter; envfix exits 128 + the signal") {
+  ApplyWorld w;
+  auto ve = w.venv("venv");
+  REQUIRE(w.run(w.apply_argv(ve, "1.0.0")).rc == 0);
+  for (int sig : {SIGTERM, SIGINT}) {
+    CAPTURE(sig);
+    const auto pidfile = w.root() / fmt::format("repro-{}.pid", sig);
+    // Step A writes its pid, then sleeps far beyond any run: only the signal can end it.
+    auto b = w.spawn(w.envfix_argv({"doctor", "--framework", "bulk", "--matrices", (w.root() / "matrices").string(), "--gpu",
+                                    "sm_90", "--driver", "580.65.06", "--python", (ve / "bin/python").string()}),
+                     {.env = {{"SMOKE_PIDFILE", pidfile.string()}, {"SMOKE_SLEEP", "3600"}}});
+    const pid_t repro = pid_from(pidfile, 300s);
+    REQUIRE(repro > 0);
+    REQUIRE(::kill(b->pid(), sig) == 0);
+    auto r = b->wait(300s);
+    INFO(r.err);
+    CHECK(r.rc == 128 + sig);
+    CHECK(r.term_signal == 0); // envfix ended itself, after stopping the repro
+    CHECK(contains(r.err, "interrupted"));
+    CHECK(gone_within(repro, 60s));
+    reap(repro);
+  }
+}
+
 TEST_CASE("round3 6: the smoke test and verify --app see no index credentials from envfix's environment") {
   ApplyWorld w;
   auto ve = w.venv("venv");
