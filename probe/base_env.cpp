@@ -20,6 +20,16 @@ fs::path host_path(std::string_view absolute) {
   return fs::path(*root) / fs::path(absolute).relative_path();
 }
 
+std::optional<std::string> read_host_file(std::string_view absolute) {
+  constexpr std::uint64_t limit = 1 << 20;
+  const auto path = host_path(absolute);
+  auto fd = util::open_local_file(path, limit);
+  if (!fd) return std::nullopt;
+  auto text = util::read_fd(*fd, path, limit);
+  if (!text || text->size() > limit) return std::nullopt;
+  return std::move(*text);
+}
+
 std::optional<specs::CudaVersion> parse_nvcc_version(std::string_view out) {
   auto at = out.find("release ");
   if (at == std::string_view::npos) return std::nullopt;
@@ -74,7 +84,7 @@ Platform probe_platform() {
   // WSL2: the Windows driver reaches Linux through /dev/dxg and the libraries in /usr/lib/wsl/lib.
   for (const char* path : {"/dev/dxg", "/usr/lib/wsl/lib"})
     if (fs::exists(host_path(path), ec)) p.wsl.emplace_back(path);
-  if (auto v = util::read_file(host_path("/proc/version")))
+  if (auto v = read_host_file("/proc/version"))
     if (v->find("microsoft") != std::string::npos || v->find("WSL") != std::string::npos)
       p.wsl.emplace_back("/proc/version names Microsoft");
   auto set = [&](std::string kind, std::string evidence) {
@@ -85,7 +95,7 @@ Platform probe_platform() {
   if (fs::exists(host_path("/run/.containerenv"), ec)) set("podman", "/run/.containerenv");
   if (auto v = util::get_env(util::Env::container); v && !v->empty()) set(*v, fmt::format("$container={}", *v));
   if (auto k = util::get_env(util::Env::kubernetes_service_host); k && !k->empty()) set("kubernetes", "$KUBERNETES_SERVICE_HOST");
-  if (auto cg = util::read_file(host_path("/proc/1/cgroup"))) {
+  if (auto cg = read_host_file("/proc/1/cgroup")) {
     for (const char* word : {"kubepods", "docker", "containerd", "libpod", "lxc"})
       if (cg->find(word) != std::string::npos) {
         set(std::string(word) == "kubepods" ? "kubernetes"

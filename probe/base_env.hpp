@@ -16,6 +16,10 @@ namespace envfix::probe {
 
 // A path on the host, under $ENVFIX_SYSFS_ROOT when tests set it (a fake /proc, /sys, /dev, /usr).
 [[nodiscard]] std::filesystem::path host_path(std::string_view absolute);
+// The text of a host file (host_path), only when it is a regular file of at most 1 MiB (what /proc
+// and /sys report too): a FIFO or a device planted at one of these paths would block the probe
+// forever in open() or read(). nullopt for anything else, as for a missing file.
+[[nodiscard]] std::optional<std::string> read_host_file(std::string_view absolute);
 
 struct Toolkit {
   std::filesystem::path nvcc;                // the nvcc that was run

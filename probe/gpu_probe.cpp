@@ -334,7 +334,7 @@ Expected<DriverInfo> probe_driver(std::vector<std::string>* notes) {
       cuda = cuda_version_from_int(v); // the authoritative answer when libcuda loads
   }
   if (info.version.empty()) {
-    if (auto t = util::read_file(host_path("/sys/module/nvidia/version"))) {
+    if (auto t = read_host_file("/sys/module/nvidia/version")) {
       if (auto v = parse_sys_module_version(*t)) {
         info.version = *v;
         info.source = "sysfs";
@@ -344,7 +344,7 @@ Expected<DriverInfo> probe_driver(std::vector<std::string>* notes) {
     }
   }
   if (info.version.empty()) {
-    if (auto t = util::read_file(host_path("/proc/driver/nvidia/version"))) {
+    if (auto t = read_host_file("/proc/driver/nvidia/version")) {
       if (auto v = parse_proc_driver_version(*t)) {
         info.version = *v;
         info.source = "procfs";

@@ -38,13 +38,13 @@ int number_at(std::string_view s) {
 // nvpmodel's state: /var/lib/nvpmodel/status ("pmode:0000"), named by /etc/nvpmodel.conf's
 // "< POWER_MODEL ID=0 NAME=MAXN >" lines.
 std::string power_mode() {
-  auto status = util::read_file(host_path("/var/lib/nvpmodel/status"));
+  auto status = read_host_file("/var/lib/nvpmodel/status");
   if (!status) return "";
   auto at = status->find("pmode:");
   if (at == std::string::npos) return "";
   int id = number_at(std::string_view(*status).substr(at + 6));
   if (id < 0) return "";
-  if (auto conf = util::read_file(host_path("/etc/nvpmodel.conf"))) {
+  if (auto conf = read_host_file("/etc/nvpmodel.conf")) {
     const std::string key = fmt::format("POWER_MODEL ID={} NAME=", id);
     if (auto k = conf->find(key); k != std::string::npos) {
       auto name = std::string_view(*conf).substr(k + key.size());
@@ -69,21 +69,21 @@ std::string parse_l4t_release(std::string_view text) {
 
 std::optional<TegraInfo> probe_tegra() {
   TegraInfo t;
-  if (auto c = util::read_file(host_path("/proc/device-tree/compatible"))) {
+  if (auto c = read_host_file("/proc/device-tree/compatible")) {
     t.compatible = dt_strings(*c);
     for (const auto& s : t.compatible)
       if (s.starts_with("nvidia,tegra")) t.soc = s.substr(7);
     if (!t.soc.empty()) t.evidence.push_back(fmt::format("/proc/device-tree/compatible: nvidia,{}", t.soc));
   }
-  if (auto m = util::read_file(host_path("/proc/device-tree/model")); m && !t.soc.empty()) {
+  if (auto m = read_host_file("/proc/device-tree/model"); m && !t.soc.empty()) {
     auto names = dt_strings(*m);
     if (!names.empty()) t.model = names.front();
   }
-  if (auto r = util::read_file(host_path("/etc/nv_tegra_release"))) {
+  if (auto r = read_host_file("/etc/nv_tegra_release")) {
     t.l4t = parse_l4t_release(*r);
     if (!t.l4t.empty()) t.evidence.push_back(fmt::format("/etc/nv_tegra_release: L4T R{}", t.l4t));
   }
-  if (auto k = util::read_file(host_path("/proc/sys/kernel/osrelease"))) {
+  if (auto k = read_host_file("/proc/sys/kernel/osrelease")) {
     t.kernel = std::string(util::trim(*k));
     if (t.kernel.find("-tegra") != std::string::npos) t.evidence.push_back(fmt::format("kernel {}", t.kernel));
   }

@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
+#include "probe/base_env.hpp"
 #include "probe/driver_parsers.hpp"
 #include "probe/host_facts.hpp"
 #include "test_support.hpp"
@@ -264,6 +266,26 @@ TEST_SUITE("integration") {
     bool mentioned = false;
     for (auto& n : notes) mentioned = mentioned || n.find("couldn't communicate") != std::string::npos;
     CHECK(mentioned);
+  }
+
+  TEST_CASE("security (issue 60, 8): a FIFO or a device at a host file the probe reads is skipped, never waited on") {
+    TempDir root;
+    ScopedEnv sysfs("ENVFIX_SYSFS_ROOT", root.path().string());
+    // A FIFO with no writer blocks open() and read() of a blocking reader forever: before the fix,
+    // probe_tegra never returned here (ctest's timeout is the only bound this test has).
+    std::filesystem::create_directories(root.path() / "proc/device-tree");
+    REQUIRE(::mkfifo((root.path() / "proc/device-tree/compatible").c_str(), 0600) == 0);
+    std::filesystem::create_directories(root.path() / "proc/driver/nvidia");
+    REQUIRE(::mkfifo((root.path() / "proc/driver/nvidia/version").c_str(), 0600) == 0);
+    std::filesystem::create_directories(root.path() / "etc");
+    std::filesystem::create_symlink("/dev/zero", root.path() / "etc/nvpmodel.conf"); // endless: never read whole
+    test::write(root.path() / "etc/nv_tegra_release", "# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic\n");
+    const auto t = probe_tegra();
+    REQUIRE(t);
+    CHECK(t->l4t == "36.4.3");
+    CHECK(t->soc.empty()); // the FIFO was not read
+    CHECK(probe::read_host_file("/proc/driver/nvidia/version") == std::nullopt);
+    CHECK(probe::read_host_file("/etc/nv_tegra_release").has_value());
   }
 
 } // TEST_SUITE integration
