@@ -15,13 +15,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The matrices platform of a wheel's platform tags ("manylinux_2_28_x86_64" → linux_x86_64).
-std::string matrices_platform(const std::string& tags) {
-  if (tags.find("win") != std::string::npos) return "windows_x86_64";
-  if (tags.find("aarch64") != std::string::npos) return "linux_aarch64";
-  return "linux_x86_64";
-}
-
 std::vector<std::string> evidence_archs(const wheel::BuildEvidence& e, bool ptx) {
   std::set<std::string> all;
   for (const auto& file : e.files)
@@ -48,7 +41,8 @@ RowComparison compare_with_row(const matrices::Knowledge& k, const matrices::Fra
   auto v = specs::Version::parse(key.version);
   if (!v || specs::normalize_name(key.project) != specs::normalize_name(f.main_package) || key.variant.empty()) return c;
   c.state = RowComparison::State::not_listed;
-  const std::string plat = matrices_platform(key.platform);
+  // A wheel's platform tags name the matrices platform as a --platform tag does; no GPU to ask.
+  const std::string plat = matrices::matrix_platform(key.platform, {});
   for (const auto& b : k.variants_for(f.name, *v, plat)) {
     if (b.variant != key.variant) continue;
     const matrices::Release* r = f.release(*v);
