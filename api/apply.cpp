@@ -13,6 +13,7 @@
 
 #include "api/lock.hpp"
 #include "fetch/fetch.hpp"
+#include "fetch/locked.hpp"
 #include "smoke/smoke.hpp"
 #include "probe/base_env.hpp"
 #include "probe/host_facts.hpp"
@@ -23,6 +24,7 @@
 #include "lockfile/lockfile.hpp"
 #include "lockfile/select.hpp"
 #include "resolver/installed.hpp"
+#include "resolver/locked.hpp"
 #include "resolver/plan.hpp"
 #include "resolver/resolver.hpp"
 #include "specs/name.hpp"
@@ -45,11 +47,6 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::optional<unsigned> threads_from_env() {
-  if (auto t = util::get_env(util::Env::threads)) return static_cast<unsigned>(std::strtoul(t->c_str(), nullptr, 10));
-  return std::nullopt;
-}
-
 // ---------------------------------------------------------------------------------------------
 // The kernel gate (installer/kernel_gate.hpp) for the wheels about to be installed: each package's
 // evidence key (wheel name + the index's variant) and whether it is a framework package.
@@ -69,7 +66,7 @@ installer::KernelGate make_gate(const Host& host, const std::vector<fetch::GateI
   go.evidence = store;
   go.refuse_partial_framework = refuse_partial;
   go.accept_partial = std::move(accept_partial);
-  go.threads = threads_from_env().value_or(util::default_threads());
+  go.threads = util::configured_threads();
   return installer::KernelGate(std::move(pkgs), std::move(go));
 }
 
@@ -139,8 +136,8 @@ std::vector<smoke::SmokeStep> plan_smoke(const Host& host, const std::vector<std
   smoke::ApplySmokeRequest req{.framework = framework, .cpu_build = v && v->kind == "cpu", .present = wheel_names};
   req.present.insert(req.present.end(), host.installed_names.begin(), host.installed_names.end());
   req.layers.clear();
-  for (const auto& layer : util::split(o.smoke_layers, ','))
-    req.layers.push_back(layer == "repro" ? smoke::Layer::repro : smoke::Layer::model);
+  for (const auto& layer : util::split(o.smoke_layers, ',')) // cli/command_apply.cpp refuses other names
+    if (auto l = smoke::parse_layer(layer)) req.layers.push_back(*l);
   req.has_gpu = !host.gpus.empty();
   req.gpus_planned = host.gpus_planned;
   req.skipped = o.no_verify;
@@ -174,7 +171,7 @@ Expected<installer::TransactionOptions> transaction_options(const TxnInput& in, 
   if (!link_mode)
     return std::unexpected(std::move(link_mode.error()).context(o.link_mode.empty() ? "$ENVFIX_LINK_MODE" : "--link-mode"));
   to.link_mode = *link_mode;
-  if (auto t = threads_from_env()) to.threads = *t;
+  to.threads = util::configured_threads();
   to.kernel_check = [&gate](const std::vector<installer::StagedObject>& sos) { return gate(sos); };
   return to;
 }
@@ -298,7 +295,7 @@ Expected<fetch::PreparedSet> prepare(index::IndexClient& client, const std::vect
                                      std::set<std::string> family, const std::function<std::string(std::size_t)>& where,
                                      Reporter& rep) {
   fetch::FetchOptions fo;
-  fo.threads = threads_from_env().value_or(util::default_threads());
+  fo.threads = util::configured_threads();
   fo.early_unpack = util::get_env(util::Env::early_unpack).value_or("1") != "0";
   auto phase = [](fetch::Stage s) { return s == fetch::Stage::download ? Phase::download : Phase::unpack; };
   fetch::Progress told{[&](fetch::Stage s) { rep.phase(phase(s)); },
@@ -410,12 +407,11 @@ std::size_t line_of(const std::string& text, std::string_view needle) {
   return static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n')) + 1;
 }
 
-std::set<std::string> family_of(const matrices::Framework& fw, bool optional_companions) {
-  std::set<std::string> family{specs::normalize_name(fw.main_package)};
-  for (const auto& c : fw.companions) family.insert(specs::normalize_name(c));
-  if (optional_companions)
-    for (const auto& c : fw.optional_companions) family.insert(specs::normalize_name(c));
-  return family;
+// The packages the kernel gate holds to a framework's standard (its main package and companions).
+std::set<std::string> family_set(const matrices::Framework* fw) {
+  if (!fw) return {};
+  auto f = fw->family();
+  return {f.begin(), f.end()};
 }
 
 } // namespace
@@ -433,93 +429,21 @@ Expected<ApplyReport> apply(const Options& options, const ApplyRequest& r, Apply
 
 namespace {
 
-// A target's installed-only packages (no index serves them) must already be in the environment.
-Expected<void> check_installed_only(const Host& host, const lockfile::LockTarget& chosen, const std::string& lockfile) {
-  std::vector<std::pair<std::string, std::string>> have;
-  for (const auto& d : host.facts.installed) have.emplace_back(d.normalized_name(), d.version.to_string());
-  auto unmet = lockfile::unmet_installed_only(chosen, have);
-  if (unmet.empty()) return {};
-  return std::unexpected(Error{ErrorCode::invalid_input,
-                               fmt::format("{} target {} keeps {} package{} no index serves, and this environment lacks {}",
-                                           lockfile, chosen.id, unmet.size(), unmet.size() == 1 ? "" : "s", unmet.front()),
-                               unmet,
-                               "install those versions first (from where they came), or re-lock with an index that serves "
-                               "them; nothing was changed"});
-}
-
-// The locked files as index candidates; a --find-links folder holding the file serves it instead.
-std::vector<index::Candidate> locked_candidates(const lockfile::LockTarget& chosen, const std::vector<std::string>& find_links) {
-  std::vector<index::Candidate> cands;
-  for (const auto& p : chosen.packages) {
-    index::Candidate c;
-    c.project = p.name;
-    c.filename = p.filename;
-    c.url = p.url;
-    c.sha256 = p.sha256;
-    c.size = p.size;
-    c.index_url = chosen.index;
-    for (const auto& dir : find_links) {
-      std::error_code ec;
-      fs::path f = fs::path(dir) / p.filename;
-      if (fs::is_regular_file(f, ec)) {
-        c.url = "file://" + fs::absolute(f, ec).string();
-        break;
-      }
-    }
-    cands.push_back(std::move(c));
-  }
-  return cands;
-}
-
 // apply --locked --mirror M: the locked files of the framework's index, re-pointed from the mirror the
-// lock was made against (its target's index less the channel template's tail) to M; each is still
-// checked against its locked sha256, so a mirror cannot change what is installed. Said, never silent.
+// lock was made against to M (fetch/locked.hpp). Said, never silent.
 void repoint_to_mirror(std::vector<index::Candidate>& cands, const lockfile::LockTarget& chosen, const matrices::Framework* fw,
-                       std::string mirror, ApplyReporter& rep) {
+                       const std::string& mirror, ApplyReporter& rep) {
   if (mirror.empty()) return;
-  while (mirror.ends_with('/')) mirror.pop_back();
-  std::string old;
-  if (fw)
-    if (auto def = fw->index_url(chosen.channel, chosen.variant); def && def->starts_with(fw->default_mirror)) {
-      const std::string tail = def->substr(fw->default_mirror.size());
-      if (chosen.index.ends_with(tail)) old = chosen.index.substr(0, chosen.index.size() - tail.size());
-    }
-  while (old.ends_with('/')) old.pop_back();
-  std::size_t moved = 0, kept = 0;
-  for (auto& c : cands) {
-    if (c.url.starts_with("file://")) continue; // a --find-links copy serves it
-    if (!old.empty() && old != mirror && c.url.starts_with(old + "/")) {
-      c.url = mirror + c.url.substr(old.size());
-      ++moved;
-    } else
-      ++kept;
-  }
-  if (moved)
-    rep.note(fmt::format("--mirror: {} locked file{} re-pointed from {} to {} (each checked against its locked sha256)", moved,
-                         moved == 1 ? "" : "s", index::redact_url(old), index::redact_url(mirror)));
-  if (kept)
+  const std::string old = fw ? fw->mirror_of_index(chosen.index, chosen.channel, chosen.variant) : "";
+  const auto r = fetch::repoint(cands, old, mirror);
+  if (r.moved)
+    rep.note(fmt::format("--mirror: {} locked file{} re-pointed from {} to {} (each checked against its locked sha256)", r.moved,
+                         r.moved == 1 ? "" : "s", index::redact_url(old), index::redact_url(mirror)));
+  if (r.kept)
     rep.warning(fmt::format("--mirror: {} locked file{} not from the framework's index{} are fetched from where the "
                             "lock names them",
-                            kept, kept == 1 ? "" : "s",
+                            r.kept, r.kept == 1 ? "" : "s",
                             old.empty() ? std::string(" (the lock names no framework index --mirror replaces)") : std::string()));
-}
-
-// The checks a resolved plan gets, on what --locked changes: every locked package replaces its
-// installed namesake (conda's are refused here too), and pip check of the after-state (a lock made
-// elsewhere may break a neighbour).
-Expected<void> check_locked_changes(const Host& host, const lockfile::LockTarget& chosen, const resolver::Plan& plan,
-                                    const std::set<std::string>& lock_names, const ApplyRequest& o, ApplyReporter& rep) {
-  resolver::Plan touched;
-  for (const auto& d : host.installed)
-    if (lock_names.contains(d.name)) touched.remove.push_back(resolver::PlanRemove::of(d, resolver::RemoveReason::replaced));
-  for (const auto& r : plan.remove)
-    if (!lock_names.contains(r.name)) touched.remove.push_back(r);
-  ENVFIX_TRY_VOID(resolver::check_conda(touched, o.allow_conda_overwrite));
-  for (const auto& p : chosen.packages)
-    touched.install.push_back({p.name, p.version, p.filename, p.url, p.sha256, p.size, {}, {}});
-  ENVFIX_TRY(resolver::check_breaking(host.installed, touched, host.python.markers, o.allow_breaking));
-  for (const auto& w : touched.warnings) rep.warning(w);
-  return {};
 }
 
 // The lockfile read and parsed, the host probed, and the target that matches it (not_found, with
@@ -549,46 +473,11 @@ Expected<OpenLock> open_lock(const Options& g, ApplyReporter& rep) {
                                  "run `envfix lock --target ...` for this host, or plan for it with --gpu/--python-version"});
   lk.chosen = sel.chosen;
   rep.locked_target(lk.chosen->id, g.lockfile);
-  ENVFIX_TRY_VOID(check_installed_only(lk.host, *lk.chosen, g.lockfile));
+  // A target's installed-only packages (no index serves them) must already be in the environment.
+  std::vector<std::pair<std::string, std::string>> have;
+  for (const auto& d : lk.host.facts.installed) have.emplace_back(d.normalized_name(), d.version.to_string());
+  ENVFIX_TRY_VOID(lockfile::check_installed_only(*lk.chosen, have, g.lockfile));
   return lk;
-}
-
-// The locked files, each requested when the lock's recorded request names it.
-std::vector<fetch::WantedWheel> locked_wanted(const lockfile::LockFile& lock, const lockfile::LockTarget& chosen,
-                                              const std::vector<index::Candidate>& cands) {
-  std::set<std::string> requested;
-  for (const auto& req : lock.request)
-    if (auto q = specs::Requirement::parse(req)) requested.insert(q->normalized_name());
-  std::vector<fetch::WantedWheel> want;
-  for (std::size_t i = 0; i < chosen.packages.size(); ++i) {
-    const auto& p = chosen.packages[i];
-    want.push_back({p.name, p.version, cands[i], requested.contains(p.name)});
-  }
-  return want;
-}
-
-// What goes: the normal plan's rule (resolver/plan.hpp) over the locked set, so framework packages
-// the lock lacks, stray duplicates and the old variant's unused nvidia-* runtime wheels leave as they
-// do in a plain apply. Locked packages replace their installed namesakes inside the transaction.
-// The changes get a resolved plan's checks first (check_locked_changes).
-Expected<std::vector<fs::path>> locked_removals(const Host& host, const lockfile::LockTarget& chosen,
-                                                const std::vector<index::Candidate>& cands, const matrices::Framework* fw,
-                                                const ApplyRequest& o, ApplyReporter& rep) {
-  resolver::Resolution res;
-  for (std::size_t i = 0; i < chosen.packages.size(); ++i)
-    if (auto v = specs::Version::parse(chosen.packages[i].version))
-      res.pins.push_back({chosen.packages[i].name, *v, cands[i], {}, {"<lockfile>"}});
-  std::sort(res.pins.begin(), res.pins.end(), [](const resolver::Pin& a, const resolver::Pin& b) { return a.name < b.name; });
-  const auto family = fw ? family_of(*fw, true) : std::set<std::string>{};
-  auto plan = resolver::make_plan({&res, host.installed, std::vector<std::string>(family.begin(), family.end()), {"nvidia-"}});
-  std::set<std::string> lock_names;
-  for (const auto& p : chosen.packages) lock_names.insert(p.name);
-  std::vector<fs::path> removals;
-  for (const auto& r : plan.remove)
-    if (!lock_names.contains(r.name) && std::ranges::find(removals, r.dist_info) == removals.end())
-      removals.push_back(r.dist_info);
-  ENVFIX_TRY_VOID(check_locked_changes(host, chosen, plan, lock_names, o, rep));
-  return removals;
 }
 
 } // namespace
@@ -607,7 +496,7 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
   auto client = ENVFIX_TRY(make_index_client(g));
   const matrices::Framework* fw =
       !lk.lock.framework.empty() && lk.knowledge ? lk.knowledge->framework(lk.lock.framework) : nullptr;
-  auto cands = locked_candidates(*chosen, g.find_links);
+  auto cands = fetch::locked_candidates(*chosen, g.find_links);
   repoint_to_mirror(cands, *chosen, fw, g.mirror, rep);
   ApplyReport report;
   report.locked_target = chosen->id;
@@ -622,11 +511,14 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
                        index::redact_url(cands[i].url));
   };
   // A lockfile is exact: a refusal is final, and partial coverage is a warning.
-  auto prep = ENVFIX_TRY(
-      prepare(*client, locked_wanted(lk.lock, *chosen, cands), fw ? family_of(*fw, false) : std::set<std::string>{}, where, rep));
+  const auto family = fw ? fw->family(true) : std::vector<std::string>{};
+  auto prep = ENVFIX_TRY(prepare(*client, fetch::locked_wanted(lk.lock, *chosen, cands), family_set(fw), where, rep));
   TxnInput in{&host, &target, std::move(prep.wheels), std::move(prep.names),
               {},    fw,      chosen->variant,        fetch::unpacked_cache_dir(*client)};
-  in.removals = ENVFIX_TRY(locked_removals(host, *chosen, cands, fw, o, rep));
+  auto changes = ENVFIX_TRY(resolver::locked_changes(host.installed, fetch::locked_pins(*chosen, cands), family,
+                                                     host.python.markers, o.allow_conda_overwrite, o.allow_breaking));
+  for (const auto& w : changes.warnings) rep.warning(w);
+  in.removals = std::move(changes.removals);
   auto store = evidence_store(*client);
   auto gate = make_gate(host, prep.gate_in, chosen->variant, prep.family, &store, false, {});
   auto rr = ENVFIX_TRY(run_transaction(in, o, gate, rep));

@@ -1,14 +1,13 @@
 // The one host builder (see host.hpp).
 #include "api/host.hpp"
 
-#include <charconv>
-#include <mutex>
-#include <set>
 #include <filesystem>
 
 #include <fmt/format.h>
 
 #include "index/url.hpp"
+#include "resolver/knowledge_adapter.hpp"
+#include "resolver/planned_python.hpp"
 #include "probe/text.hpp"
 #include "util/cache_trust.hpp"
 #include "util/env.hpp"
@@ -18,90 +17,39 @@ namespace envfix::api {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// A Jetson (probe::TegraInfo): its integrated GPU from the device tree when neither NVML nor libcuda
-// answered, and the CUDA its driver runs from the L4T release (matrices/data/jetson.yaml): on a
-// Jetson the driver is part of L4T, so the desktop driver floors do not say it.
-void apply_tegra(const matrices::Knowledge& k, probe::HostFacts& facts) {
-  const auto& t = *facts.tegra;
-  auto product = t.soc.empty() ? std::nullopt : k.gpu_for_soc(t.soc);
-  if (facts.gpus.empty() && product) {
-    probe::GpuInfo g;
-    g.name = t.model.empty() ? product->name : t.model;
-    g.cc = product->cc;
-    facts.gpus.push_back(std::move(g));
-    facts.notes.push_back(fmt::format("GPU from the device tree (nvidia,{}): {} (compute capability {}, integrated)", t.soc,
-                                      product->name, product->cc.to_string()));
+Expected<std::optional<std::vector<probe::GpuInfo>>> planned_gpus(const Options& o, const matrices::Knowledge* k) {
+  std::vector<std::string> queries = o.gpus;
+  if (queries.empty())
+    if (auto e = util::get_env(util::Env::gpu); e && !e->empty()) queries = util::split(*e, ',');
+  if (queries.empty()) return std::nullopt;
+  std::vector<probe::GpuInfo> planned;
+  for (const auto& s : queries) {
+    if (s == "none") continue; // a CPU-only planned host
+    if (!k) {
+      auto cc = specs::ComputeCapability::parse(s);
+      if (!cc)
+        return make_error(ErrorCode::invalid_input, fmt::format("--gpu '{}': not an arch (sm_120, 12.0)", s),
+                          "GPU names need the matrices, which could not be loaded");
+      planned.push_back({.index = static_cast<int>(planned.size()), .name = "planned " + cc->sm_name(), .cc = *cc});
+      continue;
+    }
+    auto g = k->resolve_gpu(s);
+    if (!g) return std::unexpected(std::move(g.error()).context(fmt::format("--gpu '{}'", s)));
+    planned.push_back({.index = static_cast<int>(planned.size()), .name = g->name, .cc = g->cc});
   }
-  const auto* rel = t.l4t.empty() ? nullptr : k.l4t(t.l4t);
-  if (!rel) return;
-  if (!facts.driver)
-    facts.driver = probe::DriverInfo{rel->driver, rel->cuda, "l4t"};
-  else if (!facts.driver->cuda)
-    facts.driver->cuda = rel->cuda;
+  return planned;
 }
-
-// The interpreter part: --python-version and --platform laid over what the probe read.
-Expected<void> plan_python(const Options& o, const probe::PythonInfo& py, Host& h) {
-  specs::TagEnvironment te = py.tag_env;
-  specs::MarkerEnvironment markers = py.markers;
-  std::string full = py.version.to_string();
-  if (!o.python_version.empty()) {
-    // "3.13t": a free-threaded interpreter (PEP 703), ABI tag cp313t, no abi3 (specs/tag.cpp).
-    std::string pv = o.python_version;
-    const bool threaded = pv.ends_with('t');
-    if (threaded) pv.pop_back();
-    auto v = specs::Version::parse(pv);
-    if (!v || v->release().size() < 2)
-      return make_error(ErrorCode::invalid_input,
-                        fmt::format("--python-version '{}': expected X.Y, X.Y.Z or X.Yt", o.python_version),
-                        "a trailing t plans for a free-threaded interpreter: 3.13t");
-    te.major = static_cast<int>(v->release()[0]);
-    te.minor = static_cast<int>(v->release()[1]);
-    if (threaded && (te.major < 3 || (te.major == 3 && te.minor < 13)))
-      return make_error(ErrorCode::invalid_input,
-                        fmt::format("--python-version '{}': free-threaded builds exist from 3.13 on", o.python_version));
-    te.abiflags = threaded ? "t" : "";
-    full = v->release().size() >= 3 ? v->to_string() : fmt::format("{}.{}.0", te.major, te.minor);
-    markers.values["python_version"] = fmt::format("{}.{}", te.major, te.minor);
-    markers.values["python_full_version"] = full;
-    markers.values["implementation_version"] = full;
-  }
-  if (!o.platform.empty()) {
-    // specs owns the platform tags: manylinux_X_Y_ARCH, manylinux2014_ARCH, musllinux_X_Y_ARCH, linux_ARCH.
-    if (auto ok = specs::apply_platform_tag(te, o.platform); !ok)
-      return std::unexpected(std::move(ok.error()).context(fmt::format("--platform '{}'", o.platform)));
-    markers.values["platform_machine"] = te.arch;
-    h.platform_tag = o.platform;
-  }
-  h.platform = "linux_" + te.arch;
-  h.tag_env = te;
-  h.python.tags = specs::supported_tags(te);
-  h.python.markers = markers;
-  h.python.python_full_version = *specs::Version::parse(full);
-  const bool free_threaded = te.abiflags.find('t') != std::string::npos;
-  h.python_mm = fmt::format("{}.{}{}", te.major, te.minor, free_threaded ? "t" : "");
-  h.python_text =
-      fmt::format("Python {}{} (cp{}{}{}{})", full, free_threaded ? " free-threaded" : "", te.major, te.minor,
-                  free_threaded ? "t" : "", te.glibc ? fmt::format(", glibc {}.{}", te.glibc->first, te.glibc->second) : "");
-  return {};
-}
-
-} // namespace
 
 Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNeeds needs) {
   Host h;
-  std::vector<std::string> gpu_specs = o.gpus;
-  if (gpu_specs.empty())
-    if (auto e = util::get_env(util::Env::gpu); e && !e->empty()) gpu_specs = util::split(*e, ',');
+  auto planned = ENVFIX_TRY(planned_gpus(o, k));
   std::string driver = o.driver.empty() ? util::get_env(util::Env::driver).value_or("") : o.driver;
   if (!driver.empty() && !matrices::is_driver_version(driver))
     return make_error(ErrorCode::invalid_input, fmt::format("--driver '{}': not a driver version", driver),
                       "write it as nvidia-smi does, e.g. 570.86.10");
 
   probe::ProbeOptions po;
-  po.gpus = gpu_specs.empty() || driver.empty();
+  po.gpus = !planned || driver.empty();
   po.survey_path = needs.survey_path;
   if (!o.python.empty()) po.python = fs::path(o.python);
   po.cache_dir = run_cache_dir(o);
@@ -110,26 +58,12 @@ Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNee
   if (!facts->python && needs.require_python)
     return make_error(ErrorCode::not_found, "no target interpreter", "pass --python PATH");
 
-  if (!gpu_specs.empty()) {
-    std::vector<probe::GpuInfo> planned;
-    for (const auto& s : gpu_specs) {
-      if (s == "none") continue; // a CPU-only planned host
-      if (!k) {
-        auto cc = specs::ComputeCapability::parse(s);
-        if (!cc)
-          return make_error(ErrorCode::invalid_input, fmt::format("--gpu '{}': not an arch (sm_120, 12.0)", s),
-                            "GPU names need the matrices, which could not be loaded");
-        planned.push_back({.index = static_cast<int>(planned.size()), .name = "planned " + cc->sm_name(), .cc = *cc});
-        continue;
-      }
-      auto g = k->resolve_gpu(s);
-      if (!g) return std::unexpected(std::move(g.error()).context(fmt::format("--gpu '{}'", s)));
-      planned.push_back({.index = static_cast<int>(planned.size()), .name = g->name, .cc = g->cc});
-    }
-    facts->gpus = std::move(planned);
+  const bool gpus_given = planned.has_value();
+  if (planned) {
+    facts->gpus = std::move(*planned);
     facts->gpus_planned = true;
   }
-  if (facts->tegra && k && gpu_specs.empty()) apply_tegra(*k, *facts);
+  if (k && !gpus_given) resolver::complete_tegra(*k, *facts);
   if (!driver.empty()) facts->driver = probe::DriverInfo{driver, std::nullopt, "planned"};
   h.gpus_planned = facts->gpus_planned;
   for (const auto& gi : facts->gpus) h.gpus.emplace_back(gi.name, gi.cc);
@@ -139,7 +73,15 @@ Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNee
     // A planned driver, or libcuda not there to ask: the matrices' driver floors say which CUDA it runs.
     if (!facts->driver->cuda && k) facts->driver->cuda = k->cuda_for_driver(facts->driver->version);
   }
-  if (facts->python) ENVFIX_TRY_VOID(plan_python(o, *facts->python, h));
+  if (facts->python) {
+    auto py = ENVFIX_TRY(resolver::planned_python(*facts->python, o.python_version, o.platform));
+    h.python = std::move(py.target);
+    h.tag_env = std::move(py.tag_env);
+    h.python_mm = std::move(py.mm);
+    h.python_text = std::move(py.text);
+    h.platform = std::move(py.platform);
+    h.platform_tag = o.platform;
+  }
   for (const auto& d : facts->installed) {
     resolver::InstalledPackage ip{d.normalized_name(), d.version, d.requires_dist, "", d.dist_info};
     if (d.conda)
@@ -161,29 +103,13 @@ Expected<std::unique_ptr<matrices::Knowledge>> load_knowledge(const Options& o, 
   return std::unique_ptr<matrices::Knowledge>{};
 }
 
-namespace {
-
-// ENVFIX_PAGE_DEADLINE / ENVFIX_DOWNLOAD_DEADLINE: whole seconds, at least 1; unset keeps `fallback`.
-Expected<std::chrono::milliseconds> deadline_from_env(util::Env var, std::chrono::milliseconds fallback) {
-  const auto v = util::get_env(var);
-  const auto name = util::env_name(var);
-  if (!v || v->empty()) return fallback;
-  unsigned long long s = 0;
-  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), s);
-  if (ec != std::errc{} || end != v->data() + v->size() || s == 0 || s > 1'000'000'000ull)
-    return make_error(ErrorCode::invalid_input, fmt::format("{}={:?} is not a number of seconds", name, *v),
-                      fmt::format("set {} to a whole number of seconds, e.g. 600, or unset it", name));
-  return std::chrono::milliseconds(s * 1000);
-}
-
-} // namespace
-
 Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Options& o) {
   index::IndexClientOptions io;
   if (!o.cache_dir.empty()) io.cache_dir = o.cache_dir;
   io.offline = o.offline || util::get_env(util::Env::offline).value_or("") == "1";
-  io.http.page_deadline = ENVFIX_TRY(deadline_from_env(util::Env::page_deadline, io.http.page_deadline));
-  io.http.download_deadline = ENVFIX_TRY(deadline_from_env(util::Env::download_deadline, io.http.download_deadline));
+  // ENVFIX_PAGE_DEADLINE / ENVFIX_DOWNLOAD_DEADLINE, when set.
+  if (auto d = ENVFIX_TRY(util::seconds_from_env(util::Env::page_deadline))) io.http.page_deadline = *d;
+  if (auto d = ENVFIX_TRY(util::seconds_from_env(util::Env::download_deadline))) io.http.download_deadline = *d;
   io.index_urls = extra_index_urls(o);
   io.index_urls.insert(io.index_urls.end(), o.find_links.begin(), o.find_links.end());
   for (const auto& u : {plain_index_url(o), mirror_of(o)})
@@ -192,19 +118,7 @@ Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Options& o
   return std::make_unique<index::IndexClient>(std::move(client));
 }
 
-wheel::EvidenceStore evidence_store_at(const fs::path& cache) {
-  // An older envfix's store is migrated once per cache and run (wheel/kernel_evidence.hpp), and said.
-  static std::mutex mu;
-  static std::set<fs::path> migrated;
-  if (std::lock_guard lock(mu); migrated.insert(cache).second) {
-    auto m = wheel::migrate_evidence_v1(cache);
-    if (!m)
-      util::cache_notice(m.error().message + " (kernel evidence of the older store not migrated)");
-    else if (*m)
-      util::cache_notice((*m)->to_string());
-  }
-  return wheel::EvidenceStore(cache / wheel::evidence_dir_name);
-}
+wheel::EvidenceStore evidence_store_at(const fs::path& cache) { return wheel::open_evidence_store(cache); }
 
 wheel::EvidenceStore evidence_store(const index::IndexClient& client) { return evidence_store_at(client.cache_dir()); }
 

@@ -43,6 +43,9 @@ struct HostNeeds {
   bool require_python = true; // false: a host without an interpreter is a fact to report (doctor)
 };
 
+// The GPUs planned with --gpu, else ENVFIX_GPU (a comma list): an arch, or a product name through the
+// matrices when `k` is given; nullopt when none is planned, an empty list for `none` (a CPU-only host).
+[[nodiscard]] Expected<std::optional<std::vector<probe::GpuInfo>>> planned_gpus(const Options& o, const matrices::Knowledge* k);
 [[nodiscard]] Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNeeds needs = {});
 
 // The matrices: embedded, or --matrices / ENVFIX_MATRICES. A broken override the user named is an

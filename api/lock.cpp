@@ -7,13 +7,12 @@
 #include <fmt/format.h>
 
 #include "lockfile/diff.hpp"
+#include "lockfile/target.hpp"
+#include "resolver/framework_selector.hpp"
 #include "resolver/index_provider.hpp"
 #include "resolver/installed.hpp"
 #include "specs/name.hpp"
-#include "specs/tag.hpp"
-#include "specs/wheel_filename.hpp"
 #include "util/fs.hpp"
-#include "util/strings.hpp"
 
 namespace envfix::api {
 
@@ -40,20 +39,9 @@ lockfile::LockedHost lock_host(const PlanContext& ctx) {
   if (!ctx.host.platform_tag.empty()) {
     lh.platform = ctx.host.platform_tag;
   } else {
-    // The most demanding manylinux tag any wheel of the set was picked for: every interpreter that
-    // supports it can install the whole set.
-    std::optional<std::pair<int, int>> need;
-    for (const auto& pin : ctx.resolution.pins) {
-      auto wf = specs::WheelFilename::parse(pin.file.filename);
-      if (!wf) continue;
-      std::optional<std::pair<int, int>> least; // the wheel's easiest tag
-      for (const auto& t : wf->platform_tags)
-        if (auto m = specs::manylinux_glibc(t); m && m->arch == ctx.host.tag_env.arch)
-          if (!least || m->glibc < *least) least = m->glibc;
-      if (least && (!need || *least > *need)) need = least;
-    }
-    lh.platform = need ? fmt::format("manylinux_{}_{}_{}", need->first, need->second, ctx.host.tag_env.arch)
-                       : "linux_" + ctx.host.tag_env.arch;
+    std::vector<std::string> files;
+    for (const auto& pin : ctx.resolution.pins) files.push_back(pin.file.filename);
+    lh.platform = lockfile::set_platform(files, ctx.host.tag_env.arch);
   }
   if (ctx.knowledge && ctx.framework_index && ctx.framework_index->cuda && !ctx.host.gpus.empty())
     lh.driver_min = ctx.knowledge->min_driver(*ctx.framework_index->cuda).value_or("");
@@ -172,60 +160,18 @@ Expected<std::string> update_lockfile(const std::string& lockfile_path, const Pl
   return path.string();
 }
 
-// "gpu=sm_86+sm_120,python=3.10,driver=550.54,platform=manylinux_2_28_x86_64" applied to a copy of
-// the globals. gpu=none (or no gpu key) is a CPU-only target.
+// A --target description (lockfile/target.hpp) applied to a copy of the globals.
 Expected<Options> apply_target_spec(const Options& g, const std::string& spec) {
+  auto ts = ENVFIX_TRY(lockfile::parse_target_spec(spec));
   Options t = g;
-  t.gpus = {"none"};
-  for (const auto& part : util::split(spec, ',')) {
-    auto eq = part.find('=');
-    if (eq == std::string::npos)
-      return make_error(ErrorCode::invalid_input, fmt::format("--target '{}': '{}' is not key=value", spec, part),
-                        "e.g. --target gpu=sm_120,python=3.10,driver=570.86,platform=manylinux_2_28_x86_64");
-    std::string key = part.substr(0, eq), value = part.substr(eq + 1);
-    if (key == "gpu") {
-      t.gpus = util::split(value, '+');
-      if (t.gpus.empty()) t.gpus = {"none"};
-    } else if (key == "python") {
-      t.python_version = value;
-    } else if (key == "driver") {
-      t.driver = value;
-    } else if (key == "platform") {
-      t.platform = value;
-    } else {
-      return make_error(ErrorCode::invalid_input, fmt::format("--target '{}': unknown key '{}'", spec, key),
-                        "keys: gpu, python, driver, platform");
-    }
-  }
+  t.gpus = std::move(ts.gpus);
+  if (!ts.python.empty()) t.python_version = std::move(ts.python);
+  if (!ts.driver.empty()) t.driver = std::move(ts.driver);
+  if (!ts.platform.empty()) t.platform = std::move(ts.platform);
   return t;
 }
 
 namespace {
-
-// The request with the framework's main package pinned to `version` (other clauses kept).
-std::vector<std::string> pin_main(const PlanContext& ctx, const std::vector<std::string>& requests, const std::string& version) {
-  const std::string main = specs::normalize_name(ctx.spec->main_package);
-  std::vector<std::string> out;
-  bool found = false;
-  auto pin = *specs::SpecifierSet::parse("==" + version);
-  for (const auto& r : requests) {
-    auto req = specs::Requirement::parse(r);
-    if (req && req->normalized_name() == main) {
-      req->specifier = req->specifier.intersect(pin);
-      out.push_back(req->to_string());
-      found = true;
-    } else {
-      out.push_back(r);
-    }
-  }
-  if (!found) {
-    if (requests.empty())
-      for (const auto& n : resolver::framework_family(*ctx.spec))
-        if (n != main && ctx.resolution.find(n)) out.push_back(n);
-    out.insert(out.begin(), main + "==" + version);
-  }
-  return out;
-}
 
 std::string main_version(const PlanContext& ctx) {
   if (!ctx.spec) return "";
@@ -271,7 +217,9 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
       for (std::size_t i = 0; i < ctxs.size() && failed.empty(); ++i) {
         if (main_version(ctxs[i]) == vs) continue;
         auto pinned = flags;
-        pinned.requirements = pin_main(ctxs[i], o.requirements, vs);
+        std::vector<std::string> resolved;
+        for (const auto& p : ctxs[i].resolution.pins) resolved.push_back(p.name);
+        pinned.requirements = resolver::pin_main_request(*ctxs[i].spec, o.requirements, *lowest, resolved);
         auto c = build_plan(hosts[i], pinned);
         if (!c)
           failed = fmt::format("{} ({})", o.targets[i], c.error().message);

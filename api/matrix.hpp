@@ -11,6 +11,7 @@
 
 #include "matrices/answers.hpp"
 #include "matrices/knowledge.hpp"
+#include "resolver/learned.hpp"
 #include "specs/gpu_arch.hpp"
 #include "specs/version.hpp"
 #include "wheel/coverage.hpp"
@@ -28,24 +29,10 @@ using matrices::matrix_platform;
 using matrices::NewestStable;
 using matrices::rows_newest_first;
 
-// A learned build against the matrices' row for the same build (only the main package's archs are
-// in the table).
-struct RowComparison {
-  enum class State { not_applicable, not_listed, no_arch_data, compared };
-  State state = State::not_applicable; // not_applicable: a companion, or a build without a variant
-  std::string row_label, where;        // where: ArchBuild::where ("" when the row lists no platform)
-  matrices::Confidence confidence = matrices::Confidence::unverified;
-  std::vector<std::string> table_sass, table_ptx;
-  std::vector<std::string> table_only, binary_only; // SASS then PTX archs one side lists and the other lacks
-  [[nodiscard]] bool agrees() const { return table_only.empty() && binary_only.empty(); }
-};
-struct LearnedBuild {
-  wheel::BuildEvidence evidence;
-  std::vector<std::string> sass, ptx; // over its files, in arch order
-  std::uint64_t containers = 0;
-  std::vector<wheel::PackageCoverage> coverage; // one per GPU asked, in order
-  RowComparison row;
-};
+// What the evidence store learned, compared with the matrices' rows (resolver/learned.hpp).
+using resolver::LearnedBuild;
+using resolver::RowComparison;
+
 // Every build the evidence store under `cache_dir` (empty: the default cache) holds for the
 // framework's packages (main package, companions, each variant's kernel packages) and `version`
 // when given, sorted by key; none when there is no store.

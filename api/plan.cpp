@@ -95,38 +95,6 @@ Expected<resolver::Plan> plan_plain(const Options& g, const PlanRequest& flags, 
   return plan;
 }
 
-// On a Jetson whose L4T row names a JetPack index for the framework: that index too, after the
-// framework's own (the selector prefers their builds at the same version and CUDA), so that a Thor
-// takes PyTorch's aarch64 build and an Orin, which those lack, the JetPack one (jetson.yaml).
-void add_jetpack_index(resolver::FrameworkSpec& spec, const matrices::Knowledge& knowledge, const std::string& framework,
-                       const Host& host) {
-  if (!host.facts.tegra || host.facts.tegra->l4t.empty()) return;
-  const auto* release = knowledge.l4t(host.facts.tegra->l4t);
-  if (!release) return;
-  if (auto idx = resolver::jetpack_index(knowledge, framework, *release)) spec.indexes.push_back(std::move(*idx));
-}
-
-// The host as the selector sees it: GPUs, driver, interpreter, and what the driver runs (matrices).
-resolver::HostTarget host_target(const Host& host, const matrices::Knowledge& knowledge) {
-  resolver::HostTarget target;
-  for (const auto& [name, cc] : host.gpus) target.gpus.push_back(cc);
-  target.driver_version = host.driver;
-  target.python = host.python;
-  if (const auto& d = host.facts.driver; d && d->source == "l4t" && d->cuda) {
-    // A Jetson: the driver is part of L4T and runs the CUDA of its release and older (jetson.yaml).
-    const specs::CudaVersion l4t = *d->cuda;
-    target.driver_supports = [l4t](const specs::CudaVersion& c) { return c <= l4t; };
-  } else if (!host.driver.empty()) {
-    const auto* kp = &knowledge;
-    std::string drv = host.driver;
-    target.driver_supports = [kp, drv](const specs::CudaVersion& c) { return kp->driver_supports(drv, c); };
-    target.driver_native = [kp, drv](const specs::CudaVersion& c) { return kp->driver_supports(drv, c, false); };
-  } else if (!host.gpus.empty()) {
-    target.driver_supports = [](const specs::CudaVersion&) { return false; };
-  }
-  return target;
-}
-
 // The framework's way: the matrices' indexes (or --index-url as the framework's), evidence first, the
 // selector choosing the set for the host's GPUs and driver.
 Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& flags, PlanContext& ctx,
@@ -166,7 +134,7 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
                                  return *p;
                                },
                                {g.variant});
-    add_jetpack_index(*ctx.spec, knowledge, framework, host);
+    resolver::add_jetpack_index(*ctx.spec, knowledge, framework, host.facts);
   }
   const auto& spec = *ctx.spec;
   auto req = resolver::split_request(spec, ctx.request, host.installed_names);
@@ -179,19 +147,22 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
   auto upgrade = upgraded_names(flags, ctx.request);
   for (auto& n : resolver::whole_set(spec)) upgrade.insert(std::move(n));
-  auto choice = resolver::select_framework_set(
-      spec, host_target(host, knowledge), req, [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
-        resolver::CandidateProvider* p = &base_provider(i.url);
-        if (!extras.providers.empty()) {
-          // The framework's own packages only from its index; other projects from the first that has them.
-          auto& c = chained[i.url];
-          if (!c) c = extras.after(*p, own_packages(fw));
-          p = c.get();
-        }
-        auto& pp = preferring[i.url];
-        if (!pp) pp = std::make_unique<resolver::PreferInstalledProvider>(*p, preferred(flags, host), upgrade, read);
-        return *pp;
-      });
+  auto choice = resolver::select_framework_set(spec, resolver::host_target(host.facts, host.python, knowledge), req,
+                                               [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
+                                                 resolver::CandidateProvider* p = &base_provider(i.url);
+                                                 if (!extras.providers.empty()) {
+                                                   // The framework's own packages only from its index; other projects from the
+                                                   // first that has them.
+                                                   auto& c = chained[i.url];
+                                                   if (!c) c = extras.after(*p, own_packages(fw));
+                                                   p = c.get();
+                                                 }
+                                                 auto& pp = preferring[i.url];
+                                                 if (!pp)
+                                                   pp = std::make_unique<resolver::PreferInstalledProvider>(
+                                                       *p, preferred(flags, host), upgrade, read);
+                                                 return *pp;
+                                               });
   if (!choice) return std::unexpected(resolver::selection_error(std::move(choice).error(), spec, providers));
   auto plan = resolver::framework_plan({&*choice, &spec, host.installed, fws.note, flags.reinstall, !host.gpus.empty()});
   ctx.resolution = std::move(choice->resolution);

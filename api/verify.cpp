@@ -10,6 +10,7 @@
 
 #include "api/doctor.hpp"
 #include "diagnosis/diagnose.hpp"
+#include "diagnosis/run_output.hpp"
 #include "resolver/frameworks.hpp"
 #include "api/host.hpp"
 #include "smoke/smoke.hpp"
@@ -27,20 +28,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// The last "OP <name>" line a model script printed: the operator that was running.
-std::string last_op(const std::string& out) {
-  std::string op;
-  std::size_t i = 0;
-  while (i < out.size()) {
-    auto j = out.find('\n', i);
-    if (j == std::string::npos) j = out.size();
-    std::string_view line(out.data() + i, j - i);
-    if (line.starts_with("OP ")) op = std::string(line.substr(3));
-    i = j + 1;
-  }
-  return op;
-}
-
 // What verify runs (a step, the app) gets its own session, stopped with it on SIGINT/SIGTERM
 // (verify's InterruptScope) and on its exit or timeout; and no index credentials.
 void child_session(util::SubprocessOptions& o) {
@@ -57,12 +44,11 @@ std::vector<std::string> stopped_lines(const std::vector<util::LeftoverProcess>&
 
 // A smoke step's outcome as verify reports it: the exception line (or the timeout, the signal, the
 // exit code), the operator a model check named last, the CUDA error's class.
-VerifyStep verify_step(const smoke::StepRun& s, const std::string& layer, const std::string& name, std::chrono::seconds timeout) {
-  VerifyStep v{layer, name};
+VerifyStep verify_step(const smoke::StepRun& s, VerifyStep v, std::chrono::seconds timeout) {
   v.ok = s.ok;
   v.seconds = s.seconds;
   if (s.ok) return v;
-  v.op = last_op(s.out);
+  v.op = diagnosis::last_op(s.out);
   v.error = smoke::failure_text(s, timeout);
   v.cuda_class = diagnosis::classify_cuda_error(v.error);
   return v;
@@ -101,37 +87,6 @@ void missing_arch_fix(const Options& o, const matrices::Framework& fw, const Hos
       fw.name, gpus, gpus, fw.name == "torch" ? " (torch extensions read TORCH_CUDA_ARCH_LIST)" : "");
 }
 
-// The first line of `text` naming a CUDA error, and its class (diagnosis/cuda_error.hpp).
-std::pair<std::string, diagnosis::CudaError> first_cuda_error(const std::string& text) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    auto j = text.find('\n', i);
-    if (j == std::string::npos) j = text.size();
-    std::string line = text.substr(i, j - i);
-    if (line.find("CUDA error") != std::string::npos || line.find("CUDA_ERROR") != std::string::npos ||
-        line.find("no kernel image") != std::string::npos || line.find("CUDA out of memory") != std::string::npos)
-      return {line, diagnosis::classify_cuda_error(line)};
-    i = j + 1;
-  }
-  return {"", diagnosis::CudaError::none};
-}
-
-// The innermost frame of the last Python traceback in `text`: its `File "…", line N, in f` line and
-// the source line under it. With asynchronous kernel errors this is where CUDA *reported* the error.
-std::string traceback_end(const std::string& text) {
-  auto at = text.rfind("  File \"");
-  if (at == std::string::npos) return "";
-  auto eol = text.find('\n', at);
-  std::string frame = text.substr(at + 2, eol == std::string::npos ? std::string::npos : eol - at - 2);
-  if (eol != std::string::npos) {
-    auto next = text.find('\n', eol + 1);
-    std::string code = text.substr(eol + 1, next == std::string::npos ? std::string::npos : next - eol - 1);
-    auto first = code.find_first_not_of(' ');
-    if (first != std::string::npos && code.compare(0, 4, "    ") == 0) frame += ": " + code.substr(first);
-  }
-  return frame;
-}
-
 // The guide's second and third layers of the error: kernel launches are asynchronous, so without
 // CUDA_LAUNCH_BLOCKING=1 the error surfaces at a later call and the stack may point past the culprit.
 std::string async_note_for(const AppRun& a) {
@@ -168,10 +123,10 @@ AppRun run_app(const std::string& cmd, const fs::path& python, std::chrono::seco
   }
   a.exit_code = r->timed_out || r->cancelled ? -1 : r->exit_code;
   a.stopped = stopped_lines(r->leftovers);
-  auto [line, cls] = first_cuda_error(r->err + "\n" + r->out);
+  auto [line, cls] = diagnosis::first_cuda_error(r->err + "\n" + r->out);
   a.error_line = line;
   a.cuda_class = cls;
-  if (!line.empty()) a.where = traceback_end(r->err);
+  if (!line.empty()) a.where = diagnosis::traceback_end(r->err);
   a.async_note = async_note_for(a);
   if (r->timed_out && a.error_line.empty()) a.error_line = fmt::format("timed out after {} s", timeout.count());
   return a;
@@ -202,28 +157,26 @@ Expected<const matrices::Framework*> installed_framework(const Options& o, const
 // told as it ends; a layer is announced before its first step (without steps, in its turn).
 Expected<void> run_layers(const matrices::Framework& fw, const VerifyRequest& r, VerifyReport& report, VerifyReporter& rep) {
   const auto device = report.cpu ? smoke::SmokeDevice::cpu : smoke::SmokeDevice::gpu;
-  std::vector<std::pair<std::string, std::size_t>> layers; // name, its first step
+  std::vector<std::pair<VerifyLayer, std::size_t>> layers; // each layer asked, its first step
   std::vector<smoke::SmokeStep> steps;
-  std::vector<std::pair<std::string, std::string>> names; // layer and name of each step
-  if (r.layers.contains("repro")) {
-    layers.emplace_back("repro", steps.size());
-    for (auto& st : smoke::smoke_steps(fw.smoke, report.host.installed_names, device)) {
-      names.emplace_back("repro", st.name);
-      steps.push_back(std::move(st));
-    }
+  for (auto l : {smoke::Layer::repro, smoke::Layer::model}) {
+    const auto layer = l == smoke::Layer::repro ? VerifyLayer::repro : VerifyLayer::model;
+    if (!r.layers.contains(layer)) continue;
+    layers.emplace_back(layer, steps.size());
+    for (auto& st : smoke::layer_steps(l, fw.smoke, report.host.installed_names, device)) steps.push_back(std::move(st));
   }
-  if (r.layers.contains("model")) {
-    layers.emplace_back("model", steps.size());
-    for (auto& st : smoke::model_steps(fw.smoke, report.host.installed_names, device)) {
-      names.emplace_back("model", st.name.substr(7)); // less "model: "
-      steps.push_back(std::move(st));
-    }
-  }
+  // A step as verify names it: a model by its own name, less apply's "model: " (smoke/smoke.cpp).
+  auto blank = [&](std::size_t i) {
+    const auto& st = steps[i];
+    const bool model = st.kind == smoke::StepKind::model;
+    return VerifyStep{model ? VerifyLayer::model : VerifyLayer::repro, model ? st.name.substr(st.name.find(": ") + 2) : st.name,
+                      st.kind == smoke::StepKind::kernel};
+  };
   std::size_t announced = 0;
   auto announce = [&](std::size_t upto) {
     for (; announced < layers.size() && layers[announced].second <= upto; ++announced) {
       rep.layer(layers[announced].first);
-      if (layers[announced].first == "model" && fw.smoke.model.empty())
+      if (layers[announced].first == VerifyLayer::model && fw.smoke.model.empty())
         rep.note(fmt::format("the matrices define no model checks for {}", fw.name));
     }
   };
@@ -236,18 +189,16 @@ Expected<void> run_layers(const matrices::Framework& fw, const VerifyRequest& r,
   ro.timeout = r.timeout;
   ro.stop_at_failure = false;
   ro.cancel = [] { return util::interrupt_signal() != 0; };
-  ro.on_step = [&](const smoke::StepRun& s) {
-    const auto& [layer, name] = names[report.steps.size()];
-    tell(verify_step(s, layer, name, r.timeout));
-  };
+  ro.on_step = [&](const smoke::StepRun& s) { tell(verify_step(s, blank(report.steps.size()), r.timeout)); };
   auto run = smoke::run_steps(report.python, steps, ro);
   if (!run && run.error().code == ErrorCode::interrupted) return std::unexpected(std::move(run.error()));
   if (run)
     report.interpreters = run->interpreters;
   else // the interpreter could not be started: every step left says why
     while (report.steps.size() < steps.size()) {
-      const auto& [layer, name] = names[report.steps.size()];
-      tell(VerifyStep{layer, name, false, 0, run.error().message, {}, {}});
+      auto v = blank(report.steps.size());
+      v.error = run.error().message;
+      tell(std::move(v));
     }
   announce(steps.size());
   return {};
@@ -261,13 +212,13 @@ void record_runs(const Options& o, const matrices::Framework& fw, std::string_vi
   std::optional<std::pair<bool, std::string>> outcome;
   std::string error;
   for (const auto& st : report.steps) {
-    if (st.layer != "repro") continue;
+    if (st.layer != VerifyLayer::repro) continue;
     if (st.cuda_class == diagnosis::CudaError::missing_arch) {
       outcome = {false, st.name};
       error = st.error;
       break;
     }
-    if (st.name == "step B" && st.ok) outcome = {true, st.name};
+    if (st.kernel && st.ok) outcome = {true, st.name};
   }
   const fs::path cache = outcome ? run_cache_dir(o) : fs::path();
   if (cache.empty()) return;
@@ -281,6 +232,21 @@ void record_runs(const Options& o, const matrices::Framework& fw, std::string_vi
 }
 
 } // namespace
+
+std::string_view to_string(VerifyLayer l) {
+  switch (l) {
+  case VerifyLayer::repro: return "repro";
+  case VerifyLayer::model: return "model";
+  case VerifyLayer::app: break;
+  }
+  return "app";
+}
+
+std::optional<VerifyLayer> parse_verify_layer(std::string_view s) {
+  for (auto l : {VerifyLayer::repro, VerifyLayer::model, VerifyLayer::app})
+    if (s == to_string(l)) return l;
+  return std::nullopt;
+}
 
 bool VerifyReport::ok() const {
   return std::all_of(steps.begin(), steps.end(), [](const auto& s) { return s.ok; }) && (!app || app->exit_code == 0);
@@ -309,8 +275,8 @@ Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyRe
   };
   if (!run_layers(*fw, r, report, rep) || util::interrupt_signal()) return interrupted();
   record_runs(o, *fw, variant ? std::string_view(variant->name) : std::string_view(main_local), report);
-  if (r.layers.contains("app") && !r.app.empty()) {
-    rep.layer("app");
+  if (r.layers.contains(VerifyLayer::app) && !r.app.empty()) {
+    rep.layer(VerifyLayer::app);
     report.app = run_app(r.app, report.python, r.timeout, r.sync);
     if (util::interrupt_signal()) return interrupted();
     if (report.app->cuda_class == diagnosis::CudaError::missing_arch) missing_arch_fix(o, *fw, host, *report.app);

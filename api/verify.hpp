@@ -24,17 +24,24 @@
 
 namespace envfix::api {
 
+// repro and model are smoke/smoke.hpp's layers; app is the user's command.
+enum class VerifyLayer { repro, model, app };
+[[nodiscard]] std::string_view to_string(VerifyLayer l); // "repro", "model", "app"
+[[nodiscard]] std::optional<VerifyLayer> parse_verify_layer(std::string_view s);
+
 struct VerifyRequest {
-  std::set<std::string> layers = {"repro", "model", "app"}; // app runs only with a command
-  std::string app;                                          // the user's command (sh -c)
-  std::chrono::seconds timeout{600};                        // each step, and the app
+  std::set<VerifyLayer> layers = {VerifyLayer::repro, VerifyLayer::model, VerifyLayer::app}; // app runs only with a command
+  std::string app;                                                                           // the user's command (sh -c)
+  std::chrono::seconds timeout{600};                                                         // each step, and the app
   // --sync: the app runs with CUDA_LAUNCH_BLOCKING=1, so a kernel error is raised at the launch that
   // failed, not at a later synchronising call (slower: every launch waits for its kernel).
   bool sync = false;
 };
 
 struct VerifyStep {
-  std::string layer, name;
+  VerifyLayer layer = VerifyLayer::repro;
+  std::string name;
+  bool kernel = false; // step B: the run that tells whether the GPU has code for the framework
   bool ok = false;
   double seconds = 0;
   std::string error; // the exception line (or "timed out after N s", "exit code N")
@@ -65,7 +72,7 @@ struct VerifyReport {
   std::filesystem::path python;
   bool cpu = false;        // the checks ran on the CPU
   std::string device_note; // why, when on the CPU
-  std::set<std::string> layers;
+  std::set<VerifyLayer> layers;
   std::vector<VerifyStep> steps;
   int interpreters = 0; // Python processes the repro and model steps ran in (smoke/smoke.hpp)
   std::optional<AppRun> app;
@@ -80,7 +87,7 @@ public:
   VerifyReporter& operator=(const VerifyReporter&) = delete;
   virtual ~VerifyReporter() = default;
   virtual void started(const VerifyReport& /*host, device, framework chosen*/) {}
-  virtual void layer(std::string_view /*repro | model | app*/) {}
+  virtual void layer(VerifyLayer) {}
   virtual void note(std::string_view /*text*/) {}
   virtual void step(const VerifyStep&) {}
   virtual void app(const AppRun&) {}

@@ -1,18 +1,13 @@
 // envfix inspect FILE... [--gpu sm_XX|9.0 ...]: the GPU code in binaries, and per-GPU coverage
 // counted in fatbin containers (docs/architecture.md, Kernel coverage; docs/json.md "inspect";
 // docs/kernels.md).
-#include <chrono>
-#include <filesystem>
-
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "api/inspect.hpp"
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
 #include "i18n/i18n.hpp"
-#include "specs/gpu_arch.hpp"
-#include "wheel/coverage.hpp"
-#include "wheel/kernel_set.hpp"
 #include "util/strings.hpp"
 
 namespace envfix::cli {
@@ -20,7 +15,7 @@ namespace {
 
 std::string join_or_none(const std::vector<std::string>& v) { return v.empty() ? i18n::trs("none") : util::join(v, " "); }
 
-std::string summary_line(const std::string& path, const wheel::KernelSet& ks) {
+std::string summary_line(const std::string& path, const api::KernelSet& ks) {
   std::string comp;
   if (auto n = ks.compressed_count(); n > 0)
     comp = ks.has_zstd() ? i18n::trf(" ({} compressed, ZSTD: needs a driver for CUDA >= 12.4)", n)
@@ -31,7 +26,7 @@ std::string summary_line(const std::string& path, const wheel::KernelSet& ks) {
   return line;
 }
 
-std::string counts_text(const wheel::ContainerCounts& c) {
+std::string counts_text(const api::ContainerCounts& c) {
   std::vector<std::string> parts;
   if (c.sass) parts.push_back(i18n::trf("{} by SASS", c.sass));
   if (c.ptx) parts.push_back(i18n::trf("{} only by PTX JIT", c.ptx));
@@ -41,11 +36,11 @@ std::string counts_text(const wheel::ContainerCounts& c) {
   return util::join(parts, ", ");
 }
 
-std::string coverage_line(const specs::ComputeCapability& cc, const wheel::FileCoverage& c) {
-  const auto v = wheel::to_string(c.verdict);
-  auto name = styled(fmt::format("{} {}", cc.sm_name(), i18n::tr(v)), c.verdict == wheel::Verdict::full   ? Style::green
-                                                                      : c.verdict == wheel::Verdict::none ? Style::red
-                                                                                                          : Style::yellow);
+std::string coverage_line(const specs::ComputeCapability& cc, const api::FileCoverage& c) {
+  const auto v = to_string(c.verdict);
+  auto name = styled(fmt::format("{} {}", cc.sm_name(), i18n::tr(v)), c.verdict == api::Verdict::full   ? Style::green
+                                                                      : c.verdict == api::Verdict::none ? Style::red
+                                                                                                        : Style::yellow);
   std::string line = "  " + i18n::trf("{}: {}/{} containers runnable", name, c.runnable(), c.total());
   if (c.registered.total())
     line += i18n::trf("; registered {}/{} ({})", c.registered.runnable(), c.registered.total(), counts_text(c.registered));
@@ -55,13 +50,13 @@ std::string coverage_line(const specs::ComputeCapability& cc, const wheel::FileC
   return line;
 }
 
-nlohmann::json counts_json(const wheel::ContainerCounts& c) {
+nlohmann::json counts_json(const api::ContainerCounts& c) {
   return {{"runnable", c.runnable()},   {"total", c.total()},         {"sass", c.sass},  {"ptx", c.ptx},
           {"newer_only", c.newer_only}, {"older_only", c.older_only}, {"other", c.other}};
 }
 
-nlohmann::json coverage_json(const wheel::FileCoverage& c) {
-  return {{"verdict", wheel::to_string(c.verdict)},
+nlohmann::json coverage_json(const api::FileCoverage& c) {
+  return {{"verdict", to_string(c.verdict)},
           {"runnable", c.registered.runnable()},
           {"total", c.registered.total()},
           {"via", c.via()},
@@ -71,6 +66,33 @@ nlohmann::json coverage_json(const wheel::FileCoverage& c) {
           {"embedded_total", c.embedded.total()},
           {"registered", counts_json(c.registered)},
           {"embedded", counts_json(c.embedded)}};
+}
+
+nlohmann::json file_json(const api::InspectedFile& f) {
+  const auto& ks = *f.kernels;
+  nlohmann::json cov = nlohmann::json::object();
+  for (const auto& gc : f.gpus) cov[gc.cc.sm_name()] = coverage_json(gc.coverage);
+  nlohmann::json sections = nlohmann::json::object();
+  for (const auto& [name, s] : f.sections)
+    sections[name] = {{"containers", s.containers}, {"entries", s.entries}, {"archs", s.archs}};
+  return {{"path", f.path},
+          {"sass", ks.sass()},
+          {"ptx", ks.ptx()},
+          {"lto", ks.lto()},
+          {"containers", ks.containers.size()},
+          {"entries", ks.entry_count()},
+          {"compressed", ks.compressed_count()},
+          {"zstd", ks.has_zstd()},
+          {"coverage", cov},
+          {"warnings", ks.warnings},
+          {"sections", sections}};
+}
+
+void render_file(const api::InspectedFile& f, bool verbose) {
+  human(summary_line(f.path, *f.kernels));
+  for (const auto& gc : f.gpus) human(coverage_line(gc.cc, gc.coverage));
+  for (const auto& w : f.kernels->warnings) warn(w);
+  if (verbose) human("  " + i18n::trf("read in {} ms", fmt::format("{:.1f}", f.read_ms)));
 }
 
 } // namespace
@@ -84,71 +106,29 @@ void add_inspect_command(CLI::App& app, Globals& g) {
       "full, partial (normal in vendor libraries) or none (no entry runs). Exit 0 when no file is\n"
       "`none` for a GPU, 1 when one is or a file is bad, 2 on a runtime error."));
   cmd->callback([&g, files] {
-    std::vector<specs::ComputeCapability> gpus;
-    for (const auto& s : g.gpus) {
-      auto cc = specs::ComputeCapability::parse(s);
-      if (!cc) {
-        g.exit_code = fail(Error(cc.error()).context(fmt::format("--gpu {}", s)));
-        return;
-      }
-      if (std::find(gpus.begin(), gpus.end(), *cc) == gpus.end()) gpus.push_back(*cc);
+    auto report = api::inspect(g, *files);
+    if (!report) {
+      g.exit_code = fail(report.error());
+      return;
     }
     const bool json = g.format == "json";
     nlohmann::json out_files = nlohmann::json::array();
     int rc = 0;
-    for (const auto& path : *files) {
-      auto t0 = std::chrono::steady_clock::now();
-      auto ks = wheel::read_kernels_file(path);
-      auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (!ks) {
-        rc = std::max(rc, exit_code_for(ks.error()));
+    for (const auto& f : report->files) {
+      if (!f.kernels) {
+        rc = std::max(rc, exit_code_for(f.kernels.error()));
         if (json)
-          out_files.push_back({{"path", path}, {"error", ks.error().render()}});
+          out_files.push_back({{"path", f.path}, {"error", f.kernels.error().render()}});
         else
-          print_error(ks.error());
+          print_error(f.kernels.error());
         continue;
       }
-      nlohmann::json cov = nlohmann::json::object();
-      std::vector<std::string> lines;
-      const auto profile = wheel::KernelProfile::of(*ks);
-      for (const auto& cc : gpus) {
-        if (profile.empty()) continue; // no GPU code: nothing to judge
-        auto c = wheel::coverage(profile, cc);
-        if (c.verdict == wheel::Verdict::none) rc = std::max(rc, 1);
-        cov[cc.sm_name()] = coverage_json(c);
-        lines.push_back(coverage_line(cc, c));
-      }
-      if (json) {
-        nlohmann::json f = {{"path", path},
-                            {"sass", ks->sass()},
-                            {"ptx", ks->ptx()},
-                            {"lto", ks->lto()},
-                            {"containers", ks->containers.size()},
-                            {"entries", ks->entry_count()},
-                            {"compressed", ks->compressed_count()},
-                            {"zstd", ks->has_zstd()},
-                            {"coverage", cov},
-                            {"warnings", ks->warnings}};
-        nlohmann::json sections = nlohmann::json::object();
-        for (const auto& c : ks->containers) {
-          auto& s = sections[c.section.empty() ? "(raw)" : c.section];
-          if (s.is_null()) s = {{"containers", 0}, {"entries", 0}, {"archs", nlohmann::json::object()}};
-          s["containers"] = s["containers"].get<std::size_t>() + 1;
-          s["entries"] = s["entries"].get<std::size_t>() + c.entries.size();
-          // Per-arch entry counts: the multiset a cuobjdump listing can be compared with.
-          for (const auto& e : c.entries) {
-            auto& n = s["archs"][e.arch.to_string()];
-            n = n.is_null() ? 1 : n.get<std::size_t>() + 1;
-          }
-        }
-        f["sections"] = sections;
-        out_files.push_back(std::move(f));
-      } else {
-        human(summary_line(path, *ks));
-        for (const auto& l : lines) human(l);
-        for (const auto& w : ks->warnings) warn(w);
-        if (g.verbose > 0) human("  " + i18n::trf("read in {} ms", fmt::format("{:.1f}", ms)));
-      }
+      for (const auto& gc : f.gpus)
+        if (gc.coverage.verdict == api::Verdict::none) rc = std::max(rc, 1);
+      if (json)
+        out_files.push_back(file_json(f));
+      else
+        render_file(f, g.verbose > 0);
     }
     if (json) machine(nlohmann::json{{"files", out_files}}.dump(2));
     g.exit_code = rc;

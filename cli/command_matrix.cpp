@@ -36,7 +36,7 @@ std::string platform_of(const Globals& g) { return api::matrix_platform(g.platfo
 
 std::string os_of(const std::string& platform) { return platform.starts_with("windows") ? "windows" : "linux"; }
 
-std::string join(const std::vector<std::string>& v, std::string_view sep = " ") { return util::join(v, sep); }
+std::string words(const std::vector<std::string>& v) { return util::join(v, " "); }
 
 json opt_str(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
 
@@ -82,8 +82,8 @@ json row_view(const api::RowComparison& c, std::vector<std::string>& text, const
     text.push_back(styled(i18n::trf("{}    disagrees with the matrices row {} ({}, {}): the table lists {} the "
                                     "binary lacks; the binary has {} the table lacks",
                                     indent, label, c.where.empty() ? "?" : c.where, matrices::to_string(c.confidence),
-                                    c.table_only.empty() ? i18n::trs("nothing") : join(c.table_only),
-                                    c.binary_only.empty() ? i18n::trs("nothing") : join(c.binary_only)),
+                                    c.table_only.empty() ? i18n::trs("nothing") : words(c.table_only),
+                                    c.binary_only.empty() ? i18n::trs("nothing") : words(c.binary_only)),
                           Style::yellow));
   return row;
 }
@@ -117,7 +117,7 @@ json evidence_view(const Knowledge& k, const Globals& g, const matrices::Framewo
     j["files"] = e.files.size();
     j["containers"] = lb.containers;
     text.push_back(fmt::format("{}  {}: SASS {}; PTX {} ({} file{}, {} containers; {})", indent, e.key.to_string(),
-                               lb.sass.empty() ? "none" : join(lb.sass), lb.ptx.empty() ? "none" : join(lb.ptx), e.files.size(),
+                               lb.sass.empty() ? "none" : words(lb.sass), lb.ptx.empty() ? "none" : words(lb.ptx), e.files.size(),
                                e.files.size() == 1 ? "" : "s", lb.containers, e.source));
     json cov = json::object();
     for (std::size_t i = 0; i < gpus.size() && i < lb.coverage.size(); ++i) {
@@ -130,7 +130,7 @@ json evidence_view(const Knowledge& k, const Globals& g, const matrices::Framewo
                                verdict == "full" ? styled(verdict, Style::green)
                                                  : styled(verdict, verdict == "partial" ? Style::yellow : Style::red),
                                pc.runnable(), pc.total(), pc.jit_only ? i18n::tr(", by PTX JIT only") : "",
-                               pc.partial_files.empty() ? "" : i18n::trf("; partly: {}", join(pc.partial_files, ", "))));
+                               pc.partial_files.empty() ? "" : i18n::trf("; partly: {}", util::join(pc.partial_files, ", "))));
     }
     j["coverage"] = cov;
     j["matrices"] = row_view(lb.row, text, indent);
@@ -242,7 +242,7 @@ GpuBuildsView builds_for_gpu(const Knowledge& k, const Globals& g, const matrice
     const auto how =
         gb.runs == RunKind::native ? styled(i18n::tr("native"), Style::green) : styled(i18n::tr("PTX JIT"), Style::yellow);
     out.lines.push_back(
-        fmt::format("    {} {} {}{}{}", i18n::pad(r->label() + (gb.stable ? "" : " (" + join(r->channels, ",") + ")"), 22),
+        fmt::format("    {} {} {}{}{}", i18n::pad(r->label() + (gb.stable ? "" : " (" + util::join(r->channels, ",") + ")"), 22),
                     i18n::pad(b.variant, 7), i18n::trf("{} via {}", how, gb.via ? gb.via->to_string() : "?"),
                     gb.min_driver ? i18n::trf("; driver ≥ {}", *gb.min_driver) : "",
                     b.verified ? "" : styled(fmt::format(" [{}]", matrices::to_string(b.confidence)), Style::dim)));
@@ -353,8 +353,8 @@ json platform_json(const Knowledge& k, const Globals& g, const matrices::Framewo
     jp["runs_on"] = jr;
   }
   std::string archs = b.known()
-                          ? fmt::format("SASS {}; PTX {}", b.sass->empty() ? i18n::trs("none") : join(api::arch_names(b.sass)),
-                                        b.ptx->empty() ? i18n::trs("none") : join(api::arch_names(b.ptx)))
+                          ? fmt::format("SASS {}; PTX {}", b.sass->empty() ? i18n::trs("none") : words(api::arch_names(b.sass)),
+                                        b.ptx->empty() ? i18n::trs("none") : words(api::arch_names(b.ptx)))
                           : i18n::trs("archs unknown: unverified, checked after download");
   text.push_back(fmt::format("    {} {}{}{}", i18n::pad(b.platform, 15), archs,
                              b.confidence == matrices::Confidence::verified
@@ -408,7 +408,7 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
     Error e{ErrorCode::not_found,
             fmt::format("{} {} is not in the matrices", f.name, v->to_string()),
             {},
-            fmt::format("known: {}; add a release with --matrices DIR (matrices/README.md)", join(known, "; "))};
+            fmt::format("known: {}; add a release with --matrices DIR (matrices/README.md)", util::join(known, "; "))};
     return fail(e);
   }
   std::vector<matrices::ResolvedGpu> gpus;
@@ -436,14 +436,14 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
 
   std::vector<std::string> text;
   text.push_back(
-      styled(i18n::trf("{} {} ({}; channel {})", f.name, v->to_string(), r->label(), join(r->channels, ",")), Style::bold));
+      styled(i18n::trf("{} {} ({}; channel {})", f.name, v->to_string(), r->label(), util::join(r->channels, ",")), Style::bold));
   std::vector<std::string> comp_text;
   for (const auto* list : {&f.companions, &f.optional_companions}) // framework order, not JSON's sorted keys
     for (const auto& c : *list)
       comp_text.push_back(
           fmt::format("{} {}", c, comps[c].is_null() ? i18n::trs("(none coupled)") : comps[c].get<std::string>()));
-  text.push_back(i18n::trf("  companions: {}", comp_text.empty() ? i18n::trs("none") : join(comp_text, ", ")));
-  text.push_back(fmt::format("  python: {}", join(r->python)));
+  text.push_back(i18n::trf("  companions: {}", comp_text.empty() ? i18n::trs("none") : util::join(comp_text, ", ")));
+  text.push_back(fmt::format("  python: {}", words(r->python)));
   if (!r->pypi_default.empty()) text.push_back(i18n::trf("  pypi.org default variant: {}", r->pypi_default));
 
   for (const auto& rv : r->variants) out["variants"].push_back(variant_json(k, g, f, *v, rv, channel, gpus, text));
@@ -483,7 +483,7 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
                    {"cpu_companions", f->smoke.cpu_companions}};
     jf["releases"] = json::array();
     text.push_back(styled(i18n::trf("{} (package {}; companions: {})", f->name, f->main_package,
-                                    f->companions.empty() ? i18n::trs("none") : join(f->companions, ", ")),
+                                    f->companions.empty() ? i18n::trs("none") : util::join(f->companions, ", ")),
                           Style::bold));
     jf["evidence"] = evidence_view(k, g, *f, std::nullopt, {}, text, "  ");
     for (const auto* r : api::rows_newest_first(*f)) {
@@ -493,8 +493,8 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
       jr["variants"] = vs;
       jf["releases"].push_back(jr);
       bool stable = std::find(r->channels.begin(), r->channels.end(), "stable") != r->channels.end();
-      text.push_back(
-          fmt::format("  {} {}", i18n::pad(r->label() + (stable ? "" : " (" + join(r->channels, ",") + ")"), 24), join(vs)));
+      text.push_back(fmt::format("  {} {}", i18n::pad(r->label() + (stable ? "" : " (" + util::join(r->channels, ",") + ")"), 24),
+                                 words(vs)));
     }
     out["frameworks"].push_back(jf);
   }
@@ -513,7 +513,7 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
                                                              t.version.to_string(), t.minor_compat_linux)
                                                  : i18n::trf("{} (driver unknown)", t.version.to_string()));
   }
-  if (fws.size() > 1) text.push_back(i18n::trf("CUDA toolkits (Linux driver): {}", join(tk, ", ")));
+  if (fws.size() > 1) text.push_back(i18n::trf("CUDA toolkits (Linux driver): {}", util::join(tk, ", ")));
   if (g.format == "json")
     machine(out.dump(2));
   else
@@ -550,7 +550,7 @@ void add_matrix_command(CLI::App& app, Globals& g) {
         Error e{ErrorCode::not_found,
                 fmt::format("unknown framework '{}'", g.framework),
                 {},
-                fmt::format("known: {}", join(names, ", "))};
+                fmt::format("known: {}", util::join(names, ", "))};
         g.exit_code = fail(e);
         return;
       }

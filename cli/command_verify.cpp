@@ -33,12 +33,13 @@ Expected<api::VerifyRequest> parse_request(const VerifyOptions& o) {
   api::VerifyRequest r;
   r.layers.clear();
   for (const auto& l : util::split(o.layers, ',')) {
-    if (l != "repro" && l != "model" && l != "app")
+    auto layer = api::parse_verify_layer(l);
+    if (!layer)
       return make_error(ErrorCode::invalid_input, fmt::format("--layers: unknown layer '{}'", l),
                         "layers are repro, model and app, comma-separated");
-    r.layers.insert(l);
+    r.layers.insert(*layer);
   }
-  if (r.layers.contains("app") && o.app.empty() && o.layers != VerifyOptions{}.layers)
+  if (r.layers.contains(api::VerifyLayer::app) && o.app.empty() && o.layers != VerifyOptions{}.layers)
     return make_error(ErrorCode::invalid_input, "--layers app needs --app CMD", "e.g. --app 'python train.py --steps 10'");
   r.app = o.app;
   r.sync = o.sync;
@@ -67,7 +68,7 @@ json verify_json(const api::VerifyReport& r) {
   j["gpus"] = gpus;
   j["interpreters"] = r.interpreters;
   json lj = json::object();
-  for (const auto& l : {"repro", "model"}) {
+  for (auto l : {api::VerifyLayer::repro, api::VerifyLayer::model}) {
     if (!r.layers.contains(l)) continue;
     json steps = json::array();
     bool lok = true;
@@ -76,7 +77,7 @@ json verify_json(const api::VerifyReport& r) {
         steps.push_back(step_json(s));
         lok = lok && s.ok;
       }
-    lj[l] = {{"status", lok ? "passed" : "failed"}, {"steps", steps}};
+    lj[std::string(to_string(l))] = {{"status", lok ? "passed" : "failed"}, {"steps", steps}};
   }
   if (const auto& app = r.app) {
     json mem = json::array();
@@ -115,8 +116,8 @@ public:
     if (!r.framework_note.empty()) human(styled(i18n::tr_text(r.framework_note), Style::dim));
     if (!r.device_note.empty()) human(styled(i18n::tr_text(r.device_note), Style::yellow));
   }
-  void layer(std::string_view name) override {
-    const char* n = name == "repro" ? "1. repro" : name == "model" ? "2. model" : "3. app";
+  void layer(api::VerifyLayer l) override {
+    const char* n = l == api::VerifyLayer::repro ? "1. repro" : l == api::VerifyLayer::model ? "2. model" : "3. app";
     human(styled(i18n::tr(n), Style::bold));
   }
   void note(std::string_view text) override { human(fmt::format("  {}", i18n::tr_text(text))); }

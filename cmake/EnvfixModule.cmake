@@ -29,6 +29,8 @@ endfunction()
 # runs the file's cases as two tests more, its first n (in file order, doctest --first/--last) and the
 # rest. COST: ctest starts costlier tests first; a clean clone has no timings of earlier runs, and
 # without it the longest test would start last, in number order.
+# Suites are named by subject under their label, TEST_SUITE("unit/probe/installed"): each label's ctest
+# test runs the label's suites (--test-suite=unit/*), and one subject runs alone with its full name.
 function(envfix_test module)
   cmake_parse_arguments(T "" "SPLIT;SPLIT_AT;COST" "SOURCES;DEPS;LABELS" ${ARGN})
   set(t test_${module})
@@ -46,20 +48,20 @@ function(envfix_test module)
     set(names ${module}.${label})
     if(T_SPLIT AND T_SPLIT_AT)
       math(EXPR after "${T_SPLIT_AT} + 1")
-      add_test(NAME ${module}.${label} COMMAND ${t} --test-suite=${label} --force-colors=0 --source-file=*${T_SPLIT}
+      add_test(NAME ${module}.${label} COMMAND ${t} --test-suite=${label}/* --force-colors=0 --source-file=*${T_SPLIT}
         --first=1 --last=${T_SPLIT_AT})
-      add_test(NAME ${module}.${label}-2 COMMAND ${t} --test-suite=${label} --force-colors=0 --source-file=*${T_SPLIT}
+      add_test(NAME ${module}.${label}-2 COMMAND ${t} --test-suite=${label}/* --force-colors=0 --source-file=*${T_SPLIT}
         --first=${after})
-      add_test(NAME ${module}.${label}-rest COMMAND ${t} --test-suite=${label} --force-colors=0
+      add_test(NAME ${module}.${label}-rest COMMAND ${t} --test-suite=${label}/* --force-colors=0
         --source-file-exclude=*${T_SPLIT})
       list(APPEND names ${module}.${label}-2 ${module}.${label}-rest)
     elseif(T_SPLIT)
-      add_test(NAME ${module}.${label} COMMAND ${t} --test-suite=${label} --force-colors=0 --source-file=*${T_SPLIT})
-      add_test(NAME ${module}.${label}-rest COMMAND ${t} --test-suite=${label} --force-colors=0
+      add_test(NAME ${module}.${label} COMMAND ${t} --test-suite=${label}/* --force-colors=0 --source-file=*${T_SPLIT})
+      add_test(NAME ${module}.${label}-rest COMMAND ${t} --test-suite=${label}/* --force-colors=0
         --source-file-exclude=*${T_SPLIT})
       list(APPEND names ${module}.${label}-rest)
     else()
-      add_test(NAME ${module}.${label} COMMAND ${t} --test-suite=${label} --force-colors=0)
+      add_test(NAME ${module}.${label} COMMAND ${t} --test-suite=${label}/* --force-colors=0)
     endif()
     # envfix's messages in English whatever the developer's locale (i18n/: LC_MESSAGES=C wins over
     # LANG once LC_ALL and LANGUAGE are gone); the tests of other languages set their own.
@@ -70,4 +72,13 @@ function(envfix_test module)
       set_tests_properties(${names} PROPERTIES COST ${T_COST})
     endif()
   endforeach()
+  # A case in no label's suite runs under no ctest test above (ten such once ran nowhere): this one
+  # fails while the binary has any, naming them.
+  set(suites ${T_LABELS})
+  list(TRANSFORM suites APPEND "/*")
+  list(JOIN suites "," excluded)
+  add_test(NAME ${module}.suites COMMAND ${t} --list-test-cases --test-suite-exclude=${excluded} --no-version)
+  set_tests_properties(${module}.suites PROPERTIES LABELS unit
+    PASS_REGULAR_EXPRESSION "unskipped test cases passing the current filters: 0\n"
+    FAIL_REGULAR_EXPRESSION "unskipped test cases passing the current filters: [1-9]")
 endfunction()

@@ -8,6 +8,7 @@
 
 #include "probe/driver_parsers.hpp"
 #include "probe/installed.hpp"
+#include "wheel/record.hpp"
 #include "probe/python_probe.hpp"
 
 using namespace envfix::probe;
@@ -28,9 +29,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   case 3: (void)parse_nvidia_smi_q(text); break;
   case 4: (void)parse_python_probe(text); break;
   case 5: {
-    auto rows = parse_record(text);
+    // An installed RECORD (wheel/record.hpp): rows may lack their trailing empty fields.
+    auto rows = envfix::wheel::Record::parse(text, "RECORD", envfix::wheel::RecordSource::installed);
     if (rows)
-      for (auto& r : *rows)
+      for (auto& r : rows->entries)
         if (r.path.empty()) __builtin_trap(); // empty paths are rejected
     break;
   }

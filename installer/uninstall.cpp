@@ -101,7 +101,7 @@ struct Protected {
 // Absolute, normalized paths named by a dist-info's RECORD (no existence check).
 Expected<std::vector<std::string>> record_paths(const fs::path& dist_info) {
   auto text = ENVFIX_TRY(util::read_file(dist_info / "RECORD"));
-  auto rec = ENVFIX_TRY(wheel::Record::parse(text, (dist_info / "RECORD").string()));
+  auto rec = ENVFIX_TRY(wheel::Record::parse(text, (dist_info / "RECORD").string(), wheel::RecordSource::installed));
   std::vector<std::string> out;
   out.reserve(rec.entries.size());
   const auto base = dist_info.parent_path();

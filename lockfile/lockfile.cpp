@@ -307,7 +307,7 @@ LockedPackage parse_package(Checker& c, const YAML::Node& pn, const std::string&
   c.allow_keys(pn, {"name", "version", "filename", "url", "sha256", "size", "kernels"}, where + " package");
   p.name = c.str(pn, "name", where + " package");
   std::string pw = fmt::format("package '{}' in {}", p.name, where);
-  if (!p.name.empty() && !names.insert(p.name).second) c.problem(pn["name"], "duplicate " + pw);
+  if (!p.name.empty() && !names.insert(specs::normalize_name(p.name)).second) c.problem(pn["name"], "duplicate " + pw);
   p.version = c.str(pn, "version", pw);
   p.filename = c.str(pn, "filename", pw);
   if (!p.filename.empty())
@@ -343,7 +343,7 @@ void parse_installed_only(Checker& c, const YAML::Node& tn, const std::string& w
     InstalledOnly e;
     e.name = c.str(en, "name", where + " installed-only entry");
     std::string ew = fmt::format("installed-only '{}' in {}", e.name, where);
-    if (!e.name.empty() && !names.insert(e.name).second) c.problem(en["name"], "duplicate " + ew);
+    if (!e.name.empty() && !names.insert(specs::normalize_name(e.name)).second) c.problem(en["name"], "duplicate " + ew);
     e.version = c.str(en, "version", ew);
     e.provenance = c.str(en, "provenance", ew, false);
     t.installed_only.push_back(std::move(e));
@@ -462,7 +462,7 @@ std::vector<std::string> unmet_installed_only(const LockTarget& target,
     std::vector<std::string> have;
     bool ok = false;
     for (const auto& [name, version] : installed) {
-      if (specs::normalize_name(name) != p.name) continue;
+      if (specs::normalize_name(name) != specs::normalize_name(p.name)) continue;
       auto v = specs::Version::parse(version);
       ok = ok || (want && v ? *v == *want : version == p.version);
       have.push_back(version);
@@ -473,6 +473,18 @@ std::vector<std::string> unmet_installed_only(const LockTarget& target,
                     have.empty() ? std::string("not installed") : fmt::format("{} is installed", fmt::join(have, ", "))));
   }
   return out;
+}
+
+Expected<void> check_installed_only(const LockTarget& target, const std::vector<std::pair<std::string, std::string>>& installed,
+                                    std::string_view lockfile_path) {
+  auto unmet = unmet_installed_only(target, installed);
+  if (unmet.empty()) return {};
+  return std::unexpected(Error{ErrorCode::invalid_input,
+                               fmt::format("{} target {} keeps {} package{} no index serves, and this environment lacks {}",
+                                           lockfile_path, target.id, unmet.size(), unmet.size() == 1 ? "" : "s", unmet.front()),
+                               unmet,
+                               "install those versions first (from where they came), or re-lock with an index that serves "
+                               "them; nothing was changed"});
 }
 
 namespace {

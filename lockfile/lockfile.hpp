@@ -113,6 +113,10 @@ using util::strip_credentials;
 // Empty when every one is there.
 [[nodiscard]] std::vector<std::string> unmet_installed_only(const LockTarget& target,
                                                             const std::vector<std::pair<std::string, std::string>>& installed);
+// apply --locked's refusal when one is unmet (invalid_input, each unmet one a cause, naming `lockfile_path`).
+[[nodiscard]] Expected<void> check_installed_only(const LockTarget& target,
+                                                  const std::vector<std::pair<std::string, std::string>>& installed,
+                                                  std::string_view lockfile_path);
 
 // The exports copy strings out of a lockfile that someone else may have written: each refuses (an
 // error naming the target and the field) a string with a control character (a line break began a

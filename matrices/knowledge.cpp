@@ -1,6 +1,7 @@
 // Queries over the loaded matrices (no I/O here; loading is in loader.cpp).
 #include "matrices/knowledge.hpp"
 
+#include "specs/name.hpp"
 #include "util/strings.hpp"
 
 #include <algorithm>
@@ -108,6 +109,24 @@ Expected<std::string> Framework::index_url(std::string_view channel, std::string
   replace_all("{mirror}", base);
   replace_all("{variant}", variant_name);
   return url;
+}
+
+std::string Framework::mirror_of_index(std::string_view index, std::string_view channel, std::string_view variant_name) const {
+  auto def = index_url(channel, variant_name);
+  if (!def || !def->starts_with(default_mirror)) return "";
+  const std::string_view tail = std::string_view(*def).substr(default_mirror.size());
+  if (!index.ends_with(tail)) return "";
+  std::string mirror(index.substr(0, index.size() - tail.size()));
+  while (mirror.ends_with('/')) mirror.pop_back();
+  return mirror;
+}
+
+std::vector<std::string> Framework::family(bool optional) const {
+  std::vector<std::string> out{specs::normalize_name(main_package)};
+  for (const auto& c : companions) out.push_back(specs::normalize_name(c));
+  if (optional)
+    for (const auto& c : optional_companions) out.push_back(specs::normalize_name(c));
+  return out;
 }
 
 RunKind VariantBuild::runs_on(specs::ComputeCapability cc) const {
@@ -238,6 +257,11 @@ Expected<ResolvedGpu> Knowledge::resolve_gpu(std::string_view query) const {
   if (auto g = gpu(query))
     return ResolvedGpu{
         std::string(query), g->name, g->family, g->cc, false, fmt::format("{} ({})", g->source, to_string(g->confidence))};
+  // Written as an arch but not one ("sm_90a", "9.x"): the arch parser's reason says what is wrong.
+  if (auto bad = specs::ComputeCapability::parse(query);
+      !bad && (query.starts_with("sm_") || query.starts_with("compute_") ||
+               (!query.empty() && std::isdigit(static_cast<unsigned char>(query[0])))))
+    return std::unexpected(bad.error());
   return make_error(ErrorCode::invalid_input,
                     fmt::format("unknown GPU '{}': not an arch (sm_120, 12.0) or a known GPU name", query),
                     "run `envfix matrix` to list known GPUs; new products can be added in 'gpus:' of a --matrices override");

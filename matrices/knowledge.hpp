@@ -211,6 +211,12 @@ struct Framework {
   // The index URL of (channel, variant); `mirror` replaces default_mirror when not empty.
   [[nodiscard]] Expected<std::string> index_url(std::string_view channel, std::string_view variant,
                                                 std::string_view mirror = {}) const;
+  // The mirror `index` was made from as index_url(channel, variant, mirror) builds it (no trailing
+  // '/'); "" when `index` is not such a URL.
+  [[nodiscard]] std::string mirror_of_index(std::string_view index, std::string_view channel, std::string_view variant) const;
+  // The framework's set, normalized: the main package, its companions and, with `optional`, the
+  // optional companions (coupled when present).
+  [[nodiscard]] std::vector<std::string> family(bool optional = false) const;
   bool operator==(const Framework&) const = default;
 };
 

@@ -1,7 +1,6 @@
 #include "probe/installed.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 
 #include <fmt/format.h>
@@ -10,7 +9,6 @@
 #include "probe/text.hpp"
 #include "specs/metadata.hpp"
 #include "specs/name.hpp"
-#include "specs/record_csv.hpp"
 #include "util/fs.hpp"
 #include "util/strings.hpp"
 #include "wheel/wheel_info.hpp"
@@ -35,36 +33,6 @@ std::string read_trimmed(const fs::path& p) {
 }
 
 } // namespace
-
-// RECORD's CSV through the one reader (specs/record_csv.hpp); an installed RECORD may omit the
-// trailing empty fields, so 1 to 3 fields are accepted.
-Expected<std::vector<RecordEntry>> parse_record(std::string_view text) {
-  auto rows = specs::read_csv(text, "");
-  if (!rows) return fail(ErrorCode::invalid_input, "RECORD {}", rows.error().message);
-  std::vector<RecordEntry> out;
-  for (auto& row : *rows) {
-    auto& fields = row.fields;
-    const std::size_t lineno = row.line;
-    if (fields.empty() || fields[0].empty())
-      return fail(ErrorCode::invalid_input, "RECORD line {}: empty path: {}", lineno, util::join(fields, ","));
-    if (fields.size() > 3)
-      return fail(ErrorCode::invalid_input, "RECORD line {}: {} fields, expected path,hash,size: {}", lineno, fields.size(),
-                  util::join(fields, ","));
-    RecordEntry e;
-    e.path = std::move(fields[0]);
-    if (fields.size() > 1) e.hash = std::move(fields[1]);
-    if (fields.size() > 2 && !fields[2].empty()) {
-      std::uint64_t n = 0;
-      auto& sz = fields[2];
-      auto [p, ec] = std::from_chars(sz.data(), sz.data() + sz.size(), n);
-      if (ec != std::errc{} || p != sz.data() + sz.size())
-        return fail(ErrorCode::invalid_input, "RECORD line {}: bad size '{}' for {}", lineno, sz, e.path);
-      e.size = n;
-    }
-    out.push_back(std::move(e));
-  }
-  return out;
-}
 
 Expected<DistInfoName> parse_dist_info_dirname(std::string_view dirname) {
   std::string_view stem = dirname;
@@ -185,10 +153,11 @@ Expected<std::vector<InstalledObject>> installed_shared_objects(const InstalledD
   std::vector<InstalledObject> out;
   if (!dist.has_record && !dist.conda) return out;
   auto text = dist.has_record ? ENVFIX_TRY(util::read_file(dist.dist_info / "RECORD")) : std::string();
-  auto rows = parse_record(text);
-  if (!rows) return std::unexpected(std::move(rows.error()).context((dist.dist_info / "RECORD").string()));
+  // An installed RECORD is read as uninstall reads it (wheel/record.hpp, RecordSource::installed).
+  auto rows = wheel::Record::parse(text, (dist.dist_info / "RECORD").string(), wheel::RecordSource::installed);
+  if (!rows) return std::unexpected(std::move(rows.error()));
   auto site = dist.dist_info.parent_path();
-  for (auto& r : *rows) {
+  for (auto& r : rows->entries) {
     if (!is_shared_object(r.path)) continue;
     fs::path p = fs::path(r.path).is_absolute() ? fs::path(r.path) : (site / r.path).lexically_normal();
     std::error_code ec;
@@ -199,7 +168,7 @@ Expected<std::vector<InstalledObject>> installed_shared_objects(const InstalledD
     for (const auto& p : dist.conda->prefix_objects) {
       std::error_code ec;
       if (!fs::is_regular_file(p, ec)) continue;
-      RecordEntry e;
+      wheel::RecordEntry e;
       e.path = p.string();
       e.size = fs::file_size(p, ec);
       out.push_back({p, std::move(e)});

@@ -9,17 +9,9 @@
 #include <vector>
 
 #include "probe/host_facts.hpp"
+#include "wheel/record.hpp"
 
 namespace envfix::probe {
-
-// One RECORD row: path,hash,size (CSV, fields may be quoted; hash and size may be empty).
-struct RecordEntry {
-  std::string path;
-  std::string hash; // "sha256=…" or ""
-  std::optional<std::uint64_t> size;
-};
-// Errors name the line. A row with only a path is allowed (RECORD itself, *.pyc).
-[[nodiscard]] Expected<std::vector<RecordEntry>> parse_record(std::string_view text);
 
 // "torch-2.7.0+cu128.dist-info" → {"torch", "2.7.0+cu128"}; the version is split at the first
 // '-' (names in dist-info folders have '-' escaped to '_').
@@ -50,7 +42,7 @@ struct DistInfoName {
 // A shared object a dist installed, with its RECORD row.
 struct InstalledObject {
   std::filesystem::path path; // resolved against the site directory
-  RecordEntry record;         // path as RECORD gives it, hash, size
+  wheel::RecordEntry record;  // path as RECORD gives it, hash, size
 };
 // Shared objects a dist installed: RECORD paths ending in ".so" or containing ".so." that exist,
 // resolved against the site directory (dist_info's parent), sorted by path. Empty without a RECORD.

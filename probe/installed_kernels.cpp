@@ -25,7 +25,7 @@ Expected<InstalledKernels> read_installed_kernels(const InstalledDist& dist, con
     struct stat st = {};
     const bool same_size =
         o.record.size && ::stat(o.path.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) == *o.record.size;
-    sources.push_back({o.path.string(), same_size ? o.record.hash : std::string()});
+    sources.push_back({o.path.string(), same_size ? o.record.hash_field() : std::string()});
   }
   auto read = wheel::read_profiles(sources, store, threads);
   for (std::size_t i = 0; i < sos.size(); ++i) {

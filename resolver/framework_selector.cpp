@@ -164,6 +164,7 @@ struct Pass {
   // holding nothing for a GPU: name → what was read; and the main version they were to fit.
   std::map<std::string, std::vector<std::string>> extension_misses;
   std::optional<specs::Version> extension_against;
+  std::vector<std::string> skipped; // supplementary indexes that could not be read, and why
 
   void reject(Rejection r) { out.rejected.push_back(std::move(r)); }
   std::set<RejectReason> near_reasons;        // why the closest builds failed
@@ -317,6 +318,11 @@ Expected<std::vector<MainCandidate>> main_candidates(Pass& p, const std::vector<
   for (std::size_t pos = 0; pos < indexes.size(); ++pos) {
     const auto& idx = indexes[pos];
     auto files = p.provider_for(idx).candidates(main_of(p.spec, idx));
+    if (!files && idx.supplementary) {
+      p.skipped.push_back(fmt::format("the {} index {} (variant {}) could not be read, so its builds were not considered: {}",
+                                      channel, idx.url, idx.variant, files.error().message));
+      continue;
+    }
     if (!files)
       return std::unexpected(std::move(files).error().context(fmt::format("cannot read the {} index {}", channel, idx.url)));
     ResolveOptions opts;
@@ -529,6 +535,7 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
   p.out.index = chosen;
   p.out.resolution = std::move(*res);
   p.out.warnings = mc.warnings;
+  p.out.warnings.insert(p.out.warnings.end(), p.skipped.begin(), p.skipped.end());
   p.out.why = summary(p, chosen, channel, mc, p.out.resolution);
   if (!chosen.cuda && idx.cuda && p.gpu_host)
     p.out.why += fmt::format(" ({} of variant {} brings no GPU kernels)", main, idx.variant);
@@ -644,6 +651,7 @@ Error no_set_error(Pass& p) {
     if (p.jit_cuda)
       e.hint = fmt::format("a driver that runs CUDA {} natively can JIT its PTX; ", p.jit_cuda->to_string()) + e.hint;
   }
+  e.causes.insert(e.causes.end(), p.skipped.begin(), p.skipped.end());
   e.causes.push_back("`envfix plan --explain` lists every rejected file");
   if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
   return e;
@@ -723,6 +731,31 @@ std::vector<std::string> framework_packages(const FrameworkSpec& spec) {
     if (!i.main_package.empty()) add(i.main_package);
     for (const auto& k : i.packages) add(k);
   }
+  return out;
+}
+
+std::vector<std::string> pin_main_request(const FrameworkSpec& spec, const std::vector<std::string>& requests,
+                                          const specs::Version& version, const std::vector<std::string>& resolved) {
+  const std::string main = specs::normalize_name(spec.main_package);
+  const std::string vs = version.to_string();
+  const auto pin = *specs::SpecifierSet::parse("==" + vs);
+  std::vector<std::string> out;
+  bool found = false;
+  for (const auto& r : requests) {
+    auto req = specs::Requirement::parse(r);
+    if (req && req->normalized_name() == main) {
+      req->specifier = req->specifier.intersect(pin);
+      out.push_back(req->to_string());
+      found = true;
+    } else {
+      out.push_back(r);
+    }
+  }
+  if (found) return out;
+  if (requests.empty())
+    for (const auto& n : framework_family(spec))
+      if (n != main && std::find(resolved.begin(), resolved.end(), n) != resolved.end()) out.push_back(n);
+  out.insert(out.begin(), main + "==" + vs);
   return out;
 }
 

@@ -34,6 +34,9 @@ struct FrameworkIndex {
   std::vector<std::string> packages;
   std::vector<std::string> kernels;
   std::string ptx_isa; // the PTX ISA of the variant's CUDA ("8.5"); "" when unknown
+  // An index envfix adds beside the framework's own (a JetPack index, knowledge_adapter.hpp): one it
+  // cannot read is skipped with a warning, where the indexes the user named fail the plan.
+  bool supplementary = false;
 };
 
 // Kernels read from a build's binaries, and where they were read.
@@ -136,6 +139,12 @@ namespace envfix::resolver {
 // The family plus every variant's own main package and set packages (paddlepaddle, jaxlib,
 // jax-cuda12-plugin, …): what a plan may remove when the new set does not hold it.
 [[nodiscard]] std::vector<std::string> framework_packages(const FrameworkSpec& spec);
+
+// The request with the main package pinned to `version`, its other clauses kept (lock's one version for
+// every target). A request without a clause for it gets `main==version` first and, when empty, the
+// family members in `resolved` (normalized names of the set it resolved to before).
+[[nodiscard]] std::vector<std::string> pin_main_request(const FrameworkSpec& spec, const std::vector<std::string>& requests,
+                                                        const specs::Version& version, const std::vector<std::string>& resolved);
 
 // Split a request into the framework set and other packages. An empty request means the framework
 // packages already installed, else the main package and its companions (docs/architecture.md,

@@ -82,6 +82,7 @@ std::optional<FrameworkIndex> jetpack_index(const matrices::Knowledge& knowledge
   auto it = release.indexes.find(fw->name);
   if (it == release.indexes.end() || it->second.empty()) return std::nullopt;
   FrameworkIndex idx{"stable", "jetpack" + release.jetpack, release.cuda, it->second};
+  idx.supplementary = true;
   if (const auto* tk = knowledge.toolkit(release.cuda)) idx.ptx_isa = tk->ptx_isa;
   idx.discovered = fmt::format("{} from the JetPack {} index {} (L4T {}; matrices l4t row, confidence {}): not {}'s own "
                                "build; the matrices know no arch list for it, its kernels are checked after download",
@@ -151,6 +152,54 @@ DescribeVariant variant_describer(const matrices::Knowledge& knowledge, std::str
                          what, channel, driver);
     return d;
   };
+}
+
+void add_jetpack_index(FrameworkSpec& spec, const matrices::Knowledge& knowledge, std::string_view framework,
+                       const probe::HostFacts& facts) {
+  if (!facts.tegra || facts.tegra->l4t.empty()) return;
+  const auto* release = knowledge.l4t(facts.tegra->l4t);
+  if (!release) return;
+  if (auto idx = jetpack_index(knowledge, framework, *release)) spec.indexes.push_back(std::move(*idx));
+}
+
+void complete_tegra(const matrices::Knowledge& knowledge, probe::HostFacts& facts) {
+  if (!facts.tegra) return;
+  const auto& t = *facts.tegra;
+  auto product = t.soc.empty() ? std::nullopt : knowledge.gpu_for_soc(t.soc);
+  if (facts.gpus.empty() && product) {
+    probe::GpuInfo g;
+    g.name = t.model.empty() ? product->name : t.model;
+    g.cc = product->cc;
+    facts.gpus.push_back(std::move(g));
+    facts.notes.push_back(fmt::format("GPU from the device tree (nvidia,{}): {} (compute capability {}, integrated)", t.soc,
+                                      product->name, product->cc.to_string()));
+  }
+  const auto* rel = t.l4t.empty() ? nullptr : knowledge.l4t(t.l4t);
+  if (!rel) return;
+  if (!facts.driver)
+    facts.driver = probe::DriverInfo{rel->driver, rel->cuda, "l4t"};
+  else if (!facts.driver->cuda)
+    facts.driver->cuda = rel->cuda;
+}
+
+HostTarget host_target(const probe::HostFacts& facts, const TargetEnvironment& python, const matrices::Knowledge& knowledge) {
+  HostTarget target;
+  for (const auto& g : facts.gpus) target.gpus.push_back(g.cc);
+  target.driver_version = facts.driver ? facts.driver->version : "";
+  target.python = python;
+  if (const auto& d = facts.driver; d && d->source == "l4t" && d->cuda) {
+    // A Jetson: the driver is part of L4T and runs the CUDA of its release and older (jetson.yaml).
+    const specs::CudaVersion l4t = *d->cuda;
+    target.driver_supports = [l4t](const specs::CudaVersion& c) { return c <= l4t; };
+  } else if (!target.driver_version.empty()) {
+    const auto* kp = &knowledge;
+    std::string drv = target.driver_version;
+    target.driver_supports = [kp, drv](const specs::CudaVersion& c) { return kp->driver_supports(drv, c); };
+    target.driver_native = [kp, drv](const specs::CudaVersion& c) { return kp->driver_supports(drv, c, false); };
+  } else if (!target.gpus.empty()) {
+    target.driver_supports = [](const specs::CudaVersion&) { return false; };
+  }
+  return target;
 }
 
 } // namespace envfix::resolver

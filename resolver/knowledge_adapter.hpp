@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "matrices/knowledge.hpp"
+#include "probe/host_facts.hpp"
 #include "resolver/discovery.hpp"
 #include "resolver/framework_selector.hpp"
 
@@ -23,6 +24,22 @@ namespace envfix::resolver {
 // the warning a plan from it carries.
 [[nodiscard]] std::optional<FrameworkIndex> jetpack_index(const matrices::Knowledge& knowledge, std::string_view framework,
                                                           const matrices::L4tRelease& release);
+
+// On a Jetson whose L4T row names a JetPack index for the framework: that index too, after the
+// framework's own (the selector prefers their builds at the same version and CUDA), so that a Thor
+// takes PyTorch's aarch64 build and an Orin, which those lack, the JetPack one (jetson.yaml).
+void add_jetpack_index(FrameworkSpec& spec, const matrices::Knowledge& knowledge, std::string_view framework,
+                       const probe::HostFacts& facts);
+
+// A Jetson (probe::TegraInfo in `facts`): its integrated GPU from the device tree when neither NVML
+// nor libcuda answered, and the CUDA its driver runs from the L4T release (matrices/data/jetson.yaml):
+// on a Jetson the driver is part of L4T, so the desktop driver floors do not say it.
+void complete_tegra(const matrices::Knowledge& knowledge, probe::HostFacts& facts);
+
+// The host as the selector sees it: GPUs, driver, interpreter, and which CUDA the driver runs (the
+// matrices' driver floors; on a Jetson, its L4T release's CUDA and older). `knowledge` must outlive it.
+[[nodiscard]] HostTarget host_target(const probe::HostFacts& facts, const TargetEnvironment& python,
+                                     const matrices::Knowledge& knowledge);
 
 // The aggregate index of every channel whose template ends in {variant} ("{mirror}/nightly/{variant}"
 // → "{mirror}/nightly"), for discover_indexes(). `knowledge` must outlive the result.

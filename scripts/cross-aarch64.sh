@@ -72,13 +72,13 @@ run_test() { # MODULE DOCTEST-ARGS...
 }
 for t in "${targets[@]}"; do
   [[ $t == test_* ]] || continue
-  run_test "${t#test_}" --test-suite=unit --test-case-exclude="subprocess captures output*" # doctest splits filters at commas
+  run_test "${t#test_}" --test-suite='unit/*' --test-case-exclude="subprocess captures output*" # doctest splits filters at commas
 done
 # The aarch64 kernel case (tests/wheel/test_aarch64.cpp): an nvcc-compiled aarch64 .so, read by the
 # aarch64 build itself. It skips (77) without nvcc.
 if [[ " ${targets[*]} " == *" test_wheel "* ]]; then
   rc=0
-  run_test wheel --test-suite=integration --test-case="aarch64*" || rc=$?
+  run_test wheel --test-suite='integration/*' --test-case="aarch64*" || rc=$?
   ((rc == 0 || rc == 77)) || exit "$rc"
 fi
 echo "cross-aarch64: built in $((built - start)) s, tests in $((SECONDS - built)) s"

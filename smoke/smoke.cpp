@@ -20,16 +20,16 @@ std::vector<SmokeStep> smoke_steps(const matrices::SmokeTest& smoke, const std::
   const bool cpu = device == SmokeDevice::cpu;
   if (cpu) {
     if (smoke.cpu.empty()) return steps;
-    steps.push_back({"CPU step", smoke.cpu, device});
+    steps.push_back({"CPU step", smoke.cpu, device, StepKind::cpu});
   } else {
-    if (!smoke.step_a.empty()) steps.push_back({"step A", smoke.step_a, device});
-    if (!smoke.step_b.empty()) steps.push_back({"step B", smoke.step_b, device});
+    if (!smoke.step_a.empty()) steps.push_back({"step A", smoke.step_a, device, StepKind::copy});
+    if (!smoke.step_b.empty()) steps.push_back({"step B", smoke.step_b, device, StepKind::kernel});
   }
   for (const auto& [companion, code] : cpu ? smoke.cpu_companions : smoke.companions) {
     auto n = specs::normalize_name(companion);
     for (const auto& p : present)
       if (p == n) {
-        steps.push_back({cpu ? companion + " (CPU)" : companion, code, device});
+        steps.push_back({cpu ? companion + " (CPU)" : companion, code, device, StepKind::companion});
         break;
       }
   }
@@ -44,9 +44,22 @@ std::vector<SmokeStep> model_steps(const matrices::SmokeTest& smoke, const std::
       auto need = specs::normalize_name(name.substr(0, colon));
       if (std::find(present.begin(), present.end(), need) == present.end()) continue;
     }
-    steps.push_back({"model: " + name, code, device});
+    steps.push_back({"model: " + name, code, device, StepKind::model});
   }
   return steps;
+}
+
+std::string_view to_string(Layer l) { return l == Layer::repro ? "repro" : "model"; }
+
+std::optional<Layer> parse_layer(std::string_view s) {
+  for (auto l : {Layer::repro, Layer::model})
+    if (s == to_string(l)) return l;
+  return std::nullopt;
+}
+
+std::vector<SmokeStep> layer_steps(Layer l, const matrices::SmokeTest& smoke, const std::vector<std::string>& present,
+                                   SmokeDevice device) {
+  return l == Layer::repro ? smoke_steps(smoke, present, device) : model_steps(smoke, present, device);
 }
 
 CpuReason cpu_reason(bool has_gpu, bool gpus_planned, bool cpu_build) {
@@ -79,8 +92,7 @@ ApplySmoke plan_apply_smoke(const ApplySmokeRequest& r) {
     return out;
   }
   for (auto layer : r.layers) {
-    auto more = layer == Layer::repro ? smoke_steps(r.framework->smoke, r.present, device)
-                                      : model_steps(r.framework->smoke, r.present, device);
+    auto more = layer_steps(layer, r.framework->smoke, r.present, device);
     out.steps.insert(out.steps.end(), more.begin(), more.end());
   }
   const auto why = describe(cpu);

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <string>
 #include <vector>
@@ -23,10 +24,15 @@ namespace envfix::smoke {
 
 enum class SmokeDevice { gpu, cpu };
 
+// What a step checks: step A a host-to-device copy, step B a kernel (the run that tells whether the
+// GPU has code), the CPU step, a companion's own check, a model of verify's model layer.
+enum class StepKind { copy, kernel, cpu, companion, model };
+
 struct SmokeStep {
   std::string name; // "step A", "step B", "torchvision"; on the CPU: "CPU step", "torchvision (CPU)"
   std::string code; // Python source
   SmokeDevice device = SmokeDevice::gpu;
+  StepKind kind = StepKind::companion;
 };
 
 struct StepTime {
@@ -90,6 +96,11 @@ enum class CpuReason { none, cpu_build, planned_gpus, no_gpu };
 
 // `envfix verify`'s layers 1 and 2, which apply's verify step runs too.
 enum class Layer { repro, model };
+[[nodiscard]] std::string_view to_string(Layer l); // "repro", "model"
+[[nodiscard]] std::optional<Layer> parse_layer(std::string_view s);
+// One layer's steps: smoke_steps for repro, model_steps for model.
+[[nodiscard]] std::vector<SmokeStep> layer_steps(Layer l, const matrices::SmokeTest& smoke,
+                                                 const std::vector<std::string>& present, SmokeDevice device);
 
 // What apply runs as its transaction's verify step, and the note that says where or why not.
 struct ApplySmokeRequest {

@@ -1,7 +1,10 @@
 #include "util/env.hpp"
 
 #include <cassert>
+#include <charconv>
 #include <cstdlib>
+
+#include <fmt/format.h>
 
 namespace envfix::util {
 
@@ -70,6 +73,18 @@ std::optional<std::string> get_env(Env e) {
   const char* v = std::getenv(std::string(env_name(e)).c_str());
   if (!v) return std::nullopt;
   return std::string(v);
+}
+
+Expected<std::optional<std::chrono::milliseconds>> seconds_from_env(Env e) {
+  const auto v = get_env(e);
+  if (!v || v->empty()) return std::nullopt;
+  const auto name = env_name(e);
+  unsigned long long s = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), s);
+  if (ec != std::errc{} || end != v->data() + v->size() || s == 0 || s > 1'000'000'000ull)
+    return make_error(ErrorCode::invalid_input, fmt::format("{}={:?} is not a number of seconds", name, *v),
+                      fmt::format("set {} to a whole number of seconds, e.g. 600, or unset it", name));
+  return std::chrono::milliseconds(s * 1000);
 }
 
 } // namespace envfix::util

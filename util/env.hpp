@@ -2,10 +2,13 @@
 // Every environment variable envfix reads is declared here, once, as an `Env` value: code asks for
 // Env::python, never for a spelled name (docs/environment.md lists them; a test checks the two
 // against each other).
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "util/error.hpp"
 
 namespace envfix::util {
 
@@ -66,5 +69,9 @@ const std::vector<EnvVar>& known_env_vars();
 
 // The variable's value; nullopt when it is unset.
 [[nodiscard]] std::optional<std::string> get_env(Env e);
+
+// A number of whole seconds from 1 to 10^9 (ENVFIX_PAGE_DEADLINE, ENVFIX_DOWNLOAD_DEADLINE); nullopt
+// when unset or empty, invalid_input naming the variable otherwise.
+[[nodiscard]] Expected<std::optional<std::chrono::milliseconds>> seconds_from_env(Env e);
 
 } // namespace envfix::util

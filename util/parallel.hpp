@@ -4,20 +4,32 @@
 // batches. The first error by task index wins, which keeps errors deterministic.
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstddef>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "util/env.hpp"
 #include "util/error.hpp"
 
 namespace envfix::util {
 
-// Threads to use when the caller does not say: $ENVFIX_THREADS is read by callers (cli), this is
-// the hardware fallback.
+// Threads to use when the caller does not say: the hardware fallback of configured_threads().
 [[nodiscard]] inline unsigned default_threads() {
   unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : n;
+}
+
+// $ENVFIX_THREADS when it is a whole number from 1 to 1024, else default_threads(): the unpack, link,
+// hash and kernel-read threads of a run.
+[[nodiscard]] inline unsigned configured_threads() {
+  if (auto t = get_env(Env::threads)) {
+    unsigned n = 0;
+    auto [end, ec] = std::from_chars(t->data(), t->data() + t->size(), n);
+    if (ec == std::errc() && end == t->data() + t->size() && n >= 1 && n <= 1024) return n;
+  }
+  return default_threads();
 }
 
 // Runs fn(i) for i in [0, n) on up to `threads` threads (the caller's thread is one of them).

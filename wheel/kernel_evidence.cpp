@@ -1,7 +1,9 @@
 #include "wheel/kernel_evidence.hpp"
 
 #include <algorithm>
+#include <mutex>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -292,6 +294,19 @@ std::vector<ReadProfile> read_profiles(const std::vector<ProfileSource>& files, 
   result.reserve(out.size());
   for (auto& r : out) result.push_back(std::move(*r));
   return result;
+}
+
+EvidenceStore open_evidence_store(const std::filesystem::path& cache_dir) {
+  static std::mutex mu;
+  static std::set<std::filesystem::path> migrated;
+  if (std::lock_guard lock(mu); migrated.insert(cache_dir).second) {
+    auto m = migrate_evidence_v1(cache_dir);
+    if (!m)
+      util::cache_notice(m.error().message + " (kernel evidence of the older store not migrated)");
+    else if (*m)
+      util::cache_notice((*m)->to_string());
+  }
+  return EvidenceStore(cache_dir / evidence_dir_name);
 }
 
 } // namespace envfix::wheel

@@ -116,6 +116,10 @@ private:
   std::filesystem::path m_dir;
 };
 
+// The store under a cache directory (<cache>/evidence-v2), an older store in it migrated first, once
+// per process and directory (migrate_evidence_v1), and what that did said through util::cache_notice.
+[[nodiscard]] EvidenceStore open_evidence_store(const std::filesystem::path& cache_dir);
+
 // One file whose kernels are wanted, and the hash its content is known by ("" when none is).
 struct ProfileSource {
   std::string path;

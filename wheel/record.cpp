@@ -43,11 +43,12 @@ RecordEntry RecordEntry::for_content(std::string path, std::string_view content)
   return RecordEntry{std::move(path), "sha256", util::base64url_nopad(h.raw_digest()), content.size()};
 }
 
-Expected<Record> Record::parse(std::string_view csv_text, std::string_view name_for_errors) {
+Expected<Record> Record::parse(std::string_view csv_text, std::string_view name_for_errors, RecordSource source) {
   auto rows = ENVFIX_TRY(specs::read_csv(csv_text, name_for_errors));
   Record record;
   record.entries.reserve(rows.size());
   for (auto& row : rows) {
+    if (source == RecordSource::installed && !row.fields.empty() && row.fields.size() < 3) row.fields.resize(3);
     if (row.fields.size() != 3)
       return std::unexpected(Error(csv_error(name_for_errors, row.line,
                                              fmt::format("expected 3 fields (path,hash,size), found {}", row.fields.size()),

@@ -27,11 +27,16 @@ struct RecordEntry {
   bool operator==(const RecordEntry&) const = default;
 };
 
+// Where a RECORD comes from: a wheel's has three fields a row; an installed one (read by doctor and
+// uninstall) may omit the trailing empty fields, as some installers write it.
+enum class RecordSource { wheel, installed };
+
 struct Record {
   std::vector<RecordEntry> entries;
 
   // Errors name `name_for_errors` and the 1-based line of the offending row.
-  [[nodiscard]] static Expected<Record> parse(std::string_view csv_text, std::string_view name_for_errors);
+  [[nodiscard]] static Expected<Record> parse(std::string_view csv_text, std::string_view name_for_errors,
+                                              RecordSource source = RecordSource::wheel);
   // CSV as pip writes it: minimal quoting, CRLF line endings, rows in the stored order.
   [[nodiscard]] std::string to_string() const;
   [[nodiscard]] const RecordEntry* find(std::string_view path) const;

@@ -66,7 +66,7 @@ std::string import_value(const fs::path& venv) {
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/api/api") {
   TEST_CASE("api::plan changes nothing; api::apply installs; api::lock writes a lock that api::apply_locked installs") {
     World w(apply_test::kAlphaIndex);
     isolate(w);

@@ -80,7 +80,7 @@ const std::string& sm80_shared_object() { return arch_shared_object("80"); }
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/apply/apply") {
 
   // Issue 36, item 4: a requested package whose installed version satisfies the request stays, as pip
   // and uv keep it (it used to be replaced by the index's choice: an upgrade here, a downgrade when the
@@ -1213,7 +1213,7 @@ frameworks:
 
 } // TEST_SUITE
 
-TEST_SUITE("cli") {
+TEST_SUITE("cli/apply/apply") {
 
   TEST_CASE("cache dir, size and clean") {
     auto root = util::make_temp_dir({}, "envfix-cache-test").value();

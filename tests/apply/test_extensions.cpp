@@ -59,7 +59,7 @@ const json* finding(const json& doctor, const std::string& code) {
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/apply/extensions") {
 
   TEST_CASE("a GPU extension without the GPU's arch: doctor names it; apply replaces it with a covering build, "
             "or refuses with the build-from-source recipe") {

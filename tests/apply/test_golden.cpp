@@ -52,7 +52,7 @@ struct Transcript {
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/apply/golden") {
 
   // Fails on any change of the text these commands print: a reworded plan line, another order of the
   // change list, a lost "nothing to do" on the second apply, lock --check's verdict, export's lines, or

@@ -107,7 +107,7 @@ std::map<std::string, std::string> planned_urls(const std::string& out) {
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/apply/index_options") {
 
   TEST_CASE(
       "--extra-index-url: the framework's packages only from its index (no dependency confusion), deps from the first index that has them") {
@@ -253,4 +253,4 @@ TEST_SUITE("integration") {
     CHECK(pold.err.find("CUDA 13.0 (variant cu130) needs a newer driver than 535.104.05") != std::string::npos);
   }
 
-} // TEST_SUITE("integration")
+} // TEST_SUITE("integration/apply/index_options")

@@ -106,7 +106,7 @@ void plant_evidence(const fs::path& cache, const std::string& arch, const std::s
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/apply/round3_cache") {
 
   // Item 2, one case per part: (a) ownership, (b) cache clean, (c) content checked against what it claims.
   TEST_CASE("round3 2a: a cache owned by another user, or an entry of it, is not used: one warning, the planted entry ignored") {

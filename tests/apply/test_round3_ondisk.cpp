@@ -81,7 +81,7 @@ std::string make_lock(World& w, const std::string& py) {
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/apply/round3_ondisk") {
 
   TEST_CASE(
       "round3 1: damaged cache entries, conda-meta records and journals are skipped or refused naming the file, never an abort") {

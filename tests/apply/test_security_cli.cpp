@@ -31,7 +31,7 @@ constexpr const char* kIndex = R"({"packages": [
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/apply/security_cli") {
 
   TEST_CASE("security 2: apply --locked with a filename that is a path fails at parse time and writes nothing") {
     World w(kIndex);
@@ -112,7 +112,7 @@ constexpr const char* kLyingMetadataIndex = R"({"packages": [
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/apply/security_cli") {
 
   TEST_CASE("round3 7a: a wheel whose METADATA disagrees with the index's PEP 658 metadata is refused before install") {
     World w(kLyingMetadataIndex);

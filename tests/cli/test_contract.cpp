@@ -42,7 +42,7 @@ const std::vector<std::pair<std::vector<std::string>, std::string>>& error_cases
 
 } // namespace
 
-TEST_SUITE("cli") {
+TEST_SUITE("cli/cli/contract") {
 
   TEST_CASE("every command's error path prints the JSON error document with --format json") {
     for (const auto& [args, code] : error_cases()) {

@@ -173,7 +173,7 @@ bool have_nvcc() { return fs::exists("/usr/local/cuda/bin/nvcc"); }
 
 } // namespace
 
-TEST_SUITE("cli") {
+TEST_SUITE("cli/cli/doctor") {
 
   TEST_CASE("doctor: torch +cpu with torchvision +cu124 on a planned sm_120 host") {
     FakeEnv env;

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -21,9 +22,11 @@ namespace {
 
 inline std::filesystem::path inspect_bin() { return envfix::testing::envfix_bin(); }
 
-util::SubprocessResult run(std::vector<std::string> args) {
+util::SubprocessResult run(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
   args.insert(args.begin(), inspect_bin().string());
-  auto r = util::run_process(args);
+  util::SubprocessOptions o;
+  o.set_env = std::move(env);
+  auto r = util::run_process(args, o);
   REQUIRE(r);
   return *r;
 }
@@ -34,7 +37,7 @@ void write_bytes(const fs::path& p, const Bytes& b) {
 
 } // namespace
 
-TEST_SUITE("cli") {
+TEST_SUITE("cli/cli/inspect") {
   TEST_CASE("inspect: JSON fields, coverage and exit codes") {
     auto dir = util::make_temp_dir({}, "envfix-inspect").value();
     // Two TUs: {sm_80, sm_90, compute_90 (zstd)} and {sm_90a}; plus an embedded sm_120 container.
@@ -114,11 +117,26 @@ TEST_SUITE("cli") {
     CHECK(r.err.find("error: ") != std::string::npos);
     CHECK(r.err.find("truncated") != std::string::npos);
 
-    // A missing file and a bad --gpu are user errors.
+    // The GPUs as every command takes them (api::planned_gpus): a product name through the matrices,
+    // and ENVFIX_GPU when there is no --gpu (issue 38: inspect parsed --gpu itself, and both failed).
+    auto by_name = json::parse(run({"inspect", lib.string(), "--gpu", "H100", "--format", "json"}).out);
+    CHECK(by_name["files"][0]["coverage"]["sm_90"] == f["coverage"]["sm_90"]);
+    auto by_env = json::parse(run({"inspect", lib.string(), "--format", "json"}, {{"ENVFIX_GPU", "sm_75,RTX 3090"}}).out);
+    CHECK(by_env["files"][0]["coverage"]["sm_75"]["verdict"] == "none");
+    CHECK(by_env["files"][0]["coverage"]["sm_86"] == f["coverage"]["sm_86"]);
+    // Two names of one arch judge it once.
+    CHECK(json::parse(
+              run({"inspect", lib.string(), "--gpu", "9.0", "--gpu", "sm_90", "--format", "json"}).out)["files"][0]["coverage"]
+              .size() == 1);
+
+    // A missing file and a bad --gpu are user errors; an arch written wrong says what is wrong with it.
     CHECK(run({"inspect", (dir / "nope.so").string()}).exit_code == 1);
     r = run({"inspect", lib.string(), "--gpu", "sm_90a"});
     CHECK(r.exit_code == 1);
     CHECK(r.err.find("no a/f suffix") != std::string::npos);
+    r = run({"inspect", lib.string(), "--gpu", "RTX 9999"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("unknown GPU 'RTX 9999'") != std::string::npos);
     fs::remove_all(dir);
   }
 

@@ -107,7 +107,7 @@ util::SubprocessResult run_help(std::vector<std::string> args, std::map<std::str
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("cli/cli/lang") {
 
   // Fails when a line of plan's text falls back to English (the host line, "chose:", the choice and
   // its kernel claim, the download line, the refusals' messages and causes), when the JSON document is

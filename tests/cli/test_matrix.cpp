@@ -50,7 +50,7 @@ const json* find_build(const json& builds, std::string_view version, std::string
 
 } // namespace
 
-TEST_SUITE("cli") {
+TEST_SUITE("cli/cli/matrix") {
 
   TEST_CASE("envfix --version prints the version and needs no command") {
     auto r = run({"--version"});

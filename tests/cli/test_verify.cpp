@@ -91,7 +91,7 @@ frameworks:
 
 } // namespace
 
-TEST_SUITE("cli") {
+TEST_SUITE("cli/cli/verify") {
   TEST_CASE("verify: layers on the CPU, a failing model names its operator, a failing --app is classified") {
     auto root = util::make_temp_dir({}, "envfix-verify-test").value();
     auto venv = root / "venv";

@@ -16,7 +16,7 @@
 using namespace envfix;
 using diagnosis::FindingCode;
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/diagnosis/finding") {
   TEST_CASE("every finding code has one distinct name, and docs/json.md's table lists exactly these") {
     const auto codes = diagnosis::all_finding_codes();
     REQUIRE(codes.size() == static_cast<std::size_t>(FindingCode::conda_owned) + 1);
@@ -93,7 +93,7 @@ std::string hint_of(const diagnosis::DoctorReport& r, FindingCode code) {
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/diagnosis/finding") {
   TEST_CASE("python-other-interpreter: the activation hint names only what exists (conda, venv, pyenv, none)") {
     namespace fs = std::filesystem;
     const auto work = util::make_temp_dir({}, "envfix-hints").value();

@@ -252,7 +252,7 @@ Site start_site(const std::string& prefix) {
   return site;
 }
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/frameworks/framework_sets") {
 
   TEST_CASE("jax, tensorflow and paddlepaddle: the planned set is what pip download of the right extra resolves") {
     auto t0 = std::chrono::steady_clock::now();
@@ -358,7 +358,7 @@ TEST_SUITE("integration") {
   }
 }
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/frameworks/framework_sets") {
 
   // Issue 36, item 1: without --framework the request names the framework ('jax[cuda13]' plans jax, not
   // torch); a request naming two is refused asking for --framework; one naming none plans just itself,

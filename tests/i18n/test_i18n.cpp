@@ -165,7 +165,7 @@ struct Lang {
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/i18n/i18n") {
 
   TEST_CASE("zh_CN.po: each msgstr has its msgid's placeholders, in order, and is Chinese") {
     const auto entries = read_po(kPo);

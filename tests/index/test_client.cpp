@@ -111,7 +111,7 @@ const char* standard_spec = R"({"packages":[
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/index/client") {
   TEST_CASE("nginx over HTTPS: JSON and HTML pages give the same candidates; 304 revalidation; offline") {
     Fixture fx(standard_spec);
     fs::remove(fx.root / "simple" / "htmlonly" / "index.json");

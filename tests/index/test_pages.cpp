@@ -23,7 +23,7 @@ PageContext ctx(std::string page_url, std::string project = "torch") {
 }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/index/pages") {
   TEST_CASE("UrlResolver gives resolve_url's answer for every ref, fast path or not") {
     // The fast path joins root-relative refs to the base's origin; a difference from curl's
     // resolution (case of scheme or host, default port, dot segments, escapes) fails here.
@@ -310,7 +310,7 @@ TEST_SUITE("unit") {
 using testing::reset_peak_rss;
 using testing::status_kib;
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/index/pages") {
   // docs/reliability.md §5, case 7: a 16 MiB page of anchors (32 KB gzipped) cost 1.9 GB as one tree.
   TEST_CASE("security 7: a 16 MiB page of anchors is refused with memory bounded by the page") {
     std::string html = "<html><body>\n";
@@ -353,7 +353,8 @@ TEST_SUITE("unit") {
   }
 }
 
-TEST_CASE("page memo: prints and parses back; duplicates and bad input refused; key ignores order") {
+TEST_CASE("page memo: prints and parses back; duplicates and bad input refused; key ignores order" *
+          doctest::test_suite("unit/index/pages")) {
   PageMemo m;
   CHECK(m.add({"https://i.example/simple/torch/", "https://i.example/simple", "torch", false}));
   CHECK(m.add({"https://i.example/links.html", "https://i.example/links.html", "numpy", true}));
@@ -374,7 +375,7 @@ TEST_CASE("page memo: prints and parses back; duplicates and bad input refused; 
   CHECK(full.entries.size() == PageMemo::max_entries);
 }
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/index/pages") {
   // Issue 42 item 7: the entry cap covers PEP 691 JSON pages. 16 MiB of `{"url":"a"},` entries (about
   // 60 KB gzip'd) held every entry twice (a JsonFile, then a Candidate and a warning) before the cap.
   TEST_CASE("round3 7e: a JSON page of 1.4 million tiny files entries is refused at the cap, memory bounded") {

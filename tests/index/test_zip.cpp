@@ -36,7 +36,7 @@ Built build_one(std::string_view pkg_json) {
 }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/index/zip") {
   TEST_CASE("METADATA from a wheel through a range reader: small and padded wheels") {
     auto small = build_one(R"({"name":"demo-pkg","version":"1.0","requires_dist":["numpy>=1.21"]})");
     ZipMetadataStats stats;

@@ -141,7 +141,7 @@ std::optional<std::string> after_kill(const fs::path& venv, const std::vector<st
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/installer/crash") {
   TEST_CASE("SIGKILL in every phase of the transaction and at random moments, then recover: old set or new set") {
     auto root = test::temp_dir("envfix-crash");
     auto venv = root / "venv";

@@ -127,7 +127,7 @@ InstalledTree installed_tree(const Venv& v, const std::map<std::string, std::str
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/installer/installer") {
   TEST_CASE("envfix and pip install the same trees; pip list/check/uninstall work on envfix's") {
     Venv a("envfix"), b("pip");
     auto wheels_dir = a.root / "wheels";
@@ -201,7 +201,7 @@ TEST_SUITE("integration") {
   }
 }
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/installer/installer") {
   TEST_CASE("entry points, shebangs and launcher text") {
     auto eps = parse_entry_points(
         "[console_scripts]\nfoo = pkg.mod:main.run [extra]\n# c\n[gui_scripts]\nBar=pkg:gui\n[other]\nx = y\n", "ep");
@@ -243,7 +243,7 @@ TEST_SUITE("unit") {
   }
 }
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/installer/installer") {
   TEST_CASE("uninstall: shared files kept, missing RECORD refused with a hint, pycache and empty dirs removed") {
     Venv v("uninst");
     auto wd = v.root / "wheels";
@@ -561,7 +561,7 @@ ino_t inode_of(const fs::path& p) {
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/installer/installer") {
   TEST_CASE("unpacked cache: every link mode installs pip's tree, the first time and from the cache") {
     Venv ref("linkref");
     auto wheels_dir = ref.root / "wheels";
@@ -733,7 +733,7 @@ TEST_SUITE("integration") {
   }
 }
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/installer/installer") {
   TEST_CASE("site-packages on another filesystem: replace, a failure, and rollback work by rename on that filesystem") {
     // /dev/shm is a tmpfs; the venv lives on the disk. Moving site-packages there behind a symlink
     // makes every rename between .envfix/ and site-packages cross filesystems (EXDEV).

@@ -57,7 +57,7 @@ bool any_entry_runs(const wheel::KernelSet& ks, specs::ComputeCapability cc) {
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/installer/kernel_gate") {
   TEST_CASE("kernel gate: the real CUDA libraries of /usr/local/cuda/lib64") {
     const fs::path lib = "/usr/local/cuda/lib64";
     std::error_code ec;

@@ -108,7 +108,7 @@ ino_t inode_of(const fs::path& p) {
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/installer/security") {
 
   TEST_CASE("security 1: a wheel cannot plant a journal in .envfix, and a planted journal deletes nothing it names") {
     Venv v("journal");

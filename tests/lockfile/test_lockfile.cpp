@@ -7,6 +7,7 @@
 
 #include "lockfile/diff.hpp"
 #include "lockfile/lockfile.hpp"
+#include "lockfile/target.hpp"
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
 #include "util/subprocess.hpp"
@@ -43,7 +44,7 @@ std::string python() { return util::find_in_path("python3").value_or("python3").
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/lockfile/lockfile") {
   TEST_CASE("diff: one line per package added, removed or changed, per target new or gone; none for equal locks") {
     const LockFile a = sample();
     CHECK(diff(a, a).empty());
@@ -312,11 +313,54 @@ TEST_SUITE("unit") {
     REQUIRE(!bad);
     REQUIRE(!bad.error().causes.empty());
     CHECK(bad.error().causes[0].find("duplicate installed-only 'torch'") != std::string::npos);
+    // A lock written by hand names them as it likes (issue 60, 8): the same project spelled two ways is
+    // a duplicate, and an installed-only name matches the installed dist by its normalized name.
+    auto spelled = y;
+    spelled.replace(spelled.find("      - name: typing-extensions"), 31, "      - name: Torch");
+    auto twice = LockFile::parse(spelled, "envfix.lock");
+    REQUIRE(!twice);
+    REQUIRE(!twice.error().causes.empty());
+    CHECK(twice.error().causes[0].find("duplicate installed-only 'Torch'") != std::string::npos);
+    auto upper = y;
+    upper.replace(upper.find("      - name: typing-extensions"), 31, "      - name: Typing_Extensions");
+    auto hand = LockFile::parse(upper, "envfix.lock");
+    REQUIRE(hand);
+    CHECK(unmet_installed_only(hand->targets[0], {{"typing-extensions", "4.15.0"}}).empty());
     CHECK(!LockFile::parse(y + "      - nope\n", "envfix.lock"));
   }
 }
 
-TEST_SUITE("integration") {
+TEST_SUITE("unit/lockfile/target") {
+  TEST_CASE("a target's platform: the most demanding manylinux tag of its wheels, on the arch") {
+    CHECK(lockfile::set_platform({"torch-2.7.0+cu128-cp310-cp310-manylinux_2_28_x86_64.whl",
+                                  "numpy-2.2.0-cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+                                  "filelock-3.16.1-py3-none-any.whl"},
+                                 "x86_64") == "manylinux_2_28_x86_64");
+    // A wheel counts by its easiest tag; another arch's tags do not count.
+    CHECK(lockfile::set_platform({"numpy-2.2.0-cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+                                  "x-1.0-cp310-cp310-manylinux_2_34_aarch64.whl"},
+                                 "x86_64") == "manylinux_2_17_x86_64");
+    CHECK(lockfile::set_platform({"filelock-3.16.1-py3-none-any.whl", "not a wheel"}, "aarch64") == "linux_aarch64");
+  }
+
+  TEST_CASE("lock --target descriptions: keys, defaults, and errors that name the part") {
+    auto t = lockfile::parse_target_spec("gpu=sm_86+RTX 5090,python=3.10,driver=570.86,platform=manylinux_2_28_x86_64").value();
+    CHECK(t.gpus == std::vector<std::string>{"sm_86", "RTX 5090"});
+    CHECK(t.python == "3.10");
+    CHECK(t.driver == "570.86");
+    CHECK(t.platform == "manylinux_2_28_x86_64");
+    CHECK(lockfile::parse_target_spec("python=3.12").value().gpus == std::vector<std::string>{"none"}); // CPU-only
+    CHECK(lockfile::parse_target_spec("gpu=").value().gpus == std::vector<std::string>{"none"});
+    auto bad = lockfile::parse_target_spec("gpu=sm_90,cuda=12.8");
+    REQUIRE(!bad);
+    CHECK(bad.error().message == "--target 'gpu=sm_90,cuda=12.8': unknown key 'cuda'");
+    auto novalue = lockfile::parse_target_spec("sm_90");
+    REQUIRE(!novalue);
+    CHECK(novalue.error().message == "--target 'sm_90': 'sm_90' is not key=value");
+  }
+}
+
+TEST_SUITE("integration/lockfile/lockfile") {
   TEST_CASE("pylock export parses with tomllib and has every PEP 751 field") {
     LockFile l = sample();
     auto dir = util::make_temp_dir({}, "envfix-pylock").value();

@@ -18,7 +18,7 @@ LockTarget target(std::string id, std::vector<std::string> gpus, std::string pyt
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/lockfile/select") {
 
   TEST_CASE("select: the first fitting target by id, every other one with its reasons") {
     LockFile lock;

@@ -63,7 +63,7 @@ std::string all_causes(const Error& e) {
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/matrices/matrices") {
 
   TEST_CASE("embedded matrices load without problems and cover the frameworks") {
     const auto& k = embedded();
@@ -258,6 +258,26 @@ TEST_SUITE("unit") {
       CHECK(g->cc.to_string() == r.cc);
       CHECK(g->family == r.family);
     }
+    // China-market SKUs (issue 56): as nvidia-smi and torch print them, and as people type them; the
+    // product is the D model, not the export one its name begins with.
+    struct Named {
+      const char* query;
+      const char* name;
+      const char* cc;
+    };
+    for (auto r :
+         {Named{"NVIDIA GeForce RTX 5090 D", "GeForce RTX 5090 D", "12.0"}, Named{"RTX 5090D", "GeForce RTX 5090 D", "12.0"},
+          Named{"NVIDIA GeForce RTX 5090 D v2", "GeForce RTX 5090 D", "12.0"},
+          Named{"NVIDIA GeForce RTX 4090 D", "GeForce RTX 4090 D", "8.9"}, Named{"rtx4090d", "GeForce RTX 4090 D", "8.9"},
+          Named{"NVIDIA L20", "NVIDIA L20", "8.9"}, Named{"NVIDIA L40S", "NVIDIA L40S", "8.9"},
+          Named{"NVIDIA H20", "NVIDIA H20", "9.0"}, Named{"NVIDIA GeForce RTX 4090", "GeForce RTX 4090", "8.9"}}) {
+      const std::string query = r.query;
+      CAPTURE(query);
+      auto g = k.gpu(r.query);
+      REQUIRE(g);
+      CHECK(g->name == r.name);
+      CHECK(g->cc.to_string() == r.cc);
+    }
     CHECK(!k.gpu("RTX 9999"));
     CHECK(!k.gpu(""));
     CHECK(!k.gpu("H2")); // no prefix match inside a word
@@ -307,6 +327,18 @@ TEST_SUITE("unit") {
     CHECK(!t->index_url("beta", "cu128"));
     CHECK(k.framework("paddlepaddle")->index_url("stable", "cu129").value() ==
           "https://www.paddlepaddle.org.cn/packages/stable/cu129/");
+    // The mirror a framework index was made from (apply --locked --mirror re-points from it).
+    CHECK(t->mirror_of_index("https://mirror.example/pytorch/test/cu126", "test", "cu126") == "https://mirror.example/pytorch");
+    CHECK(t->mirror_of_index("https://download.pytorch.org/whl/cu128", "stable", "cu128") == "https://download.pytorch.org/whl");
+    CHECK(t->mirror_of_index("https://mirror.example/other/cu126", "test", "cu126").empty());
+    CHECK(t->mirror_of_index("https://mirror.example/pytorch/test/cu126", "beta", "cu126").empty());
+    // The set by name: main package, companions, then (asked) the optional ones, normalized.
+    auto fam = t->family();
+    REQUIRE(!fam.empty());
+    CHECK(fam.front() == "torch");
+    CHECK(std::find(fam.begin(), fam.end(), "torchvision") != fam.end());
+    auto all = t->family(true);
+    CHECK(all.size() == fam.size() + t->optional_companions.size());
   }
 
   TEST_CASE("other frameworks: arch data where known, unknown otherwise") {
@@ -913,7 +945,8 @@ frameworks:
 
 } // TEST_SUITE
 
-TEST_CASE("compiled knowledge: load_embedded() reads the build's JSON, equal row by row to the YAML") {
+TEST_CASE("compiled knowledge: load_embedded() reads the build's JSON, equal row by row to the YAML" *
+          doctest::test_suite("unit/matrices/matrices")) {
   auto from_yaml = Knowledge::load_from(Knowledge::embedded_files());
   REQUIRE_MESSAGE(from_yaml, (from_yaml ? "" : from_yaml.error().render()));
   auto compiled = knowledge_from_json(Knowledge::compiled_json());
@@ -931,7 +964,8 @@ TEST_CASE("compiled knowledge: load_embedded() reads the build's JSON, equal row
   CHECK(knowledge_to_json(*compiled) == std::string(Knowledge::compiled_json()));
 }
 
-TEST_CASE("compiled knowledge: bad input is an error naming it, never a half-read knowledge") {
+TEST_CASE("compiled knowledge: bad input is an error naming it, never a half-read knowledge" *
+          doctest::test_suite("unit/matrices/matrices")) {
   for (const char* bad : {"", "{", "[]", R"({"compiled":2})", R"({"compiled":1,"frameworks":[],"toolkits":[]})",
                           R"({"compiled":1,"frameworks":[{"name":1}],"toolkits":[],"gpus":[]})",
                           R"({"compiled":1,"frameworks":[],"toolkits":[{"version":"twelve"}],"gpus":[]})"}) {

@@ -44,7 +44,7 @@ bool nvml_present() {
 }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/probe/driver_parsers") {
 
   TEST_CASE("driver version from the captured /proc and /sys files (H200)") {
     CHECK(parse_proc_driver_version(fixture("proc-driver-nvidia-version.txt")).value() == "580.159.04");
@@ -176,7 +176,7 @@ TEST_SUITE("unit") {
 
 } // TEST_SUITE unit
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/probe/driver_parsers") {
 
   TEST_CASE("probe_driver reads a fake /sys + /proc tree (ENVFIX_SYSFS_ROOT), in source order") {
     TempDir root;

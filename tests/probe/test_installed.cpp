@@ -3,6 +3,7 @@
 #include <set>
 
 #include "probe/installed.hpp"
+#include "wheel/record.hpp"
 #include "test_support.hpp"
 #include "util/fs.hpp"
 
@@ -25,43 +26,50 @@ std::size_t nonempty_lines(const std::string& s) {
 }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/probe/installed") {
 
-  TEST_CASE("RECORD files of the real H200 dist-infos parse completely") {
+  // An installed RECORD is read by the one RECORD reader (wheel/record.hpp), as uninstall reads it.
+  TEST_CASE("RECORD files of the real H200 dist-infos parse completely, as installed RECORDs") {
+    auto installed = [](std::string_view text) { return wheel::Record::parse(text, "RECORD", wheel::RecordSource::installed); };
     for (auto& e : fs::directory_iterator(test::h200() / "dist-info")) {
       CAPTURE(e.path());
       auto text = util::read_file(e.path() / "RECORD").value();
-      auto rows = parse_record(text).value();
+      auto rows = installed(text).value().entries;
       CHECK(rows.size() == nonempty_lines(text));
       bool self = false;
       for (auto& r : rows) self = self || r.path.ends_with(".dist-info/RECORD");
       CHECK(self); // RECORD lists itself, without hash
     }
-    auto torch = parse_record(util::read_file(test::h200() / "dist-info/torch-2.11.0.dist-info/RECORD").value()).value();
+    auto torch = installed(util::read_file(test::h200() / "dist-info/torch-2.11.0.dist-info/RECORD").value()).value().entries;
     bool found = false;
     for (auto& r : torch)
       if (r.path == "torch/lib/libc10.so") {
         found = true;
-        CHECK(r.hash == "sha256=vl4XzXdSpq8AOXhwY3k4TDEI9raJFrsZSeYQ9jl7tkA");
+        CHECK(r.hash_field() == "sha256=vl4XzXdSpq8AOXhwY3k4TDEI9raJFrsZSeYQ9jl7tkA");
         CHECK(r.size == 1498969u);
       }
     CHECK(found);
   }
 
-  TEST_CASE("RECORD CSV quoting and errors") {
-    auto rows = parse_record("\"a,b.py\",sha256=x,3\r\n\"q\"\"uote.py\",,\nplain.pyc,,\n").value();
-    REQUIRE(rows.size() == 3);
+  TEST_CASE("installed RECORD: trailing empty fields may be left out; quoting and errors as a wheel's") {
+    auto installed = [](std::string_view text) { return wheel::Record::parse(text, "RECORD", wheel::RecordSource::installed); };
+    auto rows = installed("\"a,b.py\",sha256=x,3\r\n\"q\"\"uote.py\",,\nplain.pyc\nhalf.py,sha256=y\n").value().entries;
+    REQUIRE(rows.size() == 4);
     CHECK(rows[0].path == "a,b.py");
     CHECK(rows[0].size == 3u);
     CHECK(rows[1].path == "q\"uote.py");
     CHECK(!rows[1].size);
-    CHECK(rows[2].hash.empty());
-    auto bad = parse_record("ok.py,,\n\"open.py,,\n");
+    CHECK(rows[2].hash_field().empty());
+    CHECK(rows[3].hash_field() == "sha256=y");
+    // A wheel's RECORD has every field.
+    CHECK(!wheel::Record::parse("plain.pyc\n", "RECORD"));
+    auto bad = installed("ok.py,,\n\"open.py,,\n");
     REQUIRE(!bad);
-    CHECK(bad.error().message.find("line 2") != std::string::npos);
-    CHECK(parse_record("x.py,sha256=a,12z\n").error().message.find("bad size") != std::string::npos);
-    CHECK(!parse_record("x,y,z,w\n"));
-    CHECK(!parse_record(",sha256=a,1\n"));
+    CHECK(bad.error().message.find("RECORD:2") != std::string::npos);
+    CHECK(installed("x.py,sha256=a,12z\n").error().message.find("bad size") != std::string::npos);
+    CHECK(!installed("x,y,z,w\n"));
+    CHECK(!installed(",sha256=a,1\n"));
+    CHECK(!installed("x.py,not a hash,1\n"));
   }
 
   TEST_CASE("dist-info folder names") {
@@ -110,7 +118,7 @@ TEST_SUITE("unit") {
 
 } // TEST_SUITE unit
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/probe/installed") {
 
   TEST_CASE("hand-made site-packages: duplicates, missing RECORD, broken METADATA, shared objects") {
     TempDir tmp;

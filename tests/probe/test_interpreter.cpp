@@ -94,7 +94,7 @@ std::optional<RealPyenv> real_pyenv(std::string& why) {
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/probe/interpreter") {
   TEST_CASE("--python version requests as uv spells them; pyenv's and uv's version folders") {
     for (const auto* s : {"3.12", "cpython@3.12", "cpython3.12", "python3.12"}) {
       CAPTURE(s);
@@ -120,7 +120,7 @@ TEST_SUITE("unit") {
   }
 }
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/probe/interpreter") {
   TEST_CASE("real pyenv: the shim is resolved where the user runs envfix; --python 3.X finds pyenv's version") {
     std::string why;
     auto real = real_pyenv(why);

@@ -16,7 +16,7 @@ using envfix::test::TempDir;
 
 namespace fs = std::filesystem;
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/probe/python_probe") {
 
   TEST_CASE("interpreter probe JSON captured on the H200 machine") {
     auto info = parse_python_probe(fixture("python-probe.json")).value();
@@ -114,7 +114,7 @@ TEST_SUITE("unit") {
 
 } // TEST_SUITE unit
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/probe/python_probe") {
 
   TEST_CASE("probe a real venv made by python3 -m venv, with the cache") {
     TempDir tmp;
@@ -190,7 +190,7 @@ TEST_SUITE("integration") {
 
 } // TEST_SUITE integration
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/probe/python_probe") {
   // docs/reliability.md §5, case 4: the probe ran `python -c` in the caller's cwd without -I, so a
   // json.py there ran on plan, lock, doctor and apply.
   TEST_CASE("security 4: the interpreter probe does not run a json.py from the current directory") {

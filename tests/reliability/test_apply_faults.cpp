@@ -66,7 +66,7 @@ bool remount(const fs::path& mnt, const std::string& opts) {
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/reliability/apply_faults") {
 
   TEST_CASE("full disk: RLIMIT_FSIZE during unpack and during download; the venv is untouched, the next apply works") {
     ApplyWorld w;

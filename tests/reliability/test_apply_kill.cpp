@@ -43,7 +43,7 @@ std::chrono::microseconds timed_apply(ApplyWorld& w, const fs::path& ve, const f
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/reliability/apply_kill") {
   TEST_CASE("round3 kill: SIGKILL at random moments of a three-wheel apply, then recover: old set or new set") {
     ApplyWorld w;
     auto ve = w.venv("venv");

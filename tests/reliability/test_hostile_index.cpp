@@ -126,7 +126,7 @@ struct Fixture {
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/reliability/hostile_index") {
   TEST_CASE("hostile anchors: javascript:, data:, ftp:, file: on a remote page are skipped, never fetched") {
     Fixture fx;
     // A real wheel on local disk that a remote page must not be able to make envfix read.

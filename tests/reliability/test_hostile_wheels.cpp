@@ -65,7 +65,7 @@ wheel::StagingOptions options_for(const nlohmann::json& c) {
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/reliability/hostile_wheels") {
   TEST_CASE("hostile wheels: each is refused naming the entry; nothing written outside staging") {
     auto& corp = corpus();
     REQUIRE(corp.cases.size() >= 40);

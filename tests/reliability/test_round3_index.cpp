@@ -66,7 +66,7 @@ using testing::status_kib;
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/reliability/round3_index") {
 
   TEST_CASE("round3 6: a page fetched with credentials is never served from the cache to a run without them") {
     auto& h = hostile();
@@ -192,4 +192,4 @@ TEST_SUITE("integration") {
     CHECK(limited.error().render().find("larger than the limit of 1048576 bytes") != std::string::npos);
   }
 
-} // TEST_SUITE("integration")
+} // TEST_SUITE("integration/reliability/round3_index")

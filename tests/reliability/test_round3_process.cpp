@@ -75,7 +75,8 @@ void reap(pid_t pid) {
 
 } // namespace
 
-TEST_CASE("round3 5: verify --app and the smoke test run in their own session, which envfix ends on exit, SIGTERM and failure") {
+TEST_CASE("round3 5: verify --app and the smoke test run in their own session, which envfix ends on exit, SIGTERM and failure" *
+          doctest::test_suite("integration/reliability/round3_process")) {
   ApplyWorld w;
   auto ve = w.venv("venv");
   REQUIRE(w.run(w.apply_argv(ve, "1.0.0")).rc == 0);
@@ -137,7 +138,8 @@ TEST_CASE("round3 5: verify --app and the smoke test run in their own session, w
 }
 
 TEST_CASE(
-    "issue 60 (6): SIGTERM and SIGINT to envfix doctor during its repro end the repro's interpreter; envfix exits 128 + the signal") {
+    "issue 60 (6): SIGTERM and SIGINT to envfix doctor during its repro end the repro's interpreter; envfix exits 128 + the signal" *
+    doctest::test_suite("integration/reliability/round3_process")) {
   ApplyWorld w;
   auto ve = w.venv("venv");
   REQUIRE(w.run(w.apply_argv(ve, "1.0.0")).rc == 0);
@@ -161,7 +163,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("round3 6: the smoke test and verify --app see no index credentials from envfix's environment") {
+TEST_CASE("round3 6: the smoke test and verify --app see no index credentials from envfix's environment" *
+          doctest::test_suite("integration/reliability/round3_process")) {
   ApplyWorld w;
   auto ve = w.venv("venv");
   const std::map<std::string, std::string> creds{
@@ -187,7 +190,8 @@ TEST_CASE("round3 6: the smoke test and verify --app see no index credentials fr
   CHECK(app_env.find("secret") == std::string::npos);
 }
 
-TEST_CASE("round3 4: a second apply on the same venv waits for the lock, then plans on the state the first left") {
+TEST_CASE("round3 4: a second apply on the same venv waits for the lock, then plans on the state the first left" *
+          doctest::test_suite("integration/reliability/round3_process")) {
   ApplyWorld w;
   auto ve = w.venv("venv");
   REQUIRE(w.run(w.apply_argv(ve, "1.0.0")).rc == 0);

@@ -57,7 +57,8 @@ fs::path wheel_in(const fs::path& cache, const std::string& filename) {
 
 } // namespace
 
-TEST_CASE("round3 1: a damaged unpacked-cache manifest (wrong JSON types) is ignored with a warning naming it, never an abort") {
+TEST_CASE("round3 1: a damaged unpacked-cache manifest (wrong JSON types) is ignored with a warning naming it, never an abort" *
+          doctest::test_suite("integration/reliability/round3_unpacked")) {
   ApplyWorld w;
   REQUIRE(w.run(w.apply_argv(w.venv("a"), "1.0.0")).rc == 0);
   const auto sha = sha_of(entries(w.cache()), "bulk-1.0.0");
@@ -74,7 +75,8 @@ TEST_CASE("round3 1: a damaged unpacked-cache manifest (wrong JSON types) is ign
   CHECK(bulk_version(ve) == "1\n");
 }
 
-TEST_CASE("round3 3: an unpacked-cache entry filed under another package's sha256 is not used") {
+TEST_CASE("round3 3: an unpacked-cache entry filed under another package's sha256 is not used" *
+          doctest::test_suite("integration/reliability/round3_unpacked")) {
   ApplyWorld w;
   REQUIRE(w.run(w.apply_argv(w.venv("a"), "1.0.0")).rc == 0);
   REQUIRE(w.run(w.apply_argv(w.venv("b"), "2.0.0")).rc == 0);
@@ -91,7 +93,8 @@ TEST_CASE("round3 3: an unpacked-cache entry filed under another package's sha25
   CHECK(r.err.find((two / "manifest.json").string()) != std::string::npos);
 }
 
-TEST_CASE("round3 4: replacing an unpacked-cache entry while another process holds it leaves the holder's files in place") {
+TEST_CASE("round3 4: replacing an unpacked-cache entry while another process holds it leaves the holder's files in place" *
+          doctest::test_suite("integration/reliability/round3_unpacked")) {
   ApplyWorld w;
   REQUIRE(w.run(w.apply_argv(w.venv("a"), "1.0.0")).rc == 0);
   const auto all = entries(w.cache());

@@ -24,7 +24,7 @@ const matrices::Knowledge& embedded() {
 bool contains(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/resolver/discovery") {
 
   TEST_CASE("discovery sources: each channel's aggregate index, from the matrices' templates and --mirror") {
     auto src = discovery_sources(embedded(), "torch");
@@ -146,7 +146,7 @@ TEST_SUITE("unit") {
 
 #include "resolver/source_build.hpp"
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/resolver/discovery") {
 
   // Issue 60, point 2: the extension's name is installed METADATA, which a hostile package writes.
   TEST_CASE("security: an extension recipe pasted into a shell runs no code from the package's name") {

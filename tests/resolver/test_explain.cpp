@@ -25,7 +25,7 @@ Error failure(MemoryProvider& p, const std::vector<std::string>& r, int python_m
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/resolver/explain") {
 
   TEST_CASE("explanation: incompatible requirements of two packages") {
     MemoryProvider p;

@@ -16,7 +16,7 @@ using namespace envfix;
 using namespace envfix::resolver;
 namespace fs = std::filesystem;
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/resolver/index_provider") {
 
   TEST_CASE("find-links: unhashed local wheels are usable and the chosen ones are hashed") {
     auto root = util::make_temp_dir({}, "envfix-ip").value();
@@ -51,7 +51,7 @@ TEST_SUITE("unit") {
   }
 }
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/resolver/index_provider") {
 
   // FirstIndexProvider (resolver/index_provider.hpp): uv's first-index strategy over two in-memory indexes.
   TEST_CASE("first-index: a project comes whole from the first index that has it; pinned ones only from the first") {
@@ -95,9 +95,9 @@ TEST_SUITE("unit") {
     CHECK(res->find("dep")->version.to_string() == "1.5");
   }
 
-} // TEST_SUITE("unit")
+} // TEST_SUITE("unit/resolver/index_provider")
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/resolver/index_provider") {
 
   // Issue 42 item 8 (dependency confusion): with an extra index, a first index that fails for a project
   // (503 after the retries, a page that does not parse) or lists it with no files keeps the project:
@@ -160,4 +160,4 @@ TEST_SUITE("integration") {
     fs::remove_all(root);
   }
 
-} // TEST_SUITE("integration")
+} // TEST_SUITE("integration/resolver/index_provider")

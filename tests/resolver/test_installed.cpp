@@ -30,7 +30,7 @@ Expected<Resolution> run(CandidateProvider& p, const std::vector<std::string>& r
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/resolver/installed") {
 
   TEST_CASE("an installed version that satisfies every requirement stays, even when the index lacks it") {
     MemoryProvider index;

@@ -129,7 +129,7 @@ std::string set_text(const std::set<std::string>& s) {
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/resolver/pip_compare") {
 
   TEST_CASE("envfix chooses the same set as pip 23.2.1 on generated indexes") {
     auto tmp = util::make_temp_dir(fs::temp_directory_path(), "envfix-pipcmp-");

@@ -16,7 +16,7 @@ InstalledPackage inst(std::string name, std::string v, std::vector<std::string> 
 }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/resolver/plan") {
 
   TEST_CASE("plan: replace, keep, remove inconsistent companions, duplicates and unused CUDA runtimes") {
     MemoryProvider p;

@@ -26,7 +26,7 @@ bool has_rejection(const Resolution& r, std::string_view file, RejectReason why)
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/resolver/resolver") {
 
   TEST_CASE("newest versions and their dependencies") {
     MemoryProvider p;

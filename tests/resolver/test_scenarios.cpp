@@ -256,7 +256,7 @@ void check_scenario(const fs::path& file) {
 
 } // namespace
 
-TEST_SUITE("scenario") {
+TEST_SUITE("scenario/resolver/scenarios") {
 
   // Issue 42 item 7b (PEP 592): `==` may choose a yanked file, and the plan says why it was yanked;
   // unpinned, a yanked build or dependency stays excluded (16-*, 17-*).

@@ -372,7 +372,7 @@ void check(const Corpus& c, const std::string& id, const YAML::Node& s) {
 
 } // namespace
 
-TEST_SUITE("scenario") {
+TEST_SUITE("scenario/resolver/scenarios_cli") {
 
   TEST_CASE("scenario corpus through nginx and the real `envfix plan`") {
     REQUIRE_MESSAGE(fs::exists(envfix_bin()), "envfix binary not built: ", envfix_bin().string());

@@ -167,7 +167,7 @@ Outcome run(const YAML::Node& s) {
 
 } // namespace
 
-TEST_SUITE("scenario") {
+TEST_SUITE("scenario/scenarios/doctor_scenarios") {
 
   TEST_CASE("doctor scenario corpus") {
     const fs::path dir = fs::path(ENVFIX_SOURCE_DIR) / "tests" / "scenarios" / "doctor";

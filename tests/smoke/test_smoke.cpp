@@ -30,7 +30,7 @@ std::vector<std::string> names(const std::vector<smoke::SmokeStep>& steps) {
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/smoke/smoke") {
   TEST_CASE("smoke: the CPU reason, the set's build first, then planned GPUs, then none present") {
     CHECK(smoke::cpu_reason(true, false, false) == CpuReason::none);
     CHECK(smoke::cpu_reason(true, false, true) == CpuReason::cpu_build);
@@ -65,6 +65,27 @@ TEST_SUITE("unit") {
     r.skipped = true;
     CHECK(smoke::plan_apply_smoke(r).note == "smoke test skipped (--no-verify)");
     CHECK(smoke::plan_apply_smoke({}).note == "no framework: smoke test skipped (plain requirement set)");
+  }
+
+  TEST_CASE("smoke: the layers by name, each step's kind (what verify and the evidence record read, never the name)") {
+    CHECK(smoke::parse_layer("repro") == smoke::Layer::repro);
+    CHECK(smoke::parse_layer("model") == smoke::Layer::model);
+    CHECK_FALSE(smoke::parse_layer("app"));
+    CHECK_FALSE(smoke::parse_layer("Repro"));
+    for (auto l : {smoke::Layer::repro, smoke::Layer::model}) CHECK(smoke::parse_layer(smoke::to_string(l)) == l);
+    const auto fw = framework_with_steps(true);
+    const std::vector<std::string> present{"torch", "torchvision"};
+    auto kinds = [](const std::vector<smoke::SmokeStep>& steps) {
+      std::vector<smoke::StepKind> out;
+      for (const auto& s : steps) out.push_back(s.kind);
+      return out;
+    };
+    using K = smoke::StepKind;
+    CHECK(kinds(smoke::layer_steps(smoke::Layer::repro, fw.smoke, present, smoke::SmokeDevice::gpu)) ==
+          std::vector<K>{K::copy, K::kernel, K::companion});
+    CHECK(kinds(smoke::layer_steps(smoke::Layer::repro, fw.smoke, present, smoke::SmokeDevice::cpu)) == std::vector<K>{K::cpu});
+    CHECK(kinds(smoke::layer_steps(smoke::Layer::model, fw.smoke, present, smoke::SmokeDevice::gpu)) ==
+          std::vector<K>{K::model, K::model});
   }
 
   TEST_CASE("smoke: a failed step's error line, by how it ended") {

@@ -4,7 +4,7 @@
 
 using namespace envfix::specs;
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/specs/cuda_version") {
   TEST_CASE("CudaVersion parses, orders and round-trips") {
     auto v = CudaVersion::parse("12.8").value();
     CHECK(v.major == 12);

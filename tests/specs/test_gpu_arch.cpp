@@ -9,7 +9,7 @@ ComputeCapability cc(const char* s) { return ComputeCapability::parse(s).value()
 bool runs(const char* arch, const char* device) { return GpuArch::parse(arch).value().runs_on(cc(device)); }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/specs/gpu_arch") {
   TEST_CASE("ComputeCapability parses every spelling and round-trips") {
     for (const char* s : {"9.0", "90", "sm_90", "SM_90", "compute_90"}) {
       auto c = ComputeCapability::parse(s);

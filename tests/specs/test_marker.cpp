@@ -37,7 +37,7 @@ MarkerEnvironment with(MarkerEnvironment env, const std::string& key, const std:
 }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/specs/marker") {
   TEST_CASE("marker evaluation table on the H200 environment (R4.2, R4.3)") {
     const MarkerEnvironment env = h200_env();
     CHECK(env.values.at("python_full_version") == "3.12.3");

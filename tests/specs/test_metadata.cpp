@@ -28,7 +28,7 @@ CoreMetadata parse_ok(std::string_view text) {
 }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/specs/metadata") {
   TEST_CASE("real METADATA files from the H200 machine") {
     // Expected values: header counts and body sizes (UTF-8 bytes) as Python's email.parser (compat32) reports them.
     struct Row {

@@ -34,7 +34,7 @@ MarkerEnvironment linux_311() {
 }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/specs/requirement") {
   TEST_CASE("project names (R1.1, R1.2)") {
     using envfix::specs::is_valid_project_name;
     using envfix::specs::normalize_name;

@@ -9,7 +9,7 @@
 using namespace envfix;
 using namespace envfix::specs;
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/specs/rfc822_csv") {
   TEST_CASE("read_headers keeps continuation lines, as the core metadata spec's compat32 parser") {
     auto b = read_headers("Name: demo\r\nSummary: one\r\n  two\r\n\tthree\r\nVersion: 1.0\r\n\r\nbody text\n").value();
     REQUIRE(b.headers.size() == 3);

@@ -27,7 +27,7 @@ SpecifierSet S(std::string_view s) {
 constexpr std::optional<bool> kDefault = std::nullopt;
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/specs/specifier") {
   TEST_CASE("specifier set membership table (R3.7, R3.8, R3.10, Appendix B)") {
     struct Row {
       const char* spec;

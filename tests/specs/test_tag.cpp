@@ -48,7 +48,7 @@ TagEnvironment cp(int minor, std::pair<int, int> glibc, std::string arch = "x86_
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/specs/tag") {
 
   TEST_CASE("Tag::parse and to_string round trip, lower-cased") {
     struct Row {

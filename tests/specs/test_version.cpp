@@ -16,7 +16,7 @@ Version V(std::string_view s) {
 }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/specs/version") {
   TEST_CASE("version normalization (R3.3) and round trip") {
     struct Row {
       const char* in;

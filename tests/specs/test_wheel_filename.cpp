@@ -23,7 +23,7 @@ TagEnvironment env(int minor, std::pair<int, int> glibc, std::string arch) {
 }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/specs/wheel_filename") {
 
   TEST_CASE("WheelFilename parses real names (R2.10, R2.3) and round-trips") {
     struct Row {

@@ -32,7 +32,7 @@ long rss_kib() { // current resident set, from /proc/self/statm (pages)
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/util/file_io") {
   TEST_CASE("sha256_file_hex equals sha256_hex for empty, small and multi-buffer files") {
     auto dir = util::make_temp_dir({}, "envfix-sha").value();
     for (std::size_t n :
@@ -91,7 +91,7 @@ TEST_SUITE("unit") {
   }
 } // TEST_SUITE unit
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/util/file_io") {
   TEST_CASE("WritebackPacer hands each written range to write-back once, only for large files") {
     auto dir = util::make_temp_dir({}, "envfix-writeback").value();
     const std::uint64_t every = 1 << 20;
@@ -143,7 +143,7 @@ TEST_SUITE("unit") {
   }
 }
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/util/file_io") {
   TEST_CASE("ParentResolver answers as resolve_parent does: symlinked, missing, dangling and file components") {
     auto dir = util::make_temp_dir({}, "envfix-resolve").value();
     const std::string root = fs::canonical(dir).string();

@@ -5,7 +5,7 @@
 
 using namespace envfix;
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/util/golden_support") {
 
   TEST_CASE("golden support: unified diff of a changed, an added and a removed line") {
     CHECK(testing::unified_diff("a\nb\nc\n", "a\nb\nc\n", "old", "new").empty());

@@ -19,7 +19,7 @@
 
 using namespace envfix;
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/util/strings_url") {
   TEST_CASE("lower, iequals and trim are ASCII-only and leave other bytes alone") {
     CHECK(util::lower("Torch-CUDA_12") == "torch-cuda_12");
     CHECK(util::lower("\xc3\x84X") == "\xc3\x84x"); // UTF-8 'Ä' is not ASCII: kept as is
@@ -143,7 +143,8 @@ TEST_SUITE("unit") {
 
 // The fix commands doctor and verify print are pasted into a shell: what they quote must come back as
 // the same word, checked by a real /bin/sh.
-TEST_CASE("shell_quote: plain words unchanged; the shell reads quoted ones back as they were") {
+TEST_CASE("shell_quote: plain words unchanged; the shell reads quoted ones back as they were" *
+          doctest::test_suite("unit/util/strings_url")) {
   CHECK(util::shell_quote("torch") == "torch");
   CHECK(util::shell_quote("--gpu") == "--gpu");
   CHECK(util::shell_quote("jax[cuda13]") == "'jax[cuda13]'");

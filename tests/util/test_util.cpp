@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "util/env.hpp"
+#include "util/parallel.hpp"
 #include "util/error.hpp"
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
@@ -24,7 +25,7 @@ Expected<int> twice(int v) {
 }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/util/util") {
   TEST_CASE("every Env value has its name, in order, and docs/environment.md lists each") {
     const auto& vars = util::known_env_vars();
     REQUIRE(vars.size() == static_cast<std::size_t>(util::Env::kubernetes_service_host) + 1);
@@ -38,8 +39,26 @@ TEST_SUITE("unit") {
     }
     ::setenv("ENVFIX_THREADS", "3", 1);
     CHECK(util::get_env(util::Env::threads) == std::optional<std::string>("3"));
+    CHECK(util::configured_threads() == 3u);
+    for (const char* bad : {"0", "-2", "3x", "", "99999"}) {
+      CAPTURE(bad);
+      ::setenv("ENVFIX_THREADS", bad, 1);
+      CHECK(util::configured_threads() == util::default_threads()); // never 0 threads
+    }
     ::unsetenv("ENVFIX_THREADS");
     CHECK_FALSE(util::get_env(util::Env::threads));
+    CHECK(util::configured_threads() == util::default_threads());
+
+    ::setenv("ENVFIX_PAGE_DEADLINE", "90", 1);
+    CHECK(util::seconds_from_env(util::Env::page_deadline).value() == std::chrono::milliseconds(90'000));
+    ::setenv("ENVFIX_PAGE_DEADLINE", "1m", 1);
+    auto bad = util::seconds_from_env(util::Env::page_deadline);
+    REQUIRE(!bad);
+    CHECK(bad.error().message.find("ENVFIX_PAGE_DEADLINE") != std::string::npos);
+    ::setenv("ENVFIX_PAGE_DEADLINE", "", 1);
+    CHECK(util::seconds_from_env(util::Env::page_deadline).value() == std::nullopt);
+    ::unsetenv("ENVFIX_PAGE_DEADLINE");
+    CHECK(util::seconds_from_env(util::Env::page_deadline).value() == std::nullopt);
   }
 
   TEST_CASE("Error propagation and rendering") {
@@ -97,7 +116,7 @@ TEST_SUITE("unit") {
 }
 
 // docs/reliability.md §5, cases 6 and 8.
-TEST_SUITE("unit") {
+TEST_SUITE("unit/util/util") {
   TEST_CASE("security 6: escape_control makes terminal escapes visible and keeps text") {
     using envfix::util::escape_control;
     CHECK(escape_control("demo/\x1b]0;pwned\x07x.py") == "demo/\\x1b]0;pwned\\x07x.py");

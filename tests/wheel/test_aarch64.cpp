@@ -97,7 +97,7 @@ void check_verdicts(const wheel::KernelSet& orin_set, const wheel::KernelSet& sm
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/wheel/aarch64") {
   TEST_CASE("aarch64 .so compiled by nvcc with the cross g++") {
     require_nvcc();
     auto gxx = cross_gxx();

@@ -44,7 +44,7 @@ KernelProfile profile(std::vector<ContainerGroup> groups) {
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/wheel/coverage") {
   TEST_CASE("coverage: each container is classified for the device") {
     // A vendor-like library: uniform modules, modules for newer archs only, for an older arch only,
     // PTX that JITs, and an arch-specific neighbour.
@@ -302,7 +302,7 @@ fs::path relabelled(const fs::path& src, const std::string& out) {
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/wheel/coverage") {
   TEST_CASE("nvcc coverage: uniform") {
     auto ks = read(so("cov_uniform.so", {"-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=sm_90"}, {},
                       {"k1.cu", "k2.cu"}));

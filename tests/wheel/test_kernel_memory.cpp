@@ -90,7 +90,7 @@ void check_same_as_in_memory(const Bytes& bytes, std::initializer_list<std::size
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/wheel/kernel_memory") {
   TEST_CASE("windowed scan of a data section finds containers across window edges, as in memory") {
     const Bytes c1 = fake_container({{2, 80}, {1, 90, 0x11, 80, 8}}); // 16 + 80 + 88 = 184 bytes
     const Bytes c2 = fake_container({{2, 120, 0x100011, 64, 40}});    // 120 bytes
@@ -274,7 +274,7 @@ std::string write_big_elf(const fs::path& p, std::size_t total, const std::vecto
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/wheel/kernel_memory") {
   TEST_CASE("peak RSS of read_kernels_file and sha256_file_hex stays flat on a 256 MiB file") {
     const std::size_t total = 256 * MiB;
     const Bytes c = fake_container({{2, 80}, {1, 90, 0x11, 80, 8}});
@@ -330,7 +330,7 @@ TEST_SUITE("integration") {
   }
 } // TEST_SUITE integration
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/wheel/kernel_memory") {
   TEST_CASE("real CUDA libraries: reads that drop pages in windows equal the plain read of the mapping") {
     const fs::path lib64 = "/usr/local/cuda/lib64";
     if (!fs::exists(lib64 / "libcufft.so")) {

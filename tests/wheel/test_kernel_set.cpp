@@ -44,7 +44,7 @@ std::vector<std::string> multiset(const wheel::FatbinContainer& c) {
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/wheel/kernel_set") {
   TEST_CASE("raw fatbin: kinds, variable header sizes, a/f flags, compression") {
     auto b = fake_container({
         {2, 80, 0x11, 64, 16},
@@ -301,7 +301,7 @@ TEST_SUITE("unit") {
 
 // The real libtorch_cuda.so against the captured cuobjdump listing (run on the GPU machine:
 // ENVFIX_LIBTORCH_CUDA=/path/to/torch/lib/libtorch_cuda.so).
-TEST_SUITE("gpu") {
+TEST_SUITE("gpu/wheel/kernel_set") {
   TEST_CASE("libtorch_cuda.so matches cuobjdump --list-elf") {
     const char* p = std::getenv("ENVFIX_LIBTORCH_CUDA");
     if (!p || !*p) {
@@ -336,7 +336,7 @@ const std::vector<std::string> g90ptx = {"-gencode", "arch=compute_90,code=[sm_9
 
 } // namespace
 
-TEST_SUITE("integration") {
+TEST_SUITE("integration/wheel/kernel_set") {
   TEST_CASE("nvcc: plain sm_80") {
     auto ks = read(so("a_sm80.so", g80));
     CHECK(ks.sass() == v({"sm_80"}));

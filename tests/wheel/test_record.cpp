@@ -20,7 +20,7 @@ std::size_t count_lines(const std::string& s) {
 }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/wheel/record") {
 
   TEST_CASE("Record parses every real RECORD of the H200 fixture and writes it back") {
     std::size_t files = 0;

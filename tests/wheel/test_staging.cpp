@@ -42,7 +42,7 @@ struct Fixture {
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/wheel/staging") {
   TEST_CASE("member names: traversal, absolute, backslash, UTF-8") {
     CHECK(wheel::check_member_name("pkg/__init__.py"));
     CHECK(wheel::check_member_name("pkg/"));
@@ -249,7 +249,7 @@ std::string noise(std::size_t bytes, unsigned seed) {
 }
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/wheel/staging") {
   TEST_CASE("a large wheel split over several readers stages the same bytes, and still checks every hash") {
     Fixture f;
     auto s = f.base();
@@ -289,7 +289,7 @@ TEST_SUITE("unit") {
   }
 }
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/wheel/staging") {
   TEST_CASE("a member whose name libarchive cannot decode is refused, not aliased (fuzz finding)") {
     auto bytes = util::read_file(fs::path(ENVFIX_SOURCE_DIR) / "fuzz/corpus/wheel_archive/regress-empty-name.zip");
     REQUIRE(bytes);

@@ -82,7 +82,7 @@ std::string error_of(const Expected<T>& r) {
 
 } // namespace
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/wheel/wheel_archive") {
   TEST_CASE("a few thousand members streamed in concurrent groups give the bytes of one pass") {
     Dir d;
     const std::size_t n = 3000;

@@ -9,7 +9,7 @@
 using namespace envfix;
 using namespace envfix::wheel;
 
-TEST_SUITE("unit") {
+TEST_SUITE("unit/wheel/wheel_info") {
 
   TEST_CASE("WheelInfo parses the real WHEEL files of the H200 fixture") {
     const std::filesystem::path base = ENVFIX_FIXTURES_DIR "/gpu-h200/dist-info";

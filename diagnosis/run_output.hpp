@@ -1,0 +1,22 @@
+#pragma once
+// What a failed run printed, read for verify's report (api/verify.cpp): the CUDA error line and its
+// class, where the Python traceback ends, and the operator a model check was running.
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "diagnosis/cuda_error.hpp"
+
+namespace envfix::diagnosis {
+
+// The first line of `text` naming a CUDA error, and its class; {"", none} when no line does.
+[[nodiscard]] std::pair<std::string, CudaError> first_cuda_error(std::string_view text);
+// The innermost frame of the last Python traceback in `text`: its `File "…", line N, in f` line and
+// the source line under it (`File "x.py", line 7, in f: y = op(x)`); "" without a traceback. With
+// asynchronous kernel errors this is where CUDA *reported* the error.
+[[nodiscard]] std::string traceback_end(std::string_view text);
+// The last "OP <name>" line a model check printed (matrices `smoke.model`): the operator that was
+// running; "" when none.
+[[nodiscard]] std::string last_op(std::string_view out);
+
+} // namespace envfix::diagnosis
