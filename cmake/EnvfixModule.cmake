@@ -10,6 +10,7 @@ function(envfix_module name)
     return()
   endif()
   add_library(envfix_${name} STATIC ${M_SOURCES})
+  set_target_properties(envfix_${name} PROPERTIES UNITY_BUILD ${ENVFIX_UNITY})
   target_include_directories(envfix_${name} PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(envfix_${name} PUBLIC ${M_DEPS} ${M_LIBS})
   envfix_warnings(envfix_${name})
@@ -23,7 +24,7 @@ function(envfix_warnings target)
   endif()
 endfunction()
 
-# envfix_test(MODULE SOURCES ... DEPS ... LABELS ... [SPLIT file.cpp [SPLIT_AT n]] [COST c]): one doctest
+# envfix_test(MODULE SOURCES ... DEPS ... LABELS ... [SPLIT file.cpp [SPLIT_AT n]] [COST c] [NO_UNITY]): one doctest
 # binary per module, run by ctest. SPLIT: each label runs as two ctest tests, that source file's cases
 # and the others', so that `ctest -j` (scripts/test.sh) is not held up by one long binary; SPLIT_AT n
 # runs the file's cases as two tests more, its first n (in file order, doctest --first/--last) and the
@@ -32,9 +33,13 @@ endfunction()
 # Suites are named by subject under their label, TEST_SUITE("unit/probe/installed"): each label's ctest
 # test runs the label's suites (--test-suite=unit/*), and one subject runs alone with its full name.
 function(envfix_test module)
-  cmake_parse_arguments(T "" "SPLIT;SPLIT_AT;COST" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "NO_UNITY" "SPLIT;SPLIT_AT;COST" "SOURCES;DEPS;LABELS" ${ARGN})
   set(t test_${module})
   add_executable(${t} ${T_SOURCES})
+  # NO_UNITY: test files whose file-local helpers share names (each file stands alone).
+  if(ENVFIX_UNITY AND NOT T_NO_UNITY)
+    set_target_properties(${t} PROPERTIES UNITY_BUILD ON)
+  endif()
   target_link_libraries(${t} PRIVATE envfix_doctest_main ${T_DEPS})
   target_compile_definitions(${t} PRIVATE
     ENVFIX_SOURCE_DIR="${PROJECT_SOURCE_DIR}"

@@ -9,6 +9,7 @@
 #include "specs/name.hpp"
 #include "specs/specifier.hpp"
 #include "specs/version.hpp"
+#include "util/strings.hpp"
 
 namespace envfix::specs {
 
@@ -56,7 +57,6 @@ std::optional<std::string> canonical_variable(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 bool is_ident_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
 }
@@ -84,7 +84,7 @@ private:
   }
 
   void skip_ws() {
-    while (m_pos < m_s.size() && is_ws(m_s[m_pos])) ++m_pos;
+    while (m_pos < m_s.size() && util::is_space(m_s[m_pos])) ++m_pos;
   }
 
   // Keyword not followed by an identifier character.
@@ -173,11 +173,6 @@ private:
     return std::pair{std::move(*canon), true};
   }
 
-  static std::unexpected<Error> with_hint(std::unexpected<Error> e, std::string hint) {
-    e.error().hint = std::move(hint);
-    return e;
-  }
-
   Expected<std::string> parse_op() {
     skip_ws();
     static constexpr std::string_view ops[] = {"===", "==", "!=", "<=", ">=", "~=", "<", ">"};
@@ -191,7 +186,7 @@ private:
     std::size_t save = m_pos;
     if (keyword("not")) {
       std::size_t after_not = m_pos;
-      if (m_pos < m_s.size() && is_ws(m_s[m_pos]) && keyword("in")) return std::string("not in");
+      if (m_pos < m_s.size() && util::is_space(m_s[m_pos]) && keyword("in")) return std::string("not in");
       m_pos = after_not;
       skip_ws();
       return error("expected 'in' after 'not'");

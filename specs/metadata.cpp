@@ -13,7 +13,7 @@ using Field = Header;
 
 bool iequals(std::string_view a, std::string_view b) { return header_name_equals(a, b); }
 
-std::string_view rtrim(std::string_view s) {
+std::string_view trim_body_end(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
   return s;
 }
@@ -21,11 +21,6 @@ std::string_view rtrim(std::string_view s) {
 Expected<std::pair<std::vector<Field>, std::string>> parse_headers(std::string_view text) {
   auto block = ENVFIX_TRY(read_headers(text));
   return std::pair{std::move(block.headers), std::move(block.body)};
-}
-
-std::unexpected<Error> with_hint(std::unexpected<Error> e, std::string hint) {
-  e.error().hint = std::move(hint);
-  return e;
 }
 
 } // namespace
@@ -38,7 +33,7 @@ Expected<std::vector<std::pair<std::string, std::string>>> parse_rfc822(std::str
     has_description = has_description || iequals(f.name, "Description");
     out.emplace_back(std::move(f.name), std::move(f.value));
   }
-  if (!has_description && !rtrim(body).empty()) out.emplace_back("Description", std::move(body));
+  if (!has_description && !trim_body_end(body).empty()) out.emplace_back("Description", std::move(body));
   return out;
 }
 
@@ -101,7 +96,7 @@ Expected<CoreMetadata> CoreMetadata::parse(std::string_view text) {
     has_description = has_description || iequals(f.name, "Description");
     md.fields.emplace_back(f.name, f.value);
   }
-  if (!has_description && !rtrim(body).empty()) md.fields.emplace_back("Description", std::move(body));
+  if (!has_description && !trim_body_end(body).empty()) md.fields.emplace_back("Description", std::move(body));
   return md;
 }
 

@@ -5,13 +5,13 @@
 #include <fmt/format.h>
 
 #include "specs/name.hpp"
+#include "util/strings.hpp"
 
 namespace envfix::specs {
 namespace {
 
-bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
-bool is_name_char(char c) { return is_alnum(c) || c == '-' || c == '_' || c == '.'; }
+bool is_ascii_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+bool is_name_char(char c) { return is_ascii_alnum(c) || c == '-' || c == '_' || c == '.'; }
 
 class RequirementParser {
 public:
@@ -47,7 +47,7 @@ public:
       ++m_pos;
       skip_ws();
       std::size_t b = m_pos;
-      while (m_pos < m_s.size() && !is_ws(m_s[m_pos])) ++m_pos;
+      while (m_pos < m_s.size() && !util::is_space(m_s[m_pos])) ++m_pos;
       if (m_pos == b) return error("expected a URL after '@'");
       r.url = std::string(m_s.substr(b, m_pos - b));
       skip_ws();
@@ -60,7 +60,7 @@ public:
     std::size_t semi = m_s.find(';', m_pos);
     std::size_t end = semi == std::string_view::npos ? m_s.size() : semi;
     std::string_view spec_text = m_s.substr(m_pos, end - m_pos);
-    while (!spec_text.empty() && is_ws(spec_text.back())) spec_text.remove_suffix(1);
+    while (!spec_text.empty() && util::is_space(spec_text.back())) spec_text.remove_suffix(1);
     if (!spec_text.empty()) {
       const char c = spec_text.front();
       std::size_t spec_col = m_pos + 1;
@@ -94,7 +94,7 @@ private:
 
   char peek() const { return m_pos < m_s.size() ? m_s[m_pos] : '\0'; }
   void skip_ws() {
-    while (m_pos < m_s.size() && is_ws(m_s[m_pos])) ++m_pos;
+    while (m_pos < m_s.size() && util::is_space(m_s[m_pos])) ++m_pos;
   }
 
   std::unexpected<Error> error(std::string_view what) const {
@@ -104,9 +104,9 @@ private:
 
   Expected<std::string> identifier(std::string_view what) {
     std::size_t b = m_pos;
-    if (!is_alnum(peek())) return error(fmt::format("expected {}", what));
+    if (!is_ascii_alnum(peek())) return error(fmt::format("expected {}", what));
     while (m_pos < m_s.size() && is_name_char(m_s[m_pos])) ++m_pos;
-    while (m_pos > b + 1 && !is_alnum(m_s[m_pos - 1])) --m_pos; // must end alphanumeric
+    while (m_pos > b + 1 && !is_ascii_alnum(m_s[m_pos - 1])) --m_pos; // must end alphanumeric
     return std::string(m_s.substr(b, m_pos - b));
   }
 

@@ -9,8 +9,6 @@
 namespace envfix::specs {
 namespace {
 
-bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
 using util::lower;
 using util::trim;
 
@@ -42,11 +40,6 @@ bool prefix_match(const Version& candidate, const Version& spec) {
 bool equal_match(const Version& candidate, const Version& spec) {
   if (!spec.has_local()) return candidate.public_version() == spec;
   return candidate == spec;
-}
-
-std::unexpected<Error> with_hint(std::unexpected<Error> e, std::string hint) {
-  e.error().hint = std::move(hint);
-  return e;
 }
 
 } // namespace
@@ -92,7 +85,7 @@ Expected<Specifier> Specifier::parse(std::string_view text) {
                 envfix::specs::to_string(spec.m_op), vcol);
   if (spec.m_op == SpecOperator::arbitrary) {
     for (std::size_t i = 0; i < v.size(); ++i)
-      if (is_ws(v[i]) || v[i] == ',' || v[i] == ';')
+      if (util::is_space(v[i]) || v[i] == ',' || v[i] == ';')
         return fail(ErrorCode::invalid_input, "invalid specifier '{}': unexpected '{}' at column {}", text, v[i], vcol + i);
     spec.m_text = std::string(v);
     if (auto pv = Version::parse(v)) spec.m_version = *pv;

@@ -9,7 +9,7 @@ namespace envfix::specs {
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alnum(char c) { return is_digit(c) || (c >= 'a' && c <= 'z'); }
+bool is_lower_alnum(char c) { return is_digit(c) || (c >= 'a' && c <= 'z'); }
 bool is_sep(char c) { return c == '-' || c == '_' || c == '.'; }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
@@ -143,7 +143,7 @@ public:
     std::size_t p = pos + 1;
     while (true) {
       std::size_t e = p;
-      while (e < m_s.size() && is_alnum(m_s[e])) ++e;
+      while (e < m_s.size() && is_lower_alnum(m_s[e])) ++e;
       if (e == p) return false;
       reach(e);
       std::string seg(m_s.substr(p, e - p));

@@ -17,7 +17,7 @@ Error filename_error(std::string_view filename, std::size_t pos, std::string_vie
                {}};
 }
 
-std::vector<std::string> split_dots(std::string_view s) {
+std::vector<std::string> split_dot_fields(std::string_view s) {
   std::vector<std::string> out;
   std::size_t start = 0;
   for (std::size_t i = 0; i <= s.size(); ++i) {
@@ -90,7 +90,7 @@ Expected<WheelFilename> WheelFilename::parse(std::string_view filename) {
   std::vector<std::string>* fields[3] = {&w.python_tags, &w.abi_tags, &w.platform_tags};
   for (std::size_t f = 0; f < 3; ++f) {
     auto [pos, text] = part(next + f);
-    *fields[f] = split_dots(text);
+    *fields[f] = split_dot_fields(text);
     std::size_t p = pos;
     for (const auto& item : *fields[f]) {
       if (item.empty()) return std::unexpected(filename_error(filename, p, "empty compatibility tag"));

@@ -53,6 +53,12 @@ struct Error {
 template <class T>
 using Expected = std::expected<T, Error>;
 
+// An error on its way out with a hint added: return with_hint(fail(...), "try …").
+[[nodiscard]] inline std::unexpected<Error> with_hint(std::unexpected<Error> e, std::string hint) {
+  e.error().hint = std::move(hint);
+  return e;
+}
+
 [[nodiscard]] inline std::unexpected<Error> make_error(ErrorCode code, std::string message, std::string hint = {}) {
   return std::unexpected<Error>(Error{code, std::move(message), {}, std::move(hint)});
 }

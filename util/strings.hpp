@@ -10,7 +10,9 @@ namespace envfix::util {
 [[nodiscard]] std::string lower(std::string_view s);
 // ASCII case-insensitive equality.
 [[nodiscard]] bool iequals(std::string_view a, std::string_view b);
-// Without leading and trailing ASCII whitespace (space, \t, \r, \n, \f, \v).
+// ASCII whitespace: space, \t, \r, \n, \f, \v (PEP 508's, and Python's str.isspace() on ASCII).
+[[nodiscard]] bool is_space(char c);
+// Without leading and trailing ASCII whitespace.
 [[nodiscard]] std::string_view trim(std::string_view s);
 
 // "a,,b," split at ',' → {"a", "b"}: empty parts are dropped.

@@ -172,7 +172,7 @@ Expected<KernelSet> read_archive(std::span<const std::uint8_t> bytes, std::strin
   return ks;
 }
 
-struct ArchiveDeleter {
+struct ArchiveFree {
   void operator()(archive* a) const { archive_read_free(a); }
 };
 
@@ -263,7 +263,7 @@ bool may_contain_kernels(std::string_view n) {
 }
 
 Expected<std::vector<std::pair<std::string, KernelSet>>> read_kernels_in_wheel(const std::filesystem::path& path) {
-  std::unique_ptr<archive, ArchiveDeleter> a(archive_read_new());
+  std::unique_ptr<archive, ArchiveFree> a(archive_read_new());
   if (!a) return fail(ErrorCode::internal, "{}: libarchive could not allocate a reader", path.string());
   archive_read_support_format_zip(a.get());
   if (archive_read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK)
