@@ -37,7 +37,7 @@ bool confirm(const ApplyOptions& o, const Globals& g) {
     human(styled(i18n::tr("no TTY: proceeding without confirmation (pass --yes to silence this note)"), Style::dim));
     return true;
   }
-  std::fputs(i18n::trs("Proceed? [y/N] ").c_str(), stderr);
+  std::fputs(i18n::for_terminal(i18n::trs("Proceed? [y/N] ")).c_str(), stderr);
   std::fflush(stderr);
   std::string line;
   if (!std::getline(std::cin, line)) return false;

@@ -44,7 +44,7 @@ void ProgressLine::update(std::uint64_t done, std::uint64_t total) {
   if (m_drawn && now - m_last < std::chrono::milliseconds(100) && done < total) return;
   m_last = now;
   auto line = progress_text(m_label, done, total, std::chrono::duration<double>(now - m_start).count());
-  std::fprintf(stderr, "\r\033[2K%s", line.c_str());
+  std::fprintf(stderr, "\r\033[2K%s", i18n::for_terminal(line).c_str());
   std::fflush(stderr);
   m_drawn = true;
 }

@@ -67,6 +67,7 @@ void preset_language(int argc, const char* const* argv) {
     if (auto l = v ? i18n::parse_lang(*v) : std::nullopt) lang = *l;
   }
   i18n::set_language(lang);
+  i18n::set_terminal_codeset(i18n::terminal_codeset());
 }
 
 bool color_enabled() { return g_color; }
@@ -91,7 +92,7 @@ std::string styled(std::string_view text, Style s) {
 // subprocess output, package metadata) cannot drive the terminal. Our own colours pass.
 void human(std::string_view raw) {
   if (g_quiet) return;
-  const std::string text = util::escape_control(raw, true, true);
+  const std::string text = i18n::for_terminal(util::escape_control(raw, true, true));
   std::fwrite(text.data(), 1, text.size(), stderr);
   std::fputc('\n', stderr);
 }
@@ -103,8 +104,8 @@ void machine(std::string_view json_text) {
 }
 
 void warn(std::string_view text) {
-  std::string line =
-      styled(i18n::tr("warning"), Style::yellow) + ": " + util::escape_control(i18n::tr_text(text), true, true) + "\n";
+  std::string line = i18n::for_terminal(styled(i18n::tr("warning"), Style::yellow) + ": " +
+                                        util::escape_control(i18n::tr_text(text), true, true) + "\n");
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
@@ -141,6 +142,7 @@ void print_error(const Error& e) {
   for (const auto& c : e.causes) out += "  " + styled(i18n::tr("caused by"), Style::red) + ": " + esc(c) + "\n";
   auto hint = e.hint.empty() ? os_hint(e) : e.hint;
   if (!hint.empty()) out += styled(i18n::tr("hint"), Style::cyan) + ": " + esc(hint) + "\n";
+  out = i18n::for_terminal(out);
   std::fwrite(out.data(), 1, out.size(), stderr);
 }
 

@@ -21,6 +21,7 @@ std::vector<index::Candidate> locked_candidates(const lockfile::LockTarget& targ
     c.sha256 = p.sha256;
     c.size = p.size;
     c.index_url = target.index;
+    c.recorded = index::Candidate::Recorded::by_lockfile;
     for (const auto& dir : find_links) {
       std::error_code ec;
       const fs::path f = fs::path(dir) / p.filename;

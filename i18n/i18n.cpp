@@ -1,7 +1,11 @@
 #include "i18n/i18n.hpp"
 
+#include <iconv.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <mutex>
 #include <vector>
 
 #include "i18n/catalog.hpp"
@@ -162,6 +166,71 @@ Lang detect_language() {
 void set_language(Lang l) { g_lang.store(l, std::memory_order_relaxed); }
 
 Lang language() { return g_lang.load(std::memory_order_relaxed); }
+
+std::string terminal_codeset(const EnvLookup& env) {
+  std::string locale;
+  for (const auto var : {util::Env::lc_all, util::Env::lc_ctype, util::Env::lang})
+    if (auto v = env(var); v && !v->empty()) {
+      locale = *v;
+      break;
+    }
+  auto dot = locale.find('.');
+  if (dot == std::string::npos) return "UTF-8";
+  std::string codeset = locale.substr(dot + 1, locale.find('@', dot) - dot - 1);
+  const std::string lower = util::lower(codeset);
+  if (codeset.empty() || lower == "utf-8" || lower == "utf8") return "UTF-8";
+  for (auto& c : codeset) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  return codeset;
+}
+
+std::string terminal_codeset() {
+  return terminal_codeset([](util::Env var) { return util::get_env(var); });
+}
+
+namespace {
+std::mutex g_codeset_mu;
+std::string g_codeset = "UTF-8";
+} // namespace
+
+void set_terminal_codeset(std::string codeset) {
+  std::lock_guard lock(g_codeset_mu);
+  g_codeset = std::move(codeset);
+}
+
+std::string for_terminal(std::string_view utf8) {
+  std::string codeset;
+  {
+    std::lock_guard lock(g_codeset_mu);
+    codeset = g_codeset;
+  }
+  if (codeset == "UTF-8" || utf8.empty() ||
+      std::all_of(utf8.begin(), utf8.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
+    return std::string(utf8);
+  iconv_t cd = ::iconv_open(codeset.c_str(), "UTF-8");
+  if (cd == reinterpret_cast<iconv_t>(-1)) return std::string(utf8); // a codeset iconv does not know
+  std::string out;
+  std::string buf(4 * utf8.size() + 16, '\0');
+  char* in = const_cast<char*>(utf8.data());
+  std::size_t in_left = utf8.size();
+  while (in_left > 0) {
+    char* o = buf.data();
+    std::size_t o_left = buf.size();
+    const std::size_t r = ::iconv(cd, &in, &in_left, &o, &o_left);
+    out.append(buf.data(), buf.size() - o_left);
+    if (r == static_cast<std::size_t>(-1) && (errno == EILSEQ || errno == EINVAL)) {
+      // Not representable (or not UTF-8): one '?' for the character, then on.
+      out.push_back('?');
+      std::size_t skip = 1;
+      while (skip < in_left && (static_cast<unsigned char>(in[skip]) & 0xC0) == 0x80) ++skip;
+      in += skip;
+      in_left -= skip;
+    } else if (r == static_cast<std::size_t>(-1) && errno != E2BIG) {
+      break;
+    }
+  }
+  ::iconv_close(cd);
+  return out;
+}
 
 std::span<const Entry> catalog(Lang l) {
   if (l == Lang::zh_CN) return {detail::kZhCN, detail::kZhCNSize};

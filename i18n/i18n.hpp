@@ -35,6 +35,16 @@ using EnvLookup = std::function<std::optional<std::string>(util::Env)>;
 void set_language(Lang l);
 [[nodiscard]] Lang language();
 
+// The character set the terminal reads: the codeset of the first set of LC_ALL, LC_CTYPE, LANG
+// ("zh_CN.GB18030" → "GB18030"; "zh_CN.gbk" → "GBK"); "UTF-8" when it names none or names UTF-8, and
+// for C and POSIX (the catalog's text is UTF-8; ASCII stays ASCII). The locale need not be installed.
+[[nodiscard]] std::string terminal_codeset(const EnvLookup& env);
+[[nodiscard]] std::string terminal_codeset(); // from the process environment
+void set_terminal_codeset(std::string codeset);
+// Human output in the terminal's character set (iconv; a character it lacks becomes '?'); unchanged
+// for UTF-8 or when iconv does not know the codeset. JSON never passes through it (RFC 8259: UTF-8).
+[[nodiscard]] std::string for_terminal(std::string_view utf8);
+
 // The translation of a whole English text (a msgid of the catalog), or the English itself.
 [[nodiscard]] std::string_view tr(std::string_view english);
 // The same as a string (CLI11's descriptions, lines built with +).

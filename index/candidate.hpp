@@ -22,6 +22,10 @@ struct Candidate {
   std::optional<std::string> metadata_sha256; // hash of the .metadata file, when the index gives it
   std::optional<std::uint64_t> size;          // PEP 700 JSON "size", or the file size for local files
   std::string index_url;                      // the index (or find-links dir) it came from, redacted
+  // Where sha256 and size come from: the index's page, or a lockfile (apply --locked), which a
+  // mismatch then blames: the file behind the URL is not the one locked.
+  enum class Recorded { by_index, by_lockfile };
+  Recorded recorded = Recorded::by_index;
 
   [[nodiscard]] bool is_wheel() const { return filename.size() > 4 && filename.ends_with(".whl"); }
   [[nodiscard]] std::string metadata_url() const { return url + ".metadata"; }

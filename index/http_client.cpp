@@ -544,10 +544,15 @@ bool Attempts::finish(Transfer& t, CURLcode rc) const {
         "the server is broken or hostile; no index needs headers that large");
   } else if (rc == CURLE_OPERATION_TIMEDOUT && t.deadline && Clock::now() + std::chrono::milliseconds(50) >= *t.deadline) {
     t.result = std::unexpected(deadline_error(t.req.url, t.req.dest.has_value(), t.deadline_after, t.attempts));
+  } else if (t.too_large && t.req.dest && t.req.max_file) {
+    // A download sent past the size recorded for it (the index's or the lockfile's), or the cap.
+    t.result = make_error(ErrorCode::hash_mismatch,
+                          fmt::format("{}: the download passed {} bytes, the size recorded for it (or the download limit)",
+                                      redact_url(t.req.url), t.req.max_file),
+                          "the server sends another file than the one recorded; nothing of it was kept");
   } else if (t.too_large) {
     t.result = make_error(ErrorCode::invalid_input,
-                          fmt::format("{}: response is larger than the limit of {} bytes", redact_url(t.req.url),
-                                      t.req.dest && t.req.max_file ? t.req.max_file : t.req.max_body),
+                          fmt::format("{}: response is larger than the limit of {} bytes", redact_url(t.req.url), t.req.max_body),
                           "raise the page size limit if this index really serves pages this large");
   } else if (t.write_failed) {
     t.result = fail_errno(t.write_errno, ErrorCode::io, "writing {}: {}", t.req.dest->string(), t.write_error);

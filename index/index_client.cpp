@@ -660,6 +660,16 @@ struct IndexClient::Impl {
     return p;
   }
 
+  // Who recorded the hash the download failed: the index's page, or the lockfile (apply --locked).
+  static std::string mismatch_hint(const Candidate& c) {
+    if (c.recorded == Candidate::Recorded::by_lockfile)
+      return "the file behind this URL is not the one the lockfile recorded (the index replaced it, or --mirror or "
+             "--find-links serve another build); the file was deleted and nothing was installed. Re-lock with `envfix "
+             "lock` if the change is expected";
+    return "the index published a different hash than the file it serves; the file was deleted. Retry later or report "
+           "it to the index maintainers";
+  }
+
   Expected<fs::path> commit_download(const Candidate& c, const fs::path& tmp, const std::string& actual, std::uint64_t size) {
     std::error_code ec;
     if (c.sha256 && *c.sha256 != actual) {
@@ -667,13 +677,14 @@ struct IndexClient::Impl {
       return make_error(ErrorCode::hash_mismatch,
                         fmt::format("sha256 mismatch for {} ({})\n  expected {}\n  got      {}", c.filename, redact_url(c.url),
                                     *c.sha256, actual),
-                        "the index published a different hash than the file it serves; the file was deleted. "
-                        "Retry later or report it to the index maintainers");
+                        mismatch_hint(c));
     }
     if (c.size && *c.size != size) {
       fs::remove(tmp, ec);
-      return fail(ErrorCode::hash_mismatch, "size mismatch for {} ({}): expected {} bytes, got {}", c.filename, redact_url(c.url),
-                  *c.size, size);
+      return make_error(
+          ErrorCode::hash_mismatch,
+          fmt::format("size mismatch for {} ({}): expected {} bytes, got {}", c.filename, redact_url(c.url), *c.size, size),
+          mismatch_hint(c));
     }
     fs::path dest = wheel_path(actual, c.filename);
     ENVFIX_TRY_VOID(util::create_directories(dest.parent_path()));

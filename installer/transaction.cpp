@@ -19,9 +19,12 @@
 #include <unordered_set>
 #include <system_error>
 
+#include <fmt/format.h>
+
 #include "installer/env_lock.hpp"
 #include "installer/txn_meta.hpp"
 #include "installer/uninstall.hpp"
+#include "installer/verify_guard.hpp"
 #include "specs/name.hpp"
 #include "util/fs.hpp"
 #include "util/parallel.hpp"
@@ -443,10 +446,41 @@ struct ExecHooks {
 
 // Runs prepared → removing → installing → verifying → committed; on any failure undoes and
 // journals rolled-back (or reports rollback_failed naming the journal).
+// The files and directories the install phase put in place: the rollback takes them away again.
+std::set<std::string> installed_paths(const TxnMeta& meta) {
+  std::set<std::string> out;
+  for (std::size_t i = meta.split; i < meta.ops.size(); ++i)
+    out.insert(meta.ops[i].kind == TxnOp::Kind::move ? meta.ops[i].dest : meta.ops[i].path);
+  return out;
+}
+
+// The error of a rolled-back transaction, with what a failed verify step left (verify_guard.hpp):
+// "unchanged" only when it is.
+Error rolled_back_error(Error err, const std::optional<VerifyGuard::Aftermath>& after) {
+  if (err.code == ErrorCode::rollback_failed) return err;
+  if (!after || after->restored()) {
+    auto e = std::move(err).context("the transaction was rolled back; the environment is unchanged");
+    if (after && !after->removed.empty())
+      e.causes.push_back(fmt::format("removed what the smoke test wrote under the prefix: {}", fmt::join(after->removed, ", ")));
+    return e;
+  }
+  auto e = std::move(err).context("the transaction was rolled back, but the smoke test changed files the rollback cannot "
+                                  "restore");
+  for (const auto& c : after->changed) e.causes.push_back("changed in place by the smoke test: " + c);
+  for (const auto& v : after->vanished) e.causes.push_back("deleted by the smoke test: " + v);
+  for (const auto& f : after->failed) e.causes.push_back("written by the smoke test, could not be removed: " + f);
+  if (!after->removed.empty())
+    e.causes.push_back(fmt::format("removed what the smoke test wrote under the prefix: {}", fmt::join(after->removed, ", ")));
+  e.hint = "the build that failed its smoke test ran code in this environment: reinstall the packages named above (or "
+           "recreate the environment) before trusting it";
+  return e;
+}
+
 Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::path& sync_at, const Roots& roots,
                        const ExecHooks& hooks) {
   SignalGuard signals(hooks.handle_signals);
   std::size_t done = 0;
+  std::optional<VerifyGuard> guard; // taken right before the verify step runs the new set's code
   auto mark = [&](const char* name) {
     if (hooks.clock) hooks.clock->mark(name);
   };
@@ -476,6 +510,7 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
     if (hooks.fault) ENVFIX_TRY_VOID(hooks.fault("verify", 0));
     if (hooks.verify) {
       if (hooks.progress) hooks.progress({TxnPhase::verify, 0, 0});
+      guard = VerifyGuard::take(roots, txn_dir.parent_path().parent_path());
       if (auto v = hooks.verify(); !v) {
         ENVFIX_TRY_VOID(check_interrupted()); // a verify cut short by the signal fails because of it
         return std::unexpected(std::move(v.error()).context("verification failed"));
@@ -494,6 +529,9 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
   if (r) return {};
   Error err = std::move(r.error());
   if (hooks.progress) hooks.progress({TxnPhase::rolling_back, 0, 0});
+  // What the verify step wrote goes first, so that the rollback finds the new set's directories as it made them.
+  std::optional<VerifyGuard::Aftermath> after;
+  if (guard) after = guard->clean_up(installed_paths(meta));
   // The failing step may or may not have happened; undo decides per step.
   auto u = undo_range(meta.ops, done + 1, meta.started);
   if (!u) {
@@ -505,9 +543,7 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
   }
   (void)write_state(txn_dir, TxnState::rolled_back, hooks.durable);
   discard_txn(txn_dir, roots);
-  if (err.code != ErrorCode::rollback_failed)
-    return std::unexpected(std::move(err).context("the transaction was rolled back; the environment is unchanged"));
-  return std::unexpected(std::move(err));
+  return std::unexpected(rolled_back_error(std::move(err), after));
 }
 
 // ---- recovery -------------------------------------------------------------------------------

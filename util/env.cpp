@@ -41,6 +41,8 @@ const std::vector<EnvVar>& known_env_vars() {
        "language list for messages (gettext's; used unless the locale is C/POSIX): zh_CN gives Chinese"},
       {Env::lc_all, "LC_ALL", "locale; its language picks the messages' language (zh_CN.UTF-8: Chinese), like --lang"},
       {Env::lc_messages, "LC_MESSAGES", "locale of messages, when LC_ALL is unset"},
+      {Env::lc_ctype, "LC_CTYPE",
+       "the terminal's character set, when LC_ALL is unset (zh_CN.GB18030: human output in GB18030; JSON stays UTF-8)"},
       {Env::lang, "LANG", "default locale, when LC_ALL and LC_MESSAGES are unset"},
       {Env::home, "HOME", "~/.netrc, ~/.pyenv and ~/.local/share/uv/python lookup"},
       {Env::netrc, "NETRC", "path of the netrc file"},

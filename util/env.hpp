@@ -37,6 +37,7 @@ enum class Env {
   language,
   lc_all,
   lc_messages,
+  lc_ctype,
   lang,
   home,
   netrc,

@@ -848,7 +848,21 @@ frameworks:
 
   std::string cpufw_spec(const std::string& variant) {
     auto init = [](bool can_fail) {
-      std::string s = "import os\n\ndef compute():\n";
+      std::string s = "import os\n\n";
+      // A refused build whose import writes under the prefix (issue 60, 1): a .pth Python runs at every
+      // start, a script in bin/, a package; with CPUFW_PERSIST=edit also a line into a file it did not install.
+      if (can_fail)
+        s += "if os.environ.get('CPUFW_PERSIST'):\n"
+             "    import sys\n"
+             "    site = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))\n"
+             "    open(os.path.join(site, 'zz-persist.pth'), 'w').write('import os\\n')\n"
+             "    open(os.path.join(os.path.dirname(sys.executable), 'helper'), 'w').write('#!/bin/sh\\n')\n"
+             "    os.makedirs(os.path.join(site, 'evil_pkg'), exist_ok=True)\n"
+             "    open(os.path.join(site, 'evil_pkg', '__init__.py'), 'w').write('')\n"
+             "    if os.environ['CPUFW_PERSIST'] == 'edit':\n"
+             "        open(os.path.join(site, 'user-notes.txt'), 'a').write('appended by a refused build\\n')\n"
+             "    raise RuntimeError('cpufw: refused build (fixture)')\n\n";
+      s += "def compute():\n";
       if (can_fail)
         s += "    if os.environ.get('CPUFW_FAIL'):\n        raise RuntimeError('cpufw: wrong result on the CPU (fixture)')\n"
              "    if os.environ.get('CPUFW_CHATTY'):\n        import sys\n"
@@ -860,6 +874,52 @@ frameworks:
     {{"name": "cpufw", "version": "1.1.0+{0}", "files": {{"cpufw/__init__.py": {2}}}}}
   ]}})",
                        variant, json(init(false)).dump(), json(init(true)).dump());
+  }
+
+  // installer/verify_guard.hpp: the smoke test runs the refused build's own code, which may write under
+  // the prefix outside the journal; the rollback removes what appeared, and names what changed in place.
+  TEST_CASE("framework apply: what a refused build's import wrote under the prefix goes with the rollback (issue 60, 1)") {
+    World w(cpufw_spec("cu128"));
+    write(w.root() / "matrices/cpufw.yaml", kCpufwMatrices);
+    auto ve = w.venv("venv");
+    auto py = (ve / "bin/python").string();
+    auto fw = [&](const std::string& req) {
+      return std::vector<std::string>{"apply",     req,          "--framework",        "cpufw",
+                                      "--variant", "cu128",      "--matrices",         (w.root() / "matrices").string(),
+                                      "--mirror",  w.base_url(), "--python",           py,
+                                      "--yes",     "--lockfile", w.lockfile().string()};
+    };
+    auto ok = w.envfix(fw("cpufw==1.0.0"), {{"ENVFIX_NO_NVML", "1"}});
+    REQUIRE_MESSAGE(ok.rc == 0, ok.err);
+    fs::path site;
+    for (const auto& e : fs::directory_iterator(ve / "lib"))
+      if (fs::is_directory(e.path() / "site-packages")) site = e.path() / "site-packages";
+    REQUIRE(!site.empty());
+    write(site / "user-notes.txt", "mine\n");
+    const auto before = manifest(ve);
+
+    auto bad = w.envfix(fw("cpufw==1.1.0"), {{"ENVFIX_NO_NVML", "1"}, {"CPUFW_PERSIST", "1"}});
+    CHECK(bad.rc == 2);
+    INFO(bad.err);
+    CHECK(bad.err.find("refused build (fixture)") != std::string::npos);
+    CHECK(bad.err.find("the transaction was rolled back; the environment is unchanged") != std::string::npos);
+    CHECK(bad.err.find("removed what the smoke test wrote under the prefix: ") != std::string::npos);
+    CHECK(bad.err.find("zz-persist.pth") != std::string::npos);
+    CHECK(bad.err.find((ve / "bin/helper").string()) != std::string::npos);
+    CHECK(manifest(ve) == before); // no .pth, no bin/helper, no evil_pkg, no bytecode of the new set
+
+    // A line written into a file the set does not own cannot be taken back: said, never "unchanged".
+    auto edit = w.envfix(fw("cpufw==1.1.0"), {{"ENVFIX_NO_NVML", "1"}, {"CPUFW_PERSIST", "edit"}});
+    CHECK(edit.rc == 2);
+    INFO(edit.err);
+    CHECK(edit.err.find("the environment is unchanged") == std::string::npos);
+    CHECK(edit.err.find("rolled back, but the smoke test changed files the rollback cannot restore") != std::string::npos);
+    CHECK(edit.err.find("changed in place by the smoke test: " + (site / "user-notes.txt").string()) != std::string::npos);
+    auto after = manifest(ve);
+    auto expected = before;
+    after.erase(fs::relative(site / "user-notes.txt", ve).generic_string());
+    expected.erase(fs::relative(site / "user-notes.txt", ve).generic_string());
+    CHECK(after == expected);
   }
 
   TEST_CASE("framework apply without a GPU, or of a CPU build: the smoke test runs on the CPU, and its failure rolls back") {

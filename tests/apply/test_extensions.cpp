@@ -155,6 +155,31 @@ TEST_SUITE("integration/apply/extensions") {
     CHECK(w.pip_list(ve).at("xformers") == "0.0.30");
     CHECK(w.pip_list(ve).at("torch") == "2.7.0+cu128");
     CHECK(slurp(w.lockfile()) == text); // applying a lock never rewrites it
+
+    // A mirror that serves another file under a locked name (issue 60, 8): refused by the lock's sha256,
+    // and the error says the file is not the locked one (the lock recorded the hash, not the index).
+    fs::copy(w.index_dir() / "mirror2", w.index_dir() / "mirror3", fs::copy_options::recursive);
+    fs::path wheel;
+    for (const auto& e : fs::directory_iterator(w.index_dir() / "mirror3/pt/whl/files"))
+      if (e.path().filename().string().starts_with("torch-")) wheel = e.path();
+    REQUIRE(!wheel.empty());
+    auto bytes = slurp(wheel);
+    bytes[bytes.size() / 2] ^= 0x01; // same size, other bytes
+    write(wheel, bytes);
+    std::vector<std::string> args{"apply",      "--locked",
+                                  "--lockfile", w.lockfile().string(),
+                                  "--yes",      "--no-verify",
+                                  "--python",   (ve / "bin/python").string(),
+                                  "--gpu",      "sm_120",
+                                  "--driver",   "580.65.06",
+                                  "--mirror",   w.base_url() + "/mirror3/pt/whl"};
+    auto tampered = w.envfix(args, {}, w.root() / "cache3");
+    CHECK(tampered.rc != 0);
+    INFO(tampered.err);
+    CHECK(tampered.err.find("sha256 mismatch for torch-") != std::string::npos);
+    CHECK(tampered.err.find("is not the one the lockfile recorded") != std::string::npos);
+    CHECK(tampered.err.find("the index published") == std::string::npos);
+    CHECK(w.pip_list(ve).at("torch") == "2.7.0+cu128");
   }
 
   // Issue 33, item 8: `lock`'s bytes depend on the index, not on what this machine's cache has read.

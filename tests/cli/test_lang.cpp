@@ -109,6 +109,24 @@ util::SubprocessResult run_help(std::vector<std::string> args, std::map<std::str
 
 TEST_SUITE("cli/cli/lang") {
 
+  // A zh_CN terminal in GB18030 (issue 60, 8): the human text in that character set, not UTF-8 bytes
+  // it would show as mojibake; the JSON document stays UTF-8 (RFC 8259).
+  TEST_CASE("zh_CN.GB18030: errors reach the terminal in GB18030; JSON stays UTF-8") {
+    auto env = zh_env();
+    env["LANG"] = "zh_CN.GB18030";
+    auto r = run_help({"inspect", "/nonexistent/libx.so"}, env);
+    CHECK(r.exit_code == 1);
+    INFO(r.err);
+    CHECK(r.err.find("\xb4\xed\xce\xf3: ") != std::string::npos); // 错误 in GB18030
+    CHECK(r.err.find("错误") == std::string::npos);
+    CHECK(r.err.find("/nonexistent/libx.so") != std::string::npos);
+    auto j = run_help({"inspect", "/nonexistent/libx.so", "--format", "json", "--gpu", "RTX 5090"}, env);
+    CHECK(j.exit_code == 1);
+    CHECK(nlohmann::json::parse(j.out)["files"][0]["error"].get<std::string>().find("/nonexistent/libx.so") != std::string::npos);
+    // The same in UTF-8 for a UTF-8 locale.
+    CHECK(run_help({"inspect", "/nonexistent/libx.so"}, zh_env()).err.find("错误: ") != std::string::npos);
+  }
+
   // Fails when a line of plan's text falls back to English (the host line, "chose:", the choice and
   // its kernel claim, the download line, the refusals' messages and causes), when the JSON document is
   // translated, or when --lang en does not give back the English transcript byte for byte.

@@ -261,6 +261,35 @@ TEST_SUITE("unit/i18n/i18n") {
     CHECK(detect({{"LC_ALL", ""}, {"LANG", "zh_CN.UTF-8"}}) == Lang::zh_CN); // empty is unset
   }
 
+  TEST_CASE("the terminal's character set: LC_ALL, LC_CTYPE, LANG; human text converted, UTF-8 untouched (issue 60, 8)") {
+    auto codeset = [](std::map<std::string, std::string> vars) {
+      return i18n::terminal_codeset([&vars](util::Env k) -> std::optional<std::string> {
+        auto it = vars.find(std::string(util::env_name(k)));
+        return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+      });
+    };
+    CHECK(codeset({}) == "UTF-8");
+    CHECK(codeset({{"LANG", "zh_CN.UTF-8"}}) == "UTF-8");
+    CHECK(codeset({{"LANG", "zh_CN.utf8"}}) == "UTF-8");
+    CHECK(codeset({{"LANG", "zh_CN.GB18030"}}) == "GB18030");
+    CHECK(codeset({{"LANG", "zh_CN.gbk"}}) == "GBK");
+    CHECK(codeset({{"LANG", "zh_CN.GB18030@pinyin"}}) == "GB18030");
+    CHECK(codeset({{"LANG", "zh_CN.GB18030"}, {"LC_CTYPE", "zh_CN.UTF-8"}}) == "UTF-8");
+    CHECK(codeset({{"LC_CTYPE", "zh_CN.UTF-8"}, {"LC_ALL", "zh_CN.GB18030"}}) == "GB18030");
+    CHECK(codeset({{"LANG", "C"}}) == "UTF-8");
+    CHECK(codeset({{"LC_ALL", ""}, {"LANG", "zh_CN.GB18030"}}) == "GB18030"); // empty is unset
+
+    i18n::set_terminal_codeset("GB18030");
+    CHECK(i18n::for_terminal("错误: x") == "\xb4\xed\xce\xf3: x"); // GB18030 bytes, as Python's codec writes them
+    CHECK(i18n::for_terminal("plain ASCII") == "plain ASCII");
+    i18n::set_terminal_codeset("ASCII");
+    CHECK(i18n::for_terminal("错误 x") == "?? x"); // what the terminal cannot show
+    i18n::set_terminal_codeset("NO-SUCH-CODESET");
+    CHECK(i18n::for_terminal("错误") == "错误"); // unknown to iconv: left as it is
+    i18n::set_terminal_codeset("UTF-8");
+    CHECK(i18n::for_terminal("错误") == "错误");
+  }
+
   TEST_CASE("--lang's names") {
     using i18n::Lang;
     CHECK(i18n::parse_lang("en") == Lang::en);
