@@ -777,7 +777,9 @@ void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_
 // The repro on a local GPU is a real run of the framework's kernel packages on GPU 0 (the device
 // the framework picks): step B passing ran a kernel, "no kernel image" in either step ran none.
 // Recorded in the evidence store; a run that contradicts the rule's verdict for that device is said
-// beside it, and the verdict keeps to NVIDIA's documented rule (wheel/kernel_evidence.hpp).
+// beside it, and the verdict keeps to NVIDIA's documented rule (wheel/kernel_evidence.hpp). A stored
+// run is told by the device and time it was recorded with: the store may be shared by machines, and
+// planned GPUs ran nothing here (issue 60, 8).
 std::optional<std::pair<bool, std::string>> repro_outcome(const DoctorReport& r, const FrameworkReport& s) {
   if (r.facts.gpus.empty() || r.facts.gpus_planned) return std::nullopt;
   if (s.repro.step_b == "passed") return std::pair{true, std::string("step B")};
@@ -792,18 +794,18 @@ void contrary_finding(DoctorReport& r, const PackageReport& p, const probe::GpuI
   const auto seen = fmt::format("{}'s {}, {}", o.by, o.step, o.when);
   if (o.ran)
     add(r, FindingCode::observed_contrary, Severity::info,
-        fmt::format("{}: a real run on GPU {} ({}, {}) ran its kernels ({}), although none of its {} GPU modules has "
-                    "code that NVIDIA documents as running there{}; the verdict keeps to the documented rule",
-                    label, g.index, g.name, g.cc.spec(), seen, c.total(),
+        fmt::format("{}: a run recorded on {} ({}; {}) ran its kernels, although none of its {} GPU modules has code "
+                    "that NVIDIA documents as running on {}{}; the verdict keeps to the documented rule",
+                    label, o.device, o.cc.spec(), seen, c.total(), g.cc.spec(),
                     g.cc.tegra ? " (an integrated GPU runs only SASS of its own compute capability, or PTX)" : ""),
         fmt::format("the run is recorded in the evidence store; a build with {} SASS is the one NVIDIA supports on this "
                     "device (docs/kernels.md, \"Runs-on rules\")",
                     g.cc.sm_name()));
   else
     add(r, FindingCode::observed_contrary, Severity::warning,
-        fmt::format("{}: the binaries read hold code for {} in every GPU module, but a real run on GPU {} ({}) found no "
-                    "kernel image ({}: {})",
-                    label, g.cc.sm_name(), g.index, g.name, seen, o.error),
+        fmt::format("{}: the binaries read hold code for {} in every GPU module, but a run recorded on {} ({}; {}) found "
+                    "no kernel image: {}",
+                    label, g.cc.sm_name(), o.device, o.cc.spec(), seen, o.error),
         "a library envfix did not read, or a rule it gets wrong: run `envfix inspect` on the package's libraries and "
         "report what it prints");
 }

@@ -20,15 +20,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// argv[1] is the marker's nonce; stdin holds the steps, each as "<bytes>\n<code>". A failed step
+// stdin holds the marker's nonce on its first line, then the steps, each as "<bytes>\n<code>". The
+// nonce is never in argv (issue 60, 8: /proc/<pid>/cmdline and ps show argv to the steps and to every
+// user, who could print a forged "end <i> ok"); the driver keeps only the marker's prefix. A failed step
 // prints its traceback as `python -c` would (without the driver's frame) and ends the interpreter;
 // os._exit at the end skips the interpreter's teardown, which is not part of any step (hence the
 // fflush of C's stdio before each marker: what a library printed is its step's, and not lost). A
 // marker is one write() of less than PIPE_BUF, so a thread's output never splits it.
 constexpr const char* kDriver = R"PY(
 import os, sys, traceback, types
-def _envfix_smoke(nonce):
-    data, at, steps = sys.stdin.buffer.read(), 0, []
+def _envfix_smoke():
+    data = sys.stdin.buffer.read()
+    at = data.index(b"\n") + 1
+    tag = b"\n\x1e" + data[:at - 1] + b" "
+    steps = []
     while at < len(data):
         nl = data.index(b"\n", at)
         n = int(data[at:nl])
@@ -47,7 +52,7 @@ def _envfix_smoke(nonce):
                 pass
         if fflush is not None:
             fflush(None)
-        line = ("\n\x1e" + nonce + " " + what + "\n").encode()
+        line = tag + (what + "\n").encode()
         os.write(1, line)
         os.write(2, line)
     for i, code in enumerate(steps):
@@ -73,7 +78,7 @@ def _envfix_smoke(nonce):
         if status != "ok":
             break
     os._exit(0)
-_envfix_smoke(sys.argv[1])
+_envfix_smoke()
 )PY";
 
 // One stream of the driver's output cut at its marker lines ("\n\x1e<nonce> start|end …"): the
@@ -201,7 +206,7 @@ Expected<void> run_interpreter(const std::filesystem::path& python, const std::v
   StreamSplit out("\x1e" + nonce + " "), err("\x1e" + nonce + " ");
   Batch b{&steps, first, last, {}, {}, 0, Clock::now(), false};
   util::SubprocessOptions o = interpreter_options(steps[first].device);
-  std::string input;
+  std::string input = nonce + "\n";
   for (std::size_t i = first; i < last; ++i) input += fmt::format("{}\n{}", steps[i].code.size(), steps[i].code);
   o.stdin_data = std::move(input);
   // The per-step timeout is kept here; this one only stops an interpreter that outlives them all.
@@ -223,7 +228,7 @@ Expected<void> run_interpreter(const std::filesystem::path& python, const std::v
   // packages. -B: -I ignores PYTHONDONTWRITEBYTECODE, and byte-code written into the new set
   // would make a later rollback find files it did not install.
   b.clock = Clock::now();
-  auto r = ENVFIX_TRY(util::run_python(python, {"-B", "-c", kDriver, nonce}, o));
+  auto r = ENVFIX_TRY(util::run_python(python, {"-B", "-c", kDriver}, o));
   ++run.interpreters;
   const bool ran_out = b.first + b.done.size() >= last;
   if (r.cancelled && !b.timed_out)

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,7 @@ std::map<fs::path, fs::path> g_opened; // dir asked for -> dir used (this run)
 std::vector<fs::path> g_private;       // private temporary caches, removed at exit
 std::vector<int> g_locks;              // shared cache locks, held until exit
 std::set<std::string> g_warned;        // entries already warned about
+std::vector<fs::path> g_sealed;        // caches in use that no other user can enter (no group/other x bit)
 
 void warn_line(const std::string& text) {
   const std::string line = "warning: " + escape_control(text, true, false) + "\n";
@@ -47,11 +49,29 @@ void remove_private() {
   for (const auto& p : g_private) fs::remove_all(p, ec);
 }
 
-std::optional<std::string> judge(const struct stat& st) {
+// `sealed`: inside a directory no other user can enter, so that their write bits reach no one (a cache
+// made under `umask 000`, issue 60, 7).
+std::optional<std::string> judge(const struct stat& st, bool sealed = false) {
   if (st.st_uid != ::geteuid()) return fmt::format("it is owned by uid {}, not by this user (uid {})", st.st_uid, ::geteuid());
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+  if (!sealed && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
     return fmt::format("it is writable by group or others (mode {:04o})", st.st_mode & 07777);
   return std::nullopt;
+}
+
+bool is_sealed(const struct stat& st) { return st.st_uid == ::geteuid() && (st.st_mode & (S_IXGRP | S_IXOTH)) == 0; }
+
+// Absolute, normal, without a trailing separator ("x/." and "x/" are "x"): comparable by components.
+fs::path normal(const fs::path& p) {
+  std::error_code ec;
+  auto n = fs::absolute(p, ec).lexically_normal();
+  return n.has_filename() ? n : n.parent_path();
+}
+
+// Under a cache this run uses that no one else can enter (g_mutex held).
+bool under_sealed(const fs::path& file) {
+  return std::any_of(g_sealed.begin(), g_sealed.end(), [&](const fs::path& root) {
+    return std::mismatch(root.begin(), root.end(), file.begin(), file.end()).first == root.end();
+  });
 }
 
 constexpr std::string_view cachedir_tag = "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -63,13 +83,23 @@ void write_markers(const fs::path& dir) {
   (void)write_file_atomic(dir / cache_marker_name, "envfix cache\n");
 }
 
-// The first top-level entry of `dir` that is not the running user's alone, with why.
-std::optional<std::string> untrusted_entry(const fs::path& dir) {
+// The first top-level entry of `dir` that is not the running user's alone, with why. A symlink is
+// judged twice: the link (its owner; a link's own mode is always 0777) and what it points to.
+std::optional<std::string> untrusted_entry(const fs::path& dir, bool sealed) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     struct stat st = {};
     if (::lstat(it->path().c_str(), &st) != 0) continue;
-    if (auto why = judge(st)) return fmt::format("its entry {}: {}", it->path().filename().string(), *why);
+    const auto name = it->path().filename().string();
+    if (S_ISLNK(st.st_mode)) {
+      if (auto why = judge(st, true)) return fmt::format("its entry {} (a symlink): {}", name, *why);
+      struct stat target = {};
+      if (::stat(it->path().c_str(), &target) != 0) continue; // dangling: nothing to read through it
+      if (auto why = judge(target))
+        return fmt::format("its entry {} points to {}: {}", name, fs::read_symlink(it->path(), ec).string(), *why);
+      continue;
+    }
+    if (auto why = judge(st, sealed)) return fmt::format("its entry {}: {}", name, *why);
   }
   return std::nullopt;
 }
@@ -112,15 +142,22 @@ Expected<fs::path> open_cache(const fs::path& dir, bool create) {
   if (!existed) {
     if (!create) return dir; // nothing to trust or distrust: every read misses
     if (auto made = util::create_directories(dir); !made) return std::unexpected(made.error());
+    // This user's alone whatever the umask (issue 60, 7: under `umask 000` a cache came out 0777 and
+    // every later run distrusted it); what it holds inherits that.
+    ::chmod(dir.c_str(), 0700);
     write_markers(dir);
   }
+  struct stat st = {};
+  const bool sealed = ::stat(dir.c_str(), &st) == 0 && is_sealed(st);
   auto why = untrusted_because(dir);
-  if (!why) why = untrusted_entry(dir);
+  if (!why) why = untrusted_entry(dir, sealed);
   fs::path used = dir;
   if (why)
     used = ENVFIX_TRY(private_cache(dir, *why));
-  else
+  else {
     hold_shared_lock(dir);
+    if (sealed) g_sealed.push_back(normal(dir));
+  }
   g_opened.emplace(dir, used);
   return used;
 }
@@ -141,11 +178,14 @@ std::optional<std::string> read_trusted(const fs::path& file) {
   }
   struct stat st = {};
   if (::fstat(fd.get(), &st) != 0) return std::nullopt;
-  auto why = S_ISREG(st.st_mode) ? judge(st) : std::optional<std::string>("it is not a regular file");
-  if (why) {
+  {
     std::lock_guard lock(g_mutex);
-    if (g_warned.insert(file.string()).second) warn_line(fmt::format("cache entry {} is ignored: {}", file.string(), *why));
-    return std::nullopt;
+    const bool sealed = under_sealed(normal(file));
+    auto why = S_ISREG(st.st_mode) ? judge(st, sealed) : std::optional<std::string>("it is not a regular file");
+    if (why) {
+      if (g_warned.insert(file.string()).second) warn_line(fmt::format("cache entry {} is ignored: {}", file.string(), *why));
+      return std::nullopt;
+    }
   }
   auto out = read_fd(fd, file);
   if (!out) return std::nullopt;

@@ -8,10 +8,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <mutex>
+#include <set>
 #include <sstream>
 
 #include "util/fs.hpp"
@@ -71,28 +74,88 @@ private:
   std::uint64_t m_dropped = 0;
 };
 
-// The processes of session `sid` except its leader, from /proc/<pid>/stat ("pid (comm) state ppid
-// pgrp session …"; comm may hold spaces and parentheses, hence the last ')'). Zombies are left out.
+// The children envfix spawned and has not reaped yet: every other process whose parent is envfix
+// was adopted (PR_SET_CHILD_SUBREAPER, below).
+std::mutex g_children_mu;
+std::set<pid_t> g_children;
+
+// A new_session child's descendants that leave its session (setsid) or double-fork are reparented
+// to envfix rather than to init, so that envfix finds them when the child ends (issue 60, 6).
+void become_subreaper() {
+  static std::once_flag once;
+  std::call_once(once, [] { (void)::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); });
+}
+
+struct ProcStat {
+  long pid = 0, ppid = 0, session = 0;
+  char state = 0;
+};
+// /proc/<pid>/stat ("pid (comm) state ppid pgrp session …"; comm may hold spaces and parentheses,
+// hence the last ')').
+std::optional<ProcStat> proc_stat(const std::filesystem::path& dir) {
+  auto stat = read_file(dir / "stat");
+  if (!stat) return std::nullopt;
+  auto close = stat->rfind(')');
+  if (close == std::string::npos || close + 2 > stat->size()) return std::nullopt;
+  std::istringstream in(stat->substr(close + 2));
+  ProcStat ps;
+  long pgrp = 0;
+  if (!(in >> ps.state >> ps.ppid >> pgrp >> ps.session)) return std::nullopt;
+  ps.pid = std::stol(dir.filename().string());
+  return ps;
+}
+
+std::string cmdline_of(const std::filesystem::path& dir) {
+  std::string cmd = read_file(dir / "cmdline").value_or("");
+  std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+  while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
+  return cmd;
+}
+
+// The processes envfix adopted (their parent died: a double fork, a daemon): none it spawned.
+std::vector<LeftoverProcess> adopted() {
+  std::vector<LeftoverProcess> out;
+  const long self = ::getpid();
+  std::lock_guard lock(g_children_mu);
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto ps = proc_stat(it->path());
+    if (!ps || ps->ppid != self || g_children.contains(static_cast<pid_t>(ps->pid))) continue;
+    if (ps->state == 'Z') {
+      (void)::waitpid(static_cast<pid_t>(ps->pid), nullptr, WNOHANG); // ended on its own: reaped
+      continue;
+    }
+    out.push_back({static_cast<int>(ps->pid), cmdline_of(it->path())});
+  }
+  return out;
+}
+
+// Kills what escaped the session and was adopted, and reaps it.
+void stop_adopted(std::vector<LeftoverProcess>& all) {
+  for (int round = 0; round < 5; ++round) {
+    auto now = adopted();
+    if (now.empty()) break;
+    for (const auto& p : now) {
+      ::kill(p.pid, SIGKILL);
+      if (std::none_of(all.begin(), all.end(), [&](const LeftoverProcess& q) { return q.pid == p.pid; })) all.push_back(p);
+    }
+    ::usleep(10000);
+    for (const auto& p : now) (void)::waitpid(p.pid, nullptr, WNOHANG);
+  }
+}
+
+// The processes of session `sid` except its leader, from /proc/<pid>/stat. Zombies are left out.
 std::vector<LeftoverProcess> session_members(pid_t sid) {
   std::vector<LeftoverProcess> out;
   std::error_code ec;
   for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
     const auto name = it->path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    auto stat = read_file(it->path() / "stat");
-    if (!stat) continue;
-    auto close = stat->rfind(')');
-    if (close == std::string::npos || close + 2 > stat->size()) continue;
-    std::istringstream in(stat->substr(close + 2));
-    char state = 0;
-    long ppid = 0, pgrp = 0, session = 0;
-    if (!(in >> state >> ppid >> pgrp >> session)) continue;
-    const long pid = std::stol(name);
-    if (session != sid || pid == sid || state == 'Z') continue;
-    std::string cmd = read_file(it->path() / "cmdline").value_or("");
-    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
-    out.push_back({static_cast<int>(pid), std::move(cmd)});
+    auto ps = proc_stat(it->path());
+    if (!ps || ps->session != sid || ps->pid == sid || ps->state == 'Z') continue;
+    out.push_back({static_cast<int>(ps->pid), cmdline_of(it->path())});
   }
   return out;
 }
@@ -112,6 +175,8 @@ std::vector<LeftoverProcess> stop_session(pid_t sid) {
     ::kill(-sid, SIGKILL);
     ::usleep(10000);
   }
+  // What left the session (setsid after a double fork) was adopted by envfix when its parent died.
+  stop_adopted(all);
   return all;
 }
 
@@ -224,6 +289,10 @@ SubprocessResult wait_child(pid_t pid, const SubprocessOptions& o, Fd out_r, Fd 
   }
   int status = 0;
   (void)retry_eintr([&] { return ::waitpid(pid, &status, 0); });
+  {
+    std::lock_guard lock(g_children_mu);
+    g_children.erase(pid);
+  }
   res.out = out_cap.take(res.out_dropped);
   res.err = err_cap.take(res.err_dropped);
   if (WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);
@@ -265,8 +334,13 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
   for (auto& a : argv_copy) args.push_back(a.data());
   args.push_back(nullptr);
 
+  if (o.new_session) become_subreaper();
   pid_t pid = -1;
+  // Held across the spawn, so that adopted() never takes the new child for an adopted one.
+  std::unique_lock children(g_children_mu);
   int rc = ::posix_spawnp(&pid, args[0], &fa, &attr, args.data(), envp.data());
+  if (rc == 0) g_children.insert(pid);
+  children.unlock();
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0)

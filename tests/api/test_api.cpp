@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "api/apply.hpp"
+#include "api/inspect.hpp"
 #include "api/lock.hpp"
 #include "api/plan.hpp"
 #include "tests/apply/apply_world.hpp"
+#include "tests/wheel/kernel_fixtures.hpp"
 #include "util/strings.hpp"
 #include "util/subprocess.hpp"
 
@@ -137,5 +139,37 @@ TEST_SUITE("integration/api/api") {
     REQUIRE_FALSE(no_lock);
     CHECK(no_lock.error().code == ErrorCode::not_found);
     CHECK(apply_test::manifest(ve) == before);
+  }
+
+  // api::inspect in memory: the planned GPUs as every command takes them (names through the matrices,
+  // ENVFIX_GPU), the coverage values cli/ renders, a bad file reported in its own entry.
+  TEST_CASE("api::inspect: GPUs by name or ENVFIX_GPU, coverage as values, a bad file in its entry") {
+    auto dir = util::make_temp_dir({}, "envfix-api-inspect").value();
+    const auto lib = dir / "libk.so";
+    const auto bytes = test::fake_elf({{".nv_fatbin", test::fake_container({{2, 90}})}});
+    REQUIRE(util::write_file_atomic(lib, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
+    api::Options o;
+    o.gpus = {"H100", "RTX 5090", "sm_90"};
+    auto r = api::inspect(o, {lib.string(), (dir / "missing.so").string()});
+    REQUIRE_MESSAGE(r, (r ? "" : r.error().render()));
+    REQUIRE(r->gpus.size() == 2); // H100 and sm_90 are one arch
+    CHECK(r->gpus[0].sm_name() == "sm_90");
+    CHECK(r->gpus[1].sm_name() == "sm_120");
+    REQUIRE(r->files.size() == 2);
+    REQUIRE(r->files[0].kernels);
+    REQUIRE(r->files[0].gpus.size() == 2);
+    CHECK(r->files[0].gpus[0].coverage.verdict == api::Verdict::full);
+    CHECK(r->files[0].gpus[1].coverage.verdict == api::Verdict::none);
+    CHECK(r->files[0].sections.at(".nv_fatbin").archs.at("sm_90") == 1);
+    CHECK_FALSE(r->files[1].kernels);
+    ::setenv("ENVFIX_GPU", "sm_120", 1);
+    auto env = api::inspect(api::Options{}, {lib.string()});
+    ::unsetenv("ENVFIX_GPU");
+    REQUIRE(env);
+    REQUIRE(env->gpus.size() == 1);
+    CHECK(env->gpus[0].sm_name() == "sm_120");
+    o.gpus = {"RTX 9999"};
+    CHECK_FALSE(api::inspect(o, {lib.string()}));
+    fs::remove_all(dir);
   }
 }

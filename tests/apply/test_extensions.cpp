@@ -160,8 +160,13 @@ TEST_SUITE("integration/apply/extensions") {
     // and the error says the file is not the locked one (the lock recorded the hash, not the index).
     fs::copy(w.index_dir() / "mirror2", w.index_dir() / "mirror3", fs::copy_options::recursive);
     fs::path wheel;
-    for (const auto& e : fs::directory_iterator(w.index_dir() / "mirror3/pt/whl/files"))
-      if (e.path().filename().string().starts_with("torch-")) wheel = e.path();
+    for (const auto& e : fs::directory_iterator(w.index_dir() / "mirror3/pt/whl/files")) {
+      const auto name = e.path().filename().string(); // the locked one: the lock names it (URL-encoded)
+      auto encoded = name;
+      if (auto plus = encoded.find('+'); plus != std::string::npos) encoded.replace(plus, 1, "%2B");
+      if (name.starts_with("torch-") && (text.find(name) != std::string::npos || text.find(encoded) != std::string::npos))
+        wheel = e.path();
+    }
     REQUIRE(!wheel.empty());
     auto bytes = slurp(wheel);
     bytes[bytes.size() / 2] ^= 0x01; // same size, other bytes

@@ -495,10 +495,14 @@ TEST_SUITE("cli/cli/doctor") {
       CHECK(m.find("tegra:8.7") != std::string::npos);
       CHECK(m.find("envfix doctor's step B") != std::string::npos);
       CHECK(m.find("the verdict keeps to the documented rule") != std::string::npos);
+      // Told by the device it was recorded on, never as a run on this host's GPU n (issue 60, 8).
+      CHECK(m.find("a run recorded on ") != std::string::npos);
+      CHECK(m.find("on GPU 0") == std::string::npos);
       CHECK(j["verdict"] == "broken"); // the observation does not change it
       CHECK(observations() == 1);
       auto again = parse(env.run({"--no-repro"}, true, orin)); // no run now: from the store
       CHECK(contrary(again));
+      CHECK(contrary(again)->at("message") == f->at("message"));
       env.fake_torch("fail_b"); // a later run finds no kernel image: it agrees with the rule
       CHECK(!contrary(parse(env.run({}, true, orin))));
       CHECK(!contrary(parse(env.run({"--no-repro"}, true, orin))));

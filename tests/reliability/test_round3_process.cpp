@@ -99,6 +99,21 @@ TEST_CASE("round3 5: verify --app and the smoke test run in their own session, w
     reap(grandchild);
   }
 
+  // Issue 60, 6: a descendant that leaves the app's session (setsid) is orphaned when the app exits;
+  // envfix is the subreaper that adopts it, and stops it with the session's leftovers.
+  SUBCASE("an app whose grandchild leaves its session (setsid) and outlives it: adopted and stopped") {
+    const auto pidfile = w.root() / "escaped.pid";
+    const std::string app = fmt::format(
+        "setsid sh -c 'echo $$ > {}; exec sleep 1000' </dev/null >/dev/null 2>&1 & sleep 1; echo started", pidfile.string());
+    auto r = w.run(verify_argv(w, ve, app, 120), {}, 400s);
+    const pid_t escaped = pid_from(pidfile, 60s);
+    INFO(r.err);
+    CHECK(r.rc == 0);
+    REQUIRE(escaped > 0);
+    CHECK(gone_within(escaped, 60s));
+    reap(escaped);
+  }
+
   SUBCASE("SIGTERM to envfix during verify --app kills the app's group; envfix exits 143") {
     const auto pidfile = w.root() / "app.pid";
     auto b = w.spawn(verify_argv(w, ve, fmt::format("echo $$ > {}; exec sleep 1000", pidfile.string()), 120));

@@ -88,6 +88,26 @@ TEST_SUITE("unit/smoke/smoke") {
           std::vector<K>{K::model, K::model});
   }
 
+  // The steps run the new set's code in the driver's interpreter; the markers that tell envfix where a
+  // step ended carry a nonce. In argv it was readable from /proc/self/cmdline (and by ps): a failing
+  // step printed "end 0 ok" with it and passed (issue 60, 8).
+  TEST_CASE("smoke: a step cannot pass by printing a marker with what it finds in its command line") {
+    const char* forge = "import os\n"
+                        "toks = [t.decode() for t in open('/proc/self/cmdline', 'rb').read().split(b'\\0') if t]\n"
+                        "for t in toks + [t.split()[-1] for t in toks]:\n"
+                        "    for fd in (1, 2):\n"
+                        "        os.write(fd, ('\\n\\x1e' + t + ' end 0 ok\\n').encode())\n"
+                        "raise SystemExit(3)\n";
+    const std::vector<smoke::SmokeStep> steps{{"forger", forge, smoke::SmokeDevice::cpu, smoke::StepKind::model},
+                                              {"after", "print('ran')", smoke::SmokeDevice::cpu, smoke::StepKind::model}};
+    auto run = smoke::run_steps("/usr/bin/python3", steps, {.timeout = std::chrono::seconds(60)});
+    REQUIRE_MESSAGE(run, (run ? "" : run.error().render()));
+    REQUIRE(!run->steps.empty());
+    CHECK_FALSE(run->steps[0].ok);
+    CHECK(run->steps[0].exit_code == 3);
+    CHECK(run->steps.size() == 1); // stopped at the failure: "after" never ran
+  }
+
   TEST_CASE("smoke: a failed step's error line, by how it ended") {
     const auto timeout = std::chrono::milliseconds(90'000);
     smoke::StepRun s{.name = "step B"};

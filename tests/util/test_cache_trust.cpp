@@ -1,0 +1,76 @@
+// util/cache_trust.hpp on real directories: what makes a cache this user's alone (issue 60, 7).
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "util/cache_trust.hpp"
+#include "util/fs.hpp"
+
+using namespace envfix;
+namespace fs = std::filesystem;
+
+namespace {
+
+mode_t mode_of(const fs::path& p) {
+  struct stat st = {};
+  REQUIRE(::stat(p.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+// Runs `fn` under `umask 000`, as a shell with that umask would run envfix.
+template <class Fn>
+void with_umask_000(Fn fn) {
+  const mode_t old = ::umask(0);
+  fn();
+  ::umask(old);
+}
+
+} // namespace
+
+TEST_SUITE("unit/util/cache_trust") {
+  TEST_CASE("a cache made under umask 000 is this user's alone, and what it holds is trusted on the next look") {
+    auto root = util::make_temp_dir({}, "envfix-trust").value();
+    const auto cache = root / "cache";
+    with_umask_000([&] {
+      REQUIRE(util::open_cache(cache).value() == cache); // used, not a private temporary cache
+      CHECK(mode_of(cache) == 0700);
+      // What later runs write into it under the same umask: 0777 directories, 0666 files.
+      REQUIRE(util::create_directories(cache / "pages"));
+      ::chmod((cache / "pages").c_str(), 0777);
+      REQUIRE(util::write_file_atomic(cache / "pages" / "entry.json", "{}"));
+      ::chmod((cache / "pages" / "entry.json").c_str(), 0666);
+    });
+    // The next run (another spelling of the path, which open_cache has not seen): no other user can
+    // enter the cache, so the write bits of what it holds reach no one.
+    CHECK(util::open_cache(cache / ".").value() == cache / ".");
+    CHECK(util::read_trusted(cache / "." / "pages" / "entry.json") == std::optional<std::string>("{}"));
+    // The same cache opened to others (0755): its 0777 entry is refused, as before.
+    ::chmod(cache.c_str(), 0755);
+    CHECK(util::open_cache(cache / "pages" / "..").value() != cache / "pages" / "..");
+    fs::remove_all(root);
+  }
+
+  TEST_CASE("a symlinked entry is judged by its owner and by what it points to, not by the link's own 0777") {
+    auto root = util::make_temp_dir({}, "envfix-trust").value();
+    const auto cache = root / "cache";
+    REQUIRE(util::create_directories(cache));
+    ::chmod(cache.c_str(), 0755);
+    REQUIRE(util::create_directories(root / "elsewhere"));
+    ::chmod((root / "elsewhere").c_str(), 0755);
+    fs::create_directory_symlink(root / "elsewhere", cache / "wheels");
+    CHECK(util::open_cache(cache).value() == cache);
+    // A link to a directory anyone may write: refused, naming the target.
+    const auto cache2 = root / "cache2";
+    REQUIRE(util::create_directories(cache2));
+    ::chmod(cache2.c_str(), 0755);
+    REQUIRE(util::create_directories(root / "open"));
+    ::chmod((root / "open").c_str(), 0777);
+    fs::create_directory_symlink(root / "open", cache2 / "wheels");
+    CHECK(util::open_cache(cache2).value() != cache2);
+    CHECK(util::untrusted_because(root / "open").has_value());
+    fs::remove_all(root);
+  }
+}
