@@ -178,9 +178,7 @@ Roots scheme_roots(const InstallTarget& target) {
 }
 
 bool within_roots(const fs::path& dir, const Roots& roots) {
-  for (const auto& r : roots)
-    if (std::mismatch(r.begin(), r.end(), dir.begin(), dir.end()).first == r.end()) return true;
-  return false;
+  return std::any_of(roots.begin(), roots.end(), [&](const fs::path& r) { return util::is_within(dir, r); });
 }
 
 // An auxiliary directory the journal of transaction `id` may own: absolute, normal, a real

@@ -9,15 +9,13 @@
 
 #include <fmt/format.h>
 
+#include "util/fs.hpp"
+
 namespace envfix::installer {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-bool inside(const fs::path& p, const fs::path& root) {
-  return std::mismatch(root.begin(), root.end(), p.begin(), p.end()).first == root.end();
-}
 
 bool is_bytecode(const fs::path& p) {
   return p.extension() == ".pyc" || p.filename() == "__pycache__" || p.parent_path().filename() == "__pycache__";
@@ -30,7 +28,7 @@ std::vector<fs::path> outermost(std::vector<fs::path> roots) {
   roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
   std::vector<fs::path> out;
   for (const auto& r : roots)
-    if (std::none_of(out.begin(), out.end(), [&](const fs::path& o) { return inside(r, o); })) out.push_back(r);
+    if (std::none_of(out.begin(), out.end(), [&](const fs::path& o) { return util::is_within(r, o); })) out.push_back(r);
   return out;
 }
 
@@ -47,7 +45,7 @@ void walk(const std::vector<fs::path>& roots, const fs::path& state_dir, Fn fn) 
         it.disable_recursion_pending();
         continue;
       }
-      struct stat st{};
+      struct stat st = {};
       if (::lstat(p.c_str(), &st) != 0) continue;
       if (!fn(p, st)) it.disable_recursion_pending();
     }
@@ -56,13 +54,17 @@ void walk(const std::vector<fs::path>& roots, const fs::path& state_dir, Fn fn) 
 
 } // namespace
 
+VerifyGuard::Entry VerifyGuard::Entry::of(const struct stat& st) {
+  return {st.st_mode & S_IFMT, st.st_dev, st.st_ino, st.st_size,
+          static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
 VerifyGuard VerifyGuard::take(const std::vector<fs::path>& roots, const fs::path& state_dir) {
   VerifyGuard g;
   g.m_roots = outermost(roots);
   g.m_state_dir = state_dir.lexically_normal();
   walk(g.m_roots, g.m_state_dir, [&](const fs::path& p, const struct stat& st) {
-    g.m_entries[p.string()] = {st.st_mode & S_IFMT, st.st_dev, st.st_ino, st.st_size,
-                               static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+    g.m_entries[p.string()] = Entry::of(st);
     return true;
   });
   return g;
@@ -80,8 +82,7 @@ VerifyGuard::Aftermath VerifyGuard::clean_up(const std::set<std::string>& instal
       created.push_back(p);
       return false; // removed whole, with whatever it holds
     }
-    const Entry now{st.st_mode & S_IFMT, st.st_dev, st.st_ino, st.st_size,
-                    static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+    const Entry now = Entry::of(st);
     // A directory's own times change when an entry is added or removed: its entries tell.
     if (now == it->second || S_ISDIR(st.st_mode) || installed.contains(key)) return true;
     if (is_bytecode(p))
@@ -102,7 +103,7 @@ VerifyGuard::Aftermath VerifyGuard::clean_up(const std::set<std::string>& instal
     if (!seen.contains(path) && !installed.contains(path) && !is_bytecode(path) &&
         std::none_of(out.failed.begin(), out.failed.end(), [&](const std::string& f) { return f.starts_with(path); }))
       // Inside a directory the verify step removed whole, only the directory is named.
-      if (std::none_of(out.vanished.begin(), out.vanished.end(), [&](const std::string& v) { return inside(path, v); }))
+      if (std::none_of(out.vanished.begin(), out.vanished.end(), [&](const std::string& v) { return util::is_within(path, v); }))
         out.vanished.push_back(path);
   return out;
 }

@@ -5,6 +5,7 @@
 // outside the journal. The scheme directories are listed before it runs; after a failed verify, what
 // appeared is removed before the rollback, and what existed and was changed in place (which the
 // rollback cannot restore) is named, so that a rollback never calls changed files "unchanged".
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -43,6 +44,7 @@ private:
     off_t size = 0;
     std::int64_t mtime_ns = 0;
     bool operator==(const Entry&) const = default;
+    [[nodiscard]] static Entry of(const struct stat& st);
   };
   std::vector<std::filesystem::path> m_roots;
   std::filesystem::path m_state_dir;

@@ -69,9 +69,7 @@ fs::path normal(const fs::path& p) {
 
 // Under a cache this run uses that no one else can enter (g_mutex held).
 bool under_sealed(const fs::path& file) {
-  return std::any_of(g_sealed.begin(), g_sealed.end(), [&](const fs::path& root) {
-    return std::mismatch(root.begin(), root.end(), file.begin(), file.end()).first == root.end();
-  });
+  return std::any_of(g_sealed.begin(), g_sealed.end(), [&](const fs::path& root) { return is_within(file, root); });
 }
 
 constexpr std::string_view cachedir_tag = "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -95,8 +93,9 @@ std::optional<std::string> untrusted_entry(const fs::path& dir, bool sealed) {
       if (auto why = judge(st, true)) return fmt::format("its entry {} (a symlink): {}", name, *why);
       struct stat target = {};
       if (::stat(it->path().c_str(), &target) != 0) continue; // dangling: nothing to read through it
+      std::error_code link_ec;                                // the iterator's own code stays the iterator's
       if (auto why = judge(target))
-        return fmt::format("its entry {} points to {}: {}", name, fs::read_symlink(it->path(), ec).string(), *why);
+        return fmt::format("its entry {} points to {}: {}", name, fs::read_symlink(it->path(), link_ec).string(), *why);
       continue;
     }
     if (auto why = judge(st, sealed)) return fmt::format("its entry {}: {}", name, *why);

@@ -141,6 +141,10 @@ Expected<void> create_directories(const fs::path& path) {
   return {};
 }
 
+bool is_within(const fs::path& path, const fs::path& root) {
+  return std::mismatch(root.begin(), root.end(), path.begin(), path.end()).first == root.end();
+}
+
 bool exists_nofollow(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0;

@@ -41,6 +41,9 @@ auto retry_eintr(F&& call) -> decltype(call()) {
 // the kernel can, read/write where it cannot. Returns 0 or the errno of the failing call; `dest`
 // does not exist after a failure.
 [[nodiscard]] int copy_file_exclusive(const fs::path& src, const fs::path& dest, unsigned mode);
+// `path` is `root` or lies under it, compared component by component as written (both normal, or
+// spelled alike): "/a/bc" is not under "/a/b".
+[[nodiscard]] bool is_within(const fs::path& path, const fs::path& root);
 // lstat() succeeds: the path exists, a dangling symlink included. Takes a plain string because the
 // installer keeps its per-file paths as strings.
 [[nodiscard]] bool exists_nofollow(const std::string& path);

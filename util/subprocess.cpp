@@ -112,23 +112,37 @@ std::string cmdline_of(const std::filesystem::path& dir) {
   return cmd;
 }
 
+// Calls fn(its /proc directory, its stat) for every process.
+template <class Fn>
+void each_process(Fn fn) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (auto ps = proc_stat(it->path())) fn(it->path(), *ps);
+  }
+}
+
+// SIGKILLs each of `now`, adding those not listed yet to `all`.
+void kill_listed(const std::vector<LeftoverProcess>& now, std::vector<LeftoverProcess>& all) {
+  for (const auto& p : now) {
+    ::kill(p.pid, SIGKILL);
+    if (std::none_of(all.begin(), all.end(), [&](const LeftoverProcess& q) { return q.pid == p.pid; })) all.push_back(p);
+  }
+}
+
 // The processes envfix adopted (their parent died: a double fork, a daemon): none it spawned.
 std::vector<LeftoverProcess> adopted() {
   std::vector<LeftoverProcess> out;
   const long self = ::getpid();
   std::lock_guard lock(g_children_mu);
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
-    const auto name = it->path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    auto ps = proc_stat(it->path());
-    if (!ps || ps->ppid != self || g_children.contains(static_cast<pid_t>(ps->pid))) continue;
-    if (ps->state == 'Z') {
-      (void)::waitpid(static_cast<pid_t>(ps->pid), nullptr, WNOHANG); // ended on its own: reaped
-      continue;
-    }
-    out.push_back({static_cast<int>(ps->pid), cmdline_of(it->path())});
-  }
+  each_process([&](const std::filesystem::path& dir, const ProcStat& ps) {
+    if (ps.ppid != self || g_children.contains(static_cast<pid_t>(ps.pid))) return;
+    if (ps.state == 'Z')
+      (void)::waitpid(static_cast<pid_t>(ps.pid), nullptr, WNOHANG); // ended on its own: reaped
+    else
+      out.push_back({static_cast<int>(ps.pid), cmdline_of(dir)});
+  });
   return out;
 }
 
@@ -137,26 +151,18 @@ void stop_adopted(std::vector<LeftoverProcess>& all) {
   for (int round = 0; round < 5; ++round) {
     auto now = adopted();
     if (now.empty()) break;
-    for (const auto& p : now) {
-      ::kill(p.pid, SIGKILL);
-      if (std::none_of(all.begin(), all.end(), [&](const LeftoverProcess& q) { return q.pid == p.pid; })) all.push_back(p);
-    }
+    kill_listed(now, all);
     ::usleep(10000);
     for (const auto& p : now) (void)::waitpid(p.pid, nullptr, WNOHANG);
   }
 }
 
-// The processes of session `sid` except its leader, from /proc/<pid>/stat. Zombies are left out.
+// The processes of session `sid` except its leader. Zombies are left out.
 std::vector<LeftoverProcess> session_members(pid_t sid) {
   std::vector<LeftoverProcess> out;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
-    const auto name = it->path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    auto ps = proc_stat(it->path());
-    if (!ps || ps->session != sid || ps->pid == sid || ps->state == 'Z') continue;
-    out.push_back({static_cast<int>(ps->pid), cmdline_of(it->path())});
-  }
+  each_process([&](const std::filesystem::path& dir, const ProcStat& ps) {
+    if (ps.session == sid && ps.pid != sid && ps.state != 'Z') out.push_back({static_cast<int>(ps.pid), cmdline_of(dir)});
+  });
   return out;
 }
 
@@ -168,10 +174,7 @@ std::vector<LeftoverProcess> stop_session(pid_t sid) {
   for (int round = 0; round < 5; ++round) {
     auto now = session_members(sid);
     if (now.empty()) break;
-    for (const auto& p : now) {
-      ::kill(p.pid, SIGKILL);
-      if (std::none_of(all.begin(), all.end(), [&](const LeftoverProcess& q) { return q.pid == p.pid; })) all.push_back(p);
-    }
+    kill_listed(now, all);
     ::kill(-sid, SIGKILL);
     ::usleep(10000);
   }

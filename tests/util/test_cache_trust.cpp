@@ -55,20 +55,19 @@ TEST_SUITE("unit/util/cache_trust") {
 
   TEST_CASE("a symlinked entry is judged by its owner and by what it points to, not by the link's own 0777") {
     auto root = util::make_temp_dir({}, "envfix-trust").value();
-    const auto cache = root / "cache";
-    REQUIRE(util::create_directories(cache));
-    ::chmod(cache.c_str(), 0755);
-    REQUIRE(util::create_directories(root / "elsewhere"));
-    ::chmod((root / "elsewhere").c_str(), 0755);
-    fs::create_directory_symlink(root / "elsewhere", cache / "wheels");
+    // root/<cache> (0755) whose `wheels` is a symlink to root/<target>, a directory of `target_mode`.
+    auto cache_linking_to = [&](const std::string& cache, const std::string& target, mode_t target_mode) {
+      REQUIRE(util::create_directories(root / cache));
+      ::chmod((root / cache).c_str(), 0755);
+      REQUIRE(util::create_directories(root / target));
+      ::chmod((root / target).c_str(), target_mode);
+      fs::create_directory_symlink(root / target, root / cache / "wheels");
+      return root / cache;
+    };
+    const auto cache = cache_linking_to("cache", "elsewhere", 0755);
     CHECK(util::open_cache(cache).value() == cache);
     // A link to a directory anyone may write: refused, naming the target.
-    const auto cache2 = root / "cache2";
-    REQUIRE(util::create_directories(cache2));
-    ::chmod(cache2.c_str(), 0755);
-    REQUIRE(util::create_directories(root / "open"));
-    ::chmod((root / "open").c_str(), 0777);
-    fs::create_directory_symlink(root / "open", cache2 / "wheels");
+    const auto cache2 = cache_linking_to("cache2", "open", 0777);
     CHECK(util::open_cache(cache2).value() != cache2);
     CHECK(util::untrusted_because(root / "open").has_value());
     fs::remove_all(root);
