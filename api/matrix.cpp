@@ -10,6 +10,10 @@ namespace envfix::api {
 
 namespace fs = std::filesystem;
 
+Expected<matrices::Knowledge> matrix_knowledge(const std::string& matrices_dir) {
+  return matrices::Knowledge::load_default(matrices_dir);
+}
+
 std::vector<LearnedBuild> learned_builds(const matrices::Knowledge& k, const matrices::Framework& f, const std::string& cache_dir,
                                          const std::optional<specs::Version>& version,
                                          const std::vector<specs::ComputeCapability>& gpus) {

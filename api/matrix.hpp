@@ -28,6 +28,19 @@ using matrices::GpuBuilds;
 using matrices::matrix_platform;
 using matrices::NewestStable;
 using matrices::rows_newest_first;
+// What a GPU is, what a framework and one of its releases are (matrices/answers.hpp).
+using matrices::answer_gpu;
+using matrices::answer_release;
+using matrices::framework_named;
+using matrices::GpuAnswer;
+using matrices::PlatformAnswer;
+using matrices::ReleaseAnswer;
+using matrices::VariantAnswer;
+// The coverage verdict's name (wheel/coverage.hpp).
+using wheel::to_string;
+
+// The knowledge `envfix matrix` reads: the embedded matrices, or `matrices_dir` / ENVFIX_MATRICES.
+[[nodiscard]] Expected<matrices::Knowledge> matrix_knowledge(const std::string& matrices_dir);
 
 // What the evidence store learned, compared with the matrices' rows (resolver/learned.hpp).
 using resolver::LearnedBuild;

@@ -80,21 +80,7 @@ void missing_arch_fix(const Options& o, const matrices::Framework& fw, const Hos
   }
   std::string gpus;
   for (const auto& [name, cc] : host.gpus) gpus += (gpus.empty() ? "" : ", ") + cc.sm_name();
-  app.fix_note = fmt::format(
-      "the binaries of {} and of every GPU extension installed hold code for {}, so reinstalling cannot fix this: the "
-      "kernel that failed comes from code no installed RECORD lists (an extension built or JIT-compiled at run time, a "
-      "library loaded from outside the environment); rebuild that code for {}{}",
-      fw.name, gpus, gpus, fw.name == "torch" ? " (torch extensions read TORCH_CUDA_ARCH_LIST)" : "");
-}
-
-// The guide's second and third layers of the error: kernel launches are asynchronous, so without
-// CUDA_LAUNCH_BLOCKING=1 the error surfaces at a later call and the stack may point past the culprit.
-std::string async_note_for(const AppRun& a) {
-  if (a.sync || a.error_line.empty()) return "";
-  return fmt::format("CUDA reports kernel errors asynchronously: the traceback{} may point at a later call than the "
-                     "operator that failed. Rerun with `envfix verify --app '{}' --sync` (CUDA_LAUNCH_BLOCKING=1: "
-                     "every launch waits for its kernel, slower) to stop at the failing launch",
-                     a.where.empty() ? "" : " (" + a.where + ")", a.command);
+  app.fix_note = diagnosis::rebuild_note(fw.name, gpus);
 }
 
 AppRun run_app(const std::string& cmd, const fs::path& python, std::chrono::seconds timeout, bool sync) {
@@ -127,7 +113,7 @@ AppRun run_app(const std::string& cmd, const fs::path& python, std::chrono::seco
   a.error_line = line;
   a.cuda_class = cls;
   if (!line.empty()) a.where = diagnosis::traceback_end(r->err);
-  a.async_note = async_note_for(a);
+  a.async_note = diagnosis::async_note(a.command, a.where, a.sync, !a.error_line.empty());
   if (r->timed_out && a.error_line.empty()) a.error_line = fmt::format("timed out after {} s", timeout.count());
   return a;
 }

@@ -14,8 +14,6 @@
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
 #include "i18n/i18n.hpp"
-#include "matrices/knowledge.hpp"
-#include "wheel/coverage.hpp"
 #include "util/strings.hpp"
 
 namespace envfix::cli {
@@ -25,16 +23,7 @@ using matrices::Knowledge;
 using matrices::RunKind;
 using nlohmann::json;
 
-// The one "arch or GPU name" rule (matrices::Knowledge::resolve_gpu); a bare arch shows no product name.
-Expected<matrices::ResolvedGpu> resolve_gpu(const Knowledge& k, const std::string& query) {
-  auto g = ENVFIX_TRY(k.resolve_gpu(query));
-  if (g.bare_arch) g.name.clear();
-  return g;
-}
-
 std::string platform_of(const Globals& g) { return api::matrix_platform(g.platform, {}); }
-
-std::string os_of(const std::string& platform) { return platform.starts_with("windows") ? "windows" : "linux"; }
 
 std::string words(const std::vector<std::string>& v) { return util::join(v, " "); }
 
@@ -123,7 +112,7 @@ json evidence_view(const Knowledge& k, const Globals& g, const matrices::Framewo
     for (std::size_t i = 0; i < gpus.size() && i < lb.coverage.size(); ++i) {
       const auto& [label, cc] = gpus[i];
       const auto& pc = lb.coverage[i];
-      std::string verdict = pc.has_gpu_code() ? wheel::to_string(pc.verdict) : "none";
+      std::string verdict = pc.has_gpu_code() ? api::to_string(pc.verdict) : "none";
       cov[cc.sm_name()] = {{"verdict", verdict},      {"runnable", pc.runnable()},         {"total", pc.total()},
                            {"jit_only", pc.jit_only}, {"partial_files", pc.partial_files}, {"none_files", pc.none_files}};
       text.push_back(i18n::trf("{}    on {}: {} ({} of {} modules runnable{}){}", indent, label,
@@ -140,7 +129,9 @@ json evidence_view(const Knowledge& k, const Globals& g, const matrices::Framewo
 }
 
 // --gpu, one GPU: what it is and the oldest driver that runs code for it (JSON, and text lines).
-json gpu_json(const Knowledge& k, const matrices::ResolvedGpu& rg, const std::string& os, std::vector<std::string>& text) {
+json gpu_json(const api::GpuAnswer& a, std::vector<std::string>& text) {
+  const matrices::ResolvedGpu& rg = a.gpu;
+  const std::string& os = a.os;
   json jg;
   jg["query"] = rg.query;
   jg["name"] = rg.name.empty() ? json(nullptr) : json(rg.name);
@@ -149,11 +140,9 @@ json gpu_json(const Knowledge& k, const matrices::ResolvedGpu& rg, const std::st
   jg["family"] = rg.family.empty() ? json(nullptr) : json(rg.family);
   jg["integrated"] = rg.cc.tegra;
   jg["source"] = rg.source.empty() ? json(nullptr) : json(rg.source);
-  const matrices::FirstToolkit ft = k.first_toolkit_for(rg.cc);
+  const matrices::FirstToolkit& ft = a.first;
   const auto* first = ft.toolkit;
-  std::optional<std::string> gpu_min_driver;
-  if (first) gpu_min_driver = os == "windows" ? first->min_driver_windows : first->min_driver_linux;
-  if (gpu_min_driver && gpu_min_driver->empty()) gpu_min_driver.reset();
+  const std::optional<std::string>& gpu_min_driver = a.min_driver;
   jg["min_driver"] = {{"version", opt_str(gpu_min_driver)},
                       {"cuda", first ? json(first->version.to_string()) : json(nullptr)},
                       {"os", os},
@@ -169,7 +158,7 @@ json gpu_json(const Knowledge& k, const matrices::ResolvedGpu& rg, const std::st
                              "part (CUDA C++ Programming Guide, Binary Compatibility; docs/kernels.md); builds for linux_aarch64",
                              rg.cc.sm_name()));
   json jl = json::array();
-  for (const auto* r : k.l4t_for(rg.cc)) {
+  for (const auto* r : a.l4t) {
     std::string idx;
     for (const auto& [fw, url] : r->indexes) idx += i18n::trf("; {} from {}", fw, url);
     text.push_back(fmt::format("  L4T {} (JetPack {}): CUDA {}{} [{}]", r->release, r->jetpack, r->cuda.to_string(), idx,
@@ -194,9 +183,7 @@ json gpu_json(const Knowledge& k, const matrices::ResolvedGpu& rg, const std::st
                                         : i18n::trf("the first toolkit whose code runs on {}", rg.cc.sm_name());
     text.push_back(i18n::trf("  minimum driver: {} on {} (CUDA {}, {})", *gpu_min_driver, os, first->version.to_string(), what));
   } else if (first) {
-    // A toolkit targets it but its release driver is not confirmed (Rubin in CUDA 13.4): a driver is
-    // then judged by the CUDA major's minor-version floor (matrices/data/cuda.yaml).
-    const auto& floor = os == "windows" ? first->minor_compat_windows : first->minor_compat_linux;
+    const auto& floor = a.minor_floor;
     text.push_back(i18n::trf("  minimum driver: not confirmed (CUDA {} is the first toolkit with code for {}; its "
                              "release driver is not in the matrices, so the CUDA {}.x floor applies: {})",
                              first->version.to_string(), rg.cc.sm_name(), first->version.major,
@@ -207,6 +194,25 @@ json gpu_json(const Knowledge& k, const matrices::ResolvedGpu& rg, const std::st
   return jg;
 }
 
+// The legacy ladder: the last release for a GPU its newest releases dropped (null and "" when none).
+json last_release_json(const api::GpuBuilds& found, const matrices::Framework& f, const matrices::ResolvedGpu& rg,
+                       std::string& line) {
+  const auto* end = found.support_end;
+  if (!end) return nullptr;
+  const auto& lr = found.last_release;
+  line =
+      lr ? i18n::trf("    {} {} ({}) is the last release with code for {}: {} from {} on drops it{} ({})", f.name,
+                     lr->version.to_string(), lr->variant, rg.cc.sm_name(), f.name, end->from.to_string(),
+                     end->variant.empty() ? "" : i18n::trf(" with {}", end->variant), end->source)
+         : i18n::trf("    {} from {} on has no build for {} ({})", f.name, end->from.to_string(), rg.cc.sm_name(), end->source);
+  return {{"version", lr ? json(lr->version.to_string()) : json(nullptr)},
+          {"variant", lr ? json(lr->variant) : json(nullptr)},
+          {"dropped_from", end->from.to_string()},
+          {"dropped_variant", end->variant.empty() ? json(nullptr) : json(end->variant)},
+          {"confidence", matrices::to_string(end->confidence)},
+          {"source", end->source}};
+}
+
 // --gpu, one GPU and framework (api::builds_for_gpu): every build that runs on it as JSON and text
 // lines, and the newest stable one natively and by PTX JIT.
 struct GpuBuildsView {
@@ -214,12 +220,15 @@ struct GpuBuildsView {
   json newest = {{"native", nullptr}, {"jit", nullptr}};
   std::vector<std::string> lines;
   std::size_t unknown = 0;
+  json last_release; // the legacy ladder (last_release_json)
+  std::string last_line;
 };
 GpuBuildsView builds_for_gpu(const Knowledge& k, const Globals& g, const matrices::Framework& f, const matrices::ResolvedGpu& rg,
                              const std::string& platform, const std::string& os) {
   auto found = api::builds_for_gpu(k, f, rg.cc, platform, os, g.driver);
   GpuBuildsView out;
   out.unknown = found.unknown;
+  out.last_release = last_release_json(found, f, rg, out.last_line);
   auto newest = [](const std::optional<api::NewestStable>& n) -> json {
     return n ? json{{"version", n->version}, {"variant", n->variant}, {"channel", "stable"}} : json(nullptr);
   };
@@ -250,25 +259,6 @@ GpuBuildsView builds_for_gpu(const Knowledge& k, const Globals& g, const matrice
   return out;
 }
 
-// The legacy ladder: the last release for a GPU its newest releases dropped (null and "" when none).
-json last_release_json(const Knowledge& k, const matrices::Framework& f, const matrices::ResolvedGpu& rg,
-                       const std::string& platform, std::string& line) {
-  const auto* end = k.support_end(f.name, rg.cc);
-  if (!end) return nullptr;
-  auto lr = k.last_release_for(f.name, rg.cc, platform);
-  line =
-      lr ? i18n::trf("    {} {} ({}) is the last release with code for {}: {} from {} on drops it{} ({})", f.name,
-                     lr->version.to_string(), lr->variant, rg.cc.sm_name(), f.name, end->from.to_string(),
-                     end->variant.empty() ? "" : i18n::trf(" with {}", end->variant), end->source)
-         : i18n::trf("    {} from {} on has no build for {} ({})", f.name, end->from.to_string(), rg.cc.sm_name(), end->source);
-  return {{"version", lr ? json(lr->version.to_string()) : json(nullptr)},
-          {"variant", lr ? json(lr->variant) : json(nullptr)},
-          {"dropped_from", end->from.to_string()},
-          {"dropped_variant", end->variant.empty() ? json(nullptr) : json(end->variant)},
-          {"confidence", matrices::to_string(end->confidence)},
-          {"source", end->source}};
-}
-
 // --gpu, one GPU and framework: JSON and text lines.
 json framework_for_gpu(const Knowledge& k, const Globals& g, const matrices::Framework& f, const matrices::ResolvedGpu& rg,
                        const std::string& platform, const std::string& os, std::vector<std::string>& text) {
@@ -278,8 +268,8 @@ json framework_for_gpu(const Knowledge& k, const Globals& g, const matrices::Fra
   jf["builds"] = std::move(found.builds);
   const json& newest = found.newest;
   jf["newest"] = newest;
-  std::string last_line;
-  jf["last_release"] = last_release_json(k, f, rg, platform, last_line);
+  const std::string& last_line = found.last_line;
+  jf["last_release"] = std::move(found.last_release);
   std::vector<std::string> ev_text;
   jf["evidence"] = evidence_view(k, g, f, std::nullopt, {{rg.query, rg.cc}}, ev_text, "  ");
   for (auto& l : ev_text) text.push_back(std::move(l));
@@ -311,14 +301,12 @@ int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matr
   out["gpus"] = json::array();
   std::vector<std::string> text;
   for (const auto& q : g.gpus) {
-    auto rg = resolve_gpu(k, q);
-    if (!rg) return fail(rg.error());
-    const std::string platform = api::matrix_platform(g.platform, rg->cc);
-    const std::string os = os_of(platform);
-    json jg = gpu_json(k, *rg, os, text);
-    jg["platform"] = platform;
+    auto a = api::answer_gpu(k, q, g.platform);
+    if (!a) return fail(a.error());
+    json jg = gpu_json(*a, text);
+    jg["platform"] = a->platform;
     jg["frameworks"] = json::array();
-    for (const auto* f : fws) jg["frameworks"].push_back(framework_for_gpu(k, g, *f, *rg, platform, os, text));
+    for (const auto* f : fws) jg["frameworks"].push_back(framework_for_gpu(k, g, *f, a->gpu, a->platform, a->os, text));
     out["gpus"].push_back(jg);
   }
   if (g.format == "json")
@@ -329,9 +317,9 @@ int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matr
 }
 
 // --framework F --version V, one variant on one platform: its archs, and how it runs on each --gpu.
-json platform_json(const Knowledge& k, const Globals& g, const matrices::Framework& f, const specs::Version& v,
-                   const std::string& variant, const matrices::ArchBuild& b, const std::vector<matrices::ResolvedGpu>& gpus,
+json platform_json(const Globals& g, const api::PlatformAnswer& pa, const std::vector<matrices::ResolvedGpu>& gpus,
                    std::vector<std::string>& text) {
+  const matrices::ArchBuild& b = *pa.build;
   json jp;
   jp["platform"] = b.platform;
   jp["sass"] = b.sass ? json(api::arch_names(b.sass)) : json(nullptr);
@@ -343,12 +331,9 @@ json platform_json(const Knowledge& k, const Globals& g, const matrices::Framewo
   std::string runs;
   if (!gpus.empty()) {
     json jr = json::object();
-    auto builds = k.variants_for(f.name, v, b.platform);
-    auto it = std::find_if(builds.begin(), builds.end(), [&](const auto& x) { return x.variant == variant; });
-    for (const auto& rg : gpus) {
-      RunKind how = it == builds.end() ? RunKind::unknown : it->runs_on(rg.cc);
-      jr[rg.cc.sm_name()] = matrices::to_string(how);
-      runs += fmt::format(" {}:{}", rg.cc.sm_name(), matrices::to_string(how));
+    for (std::size_t i = 0; i < gpus.size() && i < pa.runs_on.size(); ++i) {
+      jr[gpus[i].cc.sm_name()] = matrices::to_string(pa.runs_on[i]);
+      runs += fmt::format(" {}:{}", gpus[i].cc.sm_name(), matrices::to_string(pa.runs_on[i]));
     }
     jp["runs_on"] = jr;
   }
@@ -366,92 +351,68 @@ json platform_json(const Knowledge& k, const Globals& g, const matrices::Framewo
 }
 
 // --framework F --version V, one variant: its CUDA, drivers, index and platforms.
-json variant_json(const Knowledge& k, const Globals& g, const matrices::Framework& f, const specs::Version& v,
-                  const matrices::ReleaseVariant& rv, const std::string& channel, const std::vector<matrices::ResolvedGpu>& gpus,
+json variant_json(const Globals& g, const api::VariantAnswer& va, const std::vector<matrices::ResolvedGpu>& gpus,
                   std::vector<std::string>& text) {
-  const auto* var = f.variant(rv.variant);
+  const auto* var = va.variant;
   json jv;
-  jv["name"] = rv.variant;
+  jv["name"] = va.row->variant;
   jv["kind"] = var ? var->kind : "cuda";
   jv["cuda"] = var && var->cuda ? json(var->cuda->to_string()) : json(nullptr);
-  auto url = f.index_url(channel, rv.variant, g.mirror);
-  jv["index_url"] = url ? json(*url) : json(nullptr);
+  jv["index_url"] = opt_str(va.index_url);
   std::string drivers;
-  if (var && var->cuda) {
-    jv["min_driver"] = {{"linux", opt_str(k.min_driver(*var->cuda, "linux"))},
-                        {"windows", opt_str(k.min_driver(*var->cuda, "windows"))}};
-    jv["minor_compat_driver"] = {{"linux", opt_str(k.minor_compat_driver(*var->cuda, "linux"))},
-                                 {"windows", opt_str(k.minor_compat_driver(*var->cuda, "windows"))}};
-    auto lin = k.min_driver(*var->cuda, "linux");
-    auto floor = k.minor_compat_driver(*var->cuda, "linux");
-    drivers = i18n::trf("CUDA {}; Linux driver ≥ {}{}", var->cuda->to_string(), lin.value_or("?"),
-                        floor ? i18n::trf(" (≥ {} with minor-version compatibility)", *floor) : "");
+  if (va.drivers) {
+    const auto& d = *va.drivers;
+    jv["min_driver"] = {{"linux", opt_str(d.linux_min)}, {"windows", opt_str(d.windows_min)}};
+    jv["minor_compat_driver"] = {{"linux", opt_str(d.linux_minor)}, {"windows", opt_str(d.windows_minor)}};
+    drivers = i18n::trf("CUDA {}; Linux driver ≥ {}{}", var->cuda->to_string(), d.linux_min.value_or("?"),
+                        d.linux_minor ? i18n::trf(" (≥ {} with minor-version compatibility)", *d.linux_minor) : "");
   } else {
     drivers = var ? var->kind : i18n::trs("unknown");
   }
-  text.push_back(fmt::format("  {}: {}{}", styled(rv.variant, Style::bold), drivers, url ? i18n::trf("; index {}", *url) : ""));
+  text.push_back(fmt::format("  {}: {}{}", styled(va.row->variant, Style::bold), drivers,
+                             va.index_url ? i18n::trf("; index {}", *va.index_url) : ""));
   jv["platforms"] = json::array();
-  for (const auto& b : rv.platforms) jv["platforms"].push_back(platform_json(k, g, f, v, rv.variant, b, gpus, text));
+  for (const auto& pa : va.platforms) jv["platforms"].push_back(platform_json(g, pa, gpus, text));
   return jv;
 }
 
 // --framework F --version V: everything about one release.
 int release_query(const Knowledge& k, const Globals& g, const matrices::Framework& f, const std::string& version_text) {
-  auto v = specs::Version::parse(version_text);
-  if (!v) {
-    return fail(Error(v.error()).context(fmt::format("--version {}", version_text)));
-  }
-  const matrices::Release* r = f.release(*v);
-  if (!r) {
-    std::vector<std::string> known;
-    for (const auto* row : api::rows_newest_first(f)) known.push_back(row->label());
-    Error e{ErrorCode::not_found,
-            fmt::format("{} {} is not in the matrices", f.name, v->to_string()),
-            {},
-            fmt::format("known: {}; add a release with --matrices DIR (matrices/README.md)", util::join(known, "; "))};
-    return fail(e);
-  }
-  std::vector<matrices::ResolvedGpu> gpus;
-  for (const auto& q : g.gpus) {
-    auto rg = resolve_gpu(k, q);
-    if (!rg) {
-      return fail(rg.error());
-    }
-    gpus.push_back(*rg);
-  }
-  const std::string channel = r->channels.empty() ? "stable" : r->channels.front();
+  auto a = api::answer_release(k, f, version_text, g.gpus, g.mirror);
+  if (!a) return fail(a.error());
+  const matrices::Release* r = a->row;
+  const std::vector<matrices::ResolvedGpu>& gpus = a->gpus;
   json out;
   out["framework"] = f.name;
   out["main_package"] = f.main_package;
-  out["version"] = v->to_string();
+  out["version"] = a->version.to_string();
   out["release"] = row_json(*r);
   out["release"]["python"] = r->python;
   out["release"]["pypi_default"] = r->pypi_default.empty() ? json(nullptr) : json(r->pypi_default);
   out["release"]["source"] = r->source;
   json comps = json::object();
-  for (const auto* list : {&f.companions, &f.optional_companions})
-    for (const auto& c : *list) comps[c] = opt_str(k.companion_version(f.name, *v, c));
+  std::vector<std::string> comp_text; // framework order, not JSON's sorted keys
+  for (const auto& [c, version] : a->companions) {
+    comps[c] = opt_str(version);
+    comp_text.push_back(fmt::format("{} {}", c, version ? *version : i18n::trs("(none coupled)")));
+  }
   out["companions"] = comps;
   out["variants"] = json::array();
 
   std::vector<std::string> text;
   text.push_back(
-      styled(i18n::trf("{} {} ({}; channel {})", f.name, v->to_string(), r->label(), util::join(r->channels, ",")), Style::bold));
-  std::vector<std::string> comp_text;
-  for (const auto* list : {&f.companions, &f.optional_companions}) // framework order, not JSON's sorted keys
-    for (const auto& c : *list)
-      comp_text.push_back(
-          fmt::format("{} {}", c, comps[c].is_null() ? i18n::trs("(none coupled)") : comps[c].get<std::string>()));
+      styled(i18n::trf("{} {} ({}; channel {})", f.name, a->version.to_string(), r->label(), util::join(r->channels, ",")),
+             Style::bold));
   text.push_back(i18n::trf("  companions: {}", comp_text.empty() ? i18n::trs("none") : util::join(comp_text, ", ")));
   text.push_back(fmt::format("  python: {}", words(r->python)));
   if (!r->pypi_default.empty()) text.push_back(i18n::trf("  pypi.org default variant: {}", r->pypi_default));
 
-  for (const auto& rv : r->variants) out["variants"].push_back(variant_json(k, g, f, *v, rv, channel, gpus, text));
+  for (const auto& va : a->variants) out["variants"].push_back(variant_json(g, va, gpus, text));
   {
     std::vector<std::pair<std::string, specs::ComputeCapability>> asked;
     for (const auto& rg : gpus) asked.emplace_back(rg.query, rg.cc);
     std::vector<std::string> ev_text;
-    out["evidence"] = evidence_view(k, g, f, *v, asked, ev_text, "");
+    out["evidence"] = evidence_view(k, g, f, a->version, asked, ev_text, "");
     // Evidence first: what the binaries said outranks the rows below.
     if (!ev_text.empty()) text.insert(text.begin() + 1, ev_text.begin(), ev_text.end());
   }
@@ -533,7 +494,7 @@ void add_matrix_command(CLI::App& app, Globals& g) {
                         "  envfix matrix --framework torch --version 2.7.0\n"
                         "Data: embedded, plus --matrices DIR / ENVFIX_MATRICES (matrices/README.md)."));
   cmd->callback([&app, &g, version] {
-    auto k = Knowledge::load_default(g.matrices_dir);
+    auto k = api::matrix_knowledge(g.matrices_dir);
     if (!k) {
       g.exit_code = fail(k.error());
       return;
@@ -543,18 +504,12 @@ void add_matrix_command(CLI::App& app, Globals& g) {
     bool framework_given = fw_opt && fw_opt->count() > 0;
     std::vector<const matrices::Framework*> fws;
     if (framework_given || !version->empty()) {
-      const auto* f = k->framework(g.framework);
+      auto f = api::framework_named(*k, g.framework);
       if (!f) {
-        std::vector<std::string> names;
-        for (const auto& x : k->frameworks()) names.push_back(x.name);
-        Error e{ErrorCode::not_found,
-                fmt::format("unknown framework '{}'", g.framework),
-                {},
-                fmt::format("known: {}", util::join(names, ", "))};
-        g.exit_code = fail(e);
+        g.exit_code = fail(f.error());
         return;
       }
-      fws.push_back(f);
+      fws.push_back(*f);
     } else {
       for (const auto& f : k->frameworks()) fws.push_back(&f);
     }

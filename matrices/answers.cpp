@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <functional>
 
+#include <fmt/format.h>
+
+#include "util/strings.hpp"
+
 namespace envfix::matrices {
 
 std::string matrix_platform(std::string_view tag, specs::ComputeCapability cc) {
@@ -87,7 +91,90 @@ GpuBuilds builds_for_gpu(const Knowledge& k, const Framework& f, specs::ComputeC
       out.builds.push_back(std::move(g));
     }
   }
+  out.support_end = k.support_end(f.name, cc);
+  if (out.support_end) out.last_release = k.last_release_for(f.name, cc, platform);
   return out;
+}
+
+namespace {
+// The one "arch or GPU name" rule (Knowledge::resolve_gpu); a bare arch shows no product name.
+Expected<ResolvedGpu> shown_gpu(const Knowledge& k, std::string_view query) {
+  auto g = ENVFIX_TRY(k.resolve_gpu(query));
+  if (g.bare_arch) g.name.clear();
+  return g;
+}
+} // namespace
+
+Expected<GpuAnswer> answer_gpu(const Knowledge& k, std::string_view query, std::string_view platform_tag) {
+  GpuAnswer a;
+  a.gpu = ENVFIX_TRY(shown_gpu(k, query));
+  a.platform = matrix_platform(platform_tag, a.gpu.cc);
+  a.os = a.platform.starts_with("windows") ? "windows" : "linux";
+  a.first = k.first_toolkit_for(a.gpu.cc);
+  if (const auto* t = a.first.toolkit) {
+    const std::string& d = a.os == "windows" ? t->min_driver_windows : t->min_driver_linux;
+    if (!d.empty()) a.min_driver = d;
+    // A toolkit whose release driver is not confirmed (Rubin in CUDA 13.4) is judged by its CUDA
+    // major's minor-version floor (matrices/data/cuda.yaml).
+    a.minor_floor = a.os == "windows" ? t->minor_compat_windows : t->minor_compat_linux;
+  }
+  a.l4t = k.l4t_for(a.gpu.cc);
+  return a;
+}
+
+Expected<const Framework*> framework_named(const Knowledge& k, std::string_view name) {
+  if (const auto* f = k.framework(name)) return f;
+  std::vector<std::string> names;
+  for (const auto& x : k.frameworks()) names.push_back(x.name);
+  return std::unexpected(Error{
+      ErrorCode::not_found, fmt::format("unknown framework '{}'", name), {}, fmt::format("known: {}", util::join(names, ", "))});
+}
+
+namespace {
+VariantAnswer answer_variant(const Knowledge& k, const Framework& f, const ReleaseAnswer& r, const ReleaseVariant& rv,
+                             std::string_view mirror) {
+  VariantAnswer va;
+  va.row = &rv;
+  va.variant = f.variant(rv.variant);
+  if (auto url = f.index_url(r.channel, rv.variant, mirror)) va.index_url = *url;
+  if (va.variant && va.variant->cuda) {
+    const specs::CudaVersion cuda = *va.variant->cuda;
+    va.drivers = VariantAnswer::Drivers{k.min_driver(cuda, "linux"), k.min_driver(cuda, "windows"),
+                                        k.minor_compat_driver(cuda, "linux"), k.minor_compat_driver(cuda, "windows")};
+  }
+  for (const auto& b : rv.platforms) {
+    PlatformAnswer pa{&b, {}};
+    auto builds = k.variants_for(f.name, r.version, b.platform);
+    auto it = std::find_if(builds.begin(), builds.end(), [&](const auto& x) { return x.variant == rv.variant; });
+    for (const auto& g : r.gpus) pa.runs_on.push_back(it == builds.end() ? RunKind::unknown : it->runs_on(g.cc));
+    va.platforms.push_back(std::move(pa));
+  }
+  return va;
+}
+} // namespace
+
+Expected<ReleaseAnswer> answer_release(const Knowledge& k, const Framework& f, std::string_view version,
+                                       const std::vector<std::string>& gpu_queries, std::string_view mirror) {
+  ReleaseAnswer r;
+  auto v = specs::Version::parse(version);
+  if (!v) return std::unexpected(Error(v.error()).context(fmt::format("--version {}", version)));
+  r.version = *v;
+  r.row = f.release(*v);
+  if (!r.row) {
+    std::vector<std::string> known;
+    for (const auto* row : rows_newest_first(f)) known.push_back(row->label());
+    return std::unexpected(
+        Error{ErrorCode::not_found,
+              fmt::format("{} {} is not in the matrices", f.name, v->to_string()),
+              {},
+              fmt::format("known: {}; add a release with --matrices DIR (matrices/README.md)", util::join(known, "; "))});
+  }
+  for (const auto& q : gpu_queries) r.gpus.push_back(ENVFIX_TRY(shown_gpu(k, q)));
+  r.channel = r.row->channels.empty() ? "stable" : r.row->channels.front();
+  for (const auto* list : {&f.companions, &f.optional_companions})
+    for (const auto& c : *list) r.companions.emplace_back(c, k.companion_version(f.name, *v, c));
+  for (const auto& rv : r.row->variants) r.variants.push_back(answer_variant(k, f, r, rv, mirror));
+  return r;
 }
 
 } // namespace envfix::matrices

@@ -55,8 +55,6 @@ CLI_VALUES = {
     "installer/txn_result.hpp", # what a committed transaction did (pure data)
 }
 CLI_DEBT = {  # (file, header): the api/ call that will replace it
-    ("cli/command_matrix.cpp", "matrices/knowledge.hpp"): "api::matrix answers every question it renders",
-    ("cli/command_matrix.cpp", "wheel/coverage.hpp"): "api::matrix",
 }
 debt_seen = set()
 full = re.compile(r'^\s*#\s*include\s+"(([a-z_]+)/[^"]+)"')
