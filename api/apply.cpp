@@ -51,12 +51,19 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // The kernel gate (installer/kernel_gate.hpp) for the wheels about to be installed: each package's
 // evidence key (wheel name + the index's variant) and whether it is a framework package.
 
+// `libraries`: what the framework's set requires (Resolution::required_through); every other
+// package is an extension, judged as the framework is. None known (a lock records no edges): every
+// package outside the family is read as a library.
 installer::KernelGate make_gate(const Host& host, const std::vector<fetch::GateInput>& wheels, std::string_view variant,
-                                const std::set<std::string>& family, const wheel::EvidenceStore* store, bool refuse_partial,
+                                const std::set<std::string>& family, const std::optional<std::set<std::string>>& libraries,
+                                const wheel::EvidenceStore* store, bool refuse_partial,
                                 std::set<wheel::BuildKey> accept_partial) {
   std::vector<installer::GatePackage> pkgs;
   for (const auto& w : wheels) {
-    installer::GatePackage p{w.name, w.version, {}, family.contains(w.name), w.sha256};
+    const auto role = family.contains(w.name)                     ? wheel::CodeRole::framework
+                      : !libraries || libraries->contains(w.name) ? wheel::CodeRole::library
+                                                                  : wheel::CodeRole::extension;
+    installer::GatePackage p{w.name, w.version, {}, role, w.sha256};
     if (auto wf = specs::WheelFilename::parse(w.filename)) p.key = wheel::build_key(*wf, variant);
     pkgs.push_back(std::move(p));
   }
@@ -383,7 +390,8 @@ Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const Apply
     if (!r.dist_info.empty()) in.removals.push_back(r.dist_info); // empty: a dist not read from this disk
   in.framework = ctx.framework_mode() && ctx.knowledge ? ctx.knowledge->framework(ctx.spec->name) : nullptr;
   auto store = evidence_store(*ctx.client);
-  auto gate = make_gate(host, prep.gate_in, plan.variant, prep.family, &store, ctx.framework_mode(), ft.accept_partial);
+  auto gate = make_gate(host, prep.gate_in, plan.variant, prep.family, ctx.resolution.required_through(prep.family), &store,
+                        ctx.framework_mode(), ft.accept_partial);
   auto rr = run_transaction(in, o, gate, rep);
   if (!rr) {
     if (falls_through(gate, ctx, ft, rep)) return std::optional<ApplyReport>{};
@@ -520,7 +528,7 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
   for (const auto& w : changes.warnings) rep.warning(w);
   in.removals = std::move(changes.removals);
   auto store = evidence_store(*client);
-  auto gate = make_gate(host, prep.gate_in, chosen->variant, prep.family, &store, false, {});
+  auto gate = make_gate(host, prep.gate_in, chosen->variant, prep.family, std::nullopt, &store, false, {});
   auto rr = ENVFIX_TRY(run_transaction(in, o, gate, rep));
   rr.timings.download = prep.download_seconds;
   report.applied = std::move(rr);

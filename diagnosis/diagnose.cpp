@@ -728,19 +728,24 @@ void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_
     KernelSummary ks = summarize(std::move(*ik), r.facts.gpus);
     for (const auto& gc : ks.per_gpu) {
       const auto& c = gc.coverage;
-      if (c.has_gpu_code()) {
-        auto label = fmt::format("{} {}", p.dist->name, p.dist->version.to_string());
-        if (c.verdict == wheel::Verdict::none)
-          add(r, FindingCode::arch_not_covered, Severity::error, none_text(label, c, gc.arch),
-              "install a build that covers this GPU (see the fix command below)");
-        else if (c.verdict == wheel::Verdict::partial)
-          add(r, FindingCode::arch_partly_covered, Severity::warning,
-              partial_text(label, c, gc.arch, " — a small test may pass and the full app fail"),
-              "install a build with full coverage for this GPU (see the fix command below)");
-        else if (c.jit_only)
-          add(r, FindingCode::ptx_jit_only, Severity::warning,
-              fmt::format("{}: runs on {} only by JIT-compiling PTX", label, gc.arch),
-              "a build with SASS for this GPU starts faster");
+      auto label = fmt::format("{} {}", p.dist->name, p.dist->version.to_string());
+      switch (wheel::read_coverage(c, wheel::CodeRole::framework)) {
+      case wheel::Reading::not_covered:
+        add(r, FindingCode::arch_not_covered, Severity::error, none_text(label, c, gc.arch),
+            "install a build that covers this GPU (see the fix command below)");
+        break;
+      case wheel::Reading::gap:
+        add(r, FindingCode::arch_partly_covered, Severity::warning,
+            partial_text(label, c, gc.arch, " — a small test may pass and the full app fail"),
+            "install a build with full coverage for this GPU (see the fix command below)");
+        break;
+      case wheel::Reading::jit_only:
+        add(r, FindingCode::ptx_jit_only, Severity::warning,
+            fmt::format("{}: runs on {} only by JIT-compiling PTX", label, gc.arch),
+            "a build with SASS for this GPU starts faster");
+        break;
+      case wheel::Reading::covered:
+      case wheel::Reading::specialised: break;
       }
     }
     if (r.facts.driver && wheel::zstd_unloadable(ks.profiles, r.facts.driver->cuda))
@@ -882,11 +887,12 @@ void judge_extension(DoctorReport& r, ExtensionReport& e) {
   std::vector<specs::ComputeCapability> uncovered;
   for (const auto& gc : e.kernels.per_gpu) {
     const auto& c = gc.coverage;
-    if (!c.has_gpu_code()) continue;
-    if (c.verdict == wheel::Verdict::none) {
+    // The framework's reading (wheel::read_coverage): an extension's partial coverage is a gap.
+    const auto reading = wheel::read_coverage(c, wheel::CodeRole::extension);
+    if (reading == wheel::Reading::not_covered) {
       uncovered.push_back(*specs::ComputeCapability::parse(gc.arch));
       add(r, FindingCode::extension_arch_not_covered, Severity::error, none_text(label, c, gc.arch), "");
-    } else if (c.verdict == wheel::Verdict::partial) {
+    } else if (reading == wheel::Reading::gap) {
       uncovered.push_back(*specs::ComputeCapability::parse(gc.arch));
       add(r, FindingCode::extension_arch_partly_covered, Severity::warning,
           partial_text(label, c, gc.arch, ": the operators in them fail with \"no kernel image\""), "");
@@ -911,12 +917,18 @@ void judge_extension(DoctorReport& r, ExtensionReport& e) {
 }
 
 // Every installed dist outside the frameworks' sets and their dependencies whose binaries hold GPU
-// code (found by reading them, not from a list): judged per device like the framework's.
+// code (found by reading them, not from a list): judged per device like the framework's. The sets
+// are those of every framework installed, not only the ones diagnosed: `doctor --framework jax` beside
+// torch must not judge torch's cuSPARSELt as a third-party extension (issue 56, item 6).
 void check_extensions(DoctorReport& r, const DiagnoseOptions& opt, const KernelReader& read) {
   if (opt.no_kernels || !read) return;
   std::vector<std::string> roots;
   for (const auto& s : r.frameworks)
     for (const auto& p : s.packages) roots.push_back(p.dist->normalized_name());
+  if (r.knowledge)
+    for (const auto* fw : resolver::installed_frameworks(*r.knowledge, r.facts.installed))
+      for (const auto& d : r.facts.installed)
+        if (!resolver::package_role(*fw, d.normalized_name()).empty()) roots.push_back(d.normalized_name());
   const auto own = probe::requirement_closure(r.facts.installed, roots);
   for (const auto& d : r.facts.installed) {
     if (!d.has_record || own.contains(d.normalized_name())) continue;

@@ -96,21 +96,23 @@ void KernelGate::judge(GatePackageReport& r) {
       holds.insert(holds.end(), ptx.begin(), ptx.end());
       m_refusal = GateRefusal{pkg, gpu, pc, partial, holds};
     };
-    if (pc.verdict == wheel::Verdict::none)
+    const auto reading = wheel::read_coverage(pc, pkg.role);
+    if (reading == wheel::Reading::not_covered)
       refuse(false);
-    else if (pc.verdict == wheel::Verdict::partial) {
+    else if (reading == wheel::Reading::gap || reading == wheel::Reading::specialised) {
       auto files = util::join(pc.none_files.empty() ? pc.partial_files : pc.none_files, ", ");
       auto text = fmt::format("{}: {} of {} GPU modules have no code for {} ({})", label(pkg), pc.total() - pc.runnable(),
                               pc.total(), where, files);
-      if (!pkg.framework)
+      if (reading == wheel::Reading::specialised)
         m_notes.push_back(text + "; normal for a vendor library (arch-specialised modules)");
-      else if (m_options.refuse_partial_framework && !m_options.accept_partial.contains(pkg.key))
+      else if (pkg.role == wheel::CodeRole::framework && m_options.refuse_partial_framework &&
+               !m_options.accept_partial.contains(pkg.key))
         refuse(true);
       else
         m_warnings.push_back(text + " — a small test may pass and the full app fail");
-    }
-    if (pc.jit_only && pkg.framework)
+    } else if (reading == wheel::Reading::jit_only) {
       m_warnings.push_back(fmt::format("{} runs on {} only by PTX JIT compilation (slow first start)", label(pkg), where));
+    }
     r.per_gpu.emplace_back(gpu, std::move(pc));
   }
   if (wheel::zstd_unloadable(r.files, m_options.driver_cuda))

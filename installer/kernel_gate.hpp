@@ -3,8 +3,9 @@
 // against every GPU with the one coverage model (wheel/coverage.hpp). It refuses only what cannot
 // run: a package whose binaries hold nothing runnable for a GPU. Partial coverage of a framework
 // package is a warning naming the files (and, unless accepted, a reason for apply to look for a
-// fully covered candidate); in other packages (vendor libraries, whose arch-specialised modules
-// are normal) it is information. What it reads is recorded as evidence (wheel/kernel_evidence.hpp).
+// fully covered candidate), of an extension a warning; in a vendor library (arch-specialised
+// modules are normal there) it is information (wheel::read_coverage). What it reads is recorded as
+// evidence (wheel/kernel_evidence.hpp).
 #include <optional>
 #include <set>
 #include <string>
@@ -27,9 +28,11 @@ struct GateGpu {
 struct GatePackage {
   std::string name; // normalized
   std::string version;
-  wheel::BuildKey key;    // how its evidence is kept
-  bool framework = false; // a framework package (main or companion): partial coverage matters
-  std::string sha256;     // of the wheel file: its build record's key in the evidence store
+  wheel::BuildKey key; // how its evidence is kept
+  // A framework package or an extension: partial coverage is a gap; a vendor library's is normal
+  // (wheel::read_coverage).
+  wheel::CodeRole role = wheel::CodeRole::library;
+  std::string sha256; // of the wheel file: its build record's key in the evidence store
 };
 
 struct GatePackageReport {

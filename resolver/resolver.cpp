@@ -143,6 +143,26 @@ const Pin* Resolution::find(std::string_view name) const {
   return nullptr;
 }
 
+std::set<std::string> Resolution::required_through(const std::set<std::string>& roots) const {
+  std::set<std::string> out;
+  // required_by holds "name[extras]==version" (node_text) or "<request>".
+  auto requirer = [](const std::string& by) { return specs::normalize_name(by.substr(0, by.find_first_of("[="))); };
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& p : pins) {
+      if (roots.contains(p.name) || out.contains(p.name)) continue;
+      if (std::any_of(p.required_by.begin(), p.required_by.end(), [&](const std::string& by) {
+            auto n = requirer(by);
+            return roots.contains(n) || out.contains(n);
+          })) {
+        out.insert(p.name);
+        grew = true;
+      }
+    }
+  }
+  return out;
+}
+
 namespace {
 // A target's tags as classify_files reads them: the ranking and the interpreter-abi pairs.
 struct TagMatch {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,10 @@ struct Resolution {
   std::vector<Rejection> rejected; // every file not usable on this target, with its reason
   std::size_t rounds = 0;
   [[nodiscard]] const Pin* find(std::string_view name) const;
+  // The pins that `roots` require, directly or through another such pin (never a root itself):
+  // the libraries a framework's set brings (nvidia-cublas-cu12 for torch), as opposed to what the
+  // request named beside it (xformers).
+  [[nodiscard]] std::set<std::string> required_through(const std::set<std::string>& roots) const;
 };
 
 class Resolver {

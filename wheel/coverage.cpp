@@ -11,6 +11,25 @@ namespace envfix::wheel {
 
 using specs::GpuArch;
 
+const char* to_string(CodeRole r) {
+  switch (r) {
+  case CodeRole::framework: return "framework";
+  case CodeRole::extension: return "extension";
+  case CodeRole::library: return "library";
+  }
+  return "library";
+}
+
+Reading read_coverage(const PackageCoverage& pc, CodeRole role) {
+  if (!pc.has_gpu_code()) return Reading::covered;
+  switch (pc.verdict) {
+  case Verdict::none: return Reading::not_covered;
+  case Verdict::partial: return role == CodeRole::library ? Reading::specialised : Reading::gap;
+  case Verdict::full: return pc.jit_only && role != CodeRole::library ? Reading::jit_only : Reading::covered;
+  }
+  return Reading::not_covered;
+}
+
 const char* to_string(Verdict v) {
   switch (v) {
   case Verdict::full: return "full";

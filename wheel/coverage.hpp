@@ -101,6 +101,24 @@ struct PackageCoverage {
 // verdict `none` means nothing then: check has_gpu_code()).
 [[nodiscard]] PackageCoverage package_coverage(const std::vector<ProfiledFile>& files, specs::ComputeCapability cc);
 
+// What a package's GPU code is to its verdict: the one reading for doctor, plan and the apply gate
+// (issue 56: frameworks, companions, their NVIDIA libraries and extensions judged alike).
+enum class CodeRole {
+  framework, // a framework's main package, companion or kernel package
+  extension, // third-party GPU code beside a framework (xformers, flash-attn): read as a framework's
+  library,   // a vendor library a framework's set requires (cuBLAS, cuSPARSELt): arch-specialised modules
+};
+[[nodiscard]] const char* to_string(CodeRole r); // "framework", "extension", "library"
+
+enum class Reading {
+  covered,     // every module has code that runs (or: no GPU code at all)
+  jit_only,    // covered, but nowhere through SASS: slow first start
+  gap,         // partial in a framework or an extension: a small test may pass and the full app fail
+  specialised, // partial in a vendor library: its per-arch modules load only on their own arch
+  not_covered, // no module runs on the device
+};
+[[nodiscard]] Reading read_coverage(const PackageCoverage& pc, CodeRole role);
+
 // The one ZSTD rule (docs/kernels.md, Compression): a package whose GPU code is ZSTD-compressed cannot
 // load it under a driver older than CUDA specs::kZstdMinCuda. False when the driver's CUDA is unknown.
 // doctor reports it as an error; apply's gate warns before the smoke test, which then fails and rolls

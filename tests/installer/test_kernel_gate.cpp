@@ -2,7 +2,8 @@
 // (/usr/local/cuda/lib64), grouped into the packages NVIDIA ships them in, judged for eleven GPUs.
 // `none` must be exactly where no entry of a file runs (checked against the entries themselves,
 // with GpuArch::runs_on), and no library is refused on 7.5 or later: every one of them works on
-// every GPU CUDA 13 supports. Skipped, saying why, where the toolkit is absent.
+// every GPU CUDA 13 supports. Partial coverage is a library's note and an extension's warning.
+// Skipped, saying why, where the toolkit is absent.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -88,7 +89,7 @@ TEST_SUITE("integration/installer/kernel_gate") {
       with_code += ks->empty() ? 0 : 1;
       auto pkg = package_of(path.filename().string());
       auto [it, added] = pkg_index.emplace(pkg, packages.size());
-      if (added) packages.push_back({pkg, "13.0", {}, false});
+      if (added) packages.push_back({pkg, "13.0", {}, wheel::CodeRole::library});
       // The path stands in for the RECORD hash: the gate reads each file once, then takes its profile
       // from the evidence store for the other GPUs.
       objects.push_back({it->second, path.filename().string(), path.string(), "test:" + real});
@@ -131,6 +132,17 @@ TEST_SUITE("integration/installer/kernel_gate") {
         CHECK(r.error().message.find("none of its") != std::string::npos);
       }
       CHECK(gate.files_read() + gate.files_from_evidence() == objects.size());
+      // 3. One reading for every role (wheel::read_coverage): the libraries' arch-specialised modules
+      // are a note when a framework requires them; the same binaries as an extension's are a gap.
+      if (cc == specs::ComputeCapability{9, 0} && r) {
+        REQUIRE_FALSE(gate.notes().empty()); // some library has modules for other archs only
+        auto as_extensions = packages;
+        for (auto& p : as_extensions) p.role = wheel::CodeRole::extension;
+        installer::KernelGate ext(as_extensions, go);
+        REQUIRE(ext(objects));
+        CHECK(ext.notes().empty());
+        CHECK(ext.warnings().size() >= gate.notes().size());
+      }
     }
     fs::remove_all(store_dir);
   }

@@ -44,6 +44,22 @@ TEST_SUITE("unit/resolver/resolver") {
     CHECK(r->find("a")->file.filename == "a-2.0-py3-none-any.whl");
   }
 
+  TEST_CASE("required_through: what a framework's set brings, apart from what the request named beside it") {
+    MemoryProvider p;
+    p.add_wheel("torch-2.7.0-py3-none-any.whl", {"nvidia-cublas-cu12", "filelock"});
+    p.add_wheel("nvidia_cublas_cu12-12.8.3-py3-none-any.whl", {"nvidia-cuda-nvrtc-cu12"});
+    p.add_wheel("nvidia_cuda_nvrtc_cu12-12.8.1-py3-none-any.whl");
+    p.add_wheel("filelock-3.0-py3-none-any.whl");
+    p.add_wheel("xformers-0.0.30-py3-none-any.whl", {"torch==2.7.0", "numpy"});
+    p.add_wheel("numpy-2.2.6-py3-none-any.whl");
+    auto r = run(p, {"torch", "xformers"});
+    REQUIRE(r.has_value());
+    CHECK(r->required_through({"torch"}) == std::set<std::string>{"filelock", "nvidia-cublas-cu12", "nvidia-cuda-nvrtc-cu12"});
+    CHECK(r->required_through({"xformers"}) ==
+          std::set<std::string>{"filelock", "numpy", "nvidia-cublas-cu12", "nvidia-cuda-nvrtc-cu12", "torch"});
+    CHECK(r->required_through({}).empty());
+  }
+
   TEST_CASE("pre-releases only when named or when nothing else fits") {
     MemoryProvider p;
     p.add_wheel("a-1.0-py3-none-any.whl");

@@ -117,6 +117,26 @@ TEST_SUITE("unit/wheel/coverage") {
     CHECK(ptx.jit_only);
   }
 
+  TEST_CASE("coverage: one reading for frameworks, extensions and the libraries a framework requires") {
+    using wheel::CodeRole;
+    using wheel::Reading;
+    // cuSPARSELt's shape: one module per arch, most of them for other archs than the device's.
+    std::vector<wheel::ProfiledFile> lt = {{"nvidia/cusparselt/lib/libcusparseLt.so.0",
+                                            profile({group({"sm_80"}, 400), group({"sm_90"}, 116), group({"sm_100"}, 478)})}};
+    auto pc = wheel::package_coverage(lt, cc("9.0"));
+    REQUIRE(pc.verdict == Verdict::partial);
+    CHECK(wheel::read_coverage(pc, CodeRole::library) == Reading::specialised);
+    CHECK(wheel::read_coverage(pc, CodeRole::framework) == Reading::gap);
+    CHECK(wheel::read_coverage(pc, CodeRole::extension) == Reading::gap);
+    auto none = wheel::package_coverage(lt, cc("12.0"));
+    for (auto role : {CodeRole::library, CodeRole::framework, CodeRole::extension})
+      CHECK(wheel::read_coverage(none, role) == Reading::not_covered);
+    auto ptx = wheel::package_coverage({{"a.so", profile({group({"compute_80"}, 3)})}}, cc("9.0"));
+    CHECK(wheel::read_coverage(ptx, CodeRole::extension) == Reading::jit_only);
+    CHECK(wheel::read_coverage(ptx, CodeRole::library) == Reading::covered);
+    CHECK(wheel::read_coverage(wheel::package_coverage({}, cc("9.0")), CodeRole::framework) == Reading::covered);
+  }
+
   TEST_CASE("coverage: the one ZSTD rule, a driver for CUDA >= 12.4 or an unknown one loads it") {
     auto zstd = profile({group({"sm_90"}, 3)});
     zstd.zstd = true;
