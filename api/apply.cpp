@@ -136,12 +136,16 @@ std::optional<Phase> phase_of(installer::TxnPhase p) {
   return std::nullopt;
 }
 
-// The smoke test, unless --no-verify (smoke/smoke.hpp decides the steps and the device).
-std::vector<smoke::SmokeStep> plan_smoke(const Host& host, const std::vector<std::string>& wheel_names, const ApplyRequest& o,
+// The smoke test, unless --no-verify (smoke/smoke.hpp decides the steps and the device). It checks
+// what the set holds afterwards: the wheels installed and what stays installed, never a companion
+// the transaction removes (the covering nightly without torchaudio, issue 56).
+std::vector<smoke::SmokeStep> plan_smoke(const Host& host, const std::vector<std::string>& wheel_names,
+                                         const std::vector<fs::path>& removals, const ApplyRequest& o,
                                          const matrices::Framework* framework, std::string_view variant, Smoke& out) {
   const auto* v = framework ? framework->variant(variant) : nullptr;
   smoke::ApplySmokeRequest req{.framework = framework, .cpu_build = v && v->kind == "cpu", .present = wheel_names};
-  req.present.insert(req.present.end(), host.installed_names.begin(), host.installed_names.end());
+  for (const auto& p : host.installed)
+    if (std::find(removals.begin(), removals.end(), p.dist_info) == removals.end()) req.present.push_back(p.name);
   req.layers.clear();
   for (const auto& layer : util::split(o.smoke_layers, ',')) // cli/command_apply.cpp refuses other names
     if (auto l = smoke::parse_layer(layer)) req.layers.push_back(*l);
@@ -234,7 +238,8 @@ Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, ins
       rep.phase(*p);
     }
   };
-  wire_smoke(to, plan_smoke(*in.host, in.wheel_names, o, in.framework, in.variant, rr.smoke), in.target->python, o, rr);
+  wire_smoke(to, plan_smoke(*in.host, in.wheel_names, in.removals, o, in.framework, in.variant, rr.smoke), in.target->python, o,
+             rr);
   for (const auto& w : in.wheels) rr.unpacked_while_downloading += w.unpacked_now ? 1 : 0;
   installer::Transaction txn(*in.target, to);
   for (const auto& d : in.removals) txn.remove(d);

@@ -8,10 +8,12 @@
 #include <fmt/format.h>
 
 #include "api/host.hpp"
+#include "api/plan.hpp"
 #include "smoke/smoke.hpp"
 #include "probe/installed_kernels.hpp"
 #include "util/env.hpp"
 #include "util/parallel.hpp"
+#include "util/strings.hpp"
 #include "util/subprocess.hpp"
 #include "wheel/kernel_evidence.hpp"
 
@@ -35,6 +37,48 @@ diagnosis::DiagnoseOptions diagnose_options(const Options& g, const DoctorReques
   if (g.allow_cpu) args.push_back("--allow-cpu");
   return d;
 }
+
+namespace {
+
+// A fix is a plan proven to resolve (issue 56): each framework's fix is planned in memory with the
+// same interpreter, indexes, GPUs and driver before it is shown. A request that misses a covering
+// release only by a companion its index lacks becomes the nearest request that resolves; one that
+// does not resolve says why beside the fix. One attempt per request: an unreachable index costs no
+// retry waits, and leaves the fix as built, not proven.
+void prove_fixes(const Options& o, diagnosis::DoctorReport& r) {
+  if (o.offline) return;
+  bool changed = false;
+  for (auto& s : r.frameworks) {
+    if (s.fix.empty() || s.fix_request.empty() || s.fix.find(" --venv ") != std::string::npos) continue;
+    Options po = o;
+    po.framework = s.name;
+    po.detect_framework = false;
+    po.http_retries = 0;
+    NearestFix nearest;
+    auto ctx = build_plan(po, PlanRequest{.requirements = s.fix_request, .nearest_out = &nearest});
+    if (ctx) {
+      s.proof = diagnosis::FixProof::proven;
+      s.proof_detail = ctx->plan.why;
+    } else if (!nearest.command.empty()) {
+      s.proof = diagnosis::FixProof::nearest;
+      s.proof_detail = nearest.why;
+      s.fix = nearest.command;
+      changed = true;
+    } else {
+      const auto code = ctx.error().code;
+      s.proof = code == ErrorCode::network ? diagnosis::FixProof::unreachable : diagnosis::FixProof::failed;
+      s.proof_detail = ctx.error().message;
+      if (!ctx.error().hint.empty() && s.proof == diagnosis::FixProof::failed) s.proof_detail += "; " + ctx.error().hint;
+    }
+  }
+  if (!changed) return;
+  std::vector<std::string> fixes;
+  for (const auto& s : r.frameworks)
+    if (!s.fix.empty()) fixes.push_back(s.fix);
+  r.fix = util::join(fixes, " && ");
+}
+
+} // namespace
 
 Expected<diagnosis::DoctorReport> doctor(const Options& o, const DoctorRequest& opt) {
   diagnosis::DoctorInputs in;
@@ -79,6 +123,7 @@ Expected<diagnosis::DoctorReport> doctor(const Options& o, const DoctorRequest& 
   std::optional<util::InterruptScope> interrupts;
   if (!opt.no_repro) interrupts.emplace();
   auto report = diagnosis::diagnose(diagnose_options(o, opt), std::move(in));
+  if (!util::interrupt_signal()) prove_fixes(o, report);
   if (interrupts && util::interrupt_signal())
     return fail(ErrorCode::interrupted, "doctor stopped: envfix was interrupted by signal {}", util::interrupt_signal());
   return report;

@@ -107,6 +107,7 @@ Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Options& o
   index::IndexClientOptions io;
   if (!o.cache_dir.empty()) io.cache_dir = o.cache_dir;
   io.offline = o.offline || util::get_env(util::Env::offline).value_or("") == "1";
+  if (o.http_retries) io.http.retries = *o.http_retries;
   // ENVFIX_PAGE_DEADLINE / ENVFIX_DOWNLOAD_DEADLINE, when set.
   if (auto d = ENVFIX_TRY(util::seconds_from_env(util::Env::page_deadline))) io.http.page_deadline = *d;
   if (auto d = ENVFIX_TRY(util::seconds_from_env(util::Env::download_deadline))) io.http.download_deadline = *d;

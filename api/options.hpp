@@ -3,6 +3,7 @@
 // where builds come from and the host to plan for. A value the caller fills; cli/ maps its global
 // options onto it, tests build it directly. Environment variables (ENVFIX_GPU, ENVFIX_DRIVER,
 // ENVFIX_INDEX_URL, …; docs/environment.md) are read by api/ where a field is empty.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct Options {
   std::string matrices_dir;
   std::string cache_dir;
   bool offline = false;
+  // Extra attempts after a failed request (index/http_client.hpp); unset: the client's default. doctor
+  // asks once when it proves its fix, so that an unreachable index costs no retry waits.
+  std::optional<int> http_retries;
   bool allow_cpu = false;
   std::string lockfile = "envfix.lock";
   // Planning for a machine you are not on.

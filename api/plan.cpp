@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "api/doctor.hpp"
+#include "diagnosis/diagnose.hpp"
 #include "resolver/evidence.hpp"
 #include "resolver/framework_plan.hpp"
 #include "resolver/frameworks.hpp"
@@ -97,6 +99,32 @@ Expected<resolver::Plan> plan_plain(const Options& g, const PlanRequest& flags, 
 
 // The framework's way: the matrices' indexes (or --index-url as the framework's), evidence first, the
 // selector choosing the set for the host's GPUs and driver.
+// A request that misses a covering build only by a companion its index lacks: the request without
+// it, resolved here before it is offered (issue 56, item 1: a printed fix is proven to resolve).
+void offer_without_companion(Error& e, const resolver::CompanionGap& gap, const resolver::FrameworkRequest& nearest,
+                             const Options& g, const PlanContext& ctx, const resolver::ProviderFor& provider_for,
+                             NearestFix* out) {
+  const auto target = resolver::host_target(ctx.host.facts, ctx.host.python, *ctx.knowledge);
+  auto proven = resolver::select_framework_set(*ctx.spec, target, nearest, provider_for);
+  if (!proven) return;
+  std::vector<std::string> args{"envfix", "apply"};
+  for (const auto& r : nearest.framework) args.push_back(r.to_string());
+  for (const auto& r : nearest.others) args.push_back(r.to_string());
+  if (ctx.spec->name != "torch") args.insert(args.end(), {"--framework", ctx.spec->name});
+  args.insert(args.end(), {"--channel", gap.channel});
+  const bool managed = ctx.host.facts.python && ctx.host.facts.python->externally_managed;
+  const auto command = diagnosis::command_line(std::move(args), diagnose_options(g, {}).fix, managed, "--channel");
+  const auto* pin = proven->resolution.find(gap.main);
+  if (out)
+    *out = {command, fmt::format("{} has no build for {} {}: the fix installs {} {} without it (an installed {} is removed)",
+                                 gap.companion, gap.main, gap.version.to_string(), gap.main,
+                                 pin ? pin->version.to_string() : gap.version.to_string(), gap.companion)};
+  e.hint = fmt::format("{} has no build for {} {}: `{}` installs {} {} without it (an installed {} is removed); to keep {}, stay "
+                       "on a set that has it. Else: {}",
+                       gap.companion, gap.main, gap.version.to_string(), command, gap.main,
+                       pin ? pin->version.to_string() : gap.version.to_string(), gap.companion, gap.companion, e.hint);
+}
+
 Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& flags, PlanContext& ctx,
                                         const std::string& index_url, const ExtraIndexes& extras,
                                         const resolver::FrameworkTargets& fws, std::vector<resolver::Rejection>* rejected_out) {
@@ -110,9 +138,12 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   ctx.spec = std::make_unique<resolver::FrameworkSpec>(
       ENVFIX_TRY(resolver::framework_spec_from(knowledge, framework, mirror, host.platform)));
   auto store = std::make_shared<wheel::EvidenceStore>(evidence_store(client));
-  const auto read = from_index(flags, host,
-                               resolver::attach_evidence(*ctx.spec, host.facts.installed, !host.gpus.empty(), store, ctx.request,
-                                                         util::default_threads()));
+  std::vector<specs::ComputeCapability> gpus;
+  for (const auto& [name, cc] : host.gpus) gpus.push_back(cc);
+  const auto builds =
+      resolver::attach_evidence(*ctx.spec, host.facts.installed, gpus, store, ctx.request, util::default_threads(),
+                                [&client](const index::Candidate& c) { return client.fetch_record(c); });
+  const auto read = from_index(flags, host, builds.read);
   std::map<std::string, std::unique_ptr<resolver::IndexProvider>> providers;
   auto base_provider = [&](const std::string& url) -> resolver::IndexProvider& {
     auto& p = providers[url];
@@ -147,24 +178,31 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
   auto upgrade = upgraded_names(flags, ctx.request);
   for (auto& n : resolver::whole_set(spec)) upgrade.insert(std::move(n));
-  auto choice = resolver::select_framework_set(spec, resolver::host_target(host.facts, host.python, knowledge), req,
-                                               [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
-                                                 resolver::CandidateProvider* p = &base_provider(i.url);
-                                                 if (!extras.providers.empty()) {
-                                                   // The framework's own packages only from its index; other projects from the
-                                                   // first that has them.
-                                                   auto& c = chained[i.url];
-                                                   if (!c) c = extras.after(*p, own_packages(fw));
-                                                   p = c.get();
-                                                 }
-                                                 auto& pp = preferring[i.url];
-                                                 if (!pp)
-                                                   pp = std::make_unique<resolver::PreferInstalledProvider>(
-                                                       *p, preferred(flags, host), upgrade, read);
-                                                 return *pp;
-                                               });
-  if (!choice) return std::unexpected(resolver::selection_error(std::move(choice).error(), spec, providers));
-  auto plan = resolver::framework_plan({&*choice, &spec, host.installed, fws.note, flags.reinstall, !host.gpus.empty()});
+  std::optional<resolver::CompanionGap> gap;
+  req.gap_out = &gap;
+  const auto target = resolver::host_target(host.facts, host.python, knowledge);
+  const resolver::ProviderFor provider_for = [&](const resolver::FrameworkIndex& i) -> resolver::CandidateProvider& {
+    resolver::CandidateProvider* p = &base_provider(i.url);
+    if (!extras.providers.empty()) {
+      // The framework's own packages only from its index; other projects from the
+      // first that has them.
+      auto& c = chained[i.url];
+      if (!c) c = extras.after(*p, own_packages(fw));
+      p = c.get();
+    }
+    auto& pp = preferring[i.url];
+    if (!pp) pp = std::make_unique<resolver::PreferInstalledProvider>(*p, preferred(flags, host), upgrade, read);
+    return *pp;
+  };
+  auto choice = resolver::select_framework_set(spec, target, req, provider_for);
+  if (!choice) {
+    auto e = resolver::selection_error(std::move(choice).error(), spec, providers);
+    if (gap)
+      offer_without_companion(e, *gap, resolver::without_companion(spec, req, *gap), g, ctx, provider_for, flags.nearest_out);
+    return std::unexpected(std::move(e));
+  }
+  auto plan = resolver::framework_plan({&*choice, &spec, host.installed, fws.note, flags.reinstall, !host.gpus.empty(),
+                                        [&builds](const resolver::Pin& p) { return builds.replaces(p); }});
   ctx.resolution = std::move(choice->resolution);
   ctx.framework_index = choice->index;
   return plan;

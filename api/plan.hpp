@@ -17,6 +17,13 @@
 
 namespace envfix::api {
 
+// The request a failed plan came nearest to, resolved before it is offered (api/plan.cpp): the
+// covering release without the companion its index lacks. doctor shows it as its fix.
+struct NearestFix {
+  std::string command; // `envfix apply …` with every option of the run
+  std::string why;     // "torchaudio has no build for torch 2.17.0.dev…: it is removed"
+};
+
 struct PlanRequest {
   std::vector<std::string> requirements; // PEP 508; empty = the framework packages installed
   bool pre = false;
@@ -31,6 +38,7 @@ struct PlanRequest {
   bool reinstall = false;
   bool allow_breaking = false;        // check_installed: broken requirements become warnings
   bool allow_conda_overwrite = false; // check_installed: conda's packages may be replaced
+  NearestFix* nearest_out = nullptr;  // a failed framework plan: the nearest request that resolves, when one does
 };
 
 struct PlanContext {

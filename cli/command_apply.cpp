@@ -166,7 +166,7 @@ Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
       auto j = plan_json(rep.plan->plan, rep.plan->host);
       j["applied"] = nullptr;
       j["lockfile"] = lockfile_json();
-      machine(j.dump(2));
+      machine_json(j);
     }
     return 0;
   }
@@ -182,12 +182,12 @@ Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
       auto j = plan_json(rep.plan->plan, rep.plan->host);
       j["applied"] = result_json(rr);
       j["applied"]["smoke"]["error"] = rr.smoke.failure_kept->message;
-      machine(j.dump(2));
+      machine_json(j);
     }
     return 2;
   }
   if (o.locked) {
-    if (json_out) machine(json{{"lockfile", *rep.lockfile}, {"target", rep.locked_target}, {"applied", result_json(rr)}}.dump(2));
+    if (json_out) machine_json(json{{"lockfile", *rep.lockfile}, {"target", rep.locked_target}, {"applied", result_json(rr)}});
     return 0;
   }
   lockfile_note();
@@ -196,7 +196,7 @@ Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
     j["applied"] = result_json(rr);
     j["applied"]["kernel_refusals"] = rep.kernel_refusals;
     j["lockfile"] = lockfile_json();
-    machine(j.dump(2));
+    machine_json(j);
   }
   return 0;
 }

@@ -22,7 +22,7 @@ Expected<int> run_cache(const Globals& g, const std::string& action) {
   if (action == "dir") {
     const auto dir = ENVFIX_TRY(api::cache_dir(g));
     if (js)
-      machine(json{{"dir", dir.string()}}.dump(2));
+      machine_json(json{{"dir", dir.string()}});
     else
       std::fprintf(stdout, "%s\n", dir.string().c_str());
     return 0;
@@ -30,7 +30,7 @@ Expected<int> run_cache(const Globals& g, const std::string& action) {
   if (action == "size") {
     const auto u = ENVFIX_TRY(api::cache_usage(g));
     if (js)
-      machine(json{{"dir", u.dir.string()}, {"bytes", u.bytes}, {"files", u.files}, {"human", human_size(u.bytes)}}.dump(2));
+      machine_json(json{{"dir", u.dir.string()}, {"bytes", u.bytes}, {"files", u.files}, {"human", human_size(u.bytes)}});
     else {
       std::fprintf(stdout, "%llu\n", static_cast<unsigned long long>(u.bytes));
       human(i18n::trf("{} in {} files ({})", human_size(u.bytes), u.files, u.dir.string()));
@@ -39,7 +39,7 @@ Expected<int> run_cache(const Globals& g, const std::string& action) {
   }
   const auto u = ENVFIX_TRY(api::clean_cache(g));
   if (js)
-    machine(json{{"dir", u.dir.string()}, {"freed_bytes", u.bytes}, {"files", u.files}}.dump(2));
+    machine_json(json{{"dir", u.dir.string()}, {"freed_bytes", u.bytes}, {"files", u.files}});
   else
     human(i18n::trf("Removed {} files ({}) from {}", u.files, human_size(u.bytes), u.dir.string()));
   return 0;

@@ -147,7 +147,10 @@ json to_json(const diagnosis::DoctorReport& r) {
                                {"variant", s.variant.empty() ? json(nullptr) : json(s.variant)},
                                {"packages", names},
                                {"repro", repro_json(s.repro)},
-                               {"fix", s.fix.empty() ? json(nullptr) : json(s.fix)}});
+                               {"fix", s.fix.empty() ? json(nullptr) : json(s.fix)},
+                               {"fix_proof",
+                                {{"state", diagnosis::to_string(s.proof)},
+                                 {"detail", s.proof_detail.empty() ? json(nullptr) : json(s.proof_detail)}}}});
   }
   j["packages"] = json::array();
   for (const auto& s : r.frameworks)
@@ -355,6 +358,17 @@ void render_findings(const diagnosis::DoctorReport& r) {
   human("");
   human(fmt::format("{} {}", styled(tr("verdict:"), Style::bold), styled(tr(diagnosis::to_string(r.verdict)), vs)));
   if (!r.fix.empty()) human(fmt::format("{} {}", styled(tr("fix:"), Style::bold), r.fix));
+  // What the planner said of each fix before it was shown (api/doctor.cpp prove_fixes).
+  for (const auto& s : r.frameworks) {
+    using diagnosis::FixProof;
+    if (s.fix.empty() || s.proof == FixProof::not_tried) continue;
+    const auto line = s.proof == FixProof::proven    ? i18n::trf("  proven: the planner resolves it ({})", s.proof_detail)
+                      : s.proof == FixProof::nearest ? i18n::trf("  nearest: {}", s.proof_detail)
+                      : s.proof == FixProof::failed
+                          ? i18n::trf("  does not resolve: {}", s.proof_detail)
+                          : i18n::trf("  not proven: the index could not be asked ({})", s.proof_detail);
+    human(styled(line, s.proof == FixProof::proven ? Style::dim : Style::yellow));
+  }
 }
 
 void render_text(const diagnosis::DoctorReport& r, const Globals& g) {
@@ -386,7 +400,7 @@ void add_doctor_command(CLI::App& app, Globals& g) {
       return;
     }
     if (g.format == "json")
-      machine(to_json(*r).dump(2));
+      machine_json(to_json(*r));
     else
       render_text(*r, g);
     g.exit_code = r->verdict == diagnosis::Verdict::healthy ? 0 : 1;

@@ -40,7 +40,7 @@ Expected<int> run_export(const Globals& g, const ExportOptions& o) {
     }
     written.push_back({{"target", f.target}, {"path", f.path}});
   }
-  if (g.format == "json") machine(json{{"format", o.format}, {"files", written}}.dump(2));
+  if (g.format == "json") machine_json(json{{"format", o.format}, {"files", written}});
   return 0;
 }
 

@@ -130,7 +130,7 @@ void add_inspect_command(CLI::App& app, Globals& g) {
       else
         render_file(f, g.verbose > 0);
     }
-    if (json) machine(nlohmann::json{{"files", out_files}}.dump(2));
+    if (json) machine_json(nlohmann::json{{"files", out_files}});
     g.exit_code = rc;
   });
 }

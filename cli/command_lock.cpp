@@ -26,12 +26,12 @@ Expected<int> run_lock(const Globals& g, const api::LockRequest& o) {
   if (o.check) {
     if (!rep.stale) {
       human(i18n::trf("{} is up to date", rep.path));
-      if (g.format == "json") machine(json{{"lockfile", rep.path}, {"stale", false}, {"differences", json::array()}}.dump(2));
+      if (g.format == "json") machine_json(json{{"lockfile", rep.path}, {"stale", false}, {"differences", json::array()}});
       return 0;
     }
     human(i18n::trf("{} is stale:", rep.path));
     for (const auto& d : rep.differences) human("  " + d);
-    if (g.format == "json") machine(json{{"lockfile", rep.path}, {"stale", true}, {"differences", rep.differences}}.dump(2));
+    if (g.format == "json") machine_json(json{{"lockfile", rep.path}, {"stale", true}, {"differences", rep.differences}});
     return 1;
   }
   const auto& lock = rep.lock;
@@ -51,7 +51,7 @@ Expected<int> run_lock(const Globals& g, const api::LockRequest& o) {
       j["targets"].push_back(
           {{"id", t.id}, {"index", t.index}, {"channel", t.channel}, {"variant", t.variant}, {"packages", pk}});
     }
-    machine(j.dump(2));
+    machine_json(j);
   }
   return 0;
 }

@@ -310,7 +310,7 @@ int gpu_query(const Knowledge& k, const Globals& g, const std::vector<const matr
     out["gpus"].push_back(jg);
   }
   if (g.format == "json")
-    machine(out.dump(2));
+    machine_json(out);
   else
     for (const auto& l : text) human(l);
   return 0;
@@ -417,7 +417,7 @@ int release_query(const Knowledge& k, const Globals& g, const matrices::Framewor
     if (!ev_text.empty()) text.insert(text.begin() + 1, ev_text.begin(), ev_text.end());
   }
   if (g.format == "json")
-    machine(out.dump(2));
+    machine_json(out);
   else
     for (const auto& l : text) human(l);
   return 0;
@@ -476,7 +476,7 @@ int overview(const Knowledge& k, const Globals& g, const std::vector<const matri
   }
   if (fws.size() > 1) text.push_back(i18n::trf("CUDA toolkits (Linux driver): {}", util::join(tk, ", ")));
   if (g.format == "json")
-    machine(out.dump(2));
+    machine_json(out);
   else
     for (const auto& l : text) human(l);
   return 0;

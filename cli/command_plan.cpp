@@ -86,7 +86,7 @@ Expected<int> run_plan(const Globals& g, const PlanOptions& o, std::vector<resol
   if (g.format == "json") {
     auto j = plan_json(ctx.plan, ctx.host);
     j["extra_indexes"] = ctx.extra_indexes;
-    machine(j.dump(2));
+    machine_json(j);
   } else {
     render_text(ctx, o);
   }
@@ -139,7 +139,7 @@ void add_plan_command(CLI::App& app, Globals& g) {
                           {"filename", r.filename}});
           doc["error"]["rejected"] = rj;
         }
-        machine(doc.dump(2));
+        machine_json(doc);
       }
       g.exit_code = exit_code_for(rc.error());
       return;

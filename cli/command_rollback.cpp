@@ -38,7 +38,7 @@ void add_rollback_command(CLI::App& app, Globals& g) {
         return;
       }
       if (g.format == "json")
-        machine(nlohmann::json{{"freed_bytes", *freed}}.dump());
+        machine_json(nlohmann::json{{"freed_bytes", *freed}});
       else
         human(i18n::trf("Deleted the kept backup ({})", human_size(*freed)));
       return;
@@ -61,13 +61,11 @@ void add_rollback_command(CLI::App& app, Globals& g) {
                            {"backup_bytes", (*kept)[i].bytes},
                            {"would_restore", refs((*kept)[i].removed)},
                            {"would_remove", refs((*kept)[i].installed)}});
-        machine(nlohmann::json{
-            {"id", b.id},
-            {"backup_bytes", b.bytes},
-            {"would_restore", refs(b.removed)},
-            {"would_remove", refs(b.installed)},
-            {"older",
-             older}}.dump());
+        machine_json(nlohmann::json{{"id", b.id},
+                                    {"backup_bytes", b.bytes},
+                                    {"would_restore", refs(b.removed)},
+                                    {"would_remove", refs(b.installed)},
+                                    {"older", older}});
       } else {
         human(i18n::trf("Would undo transaction {} (backup: {})", b.id, human_size(b.bytes)));
         for (const auto& d : b.installed) human(fmt::format(" - {}=={}", d.name, d.version));
@@ -83,12 +81,11 @@ void add_rollback_command(CLI::App& app, Globals& g) {
     }
     const auto& r = rep->result;
     if (g.format == "json") {
-      machine(nlohmann::json{{"id", r.id},
-                             {"restored", refs(r.restored)},
-                             {"removed", refs(r.removed)},
-                             {"freed_bytes", r.freed_bytes},
-                             {"steps_left", rep->steps_left}}
-                  .dump());
+      machine_json(nlohmann::json{{"id", r.id},
+                                  {"restored", refs(r.restored)},
+                                  {"removed", refs(r.removed)},
+                                  {"freed_bytes", r.freed_bytes},
+                                  {"steps_left", rep->steps_left}});
     } else {
       human(i18n::trf("Rolled back transaction {}", r.id));
       for (const auto& d : r.removed) human(fmt::format(" - {}=={}", d.name, d.version));
@@ -106,7 +103,7 @@ void add_rollback_command(CLI::App& app, Globals& g) {
       return;
     }
     if (g.format == "json") {
-      machine(nlohmann::json{{"prefix", r->prefix.string()}, {"actions", r->actions}}.dump());
+      machine_json(nlohmann::json{{"prefix", r->prefix.string()}, {"actions", r->actions}});
       return;
     }
     if (r->actions.empty()) human(i18n::trf("Nothing to recover in {}", r->prefix.string()));

@@ -155,7 +155,7 @@ Expected<int> run_verify(const Globals& g, const VerifyOptions& o) {
   const bool ok = report.ok();
   human(fmt::format("{} {}", styled(i18n::tr("verify:"), Style::bold),
                     ok ? styled(i18n::tr("passed"), Style::green) : styled(i18n::tr("failed"), Style::red)));
-  if (g.format == "json") machine(verify_json(report).dump(2));
+  if (g.format == "json") machine_json(verify_json(report));
   return ok ? 0 : 1;
 }
 

@@ -97,6 +97,8 @@ void human(std::string_view raw) {
   std::fputc('\n', stderr);
 }
 
+void machine_json(const nlohmann::json& doc) { machine(doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)); }
+
 void machine(std::string_view json_text) {
   std::fwrite(json_text.data(), 1, json_text.size(), stdout);
   std::fputc('\n', stdout);
@@ -149,7 +151,7 @@ void print_error(const Error& e) {
 std::string error_json(const Error& e) {
   // Causes stay a list: the derivation chain is the message.
   return nlohmann::json{{"error", {{"code", to_string(e.code)}, {"message", e.message}, {"causes", e.causes}, {"hint", e.hint}}}}
-      .dump(2);
+      .dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 int fail(const Error& e) {

@@ -3,6 +3,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include <fmt/core.h>
 
 #include "util/error.hpp"
@@ -27,6 +29,9 @@ void preset_language(int argc, const char* const* argv);
 // Human output: stderr. Machine output (--format json): stdout.
 void human(std::string_view text);        // a line (newline added) to stderr unless -q
 void machine(std::string_view json_text); // one document to stdout
+// The same from a document, indented: bytes that are not UTF-8 (a path or an argument the user gave)
+// become U+FFFD instead of stopping envfix with an exception.
+void machine_json(const nlohmann::json& doc);
 void print_error(const Error& e);
 void warn(std::string_view text);
 

@@ -953,7 +953,7 @@ void check_extensions(DoctorReport& r, const DiagnoseOptions& opt, const KernelR
 // The `envfix apply` for one framework: its installed packages, the main one as the target variant
 // names it (paddlepaddle → paddlepaddle-gpu) with the variant's extra ('jax[cuda13]', whose extra
 // brings the variant's own packages), and every option that shaped the diagnosis.
-std::string fix_for(const DoctorReport& r, const FrameworkReport& s, const FixArgs& g) {
+std::string fix_for(const DoctorReport& r, const FrameworkReport& s, const FixArgs& g, std::vector<std::string>& request) {
   bool want = false;
   for (const auto& f : r.findings)
     want = want || (f.severity != Severity::info && fixable(f.code) && (f.framework.empty() || f.framework == s.name));
@@ -975,6 +975,7 @@ std::string fix_for(const DoctorReport& r, const FrameworkReport& s, const FixAr
   std::sort(pkgs.begin(), pkgs.end());
   pkgs.erase(std::unique(pkgs.begin(), pkgs.end()), pkgs.end());
   if (pkgs.empty()) pkgs.push_back(specs::normalize_name(main) + extra);
+  request = pkgs;
   args.insert(args.end(), pkgs.begin(), pkgs.end());
   if (s.name != "torch") args.insert(args.end(), {"--framework", s.name});
   return command_line(r, std::move(args), g);
@@ -993,7 +994,7 @@ void conclude(DoctorReport& r, const FixArgs& g) {
   if (r.verdict == Verdict::healthy) return;
   std::vector<std::string> fixes;
   for (auto& s : r.frameworks) {
-    s.fix = fix_for(r, s, g);
+    s.fix = fix_for(r, s, g, s.fix_request);
     if (!s.fix.empty()) fixes.push_back(s.fix);
   }
   r.fix = join(fixes, " && ");

@@ -83,6 +83,17 @@ std::string_view to_string(Verdict v) {
   return "broken";
 }
 
+std::string_view to_string(FixProof p) {
+  switch (p) {
+  case FixProof::not_tried: return "not-tried";
+  case FixProof::proven: return "proven";
+  case FixProof::nearest: return "nearest";
+  case FixProof::failed: return "failed";
+  case FixProof::unreachable: return "unreachable";
+  }
+  return "not-tried";
+}
+
 std::span<const FindingCode> all_finding_codes() { return kAll; }
 
 bool fixable(FindingCode c) { return row(c).fixable; }

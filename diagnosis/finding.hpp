@@ -70,4 +70,15 @@ struct Finding {
   std::string package;   // the distribution it is about (normalized), where the fix must name it; "" none
 };
 
+// A fix is a plan proven to resolve (issue 56): what the planner said of it, in memory, with the
+// same interpreter, indexes, GPUs and driver. docs/json.md, doctor `frameworks[].fix_proof`.
+enum class FixProof {
+  not_tried,   // no fix, --offline, or a fix that makes a new venv
+  proven,      // the planner resolves it as printed
+  nearest,     // it did not resolve; the fix shown is the nearest request that does
+  failed,      // it does not resolve, and no nearer request does: proof_detail says why
+  unreachable, // the index could not be asked (network): not proven
+};
+[[nodiscard]] std::string_view to_string(FixProof p); // "not-tried", "proven", "nearest", "failed", "unreachable"
+
 } // namespace envfix::diagnosis

@@ -266,7 +266,9 @@ Candidate local_candidate(const fs::path& file, std::string_view project, std::s
 
 } // namespace
 
-Expected<std::string> read_local_metadata(const fs::path& wheel) {
+Expected<std::string> read_local_metadata(const fs::path& wheel) { return read_local_dist_info(wheel, "METADATA"); }
+
+Expected<std::string> read_local_dist_info(const fs::path& wheel, std::string_view member) {
   // A regular file only (a FIFO named by a file: URL blocked here); the zip reader bounds what it reads.
   util::Fd fd = ENVFIX_TRY(util::open_local_file(wheel, std::numeric_limits<std::uint64_t>::max()));
   struct stat st = {};
@@ -283,7 +285,7 @@ Expected<std::string> read_local_metadata(const fs::path& wheel) {
     }
     return buf;
   };
-  return read_wheel_metadata(static_cast<std::uint64_t>(st.st_size), reader, wheel.string());
+  return read_wheel_dist_info(static_cast<std::uint64_t>(st.st_size), reader, member, wheel.string());
 }
 
 struct IndexClient::Impl {
@@ -778,6 +780,10 @@ struct IndexClient::Impl {
 
   // ---- metadata ----------------------------------------------------------------------------
   Expected<std::string> metadata_by_range(HttpClient& client, const Candidate& c) {
+    return dist_info_by_range(client, c, "METADATA");
+  }
+
+  Expected<std::string> dist_info_by_range(HttpClient& client, const Candidate& c, std::string_view member) {
     HttpRequest head;
     head.url = c.url;
     head.head = true;
@@ -803,7 +809,7 @@ struct IndexClient::Impl {
         return fail(ErrorCode::network, "{}: range request answered with HTTP {} {:?}", redact_url(c.url), resp.status, cr);
       return std::move(resp.body);
     };
-    return read_wheel_metadata(size, reader, redact_url(c.url), nullptr, options.range_tail_bytes);
+    return read_wheel_dist_info(size, reader, member, redact_url(c.url), nullptr, options.range_tail_bytes);
   }
 
   Expected<std::string> metadata_pep658(HttpClient& client, const Candidate& c, bool& unavailable) {
@@ -961,6 +967,17 @@ Expected<std::vector<Candidate>> IndexClient::find_links_candidates(const std::s
 
 Expected<std::string> IndexClient::fetch_metadata(const Candidate& c, MetadataSource* source) {
   return m_impl->fetch_metadata(m_impl->http, c, source);
+}
+
+Expected<std::string> IndexClient::fetch_record(const Candidate& c) {
+  if (!c.is_wheel()) return fail(ErrorCode::invalid_input, "{} is not a wheel: it has no RECORD", c.filename);
+  if (auto p = m_impl->cached_wheel(c)) return read_local_dist_info(*p, "RECORD");
+  if (auto local = candidate_local_path(c.url)) return read_local_dist_info(*local, "RECORD");
+  if (m_impl->options.offline)
+    return fail(ErrorCode::not_found, "offline: {} is not in the cache, so its RECORD cannot be read", c.filename);
+  if (!m_impl->options.use_range_requests)
+    return fail(ErrorCode::network, "{}: range requests are off, so its RECORD cannot be read", redact_url(c.url));
+  return m_impl->dist_info_by_range(m_impl->http, c, "RECORD");
 }
 
 void IndexClient::forget_metadata(const Candidate& c) {

@@ -51,6 +51,8 @@ struct IndexStats {
 // The core metadata of a local wheel file: its one top-level `*.dist-info/METADATA`, read through
 // the bounds-checked zip reader (index/zip_metadata.hpp) with range reads, not the whole archive.
 [[nodiscard]] Expected<std::string> read_local_metadata(const std::filesystem::path& wheel);
+// Another member of that folder ("RECORD").
+[[nodiscard]] Expected<std::string> read_local_dist_info(const std::filesystem::path& wheel, std::string_view member);
 
 class IndexClient {
 public:
@@ -73,6 +75,10 @@ public:
 
   // METADATA text of a wheel (PEP 658 -> range reads -> full download), cached.
   [[nodiscard]] Expected<std::string> fetch_metadata(const Candidate& candidate, MetadataSource* source = nullptr);
+  // The RECORD of a wheel (which files, with which sha256): from the cached or local file, else by
+  // range reads (the central directory and the one member), never a whole download. An error when
+  // none of these can answer (offline and not cached, a server without ranges).
+  [[nodiscard]] Expected<std::string> fetch_record(const Candidate& candidate);
   // Drops the cached METADATA of a candidate (its wheel disagreed with it): the next fetch asks again.
   void forget_metadata(const Candidate& candidate);
   // Path of the verified file in the cache (<cache>/wheels/<sha256[:2]>/<sha256>/<filename>).

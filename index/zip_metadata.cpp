@@ -26,11 +26,11 @@ struct Entry {
   std::uint64_t csize = 0, usize = 0, local_offset = 0;
 };
 
-// Top-level "<x>.dist-info/METADATA".
-bool is_metadata_member(std::string_view name) {
+// Top-level "<x>.dist-info/<member>".
+bool is_dist_info_member(std::string_view name, std::string_view member) {
   auto slash = name.find('/');
   if (slash == std::string_view::npos) return false;
-  return name.substr(0, slash).ends_with(".dist-info") && name.substr(slash + 1) == "METADATA";
+  return name.substr(0, slash).ends_with(".dist-info") && name.substr(slash + 1) == member;
 }
 
 std::unexpected<Error> not_a_wheel(std::string_view what, std::string_view why) {
@@ -105,6 +105,11 @@ Expected<std::string> decode_member(const Entry& e, std::string data, std::strin
 
 Expected<std::string> read_wheel_metadata(std::uint64_t file_size, const RangeReader& read, std::string_view what,
                                           ZipMetadataStats* stats, std::uint64_t tail_hint) {
+  return read_wheel_dist_info(file_size, read, "METADATA", what, stats, tail_hint);
+}
+
+Expected<std::string> read_wheel_dist_info(std::uint64_t file_size, const RangeReader& read, std::string_view member,
+                                           std::string_view what, ZipMetadataStats* stats, std::uint64_t tail_hint) {
   auto bad = [&](std::string_view why) { return not_a_wheel(what, why); };
   auto do_read = [&](std::uint64_t off, std::uint64_t len) -> Expected<std::string> {
     if (off > file_size || len > file_size - off) return bad("a zip record points outside the file");
@@ -155,12 +160,12 @@ Expected<std::string> read_wheel_metadata(std::uint64_t file_size, const RangeRe
     auto entry = central_entry(cd, p);
     if (!entry) return bad("corrupt central directory entry");
     Entry& e = *entry;
-    if (is_metadata_member(e.name)) {
-      if (found) return bad(fmt::format("more than one .dist-info/METADATA ({} and {})", found->name, e.name));
+    if (is_dist_info_member(e.name, member)) {
+      if (found) return bad(fmt::format("more than one .dist-info/{} ({} and {})", member, found->name, e.name));
       found = std::move(e);
     }
   }
-  if (!found) return make_error(ErrorCode::invalid_input, fmt::format("{}: wheel has no .dist-info/METADATA", what));
+  if (!found) return make_error(ErrorCode::invalid_input, fmt::format("{}: wheel has no .dist-info/{}", what, member));
   if (found->usize > max_metadata_size || found->csize > max_metadata_size)
     return bad(fmt::format("{} claims {} bytes", found->name, found->usize));
   // Local header: 30 bytes + name + extra (its own lengths), then the data.

@@ -1,7 +1,7 @@
 #pragma once
-// Read `<name>.dist-info/METADATA` out of a wheel (a zip) through a random-access reader: the same
-// code serves HTTP range reads (pip's "lazy wheel", when there is no PEP 658 metadata file) and
-// local files. Bounds-checked, untrusted input.
+// Read `<name>.dist-info/METADATA` (or another member of the dist-info folder) out of a wheel (a zip) through a random-access
+// reader: the same code serves HTTP range reads (pip's "lazy wheel", when there is no PEP 658 metadata file) and local files.
+// Bounds-checked, untrusted input.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -24,5 +24,11 @@ struct ZipMetadataStats {
 [[nodiscard]] Expected<std::string> read_wheel_metadata(std::uint64_t file_size, const RangeReader& read,
                                                         std::string_view name_for_errors, ZipMetadataStats* stats = nullptr,
                                                         std::uint64_t tail_hint = 64 * 1024);
+
+// The same for another member of the wheel's one top-level `*.dist-info/` folder: "RECORD" (which
+// files, with which sha256: what a build is, index/index_client.hpp fetch_record).
+[[nodiscard]] Expected<std::string> read_wheel_dist_info(std::uint64_t file_size, const RangeReader& read,
+                                                         std::string_view member, std::string_view name_for_errors,
+                                                         ZipMetadataStats* stats = nullptr, std::uint64_t tail_hint = 64 * 1024);
 
 } // namespace envfix::index

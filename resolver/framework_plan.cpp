@@ -11,7 +11,8 @@ namespace envfix::resolver {
 Plan framework_plan(const FrameworkPlanInputs& fin) {
   const auto& choice = *fin.choice;
   const auto& spec = *fin.spec;
-  auto plan = make_plan({&choice.resolution, fin.installed, framework_packages(spec), {"nvidia-"}, fin.reinstall});
+  auto plan = make_plan(
+      {&choice.resolution, fin.installed, framework_packages(spec), {"nvidia-"}, fin.reinstall, fin.replaces_installed});
   plan.channel = choice.index.channel;
   plan.variant = choice.index.variant;
   plan.index = index::redact_url(choice.index.url);

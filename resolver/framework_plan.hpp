@@ -21,7 +21,8 @@ struct FrameworkPlanInputs {
   std::vector<InstalledPackage> installed;
   std::string note; // the framework choice's note (resolver/frameworks.hpp FrameworkTargets), first
   bool reinstall = false;
-  bool has_gpus = false; // an index of unknown variant is then said to be checked after download
+  bool has_gpus = false;                              // an index of unknown variant is then said to be checked after download
+  std::function<bool(const Pin&)> replaces_installed; // PlanInputs::replaces_installed
 };
 [[nodiscard]] Plan framework_plan(const FrameworkPlanInputs& in);
 

@@ -164,7 +164,8 @@ struct Pass {
   // holding nothing for a GPU: name → what was read; and the main version they were to fit.
   std::map<std::string, std::vector<std::string>> extension_misses;
   std::optional<specs::Version> extension_against;
-  std::vector<std::string> skipped; // supplementary indexes that could not be read, and why
+  std::vector<std::string> skipped;          // supplementary indexes that could not be read, and why
+  std::optional<CompanionGap> companion_gap; // the first covering build whose index lacks a companion
 
   void reject(Rejection r) { out.rejected.push_back(std::move(r)); }
   std::set<RejectReason> near_reasons;        // why the closest builds failed
@@ -417,8 +418,10 @@ CandidateFilter set_filter(const Pass& p, const FrameworkIndex& idx, const specs
 // Why a set did not resolve, from the index itself: a companion with no file of its coupled version
 // (companion-missing), a member whose every such file the set's vetoes refused (their reason), else
 // a dependency conflict.
+// `missing` receives the companion that has no file, for companion-missing.
 RejectReason failed_set_reason(const Pass& p, CandidateProvider& provider, const FrameworkIndex& idx,
-                               const std::vector<specs::Requirement>& roots, const CandidateFilter& filter) {
+                               const std::vector<specs::Requirement>& roots, const CandidateFilter& filter,
+                               std::string& missing) {
   ResolveOptions opts;
   opts.target = p.host.python;
   opts.allow_unhashed = p.request.allow_unhashed;
@@ -433,7 +436,10 @@ RejectReason failed_set_reason(const Pass& p, CandidateProvider& provider, const
     auto usable = classify_files(*files, opts).usable;
     std::erase_if(usable, [&](const ProjectFile& f) { return root && !root->specifier.contains(f.version, true); });
     if (usable.empty()) {
-      if (root) return RejectReason::companion_missing;
+      if (root) {
+        missing = name;
+        return RejectReason::companion_missing;
+      }
       continue;
     }
     std::optional<RejectReason> why;
@@ -513,8 +519,11 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
     if (res.error().code != ErrorCode::unsatisfiable && res.error().code != ErrorCode::not_found)
       return std::unexpected(res.error());
     note_extension_misses(p, resolver.rejected(), main, v);
-    p.reject(Rejection{main, v.to_string(), idx.url, failed_set_reason(p, provider, idx, roots, opts.filter), res.error().message,
-                       mc.file.file.filename});
+    std::string missing;
+    const auto why = failed_set_reason(p, provider, idx, roots, opts.filter, missing);
+    if (why == RejectReason::companion_missing && !p.companion_gap)
+      p.companion_gap = CompanionGap{main, v, channel, idx.variant, missing};
+    p.reject(Rejection{main, v.to_string(), idx.url, why, res.error().message, mc.file.file.filename});
     p.last_closure_error = res.error();
     return false;
   }
@@ -614,6 +623,15 @@ Error no_set_error(Pass& p) {
                             req_text, gpu_list(p.host.gpus), p.driver());
     e.causes.push_back("the newest builds that came closest:");
     for (const auto& c : p.closest) e.causes.push_back(c);
+  } else if (const auto& gap = p.companion_gap; gap && p.gpu_host) {
+    // The real reason of the nearest rejection (issue 56, item 1): a covering build exists.
+    e.message = fmt::format("{} {} ({} {}) has code for {}, but its index has no {} for it (companion-missing)", gap->main,
+                            gap->version.to_string(), gap->channel, gap->variant, gpu_list(p.host.gpus), gap->companion);
+    if (!p.closest.empty()) {
+      e.causes.push_back("the newest builds with every companion came closest:");
+      for (const auto& c : p.closest) e.causes.push_back(c);
+    }
+    if (p.request.gap_out) *p.request.gap_out = gap;
   } else if (arch_problem) {
     e.message = fmt::format("no GPU build of {} covers {}", req_text, gpu_list(p.host.gpus));
     e.causes.push_back("the newest builds that came closest:");
@@ -776,6 +794,18 @@ FrameworkRequest split_request(const FrameworkSpec& spec, const std::vector<spec
                                              [&](const specs::Requirement& r) { return r.normalized_name() == main; }))
     out.framework.insert(out.framework.begin(), *specs::Requirement::parse(main));
   return out;
+}
+
+FrameworkRequest without_companion(const FrameworkSpec& spec, FrameworkRequest request, const CompanionGap& gap) {
+  if (request.framework.empty()) {
+    request.framework.push_back(*specs::Requirement::parse(specs::normalize_name(spec.main_package)));
+    for (const auto& c : spec.companions) request.framework.push_back(*specs::Requirement::parse(specs::normalize_name(c)));
+  }
+  std::erase_if(request.framework, [&](const specs::Requirement& r) { return r.normalized_name() == gap.companion; });
+  request.channel = gap.channel;
+  request.rejected_out = nullptr;
+  request.gap_out = nullptr;
+  return request;
 }
 
 } // namespace envfix::resolver

@@ -95,6 +95,17 @@ struct HostTarget {
   TargetEnvironment python;
 };
 
+// The nearest set a request misses only by a companion (issue 56, item 1): a build of the main
+// package that covers the host's GPUs, whose index has no file of a companion the request names
+// (companion-missing). api/plan.cpp resolves the request without that companion and, when it
+// resolves, offers it: an error's first line names this, never "no build covers".
+struct CompanionGap {
+  std::string main; // normalized
+  specs::Version version;
+  std::string channel, variant;
+  std::string companion; // normalized: the one its index lacks
+};
+
 struct FrameworkRequest {
   std::vector<specs::Requirement> framework; // main package and companions, with pins
   std::vector<specs::Requirement> others;    // any other packages to resolve with them
@@ -103,6 +114,7 @@ struct FrameworkRequest {
   bool allow_cpu = false;
   bool allow_unhashed = false;
   std::vector<Rejection>* rejected_out = nullptr; // when nothing fits: every rejection, for --explain
+  std::optional<CompanionGap>* gap_out = nullptr; // when nothing fits: the nearest set, if a companion kept it out
 };
 
 struct FrameworkChoice {
@@ -151,5 +163,10 @@ namespace envfix::resolver {
 // Choosing the framework set).
 [[nodiscard]] FrameworkRequest split_request(const FrameworkSpec& spec, const std::vector<specs::Requirement>& request,
                                              const std::vector<std::string>& installed_names);
+
+// The request without the companion a gap lacks, on the gap's channel: the nearest request, which
+// api/plan.cpp resolves before offering it. An empty framework list stands for the default set
+// (FrameworkSpec::companions), spelled out here so that the companion can be left out.
+[[nodiscard]] FrameworkRequest without_companion(const FrameworkSpec& spec, FrameworkRequest request, const CompanionGap& gap);
 
 } // namespace envfix::resolver

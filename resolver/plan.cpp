@@ -37,7 +37,7 @@ Plan make_plan(const PlanInputs& in) {
     if (it != installed.end())
       for (const auto* p : it->second)
         if (p->version == pin.version && p->version.local() == pin.version.local()) same = p;
-    if (same && !in.reinstall) {
+    if (same && !in.reinstall && !(in.replaces_installed && in.replaces_installed(pin))) {
       plan.keep.push_back(pin.name + "==" + pin.version.to_string());
       for (const auto* p : it->second)
         if (p != same) plan.remove.push_back(PlanRemove::of(*p, RemoveReason::duplicate));

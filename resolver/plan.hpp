@@ -4,6 +4,7 @@
 // executes it.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,6 +73,10 @@ struct PlanInputs {
   std::vector<std::string> framework_packages;                  // every package of the framework family (torch, torchvision, …)
   std::vector<std::string> cuda_runtime_prefixes = {"nvidia-"}; // CUDA runtime wheels of a variant
   bool reinstall = false; // a pin at the installed version is installed again (replaces it), not kept
+  // A pin at the installed version that is another build than the installed one, which it must
+  // replace (resolver/evidence.hpp InstalledBuilds::replaces): a build is its files, not its name
+  // and version. Unset: none is.
+  std::function<bool(const Pin&)> replaces_installed;
 };
 
 [[nodiscard]] Plan make_plan(const PlanInputs& in);

@@ -1,6 +1,7 @@
 #include "wheel/record.hpp"
 
 #include <charconv>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -95,6 +96,22 @@ const RecordEntry* Record::find(std::string_view path) const {
   for (const auto& e : entries)
     if (e.path == path) return &e;
   return nullptr;
+}
+
+bool same_build(const Record& installed, const Record& wheel) {
+  std::unordered_map<std::string_view, const RecordEntry*> by_path; // torch's RECORD has ~15k rows
+  for (const auto& e : installed.entries) by_path.emplace(e.path, &e);
+  std::size_t compared = 0;
+  for (const auto& e : wheel.entries) {
+    if (e.hash_algo.empty()) continue;
+    const auto top = std::string_view(e.path).substr(0, e.path.find('/'));
+    if (top.ends_with(".dist-info") || top.ends_with(".data")) continue;
+    const auto it = by_path.find(e.path);
+    const RecordEntry* mine = it == by_path.end() ? nullptr : it->second;
+    if (!mine || mine->hash_algo != e.hash_algo || mine->hash_b64 != e.hash_b64) return false;
+    ++compared;
+  }
+  return compared > 0;
 }
 
 } // namespace envfix::wheel

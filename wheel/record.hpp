@@ -42,4 +42,10 @@ struct Record {
   [[nodiscard]] const RecordEntry* find(std::string_view path) const;
 };
 
+// Is an installed distribution the build a wheel holds? Every file the wheel's RECORD hashes (its
+// `.dist-info/` and `.data/` folders aside: installers write those, or move them elsewhere) is
+// installed at the same path with the same sha256. A build is its files (issue 56): name and
+// version alone never decide; a wheel that hashes no file is no evidence either way (false).
+[[nodiscard]] bool same_build(const Record& installed, const Record& wheel);
+
 } // namespace envfix::wheel

@@ -817,6 +817,196 @@ frameworks:
     }
   }
 
+  // Issue 56, item 3: a build is its files. The index serves evfw 3.0.0+cu128 with sm_90 code; the
+  // installed evfw 3.0.0+cu128 came from another source, built for sm_80 (or partly for sm_90). The
+  // installed binaries speak for the installed build only: the index's file, another build by its
+  // RECORD, is planned in its place (never "no build covers sm_90", never "Nothing to do").
+  TEST_CASE("a same-version build from another source: the index's file replaces it; doctor's fix, run as printed, heals") {
+    auto spec = [](const std::string& simple_dir, const std::string& files_dir, const std::vector<std::string>& archs) {
+      std::string files = R"("evfw/__init__.py": "VALUE = 1\n")";
+      for (std::size_t i = 0; i < archs.size(); ++i)
+        files += fmt::format(R"(, "evfw/lib/libevfw_kernels{}.so": {})", i, byte_list(arch_shared_object(archs[i])));
+      return fmt::format(R"({{"simple_dir": "{}", "files_dir": "{}", "packages": [
+        {{"name": "evfw", "version": "3.0.0+cu128", "tags": ["py3-none-manylinux_2_17_x86_64"], "files": {{{}}}}}]}})",
+                         simple_dir, files_dir, files);
+    };
+    World w(spec("whl/cu128", "whl/files", {"90", "90"}));
+    write(w.root() / "matrices/evfw.yaml", kEvfwMatrices);
+    const std::string m = (w.root() / "matrices").string();
+    auto target = [&](std::vector<std::string> head, const fs::path& ve) {
+      head.insert(head.end(), {"--framework", "evfw", "--matrices", m, "--mirror", w.base_url(), "--gpu", "sm_90", "--driver",
+                               "580.65.06", "--python", (ve / "bin/python").string()});
+      return head;
+    };
+    auto install_other = [&](const std::vector<std::string>& archs) {
+      w.rebuild_index(spec("other/simple", "other/files", archs));
+      auto ve = w.venv("venv");
+      auto pip = w.pip(ve, {"install", "-q", "--index-url", w.http_base() + "/other/simple", "evfw==3.0.0+cu128"});
+      REQUIRE_MESSAGE(pip.ok(), pip.err);
+      return ve;
+    };
+    // Each .so of the installed evfw, by its sha256 (the files a build is).
+    auto so_hashes = [](const fs::path& ve) {
+      std::map<std::string, std::string> out;
+      for (const auto& e : fs::recursive_directory_iterator(ve))
+        if (e.path().extension() == ".so" && e.path().string().find("/evfw/lib/") != std::string::npos)
+          out[e.path().filename().string()] = util::sha256_hex(slurp(e.path()));
+      return out;
+    };
+    const std::string index_so = util::sha256_hex(arch_shared_object("90")); // every .so of the index's build
+
+    SUBCASE("the other build has no sm_90 code: doctor's fix, run as printed, installs the index's file") {
+      auto ve = install_other({"80", "80"});
+      const auto d = w.envfix(target({"doctor", "--format", "json", "--no-repro"}, ve));
+      CHECK(d.rc == 1);
+      const auto dj = json::parse(d.out);
+      CHECK(dj["verdict"] == "broken");
+      const auto fix = dj["fix"].get<std::string>();
+      REQUIRE_MESSAGE(fix.starts_with("envfix apply evfw "), fix);
+      auto healed = util::run_process({"/bin/sh", "-c", fix}, [&] {
+        auto o = w.envfix_options();
+        o.set_env["PATH"] = envfix_bin().parent_path().string() + ":/usr/bin:/bin";
+        return o;
+      }());
+      REQUIRE(healed);
+      MESSAGE(fix << " -> " << healed->exit_code << "\n" << healed->err);
+      CHECK(healed->exit_code == 0);
+      CHECK(healed->err.find("no GPU build") == std::string::npos);
+      CHECK(w.pip_list(ve).at("evfw") == "3.0.0+cu128");
+      for (const auto& [name, sha] : so_hashes(ve)) CHECK_MESSAGE(sha == index_so, name);
+      const auto d2 = w.envfix(target({"doctor", "--format", "json", "--no-repro"}, ve));
+      CHECK(json::parse(d2.out)["verdict"] == "healthy");
+    }
+    SUBCASE("the other build covers sm_90 partly: plan replaces it, never 'Nothing to do'") {
+      auto ve = install_other({"90", "80"});
+      const auto before = manifest(ve);
+      const auto p = w.envfix(target({"plan", "--format", "json"}, ve));
+      REQUIRE(p.rc == 0);
+      const auto j = json::parse(p.out);
+      REQUIRE(j["install"].size() == 1);
+      CHECK(j["install"][0]["version"] == "3.0.0+cu128");
+      CHECK(j["install"][0]["replaces"] == "3.0.0+cu128");
+      CHECK(p.err.find("Nothing to do") == std::string::npos);
+      CHECK(manifest(ve) == before);
+      const auto a = w.envfix(target({"apply", "--yes"}, ve));
+      CHECK(a.rc == 0);
+      for (const auto& [name, sha] : so_hashes(ve)) CHECK_MESSAGE(sha == index_so, name);
+    }
+    SUBCASE("the installed build is the index's own file: its binaries decide for that file, nothing to replace") {
+      auto ve = w.venv("venv");
+      auto pip = w.pip(ve, {"install", "-q", "--index-url", w.http_base() + "/whl/cu128", "evfw==3.0.0+cu128"});
+      REQUIRE_MESSAGE(pip.ok(), pip.err);
+      const auto p = w.envfix(target({"plan", "--format", "json"}, ve));
+      REQUIRE(p.rc == 0);
+      CHECK(json::parse(p.out)["install"].empty());
+    }
+  }
+
+  // Issue 56, item 1: the release that covers the GPU lacks a companion (torchaudio for a nightly).
+  // "gapfw" 3.0.0 (stable) has sm_80 only; its nightly 3.1.0 has sm_90, but the nightly index has no
+  // gapaudio. The error's first line names that, and its hint is the request without gapaudio, proven
+  // to resolve before it is printed; run as printed, it installs the nightly and removes gapaudio.
+  constexpr const char* kGapfwMatrices = R"YAML(schema: 1
+frameworks:
+  gapfw:
+    main_package: gapfw
+    companions: [gapaudio]
+    default_mirror: "https://gapfw.invalid"
+    channels:
+      stable: "{mirror}/whl/{variant}"
+      nightly: "{mirror}/whl/nightly/{variant}"
+    nightly_coupling: same-build-date
+    source: "envfix tests/apply/test_apply.cpp"
+    variants:
+      cu128: {cuda: "12.8"}
+    smoke:
+      step_a: "import gapfw; print('step A ok')"
+      step_b: "import gapfw; print('step B ok')"
+      companions:
+        gapaudio: "import gapaudio; print('gapaudio ok')"
+      cpu:
+        step: "import gapfw; print('cpu ok')"
+        companions:
+          gapaudio: "import gapaudio; print('gapaudio ok')"
+    releases:
+      - versions: ["3.0.0"]
+        python: [cp311, cp312]
+        source: "test fixture"
+        variants:
+          cu128:
+            linux_x86_64: {sass: [sm_80], ptx: [], confidence: verified, source: "test fixture"}
+      - nightly: "3.1.0"
+        python: [cp311, cp312]
+        source: "test fixture"
+        variants:
+          cu128:
+            linux_x86_64: {sass: [sm_90], ptx: [], confidence: verified, source: "test fixture"}
+    coupling:
+      - {version: "3.0.0", date: "2026-01-01", companions: {gapaudio: "3.0.0"}, source: "test fixture"}
+)YAML";
+
+  TEST_CASE("the covering nightly lacks a companion: the error names it; the proven request without it, run as printed, heals") {
+    auto pkg = [](const std::string& name, const std::string& version, const std::string& requires_dist,
+                  const std::string& arch) {
+      std::string files = fmt::format(R"("{}/__init__.py": "VALUE = 1\n")", name);
+      if (!arch.empty()) files += fmt::format(R"(, "{}/lib/lib{}.so": {})", name, name, byte_list(arch_shared_object(arch)));
+      return fmt::format(R"({{"name": "{}", "version": "{}", "tags": ["py3-none-manylinux_2_17_x86_64"], "requires_dist": [{}],
+        "files": {{{}}}}})",
+                         name, version, requires_dist, files);
+    };
+    World w(fmt::format(R"({{"simple_dir": "whl/cu128", "files_dir": "whl/files", "packages": [{}, {}]}})",
+                        pkg("gapfw", "3.0.0+cu128", "", "80"), pkg("gapaudio", "3.0.0+cu128", R"("gapfw==3.0.0")", "80")));
+    w.rebuild_index(fmt::format(R"({{"simple_dir": "whl/nightly/cu128", "files_dir": "whl/files", "packages": [{}]}})",
+                                pkg("gapfw", "3.1.0.dev20261201+cu128", "", "90")));
+    write(w.root() / "matrices/gapfw.yaml", kGapfwMatrices);
+    auto ve = w.venv("venv");
+    auto pip = w.pip(ve, {"install", "-q", "--index-url", w.http_base() + "/whl/cu128", "gapfw==3.0.0+cu128", "gapaudio"});
+    REQUIRE_MESSAGE(pip.ok(), pip.err);
+    const auto before = manifest(ve);
+
+    auto a = w.envfix({"apply", "gapfw", "gapaudio", "--framework", "gapfw", "--matrices", (w.root() / "matrices").string(),
+                       "--mirror", w.base_url(), "--gpu", "sm_90", "--driver", "580.65.06", "--python",
+                       (ve / "bin/python").string(), "--yes"});
+    CHECK(a.rc != 0);
+    CHECK(manifest(ve) == before);
+    // The first line is the real reason of the nearest rejection.
+    const auto first = a.err.substr(0, a.err.find('\n'));
+    CHECK_MESSAGE(first.find("gapfw 3.1.0.dev20261201+cu128 (nightly cu128) has code for sm_90, but its index has no gapaudio "
+                             "for it (companion-missing)") != std::string::npos,
+                  first);
+    CHECK(first.find("no GPU build") == std::string::npos);
+    const auto at = a.err.find("`envfix apply ");
+    REQUIRE_MESSAGE(at != std::string::npos, a.err);
+    const auto fix = a.err.substr(at + 1, a.err.find('`', at + 1) - at - 1);
+    CHECK(fix.find("gapaudio") == std::string::npos);
+    CHECK(fix.find("--channel nightly") != std::string::npos);
+    CHECK(a.err.find("gapaudio has no build for gapfw 3.1.0.dev20261201+cu128") != std::string::npos);
+
+    // doctor proves its fix before it shows it: the request it would print (gapfw gapaudio) does not
+    // resolve, so its fix is that same nearest request, and says why.
+    auto d = w.envfix({"doctor", "--format", "json", "--no-repro", "--framework", "gapfw", "--matrices",
+                       (w.root() / "matrices").string(), "--mirror", w.base_url(), "--gpu", "sm_90", "--driver", "580.65.06",
+                       "--python", (ve / "bin/python").string()});
+    CHECK(d.rc == 1);
+    const auto dj = json::parse(d.out);
+    REQUIRE(dj["frameworks"].size() == 1);
+    CHECK(dj["frameworks"][0]["fix_proof"]["state"] == "nearest");
+    CHECK(dj["frameworks"][0]["fix_proof"]["detail"].get<std::string>().find("gapaudio has no build for gapfw") !=
+          std::string::npos);
+    CHECK(dj["fix"] == fix);
+
+    // The printed command, as printed (envfix on PATH; --yes is the answer to its prompt).
+    auto o = w.envfix_options();
+    o.set_env["PATH"] = envfix_bin().parent_path().string() + ":/usr/bin:/bin";
+    auto healed = util::run_process({"/bin/sh", "-c", fix + " --yes"}, o);
+    REQUIRE(healed);
+    MESSAGE(fix << " -> " << healed->exit_code << "\n" << healed->err);
+    CHECK(healed->exit_code == 0);
+    const auto after = w.pip_list(ve);
+    CHECK(after.at("gapfw") == "3.1.0.dev20261201+cu128");
+    CHECK_FALSE(after.contains("gapaudio"));
+  }
+
   // "cpufw" has a CUDA variant and a CPU variant. Its GPU steps always fail, so a pass proves that the
   // CPU step ran instead; the CPU step checks that it cannot see a GPU, and fails when CPUFW_FAIL is set.
   constexpr const char* kCpufwMatrices = R"YAML(schema: 1

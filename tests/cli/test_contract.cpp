@@ -63,6 +63,17 @@ TEST_SUITE("cli/cli/contract") {
     }
   }
 
+  TEST_CASE("bytes that are not UTF-8 in an argument: a JSON document, never an abort") {
+    // A path or a URL from the user's shell may hold any bytes; nlohmann::json throws on them by default.
+    auto r = run({"doctor", "--format", "json", "--no-repro", "--no-kernels", "--gpu", "sm_90", "--driver", "580.65.06",
+                  "--mirror", "https://mirror.invalid/\xff\xfe"});
+    CAPTURE(r.err);
+    CHECK(r.exit_code >= 0);
+    CHECK(r.err.find("terminate called") == std::string::npos);
+    auto doc = json::parse(r.out, nullptr, false);
+    CHECK(doc.is_object());
+  }
+
   TEST_CASE("export's file format is --as; the global --format stays text|json and says so") {
     auto r = run({"export", "--format", "pylock"});
     CHECK(r.exit_code != 0);

@@ -58,6 +58,18 @@ TEST_SUITE("unit/index/zip") {
     fs::remove_all(big.dir);
   }
 
+  TEST_CASE("RECORD from a wheel through a range reader: the member asked, named in the error when absent") {
+    auto b = build_one(R"({"name":"demo-pkg","version":"1.0","files":{"demo_pkg/__init__.py":"X = 1\n"}})");
+    auto r = read_wheel_dist_info(b.wheel.size(), string_reader(b.wheel), "RECORD", "demo.whl");
+    REQUIRE_MESSAGE(r, (r ? "" : r.error().render()));
+    CHECK(r->find("demo_pkg/__init__.py,sha256=") != std::string::npos);
+    CHECK(r->find("demo_pkg-1.0.dist-info/METADATA,sha256=") != std::string::npos);
+    auto none = read_wheel_dist_info(b.wheel.size(), string_reader(b.wheel), "entry_points.txt", "demo.whl");
+    REQUIRE_FALSE(none);
+    CHECK(none.error().message == "demo.whl: wheel has no .dist-info/entry_points.txt");
+    fs::remove_all(b.dir);
+  }
+
   TEST_CASE("corrupt and hostile zips fail with a clear error, never read out of bounds") {
     auto b = build_one(R"({"name":"demo","version":"1.0","compress":false})");
     const std::string& w = b.wheel;

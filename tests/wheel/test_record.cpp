@@ -126,4 +126,35 @@ TEST_SUITE("unit/wheel/record") {
     }
   }
 
+  TEST_CASE("same_build: the installed files against the wheel's RECORD, not the name and version") {
+    const std::string wheel_text = "evfw/__init__.py,sha256=AAAA,9\r\n"
+                                   "evfw/lib/libk.so,sha256=BBBB,100\r\n"
+                                   "evfw-3.0.0+cu128.dist-info/METADATA,sha256=CCCC,50\r\n"
+                                   "evfw-3.0.0+cu128.data/scripts/evfw,sha256=DDDD,20\r\n"
+                                   "evfw-3.0.0+cu128.dist-info/RECORD,,\r\n";
+    const auto wheel = wheel::Record::parse(wheel_text, "wheel RECORD").value();
+    // pip's installed RECORD: the same files, plus .pyc, INSTALLER, a rewritten METADATA hash and the
+    // script moved to bin/ with another hash.
+    auto installed = [](const std::string& so_hash) {
+      return wheel::Record::parse("evfw/__init__.py,sha256=AAAA,9\n"
+                                  "evfw/__pycache__/__init__.cpython-312.pyc,,\n"
+                                  "evfw/lib/libk.so,sha256=" +
+                                      so_hash +
+                                      ",100\n"
+                                      "evfw-3.0.0+cu128.dist-info/INSTALLER,sha256=EEEE,4\n"
+                                      "evfw-3.0.0+cu128.dist-info/METADATA,sha256=FFFF,50\n"
+                                      "../../../bin/evfw,sha256=GGGG,20\n",
+                                  "installed RECORD", wheel::RecordSource::installed)
+          .value();
+    };
+    CHECK(wheel::same_build(installed("BBBB"), wheel));
+    CHECK_FALSE(wheel::same_build(installed("XXXX"), wheel)); // another build of the same version
+    // A file of the wheel missing from the install is another build too.
+    const auto fewer =
+        wheel::Record::parse("evfw/__init__.py,sha256=AAAA,9\n", "installed", wheel::RecordSource::installed).value();
+    CHECK_FALSE(wheel::same_build(fewer, wheel));
+    // A wheel whose RECORD hashes nothing outside its metadata proves nothing.
+    const auto bare = wheel::Record::parse("x-1.0.dist-info/METADATA,sha256=CCCC,50\n", "bare").value();
+    CHECK_FALSE(wheel::same_build(installed("BBBB"), bare));
+  }
 } // TEST_SUITE
