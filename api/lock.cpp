@@ -44,7 +44,7 @@ lockfile::LockedHost lock_host(const PlanContext& ctx) {
     lh.platform = lockfile::set_platform(files, ctx.host.tag_env.arch);
   }
   if (ctx.knowledge && ctx.framework_index && ctx.framework_index->cuda && !ctx.host.gpus.empty())
-    lh.driver_min = ctx.knowledge->min_driver(*ctx.framework_index->cuda).value_or("");
+    lh.driver_min = ctx.knowledge->set_driver_floor(*ctx.framework_index->cuda, ctx.host.driver).value_or("");
   return lh;
 }
 

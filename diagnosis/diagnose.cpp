@@ -13,6 +13,7 @@
 #include "diagnosis/cuda_error.hpp"
 #include "probe/installed.hpp"
 #include "probe/installed_kernels.hpp"
+#include "matrices/answers.hpp"
 #include "resolver/frameworks.hpp"
 #include "resolver/source_build.hpp"
 #include "specs/name.hpp"
@@ -238,11 +239,27 @@ const matrices::Variant* target_variant(const DoctorReport& r, const FrameworkRe
   const auto* installed = s.variant.empty() ? nullptr : s.fw->variant(s.variant);
   if (installed && (installed->kind != "cpu" || !gpu_host(r))) return installed;
   if (!gpu_host(r)) return nullptr;
+  // A variant some release of which has code (SASS or PTX) for every GPU, per the matrices: jax's
+  // cuda13 starts at sm_75, so a GTX 1080 (sm_61) gets cuda12 (issue 56, item 7).
+  auto covers = [&](const matrices::Variant& v) {
+    if (!r.knowledge) return true;
+    return std::all_of(r.facts.gpus.begin(), r.facts.gpus.end(), [&](const probe::GpuInfo& g) {
+      const auto found = matrices::builds_for_gpu(*r.knowledge, *s.fw, g.cc, matrices::matrix_platform("", g.cc), "linux", "");
+      return std::any_of(found.builds.begin(), found.builds.end(), [&](const matrices::GpuBuild& b) {
+        return b.build.variant == v.name && (b.runs == matrices::RunKind::native || b.runs == matrices::RunKind::jit);
+      });
+    });
+  };
   const matrices::Variant* best = nullptr;
+  bool best_covers = false;
   for (const auto& v : s.fw->variants) {
     if (v.kind != "cuda" || !v.cuda) continue;
     if (r.facts.driver && r.knowledge && !r.knowledge->driver_supports(r.facts.driver->version, *v.cuda)) continue;
-    if (!best || *best->cuda < *v.cuda) best = &v;
+    const bool c = covers(v);
+    if (!best || (c && !best_covers) || (c == best_covers && *best->cuda < *v.cuda)) {
+      best = &v;
+      best_covers = c;
+    }
   }
   return best;
 }

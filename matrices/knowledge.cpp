@@ -193,6 +193,15 @@ std::optional<DriverFloor> Knowledge::driver_floor(specs::CudaVersion cuda, std:
   return std::nullopt;
 }
 
+std::optional<std::string> Knowledge::set_driver_floor(specs::CudaVersion cuda, std::string_view host_driver,
+                                                       std::string_view os) const {
+  auto own = min_driver(cuda, os);
+  if (own && (!is_driver_version(host_driver) || compare_driver_versions(host_driver, *own) >= 0)) return own;
+  auto floor = minor_compat_driver(cuda, os);
+  if (floor && is_driver_version(host_driver) && compare_driver_versions(host_driver, *floor) >= 0) return floor;
+  return own ? own : floor;
+}
+
 bool Knowledge::driver_supports(std::string_view driver_version, specs::CudaVersion cuda, bool allow_minor_compat,
                                 std::string_view os) const {
   if (!is_driver_version(driver_version)) return false;

@@ -328,6 +328,12 @@ public:
   // its major (a toolkit newer than the data: cu136 → the 13.x floor, exact=false); nullopt when
   // nothing of that major is known.
   [[nodiscard]] std::optional<DriverFloor> driver_floor(specs::CudaVersion cuda, std::string_view os = "linux") const;
+  // The lowest driver a lock records for a set of CUDA `cuda` chosen for a host whose driver is
+  // `host_driver` ("" unknown): the toolkit's own release driver, unless that host runs the set below
+  // it through minor-version compatibility; then the major's floor, which the host meets (a lock made
+  // on driver 535 for a CUDA 12.8 set records 525.60.13, not 570.26, so that it applies there).
+  [[nodiscard]] std::optional<std::string> set_driver_floor(specs::CudaVersion cuda, std::string_view host_driver,
+                                                            std::string_view os = "linux") const;
   // "RTX 5090", "NVIDIA GeForce RTX 5090", "NVIDIA H100 80GB HBM3", "A100-SXM4-80GB", an alias, and
   // names as people type them: words in order ("Jetson Thor" → Jetson AGX Thor), spacing ("rtx5090").
   // An ambiguous short form (two compute capabilities) resolves to nothing.

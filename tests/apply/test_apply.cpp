@@ -540,6 +540,24 @@ print("ok")
     CHECK(lock.find("variant: cu128") != std::string::npos);
     const auto before = manifest(ve);
 
+    {
+      // Issue 56, item 7: a lock made for a driver that runs CUDA 12.8 through minor-version
+      // compatibility records that floor, so that `apply --locked` takes it on that very host.
+      const auto old_lock = (w.root() / "driver535.lock").string();
+      auto common = [&](std::vector<std::string> a) {
+        a.insert(a.end(), {"--framework", "fixfw", "--matrices", (w.root() / "matrices").string(), "--mirror", w.base_url(),
+                           "--gpu", "sm_90", "--driver", "535.104.05", "--python", py, "--lockfile", old_lock});
+        return a;
+      };
+      auto l = w.envfix(common({"lock", "fixfw==1.0.0"}));
+      REQUIRE(l.rc == 0);
+      CHECK(slurp(old_lock).find("driver-min: \"525.60.13\"") != std::string::npos);
+      auto locked = w.envfix(common({"apply", "--locked", "--yes"}));
+      CHECK(locked.rc == 0);
+      CHECK(locked.err.find("no target") == std::string::npos);
+      CHECK(manifest(ve) == before);
+    }
+
     SUBCASE("a failing smoke test rolls back to a byte-identical venv, with the framework's own error") {
       auto bad = w.envfix(fw({"fixfw==1.1.0"}), {{"FIXFW_FAIL", "1"}});
       CHECK(bad.rc == 2);

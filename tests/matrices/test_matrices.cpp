@@ -230,6 +230,12 @@ TEST_SUITE("unit/matrices/matrices") {
     CHECK(!k.driver_supports("575.57.08", {13, 0}));        // a 12.x driver cannot run 13.x
     CHECK(k.driver_supports("580.159.04", {13, 0}, false)); // the H200 fixture's driver
     CHECK(!k.driver_supports("garbage", {12, 8}));
+    // What a lock records (issue 56, item 7): the floor the host really runs the set by.
+    CHECK(k.set_driver_floor({12, 8}, "580.65.06") == "570.26");
+    CHECK(k.set_driver_floor({12, 8}, "535.104.05") == "525.60.13"); // minor-version compatibility
+    CHECK(k.set_driver_floor({12, 8}, "") == "570.26");              // no driver known: the toolkit's own
+    CHECK(k.set_driver_floor({12, 8}, "470.82.01") == "570.26");     // a driver that runs it not at all
+    CHECK(k.set_driver_floor({13, 0}, "580.159.04") == "580.65.06");
     CHECK(compare_driver_versions("570.26", "570.124.06") < 0);
     CHECK(compare_driver_versions("580", "580.0.0") == 0);
     CHECK(compare_driver_versions("590.44.01", "580.95.05") > 0);
