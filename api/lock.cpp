@@ -2,6 +2,7 @@
 #include "api/lock.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include "resolver/installed.hpp"
 #include "specs/name.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 
 namespace envfix::api {
 
@@ -181,27 +183,35 @@ std::string main_version(const PlanContext& ctx) {
 
 } // namespace
 
-Expected<LockReport> lock(const Options& g, const LockRequest& o) {
-  LockReport rep;
-  const fs::path out = o.output.empty() ? fs::path(g.lockfile) : fs::path(o.output);
-  rep.path = out.string();
+// `lock --check` with no request and no --target: what the lock records, not this host. Each recorded
+// target becomes a host (its GPUs, Python, platform, the driver floor it records, its channel, variant
+// and index unless the run names its own), so that the check re-resolves the lock's own request for
+// the lock's own targets (issue 56, item 7).
+std::vector<Options> recorded_hosts(const Options& g, const lockfile::LockFile& lock) {
   std::vector<Options> hosts;
-  if (o.targets.empty()) hosts.push_back(g);
-  for (const auto& t : o.targets) hosts.push_back(ENVFIX_TRY(apply_target_spec(g, t)));
-  PlanRequest flags{.requirements = o.requirements, .pre = o.pre, .allow_unhashed = o.allow_unhashed, .prefer_installed = false};
-
-  std::vector<PlanContext> ctxs;
-  for (std::size_t i = 0; i < hosts.size(); ++i) {
-    auto ctx = build_plan(hosts[i], flags);
-    if (!ctx)
-      return std::unexpected(std::move(ctx.error())
-                                 .context(o.targets.empty() ? std::string("resolving for this host")
-                                                            : fmt::format("resolving for --target {}", o.targets[i])));
-    ctxs.push_back(std::move(*ctx));
+  for (const auto& t : lock.targets) {
+    Options h = g;
+    h.gpus = t.host.gpus.empty() ? std::vector<std::string>{"none"} : t.host.gpus;
+    h.python_version = t.host.python;
+    h.platform = t.host.platform;
+    if (!t.host.driver_min.empty()) h.driver = t.host.driver_min;
+    if (!lock.framework.empty()) {
+      h.framework = lock.framework;
+      h.detect_framework = false;
+    }
+    if (g.channel == "auto" && !t.channel.empty()) h.channel = t.channel;
+    if (g.variant.empty()) h.variant = t.variant;
+    if (g.index_url.empty() && g.mirror.empty() && !t.index.empty()) h.index_url = t.index;
+    hosts.push_back(std::move(h));
   }
-  auto& notes = rep.notes;
-  // One framework version for every target when one version serves them all: the lowest of the
-  // versions each target chose on its own.
+  return hosts;
+}
+
+// One framework version for every target when one version serves them all: the lowest of the
+// versions each target chose on its own. `name(i)`: how the notes call target i.
+void align_versions(std::vector<PlanContext>& ctxs, const std::vector<Options>& hosts, const PlanRequest& flags,
+                    const std::vector<std::string>& request, const std::function<std::string(std::size_t)>& name,
+                    std::vector<std::string>& notes) {
   if (ctxs.size() > 1 && ctxs[0].framework_mode()) {
     std::optional<specs::Version> lowest;
     bool differ = false;
@@ -219,10 +229,10 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
         auto pinned = flags;
         std::vector<std::string> resolved;
         for (const auto& p : ctxs[i].resolution.pins) resolved.push_back(p.name);
-        pinned.requirements = resolver::pin_main_request(*ctxs[i].spec, o.requirements, *lowest, resolved);
+        pinned.requirements = resolver::pin_main_request(*ctxs[i].spec, request, *lowest, resolved);
         auto c = build_plan(hosts[i], pinned);
         if (!c)
-          failed = fmt::format("{} ({})", o.targets[i], c.error().message);
+          failed = fmt::format("{} ({})", name(i), c.error().message);
         else
           ctxs[i] = std::move(*c);
       }
@@ -233,11 +243,46 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
                                     ctxs[0].spec->main_package, ctxs[0].spec->main_package, vs, failed));
     }
   }
+}
+
+Expected<LockReport> lock(const Options& g, const LockRequest& o) {
+  LockReport rep;
+  const fs::path out = o.output.empty() ? fs::path(g.lockfile) : fs::path(o.output);
+  rep.path = out.string();
+  std::vector<Options> hosts;
+  if (o.targets.empty()) hosts.push_back(g);
+  for (const auto& t : o.targets) hosts.push_back(ENVFIX_TRY(apply_target_spec(g, t)));
+  PlanRequest flags{.requirements = o.requirements, .pre = o.pre, .allow_unhashed = o.allow_unhashed, .prefer_installed = false};
+  std::vector<std::string> request = o.requirements;
+  std::vector<std::string> recorded_ids; // the lock's own targets, when the check reads them
+  if (o.check && o.targets.empty() && o.requirements.empty())
+    if (auto recorded = lockfile::LockFile::read(out); recorded && !recorded->targets.empty()) {
+      hosts = recorded_hosts(g, *recorded);
+      for (const auto& t : recorded->targets) recorded_ids.push_back(t.id);
+      flags.requirements = request = recorded->request;
+      rep.notes.push_back(fmt::format("checking the lock's own request ({}) for its {} recorded target(s)",
+                                      request.empty() ? "the framework's set" : util::join(request, " "), hosts.size()));
+    }
+
+  std::vector<PlanContext> ctxs;
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    auto ctx = build_plan(hosts[i], flags);
+    if (!ctx)
+      return std::unexpected(std::move(ctx.error())
+                                 .context(!recorded_ids.empty()
+                                              ? fmt::format("resolving for the lock's target {}", recorded_ids[i])
+                                          : o.targets.empty() ? std::string("resolving for this host")
+                                                              : fmt::format("resolving for --target {}", o.targets[i])));
+    ctxs.push_back(std::move(*ctx));
+  }
+  align_versions(
+      ctxs, hosts, flags, request, [&](std::size_t i) { return i < o.targets.size() ? o.targets[i] : recorded_ids.at(i); },
+      rep.notes);
 
   auto& lock = rep.lock;
   lock.created_by = created_by();
   lock.framework = ctxs[0].framework_mode() ? ctxs[0].spec->name : "";
-  lock.request = recorded_request(ctxs[0], o.requirements);
+  lock.request = recorded_request(ctxs[0], request);
 
   // Kernels verified from binaries by an earlier apply stay, as long as the file is the same.
   std::optional<lockfile::LockFile> old;
@@ -262,7 +307,7 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
           for (const auto& op : ot->packages)
             if (op.name == p.name && op.sha256 == p.sha256 && op.kernels && op.kernels->verified) p.kernels = op.kernels;
     if (lock.find(target.id))
-      notes.push_back(fmt::format("two --target options describe the same host {}; the last one wins", target.id));
+      rep.notes.push_back(fmt::format("two --target options describe the same host {}; the last one wins", target.id));
     rep.resolved.push_back({target.id, c.resolved, c.seconds});
     lock.upsert(std::move(target));
   }

@@ -54,7 +54,9 @@ public:
     if (!plan.channel.empty())
       human(fmt::format("{} {} ({})", styled(i18n::tr("chose:"), Style::bold), i18n::tr_text(plan.why), plan.index));
     for (const auto& w : plan.warnings) warn(w);
-    human(styled(i18n::trf("Resolved {} packages in {}", ctx.resolved, human_duration(ctx.seconds)), Style::dim));
+    human(styled((ctx.resolved == 1 ? i18n::trf("Resolved {} package in {}", ctx.resolved, human_duration(ctx.seconds))
+                                    : i18n::trf("Resolved {} packages in {}", ctx.resolved, human_duration(ctx.seconds))),
+                 Style::dim));
   }
   bool proceed(const api::PlanContext& ctx) override {
     const bool ask = !m_options.yes && m_globals.format != "json" && ::isatty(STDIN_FILENO) && ::isatty(STDERR_FILENO);

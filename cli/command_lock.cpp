@@ -22,7 +22,9 @@ Expected<int> run_lock(const Globals& g, const api::LockRequest& o) {
   for (const auto& n : rep.notes) human(i18n::tr_text(n));
   human(interpreter_line(rep.host));
   for (const auto& r : rep.resolved)
-    human(styled(i18n::trf("Resolved {} packages for {} in {}", r.resolved, r.id, human_duration(r.seconds)), Style::dim));
+    human(styled((r.resolved == 1 ? i18n::trf("Resolved {} package for {} in {}", r.resolved, r.id, human_duration(r.seconds))
+                                  : i18n::trf("Resolved {} packages for {} in {}", r.resolved, r.id, human_duration(r.seconds))),
+                 Style::dim));
   if (o.check) {
     if (!rep.stale) {
       human(i18n::trf("{} is up to date", rep.path));

@@ -556,6 +556,12 @@ print("ok")
       CHECK(locked.rc == 0);
       CHECK(locked.err.find("no target") == std::string::npos);
       CHECK(manifest(ve) == before);
+      // `lock --check` with no request and no target checks what the lock records, whatever this
+      // host is (here: no --gpu, --driver or --framework; this machine has no GPU).
+      auto chk =
+          w.envfix({"lock", "--check", "--matrices", (w.root() / "matrices").string(), "--python", py, "--lockfile", old_lock});
+      CHECK(chk.rc == 0);
+      CHECK(chk.err.find("checking the lock's own request (fixfw==1.0.0) for its 1 recorded target(s)") != std::string::npos);
     }
 
     SUBCASE("a failing smoke test rolls back to a byte-identical venv, with the framework's own error") {
