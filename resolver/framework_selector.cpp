@@ -166,6 +166,7 @@ struct Pass {
   std::optional<specs::Version> extension_against;
   std::vector<std::string> skipped;          // supplementary indexes that could not be read, and why
   std::optional<CompanionGap> companion_gap; // the first covering build whose index lacks a companion
+  std::optional<ExtensionGap> extension_gap; // the first covering build an extension of the request keeps out
 
   void reject(Rejection r) { out.rejected.push_back(std::move(r)); }
   std::set<RejectReason> near_reasons;        // why the closest builds failed
@@ -501,6 +502,36 @@ void note_extension_misses(Pass& p, const std::vector<Rejection>& rejected, cons
   }
 }
 
+// The package of the request beside the framework (an extension) without which the set resolves.
+std::optional<ExtensionGap> extension_keeping_out(const Pass& p, CandidateProvider& provider, const ResolveOptions& opts,
+                                                  const std::vector<specs::Requirement>& roots, const std::string& main,
+                                                  const specs::Version& v, const std::string& channel, const FrameworkIndex& idx,
+                                                  const std::string& conflict) {
+  // Pinned elsewhere: every usable file of it requires another version of the main package.
+  auto pinned_elsewhere = [&](const specs::Requirement& other) {
+    auto files = provider.candidates(other.normalized_name());
+    if (!files) return false;
+    auto usable = classify_files(*files, opts).usable;
+    if (usable.empty()) return false;
+    return std::all_of(usable.begin(), usable.end(), [&](const ProjectFile& f) {
+      auto md = provider.metadata(f.file);
+      if (!md) return false;
+      return std::any_of(md->requires_dist.begin(), md->requires_dist.end(), [&](const specs::Requirement& q) {
+        return q.normalized_name() == main && !q.specifier.empty() && !q.specifier.contains(v, true);
+      });
+    });
+  };
+  for (const auto& other : p.request.others) {
+    if (p.extension_misses.contains(other.normalized_name()) || !pinned_elsewhere(other)) continue;
+    std::vector<specs::Requirement> without;
+    for (const auto& r : roots)
+      if (r.normalized_name() != other.normalized_name()) without.push_back(r);
+    Resolver again(provider, opts);
+    if (again.resolve(without)) return ExtensionGap{main, v, channel, idx.variant, other.normalized_name(), conflict};
+  }
+  return std::nullopt;
+}
+
 // Resolve the set of one main-package build; true when it is the choice (p.out), false when the
 // next candidate is to be tried (rejected, or kept as the JIT fallback).
 Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::string& channel, const MainCandidate& mc) {
@@ -523,6 +554,8 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
     const auto why = failed_set_reason(p, provider, idx, roots, opts.filter, missing);
     if (why == RejectReason::companion_missing && !p.companion_gap)
       p.companion_gap = CompanionGap{main, v, channel, idx.variant, missing};
+    if (why == RejectReason::conflict && p.gpu_host && !p.extension_gap)
+      p.extension_gap = extension_keeping_out(p, provider, opts, roots, main, v, channel, idx, res.error().message);
     p.reject(Rejection{main, v.to_string(), idx.url, why, res.error().message, mc.file.file.filename});
     p.last_closure_error = res.error();
     return false;
@@ -632,6 +665,23 @@ Error no_set_error(Pass& p) {
       for (const auto& c : p.closest) e.causes.push_back(c);
     }
     if (p.request.gap_out) *p.request.gap_out = gap;
+  } else if (const auto& ext = p.extension_gap; ext && p.gpu_host) {
+    e.message = fmt::format("{} {} ({} {}) has code for {}, but no build of {} on its index fits it", ext->main,
+                            ext->version.to_string(), ext->channel, ext->variant, gpu_list(p.host.gpus), ext->extension);
+    e.causes.push_back(ext->conflict);
+    if (!p.closest.empty()) {
+      e.causes.push_back("the newest builds that fit it came closest:");
+      for (const auto& c : p.closest) e.causes.push_back(c);
+    }
+    const auto recipe = extension_build_recipe(
+        {ext->extension, std::nullopt, main, ext->version.public_version(), p.host.gpus, newest_first_toolkit(p)});
+    e.causes.insert(e.causes.end(), p.skipped.begin(), p.skipped.end());
+    e.causes.push_back("`envfix plan --explain` lists every rejected file");
+    e.hint = fmt::format("install {} {} without {} (leave it out of the request; an installed {} built for another {} "
+                         "stops working), then build {} for it: {}; or keep the set you have",
+                         main, ext->version.to_string(), ext->extension, ext->extension, main, ext->extension, recipe);
+    if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
+    return e;
   } else if (arch_problem) {
     e.message = fmt::format("no GPU build of {} covers {}", req_text, gpu_list(p.host.gpus));
     e.causes.push_back("the newest builds that came closest:");

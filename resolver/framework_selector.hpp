@@ -106,6 +106,18 @@ struct CompanionGap {
   std::string companion; // normalized: the one its index lacks
 };
 
+// A covering build whose set a package the request names beside the framework (an extension such as
+// xformers) keeps out: without it the set resolves; with it, no build of it on the index fits
+// (xformers 0.0.29.post2 requires torch==2.6.0). No single command fixes that: the error names it,
+// with the extension's build for the covering release as the recipe (issue 56, item 2).
+struct ExtensionGap {
+  std::string main; // normalized
+  specs::Version version;
+  std::string channel, variant;
+  std::string extension; // normalized
+  std::string conflict;  // the resolver's own words
+};
+
 struct FrameworkRequest {
   std::vector<specs::Requirement> framework; // main package and companions, with pins
   std::vector<specs::Requirement> others;    // any other packages to resolve with them

@@ -126,6 +126,30 @@ TEST_SUITE("integration/apply/extensions") {
     }
   }
 
+  // Issue 56, item 2: an xformers pinned to an older torch (Requires-Dist torch==2.6.0, sm_90 only) beside
+  // a torch that covers the GPU. The first line names that, never "no GPU build of torch covers"; the
+  // hint is the recipe: torch without it, then xformers built for that torch with its arch variable.
+  TEST_CASE("an extension pinned to another framework version: the error names it and gives the recipe") {
+    World w(fmt::format(R"({{"simple_dir": "pt/whl/cu128", "files_dir": "pt/whl/files", "packages": [{}, {}]}})",
+                        package("torch", "2.7.0+cu128", "", "torch/lib/libtorch_cuda.so", "120"),
+                        package("xformers", "0.0.29.post2", R"("torch==2.6.0")", "xformers/_C.so", "90")));
+    auto ve = w.venv("venv");
+    Target t{w, ve};
+    const auto before = manifest(ve);
+    auto a = w.envfix(t({"apply", "torch", "xformers", "--yes", "--no-verify"}));
+    CHECK(a.rc != 0);
+    CHECK(manifest(ve) == before);
+    const auto first = a.err.substr(0, a.err.find('\n'));
+    CHECK_MESSAGE(
+        first.find("torch 2.7.0+cu128 (stable cu128) has code for sm_120, but no build of xformers on its index fits it") !=
+            std::string::npos,
+        first);
+    CHECK(a.err.find("no GPU build of torch covers") == std::string::npos);
+    CHECK(a.err.find("torch==2.6.0") != std::string::npos); // the resolver's own words: what pins it
+    CHECK(a.err.find("TORCH_CUDA_ARCH_LIST=\"12.0\"") != std::string::npos);
+    CHECK(a.err.find("install torch 2.7.0+cu128 without xformers") != std::string::npos);
+  }
+
   // Issue 33, item 8: a lock made against one mirror, applied behind another (`--locked --mirror`): the
   // framework index's files are re-pointed by the lock's own index and checked by their locked hashes,
   // and apply says so. The first mirror's tree is gone, so without re-pointing every download 404s.
