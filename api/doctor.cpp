@@ -13,7 +13,6 @@
 #include "probe/installed_kernels.hpp"
 #include "util/env.hpp"
 #include "util/parallel.hpp"
-#include "util/strings.hpp"
 #include "util/subprocess.hpp"
 #include "wheel/kernel_evidence.hpp"
 
@@ -46,10 +45,11 @@ namespace {
 // does not resolve says why beside the fix. One attempt per request: an unreachable index costs no
 // retry waits, and leaves the fix as built, not proven.
 void prove_fixes(const Options& o, diagnosis::DoctorReport& r) {
-  if (o.offline) return;
+  // A fix for an externally managed interpreter makes a new venv (--venv .venv): nothing to plan for.
+  if (o.offline || (r.facts.python && r.facts.python->externally_managed)) return;
   bool changed = false;
   for (auto& s : r.frameworks) {
-    if (s.fix.empty() || s.fix_request.empty() || s.fix.find(" --venv ") != std::string::npos) continue;
+    if (s.fix.empty() || s.fix_request.empty()) continue;
     Options po = o;
     po.framework = s.name;
     po.detect_framework = false;
@@ -71,11 +71,7 @@ void prove_fixes(const Options& o, diagnosis::DoctorReport& r) {
       if (!ctx.error().hint.empty() && s.proof == diagnosis::FixProof::failed) s.proof_detail += "; " + ctx.error().hint;
     }
   }
-  if (!changed) return;
-  std::vector<std::string> fixes;
-  for (const auto& s : r.frameworks)
-    if (!s.fix.empty()) fixes.push_back(s.fix);
-  r.fix = util::join(fixes, " && ");
+  if (changed) r.fix = diagnosis::joined_fix(r);
 }
 
 } // namespace

@@ -2,7 +2,6 @@
 #include "api/lock.hpp"
 
 #include <filesystem>
-#include <functional>
 #include <set>
 
 #include <fmt/format.h>
@@ -208,9 +207,9 @@ std::vector<Options> recorded_hosts(const Options& g, const lockfile::LockFile& 
 }
 
 // One framework version for every target when one version serves them all: the lowest of the
-// versions each target chose on its own. `name(i)`: how the notes call target i.
+// versions each target chose on its own. `names[i]`: how the notes call target i.
 void align_versions(std::vector<PlanContext>& ctxs, const std::vector<Options>& hosts, const PlanRequest& flags,
-                    const std::vector<std::string>& request, const std::function<std::string(std::size_t)>& name,
+                    const std::vector<std::string>& request, const std::vector<std::string>& names,
                     std::vector<std::string>& notes) {
   if (ctxs.size() > 1 && ctxs[0].framework_mode()) {
     std::optional<specs::Version> lowest;
@@ -232,7 +231,7 @@ void align_versions(std::vector<PlanContext>& ctxs, const std::vector<Options>& 
         pinned.requirements = resolver::pin_main_request(*ctxs[i].spec, request, *lowest, resolved);
         auto c = build_plan(hosts[i], pinned);
         if (!c)
-          failed = fmt::format("{} ({})", name(i), c.error().message);
+          failed = fmt::format("{} ({})", names.at(i), c.error().message);
         else
           ctxs[i] = std::move(*c);
       }
@@ -275,9 +274,7 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
                                                               : fmt::format("resolving for --target {}", o.targets[i])));
     ctxs.push_back(std::move(*ctx));
   }
-  align_versions(
-      ctxs, hosts, flags, request, [&](std::size_t i) { return i < o.targets.size() ? o.targets[i] : recorded_ids.at(i); },
-      rep.notes);
+  align_versions(ctxs, hosts, flags, request, recorded_ids.empty() ? o.targets : recorded_ids, rep.notes);
 
   auto& lock = rep.lock;
   lock.created_by = created_by();

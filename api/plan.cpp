@@ -97,14 +97,11 @@ Expected<resolver::Plan> plan_plain(const Options& g, const PlanRequest& flags, 
   return plan;
 }
 
-// The framework's way: the matrices' indexes (or --index-url as the framework's), evidence first, the
-// selector choosing the set for the host's GPUs and driver.
 // A request that misses a covering build only by a companion its index lacks: the request without
 // it, resolved here before it is offered (issue 56, item 1: a printed fix is proven to resolve).
 void offer_without_companion(Error& e, const resolver::CompanionGap& gap, const resolver::FrameworkRequest& nearest,
-                             const Options& g, const PlanContext& ctx, const resolver::ProviderFor& provider_for,
-                             NearestFix* out) {
-  const auto target = resolver::host_target(ctx.host.facts, ctx.host.python, *ctx.knowledge);
+                             const resolver::HostTarget& target, const Options& g, const PlanContext& ctx,
+                             const resolver::ProviderFor& provider_for, NearestFix* out) {
   auto proven = resolver::select_framework_set(*ctx.spec, target, nearest, provider_for);
   if (!proven) return;
   std::vector<std::string> args{"envfix", "apply"};
@@ -115,15 +112,18 @@ void offer_without_companion(Error& e, const resolver::CompanionGap& gap, const 
   const bool managed = ctx.host.facts.python && ctx.host.facts.python->externally_managed;
   const auto command = diagnosis::command_line(std::move(args), diagnose_options(g, {}).fix, managed, "--channel");
   const auto* pin = proven->resolution.find(gap.main);
+  const auto chosen = pin ? pin->version.to_string() : gap.version.to_string();
+  const auto lacks = fmt::format("{} has no build for {} {}", gap.companion, gap.main, gap.version.to_string());
   if (out)
-    *out = {command, fmt::format("{} has no build for {} {}: the fix installs {} {} without it (an installed {} is removed)",
-                                 gap.companion, gap.main, gap.version.to_string(), gap.main,
-                                 pin ? pin->version.to_string() : gap.version.to_string(), gap.companion)};
-  e.hint = fmt::format("{} has no build for {} {}: `{}` installs {} {} without it (an installed {} is removed); to keep {}, stay "
-                       "on a set that has it. Else: {}",
-                       gap.companion, gap.main, gap.version.to_string(), command, gap.main,
-                       pin ? pin->version.to_string() : gap.version.to_string(), gap.companion, gap.companion, e.hint);
+    *out = {command, fmt::format("{}: the fix installs {} {} without it (an installed {} is removed)", lacks, gap.main, chosen,
+                                 gap.companion)};
+  e.hint = fmt::format("{}: `{}` installs {} {} without it (an installed {} is removed); to keep {}, stay on a set that has it. "
+                       "Else: {}",
+                       lacks, command, gap.main, chosen, gap.companion, gap.companion, e.hint);
 }
+
+// The framework's way: the matrices' indexes (or --index-url as the framework's), evidence first, the
+// selector choosing the set for the host's GPUs and driver.
 
 Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& flags, PlanContext& ctx,
                                         const std::string& index_url, const ExtraIndexes& extras,
@@ -198,7 +198,8 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   if (!choice) {
     auto e = resolver::selection_error(std::move(choice).error(), spec, providers);
     if (gap)
-      offer_without_companion(e, *gap, resolver::without_companion(spec, req, *gap), g, ctx, provider_for, flags.nearest_out);
+      offer_without_companion(e, *gap, resolver::without_companion(spec, req, *gap), target, g, ctx, provider_for,
+                              flags.nearest_out);
     return std::unexpected(std::move(e));
   }
   auto plan = resolver::framework_plan({&*choice, &spec, host.installed, fws.note, flags.reinstall, !host.gpus.empty(),

@@ -97,7 +97,12 @@ void human(std::string_view raw) {
   std::fputc('\n', stderr);
 }
 
-void machine_json(const nlohmann::json& doc) { machine(doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)); }
+namespace {
+// Indented; bytes that are not UTF-8 (an argument, a path) become U+FFFD instead of an exception.
+std::string json_text(const nlohmann::json& doc) { return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+} // namespace
+
+void machine_json(const nlohmann::json& doc) { machine(json_text(doc)); }
 
 void machine(std::string_view json_text) {
   std::fwrite(json_text.data(), 1, json_text.size(), stdout);
@@ -150,8 +155,8 @@ void print_error(const Error& e) {
 
 std::string error_json(const Error& e) {
   // Causes stay a list: the derivation chain is the message.
-  return nlohmann::json{{"error", {{"code", to_string(e.code)}, {"message", e.message}, {"causes", e.causes}, {"hint", e.hint}}}}
-      .dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return json_text(
+      nlohmann::json{{"error", {{"code", to_string(e.code)}, {"message", e.message}, {"causes", e.causes}, {"hint", e.hint}}}});
 }
 
 int fail(const Error& e) {

@@ -240,15 +240,18 @@ const matrices::Variant* target_variant(const DoctorReport& r, const FrameworkRe
   if (installed && (installed->kind != "cpu" || !gpu_host(r))) return installed;
   if (!gpu_host(r)) return nullptr;
   // A variant some release of which has code (SASS or PTX) for every GPU, per the matrices: jax's
-  // cuda13 starts at sm_75, so a GTX 1080 (sm_61) gets cuda12 (issue 56, item 7).
+  // cuda13 starts at sm_75, so a GTX 1080 (sm_61) gets cuda12 (issue 56, item 7). Each GPU's builds
+  // are asked of the matrices once, not once per variant.
+  std::vector<std::set<std::string>> runs_on; // per GPU: the variants with a build that runs there
+  if (r.knowledge)
+    for (const auto& g : r.facts.gpus) {
+      auto& names = runs_on.emplace_back();
+      for (const auto& b :
+           matrices::builds_for_gpu(*r.knowledge, *s.fw, g.cc, matrices::matrix_platform("", g.cc), "linux", "").builds)
+        if (b.runs == matrices::RunKind::native || b.runs == matrices::RunKind::jit) names.insert(b.build.variant);
+    }
   auto covers = [&](const matrices::Variant& v) {
-    if (!r.knowledge) return true;
-    return std::all_of(r.facts.gpus.begin(), r.facts.gpus.end(), [&](const probe::GpuInfo& g) {
-      const auto found = matrices::builds_for_gpu(*r.knowledge, *s.fw, g.cc, matrices::matrix_platform("", g.cc), "linux", "");
-      return std::any_of(found.builds.begin(), found.builds.end(), [&](const matrices::GpuBuild& b) {
-        return b.build.variant == v.name && (b.runs == matrices::RunKind::native || b.runs == matrices::RunKind::jit);
-      });
-    });
+    return std::all_of(runs_on.begin(), runs_on.end(), [&](const auto& names) { return names.contains(v.name); });
   };
   const matrices::Variant* best = nullptr;
   bool best_covers = false;
@@ -1009,12 +1012,8 @@ void conclude(DoctorReport& r, const FixArgs& g) {
   }
   r.verdict = error ? Verdict::broken : warning ? Verdict::degraded : Verdict::healthy;
   if (r.verdict == Verdict::healthy) return;
-  std::vector<std::string> fixes;
-  for (auto& s : r.frameworks) {
-    s.fix = fix_for(r, s, g, s.fix_request);
-    if (!s.fix.empty()) fixes.push_back(s.fix);
-  }
-  r.fix = join(fixes, " && ");
+  for (auto& s : r.frameworks) s.fix = fix_for(r, s, g, s.fix_request);
+  r.fix = joined_fix(r);
 }
 
 // A Jetson: its L4T release through jetson.yaml, and an info finding that says which rule applies and
@@ -1120,6 +1119,13 @@ DoctorReport diagnose(const DiagnoseOptions& opt, DoctorInputs in) {
                    [](const Finding& a, const Finding& b) { return a.severity < b.severity; });
   conclude(r, opt.fix);
   return r;
+}
+
+std::string joined_fix(const DoctorReport& r) {
+  std::vector<std::string> fixes;
+  for (const auto& s : r.frameworks)
+    if (!s.fix.empty()) fixes.push_back(s.fix);
+  return join(fixes, " && ");
 }
 
 std::string command_line(std::vector<std::string> args, const FixArgs& g, bool externally_managed, std::string_view drop) {

@@ -29,6 +29,9 @@ struct DiagnoseOptions {
 
 [[nodiscard]] DoctorReport diagnose(const DiagnoseOptions& o, DoctorInputs in);
 
+// The report's one fix: each framework's, joined by " && " (DoctorReport::fix).
+[[nodiscard]] std::string joined_fix(const DoctorReport& r);
+
 // The one builder of a printed envfix command (doctor's fixes, verify's): `args`, then the options
 // that shaped the run (--venv .venv instead of --python for an externally managed target), `drop`
 // and its value left out, each shell-quoted.

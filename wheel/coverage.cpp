@@ -11,15 +11,6 @@ namespace envfix::wheel {
 
 using specs::GpuArch;
 
-const char* to_string(CodeRole r) {
-  switch (r) {
-  case CodeRole::framework: return "framework";
-  case CodeRole::extension: return "extension";
-  case CodeRole::library: return "library";
-  }
-  return "library";
-}
-
 Reading read_coverage(const PackageCoverage& pc, CodeRole role) {
   if (!pc.has_gpu_code()) return Reading::covered;
   switch (pc.verdict) {

@@ -108,7 +108,6 @@ enum class CodeRole {
   extension, // third-party GPU code beside a framework (xformers, flash-attn): read as a framework's
   library,   // a vendor library a framework's set requires (cuBLAS, cuSPARSELt): arch-specialised modules
 };
-[[nodiscard]] const char* to_string(CodeRole r); // "framework", "extension", "library"
 
 enum class Reading {
   covered,     // every module has code that runs (or: no GPU code at all)
