@@ -13,6 +13,7 @@
 
 #include "api/lock.hpp"
 #include "fetch/fetch.hpp"
+#include "fetch/lock_target.hpp"
 #include "fetch/locked.hpp"
 #include "smoke/smoke.hpp"
 #include "probe/base_env.hpp"
@@ -47,26 +48,10 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// ---------------------------------------------------------------------------------------------
-// The kernel gate (installer/kernel_gate.hpp) for the wheels about to be installed: each package's
-// evidence key (wheel name + the index's variant) and whether it is a framework package.
-
-// `libraries`: what the framework's set requires (Resolution::required_through); every other
-// package is an extension, judged as the framework is. None known (a lock records no edges): every
-// package outside the family is read as a library.
-installer::KernelGate make_gate(const Host& host, const std::vector<fetch::GateInput>& wheels, std::string_view variant,
-                                const std::set<std::string>& family, const std::optional<std::set<std::string>>& libraries,
-                                const wheel::EvidenceStore* store, bool refuse_partial,
-                                std::set<wheel::BuildKey> accept_partial) {
-  std::vector<installer::GatePackage> pkgs;
-  for (const auto& w : wheels) {
-    const auto role = family.contains(w.name)                     ? wheel::CodeRole::framework
-                      : !libraries || libraries->contains(w.name) ? wheel::CodeRole::library
-                                                                  : wheel::CodeRole::extension;
-    installer::GatePackage p{w.name, w.version, {}, role, w.sha256};
-    if (auto wf = specs::WheelFilename::parse(w.filename)) p.key = wheel::build_key(*wf, variant);
-    pkgs.push_back(std::move(p));
-  }
+// The kernel gate (installer/kernel_gate.hpp) for the wheels about to be installed, judged for the
+// host's GPUs and driver (fetch::gate_packages: each package's role and evidence key).
+installer::KernelGate make_gate(const Host& host, std::vector<installer::GatePackage> pkgs, const wheel::EvidenceStore* store,
+                                bool refuse_partial, std::set<wheel::BuildKey> accept_partial) {
   installer::GateOptions go;
   for (const auto& [name, cc] : host.gpus) go.gpus.push_back({name, cc});
   go.driver_cuda = host.driver_cuda;
@@ -75,20 +60,6 @@ installer::KernelGate make_gate(const Host& host, const std::vector<fetch::GateI
   go.accept_partial = std::move(accept_partial);
   go.threads = util::configured_threads();
   return installer::KernelGate(std::move(pkgs), std::move(go));
-}
-
-// What the binaries just checked hold, for the lockfile (verified: true).
-std::map<std::string, lockfile::LockedKernels> locked_kernels(const installer::KernelGate& gate) {
-  std::map<std::string, lockfile::LockedKernels> out;
-  for (const auto& r : gate.reports()) {
-    if (r.files.empty()) continue;
-    lockfile::LockedKernels k;
-    k.sass = r.sass();
-    k.ptx = r.ptx();
-    k.verified = true;
-    out[r.package.name] = std::move(k);
-  }
-  return out;
 }
 
 // The interpreter to install into: --venv creates (or reuses) a venv from --python / python3.
@@ -103,21 +74,14 @@ Expected<Options> prepare_venv(Options o, const ApplyRequest& r, Reporter& rep) 
 
 // The environment lock, taken before anything is probed or planned (installer/env_lock.hpp) and held
 // through the install: a second apply on the same environment waits here, then plans on what the
-// first left. The prefix is found without running Python: the interpreter's <prefix>/bin/.. when it
-// is a venv (pyvenv.cfg), a conda prefix or one envfix changed before (.envfix/). Any other (a system
-// interpreter) gets the lock from the transaction only, as before, so that a refused apply (PEP 668)
-// leaves no .envfix/ there.
+// first left.
 Expected<std::optional<installer::EnvLock>> lock_before_planning(const Options& o, Reporter& rep) {
   auto python = probe::default_interpreter(o.python.empty() ? std::nullopt : std::optional<fs::path>(o.python));
-  if (!python) return std::optional<installer::EnvLock>{}; // make_host says why
-  std::error_code ec;
-  const fs::path prefix = fs::absolute(*python, ec).lexically_normal().parent_path().parent_path();
-  if (ec || !(fs::exists(prefix / "pyvenv.cfg", ec) || fs::is_directory(prefix / ".envfix", ec) ||
-              fs::is_directory(prefix / "conda-meta", ec)))
-    return std::optional<installer::EnvLock>{};
+  const auto prefix = python ? installer::lockable_prefix(*python) : std::nullopt; // no interpreter: make_host says why
+  if (!prefix) return std::optional<installer::EnvLock>{};
   installer::EnvLockOptions lo;
   lo.on_wait = [&rep](const std::string& text) { rep.note(text); };
-  return std::optional<installer::EnvLock>(ENVFIX_TRY(installer::EnvLock::acquire(prefix, lo)));
+  return std::optional<installer::EnvLock>(ENVFIX_TRY(installer::EnvLock::acquire(*prefix, lo)));
 }
 
 // The transaction reports its steps as progress notes (installer/transaction.hpp, `progress`); this
@@ -395,8 +359,9 @@ Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const Apply
     if (!r.dist_info.empty()) in.removals.push_back(r.dist_info); // empty: a dist not read from this disk
   in.framework = ctx.framework_mode() && ctx.knowledge ? ctx.knowledge->framework(ctx.spec->name) : nullptr;
   auto store = evidence_store(*ctx.client);
-  auto gate = make_gate(host, prep.gate_in, plan.variant, prep.family, ctx.resolution.required_through(prep.family), &store,
-                        ctx.framework_mode(), ft.accept_partial);
+  auto gate =
+      make_gate(host, fetch::gate_packages(prep.gate_in, plan.variant, prep.family, ctx.resolution.required_through(prep.family)),
+                &store, ctx.framework_mode(), ft.accept_partial);
   auto rr = run_transaction(in, o, gate, rep);
   if (!rr) {
     if (falls_through(gate, ctx, ft, rep)) return std::optional<ApplyReport>{};
@@ -407,7 +372,7 @@ Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const Apply
   // The lockfile is written right after the commit, unless the smoke test failed and the set was
   // only kept (--no-rollback).
   if (!rr->smoke.failure_kept)
-    write_lockfile(g, ctx, o.requirements, locked_kernels(gate), prep.local, report, verified_on(ctx, rr->smoke.passed));
+    write_lockfile(g, ctx, o.requirements, fetch::kernels_read(gate), prep.local, report, verified_on(ctx, rr->smoke.passed));
   report.applied = std::move(*rr);
   report.plan = std::move(ctx);
   return report;
@@ -533,7 +498,7 @@ Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o
   for (const auto& w : changes.warnings) rep.warning(w);
   in.removals = std::move(changes.removals);
   auto store = evidence_store(*client);
-  auto gate = make_gate(host, prep.gate_in, chosen->variant, prep.family, std::nullopt, &store, false, {});
+  auto gate = make_gate(host, fetch::gate_packages(prep.gate_in, chosen->variant, prep.family, std::nullopt), &store, false, {});
   auto rr = ENVFIX_TRY(run_transaction(in, o, gate, rep));
   rr.timings.download = prep.download_seconds;
   report.applied = std::move(rr);

@@ -10,7 +10,6 @@
 #include "lockfile/select.hpp"
 #include "util/fs.hpp"
 #include "util/strings.hpp"
-#include "util/text.hpp"
 
 namespace envfix::api {
 namespace {
@@ -22,17 +21,6 @@ std::string target_ids(const lockfile::LockFile& lock) {
   std::vector<std::string> ids;
   for (const auto& x : lock.targets) ids.push_back(x.id);
   return util::join(ids, ", ");
-}
-
-// Why a target id cannot be part of a file name ("" when it can): a path separator, "..", a control
-// character, or nothing at all.
-std::string file_name_problem(std::string_view id) {
-  if (id.empty()) return "is empty";
-  if (id.find('/') != std::string_view::npos || id.find('\\') != std::string_view::npos) return "contains a path separator";
-  if (id.find("..") != std::string_view::npos) return "contains '..'";
-  for (char ch : id)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) return "contains a control character";
-  return {};
 }
 
 } // namespace
@@ -74,15 +62,8 @@ Expected<std::vector<ExportedFile>> export_lock(const Options& g, const ExportRe
     if (!text) return std::unexpected(std::move(text.error()).context(fmt::format("exporting {}", g.lockfile)));
     std::string out = o.output;
     if (o.all) {
-      // One file per target: pylock.<id>.toml (PEP 751 names), requirements-<id>.txt. The id comes from
-      // the lockfile: one that is not a plain name would choose another directory.
-      if (auto why = file_name_problem(t->id); !why.empty())
-        return make_error(ErrorCode::invalid_input,
-                          fmt::format("{}: target id '{}' {}; --all names files after target ids", g.lockfile,
-                                      util::escape_control(t->id, false), why),
-                          "export it alone with --target ID -o FILE, or regenerate the lockfile with `envfix lock`");
       fs::path base = o.output.empty() ? fs::path(".") : fs::path(o.output);
-      out = (base / (pylock ? fmt::format("pylock.{}.toml", t->id) : fmt::format("requirements-{}.txt", t->id))).string();
+      out = (base / ENVFIX_TRY(lockfile::export_file_name(*t, pylock, g.lockfile))).string();
     } else if (out.empty()) {
       out = pylock ? "pylock.toml" : "-";
     }

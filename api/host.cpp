@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "index/url.hpp"
+#include "resolver/installed.hpp"
 #include "resolver/knowledge_adapter.hpp"
 #include "resolver/planned_python.hpp"
 #include "probe/text.hpp"
@@ -82,14 +83,8 @@ Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNee
     h.platform = std::move(py.platform);
     h.platform_tag = o.platform;
   }
-  for (const auto& d : facts->installed) {
-    resolver::InstalledPackage ip{d.normalized_name(), d.version, d.requires_dist, "", d.dist_info};
-    if (d.conda)
-      ip.conda = d.conda->build.empty() ? fmt::format("{} {} (INSTALLER conda)", d.conda->name, d.conda->version)
-                                        : fmt::format("{} {} {}", d.conda->name, d.conda->version, d.conda->build);
-    h.installed_names.push_back(ip.name);
-    h.installed.push_back(std::move(ip));
-  }
+  h.installed = resolver::installed_packages(facts->installed);
+  for (const auto& p : h.installed) h.installed_names.push_back(p.name);
   h.facts = std::move(*facts);
   return h;
 }

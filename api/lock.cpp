@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "fetch/lock_target.hpp"
 #include "lockfile/diff.hpp"
 #include "lockfile/target.hpp"
 #include "resolver/framework_selector.hpp"
@@ -31,91 +32,29 @@ lockfile::HostView host_view(const Host& host) {
   return v;
 }
 
-lockfile::LockedHost lock_host(const PlanContext& ctx) {
-  lockfile::LockedHost lh;
-  std::set<specs::ComputeCapability> ccs;
-  for (const auto& [name, cc] : ctx.host.gpus) ccs.insert(cc);
-  for (const auto& cc : ccs) lh.gpus.push_back(cc.sm_name());
-  lh.python = ctx.host.python_mm;
-  if (!ctx.host.platform_tag.empty()) {
-    lh.platform = ctx.host.platform_tag;
-  } else {
-    std::vector<std::string> files;
-    for (const auto& pin : ctx.resolution.pins) files.push_back(pin.file.filename);
-    lh.platform = lockfile::set_platform(files, ctx.host.tag_env.arch);
-  }
-  if (ctx.knowledge && ctx.framework_index && ctx.framework_index->cuda && !ctx.host.gpus.empty())
-    lh.driver_min = ctx.knowledge->set_driver_floor(*ctx.framework_index->cuda, ctx.host.driver).value_or("");
-  return lh;
+namespace {
+
+// The plan's resolution and host, as fetch/lock_target.hpp makes a target of them.
+fetch::TargetInputs target_inputs(const PlanContext& ctx) {
+  fetch::TargetInputs in;
+  in.resolution = &ctx.resolution;
+  in.knowledge = ctx.knowledge.get();
+  in.spec = ctx.spec.get();
+  in.framework_index = ctx.framework_index ? &*ctx.framework_index : nullptr;
+  for (const auto& [name, cc] : ctx.host.gpus) in.gpus.insert(cc);
+  in.python_mm = ctx.host.python_mm;
+  in.platform_tag = ctx.host.platform_tag;
+  in.arch = ctx.host.tag_env.arch;
+  in.platform = ctx.host.platform;
+  in.driver = ctx.host.driver;
+  in.installed = &ctx.host.facts.installed;
+  in.channel = ctx.plan.channel;
+  in.variant = ctx.plan.variant;
+  in.index = ctx.plan.index;
+  return in;
 }
 
-// What the matrices claim for the main package (verified: false). Never what this machine's cache
-// has read: a lock is the same bytes for the same index whatever the cache holds (issue 33 item 8);
-// `verified: true` comes only from the binaries an apply's kernel check read in its own run, or
-// from the lock being updated, for the same file.
-std::map<std::string, lockfile::LockedKernels> claimed_kernels(const PlanContext& ctx) {
-  std::map<std::string, lockfile::LockedKernels> out;
-  if (!ctx.spec || !ctx.knowledge || !ctx.framework_index) return out;
-  const auto* pin = ctx.resolution.find(specs::normalize_name(ctx.spec->main_package));
-  if (!pin) return out;
-  for (const auto& vb : ctx.knowledge->variants_for(ctx.spec->name, pin->version, ctx.host.platform)) {
-    if (vb.variant != ctx.framework_index->variant || (!vb.sass && !vb.ptx)) continue;
-    lockfile::LockedKernels k;
-    std::set<specs::GpuArch> sass, ptx;
-    if (vb.sass) sass.insert(vb.sass->begin(), vb.sass->end());
-    if (vb.ptx) ptx.insert(vb.ptx->begin(), vb.ptx->end());
-    for (const auto& a : sass) k.sass.push_back(a.to_string());
-    for (const auto& a : ptx) k.ptx.push_back(a.to_string());
-    k.verified = false;
-    out[pin->name] = std::move(k);
-  }
-  return out;
-}
-
-Expected<lockfile::LockTarget> make_lock_target(const PlanContext& ctx,
-                                                const std::map<std::string, lockfile::LockedKernels>& kernels,
-                                                const std::map<std::string, LocalFile>& local) {
-  lockfile::LockTarget t;
-  t.host = lock_host(ctx);
-  t.id = lockfile::make_target_id(t.host);
-  t.channel = ctx.plan.channel;
-  t.index =
-      ctx.framework_index ? lockfile::strip_credentials(ctx.framework_index->url) : lockfile::strip_credentials(ctx.plan.index);
-  t.variant = ctx.plan.variant;
-  for (const auto& pin : ctx.resolution.pins) {
-    // Kept as installed, not on the index: no file to lock, so recorded with its provenance (docs/lockfile.md).
-    if (resolver::is_installed_candidate(pin.file)) {
-      std::string by;
-      for (const auto& d : ctx.host.facts.installed)
-        if (d.normalized_name() == pin.name) by = d.conda ? "conda" : d.installer;
-      t.installed_only.push_back({pin.name, pin.version.to_string(),
-                                  fmt::format("installed{}; not served by {}", by.empty() ? "" : " by " + by, t.index)});
-      continue;
-    }
-    lockfile::LockedPackage p;
-    p.name = pin.name;
-    p.version = pin.version.to_string();
-    p.filename = pin.file.filename;
-    p.url = lockfile::strip_credentials(pin.file.url);
-    auto lf = local.find(pin.name);
-    if (pin.file.sha256)
-      p.sha256 = *pin.file.sha256;
-    else if (lf != local.end())
-      p.sha256 = lf->second.sha256;
-    else
-      return make_error(
-          ErrorCode::invalid_input,
-          fmt::format("{}=={}: the index gives no sha256 for {}; a lockfile needs one", pin.name, p.version, p.filename),
-          "use an index that publishes hashes, or `envfix apply` (it hashes what it downloads)");
-    if (pin.file.size)
-      p.size = *pin.file.size;
-    else if (lf != local.end() && lf->second.size > 0)
-      p.size = lf->second.size;
-    if (auto k = kernels.find(pin.name); k != kernels.end()) p.kernels = k->second;
-    t.packages.push_back(std::move(p));
-  }
-  return t;
-}
+} // namespace
 
 Expected<std::string> update_lockfile(const std::string& lockfile_path, const PlanContext& ctx,
                                       const std::vector<std::string>& request,
@@ -134,27 +73,21 @@ Expected<std::string> update_lockfile(const std::string& lockfile_path, const Pl
   lock.created_by = created_by();
   lock.framework = framework;
   lock.request = request;
-  // Kernels: read from the binaries just checked, else what the old lock or the matrices say.
-  auto kernels = claimed_kernels(ctx);
-  auto id = lockfile::make_target_id(lock_host(ctx));
-  if (const auto* old_t = lock.find(id))
-    for (const auto& p : old_t->packages)
-      if (p.kernels)
-        if (const auto* pin = ctx.resolution.find(p.name); pin && pin->file.filename == p.filename) kernels[p.name] = *p.kernels;
+  // Kernels: read from the binaries just checked, else an earlier lock's read of the same file, else
+  // what the matrices claim.
+  const auto in = target_inputs(ctx);
+  auto kernels = fetch::claimed_kernels(in);
   for (const auto& [n, k] : verified) kernels[n] = k;
-  auto target = ENVFIX_TRY(make_lock_target(ctx, kernels, local));
+  auto target = ENVFIX_TRY(fetch::lock_target(in, kernels, local));
   if (warnings)
     for (const auto& io : target.installed_only) warnings->push_back(lockfile::installed_only_warning(io, path.string()));
-  // A kept file the index gives no size for keeps the size an earlier apply learned (same sha256).
-  if (const auto* old_t = lock.find(id))
-    for (auto& p : target.packages)
-      for (const auto& op : old_t->packages)
-        if (!p.size && op.name == p.name && op.sha256 == p.sha256) p.size = op.size;
+  const auto* old_t = lock.find(target.id);
+  if (old_t) lockfile::keep_learned(target, *old_t);
   // Where it was verified: this run's smoke test, else the record of the run that installed the
   // same files (a later apply that changed nothing).
   if (verified_here)
     target.verified_on = std::move(verified_here);
-  else if (const auto* old_t = lock.find(id); old_t && old_t->packages == target.packages)
+  else if (old_t && old_t->packages == target.packages)
     target.verified_on = old_t->verified_on;
   lock.upsert(std::move(target));
   ENVFIX_TRY_VOID(lock.write(path));
@@ -296,13 +229,10 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
     // unknown, it is left out of the file, never written as 0 (docs/lockfile.md).
     for (auto& pin : c.resolution.pins)
       if (!pin.file.size) pin.file.size = c.client->file_size(pin.file);
-    auto kernels = claimed_kernels(c);
-    auto target = ENVFIX_TRY(make_lock_target(c, kernels));
+    const auto in = target_inputs(c);
+    auto target = ENVFIX_TRY(fetch::lock_target(in, fetch::claimed_kernels(in)));
     if (old)
-      if (const auto* ot = old->find(target.id))
-        for (auto& p : target.packages)
-          for (const auto& op : ot->packages)
-            if (op.name == p.name && op.sha256 == p.sha256 && op.kernels && op.kernels->verified) p.kernels = op.kernels;
+      if (const auto* ot = old->find(target.id)) lockfile::keep_learned(target, *ot);
     if (lock.find(target.id))
       rep.notes.push_back(fmt::format("two --target options describe the same host {}; the last one wins", target.id));
     rep.resolved.push_back({target.id, c.resolved, c.seconds});

@@ -19,21 +19,9 @@ namespace envfix::api {
 // "envfix 0.1.0"
 [[nodiscard]] std::string created_by();
 
-// The host part of a lock target: GPUs as sorted sm names, python X.Y, the platform tag the set needs
-// (--platform when given, else the most demanding manylinux tag among the wheels, else linux_ARCH),
-// driver-min from the matrices for the chosen CUDA variant ("" for plain sets).
-[[nodiscard]] lockfile::LockedHost lock_host(const PlanContext& ctx);
 // The host as lockfile::select sees it.
 [[nodiscard]] lockfile::HostView host_view(const Host& host);
-// The kernels the matrices claim for the main package of a framework set (verified: false), and what
-// binaries said about builds read before (verified: true).
-[[nodiscard]] std::map<std::string, lockfile::LockedKernels> claimed_kernels(const PlanContext& ctx);
 using LocalFile = fetch::LocalFile; // sha256 and size computed for a file its index published none of
-// A target from the resolution. `kernels` by normalized name; `local` gives sha256/size of
-// downloaded files for pins whose index did not publish them. Fails naming a pin without a sha256.
-[[nodiscard]] Expected<lockfile::LockTarget> make_lock_target(const PlanContext& ctx,
-                                                              const std::map<std::string, lockfile::LockedKernels>& kernels,
-                                                              const std::map<std::string, LocalFile>& local = {});
 // Write or update the lockfile `path` with this plan's target after a commit; kernels read from
 // the binaries just checked (`verified`) win over the old lock's and the matrices'.
 [[nodiscard]] Expected<std::string>

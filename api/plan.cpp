@@ -104,22 +104,13 @@ void offer_without_companion(Error& e, const resolver::CompanionGap& gap, const 
                              const resolver::ProviderFor& provider_for, NearestFix* out) {
   auto proven = resolver::select_framework_set(*ctx.spec, target, nearest, provider_for);
   if (!proven) return;
-  std::vector<std::string> args{"envfix", "apply"};
-  for (const auto& r : nearest.framework) args.push_back(r.to_string());
-  for (const auto& r : nearest.others) args.push_back(r.to_string());
-  if (ctx.spec->name != "torch") args.insert(args.end(), {"--framework", ctx.spec->name});
-  args.insert(args.end(), {"--channel", gap.channel});
-  const bool managed = ctx.host.facts.python && ctx.host.facts.python->externally_managed;
-  const auto command = diagnosis::command_line(std::move(args), diagnose_options(g, {}).fix, managed, "--channel");
   const auto* pin = proven->resolution.find(gap.main);
-  const auto chosen = pin ? pin->version.to_string() : gap.version.to_string();
-  const auto lacks = fmt::format("{} has no build for {} {}", gap.companion, gap.main, gap.version.to_string());
-  if (out)
-    *out = {command, fmt::format("{}: the fix installs {} {} without it (an installed {} is removed)", lacks, gap.main, chosen,
-                                 gap.companion)};
-  e.hint = fmt::format("{}: `{}` installs {} {} without it (an installed {} is removed); to keep {}, stay on a set that has it. "
-                       "Else: {}",
-                       lacks, command, gap.main, chosen, gap.companion, gap.companion, e.hint);
+  const bool managed = ctx.host.facts.python && ctx.host.facts.python->externally_managed;
+  auto offer =
+      diagnosis::companion_gap_offer(gap, nearest, ctx.spec->name, pin ? pin->version.to_string() : gap.version.to_string(),
+                                     diagnose_options(g, {}).fix, managed, e.hint);
+  if (out) *out = {std::move(offer.command), std::move(offer.why)};
+  e.hint = std::move(offer.hint);
 }
 
 // The framework's way: the matrices' indexes (or --index-url as the framework's), evidence first, the

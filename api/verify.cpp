@@ -118,27 +118,6 @@ AppRun run_app(const std::string& cmd, const fs::path& python, std::chrono::seco
   return a;
 }
 
-// The framework to verify, installed in the target, and the variant of its main package.
-Expected<const matrices::Framework*> installed_framework(const Options& o, const matrices::Knowledge& k, const Host& host,
-                                                         VerifyReport& report, std::string& main_local) {
-  auto choice = resolver::choose_frameworks(o.framework, o.detect_framework, &k, host.facts.installed);
-  report.framework_note = choice.note;
-  const auto* fw = k.framework(choice.names.front());
-  if (!fw) return make_error(ErrorCode::invalid_input, fmt::format("--framework {}: not in the matrices", choice.names.front()));
-  const std::string main = specs::normalize_name(fw->main_package);
-  bool installed = false;
-  for (const auto& d : host.facts.installed)
-    if (d.normalized_name() == main) {
-      installed = true;
-      main_local = d.local();
-    }
-  if (!installed)
-    return make_error(ErrorCode::not_found,
-                      fmt::format("{} is not installed in {}", fw->main_package, host.facts.python->executable.string()),
-                      fmt::format("install it first: envfix apply {}", main));
-  return fw;
-}
-
 // The repro and model layers, every step in one interpreter where it can (smoke/smoke.hpp), each
 // told as it ends; a layer is announced before its first step (without steps, in its turn).
 Expected<void> run_layers(const matrices::Framework& fw, const VerifyRequest& r, VerifyReport& report, VerifyReporter& rep) {
@@ -244,8 +223,11 @@ Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyRe
   VerifyReport report;
   report.host = ENVFIX_TRY(make_host(o, knowledge.get()));
   report.layers = r.layers;
-  std::string main_local;
-  const auto* fw = ENVFIX_TRY(installed_framework(o, *knowledge, report.host, report, main_local));
+  const auto chosen = ENVFIX_TRY(resolver::installed_framework(
+      o.framework, o.detect_framework, *knowledge, report.host.facts.installed, report.host.facts.python->executable.string()));
+  report.framework_note = chosen.note;
+  const auto* fw = chosen.framework;
+  const std::string& main_local = chosen.main_local;
   report.framework = fw->name;
   report.python = report.host.facts.python->executable;
   const auto* variant = fw->variant(main_local);

@@ -1157,4 +1157,23 @@ std::string reinstall_command(const matrices::Framework& fw, const std::vector<s
   return command_line(std::move(args), g, externally_managed);
 }
 
+NearestOffer companion_gap_offer(const resolver::CompanionGap& gap, const resolver::FrameworkRequest& nearest,
+                                 std::string_view framework, std::string_view chosen, const FixArgs& g, bool externally_managed,
+                                 std::string_view rest) {
+  std::vector<std::string> args{"envfix", "apply"};
+  for (const auto& r : nearest.framework) args.push_back(r.to_string());
+  for (const auto& r : nearest.others) args.push_back(r.to_string());
+  if (framework != "torch") args.insert(args.end(), {"--framework", std::string(framework)});
+  args.insert(args.end(), {"--channel", gap.channel});
+  NearestOffer o;
+  o.command = command_line(std::move(args), g, externally_managed, "--channel");
+  const auto lacks = fmt::format("{} has no build for {} {}", gap.companion, gap.main, gap.version.to_string());
+  o.why =
+      fmt::format("{}: the fix installs {} {} without it (an installed {} is removed)", lacks, gap.main, chosen, gap.companion);
+  o.hint = fmt::format("{}: `{}` installs {} {} without it (an installed {} is removed); to keep {}, stay on a set that has it. "
+                       "Else: {}",
+                       lacks, o.command, gap.main, chosen, gap.companion, gap.companion, rest);
+  return o;
+}
+
 } // namespace envfix::diagnosis

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "diagnosis/report.hpp"
+#include "resolver/framework_selector.hpp"
 
 namespace envfix::diagnosis {
 
@@ -42,5 +43,16 @@ struct DiagnoseOptions {
 // order; the main package when none is): verify's fix where no GPU is there to judge binaries by.
 [[nodiscard]] std::string reinstall_command(const matrices::Framework& fw, const std::vector<std::string>& installed_names,
                                             const FixArgs& g, bool externally_managed);
+
+// What a failed plan offers when the covering release's index lacks a companion (issue 56, item 1):
+// `nearest` (the request without it, already resolved to `chosen`, the main package's version) as a
+// command with every option of the run and the gap's channel; `why` for doctor's fix line; `hint`
+// for plan's error, ending in the hint it had (`rest`).
+struct NearestOffer {
+  std::string command, why, hint;
+};
+[[nodiscard]] NearestOffer companion_gap_offer(const resolver::CompanionGap& gap, const resolver::FrameworkRequest& nearest,
+                                               std::string_view framework, std::string_view chosen, const FixArgs& g,
+                                               bool externally_managed, std::string_view rest);
 
 } // namespace envfix::diagnosis

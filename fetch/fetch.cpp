@@ -13,6 +13,7 @@
 #include "installer/unpacked_cache.hpp"
 #include "specs/metadata.hpp"
 #include "specs/name.hpp"
+#include "specs/wheel_filename.hpp"
 #include "util/parallel.hpp"
 #include "util/sha256.hpp"
 #include "util/strings.hpp"
@@ -226,6 +227,21 @@ Expected<void> check_metadata_agrees(index::IndexClient& client, const resolver:
     return std::unexpected(std::move(e));
   }
   return {};
+}
+
+std::vector<installer::GatePackage> gate_packages(const std::vector<GateInput>& wheels, std::string_view variant,
+                                                  const std::set<std::string>& family,
+                                                  const std::optional<std::set<std::string>>& libraries) {
+  std::vector<installer::GatePackage> pkgs;
+  for (const auto& w : wheels) {
+    const auto role = family.contains(w.name)                     ? wheel::CodeRole::framework
+                      : !libraries || libraries->contains(w.name) ? wheel::CodeRole::library
+                                                                  : wheel::CodeRole::extension;
+    installer::GatePackage p{w.name, w.version, {}, role, w.sha256};
+    if (auto wf = specs::WheelFilename::parse(w.filename)) p.key = wheel::build_key(*wf, variant);
+    pkgs.push_back(std::move(p));
+  }
+  return pkgs;
 }
 
 } // namespace envfix::fetch

@@ -8,12 +8,15 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "index/candidate.hpp"
 #include "index/index_client.hpp"
+#include "installer/kernel_gate.hpp"
 #include "installer/transaction.hpp"
 #include "resolver/plan.hpp"
 #include "resolver/resolver.hpp"
@@ -38,6 +41,14 @@ struct LocalFile {
 struct GateInput {
   std::string name, version, filename, sha256;
 };
+
+// The kernel gate's packages (installer/kernel_gate.hpp): the framework's `family`; a library where
+// the framework's set requires it (`libraries`: Resolution::required_through; none known, as a lock
+// records no edges: every package outside the family); an extension otherwise, judged as the
+// framework is. Each keyed by its file name and the index's `variant` (wheel::build_key).
+[[nodiscard]] std::vector<installer::GatePackage> gate_packages(const std::vector<GateInput>& wheels, std::string_view variant,
+                                                                const std::set<std::string>& family,
+                                                                const std::optional<std::set<std::string>>& libraries);
 
 struct PreparedSet {
   std::vector<installer::WheelToInstall> wheels;

@@ -117,4 +117,14 @@ void EnvLock::release() {
   m_key.clear();
 }
 
+std::optional<std::filesystem::path> lockable_prefix(const std::filesystem::path& python) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path prefix = fs::absolute(python, ec).lexically_normal().parent_path().parent_path();
+  if (ec || !(fs::exists(prefix / "pyvenv.cfg", ec) || fs::is_directory(prefix / ".envfix", ec) ||
+              fs::is_directory(prefix / "conda-meta", ec)))
+    return std::nullopt;
+  return prefix;
+}
+
 } // namespace envfix::installer

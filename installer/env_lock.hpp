@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "util/error.hpp"
@@ -21,6 +22,12 @@ struct EnvLockOptions {
   // "waiting for the lock on <prefix> held by pid N".
   std::function<void(const std::string&)> on_wait;
 };
+
+// The prefix apply locks before it plans, found without running Python: the interpreter's
+// <prefix>/bin/.. when it is a venv (pyvenv.cfg), a conda prefix or one envfix changed before
+// (.envfix/). Any other (a system interpreter) gives nullopt: it gets the lock from the transaction
+// only, so that a refused apply (PEP 668) leaves no .envfix/ there.
+[[nodiscard]] std::optional<std::filesystem::path> lockable_prefix(const std::filesystem::path& python);
 
 class EnvLock {
 public:

@@ -177,6 +177,15 @@ std::string make_target_id(const LockedHost& host) {
   return fmt::format("{}-cp{}-{}", g, py, host.platform.empty() ? "any" : host.platform);
 }
 
+void keep_learned(LockTarget& fresh, const LockTarget& old) {
+  for (auto& p : fresh.packages)
+    for (const auto& op : old.packages) {
+      if (op.name != p.name || op.sha256 != p.sha256) continue;
+      if (!p.size) p.size = op.size;
+      if (op.kernels && op.kernels->verified && !(p.kernels && p.kernels->verified)) p.kernels = op.kernels;
+    }
+}
+
 void LockFile::upsert(LockTarget target) {
   for (auto& t : targets)
     if (t.id == target.id) {
@@ -620,6 +629,29 @@ Expected<std::string> to_requirements_txt(const LockFile& lock, const LockTarget
     o += fmt::format("# not installed by this file: {}=={} ({}); install it first from where it came\n", p.name, p.version,
                      p.provenance);
   return o;
+}
+
+namespace {
+
+// Why a target id cannot be part of a file name ("" when it can).
+std::string file_name_problem(std::string_view id) {
+  if (id.empty()) return "is empty";
+  if (id.find('/') != std::string_view::npos || id.find('\\') != std::string_view::npos) return "contains a path separator";
+  if (id.find("..") != std::string_view::npos) return "contains '..'";
+  for (char ch : id)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) return "contains a control character";
+  return {};
+}
+
+} // namespace
+
+Expected<std::string> export_file_name(const LockTarget& target, bool pylock, std::string_view lockfile_path) {
+  if (auto why = file_name_problem(target.id); !why.empty())
+    return make_error(ErrorCode::invalid_input,
+                      fmt::format("{}: target id '{}' {}; --all names files after target ids", lockfile_path,
+                                  util::escape_control(target.id, false), why),
+                      "export it alone with --target ID -o FILE, or regenerate the lockfile with `envfix lock`");
+  return pylock ? fmt::format("pylock.{}.toml", target.id) : fmt::format("requirements-{}.txt", target.id);
 }
 
 } // namespace envfix::lockfile

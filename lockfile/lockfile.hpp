@@ -102,6 +102,11 @@ struct LockFile {
 // The id of a target: GPUs joined by '+', the CPython tag, the platform ("cpu" when there is no GPU).
 [[nodiscard]] std::string make_target_id(const LockedHost& host);
 
+// What an earlier lock learned of the same files (same sha256), kept in a target made anew: the size
+// of a file whose index gives none, and the kernels read from its binaries (verified: true) where the
+// new target has none read in its own run.
+void keep_learned(LockTarget& fresh, const LockTarget& old);
+
 // Remove user:password@ from a URL (lockfiles, logs and errors never carry credentials): util's.
 using util::strip_credentials;
 
@@ -126,5 +131,9 @@ using util::strip_credentials;
 [[nodiscard]] Expected<std::string> to_pylock_toml(const LockFile& lock, const LockTarget& target);
 // pip requirements with --index-url and --hash lines (accepted by pip install --require-hashes -r).
 [[nodiscard]] Expected<std::string> to_requirements_txt(const LockFile& lock, const LockTarget& target);
+// The file `export --all` writes for a target: pylock.<id>.toml (PEP 751's names) or
+// requirements-<id>.txt. The id comes from the lockfile, and one that is not a plain name would choose
+// another directory: refused, naming `lockfile_path` (a path separator, "..", a control character, empty).
+[[nodiscard]] Expected<std::string> export_file_name(const LockTarget& target, bool pylock, std::string_view lockfile_path);
 
 } // namespace envfix::lockfile

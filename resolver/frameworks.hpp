@@ -17,6 +17,19 @@
 
 namespace envfix::resolver {
 
+// The framework `verify` checks: choose_frameworks' first, installed in the target; `main_local` is
+// its main package's local label (the variant, "cu128"). Not installed: not_found naming `python`,
+// with the install command as its hint.
+struct InstalledFramework {
+  const matrices::Framework* framework = nullptr;
+  std::string main_local;
+  std::string note; // choose_frameworks' note
+};
+[[nodiscard]] Expected<InstalledFramework> installed_framework(const std::string& asked, bool detect,
+                                                               const matrices::Knowledge& k,
+                                                               const std::vector<probe::InstalledDist>& installed,
+                                                               const std::string& python);
+
 // The frameworks whose main package (any variant's: paddlepaddle-gpu or paddlepaddle) is installed,
 // in the matrices' order.
 [[nodiscard]] std::vector<const matrices::Framework*> installed_frameworks(const matrices::Knowledge& k,

@@ -150,4 +150,16 @@ Expected<std::vector<std::string>> check_breaking(const std::vector<InstalledPac
   return lines;
 }
 
+std::vector<InstalledPackage> installed_packages(const std::vector<probe::InstalledDist>& dists) {
+  std::vector<InstalledPackage> out;
+  for (const auto& d : dists) {
+    InstalledPackage ip{d.normalized_name(), d.version, d.requires_dist, "", d.dist_info};
+    if (d.conda)
+      ip.conda = d.conda->build.empty() ? fmt::format("{} {} (INSTALLER conda)", d.conda->name, d.conda->version)
+                                        : fmt::format("{} {} {}", d.conda->name, d.conda->version, d.conda->build);
+    out.push_back(std::move(ip));
+  }
+  return out;
+}
+
 } // namespace envfix::resolver

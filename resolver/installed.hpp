@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "resolver/candidate_provider.hpp"
+#include "probe/host_facts.hpp"
 #include "resolver/plan.hpp"
 #include "specs/marker.hpp"
 #include "util/error.hpp"
@@ -21,6 +22,10 @@ namespace envfix::resolver {
 // The URL scheme of a candidate that stands for an installed distribution (no file, nothing to fetch).
 inline constexpr std::string_view kInstalledScheme = "installed:";
 [[nodiscard]] inline bool is_installed_candidate(const index::Candidate& c) { return c.url.starts_with(kInstalledScheme); }
+
+// The probed distributions as the resolver needs them; one conda owns is described as conda does
+// ("pytorch 2.5.1 cuda129_…", or "… (INSTALLER conda)" without conda's record).
+[[nodiscard]] std::vector<InstalledPackage> installed_packages(const std::vector<probe::InstalledDist>& dists);
 
 class PreferInstalledProvider final : public CandidateProvider {
 public:
