@@ -67,6 +67,14 @@ std::set<std::string> from_index(const PlanRequest& flags, const Host& host, std
   return read;
 }
 
+// The wheel files of the request that replace another build installed at their version.
+std::set<std::string> direct_replacements(const PlanContext& ctx) {
+  if (ctx.direct.empty()) return {};
+  auto& client = *ctx.client;
+  return resolver::direct_replacements(ctx.direct, ctx.host.facts.installed,
+                                       [&client](const index::Candidate& c) { return client.fetch_record(c); });
+}
+
 // A plain resolver over exactly one index (plus find-links folders and extra indexes), pip-like: no
 // host checks.
 Expected<resolver::Plan> plan_plain(const Options& g, const PlanRequest& flags, PlanContext& ctx, const std::string& index_url,
@@ -84,14 +92,19 @@ Expected<resolver::Plan> plan_plain(const Options& g, const PlanRequest& flags, 
   if (flags.pre) ro.prereleases = resolver::PrereleasePolicy::allow;
   resolver::PreferInstalledProvider preferring(provider, preferred(flags, host), upgraded_names(flags, ctx.request),
                                                from_index(flags, host));
-  resolver::Resolver r(preferring, ro);
+  resolver::IndexProvider reader(*ctx.client, "", {});
+  resolver::DirectFileProvider direct(preferring, reader, ctx.direct);
+  resolver::Resolver r(ctx.direct.empty() ? static_cast<resolver::CandidateProvider&>(preferring) : direct, ro);
   auto res = r.resolve(ctx.request);
   if (!res) {
     if (rejected_out) *rejected_out = r.rejected();
     return std::unexpected(res.error());
   }
   ctx.resolution = std::move(*res);
-  resolver::PlanInputs in{&ctx.resolution, host.installed, {}, {"nvidia-"}, flags.reinstall};
+  const auto replaced = direct_replacements(ctx);
+  resolver::PlanInputs in{
+      &ctx.resolution, host.installed,  {},
+      {"nvidia-"},     flags.reinstall, [&replaced](const resolver::Pin& p) { return replaced.contains(p.name); }};
   auto plan = resolver::make_plan(in);
   plan.index = primary.describe();
   return plan;
@@ -161,12 +174,14 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   const auto& spec = *ctx.spec;
   auto req = resolver::split_request(spec, ctx.request, host.installed_names);
   req.channel = g.channel;
-  req.variant = g.variant;
+  req.variant = g.variant.empty() && fw ? resolver::direct_variant(*fw, ctx.direct) : g.variant;
   req.allow_cpu = g.allow_cpu;
   req.allow_unhashed = flags.allow_unhashed;
   req.rejected_out = rejected_out;
   std::map<std::string, std::unique_ptr<resolver::FirstIndexProvider>> chained;
   std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
+  std::map<std::string, std::unique_ptr<resolver::DirectFileProvider>> direct;
+  resolver::IndexProvider reader(client, "", {});
   auto upgrade = upgraded_names(flags, ctx.request);
   for (auto& n : resolver::whole_set(spec)) upgrade.insert(std::move(n));
   std::optional<resolver::CompanionGap> gap;
@@ -183,7 +198,10 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
     }
     auto& pp = preferring[i.url];
     if (!pp) pp = std::make_unique<resolver::PreferInstalledProvider>(*p, preferred(flags, host), upgrade, read);
-    return *pp;
+    if (ctx.direct.empty()) return *pp;
+    auto& d = direct[i.url];
+    if (!d) d = std::make_unique<resolver::DirectFileProvider>(*pp, reader, ctx.direct);
+    return *d;
   };
   auto choice = resolver::select_framework_set(spec, target, req, provider_for);
   if (!choice) {
@@ -193,11 +211,32 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
                               flags.nearest_out);
     return std::unexpected(std::move(e));
   }
+  const auto replaced = direct_replacements(ctx);
   auto plan = resolver::framework_plan({&*choice, &spec, host.installed, fws.note, flags.reinstall, !host.gpus.empty(),
-                                        [&builds](const resolver::Pin& p) { return builds.replaces(p); }});
+                                        [&](const resolver::Pin& p) { return builds.replaces(p) || replaced.contains(p.name); }});
+  resolver::name_direct_choice(plan, spec.main_package, ctx.direct);
   ctx.resolution = std::move(choice->resolution);
   ctx.framework_index = choice->index;
   return plan;
+}
+
+// The request: requirements, and wheel files (a path, or name @ file://) as the pins of their own builds.
+Expected<void> parse_request(const std::vector<std::string>& requirements, PlanContext& ctx) {
+  for (const auto& r : requirements) {
+    auto direct = ENVFIX_TRY(resolver::direct_file(r));
+    if (!direct) {
+      auto req = specs::Requirement::parse(r);
+      if (!req) return std::unexpected(std::move(req).error().context(fmt::format("request '{}'", r)));
+      direct = ENVFIX_TRY(resolver::direct_file(*req));
+      if (!direct) {
+        ctx.request.push_back(std::move(*req));
+        continue;
+      }
+    }
+    ctx.request.push_back(direct->requirement);
+    ctx.direct.push_back(std::move(*direct));
+  }
+  return {};
 }
 
 // The index client's warnings, the counts and the time, once the plan is made.
@@ -215,11 +254,7 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
   PlanContext ctx;
   ctx.knowledge = ENVFIX_TRY(load_knowledge(g));
   ctx.host = ENVFIX_TRY(make_host(g, ctx.knowledge.get()));
-  for (const auto& r : flags.requirements) {
-    auto req = specs::Requirement::parse(r);
-    if (!req) return std::unexpected(std::move(req).error().context(fmt::format("request '{}'", r)));
-    ctx.request.push_back(std::move(*req));
-  }
+  ENVFIX_TRY_VOID(parse_request(flags.requirements, ctx));
   ctx.client = ENVFIX_TRY(make_index_client(g));
   const std::string index_url = plain_index_url(g);
   ExtraIndexes extras;

@@ -11,6 +11,7 @@
 #include "api/options.hpp"
 #include "index/index_client.hpp"
 #include "matrices/knowledge.hpp"
+#include "resolver/direct.hpp"
 #include "resolver/framework_selector.hpp"
 #include "resolver/plan.hpp"
 #include "util/error.hpp"
@@ -49,6 +50,7 @@ struct PlanContext {
   std::optional<resolver::FrameworkIndex> framework_index;
   std::vector<std::string> extra_indexes; // --extra-index-url, redacted, in search order
   std::vector<specs::Requirement> request;
+  std::vector<resolver::DirectFile> direct; // wheel files the request names: the user's chosen builds
   resolver::Resolution resolution;
   resolver::Plan plan;
   std::size_t resolved = 0;

@@ -926,6 +926,104 @@ frameworks:
     }
   }
 
+  // Issue 56, item 8 (the guide's fix B, step 3): a wheel file the user downloaded is the user's chosen
+  // build. `plan ./x.whl` and `name @ file://` were refused ("a direct URL requirement"); now the file
+  // is the only candidate of its project (never replaced by the index's build of the same version),
+  // and apply's kernel gate reads it like an index file's.
+  TEST_CASE("a wheel file the user names: plan and apply take that very file; one without the GPU's code is refused") {
+    auto spec = [](const std::string& simple_dir, const std::string& files_dir, const std::string& arch,
+                   const std::string& mark) {
+      return fmt::format(R"({{"simple_dir": "{}", "files_dir": "{}", "packages": [
+        {{"name": "evfw", "version": "3.0.0+cu128", "tags": ["py3-none-manylinux_2_17_x86_64"], "files": {{
+          "evfw/__init__.py": "VALUE = 1\n", "evfw/{}.py": "", "evfw/lib/libevfw_kernels.so": {}}}}}]}})",
+                         simple_dir, files_dir, mark, byte_list(arch_shared_object(arch)));
+    };
+    World w(spec("whl/cu128", "whl/files", "90", "from_index"));
+    write(w.root() / "matrices/evfw.yaml", kEvfwMatrices);
+    const std::string m = (w.root() / "matrices").string();
+    // The hand-downloaded files: another build of the same version, outside any index.
+    auto download = [&](const std::string& dir, const std::string& arch, const std::string& mark) {
+      w.rebuild_index(spec(dir + "/simple", dir + "/files", arch, mark));
+      for (const auto& e : fs::directory_iterator(w.index_dir() / dir / "files"))
+        if (e.path().extension() == ".whl") return e.path();
+      FAIL("no wheel built under " << dir);
+      return fs::path();
+    };
+    const auto mine = download("mine", "90", "mine");
+    const auto old = download("old", "80", "old");
+    auto ve = w.venv("venv");
+    auto target = [&](std::vector<std::string> head) {
+      head.insert(head.end(), {"--framework", "evfw", "--matrices", m, "--mirror", w.base_url(), "--gpu", "sm_90", "--driver",
+                               "580.65.06", "--python", (ve / "bin/python").string()});
+      return head;
+    };
+    const auto site = [&] {
+      for (const auto& e : fs::recursive_directory_iterator(ve))
+        if (e.path().filename() == "site-packages") return e.path();
+      return fs::path();
+    };
+
+    SUBCASE("plan ./x.whl names that file, not the index's") {
+      const auto rel = fs::relative(mine, fs::current_path()).string();
+      const auto p = w.envfix(target({"plan", "--format", "json", rel.starts_with("..") ? rel : "./" + rel}));
+      REQUIRE_MESSAGE(p.rc == 0, p.err);
+      const auto j = json::parse(p.out);
+      REQUIRE(j["install"].size() == 1);
+      CHECK(j["install"][0]["url"].get<std::string>().starts_with("file://"));
+      CHECK(j["install"][0]["url"].get<std::string>().find("/mine/files/") != std::string::npos);
+      CHECK_MESSAGE(j["why"].get<std::string>().find("the file named in the request") != std::string::npos, p.out);
+    }
+    SUBCASE("apply evfw @ file:// installs that very file; again, it is nothing to do") {
+      const auto url = "evfw @ file://" + mine.string();
+      const auto a = w.envfix(target({"apply", "--yes", url}));
+      REQUIRE_MESSAGE(a.rc == 0, a.err);
+      CHECK(fs::exists(site() / "evfw/mine.py"));
+      CHECK_FALSE(fs::exists(site() / "evfw/from_index.py"));
+      const auto again = w.envfix(target({"plan", "--format", "json", url}));
+      REQUIRE_MESSAGE(again.rc == 0, again.err);
+      CHECK(json::parse(again.out)["install"].empty());
+      // The index's build of the same version replaces it only when asked for by name.
+      const auto idx = w.envfix(target({"apply", "--yes", "--reinstall", "evfw"}));
+      REQUIRE_MESSAGE(idx.rc == 0, idx.err);
+      CHECK(fs::exists(site() / "evfw/from_index.py"));
+      // And the file named again replaces the index's build (another build at the same version).
+      const auto back = w.envfix(target({"apply", "--yes", mine.string()}));
+      REQUIRE_MESSAGE(back.rc == 0, back.err);
+      CHECK(fs::exists(site() / "evfw/mine.py"));
+    }
+    SUBCASE("a file without the GPU's code is refused by the kernel gate, naming it; nothing changes") {
+      const auto before = manifest(ve);
+      const auto a = w.envfix(target({"apply", "--yes", old.string()}));
+      CHECK(a.rc != 0);
+      CHECK_MESSAGE(a.err.find("sm_90") != std::string::npos, a.err);
+      CHECK_MESSAGE(a.err.find("evfw") != std::string::npos, a.err);
+      CHECK(manifest(ve) == before);
+    }
+    SUBCASE("a plain wheel file (no framework) installs as pip would, beside the index's dependencies") {
+      w.rebuild_index(R"({"simple_dir": "loose/simple", "files_dir": "loose/files", "packages": [
+        {"name": "loosepkg", "version": "1.0", "files": {"loosepkg/__init__.py": "X = 1\n"}}]})");
+      fs::path file;
+      for (const auto& e : fs::directory_iterator(w.index_dir() / "loose/files"))
+        if (e.path().extension() == ".whl") file = e.path();
+      REQUIRE(!file.empty());
+      const auto a = w.envfix({"apply", "--yes", file.string(), "--index-url", w.base_url() + "/whl/cu128", "--python",
+                               (ve / "bin/python").string()});
+      REQUIRE_MESSAGE(a.rc == 0, a.err);
+      CHECK(w.pip_list(ve).at("loosepkg") == "1.0");
+    }
+    SUBCASE("bad file requests are named: no such file, another project's file, an https URL") {
+      const auto none = w.envfix(target({"plan", "./no-such-1.0-py3-none-any.whl"}));
+      CHECK(none.rc != 0);
+      CHECK_MESSAGE(none.err.find("no-such-1.0-py3-none-any.whl': no such wheel file") != std::string::npos, none.err);
+      const auto other = w.envfix(target({"plan", "otherpkg @ file://" + mine.string()}));
+      CHECK(other.rc != 0);
+      CHECK_MESSAGE(other.err.find("a build of evfw, not of otherpkg") != std::string::npos, other.err);
+      const auto web = w.envfix(target({"plan", "evfw @ https://example.invalid/evfw-3.0.0-py3-none-any.whl"}));
+      CHECK(web.rc != 0);
+      CHECK_MESSAGE(web.err.find("only from a local wheel") != std::string::npos, web.err);
+    }
+  }
+
   // Issue 56, item 1: the release that covers the GPU lacks a companion (torchaudio for a nightly).
   // "gapfw" 3.0.0 (stable) has sm_80 only; its nightly 3.1.0 has sm_90, but the nightly index has no
   // gapaudio. The error's first line names that, and its hint is the request without gapaudio, proven
