@@ -58,7 +58,7 @@ void prove_fixes(const Options& o, diagnosis::DoctorReport& r) {
     auto ctx = build_plan(po, PlanRequest{.requirements = s.fix_request, .nearest_out = &nearest});
     if (ctx) {
       s.proof = diagnosis::FixProof::proven;
-      s.proof_detail = ctx->plan.why;
+      s.proof_detail = ctx->plan.why.text;
     } else if (!nearest.command.empty()) {
       s.proof = diagnosis::FixProof::nearest;
       s.proof_detail = nearest.why;

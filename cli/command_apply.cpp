@@ -52,7 +52,7 @@ public:
     const auto& plan = ctx.plan;
     if (first) human(host_line(ctx.host));
     if (!plan.channel.empty())
-      human(fmt::format("{} {} ({})", styled(i18n::tr("chose:"), Style::bold), i18n::tr_text(plan.why), plan.index));
+      human(fmt::format("{} {} ({})", styled(i18n::tr("chose:"), Style::bold), i18n::tr(plan.why), plan.index));
     for (const auto& w : plan.warnings) warn(w);
     human(styled((ctx.resolved == 1 ? i18n::trf("Resolved {} package in {}", ctx.resolved, human_duration(ctx.seconds))
                                     : i18n::trf("Resolved {} packages in {}", ctx.resolved, human_duration(ctx.seconds))),

@@ -57,7 +57,7 @@ void render_text(const api::PlanContext& ctx, const PlanOptions& o) {
   const auto& p = ctx.plan;
   human(host_line(ctx.host));
   if (!p.channel.empty())
-    human(fmt::format("{} {} ({})", styled(i18n::tr("chose:"), Style::bold), i18n::tr_text(p.why), p.index));
+    human(fmt::format("{} {} ({})", styled(i18n::tr("chose:"), Style::bold), i18n::tr(p.why), p.index));
   else
     human(fmt::format("{} {}", styled(i18n::tr("index:"), Style::bold), p.index));
   if (!ctx.extra_indexes.empty())

@@ -144,7 +144,7 @@ std::string os_hint(const Error& e) {
 void print_error(const Error& e) {
   // Human text in the chosen language (i18n/): the prefixes, and the messages the catalog knows; the
   // JSON error document below stays English.
-  auto esc = [](std::string_view t) { return util::escape_control(i18n::tr_text(t)); };
+  auto esc = [&e](std::string_view t) { return util::escape_control(i18n::tr_error_text(e, t)); };
   std::string out = styled(i18n::tr("error"), Style::red) + ": " + esc(e.message) + "\n";
   for (const auto& c : e.causes) out += "  " + styled(i18n::tr("caused by"), Style::red) + ": " + esc(c) + "\n";
   auto hint = e.hint.empty() ? os_hint(e) : e.hint;

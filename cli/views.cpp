@@ -36,7 +36,7 @@ nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
   j["channel"] = p.channel;
   j["index"] = p.index;
   j["variant"] = p.variant;
-  j["why"] = p.why;
+  j["why"] = p.why.text;
   j["install"] = json::array();
   for (const auto& i : p.install) {
     json x{{"name", i.name}, {"version", i.version}, {"filename", i.filename}, {"url", index::redact_url(i.url)}};

@@ -244,6 +244,19 @@ std::string_view tr(std::string_view english) {
   return it != table.end() && it->msgid == english ? it->msgstr : english;
 }
 
+std::string tr(const util::Message& m) {
+  if (m.id.empty() || language() == Lang::en) return m.text;
+  const auto t = tr(std::string_view(m.id));
+  std::vector<std::string> args;
+  for (const auto& a : m.args) args.push_back(tr(a));
+  return util::fill(t, args).value_or(m.text);
+}
+
+std::string tr_error_text(const Error& e, std::string_view text) {
+  if (const auto* m = e.said_as(text)) return tr(*m);
+  return tr_text(text);
+}
+
 std::string tr_text(std::string_view text) {
   const auto lang = language();
   if (lang == Lang::en || text.empty()) return std::string(text);

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include "util/env.hpp"
+#include "util/error.hpp"
+#include "util/message.hpp"
 
 namespace envfix::i18n {
 
@@ -49,6 +51,14 @@ void set_terminal_codeset(std::string codeset);
 [[nodiscard]] std::string_view tr(std::string_view english);
 // The same as a string (CLI11's descriptions, lines built with +).
 [[nodiscard]] inline std::string trs(std::string_view english) { return std::string(tr(english)); }
+
+// A message in the chosen language by its id (util/message.hpp): the catalog's translation of the
+// id, filled with each argument in the chosen language (a plain value stays as it is); the English as
+// made when the catalog has no entry or its translation does not take the arguments.
+[[nodiscard]] std::string tr(const util::Message& m);
+// An error's text (its message, a cause or its hint) by the id it was made with (Error::said_as),
+// else through tr_text.
+[[nodiscard]] std::string tr_error_text(const Error& e, std::string_view text);
 
 // A text composed elsewhere (api/ builds findings and errors in English with fmt): the exact entry if
 // there is one, else the first catalog entry with `{}` placeholders whose fixed parts match the whole

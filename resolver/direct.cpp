@@ -103,9 +103,9 @@ void name_direct_choice(Plan& plan, std::string_view main_package, const std::ve
     if (f.file.project == main)
       for (const auto& i : plan.install)
         if (i.name == main && i.url == f.file.url) {
-          plan.why = fmt::format("{} {}, the file named in the request (variant {}); its kernels are read before anything "
-                                 "is installed",
-                                 i.name, i.version, plan.variant.empty() ? "unknown" : plan.variant);
+          plan.why = util::msg("{} {}, the file named in the request (variant {}); its kernels are read before anything "
+                               "is installed",
+                               i.name, i.version, plan.variant.empty() ? "unknown" : plan.variant);
           plan.index = f.file.index_url;
         }
 }

@@ -23,8 +23,8 @@ Plan framework_plan(const FrameworkPlanInputs& fin) {
     // An --index-url whose variant nothing names (indexes_for_url): no CUDA to check the driver
     // against, no arch data; the kernel check after download decides.
     const auto* m = choice.resolution.find(specs::normalize_name(spec.main_package));
-    plan.why = fmt::format("{} {} from {}, variant unknown: its kernels are checked after download", spec.main_package,
-                           m ? m->version.to_string() : "", index::redact_url(choice.index.url));
+    plan.why = util::msg("{} {} from {}, variant unknown: its kernels are checked after download", spec.main_package,
+                         m ? m->version.to_string() : "", index::redact_url(choice.index.url));
     plan.warnings.push_back(fmt::format("the variant of {} is unknown (no local label on the {} files, no --variant): the "
                                         "driver is not checked against its CUDA, its kernels are checked after download",
                                         index::redact_url(choice.index.url), spec.main_package));

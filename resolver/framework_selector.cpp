@@ -20,7 +20,7 @@ struct MainCandidate {
   std::vector<std::string> warnings;
   bool ptx_only = false; // some GPU runs it only through PTX JIT
   bool partial = false;  // its binaries cover some GPU only partly
-  std::string cover;     // why its kernels are believed to run, for the summary line
+  util::Message cover;   // why its kernels are believed to run, for the summary line
 };
 
 // The evidence of a build's binaries for every GPU: the first GPU no file runs on, or the GPUs
@@ -62,10 +62,12 @@ std::string gpu_list(const std::vector<specs::ComputeCapability>& gpus) {
 
 // "sm_87 not covered", and for an integrated GPU the rule that makes it so: the SASS of a neighbour
 // (sm_80 on an 8.7) does not load there (specs/gpu_arch.hpp, the Tegra rule).
-std::string not_covered(const std::vector<specs::ComputeCapability>& gpus) {
+util::Message not_covered(const std::vector<specs::ComputeCapability>& gpus) {
   bool tegra = std::any_of(gpus.begin(), gpus.end(), [](const specs::ComputeCapability& g) { return g.tegra; });
-  return fmt::format("{} not covered{}", gpu_list(gpus),
-                     tegra ? " (an integrated GPU runs only SASS built for its exact arch, or PTX it can JIT)" : "");
+  if (tegra)
+    return util::msg("{} not covered (an integrated GPU runs only SASS built for its exact arch, or PTX it can JIT)",
+                     gpu_list(gpus));
+  return util::msg("{} not covered", gpu_list(gpus));
 }
 
 std::string evidence_archs(const BuildFacts& facts) { return arch_list(wheel::archs_of(facts.files)); }
@@ -152,7 +154,7 @@ struct Pass {
   std::string pinned_extra;                     // a requested extra naming a variant
   std::vector<std::string> companions;          // set members after the main package
   FrameworkChoice out;
-  std::vector<std::string> closest; // newest not-covering build per variant
+  std::vector<util::Message> closest; // newest not-covering build per variant
   std::set<std::string> closest_variants;
   std::optional<Error> last_closure_error;
   bool any_index = false;
@@ -176,7 +178,7 @@ struct Pass {
     if (r.reason == RejectReason::ptx_needs_newer_driver && (!jit_cuda || *idx.cuda > *jit_cuda)) jit_cuda = idx.cuda;
     if (closest_variants.insert(idx.variant).second)
       closest.push_back(
-          fmt::format("{} {} ({} {}): {}: {}", r.name, r.version, channel, idx.variant, to_string(r.reason), r.detail));
+          util::msg("{} {} ({} {}): {}: {}", r.name, r.version, channel, idx.variant, to_string(r.reason), r.why()));
   }
   [[nodiscard]] std::string driver() const { return host.driver_version.empty() ? "the host's" : host.driver_version; }
 };
@@ -191,21 +193,21 @@ std::vector<FrameworkIndex> usable_indexes(Pass& p, const std::string& channel) 
     if (i.channel != channel) continue;
     Rejection r{main_of(p.spec, i), "", i.url, RejectReason::pin, "", ""};
     if (!request.variant.empty() && i.variant != request.variant) {
-      r.detail = fmt::format("variant {} (--variant {} was requested)", i.variant, request.variant);
+      r.because(util::msg("variant {} (--variant {} was requested)", i.variant, request.variant));
     } else if (!p.pinned_extra.empty() && i.extra != p.pinned_extra) {
-      r.detail =
-          fmt::format("variant {} ({}[{}] was requested)", i.variant, specs::normalize_name(p.spec.main_package), p.pinned_extra);
+      r.because(
+          util::msg("variant {} ({}[{}] was requested)", i.variant, specs::normalize_name(p.spec.main_package), p.pinned_extra));
     } else if (p.gpu_host && !i.cuda && !request.allow_cpu && request.variant != i.variant) {
       r.reason = RejectReason::arch_not_covered;
-      r.detail = fmt::format("{} build has no GPU kernels (use --allow-cpu to accept it)", i.variant);
+      r.because(util::msg("{} build has no GPU kernels (use --allow-cpu to accept it)", i.variant));
     } else if (i.cuda && host.driver_supports && !host.driver_supports(*i.cuda)) {
       r.reason = RejectReason::driver_too_old;
-      r.detail = fmt::format("CUDA {} (variant {}) needs a newer driver than {}", i.cuda->to_string(), i.variant, p.driver());
+      r.because(util::msg("CUDA {} (variant {}) needs a newer driver than {}", i.cuda->to_string(), i.variant, p.driver()));
     } else if (p.native_only && i.cuda && !runs_natively(host, *i.cuda)) {
       r.reason = RejectReason::driver_too_old;
-      r.detail = fmt::format("CUDA {} needs a newer driver than {} natively; it runs there only through minor-version "
-                             "compatibility, tried only when no natively supported variant gives a set",
-                             i.cuda->to_string(), p.driver());
+      r.because(util::msg("CUDA {} needs a newer driver than {} natively; it runs there only through minor-version "
+                          "compatibility, tried only when no natively supported variant gives a set",
+                          i.cuda->to_string(), p.driver()));
     } else {
       indexes.push_back(i);
       continue;
@@ -227,15 +229,15 @@ std::optional<Rejection> version_veto(const Pass& p, const FrameworkIndex& idx, 
   std::optional<bool> pre;
   if (channel == "nightly" || channel == "test") pre = true;
   if (p.main_req && !p.main_req->specifier.contains(f.version, pre)) {
-    r.detail = fmt::format("excluded by {}", p.main_req->to_string());
+    r.because(util::msg("excluded by {}", p.main_req->to_string()));
   } else if (!p.main_req && !pre && f.version.is_prerelease()) {
-    r.detail = "pre-release on the stable channel";
+    r.because(util::msg("pre-release on the stable channel"));
   } else if (f.version.has_local() && f.version.local() != idx.variant) {
     r.reason = RejectReason::mixed_variant;
-    r.detail = fmt::format("+{} build on the {} index", f.version.local(), idx.variant);
+    r.because(util::msg("+{} build on the {} index", f.version.local(), idx.variant));
   } else if (f.file.yanked && !(p.main_req && is_pinned(p.main_req->specifier))) { // PEP 592: `==` may pick it
     r.reason = RejectReason::yanked;
-    r.detail = f.file.yanked_reason.empty() ? "yanked" : "yanked: " + f.file.yanked_reason;
+    r.because(f.file.yanked_reason.empty() ? util::msg("yanked") : util::msg("yanked: {}", f.file.yanked_reason));
   } else {
     return std::nullopt;
   }
@@ -255,16 +257,16 @@ bool judge_kernels(Pass& p, const FrameworkIndex& idx, const std::string& channe
     // What the binaries said outranks any table row.
     auto ev = judge_evidence(*facts, host.gpus);
     if (ev.none) {
-      r.detail = fmt::format("read from the binaries ({}): none of its {} GPU modules runs on {}; they hold {}", facts->source,
-                             ev.none_coverage.total(), ev.none->sm_name(), evidence_archs(*facts));
+      r.because(util::msg("read from the binaries ({}): none of its {} GPU modules runs on {}; they hold {}", facts->source,
+                          ev.none_coverage.total(), ev.none->sm_name(), evidence_archs(*facts)));
       p.near_miss(r, channel, idx);
       p.reject(std::move(r));
       return false;
     }
-    mc.cover = fmt::format("its binaries cover {} ({})", gpu_list(host.gpus), facts->source);
+    mc.cover = util::msg("its binaries cover {} ({})", gpu_list(host.gpus), facts->source);
     if (!ev.partial.empty()) {
       mc.partial = true;
-      mc.cover = fmt::format("its binaries cover {} only partly ({})", gpu_list(ev.partial), facts->source);
+      mc.cover = util::msg("its binaries cover {} only partly ({})", gpu_list(ev.partial), facts->source);
       mc.warnings.push_back(fmt::format("{} {}: its binaries cover {} only partly (read from {}); a small test may "
                                         "pass and the full app fail",
                                         main, ver, gpu_list(ev.partial), facts->source));
@@ -273,7 +275,7 @@ bool judge_kernels(Pass& p, const FrameworkIndex& idx, const std::string& channe
   } else if (p.gpu_host && idx.cuda) {
     auto archs = p.spec.archs ? p.spec.archs(f.version, idx.variant) : std::nullopt;
     if (!archs) {
-      mc.cover = "unverified (no arch data for this build), checked after download";
+      mc.cover = util::msg("unverified (no arch data for this build), checked after download");
       mc.warnings.push_back(fmt::format("{} {}: unverified (no arch data for this build, arch-unverified), checked after "
                                         "download",
                                         main, ver));
@@ -283,15 +285,15 @@ bool judge_kernels(Pass& p, const FrameworkIndex& idx, const std::string& channe
     }
     auto cov = check_coverage(*archs, host.gpus);
     if (!cov.uncovered.empty()) {
-      r.detail = fmt::format("kernels {}; {}", arch_list(*archs), not_covered(cov.uncovered));
+      r.because(util::msg("kernels {}; {}", arch_list(*archs), not_covered(cov.uncovered)));
       p.near_miss(r, channel, idx);
       p.reject(std::move(r));
       return false;
     }
     bool verified = p.spec.archs_verified && p.spec.archs_verified(f.version, idx.variant);
-    mc.cover = verified ? fmt::format("the matrices say its kernels cover {} (checked after download)", gpu_list(host.gpus))
-                        : fmt::format("the matrices' unverified row lists kernels for {}: unverified, checked after download",
-                                      gpu_list(host.gpus));
+    mc.cover = verified ? util::msg("the matrices say its kernels cover {} (checked after download)", gpu_list(host.gpus))
+                        : util::msg("the matrices' unverified row lists kernels for {}: unverified, checked after download",
+                                    gpu_list(host.gpus));
     jit_only = cov.ptx_only;
   }
   mc.ptx_only = !jit_only.empty();
@@ -299,10 +301,10 @@ bool judge_kernels(Pass& p, const FrameworkIndex& idx, const std::string& channe
   // JIT of PTX needs a driver that knows its ISA: minor-version compatibility runs newer SASS, not newer PTX.
   if (!runs_natively(host, *idx.cuda)) {
     r.reason = RejectReason::ptx_needs_newer_driver;
-    r.detail = fmt::format("runs on {} only through PTX JIT of CUDA {} PTX{}; driver {} runs CUDA {} only through "
-                           "minor-version compatibility, which cannot JIT PTX newer than the driver's own CUDA",
-                           gpu_list(jit_only), idx.cuda->to_string(), idx.ptx_isa.empty() ? "" : " (ISA " + idx.ptx_isa + ")",
-                           p.driver(), idx.cuda->to_string());
+    r.because(util::msg("runs on {} only through PTX JIT of CUDA {} PTX{}; driver {} runs CUDA {} only through "
+                        "minor-version compatibility, which cannot JIT PTX newer than the driver's own CUDA",
+                        gpu_list(jit_only), idx.cuda->to_string(), idx.ptx_isa.empty() ? "" : " (ISA " + idx.ptx_isa + ")",
+                        p.driver(), idx.cuda->to_string()));
     p.near_miss(r, channel, idx);
     p.reject(std::move(r));
     return false;
@@ -340,7 +342,7 @@ Expected<std::vector<MainCandidate>> main_candidates(Pass& p, const std::vector<
         p.reject(std::move(*veto));
         continue;
       }
-      MainCandidate mc{f, pos, {}, false, false, ""};
+      MainCandidate mc{f, pos, {}, false, false, {}};
       if (judge_kernels(p, idx, channel, mc)) cands.push_back(std::move(mc));
     }
   }
@@ -472,21 +474,21 @@ std::optional<Veto> realized_variant_problem(const Pass& p, const FrameworkIndex
 }
 
 // The summary line, from the planned set: which build, and where its kernels are.
-std::string summary(const Pass& p, const FrameworkIndex& idx, const std::string& channel, const MainCandidate& mc,
-                    const Resolution& res) {
+util::Message summary(const Pass& p, const FrameworkIndex& idx, const std::string& channel, const MainCandidate& mc,
+                      const Resolution& res) {
   const auto& v = mc.file.version;
-  std::string cuda;
+  util::Message cuda = util::plain("");
   if (idx.cuda) {
-    std::vector<std::string> parts{"CUDA " + idx.cuda->to_string()};
-    if (!p.host.driver_version.empty()) parts.push_back("driver " + p.host.driver_version + " runs it");
-    if (auto h = held(res, set_kernel_packages(p.spec, idx)); !h.empty()) parts.push_back("kernels in " + join(h));
-    std::string joined;
-    for (const auto& s : parts) joined += (joined.empty() ? "" : "; ") + s;
-    cuda = " (" + joined + ")";
+    auto joined = util::plain("CUDA " + idx.cuda->to_string());
+    if (!p.host.driver_version.empty()) joined = util::msg("{}; driver {} runs it", joined, p.host.driver_version);
+    if (auto h = held(res, set_kernel_packages(p.spec, idx)); !h.empty())
+      joined = util::msg("{}; kernels in {}", joined, join(h));
+    cuda = util::msg(" ({})", joined);
   }
-  std::string cover = p.gpu_host ? (idx.cuda ? mc.cover : "CPU build (--allow-cpu)") : "no GPU on the target";
-  return fmt::format("{} {} from the {} channel, variant {}{}: {}", main_of(p.spec, idx), v.to_string(), channel, idx.variant,
-                     cuda, cover);
+  const auto cover =
+      p.gpu_host ? (idx.cuda ? mc.cover : util::msg("CPU build (--allow-cpu)")) : util::msg("no GPU on the target");
+  return util::msg("{} {} from the {} channel, variant {}{}: {}", main_of(p.spec, idx), v.to_string(), channel, idx.variant, cuda,
+                   cover);
 }
 
 // The packages beside the set that the binaries' evidence turned down, for the error that names them.
@@ -561,11 +563,11 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
     return false;
   }
   FrameworkIndex chosen = idx;
-  std::string cover = mc.cover;
   if (auto problem = realized_variant_problem(p, idx, *res)) {
     Rejection r{main, v.to_string(), idx.url, problem->reason, problem->detail, mc.file.file.filename};
     if (r.reason == RejectReason::mixed_variant || (p.gpu_host && !p.request.allow_cpu)) {
-      if (r.reason == RejectReason::arch_not_covered) r.detail += " (no GPU kernels; --allow-cpu accepts it)";
+      if (r.reason == RejectReason::arch_not_covered)
+        r.because(util::msg("{} (no GPU kernels; --allow-cpu accepts it)", r.why()));
       p.near_miss(r, channel, idx);
       p.reject(std::move(r));
       return false;
@@ -580,7 +582,7 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
   p.out.warnings.insert(p.out.warnings.end(), p.skipped.begin(), p.skipped.end());
   p.out.why = summary(p, chosen, channel, mc, p.out.resolution);
   if (!chosen.cuda && idx.cuda && p.gpu_host)
-    p.out.why += fmt::format(" ({} of variant {} brings no GPU kernels)", main, idx.variant);
+    p.out.why = util::msg("{} ({} of variant {} brings no GPU kernels)", p.out.why, main, idx.variant);
   // The legacy ladder: say when this is the last release that will cover an old GPU.
   bool pinned = p.main_req && !p.main_req->specifier.empty();
   if (auto note = last_release_note(p.spec, v, p.host.gpus, !pinned); !note.empty()) p.out.warnings.push_back(note);
@@ -647,45 +649,45 @@ Error no_set_error(Pass& p) {
   std::string req_text = p.main_req ? p.main_req->to_string() : main;
   bool arch_problem = !p.closest.empty();
   if (!p.any_index) {
-    e.message = fmt::format("no {} index is usable on this host", spec.name);
+    e.say(util::msg("no {} index is usable on this host", spec.name));
     for (const auto& r : p.out.rejected)
-      if (r.version.empty()) e.causes.push_back(fmt::format("{}: {}", r.index, r.detail));
+      if (r.version.empty()) e.add_cause(util::msg("{}: {}", r.index, r.why()));
   } else if (arch_problem && p.near_reasons == std::set<RejectReason>{RejectReason::ptx_needs_newer_driver}) {
-    e.message = fmt::format("no GPU build of {} runs on {} with driver {}: the builds for it need PTX JIT, which this "
-                            "driver cannot do for their CUDA",
-                            req_text, gpu_list(p.host.gpus), p.driver());
-    e.causes.push_back("the newest builds that came closest:");
-    for (const auto& c : p.closest) e.causes.push_back(c);
+    e.say(util::msg("no GPU build of {} runs on {} with driver {}: the builds for it need PTX JIT, which this driver cannot "
+                    "do for their CUDA",
+                    req_text, gpu_list(p.host.gpus), p.driver()));
+    e.add_cause(util::msg("the newest builds that came closest:"));
+    for (const auto& c : p.closest) e.add_cause(c);
   } else if (const auto& gap = p.companion_gap; gap && p.gpu_host) {
     // The real reason of the nearest rejection (issue 56, item 1): a covering build exists.
-    e.message = fmt::format("{} {} ({} {}) has code for {}, but its index has no {} for it (companion-missing)", gap->main,
-                            gap->version.to_string(), gap->channel, gap->variant, gpu_list(p.host.gpus), gap->companion);
+    e.say(util::msg("{} {} ({} {}) has code for {}, but its index has no {} for it (companion-missing)", gap->main,
+                    gap->version.to_string(), gap->channel, gap->variant, gpu_list(p.host.gpus), gap->companion));
     if (!p.closest.empty()) {
-      e.causes.push_back("the newest builds with every companion came closest:");
-      for (const auto& c : p.closest) e.causes.push_back(c);
+      e.add_cause(util::msg("the newest builds with every companion came closest:"));
+      for (const auto& c : p.closest) e.add_cause(c);
     }
     if (p.request.gap_out) *p.request.gap_out = gap;
   } else if (const auto& ext = p.extension_gap; ext && p.gpu_host) {
-    e.message = fmt::format("{} {} ({} {}) has code for {}, but no build of {} on its index fits it", ext->main,
-                            ext->version.to_string(), ext->channel, ext->variant, gpu_list(p.host.gpus), ext->extension);
+    e.say(util::msg("{} {} ({} {}) has code for {}, but no build of {} on its index fits it", ext->main, ext->version.to_string(),
+                    ext->channel, ext->variant, gpu_list(p.host.gpus), ext->extension));
     e.causes.push_back(ext->conflict);
     if (!p.closest.empty()) {
-      e.causes.push_back("the newest builds that fit it came closest:");
-      for (const auto& c : p.closest) e.causes.push_back(c);
+      e.add_cause(util::msg("the newest builds that fit it came closest:"));
+      for (const auto& c : p.closest) e.add_cause(c);
     }
     const auto recipe = extension_build_recipe(
         {ext->extension, std::nullopt, main, ext->version.public_version(), p.host.gpus, newest_first_toolkit(p)});
     e.causes.insert(e.causes.end(), p.skipped.begin(), p.skipped.end());
-    e.causes.push_back("`envfix plan --explain` lists every rejected file");
-    e.hint = fmt::format("install {} {} without {} (leave it out of the request; an installed {} built for another {} "
-                         "stops working), then build {} for it: {}; or keep the set you have",
-                         main, ext->version.to_string(), ext->extension, ext->extension, main, ext->extension, recipe);
+    e.add_cause(util::msg("`envfix plan --explain` lists every rejected file"));
+    e.advise(util::msg("install {} {} without {} (leave it out of the request; an installed {} built for another {} stops "
+                       "working), then build {} for it: {}; or keep the set you have",
+                       main, ext->version.to_string(), ext->extension, ext->extension, main, ext->extension, recipe));
     if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
     return e;
   } else if (arch_problem) {
-    e.message = fmt::format("no GPU build of {} covers {}", req_text, gpu_list(p.host.gpus));
-    e.causes.push_back("the newest builds that came closest:");
-    for (const auto& c : p.closest) e.causes.push_back(c);
+    e.say(util::msg("no GPU build of {} covers {}", req_text, gpu_list(p.host.gpus)));
+    e.add_cause(util::msg("the newest builds that came closest:"));
+    for (const auto& c : p.closest) e.add_cause(c);
   } else if (!p.extension_misses.empty()) {
     // The framework fits; an extension asked for beside it has no build with code for the GPU.
     std::vector<std::string> names;
@@ -694,33 +696,38 @@ Error no_set_error(Pass& p) {
       e.causes.insert(e.causes.end(), lines.begin(), lines.end());
     }
     const auto against = p.extension_against ? p.extension_against->to_string() : std::string("?");
-    e.message = fmt::format("no build of {} on the index has code for {} and fits {} {}", join(names), gpu_list(p.host.gpus),
-                            main, against);
+    e.say(util::msg("no build of {} on the index has code for {} and fits {} {}", join(names), gpu_list(p.host.gpus), main,
+                    against));
     std::vector<std::string> recipes;
     const auto min_cuda = newest_first_toolkit(p);
     for (const auto& n : names)
       recipes.push_back(extension_build_recipe({n, std::nullopt, main, p.extension_against, p.host.gpus, min_cuda}));
     e.hint = util::join(recipes, "; ");
-    e.causes.push_back("`envfix plan --explain` lists every rejected file");
+    e.add_cause(util::msg("`envfix plan --explain` lists every rejected file"));
     if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
     return e;
   } else if (p.last_closure_error) {
     e = *p.last_closure_error;
-    e.message = fmt::format("no consistent {} set: {}", spec.name, e.message);
+    e.say(
+        util::msg("no consistent {} set: {}", spec.name, e.said_as(e.message) ? *e.said_as(e.message) : util::plain(e.message)));
   } else {
-    e.message = fmt::format("no build of {} fits this host", req_text);
+    e.say(util::msg("no build of {} fits this host", req_text));
     std::map<std::string, int> why;
     for (const auto& r : p.out.rejected)
       if (r.name == main) ++why[std::string(to_string(r.reason))];
-    for (const auto& [reason, n] : why) e.causes.push_back(fmt::format("{} file(s) rejected: {}", n, reason));
+    for (const auto& [reason, n] : why) e.add_cause(util::msg("{} file(s) rejected: {}", n, reason));
   }
   if (arch_problem || p.gpu_host) {
-    e.hint = "`--allow-cpu` installs the CPU build instead; or " + source_build_recipe(source_build_of(p));
+    const auto recipe = source_build_recipe(source_build_of(p));
     if (p.jit_cuda)
-      e.hint = fmt::format("a driver that runs CUDA {} natively can JIT its PTX; ", p.jit_cuda->to_string()) + e.hint;
+      e.advise(util::msg("a driver that runs CUDA {} natively can JIT its PTX; `--allow-cpu` installs the CPU build "
+                         "instead; or {}",
+                         p.jit_cuda->to_string(), recipe));
+    else
+      e.advise(util::msg("`--allow-cpu` installs the CPU build instead; or {}", recipe));
   }
   e.causes.insert(e.causes.end(), p.skipped.begin(), p.skipped.end());
-  e.causes.push_back("`envfix plan --explain` lists every rejected file");
+  e.add_cause(util::msg("`envfix plan --explain` lists every rejected file"));
   if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
   return e;
 }
@@ -752,9 +759,10 @@ Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarge
   }
   if (p.jit_fallback) {
     p.jit_fallback->rejected = p.out.rejected;
-    p.jit_fallback->why += p.jit_rejection && p.jit_rejection->reason == RejectReason::arch_partly_covered
-                               ? "; no fully covered build was found, so this partly covered one is the best there is"
-                               : "; no build with native SASS for every GPU was found, so this one runs by PTX JIT";
+    auto& why = p.jit_fallback->why;
+    why = p.jit_rejection && p.jit_rejection->reason == RejectReason::arch_partly_covered
+              ? util::msg("{}; no fully covered build was found, so this partly covered one is the best there is", why)
+              : util::msg("{}; no build with native SASS for every GPU was found, so this one runs by PTX JIT", why);
     return *p.jit_fallback;
   }
   return std::unexpected(no_set_error(p));

@@ -132,7 +132,7 @@ struct FrameworkRequest {
 struct FrameworkChoice {
   FrameworkIndex index;
   Resolution resolution;
-  std::string why;                   // one or two lines: why this channel/index/variant
+  util::Message why;                 // one or two lines: why this channel/index/variant
   std::vector<std::string> warnings; // PTX-JIT only, arch-unverified, …
   std::vector<Rejection> rejected;   // over all indexes tried
 };

@@ -57,7 +57,7 @@ struct Plan {
   std::string channel; // "" for a plain (non-framework) resolution
   std::string index;
   std::string variant;
-  std::string why;
+  util::Message why; // why this set (its id: util/message.hpp)
   std::vector<PlanInstall> install;
   std::vector<PlanRemove> remove;
   std::vector<std::string> keep; // "name==version" already installed and part of the set

@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/message.hpp"
+
 namespace envfix::resolver {
 
 enum class RejectReason {
@@ -36,6 +38,14 @@ struct Rejection {
   RejectReason reason = RejectReason::invalid;
   std::string detail; // human text: "cp312 wheel; interpreter is cp310"
   std::string filename;
+  util::Message said = {}; // the detail with its id (util/message.hpp), where it was made with one
+
+  void because(util::Message m) {
+    detail = m.text;
+    said = std::move(m);
+  }
+  // The detail as a message: with its id, or as it is.
+  [[nodiscard]] util::Message why() const { return said.empty() ? util::plain(detail) : said; }
 };
 
 } // namespace envfix::resolver

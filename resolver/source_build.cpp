@@ -18,46 +18,49 @@ std::string tag(const SourceBuild& b, std::string_view prefix) {
   return b.version ? fmt::format("{}{}", prefix, b.version->public_version().to_string()) : std::string("<the release tag>");
 }
 
-std::string needs(const SourceBuild& b, std::string_view compiler) {
-  std::string nvcc =
-      b.min_cuda ? fmt::format("a CUDA toolkit ≥ {} (its nvcc emits {})", b.min_cuda->to_string(), join(b.gpus, ", ", true))
-                 : fmt::format("a CUDA toolkit whose nvcc emits {}", join(b.gpus, ", ", true));
-  return fmt::format("needs {}, {}", nvcc, compiler);
+util::Message needs(const SourceBuild& b, std::string_view compiler) {
+  auto nvcc = b.min_cuda ? util::msg("a CUDA toolkit ≥ {} (its nvcc emits {})", b.min_cuda->to_string(), join(b.gpus, ", ", true))
+                         : util::msg("a CUDA toolkit whose nvcc emits {}", join(b.gpus, ", ", true));
+  return util::msg("needs {}, {}", nvcc, compiler);
 }
 
 } // namespace
 
-std::string source_build_recipe(const SourceBuild& b) {
+// The commands are values (util::plain): a translation words the sentence around them only.
+util::Message source_build_recipe(const SourceBuild& b) {
   const std::string sm = join(b.gpus, ",", true);
   if (b.framework == "torch")
-    return fmt::format("build torch from source for this GPU ({}, cmake, ninja; about 1-3 h on 16 cores, 30 GB of disk): "
-                       "git clone --branch {} --recursive https://github.com/pytorch/pytorch && cd pytorch && "
-                       "python -m pip install -r requirements.txt && TORCH_CUDA_ARCH_LIST=\"{}\" USE_CUDA=1 "
-                       "python -m pip install --no-build-isolation -v .",
-                       needs(b, "gcc ≥ 9"), tag(b, "v"), join(b.gpus, ";", false));
+    return util::msg("build torch from source for this GPU ({}, cmake, ninja; about 1-3 h on 16 cores, 30 GB of disk): {}",
+                     needs(b, "gcc ≥ 9"),
+                     fmt::format("git clone --branch {} --recursive https://github.com/pytorch/pytorch && cd pytorch && "
+                                 "python -m pip install -r requirements.txt && TORCH_CUDA_ARCH_LIST=\"{}\" USE_CUDA=1 "
+                                 "python -m pip install --no-build-isolation -v .",
+                                 tag(b, "v"), join(b.gpus, ";", false)));
   if (b.framework == "jax")
-    return fmt::format("build jaxlib and its CUDA plugin from source for this GPU ({}, Bazel through build/build.py; "
-                       "about 1-2 h): git clone --branch {} https://github.com/jax-ml/jax && cd jax && "
-                       "python build/build.py build --wheels=jaxlib,jax-cuda-plugin,jax-cuda-pjrt "
-                       "--cuda_compute_capabilities={} && python -m pip install dist/*.whl",
-                       needs(b, "clang ≥ 18"), tag(b, "jax-v"), sm);
+    return util::msg(
+        "build jaxlib and its CUDA plugin from source for this GPU ({}, Bazel through build/build.py; about 1-2 h): {}",
+        needs(b, "clang ≥ 18"),
+        fmt::format("git clone --branch {} https://github.com/jax-ml/jax && cd jax && "
+                    "python build/build.py build --wheels=jaxlib,jax-cuda-plugin,jax-cuda-pjrt "
+                    "--cuda_compute_capabilities={} && python -m pip install dist/*.whl",
+                    tag(b, "jax-v"), sm));
   if (b.framework == "tensorflow")
-    return fmt::format("build tensorflow from source for this GPU ({}, Bazel; about 2-4 h): git clone --branch {} "
-                       "https://github.com/tensorflow/tensorflow && cd tensorflow && "
-                       "HERMETIC_CUDA_COMPUTE_CAPABILITIES={} bazel build //tensorflow/tools/pip_package:wheel "
-                       "--config=cuda --config=cuda_wheel --repo_env=WHEEL_NAME=tensorflow && "
-                       "python -m pip install bazel-bin/tensorflow/tools/pip_package/wheel_house/*.whl",
-                       needs(b, "clang ≥ 17"), tag(b, "v"), sm);
+    return util::msg("build tensorflow from source for this GPU ({}, Bazel; about 2-4 h): {}", needs(b, "clang ≥ 17"),
+                     fmt::format("git clone --branch {} https://github.com/tensorflow/tensorflow && cd tensorflow && "
+                                 "HERMETIC_CUDA_COMPUTE_CAPABILITIES={} bazel build //tensorflow/tools/pip_package:wheel "
+                                 "--config=cuda --config=cuda_wheel --repo_env=WHEEL_NAME=tensorflow && "
+                                 "python -m pip install bazel-bin/tensorflow/tools/pip_package/wheel_house/*.whl",
+                                 tag(b, "v"), sm));
   if (b.framework == "paddlepaddle") {
     std::string bin;
     for (const auto& g : b.gpus) bin += (bin.empty() ? "" : ";") + std::to_string(g.number());
-    return fmt::format("build paddlepaddle from source for this GPU ({}, cmake; about 2-3 h): git clone --branch {} "
-                       "https://github.com/PaddlePaddle/Paddle && mkdir Paddle/build && cd Paddle/build && "
-                       "cmake .. -DWITH_GPU=ON -DCUDA_ARCH_NAME=Manual -DCUDA_ARCH_BIN=\"{}\" && make -j$(nproc) && "
-                       "python -m pip install python/dist/*.whl",
-                       needs(b, "gcc ≥ 9"), tag(b, "v"), bin);
+    return util::msg("build paddlepaddle from source for this GPU ({}, cmake; about 2-3 h): {}", needs(b, "gcc ≥ 9"),
+                     fmt::format("git clone --branch {} https://github.com/PaddlePaddle/Paddle && mkdir Paddle/build && "
+                                 "cd Paddle/build && cmake .. -DWITH_GPU=ON -DCUDA_ARCH_NAME=Manual -DCUDA_ARCH_BIN=\"{}\" && "
+                                 "make -j$(nproc) && python -m pip install python/dist/*.whl",
+                                 tag(b, "v"), bin));
   }
-  return fmt::format("build {} from source for {} with that project's CUDA arch setting", b.framework, sm);
+  return util::msg("build {} from source for {} with that project's CUDA arch setting", b.framework, sm);
 }
 
 std::string extension_build_recipe(const ExtensionBuild& b) {

@@ -9,6 +9,7 @@
 #include "specs/cuda_version.hpp"
 #include "specs/gpu_arch.hpp"
 #include "specs/version.hpp"
+#include "util/message.hpp"
 
 namespace envfix::resolver {
 
@@ -21,7 +22,7 @@ struct SourceBuild {
 
 // One line: prerequisites, a time estimate, then the shell commands. Torch has no sdist on any
 // index, so the recipe starts from `git clone --branch <tag> --recursive`, never `pip --no-binary`.
-[[nodiscard]] std::string source_build_recipe(const SourceBuild& b);
+[[nodiscard]] util::Message source_build_recipe(const SourceBuild& b);
 
 // A third-party GPU extension of a framework (xformers, flash-attn, a custom CUDA op), rebuilt from
 // its own source against the framework already installed, for exactly these GPUs.

@@ -9,6 +9,8 @@
 
 #include <fmt/core.h>
 
+#include "util/message.hpp"
+
 namespace envfix {
 
 // Stable categories; cli/ maps them to exit codes (docs/architecture.md, JSON and exit codes).
@@ -35,6 +37,10 @@ struct Error {
   // The errno of the system call that failed, where one did: lets callers (cli's OS hints) classify
   // by value instead of by searching the message. Kept through context().
   std::optional<int> sys_errno = std::nullopt;
+  // How the message, causes and hint were made where they carry an id (util/message.hpp): each text
+  // is shown in the user's language by its id (cli/ through i18n::tr); one composed without an id
+  // has none here. Kept through context().
+  std::vector<util::Message> said = {};
 
   // Wrap with context: the new message goes on top, the old one becomes the first cause.
   [[nodiscard]] Error context(std::string outer) && {
@@ -45,6 +51,35 @@ struct Error {
   [[nodiscard]] Error with_hint(std::string h) && {
     hint = std::move(h);
     return std::move(*this);
+  }
+  [[nodiscard]] Error context(util::Message outer) && {
+    auto text = outer.text;
+    said.push_back(std::move(outer));
+    return std::move(*this).context(std::move(text));
+  }
+  [[nodiscard]] Error with_hint(util::Message h) && {
+    hint = h.text;
+    said.push_back(std::move(h));
+    return std::move(*this);
+  }
+  // The message, one more cause, the hint: each with its id.
+  void say(util::Message m) {
+    message = m.text;
+    said.push_back(std::move(m));
+  }
+  void add_cause(util::Message m) {
+    causes.push_back(m.text);
+    said.push_back(std::move(m));
+  }
+  void advise(util::Message m) {
+    hint = m.text;
+    said.push_back(std::move(m));
+  }
+  // How `text` (the message, a cause or the hint) was made, when it carries an id.
+  [[nodiscard]] const util::Message* said_as(std::string_view text) const {
+    for (const auto& m : said)
+      if (m.text == text) return &m;
+    return nullptr;
   }
   // Multi-line rendering without colour (cli/ adds colour); used by tests and logs.
   [[nodiscard]] std::string render() const;
@@ -69,16 +104,24 @@ using Expected = std::expected<T, Error>;
   return e;
 }
 
+// An error whose message (and hint) carry their ids.
+[[nodiscard]] inline std::unexpected<Error> make_error(ErrorCode code, util::Message message, util::Message hint = {}) {
+  Error e{code, message.text, {}, hint.text};
+  e.said.push_back(std::move(message));
+  if (!hint.empty()) e.said.push_back(std::move(hint));
+  return std::unexpected<Error>(std::move(e));
+}
+
 template <class... Args>
 [[nodiscard]] std::unexpected<Error> fail(ErrorCode code, fmt::format_string<Args...> f, Args&&... args) {
-  return make_error(code, fmt::format(f, std::forward<Args>(args)...));
+  return make_error(code, util::msg(f, std::forward<Args>(args)...));
 }
 
 // fail() for a failed system call: the error keeps `err` (the call's errno) as data. Pass errno
 // itself as the first argument; the format arguments usually include std::strerror(err).
 template <class... Args>
 [[nodiscard]] std::unexpected<Error> fail_errno(int err, ErrorCode code, fmt::format_string<Args...> f, Args&&... args) {
-  return with_errno(make_error(code, fmt::format(f, std::forward<Args>(args)...)), err);
+  return with_errno(make_error(code, util::msg(f, std::forward<Args>(args)...)), err);
 }
 
 // Propagate an error out of a function returning Expected<U>:

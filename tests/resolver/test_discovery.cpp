@@ -179,19 +179,19 @@ TEST_SUITE("unit/resolver/discovery") {
     auto t = spec.first_toolkit(specs::ComputeCapability{12, 0});
     REQUIRE(t);
     SourceBuild b{"torch", *specs::Version::parse("2.7.1+cu126"), {{12, 0}, {8, 6}}, t};
-    auto torch = source_build_recipe(b);
+    auto torch = source_build_recipe(b).text;
     CHECK(contains(torch, "git clone --branch v2.7.1 --recursive https://github.com/pytorch/pytorch"));
     CHECK(contains(torch, "TORCH_CUDA_ARCH_LIST=\"12.0;8.6\""));
     CHECK(contains(torch, fmt::format("CUDA toolkit ≥ {}", t->to_string())));
     CHECK(!contains(torch, "--no-binary"));
     b.framework = "jax";
     b.version = *specs::Version::parse("0.7.2");
-    CHECK(contains(source_build_recipe(b), "--branch jax-v0.7.2"));
-    CHECK(contains(source_build_recipe(b), "--cuda_compute_capabilities=sm_120,sm_86"));
+    CHECK(contains(source_build_recipe(b).text, "--branch jax-v0.7.2"));
+    CHECK(contains(source_build_recipe(b).text, "--cuda_compute_capabilities=sm_120,sm_86"));
     b.framework = "paddlepaddle";
-    CHECK(contains(source_build_recipe(b), "-DCUDA_ARCH_BIN=\"120;86\""));
+    CHECK(contains(source_build_recipe(b).text, "-DCUDA_ARCH_BIN=\"120;86\""));
     b.version.reset();
-    CHECK(contains(source_build_recipe(b), "<the release tag>"));
+    CHECK(contains(source_build_recipe(b).text, "<the release tag>"));
   }
 
 } // TEST_SUITE
