@@ -41,7 +41,9 @@ function(envfix_test module)
   cmake_parse_arguments(T "NO_UNITY" "SPLIT;SPLIT_AT;COST" "SOURCES;DEPS;LABELS" ${ARGN})
   set(t test_${module})
   add_executable(${t} ${T_SOURCES})
-  # NO_UNITY: test files whose file-local helpers share names (each file stands alone).
+  # A test file whose file-local helpers share names with another's wraps what follows its #includes in a
+  # namespace of its own (tests/apply/test_extensions.cpp: apply_extensions_test), so that both share a
+  # unity batch. NO_UNITY builds a binary file by file all the same; no binary uses it now.
   if(ENVFIX_UNITY AND NOT T_NO_UNITY)
     set_target_properties(${t} PROPERTIES UNITY_BUILD ON)
   endif()

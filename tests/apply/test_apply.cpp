@@ -17,6 +17,8 @@
 #include "util/sha256.hpp"
 #include "util/subprocess.hpp"
 
+namespace apply_apply_test {
+
 using namespace envfix;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -2080,3 +2082,5 @@ TEST_SUITE("cli/apply/apply") {
   }
 
 } // TEST_SUITE
+
+} // namespace apply_apply_test

@@ -15,6 +15,8 @@
 
 #include "tests/apply/apply_world.hpp"
 
+namespace apply_extensions_test {
+
 using namespace envfix;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -234,3 +236,5 @@ TEST_SUITE("integration/apply/extensions") {
   }
 
 } // TEST_SUITE
+
+} // namespace apply_extensions_test

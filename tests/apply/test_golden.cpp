@@ -10,6 +10,8 @@
 #include "tests/apply/apply_world.hpp"
 #include "tests/support/golden.hpp"
 
+namespace apply_golden_test {
+
 using namespace envfix;
 namespace fs = std::filesystem;
 using namespace envfix::apply_test;
@@ -117,3 +119,5 @@ TEST_SUITE("integration/apply/golden") {
   }
 
 } // TEST_SUITE
+
+} // namespace apply_golden_test

@@ -13,6 +13,8 @@
 #include "tests/apply/apply_world.hpp"
 #include "util/fs.hpp"
 
+namespace apply_index_options_test {
+
 using namespace envfix;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -254,3 +256,5 @@ TEST_SUITE("integration/apply/index_options") {
   }
 
 } // TEST_SUITE("integration/apply/index_options")
+
+} // namespace apply_index_options_test

@@ -6,6 +6,8 @@
 
 #include "tests/apply/apply_world.hpp"
 
+namespace apply_jetson_test {
+
 using namespace envfix;
 using namespace envfix::apply_test;
 namespace fs = std::filesystem;
@@ -202,3 +204,5 @@ l4t:
   REQUIRE_MESSAGE(thor_jp.rc == 0, thor_jp.err);
   CHECK(json::parse(thor_jp.out)["install"][0]["version"] == "2.14.0");
 }
+
+} // namespace apply_jetson_test

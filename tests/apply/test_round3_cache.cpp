@@ -18,6 +18,8 @@
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
 
+namespace apply_round3_cache_test {
+
 using namespace envfix;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -246,3 +248,5 @@ TEST_SUITE("integration/apply/round3_cache") {
   }
 
 } // TEST_SUITE
+
+} // namespace apply_round3_cache_test

@@ -19,6 +19,8 @@
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
 
+namespace apply_round3_ondisk_test {
+
 using namespace envfix;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -309,3 +311,5 @@ TEST_SUITE("integration/apply/round3_ondisk") {
   }
 
 } // TEST_SUITE
+
+} // namespace apply_round3_ondisk_test

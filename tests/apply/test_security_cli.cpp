@@ -16,6 +16,8 @@
 #include "util/sha256.hpp"
 #include "util/subprocess.hpp"
 
+namespace apply_security_cli_test {
+
 using namespace envfix;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -154,3 +156,5 @@ TEST_SUITE("integration/apply/security_cli") {
   }
 
 } // TEST_SUITE
+
+} // namespace apply_security_cli_test

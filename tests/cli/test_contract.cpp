@@ -10,6 +10,8 @@
 #include "tests/support/golden.hpp"
 #include "util/subprocess.hpp"
 
+namespace cli_contract_test {
+
 using namespace envfix;
 using json = nlohmann::json;
 
@@ -99,3 +101,5 @@ TEST_SUITE("cli/cli/contract") {
   }
 
 } // TEST_SUITE
+
+} // namespace cli_contract_test

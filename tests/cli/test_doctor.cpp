@@ -16,6 +16,8 @@
 #include "tests/support/envfix_bin.hpp"
 #include "tests/support/golden.hpp"
 
+namespace cli_doctor_test {
+
 using namespace envfix;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -999,3 +1001,5 @@ TEST_SUITE("cli/cli/doctor") {
   }
 
 } // TEST_SUITE cli
+
+} // namespace cli_doctor_test

@@ -13,6 +13,8 @@
 #include "util/subprocess.hpp"
 #include "tests/support/envfix_bin.hpp"
 
+namespace cli_inspect_test {
+
 using namespace envfix;
 using namespace envfix::test;
 namespace fs = std::filesystem;
@@ -154,3 +156,5 @@ TEST_SUITE("cli/cli/inspect") {
     CHECK(f["coverage"]["sm_89"]["runnable"] == 0);
   }
 } // TEST_SUITE
+
+} // namespace cli_inspect_test

@@ -11,6 +11,8 @@
 #include "tests/apply/apply_world.hpp"
 #include "tests/support/golden.hpp"
 
+namespace cli_lang_test {
+
 using namespace envfix;
 namespace fs = std::filesystem;
 using namespace envfix::apply_test;
@@ -213,3 +215,5 @@ TEST_SUITE("cli/cli/lang") {
   }
 
 } // TEST_SUITE
+
+} // namespace cli_lang_test

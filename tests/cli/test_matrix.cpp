@@ -12,6 +12,8 @@
 #include "tests/support/envfix_bin.hpp"
 #include "tests/support/golden.hpp"
 
+namespace cli_matrix_test {
+
 using namespace envfix;
 using nlohmann::json;
 
@@ -367,3 +369,5 @@ frameworks:
   }
 
 } // TEST_SUITE
+
+} // namespace cli_matrix_test

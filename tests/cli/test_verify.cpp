@@ -13,6 +13,8 @@
 #include "util/subprocess.hpp"
 #include "tests/support/envfix_bin.hpp"
 
+namespace cli_verify_test {
+
 using namespace envfix;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -341,3 +343,5 @@ TEST_SUITE("cli/cli/verify") {
     fs::remove_all(root);
   }
 } // TEST_SUITE cli
+
+} // namespace cli_verify_test

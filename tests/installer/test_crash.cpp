@@ -28,6 +28,8 @@
 #include "tests/support/txn_journal.hpp"
 #include "util/subprocess.hpp"
 
+namespace installer_crash_test {
+
 using namespace envfix;
 namespace fs = std::filesystem;
 
@@ -229,3 +231,5 @@ TEST_SUITE("integration/installer/crash") {
     fs::remove_all(root, ec);
   }
 }
+
+} // namespace installer_crash_test

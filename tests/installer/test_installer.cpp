@@ -20,6 +20,8 @@
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
 
+namespace installer_installer_test {
+
 using namespace envfix;
 using namespace envfix::installer;
 namespace fs = std::filesystem;
@@ -808,3 +810,5 @@ TEST_SUITE("integration/installer/installer") {
     CHECK(run({(v.dir / "bin" / "demo-0").string()}).out == "hello from demo_pkg_0 1.0\n");
   }
 }
+
+} // namespace installer_installer_test

@@ -18,6 +18,8 @@
 #include "util/fs.hpp"
 #include "wheel/kernel_set.hpp"
 
+namespace installer_kernel_gate_test {
+
 using namespace envfix;
 namespace fs = std::filesystem;
 
@@ -147,3 +149,5 @@ TEST_SUITE("integration/installer/kernel_gate") {
     fs::remove_all(store_dir);
   }
 } // TEST_SUITE integration
+
+} // namespace installer_kernel_gate_test

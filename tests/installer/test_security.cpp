@@ -17,6 +17,8 @@
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
 
+namespace installer_security_test {
+
 using namespace envfix;
 using namespace envfix::installer;
 namespace fs = std::filesystem;
@@ -383,3 +385,5 @@ TEST_SUITE("integration/installer/security") {
   }
 
 } // TEST_SUITE
+
+} // namespace installer_security_test

@@ -21,6 +21,8 @@
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
 
+namespace reliability_apply_faults_test {
+
 using namespace envfix;
 using namespace envfix::testing;
 namespace fs = std::filesystem;
@@ -459,3 +461,5 @@ TEST_SUITE("integration/reliability/apply_faults") {
   }
 
 } // TEST_SUITE
+
+} // namespace reliability_apply_faults_test

@@ -16,6 +16,8 @@
 
 #include "tests/reliability/apply_harness.hpp"
 
+namespace reliability_apply_kill_test {
+
 using namespace envfix;
 using namespace envfix::testing;
 namespace fs = std::filesystem;
@@ -109,3 +111,5 @@ TEST_SUITE("integration/reliability/apply_kill") {
     CHECK(mixed == 0);
   }
 }
+
+} // namespace reliability_apply_kill_test

@@ -18,6 +18,8 @@
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
 
+namespace reliability_round3_process_test {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -234,3 +236,5 @@ TEST_CASE("round3 4: a second apply on the same venv waits for the lock, then pl
   REQUIRE(check);
   CHECK_MESSAGE(check->ok(), (check->out + check->err));
 }
+
+} // namespace reliability_round3_process_test

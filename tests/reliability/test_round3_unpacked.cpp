@@ -18,6 +18,8 @@
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
 
+namespace reliability_round3_unpacked_test {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -131,3 +133,5 @@ TEST_CASE("round3 4: replacing an unpacked-cache entry while another process hol
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0); // 1: the holder's file was replaced under it
 }
+
+} // namespace reliability_round3_unpacked_test

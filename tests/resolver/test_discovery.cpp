@@ -10,8 +10,11 @@
 #include "resolver/discovery.hpp"
 #include "resolver/knowledge_adapter.hpp"
 #include "resolver/memory_provider.hpp"
+#include "resolver/source_build.hpp"
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
+
+namespace resolver_discovery_test {
 
 using namespace envfix;
 using namespace envfix::resolver;
@@ -144,8 +147,6 @@ TEST_SUITE("unit/resolver/discovery") {
 
 } // TEST_SUITE
 
-#include "resolver/source_build.hpp"
-
 TEST_SUITE("unit/resolver/discovery") {
 
   // Issue 60, point 2: the extension's name is installed METADATA, which a hostile package writes.
@@ -195,3 +196,5 @@ TEST_SUITE("unit/resolver/discovery") {
   }
 
 } // TEST_SUITE
+
+} // namespace resolver_discovery_test

@@ -7,6 +7,8 @@
 #include "resolver/resolver.hpp"
 #include "tests/resolver/resolver_test_support.hpp"
 
+namespace resolver_explain_test {
+
 using namespace envfix;
 using namespace envfix::resolver;
 using namespace envfix::resolver::test;
@@ -79,3 +81,5 @@ TEST_SUITE("unit/resolver/explain") {
                        "no solution exists.");
   }
 }
+
+} // namespace resolver_explain_test

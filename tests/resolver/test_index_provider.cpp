@@ -12,6 +12,8 @@
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
 
+namespace resolver_index_provider_test {
+
 using namespace envfix;
 using namespace envfix::resolver;
 namespace fs = std::filesystem;
@@ -161,3 +163,5 @@ TEST_SUITE("integration/resolver/index_provider") {
   }
 
 } // TEST_SUITE("integration/resolver/index_provider")
+
+} // namespace resolver_index_provider_test

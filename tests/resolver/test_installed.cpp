@@ -8,6 +8,8 @@
 #include "resolver/resolver.hpp"
 #include "tests/resolver/resolver_test_support.hpp"
 
+namespace resolver_installed_test {
+
 using namespace envfix;
 using namespace envfix::resolver;
 using namespace envfix::resolver::test;
@@ -99,3 +101,5 @@ TEST_SUITE("unit/resolver/installed") {
   }
 
 } // TEST_SUITE
+
+} // namespace resolver_installed_test

@@ -23,6 +23,8 @@
 #include "util/fs.hpp"
 #include "util/subprocess.hpp"
 
+namespace resolver_pip_compare_test {
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace envfix;
@@ -212,3 +214,5 @@ TEST_SUITE("integration/resolver/pip_compare") {
     fs::remove_all(root, ec);
   }
 }
+
+} // namespace resolver_pip_compare_test

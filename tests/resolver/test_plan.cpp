@@ -5,6 +5,8 @@
 #include "resolver/plan.hpp"
 #include "tests/resolver/resolver_test_support.hpp"
 
+namespace resolver_plan_test {
+
 using namespace envfix;
 using namespace envfix::resolver;
 
@@ -73,3 +75,5 @@ TEST_SUITE("unit/resolver/plan") {
     CHECK(plan.keep == std::vector<std::string>{"a==1.0"});
   }
 }
+
+} // namespace resolver_plan_test

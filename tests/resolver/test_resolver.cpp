@@ -6,6 +6,8 @@
 #include "resolver/resolver.hpp"
 #include "tests/resolver/resolver_test_support.hpp"
 
+namespace resolver_resolver_test {
+
 using namespace envfix;
 using namespace envfix::resolver;
 using namespace envfix::resolver::test;
@@ -265,3 +267,5 @@ TEST_SUITE("unit/resolver/resolver") {
     CHECK(pins_text(*r) == "a==1.0 z==1.0");
   }
 }
+
+} // namespace resolver_resolver_test

@@ -19,6 +19,8 @@
 #include "specs/name.hpp"
 #include "tests/resolver/resolver_test_support.hpp"
 
+namespace resolver_scenarios_test {
+
 namespace fs = std::filesystem;
 using namespace envfix;
 using namespace envfix::resolver;
@@ -288,3 +290,5 @@ TEST_SUITE("scenario/resolver/scenarios") {
     }
   }
 }
+
+} // namespace resolver_scenarios_test

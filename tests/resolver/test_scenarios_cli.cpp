@@ -33,6 +33,8 @@
 #include "util/subprocess.hpp"
 #include "tests/support/envfix_bin.hpp"
 
+namespace resolver_scenarios_cli_test {
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace envfix;
@@ -442,3 +444,5 @@ TEST_SUITE("scenario/resolver/scenarios_cli") {
     if (!std::getenv("ENVFIX_KEEP_TEST_SERVERS")) fs::remove_all(c.root);
   }
 }
+
+} // namespace resolver_scenarios_cli_test

@@ -2,6 +2,8 @@
 
 #include "specs/cuda_version.hpp"
 
+namespace specs_cuda_version_test {
+
 using namespace envfix::specs;
 
 TEST_SUITE("unit/specs/cuda_version") {
@@ -42,3 +44,5 @@ TEST_SUITE("unit/specs/cuda_version") {
     }
   }
 } // TEST_SUITE
+
+} // namespace specs_cuda_version_test

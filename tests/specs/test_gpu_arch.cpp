@@ -2,6 +2,8 @@
 
 #include "specs/gpu_arch.hpp"
 
+namespace specs_gpu_arch_test {
+
 using namespace envfix::specs;
 
 namespace {
@@ -165,3 +167,5 @@ TEST_SUITE("unit/specs/gpu_arch") {
     CHECK(!ComputeCapability::parse("tegra:").has_value());
   }
 } // TEST_SUITE
+
+} // namespace specs_gpu_arch_test

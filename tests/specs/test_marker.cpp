@@ -9,6 +9,8 @@
 
 #include "specs/marker.hpp"
 
+namespace specs_marker_test {
+
 using envfix::specs::Marker;
 using envfix::specs::MarkerEnvironment;
 
@@ -201,3 +203,5 @@ TEST_SUITE("unit/specs/marker") {
     CHECK(m.error().message.find("nested too deeply") != std::string::npos);
   }
 }
+
+} // namespace specs_marker_test

@@ -7,6 +7,8 @@
 
 #include "specs/metadata.hpp"
 
+namespace specs_metadata_test {
+
 using envfix::specs::CoreMetadata;
 using envfix::specs::MarkerEnvironment;
 using envfix::specs::parse_rfc822;
@@ -177,3 +179,5 @@ TEST_SUITE("unit/specs/metadata") {
     CHECK(CoreMetadata::parse("Metadata-Version: 2.9\nName: a\nVersion: 1\n"));
   }
 }
+
+} // namespace specs_metadata_test

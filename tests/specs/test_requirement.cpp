@@ -6,6 +6,8 @@
 #include "specs/name.hpp"
 #include "specs/requirement.hpp"
 
+namespace specs_requirement_test {
+
 using envfix::specs::MarkerEnvironment;
 using envfix::specs::Requirement;
 using envfix::specs::Version;
@@ -165,3 +167,5 @@ TEST_SUITE("unit/specs/requirement") {
     }
   }
 }
+
+} // namespace specs_requirement_test

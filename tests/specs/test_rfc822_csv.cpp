@@ -6,6 +6,8 @@
 #include "specs/record_csv.hpp"
 #include "specs/rfc822.hpp"
 
+namespace specs_rfc822_csv_test {
+
 using namespace envfix;
 using namespace envfix::specs;
 
@@ -80,3 +82,5 @@ TEST_SUITE("unit/specs/rfc822_csv") {
     for (std::size_t i = 0; i < rows.size(); ++i) CHECK(back[i].fields == rows[i]);
   }
 }
+
+} // namespace specs_rfc822_csv_test

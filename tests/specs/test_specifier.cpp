@@ -6,6 +6,8 @@
 
 #include "specs/specifier.hpp"
 
+namespace specs_specifier_test {
+
 using envfix::specs::Specifier;
 using envfix::specs::SpecifierSet;
 using envfix::specs::SpecOperator;
@@ -250,3 +252,5 @@ TEST_SUITE("unit/specs/specifier") {
     CHECK(e.error().message == "invalid specifier set '>=1.0, <bad' (clause at column 7)");
   }
 }
+
+} // namespace specs_specifier_test

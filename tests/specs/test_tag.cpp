@@ -8,6 +8,8 @@
 #include "specs/tag.hpp"
 #include "util/fs.hpp"
 
+namespace specs_tag_test {
+
 using namespace envfix;
 using namespace envfix::specs;
 
@@ -224,3 +226,5 @@ TEST_SUITE("unit/specs/tag") {
   }
 
 } // TEST_SUITE
+
+} // namespace specs_tag_test

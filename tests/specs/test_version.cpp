@@ -5,6 +5,8 @@
 
 #include "specs/version.hpp"
 
+namespace specs_version_test {
+
 using envfix::specs::Version;
 
 namespace {
@@ -186,3 +188,5 @@ TEST_SUITE("unit/specs/version") {
     }
   }
 }
+
+} // namespace specs_version_test

@@ -5,6 +5,8 @@
 
 #include "specs/wheel_filename.hpp"
 
+namespace specs_wheel_filename_test {
+
 using namespace envfix;
 using namespace envfix::specs;
 
@@ -165,3 +167,5 @@ TEST_SUITE("unit/specs/wheel_filename") {
   }
 
 } // TEST_SUITE
+
+} // namespace specs_wheel_filename_test

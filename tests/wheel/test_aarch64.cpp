@@ -16,6 +16,8 @@
 #include "wheel/coverage.hpp"
 #include "wheel/elf.hpp"
 
+namespace wheel_aarch64_test {
+
 using namespace envfix;
 using namespace envfix::test;
 using wheel::Verdict;
@@ -120,3 +122,5 @@ TEST_SUITE("integration/wheel/aarch64") {
     check_verdicts(read(orin), read(sm80));
   }
 } // TEST_SUITE integration
+
+} // namespace wheel_aarch64_test

@@ -15,6 +15,8 @@
 #include "wheel/coverage.hpp"
 #include "wheel/kernel_evidence.hpp"
 
+namespace wheel_coverage_test {
+
 using namespace envfix;
 using namespace envfix::test;
 using wheel::ContainerGroup;
@@ -372,3 +374,5 @@ TEST_SUITE("integration/wheel/coverage") {
     CHECK(wheel::coverage(ks, cc("12.0")).verdict == Verdict::full);
   }
 } // TEST_SUITE integration
+
+} // namespace wheel_coverage_test

@@ -19,6 +19,8 @@
 #include "util/sha256.hpp"
 #include "wheel/kernel_set.hpp"
 
+namespace wheel_kernel_memory_test {
+
 using namespace envfix;
 using namespace envfix::test;
 using wheel::KernelSet;
@@ -367,3 +369,5 @@ TEST_SUITE("integration/wheel/kernel_memory") {
     }
   }
 } // TEST_SUITE integration
+
+} // namespace wheel_kernel_memory_test

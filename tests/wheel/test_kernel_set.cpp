@@ -17,6 +17,8 @@
 #include "wheel/coverage.hpp"
 #include "wheel/kernel_set.hpp"
 
+namespace wheel_kernel_set_test {
+
 using namespace envfix;
 using namespace envfix::test;
 using wheel::coverage;
@@ -495,3 +497,5 @@ TEST_SUITE("integration/wheel/kernel_set") {
     }
   }
 } // TEST_SUITE integration
+
+} // namespace wheel_kernel_set_test

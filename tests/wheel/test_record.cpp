@@ -7,6 +7,8 @@
 #include "util/sha256.hpp"
 #include "wheel/record.hpp"
 
+namespace wheel_record_test {
+
 using namespace envfix;
 using namespace envfix::wheel;
 
@@ -158,3 +160,5 @@ TEST_SUITE("unit/wheel/record") {
     CHECK_FALSE(wheel::same_build(installed("BBBB"), bare));
   }
 } // TEST_SUITE
+
+} // namespace wheel_record_test

@@ -8,6 +8,8 @@
 #include "wheel/staging.hpp"
 #include "wheel/wheel_archive.hpp"
 
+namespace wheel_staging_test {
+
 using namespace envfix;
 using envfix::test::Member;
 using envfix::test::WheelSpec;
@@ -299,3 +301,5 @@ TEST_SUITE("unit/wheel/staging") {
     CHECK(ar.error().message.find("has an empty or undecodable name") != std::string::npos);
   }
 }
+
+} // namespace wheel_staging_test

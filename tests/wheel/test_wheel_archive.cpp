@@ -9,6 +9,8 @@
 #include "util/subprocess.hpp"
 #include "wheel/wheel_archive.hpp"
 
+namespace wheel_wheel_archive_test {
+
 using namespace envfix;
 namespace fs = std::filesystem;
 
@@ -334,3 +336,5 @@ TEST_SUITE("unit/wheel/wheel_archive") {
     }
   }
 }
+
+} // namespace wheel_wheel_archive_test

@@ -6,6 +6,8 @@
 #include "util/fs.hpp"
 #include "wheel/wheel_info.hpp"
 
+namespace wheel_wheel_info_test {
+
 using namespace envfix;
 using namespace envfix::wheel;
 
@@ -97,3 +99,5 @@ TEST_SUITE("unit/wheel/wheel_info") {
   }
 
 } // TEST_SUITE
+
+} // namespace wheel_wheel_info_test
