@@ -220,25 +220,6 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   return plan;
 }
 
-// The request: requirements, and wheel files (a path, or name @ file://) as the pins of their own builds.
-Expected<void> parse_request(const std::vector<std::string>& requirements, PlanContext& ctx) {
-  for (const auto& r : requirements) {
-    auto direct = ENVFIX_TRY(resolver::direct_file(r));
-    if (!direct) {
-      auto req = specs::Requirement::parse(r);
-      if (!req) return std::unexpected(std::move(req).error().context(fmt::format("request '{}'", r)));
-      direct = ENVFIX_TRY(resolver::direct_file(*req));
-      if (!direct) {
-        ctx.request.push_back(std::move(*req));
-        continue;
-      }
-    }
-    ctx.request.push_back(direct->requirement);
-    ctx.direct.push_back(std::move(*direct));
-  }
-  return {};
-}
-
 // The index client's warnings, the counts and the time, once the plan is made.
 PlanContext finish_plan(PlanContext ctx, std::chrono::steady_clock::time_point t0) {
   for (auto& w : ctx.client->warnings()) ctx.plan.warnings.push_back(std::move(w));
@@ -254,7 +235,9 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
   PlanContext ctx;
   ctx.knowledge = ENVFIX_TRY(load_knowledge(g));
   ctx.host = ENVFIX_TRY(make_host(g, ctx.knowledge.get()));
-  ENVFIX_TRY_VOID(parse_request(flags.requirements, ctx));
+  auto request = ENVFIX_TRY(resolver::parse_request(flags.requirements));
+  ctx.request = std::move(request.requirements);
+  ctx.direct = std::move(request.direct);
   ctx.client = ENVFIX_TRY(make_index_client(g));
   const std::string index_url = plain_index_url(g);
   ExtraIndexes extras;

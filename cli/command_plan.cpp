@@ -49,8 +49,17 @@ std::string download_line(const resolver::Plan& p, const PlanOptions& o) {
   std::string amount = unknown == p.install.size() ? i18n::trs("size unknown")
                        : unknown                   ? i18n::trf("{} + size unknown for {}", human_size(p.download_size()), unknown)
                                                    : human_size(p.download_size());
-  return i18n::trf("Would download {} ({} files). Nothing was changed{}.", amount, p.install.size(),
-                   i18n::tr(o.dry_run ? " (--dry-run)" : " (plan only; `envfix apply` executes it)"));
+  auto line = i18n::trf("Would download {} ({} files). Nothing was changed{}.", amount, p.install.size(),
+                        i18n::tr(o.dry_run ? " (--dry-run)" : " (plan only; `envfix apply` executes it)"));
+  // The CPU set against the GPU set it replaces (issue 56): what the download saves, in disk terms.
+  if (const auto& g = p.gpu_set_replaced)
+    line += "\n" + (g->packages == 1 ? i18n::trf("The CPU set replaces a GPU package that takes {} installed (a CUDA build or "
+                                                 "an nvidia-* library).",
+                                                 human_size(g->bytes))
+                                     : i18n::trf("The CPU set replaces {} GPU packages that take {} installed (the CUDA builds "
+                                                 "and their nvidia-* libraries).",
+                                                 g->packages, human_size(g->bytes)));
+  return line;
 }
 
 void render_text(const api::PlanContext& ctx, const PlanOptions& o) {

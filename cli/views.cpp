@@ -53,6 +53,8 @@ nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
                            {"why", resolver::to_string(r.why)},
                            {"conda", r.conda.empty() ? json(nullptr) : json(r.conda)}});
   j["keep"] = p.keep;
+  j["gpu_set_replaced"] =
+      p.gpu_set_replaced ? json{{"bytes", p.gpu_set_replaced->bytes}, {"packages", p.gpu_set_replaced->packages}} : json(nullptr);
   j["rejected"] = json::array();
   for (const auto& r : p.rejected)
     j["rejected"].push_back({{"name", r.name},

@@ -45,6 +45,13 @@ public:
     (void)project;
     return true;
   }
+  // Look for `project` on every index this provider searches, not only on the first that has it: a
+  // package the request names beside a framework whose builds on the first index all pin another
+  // framework version (issue 56, item 2). True when that can change its candidates.
+  [[nodiscard]] virtual bool widen(const std::string& project) {
+    (void)project;
+    return false;
+  }
   // A version the resolver tries first when it is allowed (the installed one: resolver/installed.hpp).
   [[nodiscard]] virtual std::optional<specs::Version> preferred_version(const std::string& project) {
     (void)project;

@@ -74,6 +74,25 @@ std::string direct_variant(const matrices::Framework& fw, const std::vector<Dire
   return {};
 }
 
+Expected<ParsedRequest> parse_request(const std::vector<std::string>& args) {
+  ParsedRequest out;
+  for (const auto& a : args) {
+    auto direct = ENVFIX_TRY(direct_file(a));
+    if (!direct) {
+      auto req = specs::Requirement::parse(a);
+      if (!req) return std::unexpected(std::move(req).error().context(fmt::format("request '{}'", a)));
+      direct = ENVFIX_TRY(direct_file(*req));
+      if (!direct) {
+        out.requirements.push_back(std::move(*req));
+        continue;
+      }
+    }
+    out.requirements.push_back(direct->requirement);
+    out.direct.push_back(std::move(*direct));
+  }
+  return out;
+}
+
 DirectFileProvider::DirectFileProvider(CandidateProvider& inner, CandidateProvider& reader, const std::vector<DirectFile>& files)
     : m_inner(inner), m_reader(reader) {
   for (const auto& f : files) m_files.emplace(f.file.project, f.file);

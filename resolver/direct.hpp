@@ -27,6 +27,14 @@ struct DirectFile {
   index::Candidate file;          // file:// URL, its size; sha256 computed when it is resolved
 };
 
+// A request as given on the command line: requirements, with each wheel file (a path, or
+// name @ file://) as the pin of its own build and its DirectFile beside. Errors name the argument.
+struct ParsedRequest {
+  std::vector<specs::Requirement> requirements;
+  std::vector<DirectFile> direct;
+};
+[[nodiscard]] Expected<ParsedRequest> parse_request(const std::vector<std::string>& args);
+
 // Is `arg` a request for a wheel file: a path ending in .whl (absolute, or starting with ./ or ../, or
 // naming an existing file)? nullopt when it is not; an error when it is but cannot be used (no such
 // file, a name that is not a wheel's).
@@ -56,6 +64,7 @@ public:
   [[nodiscard]] bool lacks_project(const std::string& project) const override {
     return !m_files.contains(project) && m_inner.lacks_project(project);
   }
+  [[nodiscard]] bool widen(const std::string& project) override { return !m_files.contains(project) && m_inner.widen(project); }
   [[nodiscard]] std::optional<specs::Version> preferred_version(const std::string& project) override {
     return m_files.contains(project) ? std::nullopt : m_inner.preferred_version(project);
   }

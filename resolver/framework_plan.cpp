@@ -1,11 +1,51 @@
 #include "resolver/framework_plan.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "index/candidate.hpp"
 #include "specs/name.hpp"
+#include "util/fs.hpp"
+#include "wheel/record.hpp"
 
 namespace envfix::resolver {
+
+namespace {
+
+// What a dist takes installed: the sizes its RECORD lists (0 when it cannot be read).
+std::uint64_t installed_bytes(const std::filesystem::path& dist_info) {
+  auto text = util::read_file(dist_info / "RECORD");
+  if (!text) return 0;
+  auto record = wheel::Record::parse(*text, dist_info.string(), wheel::RecordSource::installed);
+  if (!record) return 0;
+  std::uint64_t n = 0;
+  for (const auto& e : record->entries) n += e.size.value_or(0);
+  return n;
+}
+
+bool gpu_build(const InstalledPackage& p) {
+  const auto local = p.version.local();
+  return p.name.starts_with("nvidia-") || local.starts_with("cu") || local.starts_with("rocm");
+}
+
+// The GPU packages a CPU set removes or replaces (Plan::gpu_set_replaced); nullopt when there are none.
+std::optional<Plan::GpuSetReplaced> gpu_set_replaced(const Plan& plan, const std::vector<InstalledPackage>& installed) {
+  Plan::GpuSetReplaced out;
+  for (const auto& p : installed) {
+    const bool removed =
+        std::any_of(plan.remove.begin(), plan.remove.end(), [&](const PlanRemove& r) { return r.dist_info == p.dist_info; });
+    const bool replaced = std::any_of(plan.install.begin(), plan.install.end(),
+                                      [&](const PlanInstall& i) { return i.name == p.name && !i.replaces.empty(); });
+    if ((removed || replaced) && gpu_build(p)) {
+      out.bytes += installed_bytes(p.dist_info);
+      ++out.packages;
+    }
+  }
+  return out.packages ? std::optional(out) : std::nullopt;
+}
+
+} // namespace
 
 // The plan of the selector's choice: its index, why, warnings and rejections.
 Plan framework_plan(const FrameworkPlanInputs& fin) {
@@ -30,6 +70,7 @@ Plan framework_plan(const FrameworkPlanInputs& fin) {
                                         index::redact_url(choice.index.url), spec.main_package));
   }
   plan.rejected.insert(plan.rejected.begin(), choice.rejected.begin(), choice.rejected.end());
+  if (!choice.index.cuda) plan.gpu_set_replaced = gpu_set_replaced(plan, fin.installed);
   return plan;
 }
 

@@ -169,6 +169,7 @@ struct Pass {
   std::vector<std::string> skipped;          // supplementary indexes that could not be read, and why
   std::optional<CompanionGap> companion_gap; // the first covering build whose index lacks a companion
   std::optional<ExtensionGap> extension_gap; // the first covering build an extension of the request keeps out
+  std::vector<std::string> widened_notes;    // the candidate's extensions taken from another index (resolve_widened)
 
   void reject(Rejection r) { out.rejected.push_back(std::move(r)); }
   std::set<RejectReason> near_reasons;        // why the closest builds failed
@@ -504,32 +505,74 @@ void note_extension_misses(Pass& p, const std::vector<Rejection>& rejected, cons
   }
 }
 
+// Pinned elsewhere: every usable file of `other` the provider offers requires another version of the
+// main package (xformers 0.0.29.post2: torch==2.6.0).
+bool pinned_elsewhere(CandidateProvider& provider, const ResolveOptions& opts, const specs::Requirement& other,
+                      const std::string& main, const specs::Version& v) {
+  auto files = provider.candidates(other.normalized_name());
+  if (!files) return false;
+  auto usable = classify_files(*files, opts).usable;
+  if (usable.empty()) return false;
+  return std::all_of(usable.begin(), usable.end(), [&](const ProjectFile& f) {
+    auto md = provider.metadata(f.file);
+    if (!md) return false;
+    return std::any_of(md->requires_dist.begin(), md->requires_dist.end(), [&](const specs::Requirement& q) {
+      return q.normalized_name() == main && !q.specifier.empty() && !q.specifier.contains(v, true);
+    });
+  });
+}
+
+// The version of the main package the builds of `other` pin exactly (the newest `==X` among them).
+std::optional<specs::Version> pinned_version(CandidateProvider& provider, const specs::Requirement& other,
+                                             const std::string& main) {
+  std::optional<specs::Version> out;
+  auto files = provider.candidates(other.normalized_name());
+  if (!files) return out;
+  for (const auto& f : *files)
+    if (auto md = provider.metadata(f))
+      for (const auto& q : md->requires_dist)
+        if (q.normalized_name() == main && is_pinned(q.specifier))
+          for (const auto& c : q.specifier.clauses())
+            if (c.version() && (!out || *c.version() > *out)) out = *c.version();
+  return out;
+}
+
+// A set an extension of the request pinned elsewhere kept out, resolved again with that extension
+// looked for on every configured index (issue 56, item 2), said in a warning naming where its build
+// came from; nullopt when no other index changes anything.
+std::optional<Resolution> resolve_widened(Pass& p, CandidateProvider& provider, const ResolveOptions& opts,
+                                          const std::vector<specs::Requirement>& roots, const std::string& main,
+                                          const specs::Version& v) {
+  std::vector<std::string> widened;
+  for (const auto& other : p.request.others)
+    if (pinned_elsewhere(provider, opts, other, main, v) && provider.widen(other.normalized_name()))
+      widened.push_back(other.normalized_name());
+  if (widened.empty()) return std::nullopt;
+  Resolver again(provider, opts);
+  auto res = again.resolve(roots);
+  if (!res) return std::nullopt;
+  for (const auto& n : widened)
+    if (const auto* pin = res->find(n))
+      p.widened_notes.push_back(fmt::format("{} {} comes from {}: every build of it on the first index that has it "
+                                            "requires another {} than {}",
+                                            n, pin->version.to_string(), pin->file.index_url, main, v.to_string()));
+  return std::optional<Resolution>(std::move(*res));
+}
+
 // The package of the request beside the framework (an extension) without which the set resolves.
 std::optional<ExtensionGap> extension_keeping_out(const Pass& p, CandidateProvider& provider, const ResolveOptions& opts,
                                                   const std::vector<specs::Requirement>& roots, const std::string& main,
                                                   const specs::Version& v, const std::string& channel, const FrameworkIndex& idx,
                                                   const std::string& conflict) {
-  // Pinned elsewhere: every usable file of it requires another version of the main package.
-  auto pinned_elsewhere = [&](const specs::Requirement& other) {
-    auto files = provider.candidates(other.normalized_name());
-    if (!files) return false;
-    auto usable = classify_files(*files, opts).usable;
-    if (usable.empty()) return false;
-    return std::all_of(usable.begin(), usable.end(), [&](const ProjectFile& f) {
-      auto md = provider.metadata(f.file);
-      if (!md) return false;
-      return std::any_of(md->requires_dist.begin(), md->requires_dist.end(), [&](const specs::Requirement& q) {
-        return q.normalized_name() == main && !q.specifier.empty() && !q.specifier.contains(v, true);
-      });
-    });
-  };
   for (const auto& other : p.request.others) {
-    if (p.extension_misses.contains(other.normalized_name()) || !pinned_elsewhere(other)) continue;
+    if (p.extension_misses.contains(other.normalized_name()) || !pinned_elsewhere(provider, opts, other, main, v)) continue;
     std::vector<specs::Requirement> without;
     for (const auto& r : roots)
       if (r.normalized_name() != other.normalized_name()) without.push_back(r);
     Resolver again(provider, opts);
-    if (again.resolve(without)) return ExtensionGap{main, v, channel, idx.variant, other.normalized_name(), conflict};
+    if (again.resolve(without))
+      return ExtensionGap{
+          main, v, channel, idx.variant, other.normalized_name(), conflict, pinned_version(provider, other, main)};
   }
   return std::nullopt;
 }
@@ -548,6 +591,9 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
   Resolver resolver(provider, opts);
   auto res = resolver.resolve(roots);
   for (const auto& r : resolver.rejected()) p.out.rejected.push_back(r);
+  p.widened_notes.clear();
+  if (!res && res.error().code == ErrorCode::unsatisfiable && p.gpu_host)
+    if (auto wide = resolve_widened(p, provider, opts, roots, main, v)) res = std::move(*wide);
   if (!res) {
     if (res.error().code != ErrorCode::unsatisfiable && res.error().code != ErrorCode::not_found)
       return std::unexpected(res.error());
@@ -579,6 +625,7 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
   p.out.index = chosen;
   p.out.resolution = std::move(*res);
   p.out.warnings = mc.warnings;
+  p.out.warnings.insert(p.out.warnings.end(), p.widened_notes.begin(), p.widened_notes.end());
   p.out.warnings.insert(p.out.warnings.end(), p.skipped.begin(), p.skipped.end());
   p.out.why = summary(p, chosen, channel, mc, p.out.resolution);
   if (!chosen.cuda && idx.cuda && p.gpu_host)
@@ -679,9 +726,17 @@ Error no_set_error(Pass& p) {
         {ext->extension, std::nullopt, main, ext->version.public_version(), p.host.gpus, newest_first_toolkit(p)});
     e.causes.insert(e.causes.end(), p.skipped.begin(), p.skipped.end());
     e.add_cause(util::msg("`envfix plan --explain` lists every rejected file"));
-    e.advise(util::msg("install {} {} without {} (leave it out of the request; an installed {} built for another {} stops "
-                       "working), then build {} for it: {}; or keep the set you have",
-                       main, ext->version.to_string(), ext->extension, ext->extension, main, ext->extension, recipe));
+    // Three ways, each with its commands: the covering set and the extension rebuilt for it; the
+    // extension kept with the version it pins, that framework built for this GPU; or as it is.
+    const auto rebuild = util::msg("install {} {} without {} (leave it out of the request; an installed {} built for "
+                                   "another {} stops working), then build {} for it: {}",
+                                   main, ext->version.to_string(), ext->extension, ext->extension, main, ext->extension, recipe);
+    if (ext->wanted)
+      e.advise(util::msg("{}; or keep {} with {} {}, built from source for this GPU: {}; or keep the set you have", rebuild,
+                         ext->extension, main, ext->wanted->to_string(),
+                         source_build_recipe({main, ext->wanted, p.host.gpus, newest_first_toolkit(p)})));
+    else
+      e.advise(util::msg("{}; or keep the set you have", rebuild));
     if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
     return e;
   } else if (arch_problem) {

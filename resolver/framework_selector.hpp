@@ -114,8 +114,9 @@ struct ExtensionGap {
   std::string main; // normalized
   specs::Version version;
   std::string channel, variant;
-  std::string extension; // normalized
-  std::string conflict;  // the resolver's own words
+  std::string extension;                               // normalized
+  std::string conflict;                                // the resolver's own words
+  std::optional<specs::Version> wanted = std::nullopt; // the main version its builds pin exactly (torch==2.6.0)
 };
 
 struct FrameworkRequest {

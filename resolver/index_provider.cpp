@@ -114,8 +114,27 @@ CandidateProvider& FirstIndexProvider::owner_of(const std::string& project) {
   return *m_indexes[it == m_owner.end() ? 0 : it->second];
 }
 
+bool FirstIndexProvider::widen(const std::string& project) {
+  if (searched(project) < 2) return false;
+  return m_wide.insert(project).second;
+}
+
 Expected<std::vector<index::Candidate>> FirstIndexProvider::candidates(const std::string& project) {
   const std::size_t n = searched(project);
+  if (m_wide.contains(project)) {
+    // Every index's files; one that cannot answer adds none (the first one's errors read as before).
+    std::vector<index::Candidate> all;
+    for (std::size_t i = 0; i < n; ++i) {
+      auto files = m_indexes[i]->candidates(project);
+      if (!files && i == 0) return files;
+      if (!files) continue;
+      for (auto& f : *files) {
+        m_file_owner.emplace(f.url, i);
+        all.push_back(std::move(f));
+      }
+    }
+    return all;
+  }
   for (std::size_t i = 0; i < n; ++i) {
     auto files = m_indexes[i]->candidates(project);
     if (!files) {
@@ -166,11 +185,16 @@ void FirstIndexProvider::prefetch_metadata(std::span<const index::Candidate> fil
   for (auto& [i, fs] : by_index) m_indexes[i]->prefetch_metadata(fs);
 }
 
-Expected<specs::CoreMetadata> FirstIndexProvider::metadata(const index::Candidate& candidate) {
-  return owner_of(candidate.project).metadata(candidate);
+CandidateProvider& FirstIndexProvider::owner_of(const index::Candidate& file) {
+  auto it = m_file_owner.find(file.url);
+  return it == m_file_owner.end() ? owner_of(file.project) : *m_indexes[it->second];
 }
 
-Expected<void> FirstIndexProvider::complete_hash(index::Candidate& file) { return owner_of(file.project).complete_hash(file); }
+Expected<specs::CoreMetadata> FirstIndexProvider::metadata(const index::Candidate& candidate) {
+  return owner_of(candidate).metadata(candidate);
+}
+
+Expected<void> FirstIndexProvider::complete_hash(index::Candidate& file) { return owner_of(file).complete_hash(file); }
 
 std::string FirstIndexProvider::missing_detail(const std::string& project) const {
   if (auto it = m_empty.find(project); it != m_empty.end())

@@ -2,6 +2,7 @@
 // CandidateProvider over index::IndexClient: one index URL (http(s), file://, local PEP 503 tree) or a
 // list of find-links locations, searched together as one source.
 #include <map>
+#include <set>
 #include <functional>
 #include <string>
 #include <vector>
@@ -69,19 +70,26 @@ public:
   [[nodiscard]] Expected<void> complete_hash(index::Candidate& file) override;
   [[nodiscard]] std::string missing_detail(const std::string& project) const override;
 
+  // A widened project's files come from every index searched, the first index's first; each file's
+  // metadata and hash from the index that listed it.
+  [[nodiscard]] bool widen(const std::string& project) override;
+
   // Which index served a project (0 = the first), once asked.
   [[nodiscard]] std::optional<std::size_t> served_by(const std::string& project) const;
 
 private:
   std::vector<CandidateProvider*> m_indexes;
   Pinned m_pinned;
-  std::map<std::string, std::size_t> m_owner; // project → the index that has it
-  std::map<std::string, std::size_t> m_empty; // project → the index whose page listed no files (it stopped the search)
+  std::map<std::string, std::size_t> m_owner;      // project → the index that has it
+  std::map<std::string, std::size_t> m_empty;      // project → the index whose page listed no files (it stopped the search)
+  std::set<std::string> m_wide;                    // widened projects
+  std::map<std::string, std::size_t> m_file_owner; // a widened project's file URL → the index that listed it
   // The indexes a project is looked up in: the first only when pinned.
   [[nodiscard]] std::size_t searched(const std::string& project) const {
     return m_pinned && m_pinned(project) ? 1 : m_indexes.size();
   }
   [[nodiscard]] CandidateProvider& owner_of(const std::string& project);
+  [[nodiscard]] CandidateProvider& owner_of(const index::Candidate& file);
 };
 
 } // namespace envfix::resolver

@@ -45,6 +45,7 @@ public:
   [[nodiscard]] std::optional<specs::Version> preferred_version(const std::string& project) override;
   [[nodiscard]] std::string missing_detail(const std::string& project) const override { return m_inner.missing_detail(project); }
   [[nodiscard]] bool lacks_project(const std::string& project) const override { return m_inner.lacks_project(project); }
+  [[nodiscard]] bool widen(const std::string& project) override { return m_inner.widen(project); }
 
 private:
   CandidateProvider& m_inner;

@@ -63,6 +63,13 @@ struct Plan {
   std::vector<std::string> keep; // "name==version" already installed and part of the set
   std::vector<Rejection> rejected;
   std::vector<std::string> warnings;
+  // A CPU set that replaces a GPU set: what the GPU packages it removes or replaces (a +cuXXX or
+  // +rocm build, an nvidia-* library) take installed, by their RECORD sizes, and how many they are.
+  struct GpuSetReplaced {
+    std::uint64_t bytes = 0;
+    std::size_t packages = 0;
+  };
+  std::optional<GpuSetReplaced> gpu_set_replaced;
   [[nodiscard]] std::uint64_t download_size() const;
   [[nodiscard]] bool empty() const { return install.empty() && remove.empty(); }
 };

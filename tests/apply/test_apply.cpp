@@ -966,8 +966,10 @@ frameworks:
     };
 
     SUBCASE("plan ./x.whl names that file, not the index's") {
-      const auto rel = fs::relative(mine, fs::current_path()).string();
-      const auto p = w.envfix(target({"plan", "--format", "json", rel.starts_with("..") ? rel : "./" + rel}));
+      // As a user types it in the folder envfix runs in (the world's root).
+      const auto rel = "./" + fs::relative(mine, w.root()).string();
+      REQUIRE(!rel.starts_with("./.."));
+      const auto p = w.envfix(target({"plan", "--format", "json", rel}));
       REQUIRE_MESSAGE(p.rc == 0, p.err);
       const auto j = json::parse(p.out);
       REQUIRE(j["install"].size() == 1);
@@ -1318,6 +1320,20 @@ frameworks:
     REQUIRE(j["install"].size() == 1);
     CHECK(j["install"][0]["version"] == "2.7.0+cpu");
     CHECK(j["install"][0]["url"].get<std::string>().find("/pt/whl/") != std::string::npos);
+    CHECK(j["gpu_set_replaced"].is_null()); // nothing installed yet
+
+    // Over an installed GPU build, the CPU set says what the GPU set it replaces takes (issue 56).
+    auto pip = w.pip(ve, {"install", "-q", "--index-url", w.http_base() + "/pt/whl/cu126", "torch==2.7.0+cu126"});
+    REQUIRE_MESSAGE(pip.ok(), pip.err);
+    auto over = plan({"--gpu", "sm_120", "--driver", "580.65.06", "--allow-cpu"});
+    REQUIRE_MESSAGE(over.rc == 0, over.err);
+    const auto oj = json::parse(over.out);
+    REQUIRE(oj["gpu_set_replaced"].is_object());
+    CHECK(oj["gpu_set_replaced"]["packages"] == 1);
+    CHECK(oj["gpu_set_replaced"]["bytes"].get<std::uint64_t>() > 0);
+    const auto text = w.envfix({"plan", "torch==2.7.0", "--mirror", w.base_url() + "/pt/whl", "--python", py, "--gpu", "sm_120",
+                                "--driver", "580.65.06", "--allow-cpu"});
+    CHECK_MESSAGE(text.err.find("The CPU set replaces a GPU package that takes") != std::string::npos, text.err);
 
     // No GPU at all: the CPU set first, not the CUDA build and its runtime wheels.
     auto bare = plan({}, {{"ENVFIX_NO_NVML", "1"}});

@@ -150,6 +150,35 @@ TEST_SUITE("integration/apply/extensions") {
     CHECK(a.err.find("torch==2.6.0") != std::string::npos); // the resolver's own words: what pins it
     CHECK(a.err.find("TORCH_CUDA_ARCH_LIST=\"12.0\"") != std::string::npos);
     CHECK(a.err.find("install torch 2.7.0+cu128 without xformers") != std::string::npos);
+    // Or keep xformers with the torch it pins, built from source for the GPU (a checkout at its tag).
+    CHECK_MESSAGE(a.err.find("or keep xformers with torch 2.6.0, built from source for this GPU") != std::string::npos, a.err);
+    CHECK(a.err.find("git clone --branch v2.6.0") != std::string::npos);
+  }
+
+  // Issue 56, item 2: the same first index, and a configured extra index with an xformers built for
+  // the covering torch. The first-index rule kept it out (xformers is on the first index); now the
+  // extension whose every build there pins another torch is looked for on every configured index,
+  // and the warning names where its build came from. Failing before: the extension-gap error.
+  TEST_CASE("an extension pinned to another framework version: a fitting build on another configured index is used") {
+    World w(fmt::format(R"({{"simple_dir": "pt/whl/cu128", "files_dir": "pt/whl/files", "packages": [{}, {}]}})",
+                        package("torch", "2.7.0+cu128", "", "torch/lib/libtorch_cuda.so", "120"),
+                        package("xformers", "0.0.29.post2", R"("torch==2.6.0")", "xformers/_C.so", "90")));
+    w.rebuild_index(fmt::format(R"({{"simple_dir": "extra/simple", "files_dir": "extra/files", "packages": [{}]}})",
+                                package("xformers", "0.0.30", R"("torch==2.7.0")", "xformers/_C.so", "120")));
+    auto ve = w.venv("venv");
+    Target t{w, ve};
+    auto a =
+        w.envfix(t({"apply", "torch", "xformers", "--yes", "--no-verify", "--extra-index-url", w.base_url() + "/extra/simple"}));
+    REQUIRE_MESSAGE(a.rc == 0, a.err);
+    CHECK(w.pip_list(ve).at("xformers") == "0.0.30");
+    CHECK_MESSAGE(a.err.find("xformers 0.0.30 comes from") != std::string::npos, a.err);
+    CHECK(a.err.find("/extra/simple") != std::string::npos);
+    // Without the extra index it is still the gap, named as before.
+    auto ve2 = w.venv("venv2");
+    Target t2{w, ve2};
+    auto b = w.envfix(t2({"plan", "torch", "xformers"}));
+    CHECK(b.rc != 0);
+    CHECK(b.err.find("no build of xformers on its index fits it") != std::string::npos);
   }
 
   // Issue 33, item 8: a lock made against one mirror, applied behind another (`--locked --mirror`): the
