@@ -13,15 +13,9 @@ out=${2:-$(mktemp -d)}
 SRCPY=${3:-/opt/torch/.venv/bin/python}
 mkdir -p "$out"
 work=$(mktemp -d /tmp/envfix-real-XXXXXX)
-fails=0
 summary="$out/real-summary.txt"
 : >"$summary"
-say() { echo "$*" | tee -a "$summary"; }
-pass() { say "PASS $*"; }
-failm() { say "FAIL $*"; fails=$((fails + 1)); }
-now() { date +%s.%N; }
-el() { python3 -c "print(f'{$2 - $1:.1f}')"; }
-jqp() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+. "$here/common.sh"
 unset PIP_FIND_LINKS
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 

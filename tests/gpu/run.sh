@@ -10,15 +10,10 @@ bundle=${1:?usage: tests/gpu/run.sh BUNDLE.tar.gz [OUTDIR]}
 out=${2:-$(mktemp -d)}
 mkdir -p "$out"
 work=$(mktemp -d /tmp/envfix-gpu-XXXXXX)
-fails=0
 summary="$out/summary.txt"
 : >"$summary"
-say() { echo "$*" | tee -a "$summary"; }
-pass() { say "PASS $*"; }
-failm() { say "FAIL $*"; fails=$((fails + 1)); }
-now() { date +%s.%N; }
+. "$here/common.sh"
 elapsed() { python3 -c "print(f'{$2 - $1:.2f}')"; }
-jqp() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 say "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 say "gpu: $(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader | head -1)"
