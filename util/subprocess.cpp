@@ -1,13 +1,14 @@
 #include "util/subprocess.hpp"
 
 #include <cerrno>
+#include <cstdlib>
 #include <csignal>
 #include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -303,31 +304,72 @@ SubprocessResult wait_child(pid_t pid, const SubprocessOptions& o, Fd out_r, Fd 
   return res;
 }
 
+namespace {
+
+// argv[0] as posix_spawnp resolves it: a name with a slash as it is, else the first executable
+// regular file of that name in the caller's PATH ("/bin:/usr/bin" when unset).
+std::optional<std::string> find_program(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path && *path ? path : "/bin:/usr/bin";
+  for (std::size_t from = 0; from <= dirs.size();) {
+    auto to = dirs.find(':', from);
+    if (to == std::string::npos) to = dirs.size();
+    std::string dir = dirs.substr(from, to - from);
+    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    struct stat st{};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+    from = to + 1;
+  }
+  return std::nullopt;
+}
+
+struct ChildSetup {
+  const char* program;
+  char* const* argv;
+  char* const* envp;
+  const char* cwd; // nullptr: envfix's
+  int in, out, err;
+  bool new_session;
+  pid_t parent;
+  int exec_errno_fd; // the errno of what failed goes here (close-on-exec)
+};
+
+[[noreturn]] void child_failed(int fd, int e) {
+  while (::write(fd, &e, sizeof e) < 0 && errno == EINTR) {
+  }
+  ::_exit(127);
+}
+
+// The child between fork and exec: async-signal-safe calls only. Its own session or process group
+// (a timeout kills its children too), SIGKILL when envfix dies (PR_SET_PDEATHSIG: a SIGKILLed envfix
+// orphans no smoke test or repro, issue 60, 6), default dispositions and an empty mask, its pipes.
+[[noreturn]] void exec_child(const ChildSetup& s) {
+  auto fail_with = [&](int e) { child_failed(s.exec_errno_fd, e); };
+  if (s.new_session ? ::setsid() < 0 : ::setpgid(0, 0) < 0) fail_with(errno);
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) fail_with(errno);
+  if (::getppid() != s.parent) ::_exit(127); // envfix died before the prctl: nobody waits for this child
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) (void)::sigaction(sig, &dfl, nullptr); // EINVAL for KILL, STOP, glibc's own
+  if (::dup2(s.in, 0) < 0 || ::dup2(s.out, 1) < 0 || ::dup2(s.err, 2) < 0) fail_with(errno);
+  if (s.cwd && ::chdir(s.cwd) != 0) fail_with(errno);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execve(s.program, s.argv, s.envp);
+  child_failed(s.exec_errno_fd, errno);
+}
+
+} // namespace
+
 Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, const SubprocessOptions& o) {
   if (argv.empty()) return make_error(ErrorCode::internal, "run_process: empty argv");
   int out_pipe[2], err_pipe[2], in_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(in_pipe, O_CLOEXEC) != 0)
     return fail_errno(errno, ErrorCode::io, "cannot create pipes: {}", std::strerror(errno));
   Fd out_r(out_pipe[0]), out_w(out_pipe[1]), err_r(err_pipe[0]), err_w(err_pipe[1]), in_r(in_pipe[0]), in_w(in_pipe[1]);
-
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in_r.get(), 0);
-  posix_spawn_file_actions_adddup2(&fa, out_w.get(), 1);
-  posix_spawn_file_actions_adddup2(&fa, o.merge_stderr ? out_w.get() : err_w.get(), 2);
-  if (o.cwd) posix_spawn_file_actions_addchdir_np(&fa, o.cwd->c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Own process group (or session, which is one too), so a timeout kills the child's children too.
-  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-  flags |= o.new_session ? POSIX_SPAWN_SETSID : POSIX_SPAWN_SETPGROUP;
-  posix_spawnattr_setflags(&attr, flags);
-  if (!o.new_session) posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t empty, all;
-  sigemptyset(&empty);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &all);
 
   std::vector<std::string> env = build_env(o);
   std::vector<char*> envp, args;
@@ -336,18 +378,60 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
   std::vector<std::string> argv_copy = argv;
   for (auto& a : argv_copy) args.push_back(a.data());
   args.push_back(nullptr);
+  // The program as posix_spawnp finds it (the caller's PATH), resolved before the fork: the child
+  // may only make async-signal-safe calls.
+  const auto program = find_program(argv[0]);
+  if (!program)
+    return with_errno(make_error(ErrorCode::subprocess, fmt::format("cannot start {}: {}", argv[0], std::strerror(ENOENT))),
+                      ENOENT);
+  int exec_pipe[2];
+  if (::pipe2(exec_pipe, O_CLOEXEC) != 0)
+    return fail_errno(errno, ErrorCode::io, "cannot create pipes: {}", std::strerror(errno));
+  Fd exec_r(exec_pipe[0]), exec_w(exec_pipe[1]);
+  const ChildSetup setup{program->c_str(),
+                         args.data(),
+                         envp.data(),
+                         o.cwd ? o.cwd->c_str() : nullptr,
+                         in_r.get(),
+                         out_w.get(),
+                         o.merge_stderr ? out_w.get() : err_w.get(),
+                         o.new_session,
+                         ::getpid(),
+                         exec_w.get()};
 
   if (o.new_session) become_subreaper();
-  pid_t pid = -1;
-  // Held across the spawn, so that adopted() never takes the new child for an adopted one.
+  // No handler of envfix's runs in the child between the fork and its reset of the dispositions.
+  sigset_t all, before;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &before);
+  // Held across the fork, so that adopted() never takes the new child for an adopted one.
   std::unique_lock children(g_children_mu);
-  int rc = ::posix_spawnp(&pid, args[0], &fa, &attr, args.data(), envp.data());
-  if (rc == 0) g_children.insert(pid);
+  const pid_t pid = ::fork();
+  if (pid == 0) exec_child(setup);
+  const int fork_errno = errno;
+  if (pid > 0) g_children.insert(pid);
   children.unlock();
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0)
-    return with_errno(make_error(ErrorCode::subprocess, fmt::format("cannot start {}: {}", argv[0], std::strerror(rc))), rc);
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  if (pid < 0)
+    return with_errno(make_error(ErrorCode::subprocess, fmt::format("cannot start {}: {}", argv[0], std::strerror(fork_errno))),
+                      fork_errno);
+  exec_w = Fd();
+  // The exec's errno when it failed (the pipe closes on a successful exec).
+  int child_errno = 0;
+  ssize_t got = -1;
+  do got = ::read(exec_r.get(), &child_errno, sizeof child_errno);
+  while (got < 0 && errno == EINTR);
+  if (got == static_cast<ssize_t>(sizeof child_errno)) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    {
+      std::lock_guard lock(g_children_mu);
+      g_children.erase(pid);
+    }
+    return with_errno(make_error(ErrorCode::subprocess, fmt::format("cannot start {}: {}", argv[0], std::strerror(child_errno))),
+                      child_errno);
+  }
   in_r = Fd();
   out_w = Fd();
   err_w = Fd();
