@@ -221,13 +221,16 @@ Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, ins
 // What the kernel gate refused so far in this run, in order: apply falls through to the next
 // candidate after each (the resolver sees the refused build's evidence), and lists them when none fits.
 struct FallThrough {
-  std::vector<std::string> refused;
+  std::vector<util::Message> refused;
   std::set<wheel::BuildKey> seen;
   std::set<wheel::BuildKey> accept_partial; // partly covered builds the resolver chose again: nothing better
   bool confirmed = false;
   [[nodiscard]] Error decorate(Error e) const {
-    for (auto it = refused.rbegin(); it != refused.rend(); ++it)
-      e.causes.insert(e.causes.begin(), "refused by the kernel check in this run: " + *it);
+    for (auto it = refused.rbegin(); it != refused.rend(); ++it) {
+      auto m = util::msg("refused by the kernel check in this run: {}", *it);
+      e.causes.insert(e.causes.begin(), m.text);
+      e.said.push_back(std::move(m));
+    }
     return e;
   }
 };
@@ -308,8 +311,8 @@ Expected<fetch::PreparedSet> prepare_set(const PlanContext& ctx, ApplyReporter& 
 bool falls_through(const installer::KernelGate& gate, const PlanContext& ctx, FallThrough& ft, ApplyReporter& rep) {
   const auto& ref = gate.refusal();
   if (!ref || !ctx.framework_mode() || !ft.seen.insert(ref->package.key).second) return false;
-  auto text = fmt::format("{} ({} {})", ref->message(), ctx.plan.channel, ctx.plan.variant);
-  rep.warning(fmt::format("kernel check refused {}; trying the next candidate", text));
+  auto text = util::msg("{} ({} {})", ref->message(), ctx.plan.channel, ctx.plan.variant);
+  rep.warning(util::msg("kernel check refused {}; trying the next candidate", text));
   ft.refused.push_back(std::move(text));
   if (ref->partial) ft.accept_partial.insert(ref->package.key);
   return true;
@@ -368,7 +371,7 @@ Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const Apply
     return std::unexpected(ft.decorate(std::move(rr.error())));
   }
   rr->timings.download = prep.download_seconds;
-  report.kernel_refusals = ft.refused;
+  for (const auto& m : ft.refused) report.kernel_refusals.push_back(m.text);
   // The lockfile is written right after the commit, unless the smoke test failed and the set was
   // only kept (--no-rollback).
   if (!rr->smoke.failure_kept)

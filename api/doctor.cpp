@@ -50,31 +50,41 @@ void prove_fixes(const Options& o, diagnosis::DoctorReport& r) {
   bool changed = false;
   for (auto& s : r.frameworks) {
     if (s.fix.empty() || s.fix_request.empty()) continue;
-    Options po = o;
-    po.framework = s.name;
-    po.detect_framework = false;
-    po.http_retries = 0;
-    NearestFix nearest;
-    auto ctx = build_plan(po, PlanRequest{.requirements = s.fix_request, .nearest_out = &nearest});
-    if (ctx) {
-      s.proof = diagnosis::FixProof::proven;
-      s.proof_detail = ctx->plan.why.text;
-    } else if (!nearest.command.empty()) {
-      s.proof = diagnosis::FixProof::nearest;
-      s.proof_detail = nearest.why;
-      s.fix = nearest.command;
+    auto p = prove_fix(o, s.name, s.fix_request);
+    s.proof = p.proof;
+    s.proof_detail = std::move(p.detail);
+    if (!p.command.empty()) {
+      s.fix = std::move(p.command);
       changed = true;
-    } else {
-      const auto code = ctx.error().code;
-      s.proof = code == ErrorCode::network ? diagnosis::FixProof::unreachable : diagnosis::FixProof::failed;
-      s.proof_detail = ctx.error().message;
-      if (!ctx.error().hint.empty() && s.proof == diagnosis::FixProof::failed) s.proof_detail += "; " + ctx.error().hint;
     }
   }
   if (changed) r.fix = diagnosis::joined_fix(r);
 }
 
 } // namespace
+
+ProvenFix prove_fix(const Options& o, const std::string& framework, const std::vector<std::string>& request) {
+  Options po = o;
+  po.framework = framework;
+  po.detect_framework = false;
+  po.http_retries = 0;
+  NearestFix nearest;
+  ProvenFix out;
+  auto ctx = build_plan(po, PlanRequest{.requirements = request, .nearest_out = &nearest});
+  if (ctx) {
+    out.proof = diagnosis::FixProof::proven;
+    out.detail = ctx->plan.why.text;
+  } else if (!nearest.command.empty()) {
+    out.proof = diagnosis::FixProof::nearest;
+    out.detail = nearest.why;
+    out.command = nearest.command;
+  } else {
+    out.proof = ctx.error().code == ErrorCode::network ? diagnosis::FixProof::unreachable : diagnosis::FixProof::failed;
+    out.detail = ctx.error().message;
+    if (!ctx.error().hint.empty() && out.proof == diagnosis::FixProof::failed) out.detail += "; " + ctx.error().hint;
+  }
+  return out;
+}
 
 Expected<diagnosis::DoctorReport> doctor(const Options& o, const DoctorRequest& opt) {
   diagnosis::DoctorInputs in;

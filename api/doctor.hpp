@@ -20,4 +20,15 @@ struct DoctorRequest {
 
 [[nodiscard]] Expected<diagnosis::DoctorReport> doctor(const Options& o, const DoctorRequest& r);
 
+// A fix is a plan proven to resolve (issue 56): `request` planned in memory for `framework` with the
+// same interpreter, indexes, GPUs and driver (one attempt: an unreachable index costs no retry waits).
+// For a request that misses a covering release only by a companion its index lacks, `command` is the
+// nearest request that resolves; else "".
+struct ProvenFix {
+  diagnosis::FixProof proof = diagnosis::FixProof::not_tried;
+  std::string detail;  // what the planner said: the plan, the nearest request's why, or its error
+  std::string command; // FixProof::nearest: the command to print instead
+};
+[[nodiscard]] ProvenFix prove_fix(const Options& o, const std::string& framework, const std::vector<std::string>& request);
+
 } // namespace envfix::api

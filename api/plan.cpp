@@ -256,7 +256,7 @@ Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std
     return finish_plan(std::move(ctx), t0);
   }
   if (fws.names.size() > 1)
-    fws.note = fmt::format("{} are installed; planning {} (use --framework)", util::join(fws.names, ", "), fws.names.front());
+    fws.note = util::msg("{} are installed; planning {} (use --framework)", util::join(fws.names, ", "), fws.names.front());
   const auto* fw = ctx.knowledge ? ctx.knowledge->framework(fws.names.front()) : nullptr;
   if (resolver::framework_path({!g.detect_framework, !index_url.empty(), !g.find_links.empty(), !ctx.host.gpus.empty()},
                                ctx.request, fw))

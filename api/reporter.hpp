@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "util/message.hpp"
+
 namespace envfix::api {
 
 // The steps of an apply, in order; `verify` is the smoke test (docs/architecture.md, The transaction).
@@ -25,6 +27,9 @@ public:
   // A line for people ("Using venv .venv (…)"); `detail` lines only matter with -v.
   virtual void note(std::string_view /*text*/, bool /*detail*/ = false) {}
   virtual void warning(std::string_view /*text*/) {}
+  // The same with the message's id (util/message.hpp), which cli/ translates by; by default its English.
+  virtual void note(const util::Message& m, bool detail = false) { note(std::string_view(m.text), detail); }
+  virtual void warning(const util::Message& m) { warning(std::string_view(m.text)); }
 };
 
 // A reporter that drops everything.

@@ -64,18 +64,28 @@ std::string reinstall_command(const Options& g, const matrices::Framework& fw, c
 // "no kernel image" in the app: doctor's diagnosis of the binaries (framework and GPU extensions,
 // api/doctor.hpp) gives the fix, so verify and doctor print the same command. When they all hold
 // code for the GPUs, no reinstall can help, and the note says where the kernel must come from.
+// The reinstall, proven like doctor's fixes before it is shown (issue 56): the nearest request where
+// the whole one does not resolve; said beside the fix where nothing does.
+void reinstall_fix(const Options& o, const matrices::Framework& fw, const Host& host, AppRun& app) {
+  app.fix = reinstall_command(o, fw, host);
+  if (o.offline || (host.facts.python && host.facts.python->externally_managed)) return; // a new venv: nothing to plan
+  auto p = prove_fix(o, fw.name, diagnosis::reinstall_request(fw, host.installed_names));
+  app.fix_proof = p.proof;
+  app.fix_proof_detail = std::move(p.detail);
+  if (!p.command.empty()) app.fix = std::move(p.command);
+}
+
 void missing_arch_fix(const Options& o, const matrices::Framework& fw, const Host& host, AppRun& app) {
-  if (host.gpus.empty()) {
-    app.fix = reinstall_command(o, fw, host);
-    return;
-  }
+  if (host.gpus.empty()) return reinstall_fix(o, fw, host, app);
   auto d = doctor(o, DoctorRequest{.no_repro = true});
-  if (!d) {
-    app.fix = reinstall_command(o, fw, host);
-    return;
-  }
+  if (!d) return reinstall_fix(o, fw, host, app);
   if (!d->fix.empty()) {
+    // doctor proved each framework's fix (api/doctor.cpp); its proof goes with the command.
     app.fix = d->fix;
+    if (const auto* s = d->framework(fw.name)) {
+      app.fix_proof = s->proof;
+      app.fix_proof_detail = s->proof_detail;
+    }
     return;
   }
   std::string gpus;

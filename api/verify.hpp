@@ -20,7 +20,9 @@
 #include "api/host.hpp"
 #include "api/options.hpp"
 #include "diagnosis/cuda_error.hpp"
+#include "diagnosis/finding.hpp"
 #include "util/error.hpp"
+#include "util/message.hpp"
 
 namespace envfix::api {
 
@@ -58,8 +60,10 @@ struct AppRun {
   std::string error_line;
   diagnosis::CudaError cuda_class = diagnosis::CudaError::none;
   std::vector<std::string> stopped; // processes the app left running (pid, command), killed when it exited
-  std::string fix;        // missing-arch: the envfix command that installs a build with kernels for these GPUs (doctor's)
-  std::string fix_note;   // missing-arch with nothing to reinstall: the installed binaries cover the GPUs; where to look
+  std::string fix;      // missing-arch: the envfix command that installs a build with kernels for these GPUs (doctor's)
+  std::string fix_note; // missing-arch with nothing to reinstall: the installed binaries cover the GPUs; where to look
+  diagnosis::FixProof fix_proof = diagnosis::FixProof::not_tried; // what the planner made of `fix` (api/doctor.hpp prove_fix)
+  std::string fix_proof_detail;
   bool sync = false;      // ran with CUDA_LAUNCH_BLOCKING=1
   std::string where;      // the source line the traceback ends at (`File "x.py", line 7, in f: y = op(x)`)
   std::string async_note; // a CUDA error without --sync: why that line may be the wrong one, and what to run
@@ -67,7 +71,7 @@ struct AppRun {
 
 struct VerifyReport {
   std::string framework;
-  std::string framework_note; // detection said something (several installed, none installed)
+  util::Message framework_note; // detection said something (several installed, none installed)
   Host host;
   std::filesystem::path python;
   bool cpu = false;        // the checks ran on the CPU

@@ -13,6 +13,7 @@
 #include "diagnosis/report.hpp"
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
+#include "cli/views.hpp"
 #include "i18n/i18n.hpp"
 #include "util/strings.hpp"
 
@@ -136,7 +137,7 @@ json to_json(const diagnosis::DoctorReport& r) {
     return json{{"step_a", rp.step_a},
                 {"step_b", rp.step_b},
                 {"error", rp.error.empty() ? json(nullptr) : json(rp.error)},
-                {"note", rp.note}};
+                {"note", rp.note.text}};
   };
   j["framework_from"] = r.framework_from;
   j["frameworks"] = json::array();
@@ -148,9 +149,7 @@ json to_json(const diagnosis::DoctorReport& r) {
                                {"packages", names},
                                {"repro", repro_json(s.repro)},
                                {"fix", s.fix.empty() ? json(nullptr) : json(s.fix)},
-                               {"fix_proof",
-                                {{"state", diagnosis::to_string(s.proof)},
-                                 {"detail", s.proof_detail.empty() ? json(nullptr) : json(s.proof_detail)}}}});
+                               {"fix_proof", fix_proof_json(s.proof, s.proof_detail)}});
   }
   j["packages"] = json::array();
   for (const auto& s : r.frameworks)
@@ -177,13 +176,13 @@ json to_json(const diagnosis::DoctorReport& r) {
                                {"requirement_met", e.requirement_met},
                                {"dist_info", e.dist->dist_info.string()},
                                {"kernels", kernels_json(e.kernels)},
-                               {"build_from_source", e.recipe.empty() ? json(nullptr) : json(e.recipe)}});
+                               {"build_from_source", e.recipe.empty() ? json(nullptr) : json(e.recipe.text)}});
   j["findings"] = json::array();
   for (const auto& f : r.findings)
     j["findings"].push_back({{"code", diagnosis::to_string(f.code)},
                              {"severity", diagnosis::to_string(f.severity)},
-                             {"message", f.message},
-                             {"hint", f.hint},
+                             {"message", f.message.text},
+                             {"hint", f.hint.text},
                              {"framework", f.framework.empty() ? json(nullptr) : json(f.framework)},
                              {"package", f.package.empty() ? json(nullptr) : json(f.package)}});
   j["repro"] = repro_json(r.frameworks.front().repro); // the first framework's, as before several were reported
@@ -281,7 +280,7 @@ void render_frameworks(const diagnosis::DoctorReport& r) {
     head(several ? trf("3. Minimal repro ({})", s.name) : std::string(tr("3. Minimal repro")));
     const auto& rp = s.repro;
     if (rp.step_a == "skipped" && rp.step_b == "skipped")
-      human(fmt::format("   {}", i18n::tr_text(rp.note)));
+      human(fmt::format("   {}", i18n::tr(rp.note)));
     else {
       const auto a = tr("step A (tensor to GPU):"), b = tr("step B (matmul):");
       const auto w = std::max(i18n::display_width(a), i18n::display_width(b));
@@ -349,8 +348,8 @@ void render_findings(const diagnosis::DoctorReport& r) {
                  : f.severity == diagnosis::Severity::warning ? Style::yellow
                                                               : Style::blue;
     human(fmt::format("   {} {}: {}", styled(i18n::pad(tr(diagnosis::to_string(f.severity)), 7), style),
-                      diagnosis::to_string(f.code), i18n::tr_text(f.message)));
-    if (!f.hint.empty()) human(fmt::format("           {}: {}", tr("hint"), i18n::tr_text(f.hint)));
+                      diagnosis::to_string(f.code), i18n::tr(f.message)));
+    if (!f.hint.empty()) human(fmt::format("           {}: {}", tr("hint"), i18n::tr(f.hint)));
   }
   auto vs = r.verdict == diagnosis::Verdict::healthy  ? Style::green
             : r.verdict == diagnosis::Verdict::broken ? Style::red
@@ -359,16 +358,8 @@ void render_findings(const diagnosis::DoctorReport& r) {
   human(fmt::format("{} {}", styled(tr("verdict:"), Style::bold), styled(tr(diagnosis::to_string(r.verdict)), vs)));
   if (!r.fix.empty()) human(fmt::format("{} {}", styled(tr("fix:"), Style::bold), r.fix));
   // What the planner said of each fix before it was shown (api/doctor.cpp prove_fixes).
-  for (const auto& s : r.frameworks) {
-    using diagnosis::FixProof;
-    if (s.fix.empty() || s.proof == FixProof::not_tried) continue;
-    const auto line = s.proof == FixProof::proven    ? i18n::trf("  proven: the planner resolves it ({})", s.proof_detail)
-                      : s.proof == FixProof::nearest ? i18n::trf("  nearest: {}", s.proof_detail)
-                      : s.proof == FixProof::failed
-                          ? i18n::trf("  does not resolve: {}", s.proof_detail)
-                          : i18n::trf("  not proven: the index could not be asked ({})", s.proof_detail);
-    human(styled(line, s.proof == FixProof::proven ? Style::dim : Style::yellow));
-  }
+  for (const auto& s : r.frameworks)
+    if (!s.fix.empty()) render_fix_proof(s.proof, s.proof_detail);
 }
 
 void render_text(const diagnosis::DoctorReport& r, const Globals& g) {

@@ -94,6 +94,7 @@ json verify_json(const api::VerifyReport& r) {
         {"cuda_error", app->error_line.empty() ? json(nullptr) : json(app->error_line)},
         {"class", app->cuda_class == diagnosis::CudaError::none ? json(nullptr) : json(diagnosis::to_string(app->cuda_class))},
         {"fix", app->fix.empty() ? json(nullptr) : json(app->fix)},
+        {"fix_proof", fix_proof_json(app->fix_proof, app->fix_proof_detail)},
         {"fix_note", app->fix_note.empty() ? json(nullptr) : json(app->fix_note)},
         {"sync", app->sync},
         {"where", app->where.empty() ? json(nullptr) : json(app->where)},
@@ -113,7 +114,7 @@ class VerifyView final : public api::VerifyReporter {
 public:
   void started(const api::VerifyReport& r) override {
     human(host_line(r.host));
-    if (!r.framework_note.empty()) human(styled(i18n::tr_text(r.framework_note), Style::dim));
+    if (!r.framework_note.empty()) human(styled(i18n::tr(r.framework_note), Style::dim));
     if (!r.device_note.empty()) human(styled(i18n::tr_text(r.device_note), Style::yellow));
   }
   void layer(api::VerifyLayer l) override {
@@ -143,7 +144,10 @@ public:
     const auto label = [](std::string_view l) { return styled(i18n::tr(l), Style::bold); };
     if (!a.async_note.empty()) human(fmt::format("  {} {}", label("note:"), i18n::tr_text(a.async_note)));
     for (const auto& p : a.stopped) human("  " + i18n::trf("left running by the app, stopped: {}", p));
-    if (!a.fix.empty()) human(fmt::format("{} {}", label("fix:"), a.fix));
+    if (!a.fix.empty()) {
+      human(fmt::format("{} {}", label("fix:"), a.fix));
+      render_fix_proof(a.fix_proof, a.fix_proof_detail);
+    }
     if (!a.fix_note.empty()) human(fmt::format("{} {}", label("note:"), i18n::tr_text(a.fix_note)));
   }
 };

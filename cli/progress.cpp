@@ -92,4 +92,13 @@ void ProgressReporter::note(std::string_view text, bool detail) {
 
 void ProgressReporter::warning(std::string_view text) { warn(text); }
 
+void ProgressReporter::note(const util::Message& m, bool detail) {
+  if (!detail)
+    human(i18n::tr(m));
+  else if (m_globals.verbose > 0)
+    human(styled(i18n::tr(m), Style::dim));
+}
+
+void ProgressReporter::warning(const util::Message& m) { warn(m); }
+
 } // namespace envfix::cli

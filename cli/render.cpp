@@ -110,11 +110,17 @@ void machine(std::string_view json_text) {
   std::fflush(stdout);
 }
 
-void warn(std::string_view text) {
-  std::string line = i18n::for_terminal(styled(i18n::tr("warning"), Style::yellow) + ": " +
-                                        util::escape_control(i18n::tr_text(text), true, true) + "\n");
+namespace {
+void warn_line(const std::string& translated) {
+  std::string line =
+      i18n::for_terminal(styled(i18n::tr("warning"), Style::yellow) + ": " + util::escape_control(translated, true, true) + "\n");
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
+} // namespace
+
+void warn(std::string_view text) { warn_line(i18n::tr_text(text)); }
+
+void warn(const util::Message& m) { warn_line(i18n::tr(m)); }
 
 namespace {
 

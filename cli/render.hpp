@@ -34,6 +34,7 @@ void machine(std::string_view json_text); // one document to stdout
 void machine_json(const nlohmann::json& doc);
 void print_error(const Error& e);
 void warn(std::string_view text);
+void warn(const util::Message& m); // translated by its id
 
 // Exit code for an error (docs/architecture.md, JSON and exit codes).
 [[nodiscard]] int exit_code_for(const Error& e);

@@ -151,4 +151,18 @@ std::vector<std::string> change_list(const installer::TransactionResult& txn) {
   return sorted_lines(std::move(changes));
 }
 
+void render_fix_proof(diagnosis::FixProof proof, const std::string& detail) {
+  using diagnosis::FixProof;
+  if (proof == FixProof::not_tried) return;
+  const auto line = proof == FixProof::proven    ? i18n::trf("  proven: the planner resolves it ({})", detail)
+                    : proof == FixProof::nearest ? i18n::trf("  nearest: {}", detail)
+                    : proof == FixProof::failed  ? i18n::trf("  does not resolve: {}", detail)
+                                                 : i18n::trf("  not proven: the index could not be asked ({})", detail);
+  human(styled(line, proof == FixProof::proven ? Style::dim : Style::yellow));
+}
+
+nlohmann::json fix_proof_json(diagnosis::FixProof proof, const std::string& detail) {
+  return {{"state", diagnosis::to_string(proof)}, {"detail", detail.empty() ? nlohmann::json(nullptr) : nlohmann::json(detail)}};
+}
+
 } // namespace envfix::cli

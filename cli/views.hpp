@@ -8,6 +8,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "api/host.hpp"
+#include "diagnosis/finding.hpp"
 #include "installer/txn_result.hpp"
 #include "resolver/plan.hpp"
 
@@ -29,5 +30,10 @@ namespace envfix::cli {
 // and who forces a replacement (plan).
 [[nodiscard]] std::vector<std::string> change_list(const resolver::Plan& p, bool detail = false);
 [[nodiscard]] std::vector<std::string> change_list(const installer::TransactionResult& txn);
+
+// What the planner said of a printed fix before it was shown (api/doctor.hpp prove_fix), one line
+// under the fix (nothing when it was not tried); and the same for JSON: {state, detail}.
+void render_fix_proof(diagnosis::FixProof proof, const std::string& detail);
+[[nodiscard]] nlohmann::json fix_proof_json(diagnosis::FixProof proof, const std::string& detail);
 
 } // namespace envfix::cli

@@ -35,9 +35,9 @@ namespace {
 namespace fs = std::filesystem;
 using util::join;
 
-void add(DoctorReport& r, FindingCode code, Severity severity, std::string message, std::string hint = {}) {
+void add(DoctorReport& r, FindingCode code, Severity severity, util::Message message, util::Message hint = {}) {
   for (const auto& f : r.findings)
-    if (f.code == code && f.message == message) return;
+    if (f.code == code && f.message.text == message.text) return;
   r.findings.push_back({code, severity, std::move(message), std::move(hint)});
 }
 
@@ -50,19 +50,19 @@ fs::path env_prefix_of(const fs::path& interpreter) {
 
 // How to make `python` the target in the user's shell, naming only what exists: a conda env's
 // `conda activate`, a venv's bin/activate, a pyenv version's `pyenv local`. Each is one whole
-// message, so the catalog (i18n/zh_CN.po) translates it by its text.
-std::string run_with_hint(const fs::path& python, const fs::path& prefix) {
+// message, translated by its id (i18n/zh_CN.po).
+util::Message run_with_hint(const fs::path& python, const fs::path& prefix) {
   std::error_code ec;
   if (fs::is_directory(prefix / "conda-meta", ec))
-    return fmt::format("run your program with {}, or activate it first (conda activate {})", python.string(), prefix.string());
+    return util::msg("run your program with {}, or activate it first (conda activate {})", python.string(), prefix.string());
   if (fs::exists(prefix / "bin/activate", ec))
-    return fmt::format("run your program with {}, or activate the environment first (source {}/bin/activate)", python.string(),
-                       prefix.string());
+    return util::msg("run your program with {}, or activate the environment first (source {}/bin/activate)", python.string(),
+                     prefix.string());
   const auto versions = prefix.parent_path();
   if (versions.filename() == "versions" && fs::is_directory(versions.parent_path() / "shims", ec))
-    return fmt::format("run your program with {}, or select it for this project (pyenv local {})", python.string(),
-                       prefix.filename().string());
-  return fmt::format("run your program with {}", python.string());
+    return util::msg("run your program with {}, or select it for this project (pyenv local {})", python.string(),
+                     prefix.filename().string());
+  return util::msg("run your program with {}", python.string());
 }
 
 // The guide's wrong-interpreter pitfall, the `python` half: `python app.py` runs the first
@@ -79,9 +79,9 @@ void check_python_on_path(DoctorReport& r) {
   const bool in_venv = fs::exists(prefix / "pyvenv.cfg", ec) || fs::exists(target / "pyvenv.cfg", ec);
   if (!in_venv && fs::equivalent(first.resolved, f.python->executable, ec)) return;
   add(r, FindingCode::python_other_interpreter, Severity::warning,
-      fmt::format("`{}` first on PATH ({}) is another interpreter than the target {}: a program started with it "
-                  "does not see the packages envfix checks and fixes",
-                  first.path.filename().string(), first.path.string(), f.python->executable.string()),
+      util::msg("`{}` first on PATH ({}) is another interpreter than the target {}: a program started with it "
+                "does not see the packages envfix checks and fixes",
+                first.path.filename().string(), first.path.string(), f.python->executable.string()),
       run_with_hint(f.python->executable, target));
 }
 
@@ -90,12 +90,13 @@ void check_environment(DoctorReport& r) {
   if (!f.python) return;
   const auto& py = *f.python;
   if (py.externally_managed) {
+    // The distribution's own words (its EXTERNALLY-MANAGED file) are shown as they are.
     auto msg = py.externally_managed_message.empty()
-                   ? std::string("the distribution manages its packages")
-                   : std::string(py.externally_managed_message.substr(0, py.externally_managed_message.find('\n')));
+                   ? util::msg("the distribution manages its packages")
+                   : util::plain(py.externally_managed_message.substr(0, py.externally_managed_message.find('\n')));
     add(r, FindingCode::externally_managed, Severity::warning,
-        fmt::format("{} is externally managed (PEP 668): {}", py.executable.string(), msg),
-        "install into a virtual environment: envfix apply --venv .venv");
+        util::msg("{} is externally managed (PEP 668): {}", py.executable.string(), msg),
+        util::msg("install into a virtual environment: {}", "envfix apply --venv .venv"));
   }
   check_python_on_path(r);
   if (f.pip_interpreter) {
@@ -103,9 +104,9 @@ void check_environment(DoctorReport& r) {
     auto target = fs::absolute(py.prefix).lexically_normal();
     if (pip_prefix != target) {
       add(r, FindingCode::pip_other_interpreter, Severity::warning,
-          fmt::format("`pip` on PATH ({}) installs into {}, not into the target {}",
-                      f.pip_on_path ? f.pip_on_path->string() : std::string("pip"), pip_prefix.string(), target.string()),
-          fmt::format("use `{} -m pip`, or activate the environment first", py.executable.string()));
+          util::msg("`pip` on PATH ({}) installs into {}, not into the target {}",
+                    f.pip_on_path ? f.pip_on_path->string() : std::string("pip"), pip_prefix.string(), target.string()),
+          util::msg("use `{} -m pip`, or activate the environment first", py.executable.string()));
     }
   }
 }
@@ -116,24 +117,24 @@ void check_base(DoctorReport& r) {
   const auto& b = r.base;
   if (b.toolkit && b.toolkit->version && b.runtime && b.toolkit->version->major != b.runtime->version.major)
     add(r, FindingCode::toolkit_runtime_mismatch, Severity::warning,
-        fmt::format("the local CUDA toolkit (nvcc {} from {}) is CUDA {}, the framework's runtime ({}) is CUDA {}: "
-                    "extensions built with this nvcc (torch.utils.cpp_extension, source builds) will not load",
-                    b.toolkit->version->to_string(), b.toolkit->from, b.toolkit->version->major, b.runtime->from,
-                    b.runtime->version.to_string()),
-        fmt::format("installed wheels carry their own runtime and need no toolkit; to build extensions put a CUDA {}.x "
-                    "nvcc first on PATH or set CUDA_HOME",
-                    b.runtime->version.major));
+        util::msg("the local CUDA toolkit (nvcc {} from {}) is CUDA {}, the framework's runtime ({}) is CUDA {}: "
+                  "extensions built with this nvcc (torch.utils.cpp_extension, source builds) will not load",
+                  b.toolkit->version->to_string(), b.toolkit->from, b.toolkit->version->major, b.runtime->from,
+                  b.runtime->version.to_string()),
+        util::msg("installed wheels carry their own runtime and need no toolkit; to build extensions put a CUDA {}.x "
+                  "nvcc first on PATH or set CUDA_HOME",
+                  b.runtime->version.major));
   if (b.platform.is_wsl())
     add(r, FindingCode::wsl, Severity::info,
-        fmt::format("WSL2 ({}): the GPU driver is the Windows one, reached through /dev/dxg", join(b.platform.wsl, ", ")),
-        "never install a Linux NVIDIA driver inside WSL; run python, pip and envfix on the same side (all in WSL), "
-        "not a Windows interpreter over a WSL path or the reverse");
+        util::msg("WSL2 ({}): the GPU driver is the Windows one, reached through /dev/dxg", join(b.platform.wsl, ", ")),
+        util::msg("never install a Linux NVIDIA driver inside WSL; run python, pip and envfix on the same side (all in WSL), "
+                  "not a Windows interpreter over a WSL path or the reverse"));
   if (!b.platform.container.empty())
     add(r, FindingCode::container, Severity::info,
-        fmt::format("running in a container ({}: {}): the driver comes from the host", b.platform.container,
-                    join(b.platform.container_evidence, ", ")),
-        "GPU access needs the NVIDIA container toolkit (docker --gpus all, CDI); fix the image's Python "
-        "environment here and the driver on the host");
+        util::msg("running in a container ({}: {}): the driver comes from the host", b.platform.container,
+                  join(b.platform.container_evidence, ", ")),
+        util::msg("GPU access needs the NVIDIA container toolkit (docker --gpus all, CDI); fix the image's Python "
+                  "environment here and the driver on the host"));
 }
 
 // ---------------------------------------------------------------- step 2: framework packages
@@ -293,19 +294,19 @@ void check_gpu_extra(DoctorReport& r, const FrameworkReport& s, const PackageRep
   const bool only_compiler = runtime.empty() && !compiler.empty();
   if (only_compiler)
     add(r, FindingCode::cuda_runtime_missing, Severity::info,
-        fmt::format("the CUDA compiler wheels of {} are not installed: {}", label, join(compiler, ", ")),
-        "JIT compilation then uses a ptxas/nvvm from a local CUDA toolkit; install them for a self-contained set");
+        util::msg("the CUDA compiler wheels of {} are not installed: {}", label, join(compiler, ", ")),
+        util::msg("JIT compilation then uses a ptxas/nvvm from a local CUDA toolkit; install them for a self-contained set"));
   runtime.insert(runtime.end(), compiler.begin(), compiler.end());
   if (!only_compiler && !runtime.empty())
     add(r, FindingCode::cuda_runtime_missing, Severity::error,
-        fmt::format("{} {} needs the CUDA runtime wheels of {}, and {} of them are not installed: {}", main.dist->name,
-                    main.dist->version.to_string(), label, runtime.size(), join(runtime, ", ")),
-        fmt::format("install {} (see the fix command below); the framework falls back to the CPU without them", label));
+        util::msg("{} {} needs the CUDA runtime wheels of {}, and {} of them are not installed: {}", main.dist->name,
+                  main.dist->version.to_string(), label, runtime.size(), join(runtime, ", ")),
+        util::msg("install {} (see the fix command below); the framework falls back to the CPU without them", label));
   if (!other.empty())
     add(r, FindingCode::gpu_package_missing, Severity::error,
-        fmt::format("{} {} ({}) lacks packages of {}: {}", main.dist->name, main.dist->version.to_string(), v->name, label,
-                    join(other, ", ")),
-        fmt::format("install {} (see the fix command below)", label));
+        util::msg("{} {} ({}) lacks packages of {}: {}", main.dist->name, main.dist->version.to_string(), v->name, label,
+                  join(other, ", ")),
+        util::msg("install {} (see the fix command below)", label));
 }
 
 // The framework's installed packages, each with its role and the variant it was built for (and
@@ -364,17 +365,17 @@ void check_cpu_builds(DoctorReport& r, const FrameworkReport& s, const PackageRe
   if (gpu_host(r)) {
     for (const auto& p : s.packages) {
       if (p.variant != "cpu") continue;
-      const auto host = fmt::format("this host has {} GPU(s) ({})", r.facts.gpus.size(), r.facts.gpus[0].cc.sm_name());
+      const auto host = util::msg("this host has {} GPU(s) ({})", r.facts.gpus.size(), r.facts.gpus[0].cc.sm_name());
       if (p.variant_from == "no-gpu-package") {
         if (&p != main) continue; // one finding for the set: no GPU package at all
         add(r, FindingCode::cpu_build_on_gpu_host, Severity::error,
-            fmt::format("{} {} is a CPU-only install (none of {} is installed), but {}", p.dist->name,
-                        p.dist->version.to_string(), join(gpu_markers(*fw), ", "), host),
-            "install the CUDA build for this GPU (see the fix command below)");
+            util::msg("{} {} is a CPU-only install (none of {} is installed), but {}", p.dist->name, p.dist->version.to_string(),
+                      join(gpu_markers(*fw), ", "), host),
+            util::msg("install the CUDA build for this GPU (see the fix command below)"));
       } else {
         add(r, FindingCode::cpu_build_on_gpu_host, Severity::error,
-            fmt::format("{} {} is a CPU-only build, but {}", p.dist->name, p.dist->version.to_string(), host),
-            "install the CUDA build for this GPU (see the fix command below)");
+            util::msg("{} {} is a CPU-only build, but {}", p.dist->name, p.dist->version.to_string(), host),
+            util::msg("install the CUDA build for this GPU (see the fix command below)"));
       }
     }
   }
@@ -390,8 +391,8 @@ void check_mixed(DoctorReport& r, const FrameworkReport& s) {
     std::vector<std::string> parts;
     for (auto& [v, names] : by_variant) parts.push_back(fmt::format("{} ({})", v, join(names, ", ")));
     add(r, FindingCode::mixed_variants, Severity::error,
-        fmt::format("the {} packages mix build variants: {}", framework, join(parts, "; ")),
-        "every package of the set must come from the same variant index");
+        util::msg("the {} packages mix build variants: {}", framework, join(parts, "; ")),
+        util::msg("every package of the set must come from the same variant index"));
   }
   // Mixed sources: different indexes are a problem; only different installers is a hint.
   std::set<std::string> urls, installers;
@@ -401,12 +402,12 @@ void check_mixed(DoctorReport& r, const FrameworkReport& s) {
   }
   if (urls.size() > 1)
     add(r, FindingCode::mixed_sources, Severity::warning,
-        fmt::format("the {} packages came from different indexes: {}", framework,
-                    join(std::vector<std::string>(urls.begin(), urls.end()), ", ")));
+        util::msg("the {} packages came from different indexes: {}", framework,
+                  join(std::vector<std::string>(urls.begin(), urls.end()), ", ")));
   else if (installers.size() > 1)
     add(r, FindingCode::mixed_sources, Severity::info,
-        fmt::format("the {} packages were installed by different tools: {}", framework,
-                    join(std::vector<std::string>(installers.begin(), installers.end()), ", ")));
+        util::msg("the {} packages were installed by different tools: {}", framework,
+                  join(std::vector<std::string>(installers.begin(), installers.end()), ", ")));
 }
 
 // Companion versions: the matrices' coupling, and the companion's own Requires-Dist on the main package.
@@ -424,9 +425,9 @@ void check_companions(DoctorReport& r, const FrameworkReport& s, const PackageRe
         auto w = specs::Version::parse(*want);
         if (w && w->public_version() != d.version.public_version())
           add(r, FindingCode::companion_mismatch, Severity::error,
-              fmt::format("{} {} does not match {} {} (it needs {} {})", d.name, d.version.to_string(), main_pkg, mv.to_string(),
-                          d.name, *want),
-              "install the coupled versions together (see the fix command below)");
+              util::msg("{} {} does not match {} {} (it needs {} {})", d.name, d.version.to_string(), main_pkg, mv.to_string(),
+                        d.name, *want),
+              util::msg("install the coupled versions together (see the fix command below)"));
       }
     }
     for (const auto& req : d.requires_dist) {
@@ -434,9 +435,9 @@ void check_companions(DoctorReport& r, const FrameworkReport& s, const PackageRe
       if (req.marker && !req.applies(env)) continue;
       if (!req.specifier.contains(mv.public_version(), true))
         add(r, FindingCode::companion_mismatch, Severity::error,
-            fmt::format("{} {} requires {}{}, but {} {} is installed", d.name, d.version.to_string(), main_pkg,
-                        req.specifier.to_string(), main_pkg, mv.to_string()),
-            "install the coupled versions together (see the fix command below)");
+            util::msg("{} {} requires {}{}, but {} {} is installed", d.name, d.version.to_string(), main_pkg,
+                      req.specifier.to_string(), main_pkg, mv.to_string()),
+            util::msg("install the coupled versions together (see the fix command below)"));
     }
   }
 }
@@ -453,10 +454,10 @@ void check_driver(DoctorReport& r, const FrameworkReport& s, const PackageReport
       if (!ok) {
         auto need = r.knowledge ? r.knowledge->min_driver(*cuda) : std::nullopt;
         add(r, FindingCode::driver_too_old, Severity::error,
-            fmt::format("{} {} is built for CUDA {}, which driver {}{} cannot run", main_pkg, mv.to_string(), cuda->to_string(),
-                        drv->version, drv->cuda ? fmt::format(" (CUDA {})", drv->cuda->to_string()) : std::string()),
-            need ? fmt::format("upgrade the driver to >= {}, or install a build for an older CUDA", *need)
-                 : std::string("upgrade the driver, or install a build for an older CUDA"));
+            util::msg("{} {} is built for CUDA {}, which driver {}{} cannot run", main_pkg, mv.to_string(), cuda->to_string(),
+                      drv->version, drv->cuda ? fmt::format(" (CUDA {})", drv->cuda->to_string()) : std::string()),
+            need ? util::msg("upgrade the driver to >= {}, or install a build for an older CUDA", *need)
+                 : util::msg("upgrade the driver, or install a build for an older CUDA"));
       }
     }
   }
@@ -472,14 +473,14 @@ void check_framework(DoctorReport& r, FrameworkReport& s) {
   for (const auto& p : s.packages)
     if (p.dist->conda)
       add(r, FindingCode::conda_owned, Severity::info,
-          fmt::format("{} {} belongs to conda ({} {} {}); envfix apply will not replace it", p.dist->name,
-                      p.dist->version.to_string(), p.dist->conda->name, p.dist->conda->version, p.dist->conda->build),
-          "change it with conda (`conda install` the build you need), or add --allow-conda-overwrite to the fix");
+          util::msg("{} {} belongs to conda ({} {} {}); envfix apply will not replace it", p.dist->name,
+                    p.dist->version.to_string(), p.dist->conda->name, p.dist->conda->version, p.dist->conda->build),
+          util::msg("change it with conda (`conda install` the build you need), or add --allow-conda-overwrite to the fix"));
   if (!main) {
     add(r, FindingCode::framework_not_installed, Severity::warning,
-        fmt::format("{} is not installed in {}", main_pkg,
-                    r.facts.python ? r.facts.python->executable.string() : std::string("the target")),
-        fmt::format("envfix apply {}{}", main_pkg, framework == "torch" ? "" : " --framework " + framework));
+        util::msg("{} is not installed in {}", main_pkg,
+                  r.facts.python ? util::plain(r.facts.python->executable.string()) : util::msg("the target")),
+        util::plain(fmt::format("envfix apply {}{}", main_pkg, framework == "torch" ? "" : " --framework " + framework)));
     return;
   }
   check_cpu_builds(r, s, *main);
@@ -498,15 +499,15 @@ void check_dists(DoctorReport& r) {
     bool fw_pkg = false;
     for (const auto& s : r.frameworks) fw_pkg = fw_pkg || (s.fw && !package_role(*s.fw, group[0]->normalized_name()).empty());
     add(r, FindingCode::duplicate_dist, fw_pkg ? Severity::error : Severity::warning,
-        fmt::format("{} is installed {} times: {}", group[0]->name, group.size(), join(where, ", ")),
-        "remove the stale copy: envfix apply reinstalls one clean set");
+        util::msg("{} is installed {} times: {}", group[0]->name, group.size(), join(where, ", ")),
+        util::msg("remove the stale copy: envfix apply reinstalls one clean set"));
   }
   for (const auto& d : r.facts.installed)
     if (!d.has_record)
       add(r, FindingCode::missing_record, Severity::warning,
-          fmt::format("{} {} has no RECORD ({}): it cannot be uninstalled cleanly", d.name, d.version.to_string(),
-                      d.dist_info.string()),
-          "reinstall it so that a RECORD is written");
+          util::msg("{} {} has no RECORD ({}): it cannot be uninstalled cleanly", d.name, d.version.to_string(),
+                    d.dist_info.string()),
+          util::msg("reinstall it so that a RECORD is written"));
 }
 
 // ---------------------------------------------------------------- step 3: repro
@@ -518,25 +519,26 @@ std::optional<std::vector<std::string>> repro_steps(const DoctorReport& r, Frame
                                                     const StepRunner& run_steps) {
   auto& rp = s.repro;
   if (opt.no_repro) {
-    rp.note = "skipped (--no-repro)";
+    rp.note = util::msg("skipped (--no-repro)");
     return std::nullopt;
   }
   if (!r.facts.python) return std::nullopt;
   bool have_main = std::any_of(s.packages.begin(), s.packages.end(), [](auto& p) { return p.role == "main"; });
   if (!have_main) {
-    rp.note = "skipped: the framework is not installed";
+    rp.note = util::msg("skipped: the framework is not installed");
     return std::nullopt;
   }
   if (!s.fw || s.fw->smoke.step_a.empty() || s.fw->smoke.step_b.empty()) {
-    rp.note = fmt::format("skipped: the matrices define no smoke test for {}", s.fw ? s.fw->name : "this framework");
+    rp.note = util::msg("skipped: the matrices define no smoke test for {}",
+                        s.fw ? util::plain(s.fw->name) : util::msg("this framework"));
     return std::nullopt;
   }
   if (r.facts.gpus.empty()) {
-    rp.note = "skipped: no GPU";
+    rp.note = util::msg("skipped: no GPU");
     return std::nullopt;
   }
   if (!run_steps) {
-    rp.note = "skipped: no interpreter to run it in";
+    rp.note = util::msg("skipped: no interpreter to run it in");
     return std::nullopt;
   }
   // Step A before step B (the troubleshooting order), in one interpreter (smoke/smoke.hpp).
@@ -556,51 +558,53 @@ void judge_repro(DoctorReport& r, FrameworkReport& s, const std::vector<StepOutc
   // "No kernel image" is the missing-arch class whichever step raises it (a step A that launched a
   // kernel would fail so on a build without the GPU's arch).
   auto no_image = [&] { return classify_cuda_error(rp.error) == CudaError::missing_arch; };
-  auto missing_arch = [&](std::string_view step) {
+  auto missing_arch = [&](const util::Message& step) {
     std::vector<std::string> archs;
     for (auto& g : r.facts.gpus) archs.push_back(g.cc.sm_name());
     add(r, FindingCode::arch_not_covered, Severity::error,
-        fmt::format("the installed build has no kernel image for {} ({}: \"no kernel image is available\")", join(archs, ", "),
-                    step),
-        "install a build whose kernels include this architecture (see the fix command below)");
+        util::msg("the installed build has no kernel image for {} ({}: \"no kernel image is available\")", join(archs, ", "),
+                  step),
+        util::msg("install a build whose kernels include this architecture (see the fix command below)"));
   };
   // The guide's second and third layers: the repro runs with CUDA_LAUNCH_BLOCKING=1 (smoke/run.cpp),
   // so its failing step is the failing launch; the user's own program reports kernel errors
   // asynchronously, at a later call. Said with the finding, with the command that makes it precise.
-  auto async = [&](std::string_view step, std::string_view op) {
-    if (classify_cuda_error(rp.error) == CudaError::none) return std::string();
-    return fmt::format(
-        "; the repro ran with CUDA_LAUNCH_BLOCKING=1, so the failing operator is {}'s {}. In your own program CUDA "
-        "reports kernel errors asynchronously: its traceback may point at a later call than the operator that "
-        "failed; `envfix verify --app '<your command>' --sync` runs it with CUDA_LAUNCH_BLOCKING=1 (slower) to stop "
-        "at the failing launch",
-        step, op);
+  auto async = [&](const util::Message& step, const util::Message& op) {
+    if (classify_cuda_error(rp.error) == CudaError::none) return util::plain("");
+    return util::msg("; the repro ran with CUDA_LAUNCH_BLOCKING=1, so the failing operator is {}'s {}. In your own program CUDA "
+                     "reports kernel errors asynchronously: its traceback may point at a later call than the operator that "
+                     "failed; `envfix verify --app '<your command>' --sync` runs it with CUDA_LAUNCH_BLOCKING=1 (slower) to stop "
+                     "at the failing launch",
+                     step, op);
   };
   if (!run(s.fw->smoke.step_a, rp.step_a)) {
     const bool arch = no_image();
     // Planned GPUs (--gpu) are another machine's: step A failing here says only that this one
     // cannot reach them, not that the planned machine is broken.
     if (r.facts.gpus_planned && !arch) {
-      rp.note = "step A failed on this machine, whose GPUs are not the planned ones (--gpu); run doctor on that "
-                "machine for its repro";
-      add(r, FindingCode::repro_not_here, Severity::info, fmt::format("the repro could not reach a GPU here: {}", rp.error),
-          "the GPUs are planned (--gpu): run doctor on the machine that has them");
+      rp.note = util::msg("step A failed on this machine, whose GPUs are not the planned ones (--gpu); run doctor on that "
+                          "machine for its repro");
+      add(r, FindingCode::repro_not_here, Severity::info, util::msg("the repro could not reach a GPU here: {}", rp.error),
+          util::msg("the GPUs are planned (--gpu): run doctor on the machine that has them"));
       return;
     }
-    add(r, FindingCode::repro_failed, Severity::error, fmt::format("step A (move a tensor to the GPU) failed: {}", rp.error),
-        (arch ? std::string("the installed build has no kernels for this GPU's architecture")
-              : std::string("the framework cannot reach the GPU: check the driver, CUDA_VISIBLE_DEVICES and a CPU-only build")) +
-            async("step A", "host-to-device copy"));
-    if (arch) missing_arch("step A");
+    add(r, FindingCode::repro_failed, Severity::error, util::msg("step A (move a tensor to the GPU) failed: {}", rp.error),
+        util::msg(
+            "{}{}",
+            arch ? util::msg("the installed build has no kernels for this GPU's architecture")
+                 : util::msg("the framework cannot reach the GPU: check the driver, CUDA_VISIBLE_DEVICES and a CPU-only build"),
+            async(util::msg("step A"), util::msg("host-to-device copy"))));
+    if (arch) missing_arch(util::msg("step A"));
     return;
   }
   if (!run(s.fw->smoke.step_b, rp.step_b)) {
     const bool arch = no_image();
-    add(r, FindingCode::repro_failed, Severity::error, fmt::format("step B (run a matmul on the GPU) failed: {}", rp.error),
-        (arch ? std::string("the installed build has no kernels for this GPU's architecture")
-              : std::string("a kernel failed on the GPU; rerun with -v for the details")) +
-            async("step B", "matmul"));
-    if (arch) missing_arch("step B");
+    add(r, FindingCode::repro_failed, Severity::error, util::msg("step B (run a matmul on the GPU) failed: {}", rp.error),
+        util::msg("{}{}",
+                  arch ? util::msg("the installed build has no kernels for this GPU's architecture")
+                       : util::msg("a kernel failed on the GPU; rerun with -v for the details"),
+                  async(util::msg("step B"), util::plain("matmul"))));
+    if (arch) missing_arch(util::msg("step B"));
   }
 }
 
@@ -624,15 +628,15 @@ void check_matrices(DoctorReport& r, const FrameworkReport& s) {
       switch (vb->runs_on(g.cc)) {
       case matrices::RunKind::none:
         add(r, FindingCode::arch_not_covered, Severity::error,
-            fmt::format("{} {} ({}) ships no kernels for {} ({}) according to the matrices [{}]", p.dist->name,
-                        p.dist->version.to_string(), p.variant, g.cc.sm_name(), g.name, vb->source),
-            "install a build that covers this GPU (see the fix command below)");
+            util::msg("{} {} ({}) ships no kernels for {} ({}) according to the matrices [{}]", p.dist->name,
+                      p.dist->version.to_string(), p.variant, g.cc.sm_name(), g.name, vb->source),
+            util::msg("install a build that covers this GPU (see the fix command below)"));
         break;
       case matrices::RunKind::jit:
         add(r, FindingCode::ptx_jit_only, Severity::warning,
-            fmt::format("{} {} ({}) runs on {} only by JIT-compiling PTX (slow first start, needs a recent driver)", p.dist->name,
-                        p.dist->version.to_string(), p.variant, g.cc.sm_name()),
-            "a build with SASS for this GPU starts faster");
+            util::msg("{} {} ({}) runs on {} only by JIT-compiling PTX (slow first start, needs a recent driver)", p.dist->name,
+                      p.dist->version.to_string(), p.variant, g.cc.sm_name()),
+            util::msg("a build with SASS for this GPU starts faster"));
         break;
       default: break;
       }
@@ -681,10 +685,10 @@ void check_back_to_stable(DoctorReport& r, const FrameworkReport& s, const wheel
     for (const auto& cc : ccs)
       if (std::find(archs.begin(), archs.end(), cc.sm_name()) == archs.end()) archs.push_back(cc.sm_name());
     add(r, FindingCode::stable_covers_gpu, Severity::info,
-        fmt::format("{} {} is a {} build; the stable release {} ({}) now has native kernels for {}{}", p.dist->name,
-                    v.to_string(), channel, cover->version.to_string(), cover->variant, join(archs, ", "),
-                    cover->verified ? "" : " (claimed by the matrices, checked after download)"),
-        command_line(r, {"envfix", "apply", "--framework", s.fw->name, "--channel", "stable"}, fix, "--channel"));
+        util::msg("{} {} is a {} build; the stable release {} ({}) now has native kernels for {}{}", p.dist->name, v.to_string(),
+                  channel, cover->version.to_string(), cover->variant, join(archs, ", "),
+                  cover->verified ? util::plain("") : util::msg(" (claimed by the matrices, checked after download)")),
+        util::plain(command_line(r, {"envfix", "apply", "--framework", s.fw->name, "--channel", "stable"}, fix, "--channel")));
     return;
   }
 }
@@ -703,16 +707,16 @@ std::vector<std::string> base_names(const std::vector<std::string>& v) {
 
 // "<label>: none of its N GPU modules has code for sm_XX (binaries read: a.so, b.so)": the framework's
 // and the extensions' arch-not-covered findings say it alike.
-std::string none_text(const std::string& label, const wheel::PackageCoverage& c, const std::string& arch) {
-  return fmt::format("{}: none of its {} GPU modules has code for {} (binaries read: {})", label, c.total(), arch,
-                     join(base_names(c.none_files), ", "));
+util::Message none_text(const util::Message& label, const wheel::PackageCoverage& c, const std::string& arch) {
+  return util::msg("{}: none of its {} GPU modules has code for {} (binaries read: {})", label, c.total(), arch,
+                   join(base_names(c.none_files), ", "));
 }
 
 // "<label>: K of N GPU modules lack code for sm_XX", and the files that lack it.
-std::string partial_text(const std::string& label, const wheel::PackageCoverage& c, const std::string& arch,
-                         std::string_view consequence) {
-  return fmt::format("{}: {} of {} GPU modules lack code for {}{} ({})", label, c.total() - c.runnable(), c.total(), arch,
-                     consequence, join(base_names(c.none_files.empty() ? c.partial_files : c.none_files), ", "));
+util::Message partial_text(const util::Message& label, const wheel::PackageCoverage& c, const std::string& arch,
+                           const util::Message& consequence) {
+  return util::msg("{}: {} of {} GPU modules lack code for {}{} ({})", label, c.total() - c.runnable(), c.total(), arch,
+                   consequence, join(base_names(c.none_files.empty() ? c.partial_files : c.none_files), ", "));
 }
 
 // What one dist's binaries hold, and per GPU of the host what runs (wheel/coverage.hpp).
@@ -748,21 +752,21 @@ void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_
     KernelSummary ks = summarize(std::move(*ik), r.facts.gpus);
     for (const auto& gc : ks.per_gpu) {
       const auto& c = gc.coverage;
-      auto label = fmt::format("{} {}", p.dist->name, p.dist->version.to_string());
+      auto label = util::plain(fmt::format("{} {}", p.dist->name, p.dist->version.to_string()));
       switch (wheel::read_coverage(c, wheel::CodeRole::framework)) {
       case wheel::Reading::not_covered:
         add(r, FindingCode::arch_not_covered, Severity::error, none_text(label, c, gc.arch),
-            "install a build that covers this GPU (see the fix command below)");
+            util::msg("install a build that covers this GPU (see the fix command below)"));
         break;
       case wheel::Reading::gap:
         add(r, FindingCode::arch_partly_covered, Severity::warning,
-            partial_text(label, c, gc.arch, " — a small test may pass and the full app fail"),
-            "install a build with full coverage for this GPU (see the fix command below)");
+            partial_text(label, c, gc.arch, util::msg(" — a small test may pass and the full app fail")),
+            util::msg("install a build with full coverage for this GPU (see the fix command below)"));
         break;
       case wheel::Reading::jit_only:
         add(r, FindingCode::ptx_jit_only, Severity::warning,
-            fmt::format("{}: runs on {} only by JIT-compiling PTX", label, gc.arch),
-            "a build with SASS for this GPU starts faster");
+            util::msg("{}: runs on {} only by JIT-compiling PTX", label, gc.arch),
+            util::msg("a build with SASS for this GPU starts faster"));
         break;
       case wheel::Reading::covered:
       case wheel::Reading::specialised: break;
@@ -770,10 +774,11 @@ void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_
     }
     if (r.facts.driver && wheel::zstd_unloadable(ks.profiles, r.facts.driver->cuda))
       add(r, FindingCode::zstd_needs_newer_driver, Severity::error,
-          fmt::format("{} has ZSTD-compressed kernels, which need a driver for CUDA >= {} (this one: CUDA {})", p.dist->name,
-                      specs::kZstdMinCuda.to_string(), r.facts.driver->cuda->to_string()),
-          fmt::format("upgrade the driver (>= {})",
-                      zstd_driver.empty() ? "one for CUDA " + specs::kZstdMinCuda.to_string() : zstd_driver));
+          util::msg("{} has ZSTD-compressed kernels, which need a driver for CUDA >= {} (this one: CUDA {})", p.dist->name,
+                    specs::kZstdMinCuda.to_string(), r.facts.driver->cuda->to_string()),
+          util::msg("upgrade the driver (>= {})", zstd_driver.empty()
+                                                      ? util::msg("one for CUDA {}", specs::kZstdMinCuda.to_string())
+                                                      : util::plain(zstd_driver)));
     p.kernels = std::move(ks);
   }
   // A GPU variant whose named kernel packages (jax-cuda13-plugin, -pjrt) hold no GPU code: a passing
@@ -791,9 +796,9 @@ void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_
       }
     if (read_any && files == 0)
       add(r, FindingCode::no_gpu_kernels, Severity::warning,
-          fmt::format("the {} packages that carry the kernels of its {} build ({}) hold no GPU code", s.name, v->name,
-                      join(names, ", ")),
-          "reinstall them (see the fix command below)");
+          util::msg("the {} packages that carry the kernels of its {} build ({}) hold no GPU code", s.name, v->name,
+                    join(names, ", ")),
+          util::msg("reinstall them (see the fix command below)"));
   }
 }
 
@@ -816,23 +821,24 @@ std::optional<std::pair<bool, std::string>> repro_outcome(const DoctorReport& r,
 void contrary_finding(DoctorReport& r, const PackageReport& p, const probe::GpuInfo& g, const wheel::PackageCoverage& c,
                       const wheel::RunObservation& o) {
   const auto label = fmt::format("{} {}", p.dist->name, p.dist->version.to_string());
-  const auto seen = fmt::format("{}'s {}, {}", o.by, o.step, o.when);
+  const auto seen = util::msg("{}'s {}, {}", o.by, o.step, o.when);
   if (o.ran)
     add(r, FindingCode::observed_contrary, Severity::info,
-        fmt::format("{}: a run recorded on {} ({}; {}) ran its kernels, although none of its {} GPU modules has code "
-                    "that NVIDIA documents as running on {}{}; the verdict keeps to the documented rule",
-                    label, o.device, o.cc.spec(), seen, c.total(), g.cc.spec(),
-                    g.cc.tegra ? " (an integrated GPU runs only SASS of its own compute capability, or PTX)" : ""),
-        fmt::format("the run is recorded in the evidence store; a build with {} SASS is the one NVIDIA supports on this "
-                    "device (docs/kernels.md, \"Runs-on rules\")",
-                    g.cc.sm_name()));
+        util::msg("{}: a run recorded on {} ({}; {}) ran its kernels, although none of its {} GPU modules has code "
+                  "that NVIDIA documents as running on {}{}; the verdict keeps to the documented rule",
+                  label, o.device, o.cc.spec(), seen, c.total(), g.cc.spec(),
+                  g.cc.tegra ? util::msg(" (an integrated GPU runs only SASS of its own compute capability, or PTX)")
+                             : util::plain("")),
+        util::msg("the run is recorded in the evidence store; a build with {} SASS is the one NVIDIA supports on this "
+                  "device (docs/kernels.md, \"Runs-on rules\")",
+                  g.cc.sm_name()));
   else
     add(r, FindingCode::observed_contrary, Severity::warning,
-        fmt::format("{}: the binaries read hold code for {} in every GPU module, but a run recorded on {} ({}; {}) found "
-                    "no kernel image: {}",
-                    label, g.cc.sm_name(), o.device, o.cc.spec(), seen, o.error),
-        "a library envfix did not read, or a rule it gets wrong: run `envfix inspect` on the package's libraries and "
-        "report what it prints");
+        util::msg("{}: the binaries read hold code for {} in every GPU module, but a run recorded on {} ({}; {}) found "
+                  "no kernel image: {}",
+                  label, g.cc.sm_name(), o.device, o.cc.spec(), seen, o.error),
+        util::msg("a library envfix did not read, or a rule it gets wrong: run `envfix inspect` on the package's libraries and "
+                  "report what it prints"));
 }
 
 // The packages whose kernels the repro's steps run: the variant's named kernel packages (jax's
@@ -888,7 +894,8 @@ void link_extension(const DoctorReport& r, ExtensionReport& e) {
   }
 }
 
-std::string extension_recipe(const DoctorReport& r, const ExtensionReport& e, const std::vector<specs::ComputeCapability>& gpus) {
+util::Message extension_recipe(const DoctorReport& r, const ExtensionReport& e,
+                               const std::vector<specs::ComputeCapability>& gpus) {
   resolver::ExtensionBuild b{e.dist->name, std::nullopt, {}, e.framework_version, gpus, std::nullopt};
   if (const auto* s = r.framework(e.framework); s && s->fw) b.framework = s->fw->main_package;
   // The installed release, unless it was built for another framework version.
@@ -901,8 +908,9 @@ std::string extension_recipe(const DoctorReport& r, const ExtensionReport& e, co
 }
 
 void judge_extension(DoctorReport& r, ExtensionReport& e) {
-  const auto label = fmt::format("{} {}{}", e.dist->name, e.dist->version.to_string(),
-                                 e.framework.empty() ? std::string() : fmt::format(" (an extension of {})", e.framework));
+  const auto label = e.framework.empty()
+                         ? util::plain(fmt::format("{} {}", e.dist->name, e.dist->version.to_string()))
+                         : util::msg("{} {} (an extension of {})", e.dist->name, e.dist->version.to_string(), e.framework);
   auto added = r.findings.size();
   std::vector<specs::ComputeCapability> uncovered;
   for (const auto& gc : e.kernels.per_gpu) {
@@ -911,24 +919,25 @@ void judge_extension(DoctorReport& r, ExtensionReport& e) {
     const auto reading = wheel::read_coverage(c, wheel::CodeRole::extension);
     if (reading == wheel::Reading::not_covered) {
       uncovered.push_back(*specs::ComputeCapability::parse(gc.arch));
-      add(r, FindingCode::extension_arch_not_covered, Severity::error, none_text(label, c, gc.arch), "");
+      add(r, FindingCode::extension_arch_not_covered, Severity::error, none_text(label, c, gc.arch), {});
     } else if (reading == wheel::Reading::gap) {
       uncovered.push_back(*specs::ComputeCapability::parse(gc.arch));
       add(r, FindingCode::extension_arch_partly_covered, Severity::warning,
-          partial_text(label, c, gc.arch, ": the operators in them fail with \"no kernel image\""), "");
+          partial_text(label, c, gc.arch, util::msg(": the operators in them fail with \"no kernel image\"")), {});
     }
   }
   if (!e.requirement_met)
     add(r, FindingCode::extension_framework_mismatch, Severity::error,
-        fmt::format("{} requires {}, but {} {} is installed: its compiled operators are built against another {} "
-                    "(import errors or undefined symbols)",
-                    label, e.requirement, e.framework, e.framework_version ? e.framework_version->to_string() : "?", e.framework),
-        "");
+        util::msg("{} requires {}, but {} {} is installed: its compiled operators are built against another {} "
+                  "(import errors or undefined symbols)",
+                  label, e.requirement, e.framework, e.framework_version ? e.framework_version->to_string() : "?", e.framework),
+        {});
   if (!uncovered.empty()) e.recipe = extension_recipe(r, e, uncovered);
-  const auto hint = fmt::format("install a build of {} that has code for this GPU and matches the chosen {} (the fix "
-                                "below looks for one on the index); if there is none: {}",
-                                e.dist->name, e.framework.empty() ? std::string("framework") : e.framework,
-                                e.recipe.empty() ? "reinstall it from a build made for this framework version" : e.recipe);
+  const auto hint =
+      util::msg("install a build of {} that has code for this GPU and matches the chosen {} (the fix "
+                "below looks for one on the index); if there is none: {}",
+                e.dist->name, e.framework.empty() ? util::msg("framework") : util::plain(e.framework),
+                e.recipe.empty() ? util::msg("reinstall it from a build made for this framework version") : e.recipe);
   for (auto i = added; i < r.findings.size(); ++i) {
     r.findings[i].hint = hint;
     r.findings[i].package = e.dist->normalized_name();
@@ -1027,23 +1036,27 @@ void jetson_facts(DoctorReport& r) {
     v.cuda = rel->cuda;
     v.indexes = rel->indexes;
   }
-  std::string where = t.evidence.empty() ? std::string() : fmt::format(" ({})", join(t.evidence, ", "));
+  // The model and the evidence are the device tree's words: shown as they are.
+  const auto where = util::plain(fmt::format("{}{}", t.model.empty() ? "" : " (" + t.model + ")",
+                                             t.evidence.empty() ? std::string() : fmt::format(" ({})", join(t.evidence, ", "))));
   std::string arch;
   for (const auto& g : r.facts.gpus)
     if (g.cc.tegra) arch = g.cc.sm_name();
-  std::string text = fmt::format(
-      "a Jetson{}{}: {}", t.model.empty() ? "" : " (" + t.model + ")", where,
-      rel ? fmt::format("L4T {} is JetPack {}, whose driver runs CUDA {} and older", t.l4t, rel->jetpack, rel->cuda.to_string())
-      : t.l4t.empty() ? std::string("no L4T release found (/etc/nv_tegra_release)")
-                      : fmt::format("L4T {} is not in the matrices (jetson.yaml)", t.l4t));
+  auto text = util::msg(
+      "a Jetson{}: {}", where,
+      rel ? util::msg("L4T {} is JetPack {}, whose driver runs CUDA {} and older", t.l4t, rel->jetpack, rel->cuda.to_string())
+      : t.l4t.empty() ? util::msg("no L4T release found (/etc/nv_tegra_release)")
+                      : util::msg("L4T {} is not in the matrices (jetson.yaml)", t.l4t));
   if (!arch.empty())
-    text += fmt::format("; its integrated GPU runs only {} SASS (or PTX it can JIT): SASS built for another part of "
-                        "the same major does not load on it (docs/kernels.md, the Tegra rule)",
-                        arch);
-  std::string hint;
-  for (const auto& [fw, url] : v.indexes)
-    hint += fmt::format("{}{} wheels for JetPack {}: --index-url {}", hint.empty() ? "" : "; ", fw, v.jetpack, url);
-  add(r, FindingCode::jetson, Severity::info, text, hint.empty() ? "see docs/kernels.md (the Tegra rule)" : hint);
+    text = util::msg("{}; its integrated GPU runs only {} SASS (or PTX it can JIT): SASS built for another part of the same "
+                     "major does not load on it (docs/kernels.md, the Tegra rule)",
+                     text, arch);
+  std::optional<util::Message> hint;
+  for (const auto& [fw, url] : v.indexes) {
+    auto one = util::msg("{} wheels for JetPack {}: --index-url {}", fw, v.jetpack, url);
+    hint = hint ? util::msg("{}; {}", *hint, one) : one;
+  }
+  add(r, FindingCode::jetson, Severity::info, text, hint ? *hint : util::msg("see docs/kernels.md (the Tegra rule)"));
   r.jetson = std::move(v);
 }
 
@@ -1060,7 +1073,7 @@ DoctorReport diagnose(const DiagnoseOptions& opt, DoctorInputs in) {
   r.framework_from = choice.from;
   if (!choice.note.empty())
     add(r, FindingCode::framework_assumed, Severity::info, choice.note,
-        "to diagnose another framework, name it: --framework jax|tensorflow|paddlepaddle");
+        util::msg("to diagnose another framework, name it: --framework jax|tensorflow|paddlepaddle"));
   for (const auto& name : choice.names) {
     FrameworkReport s;
     s.name = name;
@@ -1083,15 +1096,15 @@ DoctorReport diagnose(const DiagnoseOptions& opt, DoctorInputs in) {
   for (const auto& s : r.frameworks)
     for (const auto& p : s.packages) cuda_build = cuda_build || p.variant.starts_with("cu");
   if (r.facts.gpus.empty()) {
-    std::string why = r.facts.driver ? fmt::format("driver {} is loaded but no GPU is visible", r.facts.driver->version)
-                                     : std::string("no NVIDIA GPU and no driver found");
-    if (in.cuda_visible_devices) why += fmt::format(" (CUDA_VISIBLE_DEVICES='{}')", *in.cuda_visible_devices);
+    auto why = r.facts.driver ? util::msg("driver {} is loaded but no GPU is visible", r.facts.driver->version)
+                              : util::msg("no NVIDIA GPU and no driver found");
+    if (in.cuda_visible_devices) why = util::msg("{} (CUDA_VISIBLE_DEVICES='{}')", why, *in.cuda_visible_devices);
     add(r, FindingCode::no_gpu, r.facts.driver || cuda_build ? Severity::error : Severity::info, why,
-        r.facts.driver ? "check CUDA_VISIBLE_DEVICES, container GPU access (--gpus all) and `nvidia-smi`"
-                       : "to plan for another machine, pass --gpu sm_XX --driver VERSION");
+        r.facts.driver ? util::msg("check CUDA_VISIBLE_DEVICES, container GPU access (--gpus all) and `nvidia-smi`")
+                       : util::msg("to plan for another machine, pass --gpu sm_XX --driver VERSION"));
   } else if (!r.facts.driver) {
-    add(r, FindingCode::no_driver, Severity::error, "GPUs are present but no NVIDIA driver was found",
-        "install the NVIDIA driver, then check `nvidia-smi`");
+    add(r, FindingCode::no_driver, Severity::error, util::msg("GPUs are present but no NVIDIA driver was found"),
+        util::msg("install the NVIDIA driver, then check `nvidia-smi`"));
   }
   check_environment(r);
   check_base(r);
@@ -1144,15 +1157,21 @@ std::string command_line(std::vector<std::string> args, const FixArgs& g, bool e
   return join(args, " ");
 }
 
-std::string reinstall_command(const matrices::Framework& fw, const std::vector<std::string>& installed_names, const FixArgs& g,
-                              bool externally_managed) {
+std::vector<std::string> reinstall_request(const matrices::Framework& fw, const std::vector<std::string>& installed_names) {
   std::set<std::string> family{specs::normalize_name(fw.main_package)};
   for (const auto& c : fw.companions) family.insert(specs::normalize_name(c));
-  std::vector<std::string> args{"envfix", "apply"};
+  std::vector<std::string> out;
   std::set<std::string> named;
   for (const auto& n : installed_names)
-    if (family.contains(n) && named.insert(n).second) args.push_back(n);
-  if (named.empty()) args.push_back(specs::normalize_name(fw.main_package));
+    if (family.contains(n) && named.insert(n).second) out.push_back(n);
+  if (out.empty()) out.push_back(specs::normalize_name(fw.main_package));
+  return out;
+}
+
+std::string reinstall_command(const matrices::Framework& fw, const std::vector<std::string>& installed_names, const FixArgs& g,
+                              bool externally_managed) {
+  std::vector<std::string> args{"envfix", "apply"};
+  for (auto& n : reinstall_request(fw, installed_names)) args.push_back(std::move(n));
   if (fw.name != "torch") args.insert(args.end(), {"--framework", fw.name});
   return command_line(std::move(args), g, externally_managed);
 }

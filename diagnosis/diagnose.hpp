@@ -41,6 +41,8 @@ struct DiagnoseOptions {
 
 // The reinstall of a framework's installed packages (main and companions, in `installed_names`'
 // order; the main package when none is): verify's fix where no GPU is there to judge binaries by.
+[[nodiscard]] std::vector<std::string> reinstall_request(const matrices::Framework& fw,
+                                                         const std::vector<std::string>& installed_names);
 [[nodiscard]] std::string reinstall_command(const matrices::Framework& fw, const std::vector<std::string>& installed_names,
                                             const FixArgs& g, bool externally_managed);
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/message.hpp"
+
 namespace envfix::diagnosis {
 
 enum class FindingCode {
@@ -64,8 +66,8 @@ enum class Verdict { healthy, degraded, broken };
 struct Finding {
   FindingCode code = FindingCode::no_gpu;
   Severity severity = Severity::info;
-  std::string message;
-  std::string hint;
+  util::Message message; // by id (util/message.hpp): the catalog translates it where it is shown
+  util::Message hint;
   std::string framework; // the framework it is about; "" for the host and the environment
   std::string package;   // the distribution it is about (normalized), where the fix must name it; "" none
 };

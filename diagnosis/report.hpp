@@ -17,6 +17,7 @@
 #include "probe/host_facts.hpp"
 #include "probe/installed_kernels.hpp"
 #include "util/error.hpp"
+#include "util/message.hpp"
 #include "wheel/coverage.hpp"
 #include "wheel/kernel_evidence.hpp"
 
@@ -51,7 +52,7 @@ struct PackageReport {
 struct Repro {
   std::string step_a = "skipped", step_b = "skipped";
   std::string error;
-  std::string note;
+  util::Message note;
 };
 
 // One framework's part of the report (steps 2 and 3, and its fix).
@@ -77,7 +78,7 @@ struct ExtensionReport {
   std::optional<specs::Version> framework_version; // the installed main package's
   bool requirement_met = true;
   KernelSummary kernels;
-  std::string recipe; // how to build it from source for the GPUs it does not cover; "" when it covers them
+  util::Message recipe; // how to build it from source for the GPUs it does not cover; "" when it covers them
 };
 
 // A Jetson as doctor shows it: the device tree and L4T facts, and what jetson.yaml says of that release.

@@ -40,13 +40,16 @@ std::string gpu_text(const GateGpu& g) {
 }
 } // namespace
 
-std::string GateRefusal::message() const {
+util::Message GateRefusal::message() const {
   if (partial)
-    return fmt::format("{}: {} of its {} GPU modules have no code for {}: {}", label(package),
-                       coverage.total() - coverage.runnable(), coverage.total(), gpu_text(gpu),
-                       util::join(coverage.none_files.empty() ? coverage.partial_files : coverage.none_files, ", "));
-  return fmt::format("{}: none of its {} GPU modules ({} file{}) has code that runs on {}", label(package), coverage.total(),
-                     coverage.files, coverage.files == 1 ? "" : "s", gpu_text(gpu));
+    return util::msg("{}: {} of its {} GPU modules have no code for {}: {}", label(package),
+                     coverage.total() - coverage.runnable(), coverage.total(), gpu_text(gpu),
+                     util::join(coverage.none_files.empty() ? coverage.partial_files : coverage.none_files, ", "));
+  if (coverage.files == 1)
+    return util::msg("{}: none of its {} GPU modules (1 file) has code that runs on {}", label(package), coverage.total(),
+                     gpu_text(gpu));
+  return util::msg("{}: none of its {} GPU modules ({} files) has code that runs on {}", label(package), coverage.total(),
+                   coverage.files, gpu_text(gpu));
 }
 
 Expected<void> KernelGate::operator()(const std::vector<StagedObject>& objects) {
@@ -75,11 +78,13 @@ Expected<void> KernelGate::operator()(const std::vector<StagedObject>& objects) 
       (void)m_options.evidence->put_build(
           {r.package.key, fmt::format("downloaded {}", r.package.key.to_string()), r.files, r.package.sha256});
   }
-  if (m_refusal)
-    return std::unexpected(Error{ErrorCode::unsatisfiable,
-                                 m_refusal->message(),
-                                 {fmt::format("its binaries hold: {}", describe_archs(m_refusal->holds, {}))},
-                                 "another build is needed for this GPU"});
+  if (m_refusal) {
+    Error e{ErrorCode::unsatisfiable};
+    e.say(m_refusal->message());
+    e.add_cause(util::msg("its binaries hold: {}", describe_archs(m_refusal->holds, {})));
+    e.advise(util::msg("another build is needed for this GPU"));
+    return std::unexpected(std::move(e));
+  }
   return {};
 }
 

@@ -50,7 +50,7 @@ struct GateRefusal {
   wheel::PackageCoverage coverage;
   bool partial = false;           // refused for partial coverage only (a fully covered candidate may exist)
   std::vector<std::string> holds; // the archs its binaries hold
-  [[nodiscard]] std::string message() const;
+  [[nodiscard]] util::Message message() const;
 };
 
 struct GateOptions {

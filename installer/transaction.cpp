@@ -29,6 +29,7 @@
 #include "util/fs.hpp"
 #include "util/parallel.hpp"
 #include "util/sha256.hpp"
+#include "util/strings.hpp"
 
 namespace envfix::installer {
 
@@ -457,20 +458,20 @@ std::set<std::string> installed_paths(const TxnMeta& meta) {
 Error rolled_back_error(Error err, const std::optional<VerifyGuard::Aftermath>& after) {
   if (err.code == ErrorCode::rollback_failed) return err;
   if (!after || after->restored()) {
-    auto e = std::move(err).context("the transaction was rolled back; the environment is unchanged");
+    auto e = std::move(err).context(util::msg("the transaction was rolled back; the environment is unchanged"));
     if (after && !after->removed.empty())
-      e.causes.push_back(fmt::format("removed what the smoke test wrote under the prefix: {}", fmt::join(after->removed, ", ")));
+      e.add_cause(util::msg("removed what the smoke test wrote under the prefix: {}", util::join(after->removed, ", ")));
     return e;
   }
-  auto e = std::move(err).context("the transaction was rolled back, but the smoke test changed files the rollback cannot "
-                                  "restore");
-  for (const auto& c : after->changed) e.causes.push_back("changed in place by the smoke test: " + c);
-  for (const auto& v : after->vanished) e.causes.push_back("deleted by the smoke test: " + v);
-  for (const auto& f : after->failed) e.causes.push_back("written by the smoke test, could not be removed: " + f);
+  auto e = std::move(err).context(
+      util::msg("the transaction was rolled back, but the smoke test changed files the rollback cannot restore"));
+  for (const auto& c : after->changed) e.add_cause(util::msg("changed in place by the smoke test: {}", c));
+  for (const auto& v : after->vanished) e.add_cause(util::msg("deleted by the smoke test: {}", v));
+  for (const auto& f : after->failed) e.add_cause(util::msg("written by the smoke test, could not be removed: {}", f));
   if (!after->removed.empty())
-    e.causes.push_back(fmt::format("removed what the smoke test wrote under the prefix: {}", fmt::join(after->removed, ", ")));
-  e.hint = "the build that failed its smoke test ran code in this environment: reinstall the packages named above (or "
-           "recreate the environment) before trusting it";
+    e.add_cause(util::msg("removed what the smoke test wrote under the prefix: {}", util::join(after->removed, ", ")));
+  e.advise(util::msg("the build that failed its smoke test ran code in this environment: reinstall the packages named above "
+                     "(or recreate the environment) before trusting it"));
   return e;
 }
 
@@ -511,7 +512,7 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
       guard = VerifyGuard::take(roots, txn_dir.parent_path().parent_path());
       if (auto v = hooks.verify(); !v) {
         ENVFIX_TRY_VOID(check_interrupted()); // a verify cut short by the signal fails because of it
-        return std::unexpected(std::move(v.error()).context("verification failed"));
+        return std::unexpected(std::move(v.error()).context(util::msg("verification failed")));
       }
     }
     ENVFIX_TRY_VOID(check_interrupted());

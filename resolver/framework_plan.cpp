@@ -58,7 +58,7 @@ Plan framework_plan(const FrameworkPlanInputs& fin) {
   plan.index = index::redact_url(choice.index.url);
   plan.why = choice.why;
   plan.warnings.insert(plan.warnings.begin(), choice.warnings.begin(), choice.warnings.end()); // then make_plan's (yanked pins)
-  if (!fin.note.empty()) plan.warnings.insert(plan.warnings.begin(), fin.note);
+  if (!fin.note.empty()) plan.warnings.insert(plan.warnings.begin(), fin.note.text);
   if (choice.index.variant.empty() && fin.has_gpus) {
     // An --index-url whose variant nothing names (indexes_for_url): no CUDA to check the driver
     // against, no arch data; the kernel check after download decides.

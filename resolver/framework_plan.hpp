@@ -12,6 +12,7 @@
 #include "resolver/installed.hpp"
 #include "resolver/plan.hpp"
 #include "util/error.hpp"
+#include "util/message.hpp"
 
 namespace envfix::resolver {
 
@@ -19,7 +20,7 @@ struct FrameworkPlanInputs {
   const FrameworkChoice* choice = nullptr;
   const FrameworkSpec* spec = nullptr;
   std::vector<InstalledPackage> installed;
-  std::string note; // the framework choice's note (resolver/frameworks.hpp FrameworkTargets), first
+  util::Message note; // the framework choice's note (resolver/frameworks.hpp FrameworkTargets), first
   bool reinstall = false;
   bool has_gpus = false;                              // an index of unknown variant is then said to be checked after download
   std::function<bool(const Pin&)> replaces_installed; // PlanInputs::replaces_installed

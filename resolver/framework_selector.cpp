@@ -407,14 +407,14 @@ CandidateFilter set_filter(const Pass& p, const FrameworkIndex& idx, const specs
       if (auto facts = (*evidence)(c, wf, variant))
         if (auto ev = judge_evidence(*facts, gpus); ev.none)
           return Veto{RejectReason::arch_not_covered,
-                      fmt::format("read from the binaries ({}): none of its {} GPU modules runs on {}", facts->source,
-                                  ev.none_coverage.total(), ev.none->sm_name())};
+                      util::msg("read from the binaries ({}): none of its {} GPU modules runs on {}", facts->source,
+                                ev.none_coverage.total(), ev.none->sm_name())};
     if (!members.contains(c.project)) return std::nullopt;
     if (wf.version.has_local() && wf.version.local() != variant)
-      return Veto{RejectReason::mixed_variant, fmt::format("+{} build; the set is {}", wf.version.local(), variant)};
+      return Veto{RejectReason::mixed_variant, util::msg("+{} build; the set is {}", wf.version.local(), variant)};
     if (date && wf.version.dev() != date)
       return Veto{RejectReason::nightly_date_mismatch,
-                  fmt::format("build dev{}; the set's {} is dev{}", wf.version.dev() ? *wf.version.dev() : 0, main, *date)};
+                  util::msg("build dev{}; the set's {} is dev{}", wf.version.dev() ? *wf.version.dev() : 0, main, *date)};
     return std::nullopt;
   };
 }
@@ -469,9 +469,9 @@ std::optional<Veto> realized_variant_problem(const Pass& p, const FrameworkIndex
   for (const auto& other : p.spec.indexes)
     if (other.variant != idx.variant)
       if (auto h = held(res, set_kernel_packages(p.spec, other)); !h.empty())
-        return Veto{RejectReason::mixed_variant, fmt::format("the resolved set holds {} of variant {}, not the {} packages",
-                                                             join(h), other.variant, idx.variant)};
-  return Veto{RejectReason::arch_not_covered, fmt::format("the resolved set holds none of {}: a CPU-only set", join(need))};
+        return Veto{RejectReason::mixed_variant, util::msg("the resolved set holds {} of variant {}, not the {} packages",
+                                                           join(h), other.variant, idx.variant)};
+  return Veto{RejectReason::arch_not_covered, util::msg("the resolved set holds none of {}: a CPU-only set", join(need))};
 }
 
 // The summary line, from the planned set: which build, and where its kernels are.
@@ -610,7 +610,8 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
   }
   FrameworkIndex chosen = idx;
   if (auto problem = realized_variant_problem(p, idx, *res)) {
-    Rejection r{main, v.to_string(), idx.url, problem->reason, problem->detail, mc.file.file.filename};
+    Rejection r{main, v.to_string(), idx.url, problem->reason, "", mc.file.file.filename};
+    r.because(problem->detail);
     if (r.reason == RejectReason::mixed_variant || (p.gpu_host && !p.request.allow_cpu)) {
       if (r.reason == RejectReason::arch_not_covered)
         r.because(util::msg("{} (no GPU kernels; --allow-cpu accepts it)", r.why()));
@@ -753,11 +754,13 @@ Error no_set_error(Pass& p) {
     const auto against = p.extension_against ? p.extension_against->to_string() : std::string("?");
     e.say(util::msg("no build of {} on the index has code for {} and fits {} {}", join(names), gpu_list(p.host.gpus), main,
                     against));
-    std::vector<std::string> recipes;
     const auto min_cuda = newest_first_toolkit(p);
-    for (const auto& n : names)
-      recipes.push_back(extension_build_recipe({n, std::nullopt, main, p.extension_against, p.host.gpus, min_cuda}));
-    e.hint = util::join(recipes, "; ");
+    std::optional<util::Message> recipes;
+    for (const auto& n : names) {
+      auto r = extension_build_recipe({n, std::nullopt, main, p.extension_against, p.host.gpus, min_cuda});
+      recipes = recipes ? util::msg("{}; {}", *recipes, r) : r;
+    }
+    if (recipes) e.advise(*recipes);
     e.add_cause(util::msg("`envfix plan --explain` lists every rejected file"));
     if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
     return e;

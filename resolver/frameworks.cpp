@@ -47,7 +47,7 @@ FrameworkTargets choose_frameworks(const std::string& asked, bool detect, const 
   if (!detect || !k) return {{asked}, "option", {}};
   FrameworkTargets c;
   for (const auto* fw : installed_frameworks(*k, installed)) c.names.push_back(fw->name);
-  if (c.names.empty()) return {{asked}, "assumed", fmt::format("no framework installed; assuming {} (use --framework)", asked)};
+  if (c.names.empty()) return {{asked}, "assumed", util::msg("no framework installed; assuming {} (use --framework)", asked)};
   // The default (torch) first when it is one of them: plan and apply act on the first.
   if (auto it = std::find(c.names.begin(), c.names.end(), asked); it != c.names.end()) std::rotate(c.names.begin(), it, it + 1);
   c.from = "installed";

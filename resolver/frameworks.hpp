@@ -14,6 +14,7 @@
 #include "specs/marker.hpp"
 #include "specs/requirement.hpp"
 #include "util/error.hpp"
+#include "util/message.hpp"
 
 namespace envfix::resolver {
 
@@ -23,7 +24,7 @@ namespace envfix::resolver {
 struct InstalledFramework {
   const matrices::Framework* framework = nullptr;
   std::string main_local;
-  std::string note; // choose_frameworks' note
+  util::Message note; // choose_frameworks' note
 };
 [[nodiscard]] Expected<InstalledFramework> installed_framework(const std::string& asked, bool detect,
                                                                const matrices::Knowledge& k,
@@ -39,7 +40,7 @@ struct InstalledFramework {
 struct FrameworkTargets {
   std::vector<std::string> names; // never empty, except from "none"
   std::string from;               // option (--framework) | request | installed | assumed | none
-  std::string note;               // for `assumed` and for several installed where one is used; else ""
+  util::Message note;             // for `assumed` and for several installed where one is used; else ""
 };
 // `asked` when !detect; else the installed frameworks (`asked`, the default torch, first when it is
 // one of them); else `asked`, saying so.

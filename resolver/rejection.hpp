@@ -38,7 +38,8 @@ struct Rejection {
   RejectReason reason = RejectReason::invalid;
   std::string detail; // human text: "cp312 wheel; interpreter is cp310"
   std::string filename;
-  util::Message said = {}; // the detail with its id (util/message.hpp), where it was made with one
+  util::Message said = {};     // the detail with its id (util/message.hpp), where it was made with one
+  std::string requires_python; // the file's Requires-Python, for reason requires_python: what excluded the target
 
   void because(util::Message m) {
     detail = m.text;

@@ -196,19 +196,20 @@ ProjectFiles classify_files(const std::vector<index::Candidate>& files, const Re
   for (const auto& f : files) {
     Rejection rej{f.project, "", f.index_url, RejectReason::invalid, "", f.filename};
     if (!f.is_wheel()) {
-      rej.detail = "not a wheel (source distributions are not built by envfix)";
+      rej.because(util::msg("not a wheel (source distributions are not built by envfix)"));
       out.rejected.push_back(std::move(rej));
       continue;
     }
     auto wf = specs::WheelFilename::parse(f.filename);
     if (!wf) {
-      rej.detail = wf.error().message;
+      const auto* said = wf.error().said_as(wf.error().message);
+      rej.because(said ? *said : util::plain(wf.error().message));
       out.rejected.push_back(std::move(rej));
       continue;
     }
     rej.version = wf->version.to_string();
     if (wf->normalized_name() != f.project) {
-      rej.detail = fmt::format("file name is for project '{}'", wf->normalized_name());
+      rej.because(util::msg("file name is for project '{}'", wf->normalized_name()));
       out.rejected.push_back(std::move(rej));
       continue;
     }
@@ -219,8 +220,8 @@ ProjectFiles classify_files(const std::vector<index::Candidate>& files, const Re
       rej.reason = pair_ok ? RejectReason::platform : RejectReason::python_tag;
       std::string ts;
       for (std::size_t i = 0; i < tags.size() && i < 4; ++i) ts += (i ? " " : "") + tags[i].to_string();
-      rej.detail = pair_ok ? fmt::format("platform of {} is not supported by the target", ts)
-                           : fmt::format("tags {} do not match the target interpreter", ts);
+      rej.because(pair_ok ? util::msg("platform of {} is not supported by the target", ts)
+                          : util::msg("tags {} do not match the target interpreter", ts));
       out.rejected.push_back(std::move(rej));
       continue;
     }
@@ -228,8 +229,9 @@ ProjectFiles classify_files(const std::vector<index::Candidate>& files, const Re
       auto rp = specs::SpecifierSet::parse(*f.requires_python);
       if (rp && !rp->contains(options.target.python_full_version, true)) {
         rej.reason = RejectReason::requires_python;
-        rej.detail = fmt::format("Requires-Python {} excludes Python {}", *f.requires_python,
-                                 options.target.python_full_version.to_string());
+        rej.requires_python = *f.requires_python;
+        rej.because(util::msg("Requires-Python {} excludes Python {}", *f.requires_python,
+                              options.target.python_full_version.to_string()));
         out.rejected.push_back(std::move(rej));
         continue;
       }
@@ -238,14 +240,14 @@ ProjectFiles classify_files(const std::vector<index::Candidate>& files, const Re
     if (!options.allow_unhashed && (!f.sha256 || f.sha256->empty()) && !index::file_url_to_path(f.url) &&
         !f.url.starts_with("installed:") /* resolver/installed.hpp: already there, nothing to fetch */) {
       rej.reason = RejectReason::hash_missing;
-      rej.detail = "the index gives no sha256 for this file (use --allow-unhashed to accept it)";
+      rej.because(util::msg("the index gives no sha256 for this file (use --allow-unhashed to accept it)"));
       out.rejected.push_back(std::move(rej));
       continue;
     }
     if (options.filter) {
       if (auto veto = options.filter(f, *wf)) {
         rej.reason = veto->reason;
-        rej.detail = veto->detail;
+        rej.because(veto->detail);
         out.rejected.push_back(std::move(rej));
         continue;
       }
@@ -669,16 +671,11 @@ std::string Resolver::Impl::unusable_phrase(const std::string& name, const specs
     case RejectReason::platform:
       phrases.insert(fmt::format("has no wheel for the platform {}", tags.empty() ? "of the target" : tags.front().platform));
       break;
-    case RejectReason::requires_python: {
-      // detail: "Requires-Python >=3.12 excludes Python 3.11.7"
-      auto at = r.detail.find(" excludes Python ");
-      if (r.detail.starts_with("Requires-Python ") && at != std::string::npos)
-        phrases.insert(
-            fmt::format("requires Python {} (the target is Python {})", r.detail.substr(16, at - 16), r.detail.substr(at + 17)));
-      else
-        phrases.insert(r.detail);
+    case RejectReason::requires_python:
+      phrases.insert(r.requires_python.empty() ? r.detail
+                                               : fmt::format("requires Python {} (the target is Python {})", r.requires_python,
+                                                             options.target.python_full_version.to_string()));
       break;
-    }
     case RejectReason::hash_missing: phrases.insert("has no sha256 on the index (--allow-unhashed accepts it)"); break;
     case RejectReason::yanked: phrases.insert("is yanked"); break;
     default: phrases.insert(fmt::format("is rejected ({}: {})", to_string(r.reason), r.detail));

@@ -13,6 +13,7 @@
 #include "index/candidate.hpp"
 #include "resolver/candidate_provider.hpp"
 #include "resolver/rejection.hpp"
+#include "util/message.hpp"
 #include "specs/marker.hpp"
 #include "specs/requirement.hpp"
 #include "specs/tag.hpp"
@@ -37,7 +38,7 @@ enum class PrereleasePolicy {
 // A veto from the caller (framework layer) on one file; nullopt keeps it.
 struct Veto {
   RejectReason reason;
-  std::string detail;
+  util::Message detail; // with its id (util/message.hpp)
 };
 using CandidateFilter = std::function<std::optional<Veto>(const index::Candidate&, const specs::WheelFilename&)>;
 

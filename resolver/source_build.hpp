@@ -37,6 +37,6 @@ struct ExtensionBuild {
 
 // One line, as source_build_recipe(). Torch extensions read TORCH_CUDA_ARCH_LIST and must build
 // against the installed torch (--no-build-isolation); pip takes the extension's sdist (--no-binary).
-[[nodiscard]] std::string extension_build_recipe(const ExtensionBuild& b);
+[[nodiscard]] util::Message extension_build_recipe(const ExtensionBuild& b);
 
 } // namespace envfix::resolver

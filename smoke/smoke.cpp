@@ -157,15 +157,15 @@ Expected<SmokeReport> run_smoke(const fs::path& python, const std::vector<SmokeS
       report.passed.push_back(s.name);
       continue;
     }
-    Error e{ErrorCode::subprocess,
-            s.timed_out ? fmt::format("smoke test {} timed out after {}s in {}", s.name,
-                                      std::chrono::duration_cast<std::chrono::seconds>(timeout).count(), python.string())
-                        : fmt::format("smoke test {} failed in {} (exit {})", s.name, python.string(),
-                                      s.term_signal ? fmt::format("signal {}", s.term_signal) : std::to_string(s.exit_code)),
-            tail_lines(s.err.empty() ? s.out : s.err, 6),
-            "the new files were removed again; run `envfix doctor` for a diagnosis"};
-    auto stopped = stopped_lines(s.stopped);
-    e.causes.insert(e.causes.end(), stopped.begin(), stopped.end());
+    // The step's own output follows as it printed it (no id: it is the program's words).
+    Error e{ErrorCode::subprocess, {}, tail_lines(s.err.empty() ? s.out : s.err, 6)};
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout).count();
+    e.say(s.timed_out     ? util::msg("smoke test {} timed out after {}s in {}", s.name, secs, python.string())
+          : s.term_signal ? util::msg("smoke test {} failed in {} (exit signal {})", s.name, python.string(), s.term_signal)
+                          : util::msg("smoke test {} failed in {} (exit {})", s.name, python.string(), s.exit_code));
+    e.advise(util::msg("the new files were removed again; run `envfix doctor` for a diagnosis"));
+    for (const auto& p : s.stopped)
+      e.add_cause(util::msg("left running by the smoke test, stopped: pid {} ({})", p.pid, elide(p.command)));
     return std::unexpected(std::move(e));
   }
   return report;

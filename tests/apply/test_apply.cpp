@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/apply/apply_world.hpp"
+#include "tests/support/golden.hpp"
 #include "tests/support/nginx_server.hpp"
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
@@ -566,6 +567,34 @@ print("ok")
       CHECK(chk.err.find("checking the lock's own request (fixfw==1.0.0) for its 1 recorded target(s)") != std::string::npos);
     }
 
+    SUBCASE("verify --app: the reinstall it prints was planned on the index first, and runs back as printed") {
+      // Issue 56: a fix is a plan proven to resolve. No GPU here: verify's fix is the framework's
+      // reinstall, planned in memory with this run's options before it is shown.
+      write(w.root() / "app.py", "import sys\nsys.stderr.write('RuntimeError: CUDA error: no kernel image is available "
+                                 "for execution on the device\\n')\nsys.exit(1)\n");
+      const std::map<std::string, std::string> no_gpu{{"ENVFIX_NO_NVML", "1"},
+                                                      {"ENVFIX_SYSFS_ROOT", (w.root() / "no-sysfs").string()}};
+      auto v = w.envfix({"verify", "--framework", "fixfw", "--matrices", (w.root() / "matrices").string(), "--mirror",
+                         w.base_url(), "--python", py, "--layers", "app", "--app", "python app.py", "--format", "json"},
+                        no_gpu);
+      CHECK(v.rc == 1);
+      const auto app = json::parse(v.out)["layers"]["app"];
+      CHECK(app["class"] == "missing-arch");
+      REQUIRE(app["fix"].is_string());
+      const auto fix = app["fix"].get<std::string>();
+      CHECK(fix.starts_with("envfix apply fixfw --framework fixfw --python "));
+      CHECK_MESSAGE(app["fix_proof"]["state"] == "proven", app["fix_proof"].dump());
+      // The printed command, run as printed (with --yes: no terminal to confirm at).
+      auto o = w.envfix_options(no_gpu);
+      o.set_env["PATH"] =
+          envfix_bin().parent_path().string() + ":" + std::string(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+      auto back = util::run_process({"/bin/sh", "-c", fix + " --yes"}, o);
+      REQUIRE(back);
+      CHECK_MESSAGE(back->exit_code == 0, back->err);
+      // What it installed is what the proof planned.
+      const auto detail = app["fix_proof"]["detail"].get<std::string>();
+      CHECK_MESSAGE(detail.find("fixfw " + w.pip_list(ve).at("fixfw")) != std::string::npos, detail);
+    }
     SUBCASE("a failing smoke test rolls back to a byte-identical venv, with the framework's own error") {
       auto bad = w.envfix(fw({"fixfw==1.1.0"}), {{"FIXFW_FAIL", "1"}});
       CHECK(bad.rc == 2);
@@ -574,6 +603,13 @@ print("ok")
       CHECK(manifest(ve) == before);
       CHECK(w.pip_list(ve).at("fixfw") == "1.0.0+cu128");
       CHECK(slurp(w.lockfile()) == lock); // no lockfile update for a failed apply
+      // Issue 56, item 9: the same error in zh_CN has no English sentence left; the framework's own
+      // error line stays as it printed it.
+      auto zh = w.envfix(fw({"fixfw==1.1.0"}), {{"FIXFW_FAIL", "1"}, {"LC_ALL", "zh_CN.UTF-8"}, {"LANGUAGE", "zh_CN"}});
+      CHECK(zh.rc == 2);
+      MESSAGE(zh.err);
+      for (const auto& l : testing::english_sentences(zh.err)) CHECK_MESSAGE(false, "English left: " << l);
+      CHECK(manifest(ve) == before);
 
       // --no-verify skips the smoke test: the same build installs.
       auto nv = w.envfix(fw({"fixfw==1.1.0", "--no-verify"}), {{"FIXFW_FAIL", "1"}});
@@ -591,6 +627,11 @@ print("ok")
       CHECK(k.err.find("read from the binaries (downloaded fixfw 2.0.0+cu128") != std::string::npos);
       CHECK(k.err.find("the matrices claimed") == std::string::npos); // no claim the gate cannot know
       CHECK(manifest(ve) == before);
+      auto zh = w.envfix(fw({"fixfw==2.0.0"}), {{"LC_ALL", "zh_CN.UTF-8"}, {"LANGUAGE", "zh_CN"}},
+                         w.root() / "zh-cache"); // the gate reads it again
+      CHECK(zh.rc == 1);
+      MESSAGE(zh.err);
+      for (const auto& l : testing::english_sentences(zh.err)) CHECK_MESSAGE(false, "English left: " << l);
       // The matrices say 2.0.0 is sm_90 only, but its binary, read above, holds sm_80 SASS, which runs on
       // an sm_86 GPU: evidence beats the table, and plan says where it came from.
       auto p = w.envfix({"plan", "fixfw==2.0.0", "--framework", "fixfw", "--matrices", (w.root() / "matrices").string(),

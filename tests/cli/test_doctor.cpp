@@ -980,6 +980,34 @@ TEST_SUITE("cli/cli/doctor") {
     CHECK(h200_transcript({{"LANG", "en_US.UTF-8"}}, {"--lang", "zh_CN"}) == zh);
   }
 
+  // A broken environment in zh_CN (issue 56, item 9): every finding, hint and repro note doctor makes
+  // here carries a message id, so the report has no English sentence left, and a reworded finding
+  // shows as a diff of the golden, not as English falling through. The set: torch 2.7.0+cu128 whose
+  // matmul finds no kernel image on a planned sm_120, a stale torch 2.6.0 without RECORD, torchvision
+  // 0.21.0+cu124 pinned to torch 2.6.0, and a driver too old for CUDA 12.8.
+  TEST_CASE("doctor golden: a broken set in zh_CN, with no English sentence left") {
+    FakeEnv env;
+    env.dist("torch", "2.7.0+cu128", {}, true, "pip", {"torch/__init__.py"});
+    env.dist("torch", "2.6.0+cu128", {}, /*record=*/false);
+    env.dist("torchvision", "0.21.0+cu124", {"torch==2.6.0"});
+    env.fake_torch("fail_b");
+    const std::vector<std::string> args = {"--gpu", "sm_120", "--driver", "520.61.05", "--offline"};
+    auto r = env.run(args, false, {{"LANG", "zh_CN.UTF-8"}});
+    const auto transcript = testing::filter_transcript(
+        fmt::format("$ envfix doctor --gpu sm_120 --driver 520.61.05 --offline\n{}[exit {}]\n", r.err, r.exit_code),
+        {{env.root().string(), "<root>"}});
+    const auto diff = testing::golden_mismatch(fs::path(ENVFIX_FIXTURES_DIR) / "golden/doctor-broken.zh_CN.txt", transcript);
+    CHECK_MESSAGE(diff.empty(), diff);
+    for (const auto& code : {"repro-failed", "arch-not-covered", "driver-too-old", "mixed-variants", "companion-mismatch",
+                             "duplicate-dist", "missing-record"})
+      CHECK_MESSAGE(transcript.find(code) != std::string::npos, code);
+    for (const auto& l : testing::english_sentences(transcript)) CHECK_MESSAGE(false, "English left: " << l);
+    // The JSON half keeps the English of the same findings.
+    const auto j = parse(env.run(args, true, {{"LANG", "zh_CN.UTF-8"}}));
+    CHECK(finding(j, "repro-failed")->at("hint").get<std::string>().find("CUDA_LAUNCH_BLOCKING=1, so the failing operator") !=
+          std::string::npos);
+  }
+
   // An unknown --lang is a usage error naming the input, with the languages there are; exit 1 like the
   // other invalid input, and the JSON error document with --format json.
   TEST_CASE("doctor --lang xx: a usage error that lists the languages") {

@@ -100,22 +100,6 @@ std::vector<std::string> english_lines(const std::string& help) {
   return out;
 }
 
-// The lines of a zh_CN transcript that still hold an English sentence (issue 56, item 9): three words
-// of Latin letters in a row, once the values a translation keeps as they are are taken out: the
-// command lines, backtick spans, what follows a printed command (`git clone …`), URLs and paths,
-// options, names with versions and archs ("torch 2.7.0+cu126", "sm_120"), and stable codes
-// ("arch-not-covered").
-std::vector<std::string> english_sentences(const std::string& transcript) {
-  static const std::regex values(R"(`[^`]*`|git clone .*|\S+://\S+|/\S+|--\S+|\S*[0-9]\S*|\b[a-z]+(-[a-z]+)+\b|<[^>]*>)");
-  static const std::regex words(R"([A-Za-z]{2,}( +[A-Za-z]{2,}){2,})");
-  std::vector<std::string> out;
-  for (const auto& l : lines_of(transcript)) {
-    if (l.starts_with("$ envfix") || l.starts_with("[exit")) continue;
-    if (std::regex_search(std::regex_replace(l, values, " "), words)) out.push_back(l);
-  }
-  return out;
-}
-
 util::SubprocessResult run_help(std::vector<std::string> args, std::map<std::string, std::string> env) {
   args.insert(args.begin(), testing::envfix_bin().string());
   util::SubprocessOptions o;
@@ -160,7 +144,7 @@ TEST_SUITE("cli/cli/lang") {
     CHECK(zh.text.find("chose:") == std::string::npos);
     CHECK(zh.text.find("Would download") == std::string::npos);
     CHECK(zh.text.find("caused by") == std::string::npos);
-    for (const auto& l : english_sentences(zh.filtered())) CHECK_MESSAGE(false, "English left: " << l);
+    for (const auto& l : testing::english_sentences(zh.filtered())) CHECK_MESSAGE(false, "English left: " << l);
 
     const auto en = plan_transcript(w, py, en_env());
     CHECK(en.text.find("chose: torch 2.7.0+cu126 from the stable channel") != std::string::npos);

@@ -87,7 +87,7 @@ diagnosis::DoctorReport other_python_first(const std::filesystem::path& prefix, 
 
 std::string hint_of(const diagnosis::DoctorReport& r, FindingCode code) {
   for (const auto& f : r.findings)
-    if (f.code == code) return f.hint;
+    if (f.code == code) return f.hint.text;
   return "(no such finding)";
 }
 

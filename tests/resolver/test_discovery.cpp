@@ -154,7 +154,7 @@ TEST_SUITE("unit/resolver/discovery") {
     const auto work = util::make_temp_dir({}, "envfix-recipe").value();
     const std::string name = "x'$(touch${IFS}PWNED)'y`touch${IFS}PWNED2`";
     const auto recipe =
-        extension_build_recipe({name, *specs::Version::parse("1.0"), "torch", std::nullopt, {{12, 0}}, std::nullopt});
+        extension_build_recipe({name, *specs::Version::parse("1.0"), "torch", std::nullopt, {{12, 0}}, std::nullopt}).text;
     // The command the user pastes, with pip replaced by printf: each word it would get, one a line.
     const auto from = recipe.find("TORCH_CUDA_ARCH_LIST=");
     const auto to = recipe.find(" (or, in its source checkout");

@@ -156,7 +156,7 @@ Outcome run(const YAML::Node& s) {
   for (const auto& f : rep.findings) {
     const std::string code(diagnosis::to_string(f.code));
     codes.insert(code);
-    out.messages += code + ": " + f.message + (f.hint.empty() ? "" : " (hint: " + f.hint + ")") + "\n";
+    out.messages += code + ": " + f.message.text + (f.hint.empty() ? "" : " (hint: " + f.hint.text + ")") + "\n";
   }
   out.codes.assign(codes.begin(), codes.end());
   out.verdict = diagnosis::to_string(rep.verdict);

@@ -125,4 +125,16 @@ std::string golden_mismatch(const std::filesystem::path& file, const std::string
                      file.filename().string(), diff);
 }
 
+std::vector<std::string> english_sentences(const std::string& transcript) {
+  static const std::regex values(
+      R"(`[^`]*`|git clone .*|envfix [a-z]+ .*|\w+Error: .*|Traceback \(most recent call last\):|File ".*|raise .*|"[^"]*"|\S+://\S+|/\S+|--\S+|\S*[0-9]\S*|\b[a-z]+(-[a-z]+)+\b|<[^>]*>)");
+  static const std::regex words(R"([A-Za-z]{2,}( +[A-Za-z]{2,}){2,})");
+  std::vector<std::string> out;
+  for (const auto& l : lines_of(transcript)) {
+    if (l.starts_with("$ envfix") || l.starts_with("[exit")) continue;
+    if (std::regex_search(std::regex_replace(l, values, " "), words)) out.push_back(l);
+  }
+  return out;
+}
+
 } // namespace envfix::testing

@@ -22,4 +22,12 @@ namespace envfix::testing {
 [[nodiscard]] std::string unified_diff(const std::string& a, const std::string& b, const std::string& name_a,
                                        const std::string& name_b);
 
+// The lines of a zh_CN transcript that still hold an English sentence (issue 56, item 9): three words
+// of Latin letters in a row, once the values a translation keeps as they are are taken out: the
+// command lines, backtick spans, what follows a printed command (`git clone …`, `envfix apply …`), a
+// program's own traceback (`Traceback …`, `raise …`, `RuntimeError: CUDA error: …`) and quoted words, URLs and paths,
+// options, names with versions and archs ("torch 2.7.0+cu126", "sm_120"), and stable codes
+// ("arch-not-covered").
+[[nodiscard]] std::vector<std::string> english_sentences(const std::string& transcript);
+
 } // namespace envfix::testing
