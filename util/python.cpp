@@ -22,7 +22,7 @@ Expected<SubprocessResult> run_python(const fs::path& python, const std::vector<
     std::error_code ec;
     exe = fs::absolute(python, ec).string();
   }
-  std::vector<std::string> argv{exe, "-I"};
+  std::vector<std::string> argv{exe, "-I", "-B"};
   argv.insert(argv.end(), args.begin(), args.end());
   options.cwd = dir;
   for (const char* v : {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONSAFEPATH"}) options.unset_env.emplace_back(v);

@@ -618,6 +618,14 @@ print("ok")
       CHECK(w.pip_list(ve).at("fixfw") == "1.1.0+cu128");
     }
     SUBCASE("the kernel check refuses a .so without code for the GPU, before anything is removed") {
+      // A start-up hook like setuptools' distutils-precedence.pth, its module never run yet: the
+      // interpreters envfix starts on the way to the refusal write no byte-code of it (found on the
+      // GPU machine, tests/gpu/wheel_file.sh: `_distutils_hack/__pycache__` appeared).
+      fs::path site;
+      for (const auto& e : fs::directory_iterator(ve / "lib")) site = e.path() / "site-packages";
+      write(site / "zz_hook.pth", "import zz_hook_mod\n");
+      write(site / "zz_hook_mod/__init__.py", "X = 1\n");
+      const auto before_hook = manifest(ve);
       auto k = w.envfix(fw({"fixfw==2.0.0"}));
       CHECK(k.rc == 1);
       // Two modules: the kernel's own and the dlink one nvcc adds (docs/kernels.md).
@@ -626,7 +634,7 @@ print("ok")
       CHECK(k.err.find("refused by the kernel check in this run") != std::string::npos); // the pin leaves nothing else
       CHECK(k.err.find("read from the binaries (downloaded fixfw 2.0.0+cu128") != std::string::npos);
       CHECK(k.err.find("the matrices claimed") == std::string::npos); // no claim the gate cannot know
-      CHECK(manifest(ve) == before);
+      CHECK(manifest(ve) == before_hook);
       auto zh = w.envfix(fw({"fixfw==2.0.0"}), {{"LC_ALL", "zh_CN.UTF-8"}, {"LANGUAGE", "zh_CN"}},
                          w.root() / "zh-cache"); // the gate reads it again
       CHECK(zh.rc == 1);
