@@ -276,10 +276,17 @@ EntryLocks& entry_locks() {
 
 fs::path lock_path(const fs::path& root, std::string_view sha256) { return root / ".locks" / std::string(sha256); }
 
-util::Fd open_lock(const fs::path& path) {
+// The entry's lock file, created where the cache is writable. On a cache this run cannot write (a
+// read-only mount, files without write permission) an existing one is opened read-only (flock needs
+// no write access) and `*unwritable` is set: where none exists, no run with these rights can replace
+// the entry either, so it is served without one (issue 60, 7).
+util::Fd open_lock(const fs::path& path, bool* unwritable = nullptr) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  return util::Fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  util::Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (fd.valid() || (errno != EROFS && errno != EACCES && errno != EPERM)) return fd;
+  if (unwritable) *unwritable = true;
+  return util::Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
 }
 
 // flock with LOCK_NB retried every 10 ms for up to `bound`.
@@ -301,8 +308,10 @@ bool hold_shared(const fs::path& root, std::string_view sha256) {
     std::lock_guard g(entry_locks().mutex);
     if (entry_locks().shared.contains(path)) return true;
   }
-  util::Fd fd = open_lock(path);
-  if (!fd.valid() || !flock_within(fd.get(), LOCK_SH, std::chrono::seconds(30))) return false;
+  bool unwritable = false;
+  util::Fd fd = open_lock(path, &unwritable);
+  if (!fd.valid()) return unwritable;
+  if (!flock_within(fd.get(), LOCK_SH, std::chrono::seconds(30))) return false;
   std::lock_guard g(entry_locks().mutex);
   entry_locks().shared.try_emplace(path, std::move(fd));
   return true;

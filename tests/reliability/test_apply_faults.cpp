@@ -254,6 +254,30 @@ TEST_SUITE("integration/reliability/apply_faults") {
     MESSAGE(tried << " obstacles tried");
   }
 
+  // Issue 60, 7: a warm cache mounted read-only (a CI image's baked-in cache, a shared read-only
+  // volume) serves read-only: the entry locks it cannot create are not needed where no one can write,
+  // and nothing is downloaded again into a private temporary cache.
+  TEST_CASE("a warm cache on a read-only mount serves the next apply read-only") {
+    ApplyWorld w;
+    auto warm = w.venv("warm");
+    REQUIRE(w.run(w.apply_argv(warm, "1.0.0")).rc == 0);
+    auto ve = w.venv("venv");
+    if (auto why = enter_private_mount_namespace()) {
+      MESSAGE("SKIP read-only cache: " << *why);
+      return;
+    }
+    const auto c = w.cache();
+    REQUIRE(::mount(c.c_str(), c.c_str(), nullptr, MS_BIND, nullptr) == 0);
+    REQUIRE(::mount(nullptr, c.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) == 0);
+    auto r = w.run(w.apply_argv(ve, "1.0.0"));
+    REQUIRE(::umount2(c.c_str(), 0) == 0);
+    INFO(r.err);
+    CHECK(r.rc == 0);
+    CHECK(dist_installed(ve, "bulk-1.0.0+cu128.dist-info"));
+    CHECK_FALSE(contains(r.err, "temporary cache"));
+    CHECK(contains(r.err, "from the unpacked cache"));
+  }
+
   TEST_CASE("a smoke test that hangs: killed at --smoke-timeout, rolled back, and the next run is clean") {
     ApplyWorld w;
     auto ve = w.venv("venv");
