@@ -103,9 +103,38 @@ std::optional<std::string> untrusted_entry(const fs::path& dir, bool sealed) {
   return std::nullopt;
 }
 
+// A private cache's owner mark: an flock the run that made it holds while it lives. A run that died
+// before its exit handler removed the cache (SIGKILL, a signal outside an interrupt scope) leaves the
+// mark unlocked, and the next private_cache() removes that leftover (issue 60, 7): gigabytes in
+// $TMPDIR do not pile up. A directory without a mark is left alone (it may be one being made).
+constexpr const char* kPrivatePrefix = "envfix-private-cache";
+constexpr const char* kOwnerMark = ".envfix-private-owner";
+
+void sweep_private(const fs::path& base) {
+  std::error_code ec;
+  for (fs::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->path().filename().string().starts_with(kPrivatePrefix)) continue;
+    struct stat st = {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    Fd mark(::open((it->path() / kOwnerMark).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!mark.valid() || ::flock(mark.get(), LOCK_EX | LOCK_NB) != 0) continue; // no mark, or its run lives
+    std::error_code rm;
+    fs::remove_all(it->path(), rm);
+  }
+}
+
 Expected<fs::path> private_cache(const fs::path& dir, const std::string& why) {
-  auto tmp = make_temp_dir({}, "envfix-private-cache");
+  std::error_code ec;
+  auto base = fs::temp_directory_path(ec);
+  if (ec) base = "/tmp";
+  sweep_private(base);
+  auto tmp = make_temp_dir(base, kPrivatePrefix);
   if (!tmp) return std::unexpected(tmp.error());
+  const int mark = ::open((*tmp / kOwnerMark).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (mark >= 0 && ::flock(mark, LOCK_EX) == 0)
+    g_locks.push_back(mark); // held until exit, like the shared locks
+  else if (mark >= 0)
+    ::close(mark);
   if (g_private.empty()) std::atexit(remove_private);
   g_private.push_back(*tmp);
   warn_line(fmt::format("the cache directory {} is not used for this run: {}; a private temporary cache is used "

@@ -306,25 +306,6 @@ SubprocessResult wait_child(pid_t pid, const SubprocessOptions& o, Fd out_r, Fd 
 
 namespace {
 
-// argv[0] as posix_spawnp resolves it: a name with a slash as it is, else the first executable
-// regular file of that name in the caller's PATH ("/bin:/usr/bin" when unset).
-std::optional<std::string> find_program(const std::string& name) {
-  if (name.empty()) return std::nullopt;
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path && *path ? path : "/bin:/usr/bin";
-  for (std::size_t from = 0; from <= dirs.size();) {
-    auto to = dirs.find(':', from);
-    if (to == std::string::npos) to = dirs.size();
-    std::string dir = dirs.substr(from, to - from);
-    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
-    struct stat st{};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
-    from = to + 1;
-  }
-  return std::nullopt;
-}
-
 struct ChildSetup {
   const char* program;
   char* const* argv;
@@ -380,7 +361,8 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
   args.push_back(nullptr);
   // The program as posix_spawnp finds it (the caller's PATH), resolved before the fork: the child
   // may only make async-signal-safe calls.
-  const auto program = find_program(argv[0]);
+  const char* path = std::getenv("PATH");
+  const auto program = find_in_path(argv[0], path && *path ? path : "/bin:/usr/bin");
   if (!program)
     return with_errno(make_error(ErrorCode::subprocess, fmt::format("cannot start {}: {}", argv[0], std::strerror(ENOENT))),
                       ENOENT);
@@ -388,7 +370,8 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
   if (::pipe2(exec_pipe, O_CLOEXEC) != 0)
     return fail_errno(errno, ErrorCode::io, "cannot create pipes: {}", std::strerror(errno));
   Fd exec_r(exec_pipe[0]), exec_w(exec_pipe[1]);
-  const ChildSetup setup{program->c_str(),
+  const std::string program_path = program->string();
+  const ChildSetup setup{program_path.c_str(),
                          args.data(),
                          envp.data(),
                          o.cwd ? o.cwd->c_str() : nullptr,

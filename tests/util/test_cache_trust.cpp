@@ -1,7 +1,10 @@
 // util/cache_trust.hpp on real directories: what makes a cache this user's alone (issue 60, 7).
 #include <doctest/doctest.h>
 
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <cstdlib>
 #include <unistd.h>
 
 #include <filesystem>
@@ -70,6 +73,49 @@ TEST_SUITE("unit/util/cache_trust") {
     const auto cache2 = cache_linking_to("cache2", "open", 0777);
     CHECK(util::open_cache(cache2).value() != cache2);
     CHECK(util::untrusted_because(root / "open").has_value());
+    fs::remove_all(root);
+  }
+
+  // Issue 60, 7: a run SIGKILLed (or stopped by a signal outside an interrupt scope) never reaches its
+  // exit handler, and its private temporary cache stayed in $TMPDIR. The next run that needs one
+  // removes what a dead run left (its owner mark no longer locked), not a live run's, nor a
+  // directory without a mark.
+  TEST_CASE("a private cache a dead run left in TMPDIR is removed by the next run; a live run's stays") {
+    auto root = util::make_temp_dir({}, "envfix-trust").value();
+    const auto tmp = root / "tmp";
+    REQUIRE(util::create_directories(tmp));
+    auto made = [&](const std::string& name, bool mark) {
+      REQUIRE(util::create_directories(tmp / name / "wheels"));
+      REQUIRE(util::write_file_atomic(tmp / name / "wheels" / "x.whl", "bytes"));
+      if (mark) REQUIRE(util::write_file_atomic(tmp / name / ".envfix-private-owner", ""));
+      return tmp / name;
+    };
+    const auto dead = made("envfix-private-cache-dead01", true);
+    const auto live = made("envfix-private-cache-live01", true);
+    const auto unmarked = made("envfix-private-cache-nomark", false);
+    // The live run holds its mark (another open file description: the sweep's flock conflicts with it).
+    const int held = ::open((live / ".envfix-private-owner").c_str(), O_RDWR | O_CLOEXEC);
+    REQUIRE(held >= 0);
+    REQUIRE(::flock(held, LOCK_EX) == 0);
+    // A cache others may write: this run needs a private one.
+    const auto open = root / "open";
+    REQUIRE(util::create_directories(open));
+    ::chmod(open.c_str(), 0777);
+    const char* old = std::getenv("TMPDIR");
+    const std::string saved = old ? old : "";
+    ::setenv("TMPDIR", tmp.c_str(), 1);
+    const auto used = util::open_cache(open);
+    if (old)
+      ::setenv("TMPDIR", saved.c_str(), 1);
+    else
+      ::unsetenv("TMPDIR");
+    REQUIRE(used);
+    CHECK(used->parent_path() == tmp);
+    CHECK(fs::exists(*used / ".envfix-private-owner"));
+    CHECK_FALSE(fs::exists(dead));
+    CHECK(fs::exists(live / "wheels" / "x.whl"));
+    CHECK(fs::exists(unmarked / "wheels" / "x.whl"));
+    ::close(held);
     fs::remove_all(root);
   }
 }
