@@ -367,9 +367,9 @@ TEST_SUITE("cli/cli/doctor") {
                                 {"message", "To install Python packages system-wide, try apt install\npython3-xyz."}};
     write(env.root() / "probe.json", pj.dump());
     auto fake = env.root() / "sys/bin/python3";
-    // envfix runs every interpreter as `python -I -c SCRIPT` (util/python.hpp): the script is $3.
+    // envfix runs every interpreter as `python -I -B -c SCRIPT` (util/python.hpp): the script is $4.
     write(fake,
-          "#!/bin/sh\ncase \"$3\" in *sysconfig*) cat '" + (env.root() / "probe.json").string() + "';; *) exec '" +
+          "#!/bin/sh\ncase \"$4\" in *sysconfig*) cat '" + (env.root() / "probe.json").string() + "';; *) exec '" +
               env.python().string() + "' \"$@\";; esac\n",
           0755);
     std::vector<std::string> args = {"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro"};
