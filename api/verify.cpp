@@ -61,9 +61,6 @@ std::string reinstall_command(const Options& g, const matrices::Framework& fw, c
   return diagnosis::reinstall_command(fw, host.installed_names, diagnose_options(g, {}).fix, managed);
 }
 
-// "no kernel image" in the app: doctor's diagnosis of the binaries (framework and GPU extensions,
-// api/doctor.hpp) gives the fix, so verify and doctor print the same command. When they all hold
-// code for the GPUs, no reinstall can help, and the note says where the kernel must come from.
 // The reinstall, proven like doctor's fixes before it is shown (issue 56): the nearest request where
 // the whole one does not resolve; said beside the fix where nothing does.
 void reinstall_fix(const Options& o, const matrices::Framework& fw, const Host& host, AppRun& app) {
@@ -75,6 +72,9 @@ void reinstall_fix(const Options& o, const matrices::Framework& fw, const Host& 
   if (!p.command.empty()) app.fix = std::move(p.command);
 }
 
+// "no kernel image" in the app: doctor's diagnosis of the binaries (framework and GPU extensions,
+// api/doctor.hpp) gives the fix, so verify and doctor print the same command. When they all hold
+// code for the GPUs, no reinstall can help, and the note says where the kernel must come from.
 void missing_arch_fix(const Options& o, const matrices::Framework& fw, const Host& host, AppRun& app) {
   if (host.gpus.empty()) return reinstall_fix(o, fw, host, app);
   auto d = doctor(o, DoctorRequest{.no_repro = true});

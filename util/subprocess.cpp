@@ -331,7 +331,7 @@ struct ChildSetup {
   if (s.new_session ? ::setsid() < 0 : ::setpgid(0, 0) < 0) fail_with(errno);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) fail_with(errno);
   if (::getppid() != s.parent) ::_exit(127); // envfix died before the prctl: nobody waits for this child
-  struct sigaction dfl{};
+  struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) (void)::sigaction(sig, &dfl, nullptr); // EINVAL for KILL, STOP, glibc's own
   if (::dup2(s.in, 0) < 0 || ::dup2(s.out, 1) < 0 || ::dup2(s.err, 2) < 0) fail_with(errno);
@@ -363,9 +363,10 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
   // may only make async-signal-safe calls.
   const char* path = std::getenv("PATH");
   const auto program = find_in_path(argv[0], path && *path ? path : "/bin:/usr/bin");
-  if (!program)
-    return with_errno(make_error(ErrorCode::subprocess, fmt::format("cannot start {}: {}", argv[0], std::strerror(ENOENT))),
-                      ENOENT);
+  auto cannot_start = [&](int e) {
+    return with_errno(make_error(ErrorCode::subprocess, fmt::format("cannot start {}: {}", argv[0], std::strerror(e))), e);
+  };
+  if (!program) return cannot_start(ENOENT);
   int exec_pipe[2];
   if (::pipe2(exec_pipe, O_CLOEXEC) != 0)
     return fail_errno(errno, ErrorCode::io, "cannot create pipes: {}", std::strerror(errno));
@@ -395,9 +396,7 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
   if (pid > 0) g_children.insert(pid);
   children.unlock();
   ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
-  if (pid < 0)
-    return with_errno(make_error(ErrorCode::subprocess, fmt::format("cannot start {}: {}", argv[0], std::strerror(fork_errno))),
-                      fork_errno);
+  if (pid < 0) return cannot_start(fork_errno);
   exec_w = Fd();
   // The exec's errno when it failed (the pipe closes on a successful exec).
   int child_errno = 0;
@@ -412,8 +411,7 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
       std::lock_guard lock(g_children_mu);
       g_children.erase(pid);
     }
-    return with_errno(make_error(ErrorCode::subprocess, fmt::format("cannot start {}: {}", argv[0], std::strerror(child_errno))),
-                      child_errno);
+    return cannot_start(child_errno);
   }
   in_r = Fd();
   out_w = Fd();
