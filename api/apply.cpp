@@ -67,7 +67,7 @@ Expected<Options> prepare_venv(Options o, const ApplyRequest& r, Reporter& rep) 
   if (r.venv.empty()) return o;
   fs::path base = o.python.empty() ? util::find_in_path("python3").value_or("python3") : fs::path(o.python);
   auto py = ENVFIX_TRY(installer::create_venv(r.venv, base));
-  rep.note(fmt::format("Using venv {} ({})", r.venv, py.string()));
+  rep.note(util::msg("Using venv {} ({})", r.venv, py.string()));
   o.python = py.string();
   return o;
 }
@@ -80,7 +80,7 @@ Expected<std::optional<installer::EnvLock>> lock_before_planning(const Options& 
   const auto prefix = python ? installer::lockable_prefix(*python) : std::nullopt; // no interpreter: make_host says why
   if (!prefix) return std::optional<installer::EnvLock>{};
   installer::EnvLockOptions lo;
-  lo.on_wait = [&rep](const std::string& text) { rep.note(text); };
+  lo.on_wait = [&rep](const util::Message& text) { rep.note(text); };
   return std::optional<installer::EnvLock>(ENVFIX_TRY(installer::EnvLock::acquire(*prefix, lo)));
 }
 
@@ -279,7 +279,7 @@ Expected<fetch::PreparedSet> prepare(index::IndexClient& client, const std::vect
   auto phase = [](fetch::Stage s) { return s == fetch::Stage::download ? Phase::download : Phase::unpack; };
   fetch::Progress told{[&](fetch::Stage s) { rep.phase(phase(s)); },
                        [&](fetch::Stage s, std::uint64_t d, std::uint64_t t) { rep.progress(phase(s), d, t); },
-                       [&](const std::string& w) { rep.warning(w); }};
+                       [&](const util::Message& w) { rep.warning(w); }};
   return fetch::prepare(client, want, std::move(family), where, fo, told);
 }
 
@@ -294,7 +294,7 @@ Expected<fetch::PreparedSet> prepare_set(const PlanContext& ctx, ApplyReporter& 
   std::vector<fetch::WantedWheel> want;
   for (const auto& i : plan.install) {
     const auto* pin = ctx.resolution.find(i.name);
-    if (!pin) return make_error(ErrorCode::internal, fmt::format("{}: planned but not in the resolution", i.name));
+    if (!pin) return make_error(ErrorCode::internal, util::msg("{}: planned but not in the resolution", i.name));
     want.push_back({i.name, i.version, pin->file, requested.contains(i.name)});
   }
   auto where = [&](std::size_t i) {
@@ -418,13 +418,18 @@ void repoint_to_mirror(std::vector<index::Candidate>& cands, const lockfile::Loc
   const std::string old = fw ? fw->mirror_of_index(chosen.index, chosen.channel, chosen.variant) : "";
   const auto r = fetch::repoint(cands, old, mirror);
   if (r.moved)
-    rep.note(fmt::format("--mirror: {} locked file{} re-pointed from {} to {} (each checked against its locked sha256)", r.moved,
-                         r.moved == 1 ? "" : "s", index::redact_url(old), index::redact_url(mirror)));
+    rep.note(r.moved == 1 ? util::msg("--mirror: 1 locked file re-pointed from {} to {} (checked against its locked sha256)",
+                                      index::redact_url(old), index::redact_url(mirror))
+                          : util::msg("--mirror: {} locked files re-pointed from {} to {} (each checked against its locked "
+                                      "sha256)",
+                                      r.moved, index::redact_url(old), index::redact_url(mirror)));
   if (r.kept)
-    rep.warning(fmt::format("--mirror: {} locked file{} not from the framework's index{} are fetched from where the "
-                            "lock names them",
-                            r.kept, r.kept == 1 ? "" : "s",
-                            old.empty() ? std::string(" (the lock names no framework index --mirror replaces)") : std::string()));
+    rep.warning(old.empty() ? util::msg("--mirror: {} locked file(s) not from the framework's index (the lock names no framework "
+                                        "index --mirror replaces) are fetched from where the lock names them",
+                                        r.kept)
+                            : util::msg("--mirror: {} locked file(s) not from the framework's index are fetched from where the "
+                                        "lock names them",
+                                        r.kept));
 }
 
 // The lockfile read and parsed, the host probed, and the target that matches it (not_found, with
@@ -440,18 +445,20 @@ struct OpenLock {
 Expected<OpenLock> open_lock(const Options& g, ApplyReporter& rep) {
   auto text = util::read_file(g.lockfile);
   if (!text)
-    return make_error(ErrorCode::not_found, fmt::format("cannot read the lockfile {}", g.lockfile),
-                      "run `envfix lock` or `envfix apply` first, or pass --lockfile PATH");
+    return make_error(ErrorCode::not_found, util::msg("cannot read the lockfile {}", g.lockfile),
+                      util::msg("run `envfix lock` or `envfix apply` first, or pass --lockfile PATH"));
   OpenLock lk{*text, ENVFIX_TRY(lockfile::LockFile::parse(*text, g.lockfile)), ENVFIX_TRY(load_knowledge(g)), {}, nullptr};
   lk.host = ENVFIX_TRY(make_host(g, lk.knowledge.get()));
   rep.locked_host(lk.host);
   auto sel = lockfile::select(lk.lock, host_view(lk.host));
   if (!sel.chosen)
-    return std::unexpected(Error{ErrorCode::not_found,
-                                 fmt::format("no target in {} matches this host ({} target{})", g.lockfile,
-                                             lk.lock.targets.size(), lk.lock.targets.size() == 1 ? "" : "s"),
-                                 sel.reasons(),
-                                 "run `envfix lock --target ...` for this host, or plan for it with --gpu/--python-version"});
+    return std::unexpected(
+        Error::made(ErrorCode::not_found,
+                    lk.lock.targets.size() == 1
+                        ? util::msg("no target in {} matches this host (1 target)", g.lockfile)
+                        : util::msg("no target in {} matches this host ({} targets)", g.lockfile, lk.lock.targets.size()),
+                    util::plains(sel.reasons()),
+                    util::msg("run `envfix lock --target ...` for this host, or plan for it with --gpu/--python-version")));
   lk.chosen = sel.chosen;
   rep.locked_target(lk.chosen->id, g.lockfile);
   // A target's installed-only packages (no index serves them) must already be in the environment.
@@ -465,8 +472,8 @@ Expected<OpenLock> open_lock(const Options& g, ApplyReporter& rep) {
 
 Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o, ApplyReporter& rep) {
   if (!o.requirements.empty())
-    return make_error(ErrorCode::invalid_input, "--locked installs the lockfile's set; it takes no requirements",
-                      "drop the requirements, or run `envfix apply REQ...` to re-resolve");
+    return make_error(ErrorCode::invalid_input, util::msg("--locked installs the lockfile's set; it takes no requirements"),
+                      util::msg("drop the requirements, or run `envfix apply REQ...` to re-resolve"));
   const Options g = ENVFIX_TRY(prepare_venv(options, o, rep));
   const auto env_lock = ENVFIX_TRY(lock_before_planning(g, rep));
   auto lk = ENVFIX_TRY(open_lock(g, rep));

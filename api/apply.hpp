@@ -56,8 +56,8 @@ struct Timings {
 
 struct Smoke {
   std::vector<std::string> passed;      // step names, in order
-  std::string cpu_why;                  // "no GPU" | "CPU build" when it ran on the CPU
-  std::string note;                     // why it was skipped, or where it ran
+  util::Message cpu_why;                // "no GPU" | "CPU build" when it ran on the CPU
+  util::Message note;                   // why it was skipped, or where it ran
   std::optional<Error> failure_kept;    // --no-rollback: the failure, the new set left installed
   std::vector<smoke::StepTime> seconds; // each step run, in order (smoke/smoke.hpp)
   int interpreters = 0;                 // Python processes the steps ran in
@@ -67,8 +67,8 @@ struct Applied {
   installer::TransactionResult txn;
   Timings timings;
   Smoke smoke;
-  std::vector<std::string> gate_warnings, gate_notes; // the kernel gate's (installer/kernel_gate.hpp)
-  std::size_t unpacked_while_downloading = 0;         // wheels unpacked as their download completed (installer/early_unpack.hpp)
+  std::vector<util::Message> gate_warnings, gate_notes; // the kernel gate's (installer/kernel_gate.hpp)
+  std::size_t unpacked_while_downloading = 0; // wheels unpacked as their download completed (installer/early_unpack.hpp)
 };
 
 struct ApplyReport {
@@ -77,10 +77,10 @@ struct ApplyReport {
   std::optional<PlanContext> plan; // plain apply: the plan that was applied
   std::string locked_target;       // --locked: the target id installed
   std::optional<Applied> applied;
-  std::vector<std::string> kernel_refusals;   // "<package> … (<channel> <variant>)", one per fall-through
-  std::optional<std::string> lockfile;        // written path
-  std::optional<Error> lockfile_error;        // not written, and why (the install stands)
-  std::vector<std::string> lockfile_warnings; // packages kept as installed, no index serves (lockfile::installed_only_warning)
+  std::vector<std::string> kernel_refusals;     // "<package> … (<channel> <variant>)", one per fall-through
+  std::optional<std::string> lockfile;          // written path
+  std::optional<Error> lockfile_error;          // not written, and why (the install stands)
+  std::vector<util::Message> lockfile_warnings; // packages kept as installed, no index serves (lockfile::installed_only_warning)
 };
 
 [[nodiscard]] Expected<ApplyReport> apply(const Options& o, const ApplyRequest& r, ApplyReporter& rep);

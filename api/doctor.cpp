@@ -73,26 +73,27 @@ ProvenFix prove_fix(const Options& o, const std::string& framework, const std::v
   auto ctx = build_plan(po, PlanRequest{.requirements = request, .nearest_out = &nearest});
   if (ctx) {
     out.proof = diagnosis::FixProof::proven;
-    out.detail = ctx->plan.why.text;
+    out.detail = ctx->plan.why;
   } else if (!nearest.command.empty()) {
     out.proof = diagnosis::FixProof::nearest;
     out.detail = nearest.why;
     out.command = nearest.command;
   } else {
     out.proof = ctx.error().code == ErrorCode::network ? diagnosis::FixProof::unreachable : diagnosis::FixProof::failed;
-    out.detail = ctx.error().message;
-    if (!ctx.error().hint.empty() && out.proof == diagnosis::FixProof::failed) out.detail += "; " + ctx.error().hint;
+    out.detail = ctx.error().said_message();
+    if (!ctx.error().hint.empty() && out.proof == diagnosis::FixProof::failed)
+      out.detail = util::msg("{}; {}", out.detail, ctx.error().said_hint());
   }
   return out;
 }
 
 Expected<diagnosis::DoctorReport> doctor(const Options& o, const DoctorRequest& opt) {
   diagnosis::DoctorInputs in;
-  std::string why;
+  util::Message why;
   in.knowledge = ENVFIX_TRY(load_knowledge(o, &why));
   auto host = ENVFIX_TRY(make_host(o, in.knowledge.get(), HostNeeds{.survey_path = true, .require_python = false}));
   in.facts = std::move(host.facts);
-  if (!in.knowledge) in.facts.notes.push_back("matrices not loaded: " + why);
+  if (!in.knowledge) in.facts.notes.push_back(util::msg("matrices not loaded: {}", why));
   in.cuda_visible_devices = util::get_env(util::Env::cuda_visible_devices);
   in.base = probe::probe_base_env(in.facts);
 

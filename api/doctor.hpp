@@ -26,8 +26,8 @@ struct DoctorRequest {
 // nearest request that resolves; else "".
 struct ProvenFix {
   diagnosis::FixProof proof = diagnosis::FixProof::not_tried;
-  std::string detail;  // what the planner said: the plan, the nearest request's why, or its error
-  std::string command; // FixProof::nearest: the command to print instead
+  util::Message detail; // what the planner said: the plan, the nearest request's why, or its error
+  std::string command;  // FixProof::nearest: the command to print instead
 };
 [[nodiscard]] ProvenFix prove_fix(const Options& o, const std::string& framework, const std::vector<std::string>& request);
 

@@ -27,7 +27,7 @@ std::string target_ids(const lockfile::LockFile& lock) {
 
 Expected<std::vector<ExportedFile>> export_lock(const Options& g, const ExportRequest& o) {
   auto lock = ENVFIX_TRY(lockfile::LockFile::read(g.lockfile));
-  if (lock.targets.empty()) return make_error(ErrorCode::invalid_input, fmt::format("{} has no targets", g.lockfile));
+  if (lock.targets.empty()) return make_error(ErrorCode::invalid_input, util::msg("{} has no targets", g.lockfile));
   std::vector<const lockfile::LockTarget*> chosen;
   if (o.all) {
     for (const auto& t : lock.targets) chosen.push_back(&t);
@@ -35,8 +35,8 @@ Expected<std::vector<ExportedFile>> export_lock(const Options& g, const ExportRe
     const auto* t = lock.find(o.target);
     if (!t) {
       const std::string ids = target_ids(lock);
-      return make_error(ErrorCode::not_found, fmt::format("{} has no target '{}'", g.lockfile, o.target),
-                        fmt::format("targets: {}", ids));
+      return make_error(ErrorCode::not_found, util::msg("{} has no target '{}'", g.lockfile, o.target),
+                        util::msg("targets: {}", ids));
     }
     chosen.push_back(t);
   } else if (lock.targets.size() == 1) {
@@ -48,9 +48,9 @@ Expected<std::vector<ExportedFile>> export_lock(const Options& g, const ExportRe
     auto sel = lockfile::select(lock, host_view(host));
     if (!sel.chosen) {
       const std::string ids = target_ids(lock);
-      Error e{ErrorCode::not_found, fmt::format("no target in {} matches this host", g.lockfile), sel.reasons(),
-              fmt::format("pick one with --target ID ({}) or export them all with --all", ids)};
-      return std::unexpected(std::move(e));
+      return std::unexpected(Error::made(ErrorCode::not_found, util::msg("no target in {} matches this host", g.lockfile),
+                                         util::plains(sel.reasons()),
+                                         util::msg("pick one with --target ID ({}) or export them all with --all", ids)));
     }
     chosen.push_back(sel.chosen);
   }
@@ -59,7 +59,7 @@ Expected<std::vector<ExportedFile>> export_lock(const Options& g, const ExportRe
   std::vector<ExportedFile> files;
   for (const auto* t : chosen) {
     auto text = pylock ? lockfile::to_pylock_toml(lock, *t) : lockfile::to_requirements_txt(lock, *t);
-    if (!text) return std::unexpected(std::move(text.error()).context(fmt::format("exporting {}", g.lockfile)));
+    if (!text) return std::unexpected(std::move(text.error()).context(util::msg("exporting {}", g.lockfile)));
     std::string out = o.output;
     if (o.all) {
       fs::path base = o.output.empty() ? fs::path(".") : fs::path(o.output);

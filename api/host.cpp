@@ -29,13 +29,13 @@ Expected<std::optional<std::vector<probe::GpuInfo>>> planned_gpus(const Options&
     if (!k) {
       auto cc = specs::ComputeCapability::parse(s);
       if (!cc)
-        return make_error(ErrorCode::invalid_input, fmt::format("--gpu '{}': not an arch (sm_120, 12.0)", s),
-                          "GPU names need the matrices, which could not be loaded");
+        return make_error(ErrorCode::invalid_input, util::msg("--gpu '{}': not an arch (sm_120, 12.0)", s),
+                          util::msg("GPU names need the matrices, which could not be loaded"));
       planned.push_back({.index = static_cast<int>(planned.size()), .name = "planned " + cc->sm_name(), .cc = *cc});
       continue;
     }
     auto g = k->resolve_gpu(s);
-    if (!g) return std::unexpected(std::move(g.error()).context(fmt::format("--gpu '{}'", s)));
+    if (!g) return std::unexpected(std::move(g.error()).context(util::msg("--gpu '{}'", s)));
     planned.push_back({.index = static_cast<int>(planned.size()), .name = g->name, .cc = g->cc});
   }
   return planned;
@@ -46,8 +46,8 @@ Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNee
   auto planned = ENVFIX_TRY(planned_gpus(o, k));
   std::string driver = o.driver.empty() ? util::get_env(util::Env::driver).value_or("") : o.driver;
   if (!driver.empty() && !matrices::is_driver_version(driver))
-    return make_error(ErrorCode::invalid_input, fmt::format("--driver '{}': not a driver version", driver),
-                      "write it as nvidia-smi does, e.g. 570.86.10");
+    return make_error(ErrorCode::invalid_input, util::msg("--driver '{}': not a driver version", driver),
+                      util::msg("write it as nvidia-smi does, e.g. 570.86.10"));
 
   probe::ProbeOptions po;
   po.gpus = !planned || driver.empty();
@@ -55,9 +55,9 @@ Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNee
   if (!o.python.empty()) po.python = fs::path(o.python);
   po.cache_dir = run_cache_dir(o);
   auto facts = probe::probe_host(po);
-  if (!facts) return std::unexpected(std::move(facts.error()).context("could not probe the target interpreter"));
+  if (!facts) return std::unexpected(std::move(facts.error()).context(util::msg("could not probe the target interpreter")));
   if (!facts->python && needs.require_python)
-    return make_error(ErrorCode::not_found, "no target interpreter", "pass --python PATH");
+    return make_error(ErrorCode::not_found, util::msg("no target interpreter"), util::msg("pass --python PATH"));
 
   const bool gpus_given = planned.has_value();
   if (planned) {
@@ -89,12 +89,12 @@ Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNee
   return h;
 }
 
-Expected<std::unique_ptr<matrices::Knowledge>> load_knowledge(const Options& o, std::string* why) {
+Expected<std::unique_ptr<matrices::Knowledge>> load_knowledge(const Options& o, util::Message* why) {
   auto k = matrices::Knowledge::load_default(o.matrices_dir);
   if (k) return std::make_unique<matrices::Knowledge>(std::move(*k));
   // A broken override the user named is an error; a broken embedded set only disables framework mode.
   if (!o.matrices_dir.empty() || util::get_env(util::Env::matrices).value_or("") != "") return std::unexpected(k.error());
-  if (why) *why = k.error().message;
+  if (why) *why = k.error().said_message();
   return std::unique_ptr<matrices::Knowledge>{};
 }
 

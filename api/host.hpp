@@ -50,7 +50,7 @@ struct HostNeeds {
 
 // The matrices: embedded, or --matrices / ENVFIX_MATRICES. A broken override the user named is an
 // error; a broken embedded set gives null (framework mode off) and, in *why, the reason.
-[[nodiscard]] Expected<std::unique_ptr<matrices::Knowledge>> load_knowledge(const Options& o, std::string* why = nullptr);
+[[nodiscard]] Expected<std::unique_ptr<matrices::Knowledge>> load_knowledge(const Options& o, util::Message* why = nullptr);
 [[nodiscard]] Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Options& o);
 // <cache>/evidence-v2: the kernel facts read from binaries (wheel/kernel_evidence.hpp).
 [[nodiscard]] wheel::EvidenceStore evidence_store(const index::IndexClient& client);

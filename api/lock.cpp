@@ -59,7 +59,7 @@ fetch::TargetInputs target_inputs(const PlanContext& ctx) {
 Expected<std::string> update_lockfile(const std::string& lockfile_path, const PlanContext& ctx,
                                       const std::vector<std::string>& request,
                                       const std::map<std::string, lockfile::LockedKernels>& verified,
-                                      const std::map<std::string, LocalFile>& local, std::vector<std::string>* warnings,
+                                      const std::map<std::string, LocalFile>& local, std::vector<util::Message>* warnings,
                                       std::optional<lockfile::VerifiedOn> verified_here) {
   fs::path path = lockfile_path;
   lockfile::LockFile lock;
@@ -67,7 +67,7 @@ Expected<std::string> update_lockfile(const std::string& lockfile_path, const Pl
   std::error_code ec;
   if (fs::exists(path, ec)) {
     auto old = lockfile::LockFile::read(path);
-    if (!old) return std::unexpected(std::move(old.error()).context(fmt::format("not updating {}", path.string())));
+    if (!old) return std::unexpected(std::move(old.error()).context(util::msg("not updating {}", path.string())));
     if (old->framework == framework && old->request == request) lock = std::move(*old);
   }
   lock.created_by = created_by();
@@ -143,7 +143,7 @@ std::vector<Options> recorded_hosts(const Options& g, const lockfile::LockFile& 
 // versions each target chose on its own. `names[i]`: how the notes call target i.
 void align_versions(std::vector<PlanContext>& ctxs, const std::vector<Options>& hosts, const PlanRequest& flags,
                     const std::vector<std::string>& request, const std::vector<std::string>& names,
-                    std::vector<std::string>& notes) {
+                    std::vector<util::Message>& notes) {
   if (ctxs.size() > 1 && ctxs[0].framework_mode()) {
     std::optional<specs::Version> lowest;
     bool differ = false;
@@ -155,7 +155,7 @@ void align_versions(std::vector<PlanContext>& ctxs, const std::vector<Options>& 
     }
     if (differ && lowest) {
       auto vs = lowest->to_string();
-      std::string failed;
+      util::Message failed;
       for (std::size_t i = 0; i < ctxs.size() && failed.empty(); ++i) {
         if (main_version(ctxs[i]) == vs) continue;
         auto pinned = flags;
@@ -164,15 +164,15 @@ void align_versions(std::vector<PlanContext>& ctxs, const std::vector<Options>& 
         pinned.requirements = resolver::pin_main_request(*ctxs[i].spec, request, *lowest, resolved);
         auto c = build_plan(hosts[i], pinned);
         if (!c)
-          failed = fmt::format("{} ({})", names.at(i), c.error().message);
+          failed = util::msg("{} ({})", names.at(i), c.error().said_message());
         else
           ctxs[i] = std::move(*c);
       }
       if (failed.empty())
-        notes.push_back(fmt::format("{} {} serves every target", ctxs[0].spec->main_package, vs));
+        notes.push_back(util::msg("{} {} serves every target", ctxs[0].spec->main_package, vs));
       else
-        notes.push_back(fmt::format("targets use different {} versions: {} {} does not resolve for {}",
-                                    ctxs[0].spec->main_package, ctxs[0].spec->main_package, vs, failed));
+        notes.push_back(util::msg("targets use different {} versions: {} {} does not resolve for {}", ctxs[0].spec->main_package,
+                                  ctxs[0].spec->main_package, vs, failed));
     }
   }
 }
@@ -192,8 +192,9 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
       hosts = recorded_hosts(g, *recorded);
       for (const auto& t : recorded->targets) recorded_ids.push_back(t.id);
       flags.requirements = request = recorded->request;
-      rep.notes.push_back(fmt::format("checking the lock's own request ({}) for its {} recorded target(s)",
-                                      request.empty() ? "the framework's set" : util::join(request, " "), hosts.size()));
+      rep.notes.push_back(util::msg("checking the lock's own request ({}) for its {} recorded target(s)",
+                                    request.empty() ? util::msg("the framework's set") : util::plain(util::join(request, " ")),
+                                    hosts.size()));
     }
 
   std::vector<PlanContext> ctxs;
@@ -201,10 +202,9 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
     auto ctx = build_plan(hosts[i], flags);
     if (!ctx)
       return std::unexpected(std::move(ctx.error())
-                                 .context(!recorded_ids.empty()
-                                              ? fmt::format("resolving for the lock's target {}", recorded_ids[i])
-                                          : o.targets.empty() ? std::string("resolving for this host")
-                                                              : fmt::format("resolving for --target {}", o.targets[i])));
+                                 .context(!recorded_ids.empty() ? util::msg("resolving for the lock's target {}", recorded_ids[i])
+                                          : o.targets.empty()   ? util::msg("resolving for this host")
+                                                                : util::msg("resolving for --target {}", o.targets[i])));
     ctxs.push_back(std::move(*ctx));
   }
   align_versions(ctxs, hosts, flags, request, recorded_ids.empty() ? o.targets : recorded_ids, rep.notes);
@@ -234,7 +234,7 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
     if (old)
       if (const auto* ot = old->find(target.id)) lockfile::keep_learned(target, *ot);
     if (lock.find(target.id))
-      rep.notes.push_back(fmt::format("two --target options describe the same host {}; the last one wins", target.id));
+      rep.notes.push_back(util::msg("two --target options describe the same host {}; the last one wins", target.id));
     rep.resolved.push_back({target.id, c.resolved, c.seconds});
     lock.upsert(std::move(target));
   }

@@ -27,7 +27,7 @@ using LocalFile = fetch::LocalFile; // sha256 and size computed for a file its i
 [[nodiscard]] Expected<std::string>
 update_lockfile(const std::string& path, const PlanContext& ctx, const std::vector<std::string>& request,
                 const std::map<std::string, lockfile::LockedKernels>& verified, const std::map<std::string, LocalFile>& local,
-                std::vector<std::string>* warnings = nullptr, std::optional<lockfile::VerifiedOn> verified_here = std::nullopt);
+                std::vector<util::Message>* warnings = nullptr, std::optional<lockfile::VerifiedOn> verified_here = std::nullopt);
 
 // "gpu=sm_86+sm_120,python=3.10,driver=550.54,platform=manylinux_2_28_x86_64" applied to a copy of
 // the options. gpu=none (or no gpu key) is a CPU-only target.
@@ -51,7 +51,7 @@ struct LockedFor {
 struct LockReport {
   std::string path;
   lockfile::LockFile lock;
-  std::vector<std::string> notes;
+  std::vector<util::Message> notes;
   std::vector<LockedFor> resolved; // one per target, in request order
   Host host;                       // the first target's (interpreter lines)
   bool written = false;

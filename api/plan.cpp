@@ -80,7 +80,8 @@ std::set<std::string> direct_replacements(const PlanContext& ctx) {
 Expected<resolver::Plan> plan_plain(const Options& g, const PlanRequest& flags, PlanContext& ctx, const std::string& index_url,
                                     const ExtraIndexes& extras, std::vector<resolver::Rejection>* rejected_out) {
   if (ctx.request.empty())
-    return make_error(ErrorCode::invalid_input, "nothing to resolve", "name packages: envfix plan PKG... --index-url URL");
+    return make_error(ErrorCode::invalid_input, util::msg("nothing to resolve"),
+                      util::msg("name packages: envfix plan PKG... --index-url URL"));
   const Host& host = ctx.host;
   resolver::IndexProvider primary(*ctx.client, index_url, g.find_links);
   std::unique_ptr<resolver::FirstIndexProvider> chained;
@@ -121,9 +122,9 @@ void offer_without_companion(Error& e, const resolver::CompanionGap& gap, const 
   const bool managed = ctx.host.facts.python && ctx.host.facts.python->externally_managed;
   auto offer =
       diagnosis::companion_gap_offer(gap, nearest, ctx.spec->name, pin ? pin->version.to_string() : gap.version.to_string(),
-                                     diagnose_options(g, {}).fix, managed, e.hint);
+                                     diagnose_options(g, {}).fix, managed, e.said_hint());
   if (out) *out = {std::move(offer.command), std::move(offer.why)};
-  e.hint = std::move(offer.hint);
+  e.advise(std::move(offer.hint));
 }
 
 // The framework's way: the matrices' indexes (or --index-url as the framework's), evidence first, the
@@ -132,7 +133,7 @@ void offer_without_companion(Error& e, const resolver::CompanionGap& gap, const 
 Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& flags, PlanContext& ctx,
                                         const std::string& index_url, const ExtraIndexes& extras,
                                         const resolver::FrameworkTargets& fws, std::vector<resolver::Rejection>* rejected_out) {
-  if (!ctx.knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
+  if (!ctx.knowledge) return make_error(ErrorCode::internal, util::msg("the matrices could not be loaded"));
   const auto& knowledge = *ctx.knowledge;
   const Host& host = ctx.host;
   auto& client = *ctx.client;

@@ -22,7 +22,7 @@ namespace envfix::api {
 // covering release without the companion its index lacks. doctor shows it as its fix.
 struct NearestFix {
   std::string command; // `envfix apply …` with every option of the run
-  std::string why;     // "torchaudio has no build for torch 2.17.0.dev…: it is removed"
+  util::Message why;   // "torchaudio has no build for torch 2.17.0.dev…: it is removed"
 };
 
 struct PlanRequest {

@@ -3,7 +3,6 @@
 // typed phases with byte counts for progress bars, notes and warnings for people. api/ never
 // prints; cli/ renders these (cli/progress.hpp), tests record them. Every method has a no-op default.
 #include <cstdint>
-#include <string_view>
 
 #include "util/message.hpp"
 
@@ -24,12 +23,10 @@ public:
   virtual void phase(Phase) {}
   // Bytes done of a phase that has a size (download, unpack); total 0 = unknown.
   virtual void progress(Phase, std::uint64_t /*done*/, std::uint64_t /*total*/) {}
-  // A line for people ("Using venv .venv (…)"); `detail` lines only matter with -v.
-  virtual void note(std::string_view /*text*/, bool /*detail*/ = false) {}
-  virtual void warning(std::string_view /*text*/) {}
-  // The same with the message's id (util/message.hpp), which cli/ translates by; by default its English.
-  virtual void note(const util::Message& m, bool detail = false) { note(std::string_view(m.text), detail); }
-  virtual void warning(const util::Message& m) { warning(std::string_view(m.text)); }
+  // A line for people ("Using venv .venv (…)") with its id (util/message.hpp), which cli/ translates
+  // by; `detail` lines only matter with -v.
+  virtual void note(const util::Message& /*m*/, bool /*detail*/ = false) {}
+  virtual void warning(const util::Message& /*m*/) {}
 };
 
 // A reporter that drops everything.

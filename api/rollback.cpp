@@ -18,11 +18,9 @@ Expected<installer::InstallTarget> target_of(const Options& o) {
 Expected<std::vector<installer::BackupInfo>> kept_at(const installer::InstallTarget& target) {
   auto kept = ENVFIX_TRY(installer::kept_backups(target));
   if (kept.empty())
-    return std::unexpected(Error{ErrorCode::not_found,
-                                 fmt::format("nothing to roll back in {}", target.prefix.string()),
-                                 {},
-                                 "only envfix transactions applied with a backup can be undone (`envfix apply --keep-backups N` "
-                                 "keeps N)"});
+    return std::unexpected(Error::made(ErrorCode::not_found, util::msg("nothing to roll back in {}", target.prefix.string()), {},
+                                       util::msg("only envfix transactions applied with a backup can be undone (`envfix apply "
+                                                 "--keep-backups N` keeps N)")));
   return kept;
 }
 

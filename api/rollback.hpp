@@ -28,7 +28,7 @@ struct RollbackReport {
 
 struct RecoverReport {
   std::filesystem::path prefix;
-  std::vector<std::string> actions; // empty: nothing to recover
+  std::vector<util::Message> actions; // empty: nothing to recover
 };
 [[nodiscard]] Expected<RecoverReport> recover(const Options& o);
 

@@ -152,7 +152,7 @@ Expected<void> run_layers(const matrices::Framework& fw, const VerifyRequest& r,
     for (; announced < layers.size() && layers[announced].second <= upto; ++announced) {
       rep.layer(layers[announced].first);
       if (layers[announced].first == VerifyLayer::model && fw.smoke.model.empty())
-        rep.note(fmt::format("the matrices define no model checks for {}", fw.name));
+        rep.note(util::msg("the matrices define no model checks for {}", fw.name));
     }
   };
   auto tell = [&](VerifyStep v) {
@@ -229,7 +229,7 @@ bool VerifyReport::ok() const {
 
 Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyReporter& rep) {
   auto knowledge = ENVFIX_TRY(load_knowledge(o));
-  if (!knowledge) return make_error(ErrorCode::internal, "the matrices could not be loaded");
+  if (!knowledge) return make_error(ErrorCode::internal, util::msg("the matrices could not be loaded"));
   VerifyReport report;
   report.host = ENVFIX_TRY(make_host(o, knowledge.get()));
   report.layers = r.layers;
@@ -244,7 +244,7 @@ Expected<VerifyReport> verify(const Options& o, const VerifyRequest& r, VerifyRe
   const Host& host = report.host;
   const auto cpu = smoke::cpu_reason(!host.gpus.empty(), host.gpus_planned, variant && variant->kind == "cpu");
   report.cpu = cpu != smoke::CpuReason::none;
-  if (report.cpu) report.device_note = fmt::format("{}: verifying on the CPU", smoke::describe(cpu));
+  if (report.cpu) report.device_note = util::msg("{}: verifying on the CPU", smoke::describe(cpu));
   rep.started(report);
   // SIGINT/SIGTERM: the running child's session is killed, then envfix exits 128 + the signal.
   util::InterruptScope interrupts;

@@ -60,13 +60,13 @@ struct AppRun {
   std::string error_line;
   diagnosis::CudaError cuda_class = diagnosis::CudaError::none;
   std::vector<std::string> stopped; // processes the app left running (pid, command), killed when it exited
-  std::string fix;      // missing-arch: the envfix command that installs a build with kernels for these GPUs (doctor's)
-  std::string fix_note; // missing-arch with nothing to reinstall: the installed binaries cover the GPUs; where to look
+  std::string fix;        // missing-arch: the envfix command that installs a build with kernels for these GPUs (doctor's)
+  util::Message fix_note; // missing-arch with nothing to reinstall: the installed binaries cover the GPUs; where to look
   diagnosis::FixProof fix_proof = diagnosis::FixProof::not_tried; // what the planner made of `fix` (api/doctor.hpp prove_fix)
-  std::string fix_proof_detail;
-  bool sync = false;      // ran with CUDA_LAUNCH_BLOCKING=1
-  std::string where;      // the source line the traceback ends at (`File "x.py", line 7, in f: y = op(x)`)
-  std::string async_note; // a CUDA error without --sync: why that line may be the wrong one, and what to run
+  util::Message fix_proof_detail;
+  bool sync = false;        // ran with CUDA_LAUNCH_BLOCKING=1
+  std::string where;        // the source line the traceback ends at (`File "x.py", line 7, in f: y = op(x)`)
+  util::Message async_note; // a CUDA error without --sync: why that line may be the wrong one, and what to run
 };
 
 struct VerifyReport {
@@ -74,8 +74,8 @@ struct VerifyReport {
   util::Message framework_note; // detection said something (several installed, none installed)
   Host host;
   std::filesystem::path python;
-  bool cpu = false;        // the checks ran on the CPU
-  std::string device_note; // why, when on the CPU
+  bool cpu = false;          // the checks ran on the CPU
+  util::Message device_note; // why, when on the CPU
   std::set<VerifyLayer> layers;
   std::vector<VerifyStep> steps;
   int interpreters = 0; // Python processes the repro and model steps ran in (smoke/smoke.hpp)
@@ -92,7 +92,7 @@ public:
   virtual ~VerifyReporter() = default;
   virtual void started(const VerifyReport& /*host, device, framework chosen*/) {}
   virtual void layer(VerifyLayer) {}
-  virtual void note(std::string_view /*text*/) {}
+  virtual void note(const util::Message& /*text*/) {}
   virtual void step(const VerifyStep&) {}
   virtual void app(const AppRun&) {}
 };

@@ -87,11 +87,11 @@ void print_smoke(const api::Applied& rr) {
   if (!rr.smoke.passed.empty()) {
     const std::string s = util::join(rr.smoke.passed, ", ");
     if (!rr.smoke.cpu_why.empty())
-      human(i18n::trf("Smoke test passed on the CPU ({}): {}", i18n::tr_text(rr.smoke.cpu_why), s));
+      human(i18n::trf("Smoke test passed on the CPU ({}): {}", i18n::tr(rr.smoke.cpu_why), s));
     else
       human(i18n::trf("Smoke test passed: {}", s));
   } else if (!rr.smoke.note.empty()) {
-    human(styled(i18n::tr_text(rr.smoke.note), Style::dim));
+    human(styled(i18n::tr(rr.smoke.note), Style::dim));
   }
 }
 
@@ -99,7 +99,7 @@ void print_result(const api::Applied& rr, const Globals& g) {
   // uv's meaning of "prepared": downloaded, unpacked and checked, ready to go into place.
   human(styled(counted(rr.txn.installed.size(), "Prepared", human_duration(rr.timings.prepare())), Style::dim));
   // An earlier envfix was killed mid-transaction (or mid-preparation): say what was undone first.
-  for (const auto& a : rr.txn.recovered) warn(i18n::trf("recovered from an interrupted envfix run: {}", i18n::tr_text(a)));
+  for (const auto& a : rr.txn.recovered) warn(util::msg("recovered from an interrupted envfix run: {}", a));
   if (!rr.txn.removed.empty())
     human(styled(counted(rr.txn.removed.size(), "Uninstalled", human_duration(rr.timings.uninstall)), Style::dim));
   std::string how;
@@ -114,7 +114,7 @@ void print_result(const api::Applied& rr, const Globals& g) {
     human(styled(i18n::trf("Backup kept for `envfix rollback`: {}", human_size(rr.txn.backup_bytes)), Style::dim));
   for (const auto& w : rr.gate_warnings) warn(w);
   if (g.verbose > 0)
-    for (const auto& n : rr.gate_notes) human(styled(i18n::tr_text(n), Style::dim));
+    for (const auto& n : rr.gate_notes) human(styled(i18n::tr(n), Style::dim));
 }
 
 json result_json(const api::Applied& rr) {
@@ -125,10 +125,10 @@ json result_json(const api::Applied& rr) {
   j["removed"] = json::array();
   for (const auto& d : rr.txn.removed) j["removed"].push_back({{"name", d.name}, {"version", d.version}});
   j["backup_bytes"] = rr.txn.backup_bytes;
-  j["warnings"] = rr.txn.warnings;
+  j["warnings"] = util::texts(rr.txn.warnings);
   j["smoke"] = {{"passed", rr.smoke.passed},
                 {"device", rr.smoke.passed.empty() ? json(nullptr) : json(rr.smoke.cpu_why.empty() ? "gpu" : "cpu")},
-                {"note", rr.smoke.note}};
+                {"note", rr.smoke.note.text}};
   const auto& t = rr.timings;
   j["timings"] = {{"download_s", t.download}, {"unpack_s", t.stage},        {"kernel_check_s", t.kernels},
                   {"prepare_s", t.prepare()}, {"uninstall_s", t.uninstall}, {"install_s", t.install}};
@@ -157,7 +157,7 @@ Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
   auto lockfile_note = [&] {
     for (const auto& w : rep.lockfile_warnings) warn(w);
     if (rep.lockfile_error)
-      warn(i18n::trf("lockfile not written: {}", i18n::tr_text(rep.lockfile_error->message)));
+      warn(util::msg("lockfile not written: {}", rep.lockfile_error->said_message()));
     else if (rep.lockfile && !o.locked && rep.applied)
       human(styled(i18n::trf("Wrote {}", *rep.lockfile), Style::dim));
   };

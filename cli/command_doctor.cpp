@@ -187,7 +187,7 @@ json to_json(const diagnosis::DoctorReport& r) {
                              {"package", f.package.empty() ? json(nullptr) : json(f.package)}});
   j["repro"] = repro_json(r.frameworks.front().repro); // the first framework's, as before several were reported
   j["fix"] = r.fix.empty() ? json(nullptr) : json(r.fix);
-  j["notes"] = r.facts.notes;
+  j["notes"] = util::texts(r.facts.notes);
   return j;
 }
 
@@ -367,7 +367,7 @@ void render_text(const diagnosis::DoctorReport& r, const Globals& g) {
   render_frameworks(r);
   render_kernels(r);
   if (g.verbose > 0)
-    for (const auto& n : r.facts.notes) human(styled("   " + trf("note: {}", i18n::tr_text(n)), Style::dim));
+    for (const auto& n : r.facts.notes) human(styled("   " + trf("note: {}", i18n::tr(n)), Style::dim));
   render_findings(r);
 }
 

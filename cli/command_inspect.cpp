@@ -91,7 +91,7 @@ nlohmann::json file_json(const api::InspectedFile& f) {
 void render_file(const api::InspectedFile& f, bool verbose) {
   human(summary_line(f.path, *f.kernels));
   for (const auto& gc : f.gpus) human(coverage_line(gc.cc, gc.coverage));
-  for (const auto& w : f.kernels->warnings) warn(w);
+  for (const auto& w : f.kernels->warnings) warn(util::plain(w)); // as read from the file
   if (verbose) human("  " + i18n::trf("read in {} ms", fmt::format("{:.1f}", f.read_ms)));
 }
 

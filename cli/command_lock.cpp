@@ -19,7 +19,7 @@ using nlohmann::json;
 
 Expected<int> run_lock(const Globals& g, const api::LockRequest& o) {
   auto rep = ENVFIX_TRY(api::lock(g, o));
-  for (const auto& n : rep.notes) human(i18n::tr_text(n));
+  for (const auto& n : rep.notes) human(i18n::tr(n));
   human(interpreter_line(rep.host));
   for (const auto& r : rep.resolved)
     human(styled((r.resolved == 1 ? i18n::trf("Resolved {} package for {} in {}", r.resolved, r.id, human_duration(r.seconds))
@@ -43,7 +43,7 @@ Expected<int> run_lock(const Globals& g, const api::LockRequest& o) {
     const auto& py = rep.host.facts.python;
     json j{{"lockfile", rep.path},
            {"targets", json::array()},
-           {"notes", rep.notes},
+           {"notes", util::texts(rep.notes)},
            {"interpreter", py ? json(py->executable.string()) : json(nullptr)},
            {"interpreter_from", rep.host.facts.python_from}};
     for (const auto& t : lock.targets) {

@@ -34,11 +34,10 @@ struct PlanOptions {
 
 void render_rejected(const std::vector<resolver::Rejection>& rejected) {
   human(styled(i18n::trf("rejected ({}):", rejected.size()), Style::bold));
-  // The reason code stays English (docs/json.md names it); the detail is translated by its id, or,
-  // for one still composed without an id (resolver/resolver.cpp), matched whole.
+  // The reason code stays English (docs/json.md names it); the detail is translated by its id.
   for (const auto& r : rejected)
     human(fmt::format("  {} {} [{}] {}{}", r.name, r.version.empty() ? i18n::tr("(index)") : r.version,
-                      resolver::to_string(r.reason), r.said.empty() ? i18n::tr_text(r.detail) : i18n::tr(r.said),
+                      resolver::to_string(r.reason), i18n::tr(r.why()),
                       r.index.empty() ? "" : styled(" — " + r.index, Style::dim)));
 }
 

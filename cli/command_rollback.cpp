@@ -103,11 +103,11 @@ void add_rollback_command(CLI::App& app, Globals& g) {
       return;
     }
     if (g.format == "json") {
-      machine_json(nlohmann::json{{"prefix", r->prefix.string()}, {"actions", r->actions}});
+      machine_json(nlohmann::json{{"prefix", r->prefix.string()}, {"actions", util::texts(r->actions)}});
       return;
     }
     if (r->actions.empty()) human(i18n::trf("Nothing to recover in {}", r->prefix.string()));
-    for (const auto& a : r->actions) human(a);
+    for (const auto& a : r->actions) human(i18n::tr(a));
   });
 }
 

@@ -35,12 +35,13 @@ Expected<api::VerifyRequest> parse_request(const VerifyOptions& o) {
   for (const auto& l : util::split(o.layers, ',')) {
     auto layer = api::parse_verify_layer(l);
     if (!layer)
-      return make_error(ErrorCode::invalid_input, fmt::format("--layers: unknown layer '{}'", l),
-                        "layers are repro, model and app, comma-separated");
+      return make_error(ErrorCode::invalid_input, util::msg("--layers: unknown layer '{}'", l),
+                        util::msg("layers are repro, model and app, comma-separated"));
     r.layers.insert(*layer);
   }
   if (r.layers.contains(api::VerifyLayer::app) && o.app.empty() && o.layers != VerifyOptions{}.layers)
-    return make_error(ErrorCode::invalid_input, "--layers app needs --app CMD", "e.g. --app 'python train.py --steps 10'");
+    return make_error(ErrorCode::invalid_input, util::msg("--layers app needs --app CMD"),
+                      util::msg("e.g. --app 'python train.py --steps 10'"));
   r.app = o.app;
   r.sync = o.sync;
   r.timeout = std::chrono::seconds(o.timeout_s);
@@ -61,7 +62,7 @@ json verify_json(const api::VerifyReport& r) {
   json j{{"framework", r.framework},
          {"python", r.python.string()},
          {"device", r.cpu ? "cpu" : "gpu"},
-         {"device_note", r.device_note},
+         {"device_note", r.device_note.text},
          {"verdict", r.ok() ? "passed" : "failed"}};
   json gpus = json::array();
   for (const auto& [name, cc] : r.host.gpus) gpus.push_back({{"name", name}, {"arch", cc.sm_name()}});
@@ -95,10 +96,10 @@ json verify_json(const api::VerifyReport& r) {
         {"class", app->cuda_class == diagnosis::CudaError::none ? json(nullptr) : json(diagnosis::to_string(app->cuda_class))},
         {"fix", app->fix.empty() ? json(nullptr) : json(app->fix)},
         {"fix_proof", fix_proof_json(app->fix_proof, app->fix_proof_detail)},
-        {"fix_note", app->fix_note.empty() ? json(nullptr) : json(app->fix_note)},
+        {"fix_note", app->fix_note.empty() ? json(nullptr) : json(app->fix_note.text)},
         {"sync", app->sync},
         {"where", app->where.empty() ? json(nullptr) : json(app->where)},
-        {"async_note", app->async_note.empty() ? json(nullptr) : json(app->async_note)}};
+        {"async_note", app->async_note.empty() ? json(nullptr) : json(app->async_note.text)}};
   }
   j["layers"] = lj;
   return j;
@@ -115,13 +116,13 @@ public:
   void started(const api::VerifyReport& r) override {
     human(host_line(r.host));
     if (!r.framework_note.empty()) human(styled(i18n::tr(r.framework_note), Style::dim));
-    if (!r.device_note.empty()) human(styled(i18n::tr_text(r.device_note), Style::yellow));
+    if (!r.device_note.empty()) human(styled(i18n::tr(r.device_note), Style::yellow));
   }
   void layer(api::VerifyLayer l) override {
     const char* n = l == api::VerifyLayer::repro ? "1. repro" : l == api::VerifyLayer::model ? "2. model" : "3. app";
     human(styled(i18n::tr(n), Style::bold));
   }
-  void note(std::string_view text) override { human(fmt::format("  {}", i18n::tr_text(text))); }
+  void note(const util::Message& text) override { human(fmt::format("  {}", i18n::tr(text))); }
   void step(const api::VerifyStep& s) override {
     // The step's name is the check's own (a model, an operator); the error is the framework's text.
     human(fmt::format("  {} {:<40} {:>7.2f}s{}", pass_fail(s.ok), s.name, s.seconds,
@@ -142,13 +143,13 @@ public:
       human("  " +
             (a.sync ? i18n::trf("raised (CUDA_LAUNCH_BLOCKING=1) at: {}", a.where) : i18n::trf("reported at: {}", a.where)));
     const auto label = [](std::string_view l) { return styled(i18n::tr(l), Style::bold); };
-    if (!a.async_note.empty()) human(fmt::format("  {} {}", label("note:"), i18n::tr_text(a.async_note)));
+    if (!a.async_note.empty()) human(fmt::format("  {} {}", label("note:"), i18n::tr(a.async_note)));
     for (const auto& p : a.stopped) human("  " + i18n::trf("left running by the app, stopped: {}", p));
     if (!a.fix.empty()) {
       human(fmt::format("{} {}", label("fix:"), a.fix));
       render_fix_proof(a.fix_proof, a.fix_proof_detail);
     }
-    if (!a.fix_note.empty()) human(fmt::format("{} {}", label("note:"), i18n::tr_text(a.fix_note)));
+    if (!a.fix_note.empty()) human(fmt::format("{} {}", label("note:"), i18n::tr(a.fix_note)));
   }
 };
 

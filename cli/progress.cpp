@@ -82,16 +82,6 @@ void ProgressReporter::progress(api::Phase p, std::uint64_t done, std::uint64_t 
     m_unpack.update(done, total);
 }
 
-void ProgressReporter::note(std::string_view text, bool detail) {
-  // api/ writes its notes in English: the catalog's sentence where it has one.
-  if (!detail)
-    human(i18n::tr_text(text));
-  else if (m_globals.verbose > 0)
-    human(styled(i18n::tr_text(text), Style::dim));
-}
-
-void ProgressReporter::warning(std::string_view text) { warn(text); }
-
 void ProgressReporter::note(const util::Message& m, bool detail) {
   if (!detail)
     human(i18n::tr(m));

@@ -46,8 +46,6 @@ public:
   ~ProgressReporter() override;
   void phase(api::Phase p) override;
   void progress(api::Phase p, std::uint64_t done, std::uint64_t total) override;
-  void note(std::string_view text, bool detail) override;
-  void warning(std::string_view text) override;
   void note(const util::Message& m, bool detail) override;
   void warning(const util::Message& m) override;
 

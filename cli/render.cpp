@@ -45,10 +45,8 @@ int init_language(const Globals& g) {
   if (!l) {
     // The error itself in the environment's language: the one asked for is not there.
     i18n::set_language(i18n::detect_language());
-    return fail(Error{ErrorCode::invalid_input,
-                      fmt::format("--lang: unknown language '{}'", g.lang),
-                      {},
-                      fmt::format("available languages: {}", i18n::available_languages())});
+    return fail(Error::made(ErrorCode::invalid_input, util::msg("--lang: unknown language '{}'", g.lang), {},
+                            util::msg("available languages: {}", i18n::available_languages())));
   }
   i18n::set_language(*l);
   return 0;
@@ -110,17 +108,11 @@ void machine(std::string_view json_text) {
   std::fflush(stdout);
 }
 
-namespace {
-void warn_line(const std::string& translated) {
-  std::string line =
-      i18n::for_terminal(styled(i18n::tr("warning"), Style::yellow) + ": " + util::escape_control(translated, true, true) + "\n");
+void warn(const util::Message& m) {
+  std::string line = i18n::for_terminal(styled(i18n::tr("warning"), Style::yellow) + ": " +
+                                        util::escape_control(i18n::tr(m), true, true) + "\n");
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
-} // namespace
-
-void warn(std::string_view text) { warn_line(i18n::tr_text(text)); }
-
-void warn(const util::Message& m) { warn_line(i18n::tr(m)); }
 
 namespace {
 

@@ -33,7 +33,6 @@ void machine(std::string_view json_text); // one document to stdout
 // become U+FFFD instead of stopping envfix with an exception.
 void machine_json(const nlohmann::json& doc);
 void print_error(const Error& e);
-void warn(std::string_view text);
 void warn(const util::Message& m); // translated by its id
 
 // Exit code for an error (docs/architecture.md, JSON and exit codes).

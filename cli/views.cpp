@@ -63,7 +63,7 @@ nlohmann::json plan_json(const resolver::Plan& p, const Host& h) {
                              {"reason", std::string(resolver::to_string(r.reason))},
                              {"detail", r.detail},
                              {"filename", r.filename}});
-  j["warnings"] = p.warnings;
+  j["warnings"] = util::texts(p.warnings);
   j["download_size"] = p.download_size();
   std::size_t unknown = 0;
   for (const auto& i : p.install) unknown += i.size ? 0 : 1;
@@ -151,9 +151,10 @@ std::vector<std::string> change_list(const installer::TransactionResult& txn) {
   return sorted_lines(std::move(changes));
 }
 
-void render_fix_proof(diagnosis::FixProof proof, const std::string& detail) {
+void render_fix_proof(diagnosis::FixProof proof, const util::Message& said) {
   using diagnosis::FixProof;
   if (proof == FixProof::not_tried) return;
+  const auto detail = i18n::tr(said);
   const auto line = proof == FixProof::proven    ? i18n::trf("  proven: the planner resolves it ({})", detail)
                     : proof == FixProof::nearest ? i18n::trf("  nearest: {}", detail)
                     : proof == FixProof::failed  ? i18n::trf("  does not resolve: {}", detail)
@@ -161,8 +162,9 @@ void render_fix_proof(diagnosis::FixProof proof, const std::string& detail) {
   human(styled(line, proof == FixProof::proven ? Style::dim : Style::yellow));
 }
 
-nlohmann::json fix_proof_json(diagnosis::FixProof proof, const std::string& detail) {
-  return {{"state", diagnosis::to_string(proof)}, {"detail", detail.empty() ? nlohmann::json(nullptr) : nlohmann::json(detail)}};
+nlohmann::json fix_proof_json(diagnosis::FixProof proof, const util::Message& detail) {
+  return {{"state", diagnosis::to_string(proof)},
+          {"detail", detail.empty() ? nlohmann::json(nullptr) : nlohmann::json(detail.text)}};
 }
 
 } // namespace envfix::cli

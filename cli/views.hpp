@@ -33,7 +33,7 @@ namespace envfix::cli {
 
 // What the planner said of a printed fix before it was shown (api/doctor.hpp prove_fix), one line
 // under the fix (nothing when it was not tried); and the same for JSON: {state, detail}.
-void render_fix_proof(diagnosis::FixProof proof, const std::string& detail);
-[[nodiscard]] nlohmann::json fix_proof_json(diagnosis::FixProof proof, const std::string& detail);
+void render_fix_proof(diagnosis::FixProof proof, const util::Message& detail);
+[[nodiscard]] nlohmann::json fix_proof_json(diagnosis::FixProof proof, const util::Message& detail);
 
 } // namespace envfix::cli

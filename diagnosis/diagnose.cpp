@@ -745,7 +745,7 @@ void check_kernels(DoctorReport& r, FrameworkReport& s, const std::string& zstd_
     if (!p.dist->has_record || !p.kernel_package) continue;
     auto ik = read(*p.dist);
     if (!ik) {
-      r.facts.notes.push_back(ik.error().message);
+      r.facts.notes.push_back(ik.error().said_message());
       continue;
     }
     for (auto& n : ik->notes) r.facts.notes.push_back(n);
@@ -861,7 +861,7 @@ void observe_runs(DoctorReport& r, const FrameworkReport& s, const wheel::Eviden
       auto now = probe::run_observation(*p.dist, r.facts.gpus.front(), outcome->first, outcome->second,
                                         outcome->first ? "" : s.repro.error, "envfix doctor");
       if (now && store && !store->put_observation(*now))
-        r.facts.notes.push_back("the repro's run could not be recorded in the evidence store");
+        r.facts.notes.push_back(util::msg("the repro's run could not be recorded in the evidence store"));
       if (now && !store) seen.push_back(std::move(*now));
     }
     if (store) seen = store->observations(probe::installed_build_key(*p.dist), *record);
@@ -963,7 +963,7 @@ void check_extensions(DoctorReport& r, const DiagnoseOptions& opt, const KernelR
     if (!d.has_record || own.contains(d.normalized_name())) continue;
     auto ik = read(d);
     if (!ik) {
-      r.facts.notes.push_back(ik.error().message);
+      r.facts.notes.push_back(ik.error().said_message());
       continue;
     }
     for (auto& n : ik->notes) r.facts.notes.push_back(n);
@@ -1178,7 +1178,7 @@ std::string reinstall_command(const matrices::Framework& fw, const std::vector<s
 
 NearestOffer companion_gap_offer(const resolver::CompanionGap& gap, const resolver::FrameworkRequest& nearest,
                                  std::string_view framework, std::string_view chosen, const FixArgs& g, bool externally_managed,
-                                 std::string_view rest) {
+                                 const util::Message& rest) {
   std::vector<std::string> args{"envfix", "apply"};
   for (const auto& r : nearest.framework) args.push_back(r.to_string());
   for (const auto& r : nearest.others) args.push_back(r.to_string());
@@ -1186,12 +1186,11 @@ NearestOffer companion_gap_offer(const resolver::CompanionGap& gap, const resolv
   args.insert(args.end(), {"--channel", gap.channel});
   NearestOffer o;
   o.command = command_line(std::move(args), g, externally_managed, "--channel");
-  const auto lacks = fmt::format("{} has no build for {} {}", gap.companion, gap.main, gap.version.to_string());
-  o.why =
-      fmt::format("{}: the fix installs {} {} without it (an installed {} is removed)", lacks, gap.main, chosen, gap.companion);
-  o.hint = fmt::format("{}: `{}` installs {} {} without it (an installed {} is removed); to keep {}, stay on a set that has it. "
-                       "Else: {}",
-                       lacks, o.command, gap.main, chosen, gap.companion, gap.companion, rest);
+  const auto lacks = util::msg("{} has no build for {} {}", gap.companion, gap.main, gap.version.to_string());
+  o.why = util::msg("{}: the fix installs {} {} without it (an installed {} is removed)", lacks, gap.main, chosen, gap.companion);
+  o.hint = util::msg("{}: `{}` installs {} {} without it (an installed {} is removed); to keep {}, stay on a set that has it. "
+                     "Else: {}",
+                     lacks, o.command, gap.main, chosen, gap.companion, gap.companion, rest);
   return o;
 }
 

@@ -51,10 +51,11 @@ struct DiagnoseOptions {
 // command with every option of the run and the gap's channel; `why` for doctor's fix line; `hint`
 // for plan's error, ending in the hint it had (`rest`).
 struct NearestOffer {
-  std::string command, why, hint;
+  std::string command;
+  util::Message why, hint;
 };
 [[nodiscard]] NearestOffer companion_gap_offer(const resolver::CompanionGap& gap, const resolver::FrameworkRequest& nearest,
                                                std::string_view framework, std::string_view chosen, const FixArgs& g,
-                                               bool externally_managed, std::string_view rest);
+                                               bool externally_managed, const util::Message& rest);
 
 } // namespace envfix::diagnosis

@@ -65,7 +65,7 @@ struct FrameworkReport {
   std::string fix;                      // the `envfix apply …` that fixes this framework; "" when a reinstall would not
   std::vector<std::string> fix_request; // the packages `fix` names, as the planner takes them
   FixProof proof = FixProof::not_tried; // api/doctor.cpp runs the planner on the fix before it is shown
-  std::string proof_detail;             // what the planner said: the plan, the nearest request's why, or its error
+  util::Message proof_detail;           // what the planner said: the plan, the nearest request's why, or its error
 };
 
 // A distribution outside every framework's set and its dependencies whose binaries hold GPU code

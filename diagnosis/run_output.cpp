@@ -55,20 +55,32 @@ std::string last_op(std::string_view out) {
   return op;
 }
 
-std::string async_note(std::string_view command, std::string_view where, bool sync, bool errored) {
-  if (sync || !errored) return "";
-  return fmt::format("CUDA reports kernel errors asynchronously: the traceback{} may point at a later call than the "
-                     "operator that failed. Rerun with `envfix verify --app '{}' --sync` (CUDA_LAUNCH_BLOCKING=1: "
-                     "every launch waits for its kernel, slower) to stop at the failing launch",
-                     where.empty() ? "" : fmt::format(" ({})", where), command);
+util::Message async_note(std::string_view command, std::string_view where, bool sync, bool errored) {
+  if (sync || !errored) return {};
+  const auto rerun = std::string(command);
+  if (where.empty())
+    return util::msg("CUDA reports kernel errors asynchronously: the traceback may point at a later call than the operator "
+                     "that failed. Rerun with `envfix verify --app '{}' --sync` (CUDA_LAUNCH_BLOCKING=1: every launch "
+                     "waits for its kernel, slower) to stop at the failing launch",
+                     rerun);
+  return util::msg("CUDA reports kernel errors asynchronously: the traceback ({}) may point at a later call than the "
+                   "operator that failed. Rerun with `envfix verify --app '{}' --sync` (CUDA_LAUNCH_BLOCKING=1: every "
+                   "launch waits for its kernel, slower) to stop at the failing launch",
+                   where, rerun);
 }
 
-std::string rebuild_note(std::string_view framework, std::string_view gpus) {
-  return fmt::format(
-      "the binaries of {} and of every GPU extension installed hold code for {}, so reinstalling cannot fix this: the "
-      "kernel that failed comes from code no installed RECORD lists (an extension built or JIT-compiled at run time, a "
-      "library loaded from outside the environment); rebuild that code for {}{}",
-      framework, gpus, gpus, framework == "torch" ? " (torch extensions read TORCH_CUDA_ARCH_LIST)" : "");
+util::Message rebuild_note(std::string_view framework, std::string_view gpus) {
+  const auto fw = std::string(framework), archs = std::string(gpus);
+  if (framework == "torch")
+    return util::msg("the binaries of {} and of every GPU extension installed hold code for {}, so reinstalling cannot fix "
+                     "this: the kernel that failed comes from code no installed RECORD lists (an extension built or "
+                     "JIT-compiled at run time, a library loaded from outside the environment); rebuild that code for {} "
+                     "(torch extensions read TORCH_CUDA_ARCH_LIST)",
+                     fw, archs, archs);
+  return util::msg("the binaries of {} and of every GPU extension installed hold code for {}, so reinstalling cannot fix "
+                   "this: the kernel that failed comes from code no installed RECORD lists (an extension built or "
+                   "JIT-compiled at run time, a library loaded from outside the environment); rebuild that code for {}",
+                   fw, archs, archs);
 }
 
 } // namespace envfix::diagnosis

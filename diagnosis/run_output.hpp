@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "diagnosis/cuda_error.hpp"
+#include "util/message.hpp"
 
 namespace envfix::diagnosis {
 
@@ -22,9 +23,9 @@ namespace envfix::diagnosis {
 // The guide's second and third layers of the error: kernel launches are asynchronous, so without
 // CUDA_LAUNCH_BLOCKING=1 the error surfaces at a later call and the traceback's end (`where`) may
 // point past the culprit. "" for a run that was synchronous or showed no error.
-[[nodiscard]] std::string async_note(std::string_view command, std::string_view where, bool sync, bool errored);
+[[nodiscard]] util::Message async_note(std::string_view command, std::string_view where, bool sync, bool errored);
 // "no kernel image" in an app while the binaries of `framework` and of every GPU extension hold code
 // for `gpus` ("sm_90, sm_120"): what must be rebuilt, since no reinstall can help.
-[[nodiscard]] std::string rebuild_note(std::string_view framework, std::string_view gpus);
+[[nodiscard]] util::Message rebuild_note(std::string_view framework, std::string_view gpus);
 
 } // namespace envfix::diagnosis

@@ -218,13 +218,14 @@ Expected<void> check_metadata_agrees(index::IndexClient& client, const resolver:
     if (diff.empty()) continue;
     client.forget_metadata(pin->file);
     for (auto& d : diff) d = util::escape_control(d);
-    Error e{ErrorCode::invalid_input,
-            fmt::format("the index's core metadata for {} ({}) disagrees with the wheel's own METADATA: {}",
-                        util::escape_control(pin->file.filename), index::redact_url(pin->file.url), diff.front()),
-            {diff.begin() + 1, diff.end()},
-            "the plan was made from metadata (PEP 658 .metadata) that is not the wheel's, so nothing was installed; report it "
-            "to the index's operator (its cached copy was dropped: the next run reads the downloaded wheel's own)"};
-    return std::unexpected(std::move(e));
+    return std::unexpected(Error::made(
+        ErrorCode::invalid_input,
+        util::msg("the index's core metadata for {} ({}) disagrees with the wheel's own METADATA: {}",
+                  util::escape_control(pin->file.filename), index::redact_url(pin->file.url), diff.front()),
+        util::plains({diff.begin() + 1, diff.end()}),
+        util::msg("the plan was made from metadata (PEP 658 .metadata) that is not the wheel's, so nothing was installed; "
+                  "report it to the index's operator (its cached copy was dropped: the next run reads the downloaded wheel's "
+                  "own)")));
   }
   return {};
 }

@@ -65,7 +65,7 @@ enum class Stage { download, unpack };
 struct Progress {
   std::function<void(Stage)> stage;
   std::function<void(Stage, std::uint64_t done, std::uint64_t total)> bytes;
-  std::function<void(const std::string&)> warning;
+  std::function<void(const util::Message&)> warning;
 };
 
 struct FetchOptions {

@@ -18,9 +18,6 @@ namespace {
 
 std::atomic<Lang> g_lang{Lang::en};
 
-constexpr std::string_view kPlaceholder = "{}";
-constexpr std::size_t kMinFixed = 7; // the fixed text a pattern needs to be matched by tr_text
-
 // "zh_CN.UTF-8@x" → language "zh", territory "CN" (lower / upper case), no charset or modifier.
 struct Locale {
   std::string language, territory;
@@ -38,95 +35,6 @@ Locale split_locale(std::string_view name) {
 bool is_c_locale(std::string_view locale) {
   const auto base = locale.substr(0, locale.find('.'));
   return locale.empty() || base == "C" || locale == "POSIX";
-}
-
-// The entries with `{}`, most fixed text first: the most specific pattern wins.
-struct Pattern {
-  const Entry* entry;
-  std::vector<std::string_view> parts; // the fixed text around the placeholders (placeholders + 1 parts)
-  std::size_t fixed = 0;
-};
-
-std::vector<Pattern> make_patterns(std::span<const Entry> table) {
-  std::vector<Pattern> out;
-  for (const auto& e : table) {
-    if (e.msgid.find(kPlaceholder) == std::string_view::npos) continue;
-    Pattern p{&e, {}, 0};
-    std::size_t from = 0;
-    for (auto at = e.msgid.find(kPlaceholder); at != std::string_view::npos; at = e.msgid.find(kPlaceholder, from)) {
-      p.parts.push_back(e.msgid.substr(from, at - from));
-      from = at + kPlaceholder.size();
-    }
-    p.parts.push_back(e.msgid.substr(from));
-    for (auto part : p.parts) p.fixed += part.size();
-    // "{} from {}", "Wrote {}": too little fixed text to recognize a composed text by; trf only.
-    if (p.fixed < kMinFixed) continue;
-    out.push_back(std::move(p));
-  }
-  std::stable_sort(out.begin(), out.end(), [](const Pattern& a, const Pattern& b) { return a.fixed > b.fixed; });
-  return out;
-}
-
-const std::vector<Pattern>& patterns(Lang l) {
-  static const std::vector<Pattern> zh = make_patterns(catalog(Lang::zh_CN));
-  static const std::vector<Pattern> none;
-  return l == Lang::zh_CN ? zh : none;
-}
-
-// Where the first of two adjacent placeholders ("variant {}{}: {}") ends: it is one word, so at the
-// first space or where the next fixed part begins; npos when it would be empty.
-std::size_t word_end(const Pattern& p, std::size_t i, std::string_view text, std::size_t pos, std::size_t end) {
-  const auto next = i + 2 < p.parts.size() ? text.find(p.parts[i + 1], pos + 1) : end;
-  const auto at = std::min({text.find(' ', pos + 1), next, end});
-  return at < pos + 1 ? std::string_view::npos : at;
-}
-
-// The placeholders' text when `text` is `p` with each `{}` replaced by something (leftmost match of
-// each fixed part; a placeholder matches at least one character, except the second of two adjacent
-// ones, which may be empty: "variant cpu{}: …").
-std::optional<std::vector<std::string_view>> match(const Pattern& p, std::string_view text) {
-  const auto& parts = p.parts;
-  if (!text.starts_with(parts.front()) || !text.ends_with(parts.back())) return std::nullopt;
-  if (text.size() + 1 < p.fixed + parts.size() - 1) return std::nullopt;
-  std::vector<std::string_view> args;
-  std::size_t pos = parts.front().size(), min_len = 1;
-  const std::size_t end = text.size() - parts.back().size();
-  if (end < pos) return std::nullopt;
-  for (std::size_t i = 1; i + 1 < parts.size(); ++i) {
-    const auto at = parts[i].empty() ? word_end(p, i, text, pos, end) : text.find(parts[i], pos + min_len);
-    if (at == std::string_view::npos || at + parts[i].size() > end) return std::nullopt;
-    args.push_back(text.substr(pos, at - pos));
-    pos = at + parts[i].size();
-    min_len = parts[i].empty() ? 0 : 1;
-  }
-  if (end < pos + min_len) return std::nullopt;
-  args.push_back(text.substr(pos, end - pos));
-  return args;
-}
-
-// `translated` with its `{}` placeholders replaced by `args`, in order.
-template <class S>
-std::string fill(std::string_view translated, const std::vector<S>& args) {
-  std::string out;
-  std::size_t from = 0, i = 0;
-  for (auto at = translated.find(kPlaceholder); at != std::string_view::npos && i < args.size();
-       at = translated.find(kPlaceholder, from)) {
-    out.append(translated.substr(from, at - from));
-    out.append(args[i++]);
-    from = at + kPlaceholder.size();
-  }
-  out.append(translated.substr(from));
-  return out;
-}
-
-// A placeholder's text translated when an entry is it or a pattern matches it whole; else unchanged
-// (a name, a version).
-std::string tr_pattern(Lang lang, std::string_view text) {
-  if (text.empty()) return {};
-  if (auto t = tr(text); t.data() != text.data()) return std::string(t);
-  for (const auto& p : patterns(lang))
-    if (auto args = match(p, text)) return fill(p.entry->msgstr, *args);
-  return std::string(text);
 }
 
 } // namespace
@@ -254,21 +162,7 @@ std::string tr(const util::Message& m) {
 
 std::string tr_error_text(const Error& e, std::string_view text) {
   if (const auto* m = e.said_as(text)) return tr(*m);
-  return tr_text(text);
-}
-
-std::string tr_text(std::string_view text) {
-  const auto lang = language();
-  if (lang == Lang::en || text.empty()) return std::string(text);
-  if (auto t = tr(text); t.data() != text.data()) return std::string(t);
-  for (const auto& p : patterns(lang))
-    if (auto args = match(p, text)) {
-      // A part may itself be a composed text ("…, but this host has 1 GPU(s) (sm_90)").
-      std::vector<std::string> inner;
-      for (auto a : *args) inner.push_back(tr_pattern(lang, a));
-      return fill(p.entry->msgstr, inner);
-    }
-  return std::string(text);
+  return std::string(tr(text)); // a text made without an id: the catalog's entry for exactly it, or the text
 }
 
 std::size_t display_width(std::string_view s) {

@@ -56,16 +56,9 @@ void set_terminal_codeset(std::string codeset);
 // id, filled with each argument in the chosen language (a plain value stays as it is); the English as
 // made when the catalog has no entry or its translation does not take the arguments.
 [[nodiscard]] std::string tr(const util::Message& m);
-// An error's text (its message, a cause or its hint) by the id it was made with (Error::said_as),
-// else through tr_text.
+// An error's text (its message, a cause or its hint) by the id it was made with (Error::said_as);
+// one made without an id is looked up whole, never matched against the catalog's patterns.
 [[nodiscard]] std::string tr_error_text(const Error& e, std::string_view text);
-
-// A text composed elsewhere (api/ builds findings and errors in English with fmt): the exact entry if
-// there is one, else the first catalog entry with `{}` placeholders whose fixed parts match the whole
-// text, its translation filled with the parts that matched the placeholders (names, versions, archs
-// stay as they are); else the text unchanged. Entries with fewer than 7 fixed characters ("{} from {}")
-// are for trf only; of two adjacent placeholders ("variant {}{}: {}") the first is one word.
-[[nodiscard]] std::string tr_text(std::string_view text);
 
 // fmt::format with a translated format string: the translation keeps the English's `{}` placeholders in
 // the same order (tests/i18n checks the catalog), so the same arguments fill it. A translation fmt

@@ -79,21 +79,20 @@ Expected<CleanResult> clean_cache(const fs::path& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return CleanResult{};
   if (!util::is_envfix_cache(dir))
-    return make_error(ErrorCode::invalid_input,
-                      fmt::format("{} is not an envfix cache (it has no {} marker): nothing was removed", dir.string(),
-                                  util::cache_marker_name),
-                      "check --cache-dir / ENVFIX_CACHE_DIR; `envfix cache dir` prints the cache envfix uses");
+    return make_error(
+        ErrorCode::invalid_input,
+        util::msg("{} is not an envfix cache (it has no {} marker): nothing was removed", dir.string(), util::cache_marker_name),
+        util::msg("check --cache-dir / ENVFIX_CACHE_DIR; `envfix cache dir` prints the cache envfix uses"));
   if (auto why = util::untrusted_because(dir))
-    return make_error(ErrorCode::invalid_input, fmt::format("{} is not this user's cache: {}", dir.string(), *why),
-                      "clean it as its owner");
+    return make_error(ErrorCode::invalid_input, util::msg("{} is not this user's cache: {}", dir.string(), *why),
+                      util::msg("clean it as its owner"));
   const fs::path lock_path = dir / util::cache_lock_name;
   util::Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!lock.valid())
     return fail_errno(errno, ErrorCode::io, "cannot open the cache lock {}: {}", lock_path.string(), std::strerror(errno));
   if (util::retry_eintr([&] { return ::flock(lock.get(), LOCK_EX | LOCK_NB); }) != 0)
-    return make_error(ErrorCode::io,
-                      fmt::format("the cache {} is in use by another envfix run: nothing was removed", dir.string()),
-                      "run `envfix cache clean` again once it has finished");
+    return make_error(ErrorCode::io, util::msg("the cache {} is in use by another envfix run: nothing was removed", dir.string()),
+                      util::msg("run `envfix cache clean` again once it has finished"));
   CleanResult u = usage(dir);
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const auto name = e.path().filename().string();

@@ -77,11 +77,10 @@ FailureKind failure_kind(CURLcode rc) {
 
 Error transport_error(CURLcode rc, std::string_view url, const std::string& why) {
   const auto k = failure_kind(rc);
-  return Error{ErrorCode::network,
-               k.what.empty() ? fmt::format("{}: {}", redact_url(url), why)
-                              : fmt::format("{}: {}: {}", redact_url(url), k.what, why),
-               {},
-               std::string(k.hint)};
+  return Error::made(ErrorCode::network,
+                     k.what.empty() ? util::msg("{}: {}", redact_url(url), why)
+                                    : util::msg("{}: {}: {}", redact_url(url), k.what, why),
+                     {}, util::plain(std::string(k.hint)));
 }
 
 // A transfer that outlived its overall deadline (HttpOptions::page_deadline, download_deadline).
@@ -92,7 +91,7 @@ Error deadline_error(std::string_view url, bool download, std::chrono::milliseco
           {},
           fmt::format("the server is slow, or sends its answer a little at a time; on a slow link raise {} (seconds)",
                       download ? "ENVFIX_DOWNLOAD_DEADLINE" : "ENVFIX_PAGE_DEADLINE")};
-  if (attempts > 1) e.causes.push_back(fmt::format("gave up after {} attempts", attempts));
+  if (attempts > 1) e.add_cause(util::msg("gave up after {} attempts", attempts));
   return e;
 }
 
@@ -335,13 +334,11 @@ std::optional<std::chrono::milliseconds> retry_after(const Transfer& t) {
 std::optional<std::string> HttpResponse::header(std::string_view name) const { return find_header(headers, util::lower(name)); }
 
 Error http_status_error(const HttpResponse& r, std::string_view what_url) {
-  Error e{r.status == 404 ? ErrorCode::not_found : ErrorCode::network,
-          fmt::format("HTTP {} for {}", r.status, redact_url(what_url)),
-          {},
-          {}};
+  auto e = Error::made(r.status == 404 ? ErrorCode::not_found : ErrorCode::network,
+                       util::msg("HTTP {} for {}", r.status, redact_url(what_url)));
   if (r.status == 401 || r.status == 403)
-    e.hint = "the index needs credentials: put them in the URL (user:password@host) or in ~/.netrc";
-  if (r.attempts > 1) e.causes.push_back(fmt::format("gave up after {} attempts", r.attempts));
+    e.advise(util::msg("the index needs credentials: put them in the URL (user:password@host) or in ~/.netrc"));
+  if (r.attempts > 1) e.add_cause(util::msg("gave up after {} attempts", r.attempts));
   return e;
 }
 
@@ -513,7 +510,7 @@ bool Attempts::schedule_retry(Transfer& t, CURLcode rc, const std::string& why, 
   }
   if (rc != CURLE_OK) {
     Error err = transport_error(rc, t.req.url, why);
-    err.causes.push_back(fmt::format("gave up after {} attempts", t.attempts));
+    err.add_cause(util::msg("gave up after {} attempts", t.attempts));
     t.result = std::unexpected(std::move(err));
   }
   return false;
@@ -547,13 +544,13 @@ bool Attempts::finish(Transfer& t, CURLcode rc) const {
   } else if (t.too_large && t.req.dest && t.req.max_file) {
     // A download sent past the size recorded for it (the index's or the lockfile's), or the cap.
     t.result = make_error(ErrorCode::hash_mismatch,
-                          fmt::format("{}: the download passed {} bytes, the size recorded for it (or the download limit)",
-                                      redact_url(t.req.url), t.req.max_file),
-                          "the server sends another file than the one recorded; nothing of it was kept");
+                          util::msg("{}: the download passed {} bytes, the size recorded for it (or the download limit)",
+                                    redact_url(t.req.url), t.req.max_file),
+                          util::msg("the server sends another file than the one recorded; nothing of it was kept"));
   } else if (t.too_large) {
     t.result = make_error(ErrorCode::invalid_input,
-                          fmt::format("{}: response is larger than the limit of {} bytes", redact_url(t.req.url), t.req.max_body),
-                          "raise the page size limit if this index really serves pages this large");
+                          util::msg("{}: response is larger than the limit of {} bytes", redact_url(t.req.url), t.req.max_body),
+                          util::msg("raise the page size limit if this index really serves pages this large"));
   } else if (t.write_failed) {
     t.result = fail_errno(t.write_errno, ErrorCode::io, "writing {}: {}", t.req.dest->string(), t.write_error);
   } else if (t.range_mismatch) {
@@ -564,8 +561,9 @@ bool Attempts::finish(Transfer& t, CURLcode rc) const {
   } else if (rc != CURLE_OK) {
     why = scrub(t.errbuf[0] ? std::string(t.errbuf) : std::string(curl_easy_strerror(rc)), t.req.url);
     if (rc == CURLE_TOO_MANY_REDIRECTS || rc == CURLE_UNSUPPORTED_PROTOCOL) {
-      t.result = make_error(ErrorCode::network, fmt::format("{}: {}", redact_url(t.req.url), why),
-                            rc == CURLE_UNSUPPORTED_PROTOCOL ? "redirects from https to http are refused" : "");
+      t.result =
+          make_error(ErrorCode::network, util::msg("{}: {}", redact_url(t.req.url), why),
+                     rc == CURLE_UNSUPPORTED_PROTOCOL ? util::msg("redirects from https to http are refused") : util::Message{});
     } else if (retryable_curl(rc)) {
       retry = true;
       progressed = t.req.dest && t.to_file && t.file_bytes > t.resume_from;

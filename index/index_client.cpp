@@ -49,8 +49,8 @@ Expected<fs::path> default_cache_dir() {
   if (auto v = util::get_env(util::Env::cache_dir); v && !v->empty()) return fs::path(*v);
   if (auto x = util::get_env(util::Env::xdg_cache_home); x && !x->empty()) return fs::path(*x) / "envfix";
   if (auto h = util::get_env(util::Env::home); h && !h->empty()) return fs::path(*h) / ".cache" / "envfix";
-  return make_error(ErrorCode::invalid_input, "cannot find a cache directory: HOME is not set",
-                    "set ENVFIX_CACHE_DIR or pass --cache-dir");
+  return make_error(ErrorCode::invalid_input, util::msg("cannot find a cache directory: HOME is not set"),
+                    util::msg("set ENVFIX_CACHE_DIR or pass --cache-dir"));
 }
 
 namespace {
@@ -247,9 +247,9 @@ Expected<void> check_cache_filename(const Candidate& c) {
   for (char ch : f) ok = ok && static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f;
   if (ok) return {};
   return make_error(ErrorCode::invalid_input,
-                    fmt::format("refusing to download {}: its file name '{}' is not a plain file name", redact_url(c.url),
-                                util::escape_control(f)),
-                    "the page or lockfile that named it is broken or hostile");
+                    util::msg("refusing to download {}: its file name '{}' is not a plain file name", redact_url(c.url),
+                              util::escape_control(f)),
+                    util::msg("the page or lockfile that named it is broken or hostile"));
 }
 
 Candidate local_candidate(const fs::path& file, std::string_view project, std::string_view index_url) {
@@ -316,9 +316,9 @@ struct IndexClient::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  std::vector<std::string> warnings; // under stats_mutex; each text once
+  std::vector<util::Message> warnings; // under stats_mutex; each text once
 
-  void warn(std::string text) {
+  void warn(util::Message text) {
     std::lock_guard lock(stats_mutex);
     if (std::find(warnings.begin(), warnings.end(), text) == warnings.end()) warnings.push_back(std::move(text));
   }
@@ -353,7 +353,7 @@ struct IndexClient::Impl {
     if (!meta_text) return std::nullopt;
     auto p = parse_page_headers(*meta_text);
     if (!p) { // damaged: refetched, and said so (the file is overwritten when the page is stored)
-      warn(fmt::format("ignoring the damaged cache file {}: {}", meta_path.string(), p.error().message));
+      warn(util::msg("ignoring the damaged cache file {}: {}", meta_path.string(), p.error().said_message()));
       return std::nullopt;
     }
     if (p->credentials != credentials) return std::nullopt;
@@ -419,7 +419,7 @@ struct IndexClient::Impl {
         if (m)
           memo_last = std::move(*m);
         else // a bad memo is only a lost hint; this run's replaces it
-          warn(fmt::format("ignoring the damaged cache file {}: {}", memo_path(*memo_key).string(), m.error().message));
+          warn(util::msg("ignoring the damaged cache file {}: {}", memo_path(*memo_key).string(), m.error().said_message()));
       }
     }
     for (const auto& e : call) // pages behind credentials are not remembered: the memo holds none
@@ -475,8 +475,8 @@ struct IndexClient::Impl {
     f.cached = load_page(f.key, credentials_digest(url));
     if (options.offline) {
       if (!f.cached)
-        f.done = make_error(ErrorCode::not_found, fmt::format("offline: no cached copy of {}", redact_url(url)),
-                            "run once without --offline to fill the cache, or use --find-links with local wheels");
+        f.done = make_error(ErrorCode::not_found, util::msg("offline: no cached copy of {}", redact_url(url)),
+                            util::msg("run once without --offline to fill the cache, or use --find-links with local wheels"));
       else {
         bump(&IndexStats::page_offline_hits);
         f.done = parse_page(*f.cached, url, ctx);
@@ -532,7 +532,7 @@ struct IndexClient::Impl {
     const std::string& url = f.url;
     const PageContext& ctx = f.ctx;
     if (!resp)
-      return std::unexpected(std::move(resp.error()).context(fmt::format("fetching the project page {}", redact_url(url))));
+      return std::unexpected(std::move(resp.error()).context(util::msg("fetching the project page {}", redact_url(url))));
     if (resp->status == 304 && f.cached) {
       bump(&IndexStats::page_revalidated);
       f.cached->stored_at = now_seconds();
@@ -544,16 +544,15 @@ struct IndexClient::Impl {
       return parse_page(kept, url, ctx);
     }
     if (resp->status == 404 || resp->status == 410) { // 410 Gone: not on this index either (PEP 503 servers use both)
-      Error e{ErrorCode::not_found,
-              fmt::format("project {:?} not found on {} (HTTP {} for {})", ctx.project, redact_url(ctx.index_url), resp->status,
-                          redact_url(url)),
-              {},
-              "check the package name and the index URL"};
+      auto e = Error::made(ErrorCode::not_found,
+                           util::msg("project {} not found on {} (HTTP {} for {})", fmt::format("{:?}", ctx.project),
+                                     redact_url(ctx.index_url), resp->status, redact_url(url)),
+                           {}, util::msg("check the package name and the index URL"));
       gone.emplace(f.key, e);
       return std::unexpected(std::move(e));
     }
     if (resp->status == 406)
-      return make_error(ErrorCode::network, fmt::format("{} refused every page format envfix reads (HTTP 406)", redact_url(url)));
+      return make_error(ErrorCode::network, util::msg("{} refused every page format envfix reads (HTTP 406)", redact_url(url)));
     if (!resp->ok()) return std::unexpected(http_status_error(*resp, url));
     CachedPage p;
     p.body = std::move(resp->body);
@@ -606,8 +605,8 @@ struct IndexClient::Impl {
       return page;
     }
     if (!fs::is_directory(root, ec))
-      return make_error(ErrorCode::not_found, fmt::format("index location {} does not exist", root.string()),
-                        "pass an existing directory, a file:// URL or an http(s) index URL");
+      return make_error(ErrorCode::not_found, util::msg("index location {} does not exist", root.string()),
+                        util::msg("pass an existing directory, a file:// URL or an http(s) index URL"));
     fs::path proj = root / norm;
     if (fs::is_directory(proj, ec)) {
       ctx.page_url = path_to_file_url(proj.string()) + "/";
@@ -752,11 +751,11 @@ struct IndexClient::Impl {
     std::error_code ec;
     if (!resp) {
       fs::remove(tmp, ec);
-      return std::unexpected(std::move(resp.error()).context(fmt::format("downloading {}", c.filename)));
+      return std::unexpected(std::move(resp.error()).context(util::msg("downloading {}", c.filename)));
     }
     if (!resp->ok()) {
       fs::remove(tmp, ec);
-      return std::unexpected(http_status_error(*resp, c.url).context(fmt::format("downloading {}", c.filename)));
+      return std::unexpected(http_status_error(*resp, c.url).context(util::msg("downloading {}", c.filename)));
     }
     bump(&IndexStats::downloads);
     bump(&IndexStats::bytes_downloaded, resp->bytes);
@@ -771,8 +770,8 @@ struct IndexClient::Impl {
     }
     if (auto local = candidate_local_path(c.url)) return download_local(c, *local);
     if (options.offline)
-      return make_error(ErrorCode::not_found, fmt::format("offline: {} is not in the cache ({})", c.filename, redact_url(c.url)),
-                        "run once without --offline to download it");
+      return make_error(ErrorCode::not_found, util::msg("offline: {} is not in the cache ({})", c.filename, redact_url(c.url)),
+                        util::msg("run once without --offline to download it"));
     fs::path tmp;
     ENVFIX_TRY(prepare_tmp(tmp));
     return finish_download(c, tmp, client.perform(download_request(c, tmp, std::move(progress))));
@@ -829,9 +828,9 @@ struct IndexClient::Impl {
       std::string actual = util::sha256_hex(body);
       if (actual != *c.metadata_sha256)
         return make_error(ErrorCode::hash_mismatch,
-                          fmt::format("sha256 mismatch for {}\n  expected {}\n  got      {}", redact_url(c.metadata_url()),
-                                      *c.metadata_sha256, actual),
-                          "the index's data-core-metadata hash does not match the file it serves");
+                          util::msg("sha256 mismatch for {}\n  expected {}\n  got      {}", redact_url(c.metadata_url()),
+                                    *c.metadata_sha256, actual),
+                          util::msg("the index's data-core-metadata hash does not match the file it serves"));
     }
     return body;
   }
@@ -861,9 +860,8 @@ struct IndexClient::Impl {
       return remember(ENVFIX_TRY(read_local_metadata(*p)));
     }
     if (options.offline)
-      return make_error(ErrorCode::not_found,
-                        fmt::format("offline: no cached metadata for {} ({})", c.filename, redact_url(c.url)),
-                        "run once without --offline to fetch it");
+      return make_error(ErrorCode::not_found, util::msg("offline: no cached metadata for {} ({})", c.filename, redact_url(c.url)),
+                        util::msg("run once without --offline to fetch it"));
     if (!c.is_wheel()) return fail(ErrorCode::invalid_input, "{}: metadata can only be read from wheels", c.filename);
     std::vector<std::string> tried;
     if (c.has_metadata) {
@@ -890,7 +888,7 @@ struct IndexClient::Impl {
     if (!path) {
       Error e = std::move(path.error());
       for (auto& t : tried) e.causes.push_back(std::move(t));
-      return std::unexpected(std::move(e).context(fmt::format("reading the metadata of {}", c.filename)));
+      return std::unexpected(std::move(e).context(util::msg("reading the metadata of {}", c.filename)));
     }
     bump(&IndexStats::metadata_full);
     set(MetadataSource::full_download);
@@ -1105,7 +1103,7 @@ IndexStats IndexClient::stats() const {
   std::lock_guard lock(m_impl->stats_mutex);
   return m_impl->stats;
 }
-std::vector<std::string> IndexClient::warnings() const {
+std::vector<util::Message> IndexClient::warnings() const {
   std::lock_guard lock(m_impl->stats_mutex);
   return m_impl->warnings;
 }

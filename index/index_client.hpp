@@ -100,7 +100,7 @@ public:
 
   [[nodiscard]] IndexStats stats() const;
   // What the run met in the cache and ignored (a damaged entry, named by its file), once each.
-  [[nodiscard]] std::vector<std::string> warnings() const;
+  [[nodiscard]] std::vector<util::Message> warnings() const;
   [[nodiscard]] const std::filesystem::path& cache_dir() const;
   [[nodiscard]] const IndexClientOptions& options() const;
 

@@ -41,7 +41,7 @@ Expected<void> check_api_version(std::string_view v, const PageContext& ctx, Pro
         "upgrade envfix, or use an index that serves the version 1 simple API");
   if (minor > implemented_minor)
     page.warnings.push_back(
-        fmt::format("{}: api-version {} is newer than the implemented 1.{}", redact_url(ctx.page_url), v, implemented_minor));
+        util::msg("{}: api-version {} is newer than the implemented 1.{}", redact_url(ctx.page_url), v, implemented_minor));
   return {};
 }
 
@@ -65,24 +65,26 @@ std::optional<Candidate> candidate_from_href(std::string_view href, const PageCo
                                              ProjectPage& page) {
   auto resolved = k.base.resolve(href);
   if (!resolved) {
-    page.warnings.push_back(fmt::format("skipped anchor {:?}: {}", redact_url(href), resolved.error().message));
+    page.warnings.push_back(
+        util::msg("skipped anchor {}: {}", fmt::format("{:?}", redact_url(href)), resolved.error().said_message()));
     return std::nullopt;
   }
   std::string scheme = url_scheme(*resolved);
   if (scheme != "http" && scheme != "https" && scheme != "file") {
-    page.warnings.push_back(fmt::format("skipped anchor with scheme {:?}: {}", scheme, redact_url(href).substr(0, 80)));
+    page.warnings.push_back(
+        util::msg("skipped anchor with scheme {}: {}", fmt::format("{:?}", scheme), redact_url(href).substr(0, 80)));
     return std::nullopt;
   }
   // A remote page must not make envfix read local files (issue 10): file: only from local pages.
   if (scheme == "file" && is_remote(ctx.page_url)) {
-    page.warnings.push_back(fmt::format("skipped file: anchor on a remote page: {}", redact_url(href).substr(0, 80)));
+    page.warnings.push_back(util::msg("skipped file: anchor on a remote page: {}", redact_url(href).substr(0, 80)));
     return std::nullopt;
   }
   auto [url, fragment] = split_fragment(*resolved);
   Candidate c;
   c.filename = url_filename(url);
   if (c.filename.empty()) {
-    page.warnings.push_back(fmt::format("skipped anchor without a file name: {}", redact_url(url)));
+    page.warnings.push_back(util::msg("skipped anchor without a file name: {}", redact_url(url)));
     return std::nullopt;
   }
   c.project = k.project;
@@ -195,7 +197,7 @@ Expected<void> base_or_meta(const GumboElement& el, const PageContext& ctx, Page
       if (auto b = resolve_url(ctx.page_url, h->value)) {
         // <base href="file:///"> on a remote page would turn every anchor into a local path.
         if (url_scheme(*b) == "file" && is_remote(ctx.page_url))
-          page.warnings.push_back(fmt::format("ignored <base href> {:?} on a remote page", redact_url(*b)));
+          page.warnings.push_back(util::msg("ignored <base href> {} on a remote page", fmt::format("{:?}", redact_url(*b))));
         else
           local.page_url = *b;
         have_base = true;
@@ -234,8 +236,8 @@ Expected<ProjectPage> parse_html_page(std::string_view html, const PageContext& 
   const auto starts = anchor_starts(html, ctx.max_anchors);
   if (starts.size() > ctx.max_anchors)
     return make_error(ErrorCode::invalid_input,
-                      fmt::format("{}: the page lists more than {} anchors", redact_url(ctx.page_url), ctx.max_anchors),
-                      "the index page is broken or hostile; no index needs that many files for one project");
+                      util::msg("{}: the page lists more than {} anchors", redact_url(ctx.page_url), ctx.max_anchors),
+                      util::msg("the index page is broken or hostile; no index needs that many files for one project"));
   // Slice boundaries: every 1024th anchor start.
   constexpr std::size_t per_slice = 1024;
   std::vector<std::string_view> slices;
@@ -483,8 +485,8 @@ Expected<ProjectPage> parse_json_page(std::string_view text, const PageContext& 
   if (!nlohmann::json::sax_parse(text.begin(), text.end(), &sax)) {
     if (sax.too_many)
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}: the page lists more than {} files", redact_url(ctx.page_url), ctx.max_anchors),
-                        "the index page is broken or hostile; no index needs that many files for one project");
+                        util::msg("{}: the page lists more than {} files", redact_url(ctx.page_url), ctx.max_anchors),
+                        util::msg("the index page is broken or hostile; no index needs that many files for one project"));
     return bad(sax.error.empty() ? "invalid JSON" : sax.error);
   }
   if (!sax.top_is_object) return bad("top level is not an object");

@@ -26,7 +26,7 @@ struct PageContext {
 struct ProjectPage {
   std::vector<Candidate> candidates;
   std::string api_version = "1.0";
-  std::vector<std::string> warnings; // skipped anchors, newer minor api-version, …
+  std::vector<util::Message> warnings; // skipped anchors, newer minor api-version, …
 };
 
 // Content types of the simple API (PEP 691 content negotiation).

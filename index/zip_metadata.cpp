@@ -34,7 +34,7 @@ bool is_dist_info_member(std::string_view name, std::string_view member) {
 }
 
 std::unexpected<Error> not_a_wheel(std::string_view what, std::string_view why) {
-  return make_error(ErrorCode::invalid_input, fmt::format("{}: not a valid wheel (zip): {}", what, why));
+  return make_error(ErrorCode::invalid_input, util::msg("{}: not a valid wheel (zip): {}", what, why));
 }
 
 // The central directory entry at cd[p] (p moves past it); nullopt when it is corrupt.
@@ -165,7 +165,7 @@ Expected<std::string> read_wheel_dist_info(std::uint64_t file_size, const RangeR
       found = std::move(e);
     }
   }
-  if (!found) return make_error(ErrorCode::invalid_input, fmt::format("{}: wheel has no .dist-info/{}", what, member));
+  if (!found) return make_error(ErrorCode::invalid_input, util::msg("{}: wheel has no .dist-info/{}", what, member));
   if (found->usize > max_metadata_size || found->csize > max_metadata_size)
     return bad(fmt::format("{} claims {} bytes", found->name, found->usize));
   // Local header: 30 bytes + name + extra (its own lengths), then the data.

@@ -40,11 +40,12 @@ std::string holder_of(const fs::path& path) {
 }
 
 Error busy(const fs::path& prefix, const fs::path& path, const std::string& holder, bool waited) {
-  return Error{ErrorCode::io,
-               fmt::format("another envfix process{} is changing {} (lock {}){}", holder.empty() ? "" : " (pid " + holder + ")",
-                           prefix.string(), path.string(), waited ? ", and did not finish in time" : ""),
-               {},
-               "wait for it to finish and try again"};
+  const auto who = holder.empty() ? util::msg("another envfix process") : util::msg("another envfix process (pid {})", holder);
+  return Error::made(
+      ErrorCode::io,
+      waited ? util::msg("{} is changing {} (lock {}), and did not finish in time", who, prefix.string(), path.string())
+             : util::msg("{} is changing {} (lock {})", who, prefix.string(), path.string()),
+      {}, util::msg("wait for it to finish and try again"));
 }
 
 // Takes the flock on `fd`, waiting (in steps, so the bound holds) when asked to.
@@ -55,7 +56,7 @@ Expected<void> lock_fd(int fd, const fs::path& prefix, const fs::path& path, con
   const std::string holder = holder_of(path);
   if (!o.wait) return std::unexpected(busy(prefix, path, holder, false));
   if (o.on_wait)
-    o.on_wait(fmt::format("waiting for the lock on {} held by pid {}", prefix.string(), holder.empty() ? "?" : holder));
+    o.on_wait(util::msg("waiting for the lock on {} held by pid {}", prefix.string(), holder.empty() ? "?" : holder));
   const auto end = std::chrono::steady_clock::now() + o.bound;
   while (std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -20,7 +20,7 @@ struct EnvLockOptions {
   std::chrono::milliseconds bound{std::chrono::hours(1)}; // waiting longer fails (the holder's pid named)
   // Told once, when another process holds the lock and this one starts waiting:
   // "waiting for the lock on <prefix> held by pid N".
-  std::function<void(const std::string&)> on_wait;
+  std::function<void(const util::Message&)> on_wait;
 };
 
 // The prefix apply locks before it plans, found without running Python: the interpreter's

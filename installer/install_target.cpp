@@ -50,7 +50,7 @@ Expected<InstallTarget> InstallTarget::from_interpreter(const fs::path& python) 
   opt.timeout = std::chrono::seconds(60);
   opt.unset_env = {"PYTHONPATH", "PYTHONHOME"};
   auto r = util::run_python(python, {"-c", k_scheme_script}, opt);
-  if (!r) return std::unexpected(std::move(r.error()).context(fmt::format("running {}", python.string())));
+  if (!r) return std::unexpected(std::move(r.error()).context(util::msg("running {}", python.string())));
   if (!r->ok())
     return make_error(
         ErrorCode::subprocess,
@@ -186,13 +186,14 @@ std::vector<fs::path> InstallTarget::prune_stops() const {
 
 Expected<void> check_externally_managed(const InstallTarget& target, bool break_system_packages) {
   if (target.is_venv || !target.externally_managed || break_system_packages) return {};
-  std::string msg = target.externally_managed_message.empty() ? "This Python installation is managed by the operating system."
-                                                              : target.externally_managed_message;
-  return std::unexpected(Error{ErrorCode::invalid_input,
-                               fmt::format("{} is externally managed (PEP 668)", target.python.string()),
-                               {msg},
-                               "install into a virtual environment (--venv PATH creates one), or pass "
-                               "--break-system-packages if you really mean to modify it"});
+  // The interpreter's own EXTERNALLY-MANAGED text is the distribution's words: shown as it is.
+  const auto msg = target.externally_managed_message.empty()
+                       ? util::msg("This Python installation is managed by the operating system.")
+                       : util::plain(target.externally_managed_message);
+  return std::unexpected(Error::made(ErrorCode::invalid_input,
+                                     util::msg("{} is externally managed (PEP 668)", target.python.string()), {msg},
+                                     util::msg("install into a virtual environment (--venv PATH creates one), or pass "
+                                               "--break-system-packages if you really mean to modify it")));
 }
 
 Expected<fs::path> create_venv(const fs::path& dir, const fs::path& base_python, bool with_pip) {
@@ -208,9 +209,9 @@ Expected<fs::path> create_venv(const fs::path& dir, const fs::path& base_python,
   if (!r) return std::unexpected(std::move(r.error()));
   if (!r->ok())
     return make_error(ErrorCode::subprocess,
-                      fmt::format("'{} -m venv {}' failed (exit {}): {}", base_python.string(), dir.string(), r->exit_code,
-                                  r->err.substr(0, 800)),
-                      "on Debian/Ubuntu the venv module is in the python3-venv package");
+                      util::msg("'{} -m venv {}' failed (exit {}): {}", base_python.string(), dir.string(), r->exit_code,
+                                r->err.substr(0, 800)),
+                      util::msg("on Debian/Ubuntu the venv module is in the python3-venv package"));
   if (!fs::exists(python, ec))
     return fail(ErrorCode::subprocess, "'{} -m venv' did not create {}", base_python.string(), python.string());
   return python;

@@ -65,7 +65,7 @@ Expected<void> KernelGate::operator()(const std::vector<StagedObject>& objects) 
     const auto& o = objects[i];
     auto& p = profiles[i].profile;
     const std::string pkg = o.wheel < m_packages.size() ? label(m_packages[o.wheel]) : "?";
-    if (!p) return std::unexpected(std::move(p.error()).context(fmt::format("{}: reading the kernels of {}", pkg, o.member)));
+    if (!p) return std::unexpected(std::move(p.error()).context(util::msg("{}: reading the kernels of {}", pkg, o.member)));
     ++(profiles[i].from_store ? m_cached : m_read);
     if (!p->empty() && o.wheel < m_reports.size()) m_reports[o.wheel].files.push_back({o.member, std::move(*p)});
   }
@@ -106,23 +106,23 @@ void KernelGate::judge(GatePackageReport& r) {
       refuse(false);
     else if (reading == wheel::Reading::gap || reading == wheel::Reading::specialised) {
       auto files = util::join(pc.none_files.empty() ? pc.partial_files : pc.none_files, ", ");
-      auto text = fmt::format("{}: {} of {} GPU modules have no code for {} ({})", label(pkg), pc.total() - pc.runnable(),
-                              pc.total(), where, files);
+      auto text = util::msg("{}: {} of {} GPU modules have no code for {} ({})", label(pkg), pc.total() - pc.runnable(),
+                            pc.total(), where, files);
       if (reading == wheel::Reading::specialised)
-        m_notes.push_back(text + "; normal for a vendor library (arch-specialised modules)");
+        m_notes.push_back(util::msg("{}; normal for a vendor library (arch-specialised modules)", text));
       else if (pkg.role == wheel::CodeRole::framework && m_options.refuse_partial_framework &&
                !m_options.accept_partial.contains(pkg.key))
         refuse(true);
       else
-        m_warnings.push_back(text + " — a small test may pass and the full app fail");
+        m_warnings.push_back(util::msg("{} — a small test may pass and the full app fail", text));
     } else if (reading == wheel::Reading::jit_only) {
-      m_warnings.push_back(fmt::format("{} runs on {} only by PTX JIT compilation (slow first start)", label(pkg), where));
+      m_warnings.push_back(util::msg("{} runs on {} only by PTX JIT compilation (slow first start)", label(pkg), where));
     }
     r.per_gpu.emplace_back(gpu, std::move(pc));
   }
   if (wheel::zstd_unloadable(r.files, m_options.driver_cuda))
-    m_warnings.push_back(fmt::format("{} has ZSTD-compressed kernels, which need a driver for CUDA >= {}", label(pkg),
-                                     specs::kZstdMinCuda.to_string()));
+    m_warnings.push_back(util::msg("{} has ZSTD-compressed kernels, which need a driver for CUDA >= {}", label(pkg),
+                                   specs::kZstdMinCuda.to_string()));
 }
 
 } // namespace envfix::installer

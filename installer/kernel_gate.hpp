@@ -15,6 +15,7 @@
 #include "installer/transaction.hpp"
 #include "specs/cuda_version.hpp"
 #include "specs/gpu_arch.hpp"
+#include "util/message.hpp"
 #include "wheel/coverage.hpp"
 #include "wheel/kernel_evidence.hpp"
 
@@ -74,8 +75,8 @@ public:
 
   [[nodiscard]] const std::vector<GatePackageReport>& reports() const { return m_reports; }
   [[nodiscard]] const std::optional<GateRefusal>& refusal() const { return m_refusal; }
-  [[nodiscard]] const std::vector<std::string>& warnings() const { return m_warnings; }
-  [[nodiscard]] const std::vector<std::string>& notes() const { return m_notes; } // vendor partial coverage
+  [[nodiscard]] const std::vector<util::Message>& warnings() const { return m_warnings; }
+  [[nodiscard]] const std::vector<util::Message>& notes() const { return m_notes; } // vendor partial coverage
   [[nodiscard]] std::size_t files_read() const { return m_read; }
   [[nodiscard]] std::size_t files_from_evidence() const { return m_cached; }
 
@@ -85,7 +86,7 @@ private:
   GateOptions m_options;
   std::vector<GatePackageReport> m_reports;
   std::optional<GateRefusal> m_refusal;
-  std::vector<std::string> m_warnings, m_notes;
+  std::vector<util::Message> m_warnings, m_notes;
   std::size_t m_read = 0, m_cached = 0;
 };
 

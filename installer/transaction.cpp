@@ -414,12 +414,12 @@ Expected<void> undo_one(const TxnOp& op, std::int64_t since) {
 }
 
 Expected<void> undo_range(const std::vector<TxnOp>& ops, std::size_t end, std::int64_t since) {
-  std::vector<std::string> failures;
+  std::vector<util::Message> failures;
   for (std::size_t i = std::min(end, ops.size()); i-- > 0;)
-    if (auto r = undo_one(ops[i], since); !r) failures.push_back(r.error().message);
+    if (auto r = undo_one(ops[i], since); !r) failures.push_back(r.error().said_message());
   if (failures.empty()) return {};
-  Error e{ErrorCode::rollback_failed, fmt::format("{} step(s) could not be undone", failures.size()), failures, ""};
-  return std::unexpected(std::move(e));
+  return std::unexpected(
+      Error::made(ErrorCode::rollback_failed, util::msg("{} step(s) could not be undone", failures.size()), failures));
 }
 
 // Appends the seconds since the last mark under `name` (TransactionResult::steps).
@@ -535,9 +535,9 @@ Expected<void> execute(const fs::path& txn_dir, const TxnMeta& meta, const fs::p
   auto u = undo_range(meta.ops, done + 1, meta.started);
   if (!u) {
     Error e = std::move(u.error());
-    e.message = fmt::format("rollback incomplete after: {}", err.message);
+    e.say(util::msg("rollback incomplete after: {}", err.message));
     e.causes.insert(e.causes.end(), err.causes.begin(), err.causes.end());
-    e.hint = fmt::format("the journal is {}; run 'envfix recover' to retry", (txn_dir / "journal").string());
+    e.advise(util::msg("the journal is {}; run 'envfix recover' to retry", (txn_dir / "journal").string()));
     return std::unexpected(std::move(e));
   }
   (void)write_state(txn_dir, TxnState::rolled_back, hooks.durable);
@@ -556,10 +556,10 @@ std::vector<fs::path> txn_dirs(const fs::path& prefix) {
   return out;
 }
 
-Expected<std::vector<std::string>> recover_locked(const InstallTarget& target) {
+Expected<std::vector<util::Message>> recover_locked(const InstallTarget& target) {
   const auto& prefix = target.prefix;
   const Roots roots = scheme_roots(target);
-  std::vector<std::string> actions;
+  std::vector<util::Message> actions;
   // Pass 1: unfinished transactions are undone; finished rollbacks clean up after themselves.
   for (const auto& dir : txn_dirs(prefix)) {
     auto id = dir.filename().string();
@@ -570,18 +570,18 @@ Expected<std::vector<std::string>> recover_locked(const InstallTarget& target) {
     // The environment was being changed: without its steps the change cannot be undone, and
     // discarding the journal would throw the way back away with it.
     if (!meta && undo && fs::exists(dir / "ops.json"))
-      return std::unexpected(std::move(meta.error()).context(fmt::format("cannot undo interrupted transaction {}", id)));
+      return std::unexpected(std::move(meta.error()).context(util::msg("cannot undo interrupted transaction {}", id)));
     if (!meta || !state) {
       // Crashed while preparing: nothing in the environment was touched yet.
       discard_txn(dir, roots);
-      actions.push_back(fmt::format("discarded unfinished preparation {}", id));
+      actions.push_back(util::msg("discarded unfinished preparation {}", id));
       continue;
     }
     switch (*state) {
     case TxnState::prepared:
     case TxnState::rolled_back:
       discard_txn(dir, roots);
-      actions.push_back(fmt::format("discarded transaction {} ({})", id, to_string(*state)));
+      actions.push_back(util::msg("discarded transaction {} ({})", id, to_string(*state)));
       break;
     case TxnState::removing:
     case TxnState::installing:
@@ -589,20 +589,20 @@ Expected<std::vector<std::string>> recover_locked(const InstallTarget& target) {
       auto u = undo_range(meta->ops, meta->ops.size(), meta->started);
       if (!u) {
         Error e = std::move(u.error());
-        e.message = fmt::format("cannot undo interrupted transaction {}: {}", id, e.message);
-        e.hint = fmt::format("inspect {} and the backup next to it", (dir / "journal").string());
+        e.say(util::msg("cannot undo interrupted transaction {}: {}", id, e.message));
+        e.advise(util::msg("inspect {} and the backup next to it", (dir / "journal").string()));
         return std::unexpected(std::move(e));
       }
       ENVFIX_TRY_VOID(write_state(dir, TxnState::rolled_back));
       discard_txn(dir, roots);
-      actions.push_back(fmt::format("undid interrupted {} {} (it was {})", meta->kind, id, to_string(*state)));
+      actions.push_back(util::msg("undid interrupted {} {} (it was {})", meta->kind, id, to_string(*state)));
       break;
     }
     case TxnState::committed:
       if (meta->kind == "rollback") {
         if (!meta->rolls_back.empty()) discard_txn(dir.parent_path() / meta->rolls_back, roots);
         discard_txn(dir, roots);
-        actions.push_back(fmt::format("finished rollback {}", id));
+        actions.push_back(util::msg("finished rollback {}", id));
       } else {
         remove_tree(dir / "staging");
         for (const auto& a : own_aux(*meta, dir, roots)) remove_tree(a / "stage");
@@ -653,7 +653,7 @@ Expected<StagedSlots> look_up(const std::vector<WheelToInstall>& wheels, Unpacke
       from_cache[i] = cache->find(*w.sha256, threads);
     if (from_cache[i]) {
       if (!w.unpacked_now) ++result.cache_hits;
-      result.warnings.insert(result.warnings.end(), from_cache[i]->warnings.begin(), from_cache[i]->warnings.end());
+      for (const auto& text : from_cache[i]->warnings) result.warnings.push_back(util::plain(text)); // as the wheel recorded it
     }
   }
   ENVFIX_TRY_VOID(util::parallel_for(n, threads, [&](std::size_t i) -> Expected<void> {
@@ -669,9 +669,8 @@ Expected<StagedSlots> look_up(const std::vector<WheelToInstall>& wheels, Unpacke
     if (w.sha256 && !w.sha256_verified) {
       auto h = ENVFIX_TRY(archive_sha256(w.wheel));
       if (h != *w.sha256)
-        return make_error(ErrorCode::hash_mismatch,
-                          fmt::format("{}: sha256 {} differs from the expected {}", wname, h, *w.sha256),
-                          "the file is corrupt or was replaced; clear it from the cache and download it again");
+        return make_error(ErrorCode::hash_mismatch, util::msg("{}: sha256 {} differs from the expected {}", wname, h, *w.sha256),
+                          util::msg("the file is corrupt or was replaced; clear it from the cache and download it again"));
     }
     return {};
   }));
@@ -763,7 +762,7 @@ Expected<void> finish_unpacks(Unpacks& unpacks, const std::vector<WheelToInstall
       remove_temp(u->cache_temp);
       return std::unexpected(std::move(sw.error()));
     }
-    result.warnings.insert(result.warnings.end(), sw->warnings.begin(), sw->warnings.end());
+    for (const auto& text : sw->warnings) result.warnings.push_back(util::plain(text)); // as read from the wheel
     const std::size_t index = u->index;
     const fs::path cache_temp = u->cache_temp;
     u.reset(); // the spent stager's archive directory and RECORD map
@@ -840,7 +839,7 @@ Expected<void> check_kernels(const std::vector<wheel::StagedWheel>& staged, cons
   if (options.kernel_check) {
     if (options.progress) options.progress({TxnPhase::kernel_check, sos.size(), 0});
     if (auto k = options.kernel_check(sos); !k)
-      return std::unexpected(std::move(k.error()).context("refusing to install: kernel check failed"));
+      return std::unexpected(std::move(k.error()).context(util::msg("refusing to install: kernel check failed")));
   }
   return {};
 }
@@ -899,7 +898,7 @@ Expected<FileSets> collect_files(const std::vector<WheelInstallPlan>& plans, con
         return fail(ErrorCode::invalid_input, "{} would replace {}, the environment's interpreter", p.name, to);
       if (remove_set.insert(to).second) {
         out.remove_files.push_back(to);
-        result.warnings.push_back(fmt::format("{} replaces {}, which no removed distribution owned", p.name, to));
+        result.warnings.push_back(util::msg("{} replaces {}, which no removed distribution owned", p.name, to));
       }
     }
   }
@@ -1043,7 +1042,7 @@ Expected<TransactionResult> Transaction::run() {
   if (!meta.aux.empty()) {
     if (auto a = prepare_aux(meta.aux, aux_copies); !a) {
       discard_txn(txn_dir, roots);
-      return std::unexpected(std::move(a.error()).context("preparing files on another filesystem"));
+      return std::unexpected(std::move(a.error()).context(util::msg("preparing files on another filesystem")));
     }
   }
   ExecHooks hooks{m_options.verify, m_options.fault, m_options.progress, m_options.handle_signals, m_options.durable, {}, &clock};
@@ -1158,15 +1157,15 @@ Expected<void> invert_ops(const TxnMeta& old, const fs::path& old_backup, const 
           trash_once(op.path);
         else if (exists_nofollow(op.path) && !installed_paths.contains(fs::path(op.path).lexically_normal().string())) {
           remove_tree(txn_dir);
-          return make_error(ErrorCode::invalid_input, fmt::format("cannot roll back {}: {} exists again", old.id, op.path),
-                            "something changed the environment after that transaction");
+          return make_error(ErrorCode::invalid_input, util::msg("cannot roll back {}: {} exists again", old.id, op.path),
+                            util::msg("something changed the environment after that transaction"));
         }
         restore_part.push_back({TxnOp::Kind::move, op.dest, op.path, 0});
       } else {
         if (!exists_nofollow(op.dest)) {
           remove_tree(txn_dir);
-          return make_error(ErrorCode::invalid_input, fmt::format("cannot roll back {}: {} is gone", old.id, op.dest),
-                            "something changed the environment after that transaction");
+          return make_error(ErrorCode::invalid_input, util::msg("cannot roll back {}: {} is gone", old.id, op.dest),
+                            util::msg("something changed the environment after that transaction"));
         }
         trash_once(op.dest);
         if (op.dest.ends_with(".py")) {
@@ -1218,8 +1217,8 @@ Expected<RollbackResult> rollback(const InstallTarget& target, TransactionOption
   const Roots roots = scheme_roots(target);
   auto last = ENVFIX_TRY(last_backup(target));
   if (!last)
-    return make_error(ErrorCode::not_found, fmt::format("nothing to roll back in {}", target.prefix.string()),
-                      "only transactions applied with a backup can be rolled back (apply --keep-backups N keeps N)");
+    return make_error(ErrorCode::not_found, util::msg("nothing to roll back in {}", target.prefix.string()),
+                      util::msg("only transactions applied with a backup can be rolled back (apply --keep-backups N keeps N)"));
   auto old = ENVFIX_TRY(read_meta(last->txn_dir));
   old.aux = own_aux(old, last->txn_dir, roots);
   const fs::path old_backup = (last->txn_dir / "backup").lexically_normal();

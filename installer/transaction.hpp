@@ -115,7 +115,7 @@ private:
 };
 
 struct RecoverResult {
-  std::vector<std::string> actions; // "undid txn X (state installing)", …
+  std::vector<util::Message> actions; // "undid txn X (state installing)", …
 };
 // Finishes or undoes interrupted transactions under <prefix>/.envfix (takes the lock).
 [[nodiscard]] Expected<RecoverResult> recover(const InstallTarget& target, bool wait_for_lock = true);

@@ -84,10 +84,10 @@ Expected<std::string> txn_meta_json(const TxnMeta& m) {
 
 Expected<TxnMeta> parse_txn_meta(std::string_view text, const std::filesystem::path& path, bool with_ops) {
   auto bad = [&](std::string_view what) {
-    return make_error(ErrorCode::invalid_input, fmt::format("{}: damaged transaction journal: {}", path.string(), what),
-                      fmt::format("the journal of an interrupted change cannot be read: restore the files from {} by "
-                                  "hand, or remove {} to give it up",
-                                  (path.parent_path() / "backup").string(), path.parent_path().string()));
+    return make_error(ErrorCode::invalid_input, util::msg("{}: damaged transaction journal: {}", path.string(), what),
+                      util::msg("the journal of an interrupted change cannot be read: restore the files from {} by "
+                                "hand, or remove {} to give it up",
+                                (path.parent_path() / "backup").string(), path.parent_path().string()));
   };
   const json j = with_ops ? json::parse(text, nullptr, false)
                           : json::parse(

@@ -10,6 +10,7 @@
 
 #include "installer/link_mode.hpp"
 #include "installer/txn_meta.hpp"
+#include "util/message.hpp"
 
 namespace envfix::installer {
 
@@ -21,8 +22,8 @@ struct TransactionResult {
   std::uint64_t backup_bytes = 0;    // disk held by the backup kept for rollback
   std::size_t cache_hits = 0;        // wheels linked from the unpacked cache as they were
   std::optional<LinkMode> link_mode; // how files came from the unpacked cache, if they did
-  std::vector<std::string> warnings;
-  std::vector<std::string> recovered; // what the automatic recover() did first
+  std::vector<util::Message> warnings;
+  std::vector<util::Message> recovered; // what the automatic recover() did first
   // Wall seconds of each step of run(), in order ("lookup", "unpack", "link", "kernel-check",
   // "plan", "journal", "remove", "install", "stamps", "verify", "sync", "cleanup"): where an
   // install spends its time, for `apply --format json` (applied.timings.steps).

@@ -258,14 +258,12 @@ Expected<UninstallPlan> plan_uninstall(const fs::path& dist_info_in, const Insta
     struct stat st;
     if (::lstat(p.c_str(), &st) != 0) return;
     const std::string rp = resolve(p);
-    auto refuse = [&](std::string_view why) {
-      plan.warnings.push_back(fmt::format("{}: not removing {} ({})", dist_name, p, why));
-    };
-    if (S_ISDIR(st.st_mode)) return refuse("a directory, not a file");
-    if (target.is_envfix_state(p, rp)) return refuse("envfix's own state");
-    if (keep.is_interpreter(p, rp, st)) return refuse("the environment's interpreter or pyvenv.cfg");
+    auto refuse = [&](util::Message why) { plan.warnings.push_back(util::msg("{}: not removing {} ({})", dist_name, p, why)); };
+    if (S_ISDIR(st.st_mode)) return refuse(util::msg("a directory, not a file"));
+    if (target.is_envfix_state(p, rp)) return refuse(util::msg("envfix's own state"));
+    if (keep.is_interpreter(p, rp, st)) return refuse(util::msg("the environment's interpreter or pyvenv.cfg"));
     if (!std::any_of(resolved_roots.begin(), resolved_roots.end(), [&](const std::string& r) { return is_under(rp, r); }))
-      return refuse(fmt::format("it resolves to {}, outside the install scheme", rp));
+      return refuse(util::msg("it resolves to {}, outside the install scheme", rp));
     if (others.contains(p) || others.contains(rp)) {
       plan.shared.push_back(p);
       return;
@@ -276,7 +274,7 @@ Expected<UninstallPlan> plan_uninstall(const fs::path& dist_info_in, const Insta
     bool inside = std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return is_under(p, r); });
     if (!inside || (target.is_venv && !prefix.empty() && !is_under(p, prefix))) {
       plan.warnings.push_back(
-          fmt::format("{}: not removing {} (outside the install scheme)", plan.dist_info.filename().string(), p));
+          util::msg("{}: not removing {} (outside the install scheme)", plan.dist_info.filename().string(), p));
       continue;
     }
     // Byte-code of every optimization level and interpreter, plus legacy x.pyc/x.pyo (the recording

@@ -19,7 +19,7 @@ struct UninstallPlan {
   std::vector<std::string> files;            // existing files/symlinks to remove: absolute, normal, sorted
   std::vector<std::filesystem::path> dirs;   // directories left empty, deepest first
   std::vector<std::filesystem::path> shared; // kept: another installed distribution owns them
-  std::vector<std::string> warnings;         // RECORD rows refused (outside the scheme) etc.
+  std::vector<util::Message> warnings;       // RECORD rows refused (outside the scheme) etc.
 };
 
 struct UninstallOptions {

@@ -24,6 +24,7 @@
 
 #include "specs/name.hpp"
 #include "specs/wheel_filename.hpp"
+#include "util/cache_trust.hpp"
 #include "util/fs.hpp"
 #include "util/parallel.hpp"
 #include "util/sha256.hpp"
@@ -49,8 +50,8 @@ Expected<LinkMode> parse_link_mode(std::string_view text) {
   if (text == "clone") return LinkMode::clone;
   if (text == "hardlink") return LinkMode::hardlink;
   if (text == "copy") return LinkMode::copy;
-  return make_error(ErrorCode::invalid_input, fmt::format("unknown link mode '{}'", text),
-                    "use one of auto, clone, hardlink, copy");
+  return make_error(ErrorCode::invalid_input, util::msg("unknown link mode '{}'", text),
+                    util::msg("use one of auto, clone, hardlink, copy"));
 }
 
 namespace {
@@ -166,11 +167,9 @@ void refresh_manifest(const fs::path& entry,
 
 namespace {
 
-Error bad_manifest(const fs::path& path, std::string_view what) {
-  return Error{ErrorCode::invalid_input,
-               fmt::format("{}: damaged unpacked-cache manifest: {}", path.string(), what),
-               {},
-               "the entry is ignored and the wheel unpacked again"};
+Error bad_manifest(const fs::path& path, const util::Message& what) {
+  return Error::made(ErrorCode::invalid_input, util::msg("{}: damaged unpacked-cache manifest: {}", path.string(), what), {},
+                     util::msg("the entry is ignored and the wheel unpacked again"));
 }
 
 template <class T>
@@ -191,29 +190,29 @@ template <class T>
 Expected<T> field(const json& j, const char* key, const fs::path& path) {
   auto it = j.find(key);
   if (it == j.end() || !typed<T>(*it))
-    return std::unexpected(bad_manifest(path, fmt::format("\"{}\" missing or of the wrong type", key)));
+    return std::unexpected(bad_manifest(path, util::msg("\"{}\" missing or of the wrong type", key)));
   return it->get<T>();
 }
 
 template <class T>
 Expected<T> element(const json& a, std::size_t i, const fs::path& path, std::size_t file) {
   if (i >= a.size() || !typed<T>(a[i]))
-    return std::unexpected(bad_manifest(path, fmt::format("files[{}][{}] missing or of the wrong type", file, i)));
+    return std::unexpected(bad_manifest(path, util::msg("files[{}][{}] missing or of the wrong type", file, i)));
   return a[i].get<T>();
 }
 
 Expected<std::vector<std::string>> strings(const json& v, const fs::path& path, std::string_view what) {
-  if (!v.is_array()) return std::unexpected(bad_manifest(path, fmt::format("{} is not a list", what)));
+  if (!v.is_array()) return std::unexpected(bad_manifest(path, util::msg("{} is not a list", what)));
   std::vector<std::string> out;
   for (const auto& e : v) {
-    if (!e.is_string()) return std::unexpected(bad_manifest(path, fmt::format("{} holds a non-string", what)));
+    if (!e.is_string()) return std::unexpected(bad_manifest(path, util::msg("{} holds a non-string", what)));
     out.push_back(e.get<std::string>());
   }
   return out;
 }
 
 Expected<ManifestFile> parse_file(const json& f, const fs::path& path, std::size_t k) {
-  if (!f.is_array()) return std::unexpected(bad_manifest(path, fmt::format("files[{}] is not a list", k)));
+  if (!f.is_array()) return std::unexpected(bad_manifest(path, util::msg("files[{}] is not a list", k)));
   ManifestFile mf;
   mf.member = ENVFIX_TRY(element<std::string>(f, 0, path, k));
   mf.hash = ENVFIX_TRY(element<std::string>(f, 1, path, k));
@@ -230,12 +229,12 @@ Expected<ManifestFile> parse_file(const json& f, const fs::path& path, std::size
 
 Expected<UnpackedManifest> parse_manifest(std::string_view text, const fs::path& path) {
   json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) return std::unexpected(bad_manifest(path, "not JSON"));
-  if (!j.is_object()) return std::unexpected(bad_manifest(path, "not a JSON object"));
+  if (j.is_discarded()) return std::unexpected(bad_manifest(path, util::msg("not JSON")));
+  if (!j.is_object()) return std::unexpected(bad_manifest(path, util::msg("not a JSON object")));
   UnpackedManifest m;
   auto v = j.find("manifest");
   if (v == j.end() || !v->is_number_integer())
-    return std::unexpected(bad_manifest(path, "\"manifest\" missing or of the wrong type"));
+    return std::unexpected(bad_manifest(path, util::msg("\"manifest\" missing or of the wrong type")));
   m.version = static_cast<int>(std::clamp<std::int64_t>(v->get<std::int64_t>(), -1, 1 << 20));
   if (m.version != manifest_version) return m; // another format: the caller ignores it without a word
   m.filename = ENVFIX_TRY(field<std::string>(j, "filename", path));
@@ -249,10 +248,11 @@ Expected<UnpackedManifest> parse_manifest(std::string_view text, const fs::path&
   m.metadata = ENVFIX_TRY(field<std::string>(j, "metadata", path));
   m.entry_points = ENVFIX_TRY(field<std::string>(j, "entry_points", path));
   auto w = j.find("warnings");
-  if (w == j.end()) return std::unexpected(bad_manifest(path, "\"warnings\" missing"));
+  if (w == j.end()) return std::unexpected(bad_manifest(path, util::msg("\"warnings\" missing")));
   m.warnings = ENVFIX_TRY(strings(*w, path, "\"warnings\""));
   auto files = j.find("files");
-  if (files == j.end() || !files->is_array()) return std::unexpected(bad_manifest(path, "\"files\" missing or not a list"));
+  if (files == j.end() || !files->is_array())
+    return std::unexpected(bad_manifest(path, util::msg("\"files\" missing or not a list")));
   m.files.reserve(files->size());
   for (std::size_t k = 0; k < files->size(); ++k) m.files.push_back(ENVFIX_TRY(parse_file((*files)[k], path, k)));
   return m;
@@ -399,16 +399,18 @@ bool is_wheel_asked(const UnpackedManifest& m, std::string_view filename) {
 // Reads the manifest and stats every file. A damaged manifest (wrong types, bad names, another
 // package) says so in `warning`; a missing or older-format one is absent without a word.
 std::optional<LoadedEntry> load_entry(const fs::path& root, std::string_view sha256, std::string_view filename,
-                                      std::string& warning) {
+                                      util::Message& warning) {
   if (!valid_sha256(sha256)) return std::nullopt;
   LoadedEntry e;
   e.dir = root / std::string(sha256);
   const fs::path path = e.dir / manifest_name;
-  auto text = util::read_file(path);
+  // The manifest decides which files are linked in: read through the cache's trust check (a foreign
+  // or group-writable one is ignored, with a warning), as every other cache entry is.
+  auto text = util::read_trusted(path);
   if (!text) return std::nullopt;
   auto m = parse_manifest(*text, path);
   if (!m) {
-    warning = m.error().message + "; " + m.error().hint;
+    warning = util::msg("{}; {}", m.error().said_message(), m.error().hint);
     return std::nullopt;
   }
   if (m->version != manifest_version) return std::nullopt;
@@ -426,13 +428,14 @@ std::optional<LoadedEntry> load_entry(const fs::path& root, std::string_view sha
   sw.entry_points = m->entry_points;
   sw.warnings = m->warnings;
   if (!valid_manifest_names(sw, m->filename)) {
-    warning = fmt::format("{}: damaged unpacked-cache manifest: a file or directory name breaks the wheel rules; ignored",
-                          path.string());
+    warning =
+        util::msg("{}: damaged unpacked-cache manifest: a file or directory name breaks the wheel rules; ignored", path.string());
     return std::nullopt;
   }
   if (!is_wheel_asked(*m, filename)) {
-    warning = fmt::format("{}: the unpacked-cache entry under sha256 {} holds {} {} ({}), not {}; ignored", path.string(), sha256,
-                          m->name, m->version_text, m->filename, filename.empty() ? "its own file name's package" : filename);
+    warning = util::msg("{}: the unpacked-cache entry under sha256 {} holds {} {} ({}), not {}; ignored", path.string(), sha256,
+                        m->name, m->version_text, m->filename,
+                        filename.empty() ? util::msg("its own file name's package") : util::plain(std::string(filename)));
     return std::nullopt;
   }
   std::set<std::string_view> members;
@@ -481,7 +484,7 @@ std::vector<std::optional<wheel::StagedWheel>> UnpackedCache::find_many(const st
                                                                         const std::vector<std::string>& filenames) const {
   threads = std::max(1u, threads);
   std::vector<std::optional<LoadedEntry>> loaded(shas.size());
-  std::vector<std::string> warnings(shas.size());
+  std::vector<util::Message> warnings(shas.size());
   (void)util::parallel_for(shas.size(), threads, [&](std::size_t i) -> Expected<void> {
     std::error_code ec;
     // Held shared before it is checked, so that what is checked is what gets linked (entry locks).
@@ -770,8 +773,8 @@ Expected<LinkResult> link_tree(wheel::StagedWheel cached, const fs::path& dest_t
   const auto [first_used, first_err] = ENVFIX_TRY(link_first(mode, src(0), files[0].staged, modes[0]));
   out.used = first_used;
   if (mode != LinkMode::automatic && out.used != mode)
-    out.fallback = fmt::format("link mode {} is not possible from {} to {} ({}); used {}", to_string(mode), src_tree,
-                               dest_tree.string(), std::strerror(first_err), to_string(out.used));
+    out.fallback = util::msg("link mode {} is not possible from {} to {} ({}); used {}", to_string(mode), src_tree,
+                             dest_tree.string(), std::strerror(first_err), to_string(out.used));
 
   const LinkMode used = out.used;
   if (used == LinkMode::hardlink) {

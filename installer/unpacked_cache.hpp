@@ -65,8 +65,8 @@ public:
   // <root>/.locks/<sha256> until the process ends, so that another run's add() never replaces or
   // removes the files this one links from; add() replaces an entry only under the exclusive lock.
   struct FindStats {
-    std::size_t rehashed = 0;          // files whose inode or change time had moved (hashed before use)
-    std::vector<std::string> warnings; // damaged or mismatched entries, each naming its manifest
+    std::size_t rehashed = 0;            // files whose inode or change time had moved (hashed before use)
+    std::vector<util::Message> warnings; // damaged or mismatched entries, each naming its manifest
   };
   [[nodiscard]] std::optional<wheel::StagedWheel> find(std::string_view sha256, unsigned threads = 1, FindStats* stats = nullptr,
                                                        std::string_view filename = {}) const;
@@ -98,9 +98,9 @@ private:
 };
 
 struct LinkResult {
-  wheel::StagedWheel staged;           // `cached` with every path under the new tree
-  LinkMode used = LinkMode::copy;      // what was really done
-  std::optional<std::string> fallback; // why the requested mode was not possible, if it was not
+  wheel::StagedWheel staged;             // `cached` with every path under the new tree
+  LinkMode used = LinkMode::copy;        // what was really done
+  std::optional<util::Message> fallback; // why the requested mode was not possible, if it was not
   // Hard links only: the cache entry, and per file the change time just after its link (-1: the
   // file had moved since it was verified, or was copied), for LinkStamps.
   std::filesystem::path entry;

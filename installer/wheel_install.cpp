@@ -73,8 +73,8 @@ Expected<std::vector<EntryPoint>> parse_entry_points(std::string_view text, std:
     auto colon = value.find(':');
     if (colon == std::string::npos)
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}:{}: entry point '{}' = '{}' names no callable", where, line_no, ep.name, value),
-                        "a script entry point must look like 'module:function'");
+                        util::msg("{}:{}: entry point '{}' = '{}' names no callable", where, line_no, ep.name, value),
+                        util::msg("a script entry point must look like 'module:function'"));
     ep.module = trim(std::string_view(value).substr(0, colon));
     ep.attr = trim(std::string_view(value).substr(colon + 1));
     if (ep.name.empty() || ep.module.empty() || ep.attr.empty() || ep.name.find('/') != std::string::npos || ep.name == "." ||
@@ -301,7 +301,8 @@ Expected<WheelInstallPlan> plan_wheel_install(const wheel::StagedWheel& sw, cons
 
   plan.moves.insert(plan.moves.end(), metadata_moves.begin(), metadata_moves.end());
   ENVFIX_TRY_VOID(write_install_metadata(plan, std::move(record), gen, root, file_mode, options));
-  plan.warnings = sw.warnings;
+  // Oddities read from the wheel are facts kept with its unpacked copy (installer/unpacked_cache.hpp), shown as recorded.
+  for (const auto& w : sw.warnings) plan.warnings.push_back(util::plain(w));
   return plan;
 }
 

@@ -34,7 +34,7 @@ struct WheelInstallPlan {
   std::string version;
   std::filesystem::path dist_info; // final .dist-info path
   std::vector<FileMove> moves;     // payload, then launchers, then metadata, RECORD last (no RECORD = broken)
-  std::vector<std::string> warnings;
+  std::vector<util::Message> warnings;
 };
 
 // A console/GUI entry point (entry_points.txt, the entry points spec).

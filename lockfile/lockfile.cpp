@@ -148,11 +148,11 @@ public:
 
   [[nodiscard]] bool ok() const { return m_problems.empty(); }
   [[nodiscard]] Error error() const {
-    Error e{ErrorCode::invalid_input,
-            fmt::format("{} is not a valid envfix lockfile ({} problem{})", m_source, m_problems.size(),
-                        m_problems.size() == 1 ? "" : "s"),
-            m_problems, "fix the lines named above, or regenerate the file with `envfix lock`"};
-    return e;
+    return Error::made(
+        ErrorCode::invalid_input,
+        m_problems.size() == 1 ? util::msg("{} is not a valid envfix lockfile (1 problem)", m_source)
+                               : util::msg("{} is not a valid envfix lockfile ({} problems)", m_source, m_problems.size()),
+        util::plains(m_problems), util::msg("fix the lines named above, or regenerate the file with `envfix lock`"));
   }
 
 private:
@@ -396,8 +396,8 @@ Expected<LockFile> LockFile::parse(std::string_view text, std::string_view sourc
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::invalid_input,
-                      fmt::format("{}:{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg),
-                      "regenerate the file with `envfix lock`");
+                      util::msg("{}:{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg),
+                      util::msg("regenerate the file with `envfix lock`"));
   }
   Checker c(source);
   LockFile lock;
@@ -419,9 +419,9 @@ Expected<LockFile> LockFile::parse(std::string_view text, std::string_view sourc
     }
     if (version > current_version)
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}: lock-version {} was written by a newer envfix (this one reads up to {})", source,
-                                    version, current_version),
-                        "upgrade envfix, or regenerate the lockfile with this version's `envfix lock`");
+                        util::msg("{}: lock-version {} was written by a newer envfix (this one reads up to {})", source, version,
+                                  current_version),
+                        util::msg("upgrade envfix, or regenerate the lockfile with this version's `envfix lock`"));
     lock.lock_version = version;
     c.allow_keys(root, {"lock-version", "created-by", "framework", "request", "targets"}, "the lockfile");
     lock.created_by = c.str(root, "created-by", "the lockfile");
@@ -451,16 +451,17 @@ Expected<LockFile> LockFile::parse(std::string_view text, std::string_view sourc
 Expected<LockFile> LockFile::read(const std::filesystem::path& path) {
   auto text = util::read_file(path);
   if (!text)
-    return std::unexpected(std::move(text).error().with_hint("create one with `envfix lock`, or name it with --lockfile"));
+    return std::unexpected(
+        std::move(text).error().with_hint(util::msg("create one with `envfix lock`, or name it with --lockfile")));
   return parse(*text, path.string());
 }
 
 Expected<void> LockFile::write(const std::filesystem::path& path) const { return util::write_file_atomic(path, to_yaml()); }
 
-std::string installed_only_warning(const InstalledOnly& p, std::string_view lockfile_path) {
-  return fmt::format("{}: {} {} is kept as installed, but no index of the set serves it ({}): locked under installed-only "
-                     "(`apply --locked` needs it installed at this version; the exports name it without a file)",
-                     lockfile_path, p.name, p.version, p.provenance);
+util::Message installed_only_warning(const InstalledOnly& p, std::string_view lockfile_path) {
+  return util::msg("{}: {} {} is kept as installed, but no index of the set serves it ({}): locked under installed-only "
+                   "(`apply --locked` needs it installed at this version; the exports name it without a file)",
+                   lockfile_path, p.name, p.version, p.provenance);
 }
 
 std::vector<std::string> unmet_installed_only(const LockTarget& target,
@@ -488,12 +489,15 @@ Expected<void> check_installed_only(const LockTarget& target, const std::vector<
                                     std::string_view lockfile_path) {
   auto unmet = unmet_installed_only(target, installed);
   if (unmet.empty()) return {};
-  return std::unexpected(Error{ErrorCode::invalid_input,
-                               fmt::format("{} target {} keeps {} package{} no index serves, and this environment lacks {}",
-                                           lockfile_path, target.id, unmet.size(), unmet.size() == 1 ? "" : "s", unmet.front()),
-                               unmet,
-                               "install those versions first (from where they came), or re-lock with an index that serves "
-                               "them; nothing was changed"});
+  return std::unexpected(Error::made(
+      ErrorCode::invalid_input,
+      unmet.size() == 1 ? util::msg("{} target {} keeps 1 package no index serves, and this environment lacks {}", lockfile_path,
+                                    target.id, unmet.front())
+                        : util::msg("{} target {} keeps {} packages no index serves, and this environment lacks {}",
+                                    lockfile_path, target.id, unmet.size(), unmet.front()),
+      util::plains(unmet),
+      util::msg("install those versions first (from where they came), or re-lock with an index that serves them; nothing "
+                "was changed")));
 }
 
 namespace {
@@ -648,9 +652,9 @@ std::string file_name_problem(std::string_view id) {
 Expected<std::string> export_file_name(const LockTarget& target, bool pylock, std::string_view lockfile_path) {
   if (auto why = file_name_problem(target.id); !why.empty())
     return make_error(ErrorCode::invalid_input,
-                      fmt::format("{}: target id '{}' {}; --all names files after target ids", lockfile_path,
-                                  util::escape_control(target.id, false), why),
-                      "export it alone with --target ID -o FILE, or regenerate the lockfile with `envfix lock`");
+                      util::msg("{}: target id '{}' {}; --all names files after target ids", lockfile_path,
+                                util::escape_control(target.id, false), why),
+                      util::msg("export it alone with --target ID -o FILE, or regenerate the lockfile with `envfix lock`"));
   return pylock ? fmt::format("pylock.{}.toml", target.id) : fmt::format("requirements-{}.txt", target.id);
 }
 

@@ -111,7 +111,7 @@ void keep_learned(LockTarget& fresh, const LockTarget& old);
 using util::strip_credentials;
 
 // The warning for one installed-only entry as a lockfile is written.
-[[nodiscard]] std::string installed_only_warning(const InstalledOnly& p, std::string_view lockfile_path);
+[[nodiscard]] util::Message installed_only_warning(const InstalledOnly& p, std::string_view lockfile_path);
 
 // What of `target.installed_only` the environment lacks (`installed`: normalized name → version as
 // installed): "typing-extensions 4.15.0 (installed by pip; not served by …): 4.12.2 is installed".

@@ -30,8 +30,8 @@ Expected<TargetSpec> parse_target_spec(std::string_view spec) {
   for (const auto& part : util::split(spec, ',')) {
     auto eq = part.find('=');
     if (eq == std::string::npos)
-      return make_error(ErrorCode::invalid_input, fmt::format("--target '{}': '{}' is not key=value", spec, part),
-                        "e.g. --target gpu=sm_120,python=3.10,driver=570.86,platform=manylinux_2_28_x86_64");
+      return make_error(ErrorCode::invalid_input, util::msg("--target '{}': '{}' is not key=value", spec, part),
+                        util::msg("e.g. --target gpu=sm_120,python=3.10,driver=570.86,platform=manylinux_2_28_x86_64"));
     std::string key = part.substr(0, eq), value = part.substr(eq + 1);
     if (key == "gpu") {
       t.gpus = util::split(value, '+');
@@ -43,8 +43,8 @@ Expected<TargetSpec> parse_target_spec(std::string_view spec) {
     } else if (key == "platform") {
       t.platform = value;
     } else {
-      return make_error(ErrorCode::invalid_input, fmt::format("--target '{}': unknown key '{}'", spec, key),
-                        "keys: gpu, python, driver, platform");
+      return make_error(ErrorCode::invalid_input, util::msg("--target '{}': unknown key '{}'", spec, key),
+                        util::msg("keys: gpu, python, driver, platform"));
     }
   }
   return t;

@@ -157,17 +157,15 @@ Expected<ReleaseAnswer> answer_release(const Knowledge& k, const Framework& f, s
                                        const std::vector<std::string>& gpu_queries, std::string_view mirror) {
   ReleaseAnswer r;
   auto v = specs::Version::parse(version);
-  if (!v) return std::unexpected(Error(v.error()).context(fmt::format("--version {}", version)));
+  if (!v) return std::unexpected(Error(v.error()).context(util::msg("--version {}", version)));
   r.version = *v;
   r.row = f.release(*v);
   if (!r.row) {
     std::vector<std::string> known;
     for (const auto* row : rows_newest_first(f)) known.push_back(row->label());
     return std::unexpected(
-        Error{ErrorCode::not_found,
-              fmt::format("{} {} is not in the matrices", f.name, v->to_string()),
-              {},
-              fmt::format("known: {}; add a release with --matrices DIR (matrices/README.md)", util::join(known, "; "))});
+        Error::made(ErrorCode::not_found, util::msg("{} {} is not in the matrices", f.name, v->to_string()), {},
+                    util::msg("known: {}; add a release with --matrices DIR (matrices/README.md)", util::join(known, "; "))));
   }
   for (const auto& q : gpu_queries) r.gpus.push_back(ENVFIX_TRY(shown_gpu(k, q)));
   r.channel = r.row->channels.empty() ? "stable" : r.row->channels.front();

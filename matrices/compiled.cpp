@@ -88,8 +88,8 @@ Expected<Knowledge> knowledge_from_json(std::string_view json) {
   try {
     return KnowledgeCodec::from(nlohmann::json::parse(json));
   } catch (const std::exception& e) {
-    return make_error(ErrorCode::invalid_input, fmt::format("compiled matrices data: {}", e.what()),
-                      "rebuild envfix: the build writes this from matrices/data/*.yaml (matrices/compile.cpp)");
+    return make_error(ErrorCode::invalid_input, util::msg("compiled matrices data: {}", e.what()),
+                      util::msg("rebuild envfix: the build writes this from matrices/data/*.yaml (matrices/compile.cpp)"));
   }
 }
 

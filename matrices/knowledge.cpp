@@ -271,9 +271,9 @@ Expected<ResolvedGpu> Knowledge::resolve_gpu(std::string_view query) const {
       !bad && (query.starts_with("sm_") || query.starts_with("compute_") ||
                (!query.empty() && std::isdigit(static_cast<unsigned char>(query[0])))))
     return std::unexpected(bad.error());
-  return make_error(ErrorCode::invalid_input,
-                    fmt::format("unknown GPU '{}': not an arch (sm_120, 12.0) or a known GPU name", query),
-                    "run `envfix matrix` to list known GPUs; new products can be added in 'gpus:' of a --matrices override");
+  return make_error(
+      ErrorCode::invalid_input, util::msg("unknown GPU '{}': not an arch (sm_120, 12.0) or a known GPU name", query),
+      util::msg("run `envfix matrix` to list known GPUs; new products can be added in 'gpus:' of a --matrices override"));
 }
 
 std::optional<GpuProduct> Knowledge::gpu_for_soc(std::string_view soc) const {

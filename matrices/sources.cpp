@@ -20,20 +20,20 @@ Expected<Knowledge> Knowledge::load_embedded() {
 Expected<Knowledge> Knowledge::load(const std::filesystem::path& override_dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(override_dir, ec))
-    return make_error(ErrorCode::not_found, fmt::format("matrices override directory {} does not exist", override_dir.string()),
-                      "--matrices DIR / ENVFIX_MATRICES must name a directory of *.yaml files");
+    return make_error(ErrorCode::not_found, util::msg("matrices override directory {} does not exist", override_dir.string()),
+                      util::msg("--matrices DIR / ENVFIX_MATRICES must name a directory of *.yaml files"));
   std::vector<std::filesystem::path> paths;
   for (auto it = std::filesystem::directory_iterator(override_dir, ec); !ec && it != std::filesystem::directory_iterator();
        it.increment(ec)) {
     auto ext = it->path().extension();
     if (ext == ".yaml" || ext == ".yml") paths.push_back(it->path());
   }
-  if (ec) return make_error(ErrorCode::io, fmt::format("cannot list {}: {}", override_dir.string(), ec.message()));
+  if (ec) return make_error(ErrorCode::io, util::msg("cannot list {}: {}", override_dir.string(), ec.message()));
   std::sort(paths.begin(), paths.end());
   std::vector<SourceFile> files = embedded_files();
   for (const auto& p : paths) {
     auto text = util::read_file(p);
-    if (!text) return std::unexpected(Error(text.error()).context(fmt::format("reading matrices override {}", p.string())));
+    if (!text) return std::unexpected(Error(text.error()).context(util::msg("reading matrices override {}", p.string())));
     files.push_back({p.string(), std::move(*text)});
   }
   return load_from(files);

@@ -47,7 +47,7 @@ Expected<std::string> parse_proc_driver_version(std::string_view text) {
     }
     return fail(ErrorCode::invalid_input, "no driver version in NVRM line: '{}'", trim(line));
   }
-  return make_error(ErrorCode::invalid_input, "no 'NVRM version:' line in /proc/driver/nvidia/version");
+  return make_error(ErrorCode::invalid_input, util::msg("no 'NVRM version:' line in /proc/driver/nvidia/version"));
 }
 
 Expected<std::string> parse_sys_module_version(std::string_view text) {
@@ -64,7 +64,7 @@ Expected<std::vector<SmiCsvRow>> parse_nvidia_smi_csv(std::string_view text) {
   auto lines = split_lines(text);
   std::size_t i = 0;
   while (i < lines.size() && trim(lines[i]).empty()) ++i;
-  if (i == lines.size()) return make_error(ErrorCode::invalid_input, "nvidia-smi CSV output is empty");
+  if (i == lines.size()) return make_error(ErrorCode::invalid_input, util::msg("nvidia-smi CSV output is empty"));
   std::vector<std::string> header;
   for (auto h : split(lines[i], ',')) header.emplace_back(trim(h));
   auto col = [&](std::string_view prefix) -> int {
@@ -143,7 +143,8 @@ Expected<SmiReport> parse_nvidia_smi_q(std::string_view text) {
       gpu->memory_bytes = parse_mib(value).value_or(0);
     }
   }
-  if (rep.driver_version.empty()) return make_error(ErrorCode::invalid_input, "no 'Driver Version' line in nvidia-smi -q output");
+  if (rep.driver_version.empty())
+    return make_error(ErrorCode::invalid_input, util::msg("no 'Driver Version' line in nvidia-smi -q output"));
   return rep;
 }
 
@@ -220,7 +221,7 @@ Expected<std::vector<SmiListGpu>> parse_nvidia_smi_list(std::string_view text) {
       out.back().mig.push_back(std::move(m));
     }
   }
-  if (out.empty()) return make_error(ErrorCode::invalid_input, "no 'GPU N: … (UUID: …)' line in nvidia-smi -L output");
+  if (out.empty()) return make_error(ErrorCode::invalid_input, util::msg("no 'GPU N: … (UUID: …)' line in nvidia-smi -L output"));
   return out;
 }
 

@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kWslLibDir = "/usr/lib/wsl/lib";
 
-void note(std::vector<std::string>* notes, std::string text) {
+void note(std::vector<util::Message>* notes, util::Message text) {
   if (notes) notes->push_back(std::move(text));
 }
 
@@ -152,7 +152,7 @@ void mig_devices(Nvml& nvml, nvmlDevice_t dev, GpuInfo& g) {
   }
 }
 
-std::optional<std::vector<GpuInfo>> gpus_from_nvml(Nvml& nvml, std::vector<std::string>* notes) {
+std::optional<std::vector<GpuInfo>> gpus_from_nvml(Nvml& nvml, std::vector<util::Message>* notes) {
   if (!nvml.initialized) return std::nullopt;
   auto count_fn = nvml.lib.sym<NvmlDeviceGetCount>("nvmlDeviceGetCount_v2");
   auto handle_fn = nvml.lib.sym<NvmlDeviceGetHandleByIndex>("nvmlDeviceGetHandleByIndex_v2");
@@ -161,7 +161,7 @@ std::optional<std::vector<GpuInfo>> gpus_from_nvml(Nvml& nvml, std::vector<std::
   auto cc_fn = nvml.lib.sym<NvmlDeviceGetCc>("nvmlDeviceGetCudaComputeCapability");
   auto mem_fn = nvml.lib.sym<NvmlDeviceGetMemoryInfo>("nvmlDeviceGetMemoryInfo");
   if (!count_fn || !handle_fn || !name_fn || !cc_fn) {
-    note(notes, "NVML lacks nvmlDeviceGetCudaComputeCapability (driver older than 410?)");
+    note(notes, util::msg("NVML lacks nvmlDeviceGetCudaComputeCapability (driver older than 410?)"));
     return std::nullopt;
   }
   unsigned count = 0;
@@ -170,7 +170,7 @@ std::optional<std::vector<GpuInfo>> gpus_from_nvml(Nvml& nvml, std::vector<std::
   for (unsigned i = 0; i < count; ++i) {
     nvmlDevice_t dev = nullptr;
     if (handle_fn(i, &dev) != 0) {
-      note(notes, fmt::format("NVML: device {} not accessible (permissions?)", i));
+      note(notes, util::msg("NVML: device {} not accessible (permissions?)", i));
       continue;
     }
     GpuInfo g;
@@ -190,7 +190,7 @@ std::optional<std::vector<GpuInfo>> gpus_from_nvml(Nvml& nvml, std::vector<std::
 }
 
 // libcuda enumerates only what CUDA_VISIBLE_DEVICES lets through, already renumbered.
-std::optional<std::vector<GpuInfo>> gpus_from_cuda(Library& cuda, std::vector<std::string>* notes) {
+std::optional<std::vector<GpuInfo>> gpus_from_cuda(Library& cuda, std::vector<util::Message>* notes) {
   auto init = cuda.sym<CuInit>("cuInit");
   auto count_fn = cuda.sym<CuDeviceGetCount>("cuDeviceGetCount");
   auto get_fn = cuda.sym<CuDeviceGet>("cuDeviceGet");
@@ -201,11 +201,11 @@ std::optional<std::vector<GpuInfo>> gpus_from_cuda(Library& cuda, std::vector<st
   if (!init || !count_fn || !get_fn || !attr_fn) return std::nullopt;
   int rc = init(0);
   if (rc == kCudaErrorNoDevice) {
-    note(notes, "libcuda: cuInit reports no CUDA-capable device (check CUDA_VISIBLE_DEVICES)");
+    note(notes, util::msg("libcuda: cuInit reports no CUDA-capable device (check CUDA_VISIBLE_DEVICES)"));
     return std::vector<GpuInfo>{};
   }
   if (rc != 0) {
-    note(notes, fmt::format("libcuda: cuInit failed with CUDA error {}", rc));
+    note(notes, util::msg("libcuda: cuInit failed with CUDA error {}", rc));
     return std::nullopt;
   }
   int count = 0;
@@ -233,7 +233,7 @@ std::optional<std::vector<GpuInfo>> gpus_from_cuda(Library& cuda, std::vector<st
   return out;
 }
 
-std::optional<std::string> run_nvidia_smi(const std::vector<std::string>& extra_args, std::vector<std::string>* notes) {
+std::optional<std::string> run_nvidia_smi(const std::vector<std::string>& extra_args, std::vector<util::Message>* notes) {
   auto smi = util::find_in_path("nvidia-smi");
   if (!smi) return std::nullopt;
   std::vector<std::string> argv = extra_args;
@@ -242,12 +242,12 @@ std::optional<std::string> run_nvidia_smi(const std::vector<std::string>& extra_
   opt.timeout = std::chrono::seconds(20);
   auto r = util::run_process(argv, opt);
   if (!r) {
-    note(notes, fmt::format("nvidia-smi could not be started: {}", r.error().message));
+    note(notes, util::msg("nvidia-smi could not be started: {}", r.error().said_message()));
     return std::nullopt;
   }
   if (!r->ok()) {
     auto msg = trim(r->out.empty() ? r->err : r->out);
-    note(notes, fmt::format("nvidia-smi failed: {}", msg.substr(0, 200)));
+    note(notes, util::msg("nvidia-smi failed: {}", msg.substr(0, 200)));
     return std::nullopt;
   }
   return r->out;
@@ -257,34 +257,34 @@ bool looks_like_wsl() { return probe_platform().is_wsl(); }
 
 } // namespace
 
-Expected<std::vector<GpuInfo>> probe_gpus(std::vector<std::string>* notes) {
+Expected<std::vector<GpuInfo>> probe_gpus(std::vector<util::Message>* notes) {
   if (nvml_disabled()) {
-    note(notes, "ENVFIX_NO_NVML=1: GPUs not probed");
+    note(notes, util::msg("ENVFIX_NO_NVML=1: GPUs not probed"));
     return std::vector<GpuInfo>{};
   }
   auto cvd = util::get_env(util::Env::cuda_visible_devices);
   {
     Nvml nvml;
-    if (nvml.lib.from_wsl()) note(notes, fmt::format("WSL: NVML loaded from {}", kWslLibDir));
+    if (nvml.lib.from_wsl()) note(notes, util::msg("WSL: NVML loaded from {}", kWslLibDir));
     if (auto all = gpus_from_nvml(nvml, notes)) return apply_cuda_visible_devices(*all, cvd);
     if (!nvml.lib)
-      note(notes, fmt::format("NVML not loadable: {}", nvml.lib.error()));
+      note(notes, util::msg("NVML not loadable: {}", nvml.lib.error()));
     else
-      note(notes, "NVML loaded but nvmlInit failed (driver/library version mismatch?)");
+      note(notes, util::msg("NVML loaded but nvmlInit failed (driver/library version mismatch?)"));
   }
   {
     Library cuda("libcuda.so.1");
     if (cuda) {
       if (auto gpus = gpus_from_cuda(cuda, notes)) return *gpus;
     } else {
-      note(notes, fmt::format("libcuda not loadable: {}", cuda.error()));
+      note(notes, util::msg("libcuda not loadable: {}", cuda.error()));
     }
   }
   // Last resort: nvidia-smi (also what a test puts on PATH).
   if (auto out = run_nvidia_smi({"--query-gpu=index,name,uuid,compute_cap,driver_version,memory.total", "--format=csv"}, notes)) {
     auto rows = parse_nvidia_smi_csv(*out);
     if (!rows) {
-      note(notes, "nvidia-smi output not understood: " + rows.error().message);
+      note(notes, util::msg("nvidia-smi output not understood: {}", rows.error().said_message()));
     } else {
       std::vector<GpuInfo> all;
       for (auto& r : *rows) {
@@ -296,7 +296,7 @@ Expected<std::vector<GpuInfo>> probe_gpus(std::vector<std::string>* notes) {
         if (r.cc)
           g.cc = *r.cc;
         else
-          note(notes, fmt::format("nvidia-smi gives no compute capability for GPU {} (driver < 510)", r.index));
+          note(notes, util::msg("nvidia-smi gives no compute capability for GPU {} (driver < 510)", r.index));
         all.push_back(std::move(g));
       }
       // MIG devices are listed only by `nvidia-smi -L`; needed only when CUDA_VISIBLE_DEVICES names one.
@@ -309,11 +309,11 @@ Expected<std::vector<GpuInfo>> probe_gpus(std::vector<std::string>* notes) {
       return apply_cuda_visible_devices(all, cvd);
     }
   }
-  if (looks_like_wsl()) note(notes, "WSL detected: the GPU driver lives on Windows; check /usr/lib/wsl/lib");
+  if (looks_like_wsl()) note(notes, util::msg("WSL detected: the GPU driver lives on Windows; check /usr/lib/wsl/lib"));
   return std::vector<GpuInfo>{};
 }
 
-Expected<DriverInfo> probe_driver(std::vector<std::string>* notes) {
+Expected<DriverInfo> probe_driver(std::vector<util::Message>* notes) {
   DriverInfo info;
   std::optional<specs::CudaVersion> cuda;
   if (!nvml_disabled()) {
@@ -339,7 +339,8 @@ Expected<DriverInfo> probe_driver(std::vector<std::string>* notes) {
         info.version = *v;
         info.source = "sysfs";
       } else {
-        note(notes, "/sys/module/nvidia/version: " + v.error().message);
+        note(notes,
+             util::msg("the driver version in {} is not understood: {}", "/sys/module/nvidia/version", v.error().said_message()));
       }
     }
   }
@@ -349,7 +350,8 @@ Expected<DriverInfo> probe_driver(std::vector<std::string>* notes) {
         info.version = *v;
         info.source = "procfs";
       } else {
-        note(notes, "/proc/driver/nvidia/version: " + v.error().message);
+        note(notes, util::msg("the driver version in {} is not understood: {}", "/proc/driver/nvidia/version",
+                              v.error().said_message()));
       }
     }
   }

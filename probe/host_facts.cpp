@@ -96,7 +96,7 @@ void survey_path(HostFacts& facts) {
             if (const auto& real = through(sibling)) facts.pip_interpreter = *real;
           } else
             facts.notes.push_back(
-                fmt::format("{} is a wrapper ({}): its interpreter is chosen at run time", pip->string(), interp->string()));
+                util::msg("{} is a wrapper ({}): its interpreter is chosen at run time", pip->string(), interp->string()));
         }
       }
       break;
@@ -153,9 +153,10 @@ Expected<InterpreterChoice> choose_interpreter(const std::optional<fs::path>& ex
   if (auto venv = project_venv(cwd))
     return InterpreterChoice{prefix_interpreter(*venv), ".venv in " + venv->parent_path().string()};
   if (auto p = util::find_in_path("python3")) return settle(*p, "python3 on PATH", cwd);
-  return make_error(ErrorCode::not_found,
-                    "no Python interpreter: no --python, $VIRTUAL_ENV, $CONDA_PREFIX, .venv here or above, or python3 on PATH",
-                    "pass --python PATH (or a version: --python 3.12), or activate the environment to repair");
+  return make_error(
+      ErrorCode::not_found,
+      util::msg("no Python interpreter: no --python, $VIRTUAL_ENV, $CONDA_PREFIX, .venv here or above, or python3 on PATH"),
+      util::msg("pass --python PATH (or a version: --python 3.12), or activate the environment to repair"));
 }
 
 Expected<fs::path> default_interpreter(const std::optional<fs::path>& explicit_python) {
@@ -164,8 +165,9 @@ Expected<fs::path> default_interpreter(const std::optional<fs::path>& explicit_p
 
 Expected<CondaMetaRecord> parse_conda_record(std::string_view text, const fs::path& path, const fs::path& prefix) {
   auto bad = [&](std::string_view why) {
-    return make_error(ErrorCode::invalid_input, fmt::format("{}: {}; skipped", path.string(), why),
-                      "a damaged conda-meta record: `conda install --force-reinstall` the package, or remove the file");
+    return make_error(
+        ErrorCode::invalid_input, util::msg("{}: {}; skipped", path.string(), why),
+        util::msg("a damaged conda-meta record: `conda install --force-reinstall` the package, or remove the file"));
   };
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object()) return bad("not a JSON object");
@@ -209,7 +211,7 @@ Expected<CondaMetaRecord> parse_conda_record(std::string_view text, const fs::pa
   return out;
 }
 
-void read_conda_meta(const fs::path& prefix, std::vector<InstalledDist>& dists, std::vector<std::string>* notes) {
+void read_conda_meta(const fs::path& prefix, std::vector<InstalledDist>& dists, std::vector<util::Message>* notes) {
   std::error_code ec;
   const fs::path meta = prefix / "conda-meta";
   std::map<std::string, CondaRecord> owner; // dist-info folder (relative to prefix) -> record
@@ -226,13 +228,16 @@ void read_conda_meta(const fs::path& prefix, std::vector<InstalledDist>& dists, 
       if (!text) continue;
       auto rec = parse_conda_record(*text, e.path(), prefix);
       if (!rec) { // one damaged record costs its own ownership facts, not the probe
-        if (notes) notes->push_back(rec.error().message);
+        if (notes) notes->push_back(rec.error().said_message());
         continue;
       }
       if (!rec->skipped.empty() && notes)
-        notes->push_back(fmt::format("{}: {} 'files' entr{} outside the prefix ignored ({:?}); the record still owns the rest",
-                                     e.path().string(), rec->skipped.size(), rec->skipped.size() == 1 ? "y" : "ies",
-                                     rec->skipped.front()));
+        notes->push_back(
+            rec->skipped.size() == 1
+                ? util::msg("{}: 1 'files' entry outside the prefix ignored ({}); the record still owns the rest",
+                            e.path().string(), fmt::format("{:?}", rec->skipped.front()))
+                : util::msg("{}: {} 'files' entries outside the prefix ignored ({}, …); the record still owns the rest",
+                            e.path().string(), rec->skipped.size(), fmt::format("{:?}", rec->skipped.front())));
       const CondaRecord& r = rec->record;
       if (rec->dist_infos.empty() && !r.prefix_objects.empty()) lib_objects[r.name] = r.prefix_objects;
       for (const auto& d : rec->dist_infos) {
@@ -276,7 +281,7 @@ Expected<HostFacts> probe_host(const ProbeOptions& options) {
     std::vector<GpuInfo> gpus;
     std::optional<DriverInfo> driver;
     std::optional<TegraInfo> tegra;
-    std::vector<std::string> notes;
+    std::vector<util::Message> notes;
   };
   std::future<GpuSide> gpu_side;
   if (options.gpus)
@@ -286,12 +291,12 @@ Expected<HostFacts> probe_host(const ProbeOptions& options) {
       if (gpus)
         g.gpus = std::move(*gpus);
       else
-        g.notes.push_back(gpus.error().message);
+        g.notes.push_back(gpus.error().said_message());
       auto drv = probe_driver(&g.notes);
       if (drv)
         g.driver = std::move(*drv);
       else
-        g.notes.push_back(drv.error().message);
+        g.notes.push_back(drv.error().said_message());
       g.tegra = probe_tegra();
       return g;
     });

@@ -117,7 +117,7 @@ struct HostFacts {
   std::optional<DriverInfo> driver;
   std::optional<PythonInfo> python;
   std::vector<InstalledDist> installed;
-  std::vector<std::string> notes; // why a fact is missing ("libnvidia-ml.so.1 not found", …)
+  std::vector<util::Message> notes; // why a fact is missing ("libnvidia-ml.so.1 not found", …)
   // PATH survey.
   std::vector<PathInterpreter> path_interpreters;
   std::optional<std::filesystem::path> pip_on_path;     // `pip` found on PATH
@@ -138,7 +138,7 @@ struct ProbeOptions {
 
 // GPUs through NVML + the CUDA driver API (dlopen'ed), honouring CUDA_VISIBLE_DEVICES. No driver or
 // no device is not an error: an empty list; `notes` (if given) says why.
-[[nodiscard]] Expected<std::vector<GpuInfo>> probe_gpus(std::vector<std::string>* notes = nullptr);
+[[nodiscard]] Expected<std::vector<GpuInfo>> probe_gpus(std::vector<util::Message>* notes = nullptr);
 
 // Samples every GPU's used memory through NVML in a thread, from construction until stop(), for
 // `envfix verify --app`. Without NVML (or with ENVFIX_NO_NVML=1) it samples nothing and peak()
@@ -161,7 +161,7 @@ private:
 };
 // Driver version: NVML, /sys/module/nvidia/version, /proc/driver/nvidia/version, nvidia-smi.
 // not_found when there is no driver at all.
-[[nodiscard]] Expected<DriverInfo> probe_driver(std::vector<std::string>* notes = nullptr);
+[[nodiscard]] Expected<DriverInfo> probe_driver(std::vector<util::Message>* notes = nullptr);
 // Run the interpreter once with the embedded probe script. cache_dir empty: no cache.
 [[nodiscard]] Expected<PythonInfo> probe_python(const std::filesystem::path& python, const std::filesystem::path& cache_dir = {},
                                                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
@@ -191,7 +191,7 @@ struct CondaMetaRecord {
 // Marks the dists conda owns: a conda-meta record under `prefix` whose `files` lie in the dist-info,
 // or INSTALLER "conda". A prefix without conda-meta/ changes nothing.
 void read_conda_meta(const std::filesystem::path& prefix, std::vector<InstalledDist>& dists,
-                     std::vector<std::string>* notes = nullptr);
+                     std::vector<util::Message>* notes = nullptr);
 // The Tegra facts of this machine (under $ENVFIX_SYSFS_ROOT in tests); nullopt on any other host.
 [[nodiscard]] std::optional<TegraInfo> probe_tegra();
 // "# R36 (release), REVISION: 4.3, GCID: …" → "36.4.3"; "" when the text is not an nv_tegra_release.

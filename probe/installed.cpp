@@ -44,7 +44,7 @@ Expected<DistInfoName> parse_dist_info_dirname(std::string_view dirname) {
   return DistInfoName{std::string(stem.substr(0, dash)), std::string(stem.substr(dash + 1))};
 }
 
-Expected<InstalledDist> read_dist_info(const fs::path& dir, std::vector<std::string>* notes) {
+Expected<InstalledDist> read_dist_info(const fs::path& dir, std::vector<util::Message>* notes) {
   InstalledDist d;
   d.dist_info = dir;
   auto dn = parse_dist_info_dirname(dir.filename().string());
@@ -66,7 +66,7 @@ Expected<InstalledDist> read_dist_info(const fs::path& dir, std::vector<std::str
             d.requires_dist.push_back(std::move(*r));
           else if (notes)
             notes->push_back(
-                fmt::format("{}: Requires-Dist '{}' skipped: {}", (dir / "METADATA").string(), v, r.error().message));
+                util::msg("{}: Requires-Dist '{}' skipped: {}", (dir / "METADATA").string(), v, r.error().said_message()));
         }
       }
       if (auto ver = specs::Version::parse(version); ver && !name.empty()) {
@@ -78,16 +78,14 @@ Expected<InstalledDist> read_dist_info(const fs::path& dir, std::vector<std::str
   }
   if (!from_metadata) {
     if (!dn)
-      return std::unexpected(Error{ErrorCode::invalid_input,
-                                   fmt::format("{}: no readable METADATA and no version in the folder name", dir.string()),
-                                   {dn.error().message},
-                                   "reinstall the package: pip install --force-reinstall <name>"});
+      return std::unexpected(Error::made(
+          ErrorCode::invalid_input, util::msg("{}: no readable METADATA and no version in the folder name", dir.string()),
+          {dn.error().said_message()}, util::msg("reinstall the package: pip install --force-reinstall <name>")));
     auto ver = specs::Version::parse(dn->version);
-    if (!ver) return std::unexpected(std::move(ver.error()).context(fmt::format("{}: bad version", dir.string())));
+    if (!ver) return std::unexpected(std::move(ver.error()).context(util::msg("{}: bad version", dir.string())));
     d.name = dn->name;
     d.version = *ver;
-    if (notes)
-      notes->push_back(fmt::format("{}: METADATA missing or unreadable; name and version from the folder", dir.string()));
+    if (notes) notes->push_back(util::msg("{}: METADATA missing or unreadable; name and version from the folder", dir.string()));
   }
   d.installer = read_trimmed(dir / "INSTALLER");
   std::error_code ec;
@@ -97,12 +95,12 @@ Expected<InstalledDist> read_dist_info(const fs::path& dir, std::vector<std::str
   return d;
 }
 
-std::vector<InstalledDist> scan_site_directory(const fs::path& site_dir, std::vector<std::string>* notes) {
+std::vector<InstalledDist> scan_site_directory(const fs::path& site_dir, std::vector<util::Message>* notes) {
   std::vector<InstalledDist> out;
   std::error_code ec;
   fs::directory_iterator it(site_dir, ec), end;
   if (ec) {
-    if (notes) notes->push_back(fmt::format("cannot list {}: {}", site_dir.string(), ec.message()));
+    if (notes) notes->push_back(util::msg("cannot list {}: {}", site_dir.string(), ec.message()));
     return out;
   }
   for (; it != end; it.increment(ec)) {
@@ -113,7 +111,7 @@ std::vector<InstalledDist> scan_site_directory(const fs::path& site_dir, std::ve
     if (d)
       out.push_back(std::move(*d));
     else if (notes)
-      notes->push_back(d.error().message);
+      notes->push_back(d.error().said_message());
   }
   std::sort(out.begin(), out.end(), [](const InstalledDist& a, const InstalledDist& b) {
     auto na = a.normalized_name(), nb = b.normalized_name();

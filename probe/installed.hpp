@@ -24,11 +24,12 @@ struct DistInfoName {
 // Read one dist-info folder: METADATA (Name, Version, Requires-Dist; the folder name when METADATA
 // is missing or broken), INSTALLER, REQUESTED, direct_url.json, RECORD presence. Requires-Dist lines
 // that do not parse are skipped; `notes` (if given) gets one line for each.
-[[nodiscard]] Expected<InstalledDist> read_dist_info(const std::filesystem::path& dir, std::vector<std::string>* notes = nullptr);
+[[nodiscard]] Expected<InstalledDist> read_dist_info(const std::filesystem::path& dir,
+                                                     std::vector<util::Message>* notes = nullptr);
 
 // Every *.dist-info directly under `site_dir`, sorted by normalized name then version.
 [[nodiscard]] std::vector<InstalledDist> scan_site_directory(const std::filesystem::path& site_dir,
-                                                             std::vector<std::string>* notes = nullptr);
+                                                             std::vector<util::Message>* notes = nullptr);
 
 // Groups of dists sharing one normalized name (only groups with two or more members).
 [[nodiscard]] std::vector<std::vector<const InstalledDist*>> find_duplicates(const std::vector<InstalledDist>& dists);

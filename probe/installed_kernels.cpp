@@ -31,7 +31,7 @@ Expected<InstalledKernels> read_installed_kernels(const InstalledDist& dist, con
   for (std::size_t i = 0; i < sos.size(); ++i) {
     auto& p = read[i].profile;
     if (!p) {
-      out.notes.push_back(fmt::format("{}: {}", sos[i].path.string(), p.error().message));
+      out.notes.push_back(util::msg("{}: {}", sos[i].path.string(), p.error().said_message()));
       continue;
     }
     out.from_evidence += read[i].from_store ? 1 : 0;

@@ -17,7 +17,7 @@ struct InstalledKernels {
   std::vector<wheel::ProfiledFile> files; // only files with GPU code; path as RECORD gives it
   std::size_t scanned = 0;                // shared objects considered
   std::size_t from_evidence = 0;          // of those, profiles taken from the evidence store
-  std::vector<std::string> notes;         // unreadable files
+  std::vector<util::Message> notes;       // unreadable files
 };
 
 // Reads every *.so / *.so.N the dist's RECORD lists. A file that cannot be parsed is a note, not

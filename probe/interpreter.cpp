@@ -115,10 +115,11 @@ Expected<fs::path> resolve_shim(const fs::path& shim, const fs::path& cwd) {
   o.timeout = std::chrono::seconds(60);
   auto r = ENVFIX_TRY(util::run_process({shim.string(), "-I", "-S", "-c", "import sys; sys.stdout.write(sys.executable)"}, o));
   if (!r.ok() || r.out.empty())
-    return make_error(ErrorCode::not_found,
-                      fmt::format("{} is a shim that runs no interpreter in {}: {}", shim.string(), cwd.string(),
-                                  std::string(util::trim(r.err.empty() ? r.out : r.err))),
-                      "install the version the directory asks for (pyenv install, see .python-version), or pass --python PATH");
+    return make_error(
+        ErrorCode::not_found,
+        util::msg("{} is a shim that runs no interpreter in {}: {}", shim.string(), cwd.string(),
+                  std::string(util::trim(r.err.empty() ? r.out : r.err))),
+        util::msg("install the version the directory asks for (pyenv install, see .python-version), or pass --python PATH"));
   return fs::path(r.out);
 }
 

@@ -99,20 +99,21 @@ std::string impl_tag(std::string_view implementation_name) {
 }
 
 Expected<PythonInfo> parse_python_probe_json(const nlohmann::json& j) {
-  if (!j.is_object()) return make_error(ErrorCode::invalid_input, "interpreter probe output is not a JSON object");
+  if (!j.is_object()) return make_error(ErrorCode::invalid_input, util::msg("interpreter probe output is not a JSON object"));
   PythonInfo info;
   info.executable = str_or(j, "executable");
-  if (info.executable.empty()) return make_error(ErrorCode::invalid_input, "interpreter probe output lacks 'executable'");
+  if (info.executable.empty())
+    return make_error(ErrorCode::invalid_input, util::msg("interpreter probe output lacks 'executable'"));
   auto markers = j.find("markers");
   if (markers == j.end() || !markers->is_object())
-    return make_error(ErrorCode::invalid_input, "interpreter probe output lacks 'markers'");
+    return make_error(ErrorCode::invalid_input, util::msg("interpreter probe output lacks 'markers'"));
   for (auto& [k, v] : markers->items())
     if (v.is_string()) info.markers.values[k] = v.get<std::string>();
   std::string full =
       info.markers.values.count("python_full_version") ? info.markers.values["python_full_version"] : std::string();
-  if (full.empty()) return make_error(ErrorCode::invalid_input, "interpreter probe lacks python_full_version");
+  if (full.empty()) return make_error(ErrorCode::invalid_input, util::msg("interpreter probe lacks python_full_version"));
   auto ver = specs::Version::parse(full);
-  if (!ver) return std::unexpected(std::move(ver.error()).context("interpreter probe: bad python_full_version"));
+  if (!ver) return std::unexpected(std::move(ver.error()).context(util::msg("interpreter probe: bad python_full_version")));
   info.version = *ver;
   info.implementation =
       info.markers.values.count("implementation_name") ? info.markers.values["implementation_name"] : std::string("cpython");
@@ -278,8 +279,8 @@ std::optional<fs::path> parse_shebang_interpreter(std::string_view head) {
 Expected<PythonInfo> probe_python(const fs::path& python, const fs::path& cache_dir, std::chrono::milliseconds timeout) {
   std::error_code ec;
   if (!fs::exists(python, ec))
-    return make_error(ErrorCode::not_found, fmt::format("interpreter not found: {}", python.string()),
-                      "pass --python PATH (an interpreter or a venv directory)");
+    return make_error(ErrorCode::not_found, util::msg("interpreter not found: {}", python.string()),
+                      util::msg("pass --python PATH (an interpreter or a venv directory)"));
   fs::path cached;
   if (!cache_dir.empty()) {
     cached = cache_file(cache_dir, python);
@@ -293,15 +294,15 @@ Expected<PythonInfo> probe_python(const fs::path& python, const fs::path& cache_
   // The probe must describe the interpreter, not a PYTHONPATH leaking from our own environment.
   opt.unset_env = {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"};
   auto r = util::run_python(python, {"-c", std::string(python_probe_script())}, opt);
-  if (!r) return std::unexpected(std::move(r.error()).context(fmt::format("could not run {}", python.string())));
+  if (!r) return std::unexpected(std::move(r.error()).context(util::msg("could not run {}", python.string())));
   if (!r->ok()) {
     auto why = r->timed_out ? std::string("timed out") : fmt::format("exit code {}", r->exit_code);
     return make_error(ErrorCode::subprocess,
-                      fmt::format("interpreter probe of {} failed ({}): {}", python.string(), why, trim(r->err).substr(0, 400)),
-                      "check that it is a working Python 3 interpreter");
+                      util::msg("interpreter probe of {} failed ({}): {}", python.string(), why, trim(r->err).substr(0, 400)),
+                      util::msg("check that it is a working Python 3 interpreter"));
   }
   auto info = parse_python_probe(r->out);
-  if (!info) return std::unexpected(std::move(info.error()).context(fmt::format("probing {}", python.string())));
+  if (!info) return std::unexpected(std::move(info.error()).context(util::msg("probing {}", python.string())));
   if (!cached.empty() && !inconsistent_probe(*info, python)) { // else a later run would only reject it
     if (util::create_directories(cached.parent_path())) (void)util::write_file_atomic(cached, r->out);
   }

@@ -17,20 +17,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kHint = "name a wheel file as pip does: ./torch-2.7.0+cu128-cp312-cp312-linux_x86_64.whl";
-
 // The file at `path` as the only candidate of its project, pinned by `r` (its extras and marker kept).
 Expected<DirectFile> file_request(const fs::path& given, specs::Requirement r, std::string_view as_given) {
   std::error_code ec;
   const fs::path path = fs::absolute(given, ec).lexically_normal();
   if (ec || !fs::is_regular_file(path, ec))
-    return make_error(ErrorCode::not_found, fmt::format("'{}': no such wheel file", as_given), std::string(kHint));
+    return make_error(ErrorCode::not_found, util::msg("'{}': no such wheel file", as_given),
+                      util::msg("name a wheel file as pip does: ./torch-2.7.0+cu128-cp312-cp312-linux_x86_64.whl"));
   auto wf = specs::WheelFilename::parse(path.filename().string());
-  if (!wf) return std::unexpected(std::move(wf.error()).context(fmt::format("'{}' is not a wheel file name", as_given)));
+  if (!wf) return std::unexpected(std::move(wf.error()).context(util::msg("'{}' is not a wheel file name", as_given)));
   if (!r.name.empty() && specs::normalize_name(r.name) != wf->normalized_name())
     return make_error(ErrorCode::invalid_input,
-                      fmt::format("'{}': the file is a build of {}, not of {}", as_given, wf->normalized_name(), r.name),
-                      fmt::format("name it as {} @ {}", wf->normalized_name(), index::path_to_file_url(path.string())));
+                      util::msg("'{}': the file is a build of {}, not of {}", as_given, wf->normalized_name(), r.name),
+                      util::msg("name it as {} @ {}", wf->normalized_name(), index::path_to_file_url(path.string())));
   r.name = wf->normalized_name();
   r.url.clear();
   r.specifier = ENVFIX_TRY(specs::SpecifierSet::parse("==" + wf->version.to_string()));
@@ -58,11 +57,11 @@ Expected<std::optional<DirectFile>> direct_file(const specs::Requirement& r) {
   auto path = index::file_url_to_path(r.url);
   if (!path)
     return make_error(ErrorCode::invalid_input,
-                      fmt::format("'{}': envfix installs a direct URL only from a local wheel (file://)", r.to_string()),
-                      "download the wheel first, then name its file (./x.whl or name @ file:///path/x.whl)");
+                      util::msg("'{}': envfix installs a direct URL only from a local wheel (file://)", r.to_string()),
+                      util::msg("download the wheel first, then name its file (./x.whl or name @ file:///path/x.whl)"));
   if (!path->ends_with(".whl"))
-    return make_error(ErrorCode::invalid_input, fmt::format("'{}': not a wheel (.whl)", r.to_string()),
-                      "build a wheel from it first (pip wheel --no-deps .), then name that file");
+    return make_error(ErrorCode::invalid_input, util::msg("'{}': not a wheel (.whl)", r.to_string()),
+                      util::msg("build a wheel from it first (pip wheel --no-deps .), then name that file"));
   return ENVFIX_TRY(file_request(fs::path(*path), r, r.to_string()));
 }
 
@@ -80,7 +79,7 @@ Expected<ParsedRequest> parse_request(const std::vector<std::string>& args) {
     auto direct = ENVFIX_TRY(direct_file(a));
     if (!direct) {
       auto req = specs::Requirement::parse(a);
-      if (!req) return std::unexpected(std::move(req).error().context(fmt::format("request '{}'", a)));
+      if (!req) return std::unexpected(std::move(req).error().context(util::msg("request '{}'", a)));
       direct = ENVFIX_TRY(direct_file(*req));
       if (!direct) {
         out.requirements.push_back(std::move(*req));

@@ -80,7 +80,7 @@ Expected<std::vector<FrameworkIndex>> indexes_for_url(const FrameworkSpec& spec,
   if (!g.variant.empty()) variants.push_back(g.variant);
   if (variants.empty()) {
     auto files = provider.candidates(specs::normalize_name(spec.main_package));
-    if (!files) return std::unexpected(std::move(files).error().context(fmt::format("--index-url {}", index::redact_url(url))));
+    if (!files) return std::unexpected(std::move(files).error().context(util::msg("--index-url {}", index::redact_url(url))));
     for (const auto& f : *files)
       if (auto wf = specs::WheelFilename::parse(f.filename); wf && wf->version.has_local()) {
         auto label = wf->version.local();
@@ -92,7 +92,7 @@ Expected<std::vector<FrameworkIndex>> indexes_for_url(const FrameworkSpec& spec,
       if (fw.variant(s)) variants = {s};
   auto describe = variant_describer(knowledge, fw.name);
   for (const auto& v : variants) {
-    FrameworkIndex i{.channel = channel, .variant = v, .cuda = std::nullopt, .url = url, .discovered = ""};
+    FrameworkIndex i{.channel = channel, .variant = v, .cuda = std::nullopt, .url = url, .discovered = {}};
     if (const auto* mv = fw.variant(v))
       i.cuda = mv->cuda;
     else if (auto d = describe(channel, v))
@@ -101,7 +101,7 @@ Expected<std::vector<FrameworkIndex>> indexes_for_url(const FrameworkSpec& spec,
       continue; // a label that names no variant (+local.build)
     out.push_back(std::move(i));
   }
-  if (out.empty()) out.push_back({.channel = channel, .variant = "", .cuda = std::nullopt, .url = url, .discovered = ""});
+  if (out.empty()) out.push_back({.channel = channel, .variant = "", .cuda = std::nullopt, .url = url, .discovered = {}});
   return out;
 }
 

@@ -30,7 +30,7 @@ struct DiscoverySource {
 // (rocm, xpu, or a name that means nothing).
 struct DiscoveredVariant {
   std::optional<specs::CudaVersion> cuda;
-  std::string note;
+  util::Message note;
 };
 using DescribeVariant = std::function<std::optional<DiscoveredVariant>(std::string_view channel, std::string_view variant)>;
 

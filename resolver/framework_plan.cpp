@@ -58,16 +58,16 @@ Plan framework_plan(const FrameworkPlanInputs& fin) {
   plan.index = index::redact_url(choice.index.url);
   plan.why = choice.why;
   plan.warnings.insert(plan.warnings.begin(), choice.warnings.begin(), choice.warnings.end()); // then make_plan's (yanked pins)
-  if (!fin.note.empty()) plan.warnings.insert(plan.warnings.begin(), fin.note.text);
+  if (!fin.note.empty()) plan.warnings.insert(plan.warnings.begin(), fin.note);
   if (choice.index.variant.empty() && fin.has_gpus) {
     // An --index-url whose variant nothing names (indexes_for_url): no CUDA to check the driver
     // against, no arch data; the kernel check after download decides.
     const auto* m = choice.resolution.find(specs::normalize_name(spec.main_package));
     plan.why = util::msg("{} {} from {}, variant unknown: its kernels are checked after download", spec.main_package,
                          m ? m->version.to_string() : "", index::redact_url(choice.index.url));
-    plan.warnings.push_back(fmt::format("the variant of {} is unknown (no local label on the {} files, no --variant): the "
-                                        "driver is not checked against its CUDA, its kernels are checked after download",
-                                        index::redact_url(choice.index.url), spec.main_package));
+    plan.warnings.push_back(util::msg("the variant of {} is unknown (no local label on the {} files, no --variant): the "
+                                      "driver is not checked against its CUDA, its kernels are checked after download",
+                                      index::redact_url(choice.index.url), spec.main_package));
   }
   plan.rejected.insert(plan.rejected.begin(), choice.rejected.begin(), choice.rejected.end());
   if (!choice.index.cuda) plan.gpu_set_replaced = gpu_set_replaced(plan, fin.installed);
@@ -85,9 +85,10 @@ Error selection_error(Error selector, const FrameworkSpec& spec,
     urls.push_back(it->second.message);
   }
   if (providers.empty()) return selector;
-  return Error{ErrorCode::not_found,
-               fmt::format("no index holds {}: every index envfix tried answered HTTP 404", spec.main_package), urls,
-               "check --mirror / ENVFIX_MIRROR (it replaces the base URL of every index template) or --index-url"};
+  return Error::made(
+      ErrorCode::not_found, util::msg("no index holds {}: every index envfix tried answered HTTP 404", spec.main_package),
+      util::plains(urls),
+      util::msg("check --mirror / ENVFIX_MIRROR (it replaces the base URL of every index template) or --index-url"));
 }
 
 } // namespace envfix::resolver

@@ -17,7 +17,7 @@ namespace {
 struct MainCandidate {
   ProjectFile file;
   std::size_t index_pos = 0; // position in the channel's index order (newest CUDA first)
-  std::vector<std::string> warnings;
+  std::vector<util::Message> warnings;
   bool ptx_only = false; // some GPU runs it only through PTX JIT
   bool partial = false;  // its binaries cover some GPU only partly
   util::Message cover;   // why its kernels are believed to run, for the summary line
@@ -166,10 +166,10 @@ struct Pass {
   // holding nothing for a GPU: name → what was read; and the main version they were to fit.
   std::map<std::string, std::vector<std::string>> extension_misses;
   std::optional<specs::Version> extension_against;
-  std::vector<std::string> skipped;          // supplementary indexes that could not be read, and why
+  std::vector<util::Message> skipped;        // supplementary indexes that could not be read, and why
   std::optional<CompanionGap> companion_gap; // the first covering build whose index lacks a companion
   std::optional<ExtensionGap> extension_gap; // the first covering build an extension of the request keeps out
-  std::vector<std::string> widened_notes;    // the candidate's extensions taken from another index (resolve_widened)
+  std::vector<util::Message> widened_notes;  // the candidate's extensions taken from another index (resolve_widened)
 
   void reject(Rejection r) { out.rejected.push_back(std::move(r)); }
   std::set<RejectReason> near_reasons;        // why the closest builds failed
@@ -268,20 +268,21 @@ bool judge_kernels(Pass& p, const FrameworkIndex& idx, const std::string& channe
     if (!ev.partial.empty()) {
       mc.partial = true;
       mc.cover = util::msg("its binaries cover {} only partly ({})", gpu_list(ev.partial), facts->source);
-      mc.warnings.push_back(fmt::format("{} {}: its binaries cover {} only partly (read from {}); a small test may "
-                                        "pass and the full app fail",
-                                        main, ver, gpu_list(ev.partial), facts->source));
+      mc.warnings.push_back(util::msg("{} {}: its binaries cover {} only partly (read from {}); a small test may "
+                                      "pass and the full app fail",
+                                      main, ver, gpu_list(ev.partial), facts->source));
     }
     jit_only = ev.jit_only;
   } else if (p.gpu_host && idx.cuda) {
     auto archs = p.spec.archs ? p.spec.archs(f.version, idx.variant) : std::nullopt;
     if (!archs) {
       mc.cover = util::msg("unverified (no arch data for this build), checked after download");
-      mc.warnings.push_back(fmt::format("{} {}: unverified (no arch data for this build, arch-unverified), checked after "
-                                        "download",
-                                        main, ver));
-      p.reject(Rejection{main, ver, idx.url, RejectReason::arch_unverified,
-                         "accepted without arch data; unverified, checked after download", f.file.filename});
+      mc.warnings.push_back(util::msg("{} {}: unverified (no arch data for this build, arch-unverified), checked after "
+                                      "download",
+                                      main, ver));
+      Rejection r{main, ver, idx.url, RejectReason::arch_unverified, "", f.file.filename};
+      r.because(util::msg("accepted without arch data; unverified, checked after download"));
+      p.reject(std::move(r));
       return true;
     }
     auto cov = check_coverage(*archs, host.gpus);
@@ -310,9 +311,9 @@ bool judge_kernels(Pass& p, const FrameworkIndex& idx, const std::string& channe
     p.reject(std::move(r));
     return false;
   }
-  mc.warnings.push_back(fmt::format("{} {} runs on {} only through PTX JIT compilation (slow first start, possibly lower "
-                                    "performance)",
-                                    main, ver, gpu_list(jit_only)));
+  mc.warnings.push_back(util::msg("{} {} runs on {} only through PTX JIT compilation (slow first start, possibly lower "
+                                  "performance)",
+                                  main, ver, gpu_list(jit_only)));
   return true;
 }
 
@@ -324,12 +325,12 @@ Expected<std::vector<MainCandidate>> main_candidates(Pass& p, const std::vector<
     const auto& idx = indexes[pos];
     auto files = p.provider_for(idx).candidates(main_of(p.spec, idx));
     if (!files && idx.supplementary) {
-      p.skipped.push_back(fmt::format("the {} index {} (variant {}) could not be read, so its builds were not considered: {}",
-                                      channel, idx.url, idx.variant, files.error().message));
+      p.skipped.push_back(util::msg("the {} index {} (variant {}) could not be read, so its builds were not considered: {}",
+                                    channel, idx.url, idx.variant, files.error().said_message()));
       continue;
     }
     if (!files)
-      return std::unexpected(std::move(files).error().context(fmt::format("cannot read the {} index {}", channel, idx.url)));
+      return std::unexpected(std::move(files).error().context(util::msg("cannot read the {} index {}", channel, idx.url)));
     ResolveOptions opts;
     opts.target = p.host.python;
     opts.allow_unhashed = p.request.allow_unhashed;
@@ -553,9 +554,9 @@ std::optional<Resolution> resolve_widened(Pass& p, CandidateProvider& provider, 
   if (!res) return std::nullopt;
   for (const auto& n : widened)
     if (const auto* pin = res->find(n))
-      p.widened_notes.push_back(fmt::format("{} {} comes from {}: every build of it on the first index that has it "
-                                            "requires another {} than {}",
-                                            n, pin->version.to_string(), pin->file.index_url, main, v.to_string()));
+      p.widened_notes.push_back(util::msg("{} {} comes from {}: every build of it on the first index that has it "
+                                          "requires another {} than {}",
+                                          n, pin->version.to_string(), pin->file.index_url, main, v.to_string()));
   return std::optional<Resolution>(std::move(*res));
 }
 
@@ -604,7 +605,9 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
       p.companion_gap = CompanionGap{main, v, channel, idx.variant, missing};
     if (why == RejectReason::conflict && p.gpu_host && !p.extension_gap)
       p.extension_gap = extension_keeping_out(p, provider, opts, roots, main, v, channel, idx, res.error().message);
-    p.reject(Rejection{main, v.to_string(), idx.url, why, res.error().message, mc.file.file.filename});
+    Rejection r{main, v.to_string(), idx.url, why, "", mc.file.file.filename};
+    r.because(res.error().said_message());
+    p.reject(std::move(r));
     p.last_closure_error = res.error();
     return false;
   }
@@ -637,26 +640,20 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
   if (!idx.discovered.empty()) p.out.warnings.push_back(idx.discovered);
   // The guide's nightly pitfall: a nightly is no release, and its index keeps only recent dates.
   if (channel == "nightly")
-    p.out.warnings.push_back(fmt::format(
-        "{} {} is a nightly build: untested as a release and may change or break without notice; the nightly index "
-        "deletes old builds, so a lock naming this file stops working when it is gone: keep the lockfile's hashes and "
-        "a copy of the wheels (--find-links), and move to a release as soon as one covers {}",
-        main, v.to_string(), p.host.gpus.empty() ? std::string("this host") : gpu_list(p.host.gpus)));
+    p.out.warnings.push_back(
+        util::msg("{} {} is a nightly build: untested as a release and may change or break without notice; the nightly index "
+                  "deletes old builds, so a lock naming this file stops working when it is gone: keep the lockfile's hashes and "
+                  "a copy of the wheels (--find-links), and move to a release as soon as one covers {}",
+                  main, v.to_string(), p.host.gpus.empty() ? util::msg("this host") : util::plain(gpu_list(p.host.gpus))));
   if (chosen.cuda && (mc.ptx_only || mc.partial)) {
     if (!p.jit_fallback) {
       p.jit_fallback = p.out;
-      p.jit_rejection = mc.partial ? Rejection{main,
-                                               v.to_string(),
-                                               idx.url,
-                                               RejectReason::arch_partly_covered,
-                                               "its binaries cover the GPUs only partly; a fully covered build ranks above it",
-                                               mc.file.file.filename}
-                                   : Rejection{main,
-                                               v.to_string(),
-                                               idx.url,
-                                               RejectReason::ptx_jit_only,
-                                               "runs only through PTX JIT; a build with native SASS ranks above it",
-                                               mc.file.file.filename};
+      p.jit_rejection = Rejection{main,    v.to_string(),
+                                  idx.url, mc.partial ? RejectReason::arch_partly_covered : RejectReason::ptx_jit_only,
+                                  "",      mc.file.file.filename};
+      p.jit_rejection->because(mc.partial
+                                   ? util::msg("its binaries cover the GPUs only partly; a fully covered build ranks above it")
+                                   : util::msg("runs only through PTX JIT; a build with native SASS ranks above it"));
     }
     return false;
   }
@@ -725,7 +722,7 @@ Error no_set_error(Pass& p) {
     }
     const auto recipe = extension_build_recipe(
         {ext->extension, std::nullopt, main, ext->version.public_version(), p.host.gpus, newest_first_toolkit(p)});
-    e.causes.insert(e.causes.end(), p.skipped.begin(), p.skipped.end());
+    for (const auto& m : p.skipped) e.add_cause(m);
     e.add_cause(util::msg("`envfix plan --explain` lists every rejected file"));
     // Three ways, each with its commands: the covering set and the extension rebuilt for it; the
     // extension kept with the version it pins, that framework built for this GPU; or as it is.
@@ -784,7 +781,7 @@ Error no_set_error(Pass& p) {
     else
       e.advise(util::msg("`--allow-cpu` installs the CPU build instead; or {}", recipe));
   }
-  e.causes.insert(e.causes.end(), p.skipped.begin(), p.skipped.end());
+  for (const auto& m : p.skipped) e.add_cause(m);
   e.add_cause(util::msg("`envfix plan --explain` lists every rejected file"));
   if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
   return e;
@@ -839,9 +836,9 @@ Expected<FrameworkChoice> select_framework_set(const FrameworkSpec& spec, const 
   if (native || native.error().code != ErrorCode::unsatisfiable) return native;
   auto compat = select_pass(spec, host, request, provider_for, false);
   if (compat && compat->index.cuda && !host.driver_native(*compat->index.cuda))
-    compat->warnings.push_back(fmt::format("CUDA {} runs on driver {} only through minor-version compatibility (no JIT of "
-                                           "newer PTX; some features need the toolkit's own driver)",
-                                           compat->index.cuda->to_string(), host.driver_version));
+    compat->warnings.push_back(util::msg("CUDA {} runs on driver {} only through minor-version compatibility (no JIT of "
+                                         "newer PTX; some features need the toolkit's own driver)",
+                                         compat->index.cuda->to_string(), host.driver_version));
   return compat;
 }
 

@@ -23,7 +23,7 @@ struct FrameworkIndex {
   std::string url;
   // Non-empty for an index found on the channel's aggregate page rather than listed by the matrices
   // (resolver/discovery.hpp): the warning a plan from it carries.
-  std::string discovered;
+  util::Message discovered;
   // The variant's GPU package set (matrices::Variant): the pip extra that selects it ("cuda13" for
   // jax[cuda13], "and-cuda"), its own main package when it differs from the framework's ("paddlepaddle"
   // on cpu), the packages that join the set through that extra (jaxlib, jax-cuda13-plugin, …: same
@@ -80,8 +80,8 @@ struct FrameworkSpec {
 // When `version`, chosen for `gpus`, is older than an announced end of support covering one of them,
 // the line that says so. `newest`: it is the newest build on the index that covers them (no pin), so
 // "torch 2.14.0 is the last release with code for sm_61: …". Empty when no end applies.
-[[nodiscard]] std::string last_release_note(const FrameworkSpec& spec, const specs::Version& version,
-                                            const std::vector<specs::ComputeCapability>& gpus, bool newest);
+[[nodiscard]] util::Message last_release_note(const FrameworkSpec& spec, const specs::Version& version,
+                                              const std::vector<specs::ComputeCapability>& gpus, bool newest);
 
 struct HostTarget {
   std::vector<specs::ComputeCapability> gpus; // every GPU must be covered
@@ -133,9 +133,9 @@ struct FrameworkRequest {
 struct FrameworkChoice {
   FrameworkIndex index;
   Resolution resolution;
-  util::Message why;                 // one or two lines: why this channel/index/variant
-  std::vector<std::string> warnings; // PTX-JIT only, arch-unverified, …
-  std::vector<Rejection> rejected;   // over all indexes tried
+  util::Message why;                   // one or two lines: why this channel/index/variant
+  std::vector<util::Message> warnings; // PTX-JIT only, arch-unverified, …
+  std::vector<Rejection> rejected;     // over all indexes tried
 };
 
 // Provider for an index (owned by the caller; called once per index).

@@ -191,12 +191,12 @@ Expected<InstalledFramework> installed_framework(const std::string& asked, bool 
   auto choice = choose_frameworks(asked, detect, &k, installed);
   InstalledFramework out{k.framework(choice.names.front()), "", choice.note};
   if (!out.framework)
-    return make_error(ErrorCode::invalid_input, fmt::format("--framework {}: not in the matrices", choice.names.front()));
+    return make_error(ErrorCode::invalid_input, util::msg("--framework {}: not in the matrices", choice.names.front()));
   const std::string main = specs::normalize_name(out.framework->main_package);
   const auto d = std::find_if(installed.begin(), installed.end(), [&](const auto& x) { return x.normalized_name() == main; });
   if (d == installed.end())
-    return make_error(ErrorCode::not_found, fmt::format("{} is not installed in {}", out.framework->main_package, python),
-                      fmt::format("install it first: envfix apply {}", main));
+    return make_error(ErrorCode::not_found, util::msg("{} is not installed in {}", out.framework->main_package, python),
+                      util::msg("install it first: envfix apply {}", main));
   out.main_local = d->local();
   return out;
 }

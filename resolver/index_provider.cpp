@@ -79,7 +79,7 @@ Expected<void> IndexProvider::complete_hash(index::Candidate& file) {
   auto path = index::file_url_to_path(file.url);
   if (!path) return {};
   auto h = util::sha256_file_hex(*path);
-  if (!h) return std::unexpected(std::move(h).error().context(fmt::format("hashing {}", file.filename)));
+  if (!h) return std::unexpected(std::move(h).error().context(util::msg("hashing {}", file.filename)));
   file.sha256 = *h;
   return {};
 }
@@ -91,7 +91,7 @@ Expected<specs::CoreMetadata> IndexProvider::metadata(const index::Candidate& ca
   else
     text = ENVFIX_TRY(m_client.fetch_metadata(candidate));
   auto md = specs::CoreMetadata::parse(text);
-  if (!md) return std::unexpected(std::move(md).error().context(fmt::format("METADATA of {}", candidate.filename)));
+  if (!md) return std::unexpected(std::move(md).error().context(util::msg("METADATA of {}", candidate.filename)));
   return md;
 }
 
@@ -140,11 +140,11 @@ Expected<std::vector<index::Candidate>> FirstIndexProvider::candidates(const std
     if (!files) {
       Error e = std::move(files).error();
       if (i + 1 < n)
-        e.causes.push_back(fmt::format("'{}' is not looked up on the indexes after {}: a project an index cannot answer for "
-                                       "is never taken from the next one (first-index rule)",
-                                       project, m_indexes[i]->describe()));
+        e.add_cause(util::msg("'{}' is not looked up on the indexes after {}: a project an index cannot answer for "
+                              "is never taken from the next one (first-index rule)",
+                              project, m_indexes[i]->describe()));
       if (i == 0) return std::unexpected(std::move(e)); // the first index's own errors read as before
-      return std::unexpected(std::move(e).context(fmt::format("extra index {}", m_indexes[i]->describe())));
+      return std::unexpected(std::move(e).context(util::msg("extra index {}", m_indexes[i]->describe())));
     }
     if (!files->empty()) {
       m_owner[project] = i;

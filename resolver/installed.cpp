@@ -116,16 +116,17 @@ Expected<void> check_conda(Plan& plan, bool allow_conda_overwrite) {
   // conda's packages are left to conda (docs/json.md, plan).
   if (auto owned = conda_owned_changes(plan); !owned.empty()) {
     if (!allow_conda_overwrite) {
-      Error e{ErrorCode::invalid_input,
-              fmt::format("the plan would remove or overwrite {} package{} conda owns: {}", owned.size(),
-                          owned.size() == 1 ? "" : "s", owned.front()),
-              owned,
-              "change it the conda way (`conda install` the build you need, e.g. `conda install pytorch pytorch-cuda=12.4 -c "
-              "pytorch -c nvidia`, or `conda remove` it first and run envfix again), or pass --allow-conda-overwrite to "
-              "replace it anyway (conda-meta will then describe files that are gone); nothing was changed"};
+      Error e{ErrorCode::invalid_input, "", owned, ""};
+      e.say(owned.size() == 1
+                ? util::msg("the plan would remove or overwrite 1 package conda owns: {}", owned.front())
+                : util::msg("the plan would remove or overwrite {} packages conda owns: {}", owned.size(), owned.front()));
+      e.advise(util::msg("change it the conda way (`conda install` the build you need, e.g. `conda install pytorch "
+                         "pytorch-cuda=12.4 -c pytorch -c nvidia`, or `conda remove` it first and run envfix again), or pass "
+                         "--allow-conda-overwrite to replace it anyway (conda-meta will then describe files that are gone); "
+                         "nothing was changed"));
       return std::unexpected(std::move(e));
     }
-    for (const auto& o : owned) plan.warnings.push_back("--allow-conda-overwrite: replacing " + o);
+    for (const auto& o : owned) plan.warnings.push_back(util::msg("--allow-conda-overwrite: replacing {}", o));
   }
   return {};
 }
@@ -137,16 +138,15 @@ Expected<std::vector<std::string>> check_breaking(const std::vector<InstalledPac
   for (const auto& b : broken) lines.push_back(fmt::format("{} requires {}, but {}", b.package, b.requirement, b.problem));
   if (lines.empty()) return lines;
   if (!allow_breaking) {
-    Error e{
-        ErrorCode::unsatisfiable,
-        fmt::format("the plan would break {} installed package{}: {}", lines.size(), lines.size() == 1 ? "" : "s", lines.front()),
-        {},
-        "pin what the installed package needs (e.g. add its requirement to the request), use an index that holds "
-        "it, or pass --allow-breaking to go ahead anyway; nothing was changed"};
+    Error e{ErrorCode::unsatisfiable, "", {}, ""};
+    e.say(lines.size() == 1 ? util::msg("the plan would break 1 installed package: {}", lines.front())
+                            : util::msg("the plan would break {} installed packages: {}", lines.size(), lines.front()));
+    e.advise(util::msg("pin what the installed package needs (e.g. add its requirement to the request), use an index that "
+                       "holds it, or pass --allow-breaking to go ahead anyway; nothing was changed"));
     e.causes = lines;
     return std::unexpected(std::move(e));
   }
-  for (const auto& l : lines) plan.warnings.push_back("--allow-breaking: " + l);
+  for (const auto& l : lines) plan.warnings.push_back(util::msg("--allow-breaking: {}", l));
   return lines;
 }
 

@@ -84,10 +84,10 @@ std::optional<FrameworkIndex> jetpack_index(const matrices::Knowledge& knowledge
   FrameworkIndex idx{"stable", "jetpack" + release.jetpack, release.cuda, it->second};
   idx.supplementary = true;
   if (const auto* tk = knowledge.toolkit(release.cuda)) idx.ptx_isa = tk->ptx_isa;
-  idx.discovered = fmt::format("{} from the JetPack {} index {} (L4T {}; matrices l4t row, confidence {}): not {}'s own "
-                               "build; the matrices know no arch list for it, its kernels are checked after download",
-                               fw->main_package, release.jetpack, it->second, release.release,
-                               matrices::to_string(release.confidence), fw->name);
+  idx.discovered = util::msg("{} from the JetPack {} index {} (L4T {}; matrices l4t row, confidence {}): not {}'s own "
+                             "build; the matrices know no arch list for it, its kernels are checked after download",
+                             fw->main_package, release.jetpack, it->second, release.release,
+                             matrices::to_string(release.confidence), fw->name);
   return idx;
 }
 
@@ -131,25 +131,28 @@ DescribeVariant variant_describer(const matrices::Knowledge& knowledge, std::str
     }
     DiscoveredVariant d;
     d.cuda = guess->variant.cuda;
-    std::string what =
-        guess->known ? fmt::format("variant {} is in the matrices but no {} release row lists it", variant, channel)
-        : d.cuda
-            ? fmt::format("variant {} is not in the matrices: CUDA {} understood from its name", variant, d.cuda->to_string())
-            : fmt::format("variant {} is not in the matrices", variant);
-    std::string driver;
-    if (d.cuda) {
-      if (auto f = k->driver_floor(*d.cuda)) {
-        driver = f->exact ? fmt::format("; driver ≥ {} (CUDA {} in cuda.yaml)", f->version, d.cuda->to_string())
-                          : fmt::format("; driver floor {} is only the {}.x minor-version-compatibility floor (CUDA {} {})",
-                                        f->version, d.cuda->major, d.cuda->to_string(),
-                                        f->toolkit_known ? "has no confirmed driver in cuda.yaml" : "is not in cuda.yaml");
-      } else {
-        driver = fmt::format("; no driver floor known for CUDA {}", d.cuda->to_string());
-      }
-    }
-    d.note = fmt::format("{} (found on the {} channel's index){}; its kernels are unverified until the binary is read "
+    util::Message what =
+        guess->known ? util::msg("variant {} is in the matrices but no {} release row lists it", variant, channel)
+        : d.cuda ? util::msg("variant {} is not in the matrices: CUDA {} understood from its name", variant, d.cuda->to_string())
+                 : util::msg("variant {} is not in the matrices", variant);
+    util::Message driver = util::msg("no driver floor known for CUDA {}", d.cuda ? d.cuda->to_string() : "");
+    if (!d.cuda) {
+      d.note = util::msg("{} (found on the {} channel's index); its kernels are unverified until the binary is read "
                          "(checked after download)",
-                         what, channel, driver);
+                         what, channel);
+      return d;
+    }
+    if (auto f = k->driver_floor(*d.cuda))
+      driver = f->exact ? util::msg("driver ≥ {} (CUDA {} in cuda.yaml)", f->version, d.cuda->to_string())
+               : f->toolkit_known
+                   ? util::msg("driver floor {} is only the {}.x minor-version-compatibility floor (CUDA {} has no confirmed "
+                               "driver in cuda.yaml)",
+                               f->version, d.cuda->major, d.cuda->to_string())
+                   : util::msg("driver floor {} is only the {}.x minor-version-compatibility floor (CUDA {} is not in cuda.yaml)",
+                               f->version, d.cuda->major, d.cuda->to_string());
+    d.note = util::msg("{} (found on the {} channel's index); {}; its kernels are unverified until the binary is read "
+                       "(checked after download)",
+                       what, channel, driver);
     return d;
   };
 }
@@ -171,8 +174,8 @@ void complete_tegra(const matrices::Knowledge& knowledge, probe::HostFacts& fact
     g.name = t.model.empty() ? product->name : t.model;
     g.cc = product->cc;
     facts.gpus.push_back(std::move(g));
-    facts.notes.push_back(fmt::format("GPU from the device tree (nvidia,{}): {} (compute capability {}, integrated)", t.soc,
-                                      product->name, product->cc.to_string()));
+    facts.notes.push_back(util::msg("GPU from the device tree (nvidia,{}): {} (compute capability {}, integrated)", t.soc,
+                                    product->name, product->cc.to_string()));
   }
   const auto* rel = t.l4t.empty() ? nullptr : knowledge.l4t(t.l4t);
   if (!rel) return;

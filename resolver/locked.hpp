@@ -14,7 +14,7 @@ namespace envfix::resolver {
 
 struct LockedChanges {
   std::vector<std::filesystem::path> removals; // dist-info directories of what goes besides the locked names
-  std::vector<std::string> warnings;
+  std::vector<util::Message> warnings;
 };
 
 // Every locked package (`locked`: pins by normalized name) replaces its installed namesake inside the

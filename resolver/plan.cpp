@@ -45,9 +45,9 @@ Plan make_plan(const PlanInputs& in) {
     }
     PlanInstall add{pin.name, pin.version.to_string(), pin.file.filename, pin.file.url, pin.file.sha256, pin.file.size, ""};
     if (pin.file.yanked) // chosen only through an exact pin (PEP 592), which says why it was yanked
-      plan.warnings.push_back(fmt::format(
+      plan.warnings.push_back(util::msg(
           "{} {} is yanked by its index ({}): installed because it is pinned exactly", pin.name, pin.version.to_string(),
-          pin.file.yanked_reason.empty() ? "no reason given" : "reason: " + pin.file.yanked_reason));
+          pin.file.yanked_reason.empty() ? util::msg("no reason given") : util::msg("reason: {}", pin.file.yanked_reason)));
     if (it != installed.end()) {
       for (const auto* p : it->second) {
         if (add.replaces.empty()) {

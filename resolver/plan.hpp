@@ -62,7 +62,7 @@ struct Plan {
   std::vector<PlanRemove> remove;
   std::vector<std::string> keep; // "name==version" already installed and part of the set
   std::vector<Rejection> rejected;
-  std::vector<std::string> warnings;
+  std::vector<util::Message> warnings;
   // A CPU set that replaces a GPU set: what the GPU packages it removes or replaces (a +cuXXX or
   // +rocm build, an nvidia-* library) take installed, by their RECORD sizes, and how many they are.
   struct GpuSetReplaced {

@@ -15,14 +15,13 @@ Expected<PlannedPython> planned_python(const probe::PythonInfo& py, std::string_
     if (threaded) pv.pop_back();
     auto v = specs::Version::parse(pv);
     if (!v || v->release().size() < 2)
-      return make_error(ErrorCode::invalid_input,
-                        fmt::format("--python-version '{}': expected X.Y, X.Y.Z or X.Yt", python_version),
-                        "a trailing t plans for a free-threaded interpreter: 3.13t");
+      return make_error(ErrorCode::invalid_input, util::msg("--python-version '{}': expected X.Y, X.Y.Z or X.Yt", python_version),
+                        util::msg("a trailing t plans for a free-threaded interpreter: 3.13t"));
     te.major = static_cast<int>(v->release()[0]);
     te.minor = static_cast<int>(v->release()[1]);
     if (threaded && (te.major < 3 || (te.major == 3 && te.minor < 13)))
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("--python-version '{}': free-threaded builds exist from 3.13 on", python_version));
+                        util::msg("--python-version '{}': free-threaded builds exist from 3.13 on", python_version));
     te.abiflags = threaded ? "t" : "";
     full = v->release().size() >= 3 ? v->to_string() : fmt::format("{}.{}.0", te.major, te.minor);
     markers.values["python_version"] = fmt::format("{}.{}", te.major, te.minor);
@@ -32,7 +31,7 @@ Expected<PlannedPython> planned_python(const probe::PythonInfo& py, std::string_
   if (!platform.empty()) {
     // specs owns the platform tags: manylinux_X_Y_ARCH, manylinux2014_ARCH, musllinux_X_Y_ARCH, linux_ARCH.
     if (auto ok = specs::apply_platform_tag(te, platform); !ok)
-      return std::unexpected(std::move(ok.error()).context(fmt::format("--platform '{}'", platform)));
+      return std::unexpected(std::move(ok.error()).context(util::msg("--platform '{}'", platform)));
     markers.values["platform_machine"] = te.arch;
   }
   PlannedPython p;

@@ -286,7 +286,7 @@ struct Resolver::Impl {
     auto it = projects.find(name);
     if (it != projects.end()) return &it->second;
     auto files = provider.candidates(name);
-    if (!files) return std::unexpected(std::move(files).error().context(fmt::format("cannot list '{}'", name)));
+    if (!files) return std::unexpected(std::move(files).error().context(util::msg("cannot list '{}'", name)));
     Project p;
     p.files = classify_files(*files, options);
     // The preferred (installed) version is tried first; any other is tried only when it conflicts.
@@ -397,9 +397,9 @@ struct Resolver::Impl {
       const auto& f = usable[static_cast<std::size_t>(i)];
       if (f.file.yanked && !(all_yanked && pinned)) {
         if (rejected_seen.insert(f.file.filename + "|" + f.file.index_url).second)
-          rejected.push_back(Rejection{name, f.version.to_string(), f.file.index_url, RejectReason::yanked,
-                                       f.file.yanked_reason.empty() ? "yanked by the index" : "yanked: " + f.file.yanked_reason,
-                                       f.file.filename});
+          rejected.push_back(Rejection{name, f.version.to_string(), f.file.index_url, RejectReason::yanked, "", f.file.filename});
+        rejected.back().because(f.file.yanked_reason.empty() ? util::msg("yanked by the index")
+                                                             : util::msg("yanked: {}", f.file.yanked_reason));
         continue;
       }
       if (std::any_of(versions_found.begin(), versions_found.end(), [&](const specs::Version* v) { return *v == f.version; }))
@@ -417,7 +417,7 @@ struct Resolver::Impl {
     if (it != p->metadata.end()) return &it->second;
     const auto& f = p->files.usable[static_cast<std::size_t>(file)].file;
     auto md = provider.metadata(f);
-    if (!md) return std::unexpected(std::move(md).error().context(fmt::format("cannot read the metadata of {}", f.filename)));
+    if (!md) return std::unexpected(std::move(md).error().context(util::msg("cannot read the metadata of {}", f.filename)));
     return &p->metadata.emplace(file, std::move(*md)).first->second;
   }
 
@@ -624,7 +624,7 @@ struct Resolver::Impl {
 
   // Every requirement seen per key, for tracing a conflict back to the request.
   std::map<std::string, std::vector<Info>> requirers;
-  std::string unusable_phrase(const std::string& name, const specs::SpecifierSet& spec);
+  util::Message unusable_phrase(const std::string& name, const specs::SpecifierSet& spec);
   // The conflicting requirements grouped by the project they constrain, in first-seen order.
   std::pair<std::map<std::string, std::vector<const Info*>>, std::vector<std::string>>
   group_by_key(const std::vector<Info>& causes) const {
@@ -637,7 +637,7 @@ struct Resolver::Impl {
     }
     return {std::move(by_key), std::move(order)};
   }
-  std::string derivation(const std::vector<Info>& causes);
+  util::Message derivation(const std::vector<Info>& causes);
   Error explain(const std::vector<Info>& causes);
   Expected<Resolution> build_result(std::size_t rounds);
   Expected<Resolution> resolve(const std::vector<specs::Requirement>& requirements);
@@ -645,20 +645,24 @@ struct Resolver::Impl {
 
 namespace {
 
-std::string join_and(const std::vector<std::string>& items) {
-  std::string s;
-  for (std::size_t i = 0; i < items.size(); ++i) s += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
-  return s;
+// "a", "a and b", "a, b and c": each part keeps its own id.
+util::Message join_and(const std::vector<util::Message>& items) {
+  if (items.size() < 2) return items.empty() ? util::Message{} : items.front();
+  auto out = util::msg("{} and {}", items[items.size() - 2], items.back());
+  for (std::size_t i = items.size() - 2; i-- > 0;) out = util::msg("{}, {}", items[i], out);
+  return out;
 }
 
 } // namespace
 
 // Why no file of `name` satisfies `spec` on this target, from the files the classification rejected
 // ("has no wheel for cp313"); empty when no rejected file matches the spec either.
-std::string Resolver::Impl::unusable_phrase(const std::string& name, const specs::SpecifierSet& spec) {
+util::Message Resolver::Impl::unusable_phrase(const std::string& name, const specs::SpecifierSet& spec) {
   auto pit = projects.find(name);
-  if (pit == projects.end()) return "";
-  std::set<std::string> versions, phrases;
+  if (pit == projects.end()) return {};
+  std::set<std::string> versions;
+  std::map<std::string, util::Message> phrases; // by their English: each once, in a stable order
+  auto add = [&phrases](util::Message m) { phrases.emplace(m.text, std::move(m)); };
   for (const auto& r : pit->second.files.rejected) {
     auto v = specs::Version::parse(r.version);
     if (!v || !spec.contains(*v, true)) continue;
@@ -666,46 +670,50 @@ std::string Resolver::Impl::unusable_phrase(const std::string& name, const specs
     const auto& tags = options.target.tags;
     switch (r.reason) {
     case RejectReason::python_tag:
-      phrases.insert(fmt::format("has no wheel for {}", tags.empty() ? "this interpreter" : tags.front().interpreter));
+      add(tags.empty() ? util::msg("has no wheel for this interpreter")
+                       : util::msg("has no wheel for {}", tags.front().interpreter));
       break;
     case RejectReason::platform:
-      phrases.insert(fmt::format("has no wheel for the platform {}", tags.empty() ? "of the target" : tags.front().platform));
+      add(tags.empty() ? util::msg("has no wheel for the platform of the target")
+                       : util::msg("has no wheel for the platform {}", tags.front().platform));
       break;
     case RejectReason::requires_python:
-      phrases.insert(r.requires_python.empty() ? r.detail
-                                               : fmt::format("requires Python {} (the target is Python {})", r.requires_python,
-                                                             options.target.python_full_version.to_string()));
+      add(r.requires_python.empty() ? r.why()
+                                    : util::msg("requires Python {} (the target is Python {})", r.requires_python,
+                                                options.target.python_full_version.to_string()));
       break;
-    case RejectReason::hash_missing: phrases.insert("has no sha256 on the index (--allow-unhashed accepts it)"); break;
-    case RejectReason::yanked: phrases.insert("is yanked"); break;
-    default: phrases.insert(fmt::format("is rejected ({}: {})", to_string(r.reason), r.detail));
+    case RejectReason::hash_missing: add(util::msg("has no sha256 on the index (--allow-unhashed accepts it)")); break;
+    case RejectReason::yanked: add(util::msg("is yanked")); break;
+    default: add(util::msg("is rejected ({}: {})", to_string(r.reason), r.why()));
     }
   }
   for (const auto& r : rejected) // yanked files are rejected while matching, not while classifying
     if (r.name == name && r.reason == RejectReason::yanked)
       if (auto v = specs::Version::parse(r.version); v && spec.contains(*v, true)) {
         versions.insert(v->to_string());
-        phrases.insert("is yanked");
+        add(util::msg("is yanked"));
       }
-  if (phrases.empty()) return "";
-  std::vector<std::string> list(phrases.begin(), phrases.end());
+  if (phrases.empty()) return {};
+  std::vector<util::Message> list;
+  for (auto& [text, m] : phrases) list.push_back(std::move(m));
   std::string subject = versions.size() == 1 ? name + "==" + *versions.begin() : name + spec.to_string();
-  return subject + " " + join_and(list);
+  return util::msg("{} {}", subject, join_and(list));
 }
 
 // A derivation chain in the style of uv's PubGrub reports: why the conflicting requirements cannot
-// be met, which packages that rules out, and how those trace back to the request.
-std::string Resolver::Impl::derivation(const std::vector<Info>& causes) {
+// be met, which packages that rules out, and how those trace back to the request. Each sentence and
+// clause carries its id (util/message.hpp), so a refusal reads whole in the user's language.
+util::Message Resolver::Impl::derivation(const std::vector<Info>& causes) {
   auto [by_key, order] = group_by_key(causes);
   auto who = [&](const Info& i) {
-    return i.parent >= 0 ? fmt::format("{} depends on {}", node_text(i.parent), reqs[i.req].text)
-                         : fmt::format("you require {}", reqs[i.req].text);
+    return i.parent >= 0 ? util::msg("{} depends on {}", node_text(i.parent), reqs[i.req].text)
+                         : util::msg("you require {}", reqs[i.req].text);
   };
-  std::vector<std::string> because; // the facts of the first sentence
-  std::vector<int> ruled_out;       // parents that cannot be used
+  std::vector<util::Message> because; // the facts of the first sentence
+  std::vector<int> ruled_out;         // parents that cannot be used
   bool from_request = false;
   for (const auto& k : order) {
-    std::vector<std::string> whos;
+    std::vector<util::Message> whos;
     for (const Info* i : by_key[k]) {
       whos.push_back(who(*i));
       if (i->parent >= 0) {
@@ -717,20 +725,20 @@ std::string Resolver::Impl::derivation(const std::vector<Info>& causes) {
     const Req& any = reqs[by_key[k].front()->req];
     if (any.python) {
       because.push_back(
-          fmt::format("{} and the target is Python {}", join_and(whos), options.target.python_full_version.to_string()));
+          util::msg("{} and the target is Python {}", join_and(whos), options.target.python_full_version.to_string()));
       continue;
     }
     auto pit = projects.find(any.name);
     bool missing = pit == projects.end() || (pit->second.files.usable.empty() && pit->second.files.rejected.empty());
     if (missing) {
-      because.push_back(fmt::format("{} and {} is not on {}", join_and(whos), any.name, provider.describe()));
+      because.push_back(util::msg("{} and {} is not on {}", join_and(whos), any.name, provider.describe()));
       continue;
     }
     if (by_key[k].size() == 1) {
       auto phrase = unusable_phrase(any.name, any.spec);
-      because.push_back(fmt::format(
+      because.push_back(util::msg(
           "{} and {}", whos.front(),
-          phrase.empty() ? fmt::format("no version of {} matches {}", any.name, any.spec.empty() ? "(any)" : any.spec.to_string())
+          phrase.empty() ? util::msg("no version of {} matches {}", any.name, any.spec.empty() ? "(any)" : any.spec.to_string())
                          : phrase));
       continue;
     }
@@ -738,19 +746,21 @@ std::string Resolver::Impl::derivation(const std::vector<Info>& causes) {
     specs::SpecifierSet all;
     for (const Info* i : by_key[k]) all = all.intersect(reqs[i->req].spec);
     auto phrase = unusable_phrase(any.name, all);
-    because.push_back(phrase.empty() ? join_and(whos) : fmt::format("{}, and {}", join_and(whos), phrase));
+    because.push_back(phrase.empty() ? join_and(whos) : util::msg("{}, and {}", join_and(whos), phrase));
   }
-  std::string text = "Because " + join_and(because) + ", ";
-  if (ruled_out.empty()) return text + "no solution exists.";
+  if (ruled_out.empty()) return util::msg("Because {}, no solution exists.", join_and(because));
   std::vector<std::string> names;
   for (int n : ruled_out) names.push_back(node_text(n));
-  text += join_and(names) + (names.size() > 1 && !from_request ? " cannot be used together." : " cannot be used.");
+  auto text = names.size() > 1 && !from_request
+                  ? util::msg("Because {}, {} cannot be used together.", join_and(because), join_and(util::plains(names)))
+                  : util::msg("Because {}, {} cannot be used.", join_and(because), join_and(util::plains(names)));
   // Trace each ruled-out package back to the request through whoever required it.
   std::set<std::string> done;
   std::vector<int> frontier = ruled_out;
   std::vector<std::string> roots;
   for (int depth = 0; depth < 8 && !frontier.empty(); ++depth) {
-    std::vector<std::string> parents_text, who_next;
+    std::vector<util::Message> parents_text;
+    std::vector<std::string> who_next;
     std::vector<int> next;
     for (int n : frontier) {
       const std::string& key = nodes[n].key;
@@ -766,7 +776,7 @@ std::string Resolver::Impl::derivation(const std::vector<Info>& causes) {
       if (pick->parent < 0) {
         if (std::find(roots.begin(), roots.end(), reqs[pick->req].text) == roots.end()) roots.push_back(reqs[pick->req].text);
       } else {
-        parents_text.push_back(fmt::format("{} depends on {}", node_text(pick->parent), reqs[pick->req].text));
+        parents_text.push_back(util::msg("{} depends on {}", node_text(pick->parent), reqs[pick->req].text));
         if (std::find(next.begin(), next.end(), pick->parent) == next.end()) {
           next.push_back(pick->parent);
           who_next.push_back(node_text(pick->parent));
@@ -774,11 +784,12 @@ std::string Resolver::Impl::derivation(const std::vector<Info>& causes) {
       }
     }
     if (!parents_text.empty())
-      text += fmt::format(" And because {}, {} cannot be used.", join_and(parents_text), join_and(who_next));
+      text = util::msg("{} {}", text,
+                       util::msg("And because {}, {} cannot be used.", join_and(parents_text), join_and(util::plains(who_next))));
     frontier = next;
   }
-  if (roots.empty()) return text + " So no solution exists.";
-  return text + fmt::format(" And because you require {}, no solution exists.", join_and(roots));
+  if (roots.empty()) return util::msg("{} {}", text, util::msg("So no solution exists."));
+  return util::msg("{} {}", text, util::msg("And because you require {}, no solution exists.", join_and(util::plains(roots))));
 }
 
 Error Resolver::Impl::explain(const std::vector<Info>& causes) {
@@ -788,15 +799,14 @@ Error Resolver::Impl::explain(const std::vector<Info>& causes) {
   std::vector<std::string> missing;
   for (const auto& k : order) {
     const Req& any = reqs[by_key[k].front()->req];
-    std::vector<std::string> who;
-    for (const Info* i : by_key[k]) {
-      std::string parent = i->parent >= 0 ? node_text(i->parent) : std::string("the request");
-      who.push_back(fmt::format("{} requires {}", parent, reqs[i->req].text));
-    }
+    std::vector<util::Message> who;
+    for (const Info* i : by_key[k])
+      who.push_back(i->parent >= 0 ? util::msg("{} requires {}", node_text(i->parent), reqs[i->req].text)
+                                   : util::msg("the request requires {}", reqs[i->req].text));
     if (any.python) {
       all_missing = false;
       for (const auto& w : who)
-        e.causes.push_back(fmt::format("{}, but the target is Python {}", w, options.target.python_full_version.to_string()));
+        e.add_cause(util::msg("{}, but the target is Python {}", w, options.target.python_full_version.to_string()));
       continue;
     }
     auto pit = projects.find(any.name);
@@ -806,18 +816,18 @@ Error Resolver::Impl::explain(const std::vector<Info>& causes) {
       missing.push_back(any.name);
       const auto detail = provider.missing_detail(any.name);
       for (const auto& w : who)
-        e.causes.push_back(detail.empty() ? fmt::format("{}, but '{}' is not on {}", w, any.name, provider.describe())
-                                          : fmt::format("{}, but {}", w, detail));
+        e.add_cause(detail.empty() ? util::msg("{}, but '{}' is not on {}", w, any.name, provider.describe())
+                                   : util::msg("{}, but {}", w, detail));
       continue;
     }
     all_missing = false;
-    for (const auto& w : who) e.causes.push_back(w);
+    for (const auto& w : who) e.add_cause(w);
     if (usable == 0) {
       std::map<std::string, int> why;
       for (const auto& r : pit->second.files.rejected) ++why[std::string(to_string(r.reason))];
       std::string s;
       for (const auto& [reason, n] : why) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", n, reason);
-      e.causes.push_back(fmt::format("no file of '{}' is usable on this target ({} rejected: {})", any.name, rejected_n, s));
+      e.add_cause(util::msg("no file of '{}' is usable on this target ({} rejected: {})", any.name, rejected_n, s));
     } else {
       std::vector<std::string> vs;
       for (const auto& f : pit->second.files.usable) {
@@ -827,18 +837,18 @@ Error Resolver::Impl::explain(const std::vector<Info>& causes) {
       std::string list;
       for (std::size_t i = 0; i < vs.size() && i < 12; ++i) list += (i ? ", " : "") + vs[i];
       if (vs.size() > 12) list += fmt::format(", … ({} in all)", vs.size());
-      e.causes.push_back(fmt::format("versions of '{}' usable on this target: {}", any.name, list));
+      e.add_cause(util::msg("versions of '{}' usable on this target: {}", any.name, list));
     }
   }
   if (all_missing && !missing.empty()) {
     e.code = ErrorCode::not_found;
-    e.message = fmt::format("'{}' was not found on {}", missing.front(), provider.describe());
-    e.hint =
+    e.say(util::msg("'{}' was not found on {}", missing.front(), provider.describe()));
+    e.advise(util::msg(
         "check the index URL (a wrong base URL answers 404 for every project); the package may also only exist on another "
-        "index: envfix resolves a set from one index (add it with --find-links, or choose an index that has it with --index-url)";
+        "index: envfix resolves a set from one index (add it with --find-links, or choose an index that has it with --index-url)"));
   } else {
-    e.message = derivation(causes);
-    e.hint = "relax one of the requirements above; `--explain` lists every rejected file";
+    e.say(derivation(causes));
+    e.advise(util::msg("relax one of the requirements above; `--explain` lists every rejected file"));
   }
   return e;
 }

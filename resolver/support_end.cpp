@@ -5,8 +5,8 @@
 
 namespace envfix::resolver {
 
-std::string last_release_note(const FrameworkSpec& spec, const specs::Version& version,
-                              const std::vector<specs::ComputeCapability>& gpus, bool newest) {
+util::Message last_release_note(const FrameworkSpec& spec, const specs::Version& version,
+                                const std::vector<specs::ComputeCapability>& gpus, bool newest) {
   specs::Version pub = version.public_version();
   std::string archs;
   const SupportEndInfo* end = nullptr;
@@ -16,15 +16,16 @@ std::string last_release_note(const FrameworkSpec& spec, const specs::Version& v
         if (archs.find(cc.sm_name()) == std::string::npos) archs += (archs.empty() ? "" : ", ") + cc.sm_name();
         if (!end || e.from < end->from) end = &e;
       }
-  if (!end) return "";
+  if (!end) return {};
   // Unpinned, the selector takes the newest build that covers every GPU: the newest the index has for
   // them, and with the announced end the last there will be.
-  std::string dropped =
-      fmt::format("{} {} and later dropped {}{} ({})", spec.main_package, end->from.to_string(),
-                  end->variant.empty() ? archs : end->variant, end->variant.empty() ? "" : " and with it " + archs, end->source);
+  const auto dropped = end->variant.empty() ? util::msg("{} {} and later dropped {} ({})", spec.main_package,
+                                                        end->from.to_string(), archs, end->source)
+                                            : util::msg("{} {} and later dropped {} and with it {} ({})", spec.main_package,
+                                                        end->from.to_string(), end->variant, archs, end->source);
   if (newest)
-    return fmt::format("{} {} is the last release with code for {}: {}", spec.main_package, version.to_string(), archs, dropped);
-  return fmt::format("{} {} has code for {}; {}", spec.main_package, version.to_string(), archs, dropped);
+    return util::msg("{} {} is the last release with code for {}: {}", spec.main_package, version.to_string(), archs, dropped);
+  return util::msg("{} {} has code for {}; {}", spec.main_package, version.to_string(), archs, dropped);
 }
 
 } // namespace envfix::resolver

@@ -69,14 +69,14 @@ CpuReason cpu_reason(bool has_gpu, bool gpus_planned, bool cpu_build) {
                         : CpuReason::none;
 }
 
-std::string_view describe(CpuReason r) {
+util::Message describe(CpuReason r) {
   switch (r) {
-  case CpuReason::cpu_build: return "CPU build";
-  case CpuReason::planned_gpus: return "planned GPUs (--gpu) are not this machine's";
-  case CpuReason::no_gpu: return "no GPU";
+  case CpuReason::cpu_build: return util::msg("CPU build");
+  case CpuReason::planned_gpus: return util::msg("planned GPUs (--gpu) are not this machine's");
+  case CpuReason::no_gpu: return util::msg("no GPU");
   case CpuReason::none: break;
   }
-  return "";
+  return {};
 }
 
 ApplySmoke plan_apply_smoke(const ApplySmokeRequest& r) {
@@ -84,11 +84,11 @@ ApplySmoke plan_apply_smoke(const ApplySmokeRequest& r) {
   const auto cpu = cpu_reason(r.has_gpu, r.gpus_planned, r.cpu_build);
   const auto device = cpu == CpuReason::none ? SmokeDevice::gpu : SmokeDevice::cpu;
   if (r.skipped) {
-    out.note = "smoke test skipped (--no-verify)";
+    out.note = util::msg("smoke test skipped (--no-verify)");
     return out;
   }
   if (!r.framework) {
-    out.note = "no framework: smoke test skipped (plain requirement set)";
+    out.note = util::msg("no framework: smoke test skipped (plain requirement set)");
     return out;
   }
   for (auto layer : r.layers) {
@@ -97,11 +97,11 @@ ApplySmoke plan_apply_smoke(const ApplySmokeRequest& r) {
   }
   const auto why = describe(cpu);
   if (out.steps.empty() && cpu != CpuReason::none)
-    out.note = fmt::format("{}: smoke test skipped ({} has no CPU smoke test in the matrices)", why, r.framework->name);
+    out.note = util::msg("{}: smoke test skipped ({} has no CPU smoke test in the matrices)", why, r.framework->name);
   else if (out.steps.empty())
-    out.note = fmt::format("{} has no smoke test in the matrices", r.framework->name);
+    out.note = util::msg("{} has no smoke test in the matrices", r.framework->name);
   else if (cpu != CpuReason::none) {
-    out.note = fmt::format("{}: smoke test ran on the CPU", why);
+    out.note = util::msg("{}: smoke test ran on the CPU", why);
     out.cpu = cpu;
   }
   return out;

@@ -92,7 +92,7 @@ struct SmokeRunOptions {
 enum class CpuReason { none, cpu_build, planned_gpus, no_gpu };
 [[nodiscard]] CpuReason cpu_reason(bool has_gpu, bool gpus_planned, bool cpu_build);
 // "CPU build", "planned GPUs (--gpu) are not this machine's", "no GPU"; "" for none.
-[[nodiscard]] std::string_view describe(CpuReason r);
+[[nodiscard]] util::Message describe(CpuReason r);
 
 // `envfix verify`'s layers 1 and 2, which apply's verify step runs too.
 enum class Layer { repro, model };
@@ -114,7 +114,7 @@ struct ApplySmokeRequest {
 struct ApplySmoke {
   std::vector<SmokeStep> steps;
   CpuReason cpu = CpuReason::none; // set when the steps run on the CPU
-  std::string note;                // why it was skipped, or where it ran; "" on the GPU
+  util::Message note;              // why it was skipped, or where it ran; empty on the GPU
 };
 [[nodiscard]] ApplySmoke plan_apply_smoke(const ApplySmokeRequest& r);
 

@@ -21,8 +21,8 @@ Expected<CudaVersion> CudaVersion::parse(std::string_view text) {
   CudaVersion v;
   auto dot = text.find('.');
   if (dot == std::string_view::npos || !parse_int(text.substr(0, dot), v.major) || v.major == 0)
-    return make_error(ErrorCode::invalid_input, fmt::format("invalid CUDA version '{}': expected MAJOR.MINOR", text),
-                      "e.g. 12.8");
+    return make_error(ErrorCode::invalid_input, util::msg("invalid CUDA version '{}': expected MAJOR.MINOR", text),
+                      util::msg("e.g. 12.8"));
   auto rest = text.substr(dot + 1);
   auto dot2 = rest.find('.');
   int patch = 0;
@@ -38,8 +38,8 @@ Expected<CudaVersion> CudaVersion::from_variant(std::string_view variant) {
   auto digits = variant.starts_with("cu") ? variant.substr(2) : std::string_view{};
   int n = 0;
   if (digits.size() < 2 || digits.size() > 3 || !parse_int(digits, n) || n < 10)
-    return make_error(ErrorCode::invalid_input, fmt::format("'{}' is not a CUDA variant", variant),
-                      "CUDA variants look like cu118, cu128, cu130");
+    return make_error(ErrorCode::invalid_input, util::msg("'{}' is not a CUDA variant", variant),
+                      util::msg("CUDA variants look like cu118, cu128, cu130"));
   return CudaVersion{n / 10, n % 10};
 }
 

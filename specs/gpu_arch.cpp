@@ -70,8 +70,8 @@ Expected<ComputeCapability> ComputeCapability::parse(std::string_view text) {
     std::size_t bad = skipped;
     while (bad < s.size() && std::isdigit(static_cast<unsigned char>(s[bad]))) ++bad;
     if (bad == s.size()) bad = skipped;
-    return make_error(ErrorCode::invalid_input, fmt::format("invalid compute capability '{}'{}", text, caret(text, bad)),
-                      "write it as 9.0, 90 or sm_90 (a GPU has no a/f suffix)");
+    return make_error(ErrorCode::invalid_input, util::msg("invalid compute capability '{}'{}", text, caret(text, bad)),
+                      util::msg("write it as 9.0, 90 or sm_90 (a GPU has no a/f suffix)"));
   }
   return cc;
 }
@@ -102,8 +102,8 @@ Expected<GpuArch> GpuArch::parse(std::string_view text) {
     a.kind = Kind::lto, prefix_len = 4;
   } else {
     return make_error(ErrorCode::invalid_input,
-                      fmt::format("invalid GPU arch '{}': expected sm_, compute_ or lto_{}", text, caret(text, 0)),
-                      "examples: sm_90, sm_90a, sm_100f, compute_80, lto_90");
+                      util::msg("invalid GPU arch '{}': expected sm_, compute_ or lto_{}", text, caret(text, 0)),
+                      util::msg("examples: sm_90, sm_90a, sm_100f, compute_80, lto_90"));
   }
   v.remove_prefix(prefix_len);
   if (!v.empty() && (v.back() == 'a' || v.back() == 'f')) {

@@ -166,9 +166,9 @@ private:
     auto canon = canonical_variable(name);
     if (!canon)
       return with_hint(error(fmt::format("unknown marker variable '{}'", name)),
-                       "variables are python_version, python_full_version, os_name, sys_platform, "
-                       "platform_release, platform_system, platform_version, platform_machine, "
-                       "platform_python_implementation, implementation_name, implementation_version, extra");
+                       util::msg("variables are python_version, python_full_version, os_name, sys_platform, "
+                                 "platform_release, platform_system, platform_version, platform_machine, "
+                                 "platform_python_implementation, implementation_name, implementation_version, extra"));
     m_pos = e;
     return std::pair{std::move(*canon), true};
   }

@@ -39,11 +39,11 @@ Expected<std::vector<std::pair<std::string, std::string>>> parse_rfc822(std::str
 
 Expected<CoreMetadata> CoreMetadata::parse(std::string_view text) {
   auto parsed = parse_headers(text);
-  if (!parsed) return std::unexpected(std::move(parsed.error()).context("invalid core metadata"));
+  if (!parsed) return std::unexpected(std::move(parsed.error()).context(util::msg("invalid core metadata")));
   auto& [fields, body] = *parsed;
 
   auto bad = [](const Field& f, std::string why) {
-    return make_error(ErrorCode::invalid_input, fmt::format("invalid core metadata: line {}: {}: {}", f.line, f.name, why));
+    return make_error(ErrorCode::invalid_input, util::msg("invalid core metadata: line {}: {}: {}", f.line, f.name, why));
   };
   CoreMetadata md;
   const Field* single[4] = {nullptr, nullptr, nullptr, nullptr};
@@ -55,9 +55,9 @@ Expected<CoreMetadata> CoreMetadata::parse(std::string_view text) {
       single[i] = &f;
     }
   }
-  if (!single[0]) return make_error(ErrorCode::invalid_input, "invalid core metadata: no Metadata-Version field");
-  if (!single[1]) return make_error(ErrorCode::invalid_input, "invalid core metadata: no Name field");
-  if (!single[2]) return make_error(ErrorCode::invalid_input, "invalid core metadata: no Version field");
+  if (!single[0]) return make_error(ErrorCode::invalid_input, util::msg("invalid core metadata: no Metadata-Version field"));
+  if (!single[1]) return make_error(ErrorCode::invalid_input, util::msg("invalid core metadata: no Name field"));
+  if (!single[2]) return make_error(ErrorCode::invalid_input, util::msg("invalid core metadata: no Version field"));
 
   md.metadata_version = single[0]->value;
   {
@@ -70,7 +70,7 @@ Expected<CoreMetadata> CoreMetadata::parse(std::string_view text) {
     if (!ok) return bad(*single[0], fmt::format("'{}' is not of the form M.N", mv));
     if (major.size() > 1 || major[0] > '2')
       return with_hint(bad(*single[0], fmt::format("version {} is newer than this tool understands (2.x)", mv)),
-                       "upgrade envfix");
+                       util::msg("upgrade envfix"));
   }
   md.name = single[1]->value;
   if (!is_valid_project_name(md.name)) return bad(*single[1], fmt::format("'{}' is not a valid project name", md.name));

@@ -5,10 +5,10 @@
 namespace envfix::specs {
 namespace {
 
-Error csv_error(std::string_view name, std::size_t line, std::string_view why, std::string_view text = {}) {
-  std::string msg = name.empty() ? fmt::format("line {}: {}", line, why) : fmt::format("{}:{}: {}", name, line, why);
-  if (!text.empty()) msg += fmt::format(": '{}'", text);
-  return Error{ErrorCode::invalid_input, std::move(msg), {}, {}};
+Error csv_error(std::string_view name, std::size_t line, const util::Message& why, std::string_view text = {}) {
+  auto msg = name.empty() ? util::msg("line {}: {}", line, why) : util::msg("{}:{}: {}", name, line, why);
+  if (!text.empty()) msg = util::msg("{}: '{}'", msg, text);
+  return Error::made(ErrorCode::invalid_input, std::move(msg));
 }
 
 bool needs_quotes(std::string_view f) { return f.find_first_of(",\"\r\n") != std::string_view::npos; }
@@ -75,7 +75,7 @@ Expected<std::vector<CsvRow>> read_csv(std::string_view text, std::string_view n
       end_row();
       ++line;
     } else if (after_quote) {
-      return std::unexpected(csv_error(name, line, "unexpected character after a closing quote", std::string(1, c)));
+      return std::unexpected(csv_error(name, line, util::msg("unexpected character after a closing quote"), std::string(1, c)));
     } else if (c == '"' && field.empty()) {
       field_started = true;
       in_quotes = true;
@@ -84,7 +84,7 @@ Expected<std::vector<CsvRow>> read_csv(std::string_view text, std::string_view n
       field += c;
     }
   }
-  if (in_quotes) return std::unexpected(csv_error(name, row.line, "unterminated quoted field"));
+  if (in_quotes) return std::unexpected(csv_error(name, row.line, util::msg("unterminated quoted field")));
   end_row();
   return rows;
 }

@@ -77,7 +77,7 @@ public:
       if (!set)
         return std::unexpected(
             std::move(set.error())
-                .context(fmt::format("invalid requirement '{}': bad version specifier at column {}", m_s, spec_col)));
+                .context(util::msg("invalid requirement '{}': bad version specifier at column {}", m_s, spec_col)));
       r.specifier = std::move(*set);
     }
     m_pos = end;
@@ -115,7 +115,7 @@ private:
     auto m = Marker::parse(m_s.substr(m_pos));
     if (!m)
       return std::unexpected(
-          std::move(m.error()).context(fmt::format("invalid requirement '{}': bad marker at column {}", m_s, col)));
+          std::move(m.error()).context(util::msg("invalid requirement '{}': bad marker at column {}", m_s, col)));
     m_pos = m_s.size();
     return m;
   }

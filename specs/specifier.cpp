@@ -100,17 +100,17 @@ Expected<Specifier> Specifier::parse(std::string_view text) {
     vt.remove_suffix(2);
   }
   auto pv = Version::parse(vt);
-  if (!pv) return std::unexpected(std::move(pv.error()).context(fmt::format("invalid specifier '{}'", text)));
+  if (!pv) return std::unexpected(std::move(pv.error()).context(util::msg("invalid specifier '{}'", text)));
   if (pv->has_local() && spec.m_op != SpecOperator::equal && spec.m_op != SpecOperator::not_equal)
     return with_hint(fail(ErrorCode::invalid_input, "invalid specifier '{}': a local version label is not allowed with '{}'",
                           text, envfix::specs::to_string(spec.m_op)),
-                     "only ==, != and === may name a local version such as +cu128");
+                     util::msg("only ==, != and === may name a local version such as +cu128"));
   if (spec.m_wildcard && (pv->has_local() || pv->is_devrelease()))
     return fail(ErrorCode::invalid_input,
                 "invalid specifier '{}': a prefix match ('.*') cannot name a dev release or a local label", text);
   if (spec.m_op == SpecOperator::compatible && pv->release().size() < 2)
     return with_hint(fail(ErrorCode::invalid_input, "invalid specifier '{}': '~=' needs at least two release components", text),
-                     "write e.g. ~=2.7 or >=2");
+                     util::msg("write e.g. ~=2.7 or >=2"));
   spec.m_text = std::string(vt);
   spec.m_version = std::move(*pv);
   return spec;
@@ -183,7 +183,7 @@ Expected<SpecifierSet> SpecifierSet::parse(std::string_view text) {
       if (!spec) {
         if (text.find(',') == std::string_view::npos) return std::unexpected(std::move(spec.error()));
         return std::unexpected(
-            std::move(spec.error()).context(fmt::format("invalid specifier set '{}' (clause at column {})", text, start + 1)));
+            std::move(spec.error()).context(util::msg("invalid specifier set '{}' (clause at column {})", text, start + 1)));
       }
       set.m_clauses.push_back(std::move(*spec));
     }

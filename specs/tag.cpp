@@ -177,8 +177,8 @@ Expected<void> apply_platform_tag(TagEnvironment& env, std::string_view platform
     return {};
   }
   return std::unexpected(Error(tag_error("platform tag", platform, 0, "not a Linux platform tag"))
-                             .with_hint("use manylinux_<glibc major>_<minor>_<arch>, manylinux2014_<arch>, "
-                                        "musllinux_<major>_<minor>_<arch> or linux_<arch>"));
+                             .with_hint(util::msg("use manylinux_<glibc major>_<minor>_<arch>, manylinux2014_<arch>, "
+                                                  "musllinux_<major>_<minor>_<arch> or linux_<arch>")));
 }
 
 std::optional<ManylinuxTag> manylinux_glibc(std::string_view platform) {

@@ -10,11 +10,9 @@ namespace envfix::specs {
 
 namespace {
 
-Error filename_error(std::string_view filename, std::size_t pos, std::string_view why) {
-  return Error{ErrorCode::invalid_input,
-               fmt::format("invalid wheel filename '{}': {}\n  {}\n  {:>{}}", filename, why, filename, "^", pos + 1),
-               {},
-               {}};
+Error filename_error(std::string_view filename, std::size_t pos, const util::Message& why) {
+  return Error::made(ErrorCode::invalid_input, util::msg("invalid wheel filename '{}': {}\n  {}\n  {}", filename, why, filename,
+                                                         fmt::format("{:>{}}", "^", pos + 1)));
 }
 
 std::vector<std::string> split_dot_fields(std::string_view s) {
@@ -40,7 +38,7 @@ bool name_char_ok(char c) {
 Expected<WheelFilename> WheelFilename::parse(std::string_view filename) {
   if (!filename.ends_with(".whl"))
     return std::unexpected(
-        filename_error(filename, filename.size() >= 4 ? filename.size() - 4 : 0, "the extension must be '.whl'"));
+        filename_error(filename, filename.size() >= 4 ? filename.size() - 4 : 0, util::msg("the extension must be '.whl'")));
   std::string_view stem = filename.substr(0, filename.size() - 4);
   std::vector<std::size_t> dashes;
   for (std::size_t i = 0; i < stem.size(); ++i)
@@ -48,9 +46,10 @@ Expected<WheelFilename> WheelFilename::parse(std::string_view filename) {
   if (dashes.size() != 4 && dashes.size() != 5)
     return std::unexpected(
         Error(filename_error(filename, dashes.empty() ? 0 : dashes.back(),
-                             fmt::format("expected 4 or 5 '-' separators, found {}", dashes.size())))
-            .with_hint("wheel names are {name}-{version}(-{build})?-{python}-{abi}-{platform}.whl with '-' in the "
-                       "name and version escaped as '_'"));
+                             util::msg("expected 4 or 5 '-' separators, found {}", dashes.size())))
+            .with_hint(
+                util::msg("wheel names are {{name}}-{{version}}(-{{build}})?-{{python}}-{{abi}}-{{platform}}.whl with '-' in the "
+                          "name and version escaped as '_'")));
   // Field boundaries: [start, end) of each part.
   auto part = [&](std::size_t k) {
     std::size_t begin = k == 0 ? 0 : dashes[k - 1] + 1;
@@ -59,12 +58,12 @@ Expected<WheelFilename> WheelFilename::parse(std::string_view filename) {
   };
   WheelFilename w;
   auto [name_pos, name] = part(0);
-  if (name.empty()) return std::unexpected(filename_error(filename, 0, "empty project name"));
+  if (name.empty()) return std::unexpected(filename_error(filename, 0, util::msg("empty project name")));
   for (std::size_t i = 0; i < name.size(); ++i)
     if (!name_char_ok(name[i]))
-      return std::unexpected(filename_error(filename, name_pos + i, "invalid character in the project name"));
+      return std::unexpected(filename_error(filename, name_pos + i, util::msg("invalid character in the project name")));
   if (auto dd = name.find("__"); dd != std::string_view::npos)
-    return std::unexpected(filename_error(filename, name_pos + dd, "'__' in the project name"));
+    return std::unexpected(filename_error(filename, name_pos + dd, util::msg("'__' in the project name")));
   w.name = std::string(name);
 
   auto [ver_pos, ver_text] = part(1);
@@ -72,7 +71,7 @@ Expected<WheelFilename> WheelFilename::parse(std::string_view filename) {
   if (!version)
     return std::unexpected(
         std::move(version.error())
-            .context(filename_error(filename, ver_pos, fmt::format("invalid version '{}'", ver_text)).message));
+            .context(filename_error(filename, ver_pos, util::msg("invalid version '{}'", ver_text)).said_message()));
   w.version = std::move(*version);
 
   std::size_t next = 2;
@@ -83,7 +82,7 @@ Expected<WheelFilename> WheelFilename::parse(std::string_view filename) {
     std::uint64_t number = 0;
     auto [p, ec] = std::from_chars(build_text.data(), build_text.data() + digits, number);
     if (digits == 0 || ec != std::errc{})
-      return std::unexpected(filename_error(filename, build_pos, "the build tag must start with a number"));
+      return std::unexpected(filename_error(filename, build_pos, util::msg("the build tag must start with a number")));
     w.build = std::pair{number, std::string(build_text.substr(digits))};
     next = 3;
   }
@@ -93,11 +92,11 @@ Expected<WheelFilename> WheelFilename::parse(std::string_view filename) {
     *fields[f] = split_dot_fields(text);
     std::size_t p = pos;
     for (const auto& item : *fields[f]) {
-      if (item.empty()) return std::unexpected(filename_error(filename, p, "empty compatibility tag"));
+      if (item.empty()) return std::unexpected(filename_error(filename, p, util::msg("empty compatibility tag")));
       for (std::size_t i = 0; i < item.size(); ++i) {
         char c = item[i];
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-        if (!ok) return std::unexpected(filename_error(filename, p + i, "invalid character in a compatibility tag"));
+        if (!ok) return std::unexpected(filename_error(filename, p + i, util::msg("invalid character in a compatibility tag")));
       }
       p += item.size() + 1;
     }

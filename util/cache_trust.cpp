@@ -16,7 +16,9 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <openssl/rand.h>
 
+#include "util/env.hpp"
 #include "util/text.hpp"
 
 namespace envfix::util {
@@ -218,6 +220,59 @@ std::optional<std::string> read_trusted(const fs::path& file) {
   auto out = read_fd(fd, file);
   if (!out) return std::nullopt;
   return std::move(*out);
+}
+
+namespace {
+
+fs::path secret_path() {
+  if (auto s = get_env(Env::xdg_state_home); s && fs::path(*s).is_absolute()) return fs::path(*s) / "envfix" / "evidence-key";
+  if (auto h = get_env(Env::home); h && fs::path(*h).is_absolute()) return fs::path(*h) / ".local/state/envfix/evidence-key";
+  return {};
+}
+
+constexpr std::size_t kSecretBytes = 32;
+
+// The key file's bytes, when it is a regular file (not a symlink) of this user that no one else can
+// read or write, and whole.
+std::optional<std::string> read_secret(const fs::path& p) {
+  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  struct stat st = {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0) return std::nullopt;
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0 ||
+      st.st_size != static_cast<off_t>(kSecretBytes))
+    return std::nullopt;
+  auto bytes = read_fd(fd, p);
+  if (!bytes || bytes->size() != kSecretBytes) return std::nullopt;
+  return std::move(*bytes);
+}
+
+// 32 random bytes in a new 0600 file (O_EXCL: of two runs that race, the first one's key stands).
+void create_secret(const fs::path& p) {
+  std::error_code ec;
+  fs::create_directories(p.parent_path(), ec);
+  std::string bytes(kSecretBytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(bytes.data()), static_cast<int>(bytes.size())) != 1) return;
+  Fd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return;
+  if (::write(fd.get(), bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size())) (void)::fsync(fd.get());
+}
+
+} // namespace
+
+std::string local_secret() {
+  static std::once_flag once;
+  static std::string secret;
+  std::call_once(once, [] {
+    if (auto k = get_env(Env::evidence_key); k && !k->empty()) {
+      secret = "ENVFIX_EVIDENCE_KEY\n" + *k;
+      return;
+    }
+    const auto p = secret_path();
+    if (p.empty()) return;
+    if (!fs::exists(fs::symlink_status(p))) create_secret(p);
+    if (auto s = read_secret(p)) secret = std::move(*s);
+  });
+  return secret;
 }
 
 } // namespace envfix::util

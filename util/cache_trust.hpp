@@ -39,6 +39,14 @@ inline constexpr const char* cache_lock_name = ".lock";
 // is nullopt without a word).
 [[nodiscard]] std::optional<std::string> read_trusted(const fs::path& file);
 
+// A secret of this user on this machine, kept outside every cache: what binds a cache record to a run
+// of this user here, so that a record planted in the cache, or restored from another machine's cache,
+// decides nothing (wheel/kernel_evidence.hpp). ENVFIX_EVIDENCE_KEY when set (a CI secret: a cache
+// restored with the same secret stays trusted); else $XDG_STATE_HOME/envfix/evidence-key (default
+// ~/.local/state/envfix/evidence-key), 32 random bytes created 0600 on first use, used only when it is
+// a regular file of this user that no one else can read or write. "" when there is none.
+[[nodiscard]] std::string local_secret();
+
 // One line on stderr about the cache's own housekeeping ("note: …"), as the trust warnings above
 // are told: the commands' output (stdout, JSON) stays as it is.
 void cache_notice(const std::string& text);

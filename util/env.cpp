@@ -56,6 +56,10 @@ const std::vector<EnvVar>& known_env_vars() {
       {Env::uv_python_install_dir, "UV_PYTHON_INSTALL_DIR",
        "uv's managed interpreters (default $XDG_DATA_HOME/uv/python): they serve a --python version request"},
       {Env::xdg_data_home, "XDG_DATA_HOME", "base of uv's default interpreter directory (default ~/.local/share)"},
+      {Env::xdg_state_home, "XDG_STATE_HOME",
+       "base of envfix's evidence key, $XDG_STATE_HOME/envfix/evidence-key (default ~/.local/state)"},
+      {Env::evidence_key, "ENVFIX_EVIDENCE_KEY",
+       "the secret that signs kernel evidence in the cache, instead of the key file (a CI secret, so a restored cache is trusted)"},
       {Env::cuda_home, "CUDA_HOME", "the local CUDA toolkit (doctor reports its nvcc)"},
       {Env::cuda_path, "CUDA_PATH", "the local CUDA toolkit, when CUDA_HOME is unset"},
       {Env::container, "container", "set by podman and systemd-nspawn inside a container (doctor reports it)"},
@@ -84,8 +88,8 @@ Expected<std::optional<std::chrono::milliseconds>> seconds_from_env(Env e) {
   unsigned long long s = 0;
   const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), s);
   if (ec != std::errc{} || end != v->data() + v->size() || s == 0 || s > 1'000'000'000ull)
-    return make_error(ErrorCode::invalid_input, fmt::format("{}={:?} is not a number of seconds", name, *v),
-                      fmt::format("set {} to a whole number of seconds, e.g. 600, or unset it", name));
+    return make_error(ErrorCode::invalid_input, util::msg("{}={:?} is not a number of seconds", name, *v),
+                      util::msg("set {} to a whole number of seconds, e.g. 600, or unset it", name));
   return std::chrono::milliseconds(s * 1000);
 }
 

@@ -50,6 +50,8 @@ enum class Env {
   pyenv_root,
   uv_python_install_dir,
   xdg_data_home,
+  xdg_state_home,
+  evidence_key,
   cuda_home,
   cuda_path,
   container,

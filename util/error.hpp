@@ -42,6 +42,16 @@ struct Error {
   // has none here. Kept through context().
   std::vector<util::Message> said = {};
 
+  // An error whose message, causes and hint each carry their id.
+  [[nodiscard]] static Error made(ErrorCode code, util::Message message, const std::vector<util::Message>& causes = {},
+                                  util::Message hint = {}) {
+    Error e{code, {}, {}, {}};
+    e.say(std::move(message));
+    for (const auto& c : causes) e.add_cause(c);
+    if (!hint.empty()) e.advise(std::move(hint));
+    return e;
+  }
+
   // Wrap with context: the new message goes on top, the old one becomes the first cause.
   [[nodiscard]] Error context(std::string outer) && {
     causes.insert(causes.begin(), std::move(message));
@@ -81,6 +91,15 @@ struct Error {
       if (m.text == text) return &m;
     return nullptr;
   }
+  // The message as a Message: with its id where it was made with one, else as a plain value.
+  [[nodiscard]] util::Message said_message() const {
+    if (const auto* m = said_as(message)) return *m;
+    return util::plain(message);
+  }
+  [[nodiscard]] util::Message said_hint() const {
+    if (const auto* m = said_as(hint)) return *m;
+    return util::plain(hint);
+  }
   // Multi-line rendering without colour (cli/ adds colour); used by tests and logs.
   [[nodiscard]] std::string render() const;
 };
@@ -91,6 +110,11 @@ using Expected = std::expected<T, Error>;
 // An error on its way out with a hint added: return with_hint(fail(...), "try …").
 [[nodiscard]] inline std::unexpected<Error> with_hint(std::unexpected<Error> e, std::string hint) {
   e.error().hint = std::move(hint);
+  return e;
+}
+
+[[nodiscard]] inline std::unexpected<Error> with_hint(std::unexpected<Error> e, util::Message hint) {
+  e.error().advise(std::move(hint));
   return e;
 }
 

@@ -14,7 +14,7 @@ namespace envfix::util {
 
 namespace {
 std::unexpected<Error> errno_error(std::string_view what, const fs::path& p, int err) {
-  return with_errno(make_error(ErrorCode::io, fmt::format("{} {}: {}", what, p.string(), std::strerror(err))), err);
+  return with_errno(make_error(ErrorCode::io, util::msg("{} {}: {}", what, p.string(), std::strerror(err))), err);
 }
 } // namespace
 
@@ -87,14 +87,14 @@ Expected<Fd> open_local_file(const fs::path& path, std::uint64_t max_bytes) {
                        : S_ISDIR(st.st_mode)  ? "a directory"
                        : S_ISSOCK(st.st_mode) ? "a socket"
                                               : "not a plain file";
-    return make_error(ErrorCode::invalid_input, fmt::format("refusing to read {}: not a regular file ({})", path.string(), what),
-                      "a local file: URL or find-links entry must name a wheel file");
+    return make_error(ErrorCode::invalid_input, util::msg("refusing to read {}: not a regular file ({})", path.string(), what),
+                      util::msg("a local file: URL or find-links entry must name a wheel file"));
   }
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
     return make_error(ErrorCode::invalid_input,
-                      fmt::format("refusing to read {}: it is larger than the {} bytes expected of it ({} bytes)", path.string(),
-                                  max_bytes, st.st_size),
-                      "the lockfile or page that names it gives another size: regenerate it, or replace the file");
+                      util::msg("refusing to read {}: it is larger than the {} bytes expected of it ({} bytes)", path.string(),
+                                max_bytes, st.st_size),
+                      util::msg("the lockfile or page that names it gives another size: regenerate it, or replace the file"));
   const int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) return errno_error("cannot use", path, errno);
   return fd;
@@ -136,7 +136,7 @@ Expected<void> create_directories(const fs::path& path) {
   std::error_code ec;
   fs::create_directories(path, ec);
   if (ec)
-    return with_errno(make_error(ErrorCode::io, fmt::format("cannot create directory {}: {}", path.string(), ec.message())),
+    return with_errno(make_error(ErrorCode::io, util::msg("cannot create directory {}: {}", path.string(), ec.message())),
                       ec.value());
   return {};
 }
@@ -251,7 +251,7 @@ Expected<MappedFile> MappedFile::open(const fs::path& path) {
   if (!fd.valid()) return errno_error("cannot open", path, errno);
   struct stat st = {};
   if (::fstat(fd.get(), &st) != 0) return errno_error("cannot stat", path, errno);
-  if (!S_ISREG(st.st_mode)) return make_error(ErrorCode::invalid_input, fmt::format("{} is not a regular file", path.string()));
+  if (!S_ISREG(st.st_mode)) return make_error(ErrorCode::invalid_input, util::msg("{} is not a regular file", path.string()));
   MappedFile m;
   m.m_size = static_cast<std::size_t>(st.st_size);
   if (m.m_size == 0) return m;

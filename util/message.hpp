@@ -27,6 +27,22 @@ struct Message {
 // A value shown as it is in every language (a name, a version, a path, a command).
 [[nodiscard]] inline Message plain(std::string v) { return Message{{}, {}, std::move(v)}; }
 
+// Values shown as they are (names, URLs, reasons read from data).
+[[nodiscard]] inline std::vector<Message> plains(const std::vector<std::string>& values) {
+  std::vector<Message> out;
+  out.reserve(values.size());
+  for (const auto& v : values) out.push_back(plain(v));
+  return out;
+}
+
+// The English of each message, for JSON (which stays English).
+[[nodiscard]] inline std::vector<std::string> texts(const std::vector<Message>& ms) {
+  std::vector<std::string> out;
+  out.reserve(ms.size());
+  for (const auto& m : ms) out.push_back(m.text);
+  return out;
+}
+
 } // namespace envfix::util
 
 template <>

@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "util/fs.hpp"
 
@@ -42,6 +44,18 @@ std::string to_hex(std::string_view raw) {
   return out;
 }
 
+std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()), data.size(),
+       md, &len);
+  return to_hex({reinterpret_cast<const char*>(md), len});
+}
+
+bool equal_in_constant_time(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
 std::string sha256_hex(std::string_view bytes) {
   Sha256 h;
   h.update(bytes);
@@ -53,12 +67,12 @@ std::string sha256_hex(std::string_view bytes) {
 Expected<std::string> sha256_file_hex(const std::filesystem::path& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   auto io_error = [&](std::string_view what, int err) {
-    return with_errno(make_error(ErrorCode::io, fmt::format("{} {}: {}", what, path.string(), std::strerror(err))), err);
+    return with_errno(make_error(ErrorCode::io, util::msg("{} {}: {}", what, path.string(), std::strerror(err))), err);
   };
   if (!fd.valid()) return io_error("cannot open", errno);
   struct stat st = {};
   if (::fstat(fd.get(), &st) != 0) return io_error("cannot stat", errno);
-  if (!S_ISREG(st.st_mode)) return make_error(ErrorCode::invalid_input, fmt::format("{} is not a regular file", path.string()));
+  if (!S_ISREG(st.st_mode)) return make_error(ErrorCode::invalid_input, util::msg("{} is not a regular file", path.string()));
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   constexpr std::size_t buf_size = std::size_t{1} << 20;
   auto buf = std::make_unique_for_overwrite<char[]>(buf_size);

@@ -35,5 +35,9 @@ private:
 [[nodiscard]] std::string base64url_nopad(std::string_view raw);
 [[nodiscard]] Expected<std::string> base64url_decode(std::string_view text);
 [[nodiscard]] std::string to_hex(std::string_view raw);
+// HMAC-SHA256 of `data` under `key`, lower-case hex (RFC 2104).
+[[nodiscard]] std::string hmac_sha256_hex(std::string_view key, std::string_view data);
+// Equal texts, compared in time that does not depend on where they differ (a MAC check).
+[[nodiscard]] bool equal_in_constant_time(std::string_view a, std::string_view b);
 
 } // namespace envfix::util

@@ -346,7 +346,7 @@ struct ChildSetup {
 } // namespace
 
 Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, const SubprocessOptions& o) {
-  if (argv.empty()) return make_error(ErrorCode::internal, "run_process: empty argv");
+  if (argv.empty()) return make_error(ErrorCode::internal, util::msg("run_process: empty argv"));
   int out_pipe[2], err_pipe[2], in_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(in_pipe, O_CLOEXEC) != 0)
     return fail_errno(errno, ErrorCode::io, "cannot create pipes: {}", std::strerror(errno));
@@ -364,7 +364,7 @@ Expected<SubprocessResult> run_process(const std::vector<std::string>& argv, con
   const char* path = std::getenv("PATH");
   const auto program = find_in_path(argv[0], path && *path ? path : "/bin:/usr/bin");
   auto cannot_start = [&](int e) {
-    return with_errno(make_error(ErrorCode::subprocess, fmt::format("cannot start {}: {}", argv[0], std::strerror(e))), e);
+    return with_errno(make_error(ErrorCode::subprocess, util::msg("cannot start {}: {}", argv[0], std::strerror(e))), e);
   };
   if (!program) return cannot_start(ENOENT);
   int exec_pipe[2];

@@ -113,8 +113,8 @@ nlohmann::json KernelProfile::to_json() const {
 
 Expected<KernelProfile> KernelProfile::from_json(const nlohmann::json& j) {
   auto bad = [](std::string what) {
-    return make_error(ErrorCode::invalid_input, fmt::format("kernel profile: {}", what),
-                      "the evidence cache may be damaged: `envfix cache clean` removes it");
+    return make_error(ErrorCode::invalid_input, util::msg("kernel profile: {}", what),
+                      util::msg("the evidence cache may be damaged: `envfix cache clean` removes it"));
   };
   if (!j.is_object() || !j.contains("groups") || !j["groups"].is_array()) return bad("no `groups` array");
   KernelProfile p;

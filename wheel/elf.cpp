@@ -91,8 +91,8 @@ Expected<ElfFile> ElfFile::parse(std::span<const std::uint8_t> bytes, std::strin
   if (size < ehdr_size)
     return fail(ErrorCode::invalid_input, "{}: truncated ELF header ({} bytes, need 64) at offset 0", name, size);
   if (b[4] != 2)
-    return make_error(ErrorCode::invalid_input, fmt::format("{}: ELF class {} is not supported (offset 4)", name, b[4]),
-                      "only 64-bit ELF files carry CUDA kernels for current GPUs");
+    return make_error(ErrorCode::invalid_input, util::msg("{}: ELF class {} is not supported (offset 4)", name, b[4]),
+                      util::msg("only 64-bit ELF files carry CUDA kernels for current GPUs"));
   if (b[5] != 1) return fail(ErrorCode::invalid_input, "{}: big-endian ELF is not supported (offset 5)", name);
 
   ElfFile f;

@@ -140,7 +140,7 @@ Expected<void> walk_fatbin_section(std::span<const std::uint8_t> bytes, std::siz
       c.section = std::string(section);
       auto next = parse_container(region, pos, name, c);
       if (!next)
-        return std::unexpected(std::move(next.error()).context(fmt::format("{}: damaged fatbin in section {}", name, section)));
+        return std::unexpected(std::move(next.error()).context(util::msg("{}: damaged fatbin in section {}", name, section)));
       out.containers.push_back(std::move(c));
       pos = *next;
       continue;

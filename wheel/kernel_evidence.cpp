@@ -120,9 +120,25 @@ std::optional<BuildEvidence> parse_build_record(std::string_view text) {
   return checked([&] { return build_from_json(*j); });
 }
 
+namespace {
+
+fs::path file_record(const fs::path& dir, std::string_view file_hash) {
+  return dir / "files" / (util::sha256_hex(file_hash) + ".json");
+}
+
+// What a file record's MAC covers: the hash it is filed under and the profile, as stored.
+std::string file_mac(std::string_view secret, std::string_view file_hash, const json& profile) {
+  return util::hmac_sha256_hex(secret, fmt::format("envfix kernel evidence, file\n{}\n{}", file_hash, profile.dump()));
+}
+
+} // namespace
+
 std::optional<KernelProfile> EvidenceStore::file(std::string_view file_hash) const {
-  auto j = read_json(m_dir / "files" / (util::sha256_hex(file_hash) + ".json"));
+  if (m_secret.empty()) return std::nullopt;
+  auto j = read_json(file_record(m_dir, file_hash));
   if (!j || str(*j, "hash") != std::optional<std::string>(std::string(file_hash)) || !j->contains("profile")) return std::nullopt;
+  const auto mac = str(*j, "mac");
+  if (!mac || !util::equal_in_constant_time(*mac, file_mac(m_secret, file_hash, (*j)["profile"]))) return std::nullopt;
   return checked([&]() -> std::optional<KernelProfile> {
     auto p = KernelProfile::from_json((*j)["profile"]);
     if (!p) return std::nullopt;
@@ -130,8 +146,16 @@ std::optional<KernelProfile> EvidenceStore::file(std::string_view file_hash) con
   });
 }
 
+bool EvidenceStore::has_file(std::string_view file_hash) const {
+  std::error_code ec;
+  return fs::exists(fs::symlink_status(file_record(m_dir, file_hash), ec));
+}
+
 Expected<void> EvidenceStore::put_file(std::string_view file_hash, const KernelProfile& p) const {
-  return write_json(m_dir / "files" / (util::sha256_hex(file_hash) + ".json"), {{"hash", file_hash}, {"profile", p.to_json()}});
+  const auto profile = p.to_json();
+  json j{{"hash", file_hash}, {"profile", profile}};
+  if (!m_secret.empty()) j["mac"] = file_mac(m_secret, file_hash, profile);
+  return write_json(file_record(m_dir, file_hash), j);
 }
 
 std::optional<BuildEvidence> EvidenceStore::build(std::string_view wheel_sha256) const {
@@ -228,8 +252,9 @@ std::vector<RunObservation> EvidenceStore::observations(const BuildKey& key, std
 }
 
 std::string EvidenceMigration::to_string() const {
-  return fmt::format("the kernel evidence store of an older envfix ({}) was migrated: {} file record{} kept (keyed by the "
-                     "file's hash){}, {} build record{} keyed by name and version dropped (a build's verdict is now "
+  return fmt::format("the kernel evidence store of an older envfix ({}) was migrated: {} file record{} kept as unsigned hints "
+                     "(keyed by the file's hash; the file is read before it decides){}, {} build record{} keyed by name and "
+                     "version dropped (a build's verdict is now "
                      "that of its own files; they are read again when needed)",
                      evidence_v1_dir_name, files_kept, files_kept == 1 ? "" : "s",
                      files_dropped ? fmt::format(", {} unreadable dropped", files_dropped) : std::string(), builds_dropped,
@@ -241,7 +266,7 @@ Expected<std::optional<EvidenceMigration>> migrate_evidence_v1(const fs::path& c
   std::error_code ec;
   if (!fs::is_directory(fs::symlink_status(old, ec))) return std::optional<EvidenceMigration>{};
   EvidenceMigration m;
-  const EvidenceStore v2(cache_dir / evidence_dir_name);
+  const EvidenceStore v2(cache_dir / evidence_dir_name, ""); // unsigned: v1's records are hints only
   for (fs::directory_iterator it(old / "files", ec), end; !ec && it != end; it.increment(ec)) {
     auto j = read_json(it->path());
     auto hash = j ? str(*j, "hash") : std::nullopt;
@@ -257,7 +282,7 @@ Expected<std::optional<EvidenceMigration>> migrate_evidence_v1(const fs::path& c
       ++m.files_dropped;
       continue;
     }
-    if (!v2.file(*hash)) ENVFIX_TRY_VOID(v2.put_file(*hash, *profile));
+    if (!v2.has_file(*hash)) ENVFIX_TRY_VOID(v2.put_file(*hash, *profile));
     ++m.files_kept;
   }
   ec.clear();
@@ -286,7 +311,7 @@ std::vector<ReadProfile> read_profiles(const std::vector<ProfileSource>& files, 
       return {};
     }
     auto p = KernelProfile::of(*ks);
-    if (store && !f.hash.empty()) (void)store->put_file(f.hash, p);
+    if (store && store->signs() && !f.hash.empty()) (void)store->put_file(f.hash, p); // unsigned, it would only replace
     out[i] = ReadProfile{std::move(p), false};
     return {};
   });
@@ -306,7 +331,7 @@ EvidenceStore open_evidence_store(const std::filesystem::path& cache_dir) {
     else if (*m)
       util::cache_notice((*m)->to_string());
   }
-  return EvidenceStore(cache_dir / evidence_dir_name);
+  return EvidenceStore(cache_dir / evidence_dir_name, util::local_secret());
 }
 
 } // namespace envfix::wheel

@@ -83,7 +83,8 @@ struct EvidenceMigration {
 };
 
 // Moves <cache_dir>/evidence-v1 into <cache_dir>/evidence-v2 once: file entries are read through the
-// cache's trust check and a checked parse, and imported where v2 has none; build records are dropped;
+// cache's trust check and a checked parse, and imported unsigned (hints: a file is read before they
+// would decide) where v2 has none; build records are dropped;
 // the v1 directory is then removed. nullopt when there is no v1 store; an error when it cannot be
 // removed (the next run tries again, nothing imported twice matters: imports never overwrite).
 [[nodiscard]] Expected<std::optional<EvidenceMigration>> migrate_evidence_v1(const std::filesystem::path& cache_dir);
@@ -94,12 +95,25 @@ struct EvidenceMigration {
 // <cache>/evidence-v2: files/<sha256 of the file hash>.json, builds/<wheel sha256>.json,
 // installed/<sha256 of the key>.json, observations/<sha256 of key, RECORD and device>.json. Entries are named by a hash, never by
 // a name that came from outside; each is read back only when this user's alone (util/cache_trust.hpp) and names its own key.
+//
+// A file record decides a file's kernels (the kernel gate, doctor) without the file being read, so it
+// is bound to this user on this machine: it carries an HMAC under `secret` (util::local_secret) of the
+// file's hash and the profile. A record without it, or with another's, is a hint only: the file is
+// read and the record replaced. So a record planted in the cache, or restored from another machine's
+// cache, installs nothing (issue 60, item 5); whoever can read the secret can still forge one
+// (docs/reliability.md §6). With an empty secret no file record decides.
 class EvidenceStore {
 public:
-  explicit EvidenceStore(std::filesystem::path dir) : m_dir(std::move(dir)) {}
+  EvidenceStore(std::filesystem::path dir, std::string secret) : m_dir(std::move(dir)), m_secret(std::move(secret)) {}
   [[nodiscard]] const std::filesystem::path& dir() const { return m_dir; }
+  // Can its records decide (a secret to sign and check them with)?
+  [[nodiscard]] bool signs() const { return !m_secret.empty(); }
 
+  // The profile of the file with this hash, when its record is signed with this store's secret.
   [[nodiscard]] std::optional<KernelProfile> file(std::string_view file_hash) const;
+  // Is there a record for this hash at all, signed or not?
+  [[nodiscard]] bool has_file(std::string_view file_hash) const;
+  // Written signed (unsigned with an empty secret: a hint for no one).
   [[nodiscard]] Expected<void> put_file(std::string_view file_hash, const KernelProfile& p) const;
   // The record of the wheel file with this sha256 (64 hex digits), when it names that same sha256.
   [[nodiscard]] std::optional<BuildEvidence> build(std::string_view wheel_sha256) const;
@@ -114,10 +128,12 @@ public:
 
 private:
   std::filesystem::path m_dir;
+  std::string m_secret;
 };
 
-// The store under a cache directory (<cache>/evidence-v2), an older store in it migrated first, once
-// per process and directory (migrate_evidence_v1), and what that did said through util::cache_notice.
+// The store under a cache directory (<cache>/evidence-v2), signed with util::local_secret(), an older
+// store in it migrated first, once per process and directory (migrate_evidence_v1), and what that did
+// said through util::cache_notice.
 [[nodiscard]] EvidenceStore open_evidence_store(const std::filesystem::path& cache_dir);
 
 // One file whose kernels are wanted, and the hash its content is known by ("" when none is).

@@ -246,8 +246,8 @@ Expected<KernelSet> read_kernels(std::span<const std::uint8_t> bytes, std::strin
     return ks;
   }
   if (is_elf(bytes)) return read_elf(bytes, name, options);
-  return make_error(ErrorCode::invalid_input, fmt::format("{}: not an ELF file, static archive or fatbin (offset 0)", name),
-                    "envfix inspect reads .so, .o, .a, .cubin, .fatbin and .whl files");
+  return make_error(ErrorCode::invalid_input, util::msg("{}: not an ELF file, static archive or fatbin (offset 0)", name),
+                    util::msg("envfix inspect reads .so, .o, .a, .cubin, .fatbin and .whl files"));
 }
 
 bool may_contain_kernels(std::string_view n) {
@@ -321,7 +321,7 @@ Expected<std::vector<std::pair<std::string, KernelSet>>> read_kernels_in_wheel(c
 
 Expected<KernelSet> read_kernels_file(const std::filesystem::path& path, std::size_t window) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return make_error(ErrorCode::not_found, fmt::format("{}: no such file", path.string()));
+  if (!std::filesystem::exists(path, ec)) return make_error(ErrorCode::not_found, util::msg("{}: no such file", path.string()));
   if (path.extension() == ".whl") {
     auto members = ENVFIX_TRY(read_kernels_in_wheel(path));
     KernelSet ks;

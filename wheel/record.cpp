@@ -12,10 +12,10 @@ namespace envfix::wheel {
 
 namespace {
 
-Error csv_error(std::string_view name, std::size_t line, std::string_view why, std::string_view text = {}) {
-  std::string msg = fmt::format("{}:{}: {}", name, line, why);
-  if (!text.empty()) msg += fmt::format(": '{}'", text);
-  return Error{ErrorCode::invalid_input, std::move(msg), {}, {}};
+Error csv_error(std::string_view name, std::size_t line, const util::Message& why, std::string_view text = {}) {
+  auto msg = util::msg("{}:{}: {}", name, line, why);
+  if (!text.empty()) msg = util::msg("{}: '{}'", msg, text);
+  return Error::made(ErrorCode::invalid_input, std::move(msg));
 }
 
 bool is_b64url(char c) {
@@ -51,12 +51,12 @@ Expected<Record> Record::parse(std::string_view csv_text, std::string_view name_
   for (auto& row : rows) {
     if (source == RecordSource::installed && !row.fields.empty() && row.fields.size() < 3) row.fields.resize(3);
     if (row.fields.size() != 3)
-      return std::unexpected(Error(csv_error(name_for_errors, row.line,
-                                             fmt::format("expected 3 fields (path,hash,size), found {}", row.fields.size()),
-                                             fmt::format("{}", fmt::join(row.fields, ",")))));
+      return std::unexpected(
+          Error(csv_error(name_for_errors, row.line, util::msg("expected 3 fields (path,hash,size), found {}", row.fields.size()),
+                          fmt::format("{}", fmt::join(row.fields, ",")))));
     RecordEntry e;
     e.path = std::move(row.fields[0]);
-    if (e.path.empty()) return std::unexpected(csv_error(name_for_errors, row.line, "empty path"));
+    if (e.path.empty()) return std::unexpected(csv_error(name_for_errors, row.line, util::msg("empty path")));
     const std::string& hash = row.fields[1];
     if (!hash.empty()) {
       auto eq = hash.find('=');
@@ -67,8 +67,8 @@ Expected<Record> Record::parse(std::string_view csv_text, std::string_view name_
       for (char c : digest) ok = ok && is_b64url(c);
       if (!ok)
         return std::unexpected(
-            Error(csv_error(name_for_errors, row.line, "bad hash, expected <algorithm>=<urlsafe base64>", hash))
-                .with_hint("RECORD hashes look like sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"));
+            Error(csv_error(name_for_errors, row.line, util::msg("bad hash, expected <algorithm>=<urlsafe base64>"), hash))
+                .with_hint(util::msg("RECORD hashes look like sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU")));
       e.hash_algo = std::string(algo);
       e.hash_b64 = std::string(digest);
     }
@@ -77,7 +77,7 @@ Expected<Record> Record::parse(std::string_view csv_text, std::string_view name_
       std::uint64_t v = 0;
       auto [p, ec] = std::from_chars(size.data(), size.data() + size.size(), v);
       if (ec != std::errc{} || p != size.data() + size.size())
-        return std::unexpected(csv_error(name_for_errors, row.line, "bad size, expected a byte count", size));
+        return std::unexpected(csv_error(name_for_errors, row.line, util::msg("bad size, expected a byte count"), size));
       e.size = v;
     }
     record.entries.push_back(std::move(e));

@@ -147,7 +147,7 @@ Expected<void> check_members(const WheelArchive& ar, const std::string& wname) {
   std::set<std::string> seen;
   for (const auto& raw : ar.raw_names()) {
     if (auto ok = check_member_name(raw); !ok)
-      return std::unexpected(std::move(ok.error()).context(fmt::format("{}: refusing the wheel", wname)));
+      return std::unexpected(std::move(ok.error()).context(util::msg("{}: refusing the wheel", wname)));
     std::string key = raw;
     if (key.back() == '/') key.pop_back();
     if (!seen.insert(key).second) return fail(ErrorCode::invalid_input, "{}: duplicate member '{}'", wname, raw);
@@ -188,8 +188,8 @@ Expected<void> find_dist_info(const WheelArchive& ar, const std::string& wname, 
   }
   if (dist_infos.size() != 1)
     return make_error(ErrorCode::invalid_input,
-                      fmt::format("{}: expected exactly one top-level .dist-info directory, found {}", wname, dist_infos.size()),
-                      "the file is not a valid wheel");
+                      util::msg("{}: expected exactly one top-level .dist-info directory, found {}", wname, dist_infos.size()),
+                      util::msg("the file is not a valid wheel"));
   sw.dist_info = *dist_infos.begin();
   std::string stem = sw.dist_info.substr(0, sw.dist_info.size() - std::string_view(".dist-info").size());
   sw.data_dir = stem + ".data";
@@ -211,8 +211,8 @@ Expected<void> check_wheel_and_metadata(const WheelArchive& ar, const std::strin
   sw.wheel_version = fmt::format("{}.{}", info.version_major, info.version_minor);
   if (info.version_major > WheelInfo::supported_major)
     return make_error(ErrorCode::invalid_input,
-                      fmt::format("{}: Wheel-Version {} is not supported (this installer reads 1.x)", wname, sw.wheel_version),
-                      "upgrade envfix, or pick an older build of the package");
+                      util::msg("{}: Wheel-Version {} is not supported (this installer reads 1.x)", wname, sw.wheel_version),
+                      util::msg("upgrade envfix, or pick an older build of the package"));
   if (info.newer_minor) sw.warnings.push_back(fmt::format("{}: Wheel-Version {} is newer than 1.0", wname, sw.wheel_version));
   sw.root_is_purelib = info.root_is_purelib;
 
@@ -258,15 +258,14 @@ Expected<void> check_record(const WheelArchive& ar, const std::string& wname, co
       if (rest.find('/') == std::string_view::npos)
         return fail(ErrorCode::invalid_input, "{}: member '{}' sits directly in the .data directory", wname, e.name);
       if (key != "purelib" && key != "platlib" && key != "scripts" && key != "data" && key != "headers")
-        return make_error(ErrorCode::invalid_input,
-                          fmt::format("{}: unknown .data scheme '{}' in member '{}'", wname, key, e.name),
-                          "known keys are purelib, platlib, scripts, data, headers");
+        return make_error(ErrorCode::invalid_input, util::msg("{}: unknown .data scheme '{}' in member '{}'", wname, key, e.name),
+                          util::msg("known keys are purelib, platlib, scripts, data, headers"));
     }
     auto it = record_out.find(e.name);
     if (it == record_out.end()) {
       if (opt.strict_record)
-        return make_error(ErrorCode::invalid_input, fmt::format("{}: member '{}' is not listed in RECORD", wname, e.name),
-                          "the wheel was modified after it was built; rebuild or re-download it");
+        return make_error(ErrorCode::invalid_input, util::msg("{}: member '{}' is not listed in RECORD", wname, e.name),
+                          util::msg("the wheel was modified after it was built; rebuild or re-download it"));
       sw.warnings.push_back(fmt::format("{}: member '{}' is not listed in RECORD", wname, e.name));
       continue;
     }
@@ -298,7 +297,7 @@ Expected<StagedWheel> validate(const WheelArchive& ar, const fs::path& wheel, co
                                std::map<std::string, RecordEntry>& record_out) {
   const std::string wname = wheel.filename().string();
   auto fn = specs::WheelFilename::parse(wname);
-  if (!fn) return std::unexpected(std::move(fn.error()).context(fmt::format("{}: not a wheel file name", wname)));
+  if (!fn) return std::unexpected(std::move(fn.error()).context(util::msg("{}: not a wheel file name", wname)));
   StagedWheel sw;
   sw.wheel = wheel;
   ENVFIX_TRY_VOID(check_members(ar, wname));
@@ -466,7 +465,7 @@ Expected<void> WheelStager::extract(std::size_t group) {
         });
       },
       begin, end);
-  if (!result) return std::unexpected(std::move(result.error()).context(fmt::format("unpacking {}", wname)));
+  if (!result) return std::unexpected(std::move(result.error()).context(util::msg("unpacking {}", wname)));
   return {};
 }
 
@@ -484,9 +483,9 @@ Expected<StagedWheel> WheelStager::finish() {
     auto it = m.record.find(f.member);
     if (it != m.record.end() && it->second.hash_algo == "sha256" && it->second.hash_field() != f.hash) {
       auto err = make_error(ErrorCode::hash_mismatch,
-                            fmt::format("{}: '{}' does not match its RECORD hash (RECORD {}, file {})", wname, f.member,
-                                        it->second.hash_field(), f.hash),
-                            "the wheel is corrupt or was tampered with; re-download it");
+                            util::msg("{}: '{}' does not match its RECORD hash (RECORD {}, file {})", wname, f.member,
+                                      it->second.hash_field(), f.hash),
+                            util::msg("the wheel is corrupt or was tampered with; re-download it"));
       if (m.options.strict_record) return err;
       sw.warnings.push_back(err.error().message);
     }

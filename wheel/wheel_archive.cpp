@@ -207,8 +207,8 @@ static Expected<ArchivePtr> open_reader(const std::filesystem::path& path, std::
   int rc = path.empty() ? archive_read_open_memory(a.get(), bytes.data(), bytes.size())
                         : archive_read_open_filename(a.get(), path.c_str(), 1 << 16);
   if (rc != ARCHIVE_OK)
-    return make_error(ErrorCode::invalid_input, fmt::format("{}: not a readable ZIP archive: {}", name, archive_message(a.get())),
-                      "a wheel is a ZIP file; re-download it");
+    return make_error(ErrorCode::invalid_input, util::msg("{}: not a readable ZIP archive: {}", name, archive_message(a.get())),
+                      util::msg("a wheel is a ZIP file; re-download it"));
   return a;
 }
 
@@ -268,12 +268,12 @@ Expected<void> WheelArchive::list() {
     if (recs[k].compressed > limit - recs[k].offset ||
         limit - recs[k].offset - recs[k].compressed < local_header_size + recs[k].name_len)
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}: member '{}' ({} bytes compressed at offset {}) overlaps {}", m_name, name,
-                                    recs[k].compressed, recs[k].offset,
-                                    k + 1 < recs.size()
-                                        ? fmt::format("member '{}' at offset {}", m_raw_names[recs[k + 1].cd_index], limit)
-                                        : fmt::format("the central directory at offset {}", limit)),
-                        "overlapping or lying local/central headers: the archive is corrupt or hostile");
+                        util::msg("{}: member '{}' ({} bytes compressed at offset {}) overlaps {}", m_name, name,
+                                  recs[k].compressed, recs[k].offset,
+                                  k + 1 < recs.size()
+                                      ? fmt::format("member '{}' at offset {}", m_raw_names[recs[k + 1].cd_index], limit)
+                                      : fmt::format("the central directory at offset {}", limit)),
+                        util::msg("overlapping or lying local/central headers: the archive is corrupt or hostile"));
     m_offsets.push_back(recs[k].offset);
   }
   m_offsets.push_back(cd.start);
@@ -300,15 +300,15 @@ Expected<void> WheelArchive::list() {
     // that offset (passes find member i by that offset and check the name again).
     if (i < recs.size() && !same_member_name(entry.name, raw()))
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}: local header of member {} ('{}') disagrees with the central directory ('{}')", m_name, i,
-                                    entry.name, raw()),
-                        "overlapping or lying local/central headers: the archive is corrupt or hostile");
+                        util::msg("{}: local header of member {} ('{}') disagrees with the central directory ('{}')", m_name, i,
+                                  entry.name, raw()),
+                        util::msg("overlapping or lying local/central headers: the archive is corrupt or hostile"));
     m_total_size += entry.size;
     if (m_total_size > m_limits.max_total_size)
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}: uncompressed size exceeds the limit of {} bytes (at member '{}')", m_name,
-                                    m_limits.max_total_size, entry.name),
-                        "this looks like a zip bomb");
+                        util::msg("{}: uncompressed size exceeds the limit of {} bytes (at member '{}')", m_name,
+                                  m_limits.max_total_size, entry.name),
+                        util::msg("this looks like a zip bomb"));
     m_entries.push_back(std::move(entry));
   }
   // Passes find member i at m_offsets[i]: that needs libarchive to have seen the same records.
@@ -320,9 +320,9 @@ Expected<void> WheelArchive::list() {
   std::uint64_t base = std::max<std::uint64_t>(m_archive_size, 4096);
   if (m_total_size / base > m_limits.max_ratio)
     return make_error(ErrorCode::invalid_input,
-                      fmt::format("{}: compression ratio {}:1 exceeds the limit of {}:1 ({} bytes from {})", m_name,
-                                  m_total_size / base, m_limits.max_ratio, m_total_size, m_archive_size),
-                      "this looks like a zip bomb");
+                      util::msg("{}: compression ratio {}:1 exceeds the limit of {}:1 ({} bytes from {})", m_name,
+                                m_total_size / base, m_limits.max_ratio, m_total_size, m_archive_size),
+                      util::msg("this looks like a zip bomb"));
   return {};
 }
 
@@ -418,8 +418,8 @@ Expected<void> pump(struct archive* a, const ArchiveEntry& entry, const DataSink
                   entry.size);
     if (total > max_total_size)
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}: uncompressed data exceeds {} bytes (at member '{}')", name, max_total_size, entry.name),
-                        "this looks like a zip bomb");
+                        util::msg("{}: uncompressed data exceeds {} bytes (at member '{}')", name, max_total_size, entry.name),
+                        util::msg("this looks like a zip bomb"));
     ENVFIX_TRY_VOID(sink(std::string_view(buf, static_cast<std::size_t>(n))));
   }
   if (entry.size_known && produced != entry.size)
@@ -464,9 +464,9 @@ Expected<void> WheelArchive::stream(const EntryVisitor& visit, std::size_t begin
   archive_read_set_options(a.get(), "zip:hdrcharset=UTF-8");
   if (archive_read_open2(a.get(), &src, nullptr, range_read, range_skip, range_close) != ARCHIVE_OK)
     return make_error(ErrorCode::invalid_input,
-                      fmt::format("{}: member {} ('{}'): no ZIP local header at offset {}: {}", m_name, begin,
-                                  m_entries[begin].name, range_begin, archive_message(a.get())),
-                      "overlapping or lying local/central headers: the archive is corrupt or hostile");
+                      util::msg("{}: member {} ('{}'): no ZIP local header at offset {}: {}", m_name, begin,
+                                m_entries[begin].name, range_begin, archive_message(a.get())),
+                      util::msg("overlapping or lying local/central headers: the archive is corrupt or hostile"));
 
   struct archive_entry* e = nullptr;
   std::uint64_t total = 0;
@@ -486,9 +486,9 @@ Expected<void> WheelArchive::stream(const EntryVisitor& visit, std::size_t begin
                      entry.name.starts_with(local_name);
     if (local_name != entry.name && !dir_slash)
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}: local header of member {} ('{}') disagrees with the central directory ('{}')", m_name, i,
-                                    local_name, entry.name),
-                        "overlapping or lying local/central headers: the archive is corrupt or hostile");
+                        util::msg("{}: local header of member {} ('{}') disagrees with the central directory ('{}')", m_name, i,
+                                  local_name, entry.name),
+                        util::msg("overlapping or lying local/central headers: the archive is corrupt or hostile"));
     // The reader resynchronises on the next 'PK\3\4' it sees; make sure it parsed the header at
     // the directory's offset, not one hidden in the bytes before it.
     std::uint8_t h[local_header_size];
@@ -502,10 +502,10 @@ Expected<void> WheelArchive::stream(const EntryVisitor& visit, std::size_t begin
     }
     if (!at_offset)
       return make_error(ErrorCode::invalid_input,
-                        fmt::format("{}: the local header of member {} ('{}') is not at offset {} where the "
-                                    "central directory puts it",
-                                    m_name, i, entry.name, m_offsets[i]),
-                        "overlapping or lying local/central headers: the archive is corrupt or hostile");
+                        util::msg("{}: the local header of member {} ('{}') is not at offset {} where the "
+                                  "central directory puts it",
+                                  m_name, i, entry.name, m_offsets[i]),
+                        util::msg("overlapping or lying local/central headers: the archive is corrupt or hostile"));
     auto sink = ENVFIX_TRY(visit(entry));
     // Only regular files have data; a symlink's target is in entry.link_target.
     if (!sink || entry.type != ArchiveEntry::Type::file) {

@@ -11,8 +11,8 @@ namespace envfix::wheel {
 
 namespace {
 
-Error at(std::string_view name, std::size_t line, std::string why) {
-  return Error{ErrorCode::invalid_input, fmt::format("{}:{}: {}", name, line, why), {}, {}};
+Error at(std::string_view name, std::size_t line, const util::Message& why) {
+  return Error::made(ErrorCode::invalid_input, util::msg("{}:{}: {}", name, line, why));
 }
 
 // WHEEL through the one RFC 822 reader (specs/rfc822.hpp); unlike METADATA, WHEEL has no body,
@@ -23,7 +23,7 @@ Expected<std::vector<specs::Header>> read_wheel_headers(std::string_view text, s
     std::string_view first = block.body;
     first = first.substr(0, first.find('\n'));
     if (first.ends_with('\r')) first.remove_suffix(1);
-    return std::unexpected(at(name, block.body_line, fmt::format("expected 'Name: value', found '{}'", first)));
+    return std::unexpected(at(name, block.body_line, util::msg("expected 'Name: value', found '{}'", first)));
   }
   for (auto& h : block.headers) h.value = specs::unfold(h.value);
   return std::move(block.headers);
@@ -50,14 +50,14 @@ Expected<WheelInfo> WheelInfo::parse(std::string_view text, std::string_view nam
                 parse_uint(std::string_view(h.value).substr(dot + 1), info.version_minor);
       if (!ok)
         return std::unexpected(
-            at(name_for_errors, h.line, fmt::format("bad Wheel-Version '{}', expected <major>.<minor>", h.value)));
+            at(name_for_errors, h.line, util::msg("bad Wheel-Version '{}', expected <major>.<minor>", h.value)));
       if (info.version_major > supported_major)
         return std::unexpected(
             at(name_for_errors, h.line,
-               fmt::format("Wheel-Version {} is not supported (this envfix reads {}.x)", h.value, supported_major))
-                .with_hint("the wheel was built for a newer wheel format; upgrade envfix or choose another build"));
+               util::msg("Wheel-Version {} is not supported (this envfix reads {}.x)", h.value, supported_major))
+                .with_hint(util::msg("the wheel was built for a newer wheel format; upgrade envfix or choose another build")));
       if (info.version_major < 1)
-        return std::unexpected(at(name_for_errors, h.line, fmt::format("Wheel-Version {} predates 1.0", h.value)));
+        return std::unexpected(at(name_for_errors, h.line, util::msg("Wheel-Version {} predates 1.0", h.value)));
       info.newer_minor = info.version_minor > supported_minor;
     } else if (key == "generator") {
       info.generator = h.value;
@@ -66,7 +66,7 @@ Expected<WheelInfo> WheelInfo::parse(std::string_view text, std::string_view nam
     } else if (key == "tag") {
       auto tags = specs::parse_tag_set(h.value);
       if (!tags)
-        return std::unexpected(std::move(tags.error()).context(fmt::format("{}:{}: bad Tag line", name_for_errors, h.line)));
+        return std::unexpected(std::move(tags.error()).context(util::msg("{}:{}: bad Tag line", name_for_errors, h.line)));
       for (auto& t : *tags) info.tags.push_back(std::move(t));
     } else if (key == "build") {
       info.build = h.value;
@@ -74,10 +74,8 @@ Expected<WheelInfo> WheelInfo::parse(std::string_view text, std::string_view nam
     info.fields.emplace_back(std::move(h.name), std::move(h.value));
   }
   if (!have_version)
-    return std::unexpected(Error{ErrorCode::invalid_input,
-                                 fmt::format("{}: no Wheel-Version header", name_for_errors),
-                                 {},
-                                 "a WHEEL file starts with 'Wheel-Version: 1.0'"});
+    return std::unexpected(Error::made(ErrorCode::invalid_input, util::msg("{}: no Wheel-Version header", name_for_errors), {},
+                                       util::msg("a WHEEL file starts with 'Wheel-Version: 1.0'")));
   return info;
 }
 

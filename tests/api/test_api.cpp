@@ -50,8 +50,8 @@ struct Recorder : api::ApplyReporter {
   std::vector<std::string> notes, warnings;
   bool asked = false;
   void phase(api::Phase p) override { phases.push_back(p); }
-  void note(std::string_view t, bool) override { notes.emplace_back(t); }
-  void warning(std::string_view t) override { warnings.emplace_back(t); }
+  void note(const util::Message& m, bool) override { notes.push_back(m.text); }
+  void warning(const util::Message& m) override { warnings.push_back(m.text); }
   bool proceed(const api::PlanContext&) override {
     asked = true;
     return true;

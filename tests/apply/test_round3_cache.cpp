@@ -106,6 +106,13 @@ void plant_evidence(const fs::path& cache, const std::string& arch, const std::s
   write(cache / "evidence-v2" / "builds" / (real_sha + ".json"), rec.dump());
 }
 
+// `command` with evfw's framework options for the venv `ve`: the test's matrices and index, planned for sm_90.
+std::vector<std::string> evfw_args(std::vector<std::string> command, World& w, const fs::path& ve) {
+  command.insert(command.end(), {"--framework", "evfw", "--matrices", (w.root() / "matrices").string(), "--mirror", w.base_url(),
+                                 "--gpu", "sm_90", "--driver", "580.65.06", "--python", (ve / "bin/python").string()});
+  return command;
+}
+
 } // namespace
 
 TEST_SUITE("integration/apply/round3_cache") {
@@ -204,13 +211,7 @@ TEST_SUITE("integration/apply/round3_cache") {
       const auto real_sha = util::sha256_file_hex(wheel).value();
       const std::string other_sha(64, 'e');
       auto ve = w.venv("venv");
-      const std::vector<std::string> target{"--framework", "evfw",       "--matrices", (w.root() / "matrices").string(),
-                                            "--mirror",    w.base_url(), "--gpu",      "sm_90",
-                                            "--driver",    "580.65.06",  "--python",   (ve / "bin/python").string()};
-      auto with = [&](std::vector<std::string> a) {
-        a.insert(a.end(), target.begin(), target.end());
-        return a;
-      };
+      auto with = [&](std::vector<std::string> a) { return evfw_args(std::move(a), w, ve); };
       plant_evidence(w.cache(), "sm_80", real_sha, other_sha); // "its binaries hold sm_80 only"
       auto p = w.envfix(with({"plan", "--format", "json"}));
       CHECK(p.rc == 0);
@@ -226,6 +227,62 @@ TEST_SUITE("integration/apply/round3_cache") {
       const auto lock = slurp(w.lockfile());
       CHECK(lock.find("verified: true") == std::string::npos);
       CHECK(lock.find("verified: false") != std::string::npos);
+    }
+  }
+
+  // issue 60, item 5: a file record planted in evidence-v2/files/ (by a same-user tool, or restored
+  // with a CI cache from another machine) claiming sm_90 for an sm_80-only library decides nothing:
+  // the gate reads the file and refuses. Fails when the record decides (before: the build installed
+  // and the lock said verified).
+  TEST_CASE("issue 60 (5): a planted file record lets no sm_80-only build through the kernel gate on sm_90") {
+    {
+      const auto& so = arch_shared_object("80");
+      World w(fmt::format(R"({{"simple_dir": "whl/cu128", "files_dir": "whl/files", "packages": [
+      {{"name": "evfw", "version": "3.0.0+cu128", "tags": ["py3-none-manylinux_2_17_x86_64"],
+        "files": {{"evfw/__init__.py": "VALUE = 1\n", "evfw/lib/libevfw_kernels.so": {}}}}}]}})",
+                          byte_list(so)));
+      write(w.root() / "matrices/evfw.yaml", kEvfwMatrices); // the matrices claim sm_90: only the bytes can refuse
+      auto ve = w.venv("venv");
+      auto with = [&](std::vector<std::string> a) { return evfw_args(std::move(a), w, ve); };
+      util::Sha256 h;
+      h.update(so);
+      const auto file_hash = "sha256=" + util::base64url_nopad(h.raw_digest());
+      json profile{{"zstd", false}, {"groups", json::array({{{"registered", true}, {"count", 1}, {"archs", {"sm_90"}}}})}};
+      write(w.cache() / "evidence-v2" / "files" / (util::sha256_hex(file_hash) + ".json"),
+            json{{"hash", file_hash}, {"profile", profile}}.dump());
+      auto a = w.envfix(with({"apply", "--yes", "--lockfile", w.lockfile().string()}));
+      INFO(a.err);
+      CHECK(a.rc != 0);
+      CHECK(a.err.find("sm_90") != std::string::npos);
+      CHECK_FALSE(fs::exists(fs::path(site_packages_of(ve)) / "evfw"));
+      CHECK_FALSE(fs::exists(w.lockfile()));
+      // The record is now the file's own reading, signed: sm_80.
+      const auto rec = slurp(w.cache() / "evidence-v2" / "files" / (util::sha256_hex(file_hash) + ".json"));
+      CHECK(rec.find("sm_80") != std::string::npos);
+      CHECK(rec.find("\"mac\"") != std::string::npos);
+    }
+  }
+
+  // issue 60, item 5: an unpacked entry's manifest decides which files are linked into the venv, so
+  // it is read through the cache's trust check like every other entry: one given to another uid is
+  // ignored with a warning and the wheel unpacked again. Fails when the manifest is read regardless.
+  TEST_CASE("issue 60 (5): an unpacked entry whose manifest belongs to another user is not used") {
+    {
+      World w(kAlphaIndex);
+      auto first = w.venv("first");
+      REQUIRE(
+          w.envfix({"apply", "alpha", "--index-url", w.index_url(), "--python", (first / "bin/python").string(), "--yes"}).rc ==
+          0);
+      std::size_t chowned = 0;
+      for (const auto& e : fs::recursive_directory_iterator(w.cache() / "unpacked-v1"))
+        if (e.path().filename() == "manifest.json") chowned += ::chown(e.path().c_str(), 65534, 65534) == 0;
+      REQUIRE(chowned > 0);
+      auto second = w.venv("second");
+      auto a = w.envfix({"apply", "alpha", "--index-url", w.index_url(), "--python", (second / "bin/python").string(), "--yes"});
+      INFO(a.err);
+      CHECK(a.rc == 0);
+      CHECK(a.err.find("is ignored: it is owned by uid 65534") != std::string::npos);
+      CHECK(fs::exists(fs::path(site_packages_of(second)) / "alpha"));
     }
   }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/fs.hpp"
+#include "util/sha256.hpp"
 #include "util/subprocess.hpp"
 #include "tests/support/envfix_bin.hpp"
 #include "tests/support/golden.hpp"
@@ -433,6 +434,52 @@ TEST_SUITE("cli/cli/doctor") {
       CHECK(k["coverage"]["sm_90"]["via_sass"].get<int>() >= 1);
       CHECK(k["coverage"]["sm_90"]["via_sass"].get<int>() + k["coverage"]["sm_90"]["via_ptx"].get<int>() ==
             k["coverage"]["sm_90"]["runnable"].get<int>());
+    }
+    // issue 60, item 5: a file's kernels come from the evidence store only when its record is signed
+    // with this user's secret (util::local_secret); fails when a tampered record, or one made under
+    // another key, decides in place of the file's bytes.
+    SUBCASE("the evidence key: created 0600; a record decides only under it; a tampered one is read again") {
+      const auto state = env.root() / "state";
+      const std::map<std::string, std::string> with_state{{"XDG_STATE_HOME", state.string()}};
+      // The library's RECORD row with its hash and size: the evidence store's key.
+      util::Sha256 h;
+      h.update(util::read_file(lib).value());
+      const auto di = env.site() / "torch-2.7.0+cu128.dist-info";
+      write(di / "RECORD", fmt::format("torch/lib/libfake_cuda.so,sha256={},{}\n{}/METADATA,,\n{}/RECORD,,\n",
+                                       util::base64url_nopad(h.raw_digest()), fs::file_size(lib), di.filename().string(),
+                                       di.filename().string()));
+      auto kernels = [&](const std::map<std::string, std::string>& e) {
+        auto j = parse(env.run({"--gpu", "sm_90", "--driver", "580.159.04", "--no-repro"}, true, e));
+        return j["packages"][0]["kernels"];
+      };
+      CHECK(kernels(with_state)["from_evidence"] == 0); // read, and recorded
+      const auto key = state / "envfix/evidence-key";
+      REQUIRE(fs::is_regular_file(key));
+      CHECK(fs::file_size(key) == 32);
+      CHECK((fs::status(key).permissions() & (fs::perms::group_all | fs::perms::others_all)) == fs::perms::none);
+      CHECK(kernels(with_state)["from_evidence"] == 1); // the signed record decides
+      // Another key (a cache restored from another machine, or ENVFIX_EVIDENCE_KEY): read again.
+      auto other = with_state;
+      other["ENVFIX_EVIDENCE_KEY"] = "a CI secret";
+      CHECK(kernels(other)["from_evidence"] == 0);
+      CHECK(kernels(other)["from_evidence"] == 1);
+      // A key file others may read is no secret: not used, and the run without one leaves the records
+      // as they are (the CI key's still decides under it).
+      fs::permissions(key, fs::perms::group_read | fs::perms::others_read, fs::perm_options::add);
+      CHECK(kernels(with_state)["from_evidence"] == 0);
+      CHECK(kernels(other)["from_evidence"] == 1);
+      fs::permissions(key, fs::perms::group_read | fs::perms::others_read, fs::perm_options::remove);
+      CHECK(kernels(with_state)["from_evidence"] == 0); // the CI key's record: read again, signed with this key
+      CHECK(kernels(with_state)["from_evidence"] == 1);
+      // The record rewritten to claim sm_90 for every module: not signed for that, so the bytes decide.
+      for (const auto& f : fs::directory_iterator(env.root() / "cache/evidence-v2/files")) {
+        auto text = util::read_file(f.path()).value();
+        for (auto at = text.find("sm_80"); at != std::string::npos; at = text.find("sm_80", at)) text.replace(at, 5, "sm_90");
+        REQUIRE(util::write_file_atomic(f.path(), text));
+      }
+      auto k = kernels(with_state);
+      CHECK(k["from_evidence"] == 0);
+      CHECK(k["coverage"]["sm_90"]["verdict"] == "partial"); // what the file holds
     }
     SUBCASE("sm_120: no module has code → arch-not-covered from the binaries") {
       auto j = parse(env.run({"--gpu", "sm_120", "--driver", "580.159.04", "--no-repro"}));

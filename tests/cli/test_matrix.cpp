@@ -272,7 +272,7 @@ frameworks:
 
   TEST_CASE("matrix --cache-dir DIR: kernel facts read from binaries are shown above the table, with disagreement") {
     auto dir = util::make_temp_dir(std::filesystem::temp_directory_path(), "envfix-matrix-ev-").value();
-    wheel::EvidenceStore store(dir / wheel::evidence_dir_name);
+    wheel::EvidenceStore store(dir / wheel::evidence_dir_name, "test secret");
     auto group = [](std::vector<const char*> archs, std::uint64_t n) {
       wheel::ContainerGroup g;
       for (const char* a : archs) g.archs.push_back(specs::GpuArch::parse(a).value());

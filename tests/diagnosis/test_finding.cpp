@@ -85,11 +85,13 @@ diagnosis::DoctorReport other_python_first(const std::filesystem::path& prefix, 
   return diagnosis::diagnose({.no_repro = true, .no_kernels = true}, std::move(in));
 }
 
-std::string hint_of(const diagnosis::DoctorReport& r, FindingCode code) {
+util::Message said_hint_of(const diagnosis::DoctorReport& r, FindingCode code) {
   for (const auto& f : r.findings)
-    if (f.code == code) return f.hint.text;
-  return "(no such finding)";
+    if (f.code == code) return f.hint;
+  return util::plain("(no such finding)");
 }
+
+std::string hint_of(const diagnosis::DoctorReport& r, FindingCode code) { return said_hint_of(r, code).text; }
 
 } // namespace
 
@@ -114,10 +116,10 @@ TEST_SUITE("unit/diagnosis/finding") {
     const auto none = hint_of(other_python_first(bare, other), code);
     CHECK(none.find("run your program with " + (bare / "bin/python").string()) != std::string::npos);
     CHECK(none.find("activate") == std::string::npos); // bare has no bin/activate: none is offered
-    // Each hint is a whole catalog message: zh_CN translates it with the paths kept as they are.
+    // Each hint is a catalog message: zh_CN translates it by its id with the paths kept as they are.
     i18n::set_language(i18n::Lang::zh_CN);
     for (const auto& prefix : {conda, venv, pyenv, bare}) {
-      const auto zh = i18n::tr_text(hint_of(other_python_first(prefix, other), code));
+      const auto zh = i18n::tr(said_hint_of(other_python_first(prefix, other), code));
       CHECK_MESSAGE(zh.starts_with("请用 " + (prefix / "bin/python").string()), zh);
       CHECK_MESSAGE(zh.find(", or") == std::string::npos, zh); // no English tail caught by a shorter entry
     }

@@ -1,6 +1,6 @@
 // i18n/: the zh_CN catalog checked against the sources it translates (every msgstr keeps its msgid's
 // `{}` placeholders, every msgid is a string literal of the sources, none twice), gettext's precedence
-// of LANGUAGE/LC_ALL/LC_MESSAGES/LANG, --lang's names, and tr_text on texts api/ composes.
+// of LANGUAGE/LC_ALL/LC_MESSAGES/LANG, --lang's names, and messages translated by their ids.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -142,9 +142,14 @@ std::set<std::string> source_literals() {
 
 // The placeholders of a format string in order: "{}" each; anything else in braces is named as is,
 // so "{0}" or "{:<8}" against "{}" differs.
+// The `{…}` fields of a format string; `{{` and `}}` are literal braces (fmt), not fields.
 std::vector<std::string> placeholders(std::string_view s) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s.substr(i, 2) == "{{" || s.substr(i, 2) == "}}") {
+      ++i;
+      continue;
+    }
     if (s[i] != '{') continue;
     const auto j = s.find('}', i);
     if (j == std::string_view::npos) break;
@@ -174,7 +179,7 @@ TEST_SUITE("unit/i18n/i18n") {
       INFO(kPo.string() << ":" << e.line << ": " << e.msgid);
       CHECK(!e.msgstr.empty());
       CHECK(placeholders(e.msgstr) == placeholders(e.msgid));
-      for (const auto& p : placeholders(e.msgid)) CHECK(p == "{}"); // tr_text matches plain {} only
+      for (const auto& p : placeholders(e.msgid)) CHECK(p == "{}"); // util::fill fills plain {} only
     }
   }
 
@@ -204,38 +209,34 @@ TEST_SUITE("unit/i18n/i18n") {
     CHECK(i18n::catalog(i18n::Lang::en).empty());
   }
 
-  TEST_CASE("tr, trf and tr_text: English by default, the catalog's sentence in zh_CN") {
+  TEST_CASE("tr and trf: English by default, the catalog's sentence in zh_CN") {
     CHECK(i18n::tr("verdict:") == "verdict:");
     CHECK(i18n::trf("2. Framework {}", "torch") == "2. Framework torch");
-    CHECK(i18n::tr_text("the torch packages were installed by different tools: pip, uv") ==
-          "the torch packages were installed by different tools: pip, uv");
     Lang zh(i18n::Lang::zh_CN);
     CHECK(i18n::tr("verdict:") == "结论：");
     CHECK(i18n::trf("2. Framework {}", "torch") == "2. 框架 torch");
-    CHECK(i18n::tr_text("the torch packages were installed by different tools: pip, uv") ==
-          "torch 的各个包由不同的工具安装：pip, uv");
-    // A composed part is translated too; a text no entry matches whole stays.
-    CHECK(i18n::tr_text("torch 2.6.0+cpu is a CPU-only build, but this host has 1 GPU(s) (sm_120)") ==
-          "torch 2.6.0+cpu 是仅支持 CPU 的构建，但本机有 1 块 GPU（sm_120）");
-    CHECK(i18n::tr_text("the torch packages were installed") == "the torch packages were installed");
-    CHECK(i18n::tr_text("skipped (--no-repro)") == "已跳过（--no-repro）");
-    CHECK(i18n::tr_text("") == "");
+    CHECK(i18n::trf("{} from {}", "cu126", "envfix.lock") == "cu126（来自 envfix.lock）");
   }
 
-  // Fails when the plan's "why" (resolver/framework_selector.cpp: "variant {}{}: {}", a CUDA part that
-  // may be empty) is not matched, or when a pattern with little fixed text ("{} from {}") grabs any text.
-  TEST_CASE("tr_text: adjacent placeholders, and short patterns are for trf only") {
+  // Fails when a message is translated by matching its English against the catalog's patterns
+  // (issue 56: a reworded sentence must be a missing id, never a silent match), or when a nested
+  // message is not translated by its own id.
+  TEST_CASE("tr(Message): by id, nested messages by theirs; a text without an id is looked up whole") {
+    const auto nested = util::msg("{} has no build for {} {}", "torchaudio", "torch", "2.17.0");
+    const auto m =
+        util::msg("{}: the fix installs {} {} without it (an installed {} is removed)", nested, "torch", "2.17.0", "torchaudio");
+    CHECK(i18n::tr(m) == m.text);
     Lang zh(i18n::Lang::zh_CN);
-    CHECK(i18n::tr_text("torch 2.7.0+cu126 from the stable channel, variant cu126 (CUDA 12.6): the matrices say its kernels "
-                        "cover sm_90 (checked after download)") ==
-          "torch 2.7.0+cu126，来自 stable 渠道，变体 cu126 (CUDA 12.6)：矩阵表明其内核覆盖 sm_90（下载后检查）");
-    CHECK(i18n::tr_text("torch 2.7.0 from the stable channel, variant cpu: no GPU on the target") ==
-          "torch 2.7.0，来自 stable 渠道，变体 cpu：目标机器上没有 GPU");
-    CHECK(i18n::tr_text("torch 2.7.0 from the stable channel, variant : no GPU on the target") ==
-          "torch 2.7.0 from the stable channel, variant : no GPU on the target"); // the word may not be empty
-    CHECK(i18n::trf("{} from {}", "cu126", "envfix.lock") == "cu126（来自 envfix.lock）");
-    CHECK(i18n::tr_text("cannot read x from y") == "cannot read x from y");
-    CHECK(i18n::tr_text("Wrote envfix.lock") == "Wrote envfix.lock");
+    const auto zh_text = i18n::tr(m);
+    CHECK(zh_text != m.text);
+    CHECK(zh_text.find("torchaudio") != std::string::npos);
+    CHECK(zh_text.find("has no build") == std::string::npos); // the nested message by its own id
+    // The same English made without an id is no entry of the catalog: it stays as it is.
+    Error plain{ErrorCode::unsatisfiable, m.text, {}, {}};
+    CHECK(i18n::tr_error_text(plain, plain.message) == m.text);
+    // An id the catalog lacks: its English, with the arguments still translated by theirs.
+    const auto unknown = util::msg("no such sentence: {}", util::msg("no GPU"));
+    CHECK(i18n::tr(unknown) == "no such sentence: 无 GPU");
   }
 
   TEST_CASE("gettext's precedence: LANGUAGE unless the locale is C, then LC_ALL, LC_MESSAGES, LANG") {

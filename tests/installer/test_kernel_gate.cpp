@@ -101,7 +101,7 @@ TEST_SUITE("integration/installer/kernel_gate") {
     REQUIRE(with_code >= 8);
 
     auto store_dir = util::make_temp_dir(fs::temp_directory_path(), "envfix-gate-").value();
-    wheel::EvidenceStore store(store_dir);
+    wheel::EvidenceStore store(store_dir, "test secret");
     for (const char* gpu : k_gpus) {
       auto cc = specs::ComputeCapability::parse(gpu).value();
       // 1. Per file: `none` exactly where no entry runs.

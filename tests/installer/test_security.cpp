@@ -88,9 +88,9 @@ void edit_keeping_size_and_mtime(const fs::path& path, off_t offset, char byte) 
   REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
 }
 
-bool has_warning(const std::vector<std::string>& ws, std::string_view needle) {
+bool has_warning(const std::vector<util::Message>& ws, std::string_view needle) {
   for (const auto& w : ws)
-    if (w.find(needle) != std::string::npos) return true;
+    if (w.text.find(needle) != std::string::npos) return true;
   return false;
 }
 

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s", r.error().render().c_str());
       return 1;
     }
-    for (const auto& a : r->actions) std::printf("%s\n", a.c_str());
+    for (const auto& a : r->actions) std::printf("%s\n", a.text.c_str());
     return 0;
   }
   if (cmd == "rollback" && argc == 4) {
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     points.reach("commit", -1);
-    for (const auto& a : r->recovered) std::printf("recovered: %s\n", a.c_str());
+    for (const auto& a : r->recovered) std::printf("recovered: %s\n", a.text.c_str());
     return 0;
   }
   std::fprintf(stderr, "bad arguments\n");

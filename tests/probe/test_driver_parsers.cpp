@@ -200,7 +200,7 @@ TEST_SUITE("integration/probe/driver_parsers") {
     CHECK(sys.version == "570.86.10");
     CHECK(sys.source == "sysfs");
     // With ENVFIX_NO_NVML, GPUs are not probed at all.
-    std::vector<std::string> notes;
+    std::vector<util::Message> notes;
     CHECK(probe_gpus(&notes).value().empty());
     CHECK(!notes.empty());
   }
@@ -221,7 +221,7 @@ TEST_SUITE("integration/probe/driver_parsers") {
                     "';;\n  *) exit 9;;\nesac\n",
                 0755);
     ScopedEnv path("PATH", (root.path() / "bin").string() + ":/usr/bin:/bin");
-    std::vector<std::string> notes;
+    std::vector<util::Message> notes;
     auto gpus = probe_gpus(&notes).value();
     REQUIRE(gpus.size() == 1);
     CHECK(gpus[0].name == "NVIDIA H200");
@@ -264,7 +264,7 @@ TEST_SUITE("integration/probe/driver_parsers") {
     notes.clear();
     CHECK(probe_gpus(&notes).value().empty());
     bool mentioned = false;
-    for (auto& n : notes) mentioned = mentioned || n.find("couldn't communicate") != std::string::npos;
+    for (auto& n : notes) mentioned = mentioned || n.text.find("couldn't communicate") != std::string::npos;
     CHECK(mentioned);
   }
 

@@ -139,7 +139,7 @@ TEST_SUITE("integration/probe/installed") {
     test::write(site / "torch-2.5.1.dist-info/INSTALLER", "pip\n");
     test::write(site / "Torch_Vision-0.21.0+cu124.dist-info/METADATA",
                 "Metadata-Version: 2.1\nName: torchvision\nVersion: 0.21.0+cu124\nRequires-Dist: torch==2.6.0\n");
-    std::vector<std::string> notes;
+    std::vector<util::Message> notes;
     auto dists = scan_site_directory(site, &notes);
     REQUIRE(dists.size() == 3);
     CHECK(dists[0].name == "torch");
@@ -152,8 +152,8 @@ TEST_SUITE("integration/probe/installed") {
     CHECK(dists[2].local() == "cu124");
     bool skipped_note = false, folder_note = false;
     for (auto& n : notes) {
-      skipped_note = skipped_note || n.find("this is (not valid") != std::string::npos;
-      folder_note = folder_note || n.find("torch-2.5.1.dist-info") != std::string::npos;
+      skipped_note = skipped_note || n.text.find("this is (not valid") != std::string::npos;
+      folder_note = folder_note || n.text.find("torch-2.5.1.dist-info") != std::string::npos;
     }
     CHECK(skipped_note);
     CHECK(folder_note);
@@ -192,7 +192,7 @@ TEST_SUITE("integration/probe/installed") {
                 R"({"name": "numpy", "version": "2.0.0", "build": "py311_0",
                   "files": ["/etc/passwd", "../outside", "lib/python3.11/site-packages/numpy-2.0.0.dist-info/METADATA"]})");
     auto dists = scan_site_directory(site);
-    std::vector<std::string> notes;
+    std::vector<util::Message> notes;
     read_conda_meta(prefix, dists, &notes);
     REQUIRE(dists.size() == 3);
     REQUIRE(dists[0].conda);
@@ -209,7 +209,7 @@ TEST_SUITE("integration/probe/installed") {
     REQUIRE(objs->size() == 1);
     CHECK(objs->front().path.filename() == "libtorch_cuda.so");
     REQUIRE(notes.size() == 2); // the broken record is named, and the skipped entries
-    const std::string said = notes[0] + "\n" + notes[1];
+    const std::string said = notes[0].text + "\n" + notes[1].text;
     CHECK(said.find("numpy-2.0.0-py311_0.json: 2 'files' entries outside the prefix ignored") != std::string::npos);
   }
 

@@ -71,18 +71,18 @@ TEST_SUITE("unit/resolver/discovery") {
     auto cu136 = describe("nightly", "cu136");
     REQUIRE(cu136);
     CHECK(cu136->cuda == specs::CudaVersion{13, 6});
-    CHECK(contains(cu136->note, "variant cu136 is not in the matrices: CUDA 13.6 understood from its name"));
-    CHECK(contains(cu136->note,
+    CHECK(contains(cu136->note.text, "variant cu136 is not in the matrices: CUDA 13.6 understood from its name"));
+    CHECK(contains(cu136->note.text,
                    "driver floor 580 is only the 13.x minor-version-compatibility floor (CUDA 13.6 is not in cuda.yaml)"));
-    CHECK(contains(cu136->note, "unverified"));
+    CHECK(contains(cu136->note.text, "unverified"));
     // cu134 is declared (a nightly variant) but no test-channel row lists it; 13.4 has no confirmed GA driver.
     auto cu134 = describe("test", "cu134");
     REQUIRE(cu134);
-    CHECK(contains(cu134->note, "variant cu134 is in the matrices but no test release row lists it"));
-    CHECK(contains(cu134->note, "CUDA 13.4 has no confirmed driver in cuda.yaml"));
+    CHECK(contains(cu134->note.text, "variant cu134 is in the matrices but no test release row lists it"));
+    CHECK(contains(cu134->note.text, "CUDA 13.4 has no confirmed driver in cuda.yaml"));
     auto cu128 = describe("test", "cu128");
     REQUIRE(cu128);
-    CHECK(contains(cu128->note, "driver ≥ 570.26 (CUDA 12.8 in cuda.yaml)"));
+    CHECK(contains(cu128->note.text, "driver ≥ 570.26 (CUDA 12.8 in cuda.yaml)"));
     CHECK(!describe("stable", "cu92")); // older than every declared variant: history, not news
     CHECK(!describe("stable", "rocm7.3"));
     CHECK(!describe("stable", "cu124_full"));
@@ -136,11 +136,12 @@ TEST_SUITE("unit/resolver/discovery") {
     auto v = *specs::Version::parse("2.14.0+cu126");
     auto sm61 = *specs::ComputeCapability::parse("6.1");
     auto sm90 = *specs::ComputeCapability::parse("9.0");
-    auto note = last_release_note(spec, v, {sm61, sm90}, true);
+    auto note = last_release_note(spec, v, {sm61, sm90}, true).text;
     CHECK(note.starts_with("torch 2.14.0+cu126 is the last release with code for sm_61: torch 2.15.0 and later dropped cu126"));
     CHECK(contains(note, "pytorch/pytorch#190385"));
     CHECK(!contains(note, "sm_90"));
-    CHECK(last_release_note(spec, v, {sm61}, false).starts_with("torch 2.14.0+cu126 has code for sm_61; torch 2.15.0 and later"));
+    CHECK(last_release_note(spec, v, {sm61}, false)
+              .text.starts_with("torch 2.14.0+cu126 has code for sm_61; torch 2.15.0 and later"));
     CHECK(last_release_note(spec, v, {sm90}, true).empty());
     CHECK(last_release_note(spec, *specs::Version::parse("2.15.0.dev20261120"), {sm61}, true).empty());
   }

@@ -249,7 +249,7 @@ void check_scenario(const fs::path& file) {
   }
   for (const auto& t : strings(e["warnings_contains"])) {
     bool found = std::any_of(o.plan.warnings.begin(), o.plan.warnings.end(),
-                             [&](const std::string& w) { return w.find(t) != std::string::npos; });
+                             [&](const util::Message& w) { return w.text.find(t) != std::string::npos; });
     CHECK_MESSAGE(found, "warning missing: ", t);
   }
   for (const auto& t : strings(e["why_contains"]))

@@ -255,7 +255,7 @@ CliOutcome run_cli(const Corpus& c, const std::string& id, const YAML::Node& s) 
   fs::path cache = c.cache;
   if (s["evidence"]) {
     cache = c.root / ("cache-" + id);
-    wheel::EvidenceStore store(cache / wheel::evidence_dir_name);
+    wheel::EvidenceStore store(cache / wheel::evidence_dir_name, "test secret");
     // Keyed by the sha256 of the file read (wheel/kernel_evidence.hpp): one record per copy of the
     // scenario's file in its indexes.
     auto evidence = resolver::test::scenario_evidence(s["evidence"]);

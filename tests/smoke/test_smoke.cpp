@@ -39,7 +39,7 @@ TEST_SUITE("unit/smoke/smoke") {
     CHECK(smoke::cpu_reason(false, true, false) == CpuReason::planned_gpus);
     CHECK(smoke::cpu_reason(false, false, false) == CpuReason::no_gpu);
     CHECK(smoke::describe(CpuReason::none).empty());
-    CHECK(smoke::describe(CpuReason::planned_gpus) == "planned GPUs (--gpu) are not this machine's");
+    CHECK(smoke::describe(CpuReason::planned_gpus).text == "planned GPUs (--gpu) are not this machine's");
   }
 
   TEST_CASE("smoke: apply's steps and note on the GPU, on the CPU, without a CPU step, skipped") {
@@ -56,15 +56,15 @@ TEST_SUITE("unit/smoke/smoke") {
     auto cpu = smoke::plan_apply_smoke(r);
     CHECK(names(cpu.steps) == std::vector<std::string>{"CPU step"});
     CHECK(cpu.cpu == CpuReason::no_gpu);
-    CHECK(cpu.note == "no GPU: smoke test ran on the CPU");
+    CHECK(cpu.note.text == "no GPU: smoke test ran on the CPU");
     const auto bare = framework_with_steps(false);
     r.framework = &bare;
     auto none = smoke::plan_apply_smoke(r);
     CHECK(none.steps.empty());
-    CHECK(none.note == "no GPU: smoke test skipped (torch has no CPU smoke test in the matrices)");
+    CHECK(none.note.text == "no GPU: smoke test skipped (torch has no CPU smoke test in the matrices)");
     r.skipped = true;
-    CHECK(smoke::plan_apply_smoke(r).note == "smoke test skipped (--no-verify)");
-    CHECK(smoke::plan_apply_smoke({}).note == "no framework: smoke test skipped (plain requirement set)");
+    CHECK(smoke::plan_apply_smoke(r).note.text == "smoke test skipped (--no-verify)");
+    CHECK(smoke::plan_apply_smoke({}).note.text == "no framework: smoke test skipped (plain requirement set)");
   }
 
   TEST_CASE("smoke: the layers by name, each step's kind (what verify and the evidence record read, never the name)") {

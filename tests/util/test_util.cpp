@@ -82,6 +82,14 @@ TEST_SUITE("unit/util/util") {
     CHECK(util::base64url_nopad(raw) == "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
     CHECK(util::base64url_decode("47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU").value() == raw);
     CHECK(!util::base64url_decode("ab$c"));
+    // HMAC-SHA256, RFC 4231 test cases 1 and 2 (the MAC of the kernel evidence, wheel/kernel_evidence.hpp).
+    CHECK(util::hmac_sha256_hex(std::string(20, '\x0b'), "Hi There") ==
+          "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+    CHECK(util::hmac_sha256_hex("Jefe", "what do ya want for nothing?") ==
+          "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    CHECK(util::equal_in_constant_time("abc", "abc"));
+    CHECK_FALSE(util::equal_in_constant_time("abc", "abd"));
+    CHECK_FALSE(util::equal_in_constant_time("abc", "abcd"));
   }
 
   TEST_CASE("atomic write replaces content and leaves no temp files") {

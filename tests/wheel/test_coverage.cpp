@@ -166,7 +166,7 @@ TEST_SUITE("unit/wheel/coverage") {
 
   TEST_CASE("evidence store: by file hash and by build, named by hashes only") {
     auto dir = util::make_temp_dir(fs::temp_directory_path(), "envfix-evidence-").value();
-    wheel::EvidenceStore store(dir);
+    wheel::EvidenceStore store(dir, "this user's secret");
     auto p = profile({group({"sm_89"}, 548)});
     CHECK_FALSE(store.file("sha256=abc"));
     REQUIRE(store.put_file("sha256=abc", p));
@@ -196,11 +196,54 @@ TEST_SUITE("unit/wheel/coverage") {
     fs::remove_all(dir);
   }
 
+  // issue 60, item 5: a file record decides a file's kernels without the file being read, so only
+  // one signed with this user's secret does. Fails when a planted record (a CI cache restored from
+  // elsewhere, a same-user tool writing into the cache) or one signed with another secret decides.
+  TEST_CASE("evidence store: a file record decides only when signed with this user's secret") {
+    auto dir = util::make_temp_dir(fs::temp_directory_path(), "envfix-evidence-mac-").value();
+    const wheel::EvidenceStore mine(dir, "this user's secret"), theirs(dir, "another machine's secret"), none(dir, "");
+    auto sm80 = profile({group({"sm_80"}, 40)}), sm90 = profile({group({"sm_90"}, 40)});
+    REQUIRE(mine.put_file("sha256=real", sm80));
+    REQUIRE(mine.file("sha256=real"));
+    CHECK(*mine.file("sha256=real") == sm80);
+    CHECK_FALSE(theirs.file("sha256=real")); // signed elsewhere: a hint, read again
+    CHECK_FALSE(none.file("sha256=real"));   // no secret: nothing decides
+    // Planted: the sm_80 file's record rewritten to claim sm_90, with the MAC of the old content kept.
+    const auto path = dir / "files" / (util::sha256_hex("sha256=real") + ".json");
+    auto j = nlohmann::json::parse(util::read_file(path).value());
+    REQUIRE(j.contains("mac"));
+    j["profile"] = sm90.to_json();
+    REQUIRE(util::write_file_atomic(path, j.dump()));
+    CHECK_FALSE(mine.file("sha256=real"));
+    j.erase("mac"); // or with none at all, as an older envfix or a hand wrote it
+    REQUIRE(util::write_file_atomic(path, j.dump()));
+    CHECK(mine.has_file("sha256=real"));
+    CHECK_FALSE(mine.file("sha256=real"));
+    // The same record moved under another file's hash is not that file's either.
+    REQUIRE(mine.put_file("sha256=real", sm80));
+    fs::copy_file(path, dir / "files" / (util::sha256_hex("sha256=other") + ".json"));
+    CHECK_FALSE(mine.file("sha256=other"));
+    // The reader then reads the bytes and replaces the record with its own, signed.
+    const fs::path so = "/bin/true"; // an ELF with no GPU code
+    REQUIRE(mine.put_file("sha256=lib", sm90));
+    j = nlohmann::json::parse(util::read_file(dir / "files" / (util::sha256_hex("sha256=lib") + ".json")).value());
+    j["mac"] = std::string(64, '0');
+    REQUIRE(util::write_file_atomic(dir / "files" / (util::sha256_hex("sha256=lib") + ".json"), j.dump()));
+    auto read = wheel::read_profiles({{so.string(), "sha256=lib"}}, &mine, 1);
+    REQUIRE(read.size() == 1);
+    CHECK_FALSE(read[0].from_store);
+    REQUIRE(read[0].profile);
+    CHECK(read[0].profile->empty()); // what the bytes hold, not what the record claimed
+    REQUIRE(mine.file("sha256=lib"));
+    CHECK(mine.file("sha256=lib")->empty());
+    fs::remove_all(dir);
+  }
+
   // issue 34: what a real run saw, by build, RECORD and device; a later run replaces it, a copy under
   // another name or a damaged entry is not read, and contradicts() compares it with the rule's verdict.
   TEST_CASE("evidence store: run observations by build, RECORD and device") {
     auto dir = util::make_temp_dir(fs::temp_directory_path(), "envfix-evidence-obs-").value();
-    wheel::EvidenceStore store(dir);
+    wheel::EvidenceStore store(dir, "this user's secret");
     wheel::BuildKey key{"torch", "2.8.0", "jetpack6.2", "linux_aarch64"};
     const std::string rec(64, 'c'), other(64, 'd');
     auto orin = specs::ComputeCapability::parse("tegra:8.7").value();
@@ -245,7 +288,7 @@ TEST_SUITE("unit/wheel/coverage") {
     auto cache = util::make_temp_dir(fs::temp_directory_path(), "envfix-evidence-v1-").value();
     const auto v1 = cache / wheel::evidence_v1_dir_name;
     // What the old envfix wrote: files/<sha256 of the RECORD hash>.json, builds/<sha256 of the key>.json.
-    wheel::EvidenceStore old_layout(v1);
+    wheel::EvidenceStore old_layout(v1, "");
     auto p = profile({group({"sm_90"}, 12)});
     REQUIRE(old_layout.put_file("sha256=good", p));
     REQUIRE(old_layout.put_file("sha256=moved", p));
@@ -256,10 +299,10 @@ TEST_SUITE("unit/wheel/coverage") {
     REQUIRE(util::write_file_atomic(
         v1 / "builds" / (util::sha256_hex("torch\n2.11.0+cu130\ncu130\nmanylinux_2_28_x86_64") + ".json"), "{\"key\": {}}"));
     // v2 already knows one of them with another profile: the import never overwrites it.
-    wheel::EvidenceStore v2(cache / wheel::evidence_dir_name);
+    wheel::EvidenceStore v2(cache / wheel::evidence_dir_name, "this user's secret");
     auto newer = profile({group({"sm_120"}, 3)});
     REQUIRE(v2.put_file("sha256=other", newer));
-    REQUIRE(wheel::EvidenceStore(v1).put_file("sha256=other", p));
+    REQUIRE(wheel::EvidenceStore(v1, "").put_file("sha256=other", p));
 
     auto m = wheel::migrate_evidence_v1(cache);
     REQUIRE(m);
@@ -268,10 +311,11 @@ TEST_SUITE("unit/wheel/coverage") {
     CHECK((*m)->files_dropped == 2); // moved (not under its own name), bad (no profile)
     CHECK((*m)->builds_dropped == 1);
     CHECK((*m)->to_string().find("1 build record keyed by name and version dropped") != std::string::npos);
-    REQUIRE(v2.file("sha256=good"));
-    CHECK(*v2.file("sha256=good") == p);
+    // Imported as hints only (issue 60, item 5): unsigned, so the file is read before anything is decided.
+    CHECK(v2.has_file("sha256=good"));
+    CHECK_FALSE(v2.file("sha256=good"));
     CHECK(*v2.file("sha256=other") == newer);
-    CHECK_FALSE(v2.file("sha256=moved"));
+    CHECK_FALSE(v2.has_file("sha256=moved"));
     CHECK_FALSE(v2.file("sha256=bad"));
     CHECK(v2.builds().empty());
     CHECK_FALSE(fs::exists(v1));
