@@ -280,9 +280,9 @@ bool judge_kernels(Pass& p, const FrameworkIndex& idx, const std::string& channe
       mc.warnings.push_back(util::msg("{} {}: unverified (no arch data for this build, arch-unverified), checked after "
                                       "download",
                                       main, ver));
-      Rejection r{main, ver, idx.url, RejectReason::arch_unverified, "", f.file.filename};
-      r.because(util::msg("accepted without arch data; unverified, checked after download"));
-      p.reject(std::move(r));
+      Rejection unverified{main, ver, idx.url, RejectReason::arch_unverified, "", f.file.filename};
+      unverified.because(util::msg("accepted without arch data; unverified, checked after download"));
+      p.reject(std::move(unverified));
       return true;
     }
     auto cov = check_coverage(*archs, host.gpus);

@@ -396,10 +396,11 @@ struct Resolver::Impl {
     for (int i : applicable) {
       const auto& f = usable[static_cast<std::size_t>(i)];
       if (f.file.yanked && !(all_yanked && pinned)) {
-        if (rejected_seen.insert(f.file.filename + "|" + f.file.index_url).second)
+        if (rejected_seen.insert(f.file.filename + "|" + f.file.index_url).second) {
           rejected.push_back(Rejection{name, f.version.to_string(), f.file.index_url, RejectReason::yanked, "", f.file.filename});
-        rejected.back().because(f.file.yanked_reason.empty() ? util::msg("yanked by the index")
-                                                             : util::msg("yanked: {}", f.file.yanked_reason));
+          rejected.back().because(f.file.yanked_reason.empty() ? util::msg("yanked by the index")
+                                                               : util::msg("yanked: {}", f.file.yanked_reason));
+        }
         continue;
       }
       if (std::any_of(versions_found.begin(), versions_found.end(), [&](const specs::Version* v) { return *v == f.version; }))
