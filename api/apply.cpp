@@ -417,19 +417,8 @@ void repoint_to_mirror(std::vector<index::Candidate>& cands, const lockfile::Loc
   if (mirror.empty()) return;
   const std::string old = fw ? fw->mirror_of_index(chosen.index, chosen.channel, chosen.variant) : "";
   const auto r = fetch::repoint(cands, old, mirror);
-  if (r.moved)
-    rep.note(r.moved == 1 ? util::msg("--mirror: 1 locked file re-pointed from {} to {} (checked against its locked sha256)",
-                                      index::redact_url(old), index::redact_url(mirror))
-                          : util::msg("--mirror: {} locked files re-pointed from {} to {} (each checked against its locked "
-                                      "sha256)",
-                                      r.moved, index::redact_url(old), index::redact_url(mirror)));
-  if (r.kept)
-    rep.warning(old.empty() ? util::msg("--mirror: {} locked file(s) not from the framework's index (the lock names no framework "
-                                        "index --mirror replaces) are fetched from where the lock names them",
-                                        r.kept)
-                            : util::msg("--mirror: {} locked file(s) not from the framework's index are fetched from where the "
-                                        "lock names them",
-                                        r.kept));
+  if (!r.note.empty()) rep.note(r.note);
+  if (!r.warning.empty()) rep.warning(r.warning);
 }
 
 // The lockfile read and parsed, the host probed, and the target that matches it (not_found, with

@@ -48,6 +48,19 @@ Repointed repoint(std::vector<index::Candidate>& cands, std::string_view from, s
     } else
       ++r.kept;
   }
+  if (r.moved)
+    r.note = r.moved == 1 ? util::msg("--mirror: 1 locked file re-pointed from {} to {} (checked against its locked sha256)",
+                                      index::redact_url(from), index::redact_url(to))
+                          : util::msg("--mirror: {} locked files re-pointed from {} to {} (each checked against its locked "
+                                      "sha256)",
+                                      r.moved, index::redact_url(from), index::redact_url(to));
+  if (r.kept)
+    r.warning = old.empty() ? util::msg("--mirror: {} locked file(s) not from the framework's index (the lock names no framework "
+                                        "index --mirror replaces) are fetched from where the lock names them",
+                                        r.kept)
+                            : util::msg("--mirror: {} locked file(s) not from the framework's index are fetched from where the "
+                                        "lock names them",
+                                        r.kept);
   return r;
 }
 

@@ -21,8 +21,10 @@ namespace envfix::fetch {
 
 // apply --locked --mirror: files under `from` (the mirror the lock's framework index was made from)
 // move to `to`; a --find-links copy stays. `kept`: the others, fetched from where the lock names them.
+// What apply says of each, never silent: `note` when any moved, `warning` when any were kept.
 struct Repointed {
   std::size_t moved = 0, kept = 0;
+  util::Message note, warning;
 };
 [[nodiscard]] Repointed repoint(std::vector<index::Candidate>& cands, std::string_view from, std::string_view to);
 

@@ -91,14 +91,12 @@ struct Error {
       if (m.text == text) return &m;
     return nullptr;
   }
-  // The message as a Message: with its id where it was made with one, else as a plain value.
-  [[nodiscard]] util::Message said_message() const {
-    if (const auto* m = said_as(message)) return *m;
-    return util::plain(message);
-  }
-  [[nodiscard]] util::Message said_hint() const {
-    if (const auto* m = said_as(hint)) return *m;
-    return util::plain(hint);
+  // The message (the hint) as a Message: with its id where it was made with one, else as a plain value.
+  [[nodiscard]] util::Message said_message() const { return said_or_plain(message); }
+  [[nodiscard]] util::Message said_hint() const { return said_or_plain(hint); }
+  [[nodiscard]] util::Message said_or_plain(const std::string& text) const {
+    if (const auto* m = said_as(text)) return *m;
+    return util::plain(text);
   }
   // Multi-line rendering without colour (cli/ adds colour); used by tests and logs.
   [[nodiscard]] std::string render() const;
@@ -130,10 +128,7 @@ using Expected = std::expected<T, Error>;
 
 // An error whose message (and hint) carry their ids.
 [[nodiscard]] inline std::unexpected<Error> make_error(ErrorCode code, util::Message message, util::Message hint = {}) {
-  Error e{code, message.text, {}, hint.text};
-  e.said.push_back(std::move(message));
-  if (!hint.empty()) e.said.push_back(std::move(hint));
-  return std::unexpected<Error>(std::move(e));
+  return std::unexpected<Error>(Error::made(code, std::move(message), {}, std::move(hint)));
 }
 
 template <class... Args>
