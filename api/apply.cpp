@@ -318,14 +318,23 @@ bool falls_through(const installer::KernelGate& gate, const PlanContext& ctx, Fa
   return true;
 }
 
+// The request as the lockfile records it: the command line's requirements and the -r files'.
+std::vector<std::string> requested(const ApplyRequest& o, const PlanContext& ctx) {
+  auto r = o.requirements;
+  r.insert(r.end(), ctx.file_requirements.begin(), ctx.file_requirements.end());
+  return r;
+}
+
 // The report of an attempt that ends before anything changes: nothing to do (the lockfile still
 // written), or the user declined the plan; nullopt to go on.
 std::optional<ApplyReport> stop_before_changes(const Options& g, const ApplyRequest& o, PlanContext& ctx, FallThrough& ft,
                                                ApplyReporter& rep) {
   ApplyReport report;
-  if (ctx.plan.empty()) {
+  if (o.dry_run) {
+    report.outcome = ApplyReport::Outcome::dry_run; // nothing downloaded, nothing written
+  } else if (ctx.plan.empty()) {
     report.outcome = ApplyReport::Outcome::nothing_to_do;
-    write_lockfile(g, ctx, o.requirements, {}, {}, report);
+    write_lockfile(g, ctx, requested(o, ctx), {}, {}, report);
   } else if (!ft.confirmed && !rep.proceed(ctx)) {
     report.outcome = ApplyReport::Outcome::aborted;
   } else {
@@ -340,6 +349,7 @@ std::optional<ApplyReport> stop_before_changes(const Options& g, const ApplyRequ
 // the next plan can avoid (recorded in `ft`).
 Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const ApplyRequest& o, FallThrough& ft, ApplyReporter& rep) {
   PlanRequest pr{.requirements = o.requirements,
+                 .files = o.files,
                  .pre = o.pre,
                  .allow_unhashed = o.allow_unhashed,
                  .upgrade = o.upgrade,
@@ -375,7 +385,7 @@ Expected<std::optional<ApplyReport>> apply_attempt(const Options& g, const Apply
   // The lockfile is written right after the commit, unless the smoke test failed and the set was
   // only kept (--no-rollback).
   if (!rr->smoke.failure_kept)
-    write_lockfile(g, ctx, o.requirements, fetch::kernels_read(gate), prep.local, report, verified_on(ctx, rr->smoke.passed));
+    write_lockfile(g, ctx, requested(o, ctx), fetch::kernels_read(gate), prep.local, report, verified_on(ctx, rr->smoke.passed));
   report.applied = std::move(*rr);
   report.plan = std::move(ctx);
   return report;
@@ -460,7 +470,7 @@ Expected<OpenLock> open_lock(const Options& g, ApplyReporter& rep) {
 } // namespace
 
 Expected<ApplyReport> apply_locked(const Options& options, const ApplyRequest& o, ApplyReporter& rep) {
-  if (!o.requirements.empty())
+  if (!o.requirements.empty() || !o.files.requirements.empty() || !o.files.constraints.empty())
     return make_error(ErrorCode::invalid_input, util::msg("--locked installs the lockfile's set; it takes no requirements"),
                       util::msg("drop the requirements, or run `envfix apply REQ...` to re-resolve"));
   const Options g = ENVFIX_TRY(prepare_venv(options, o, rep));

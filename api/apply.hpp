@@ -17,6 +17,8 @@ namespace envfix::api {
 
 struct ApplyRequest {
   std::vector<std::string> requirements; // empty = the framework packages installed (not with --locked)
+  RequestFiles files;                    // -r, -c (api/plan.hpp)
+  bool dry_run = false;                  // plan and stop: nothing downloaded or changed
   bool no_verify = false;
   bool no_rollback = false; // keep the new set when the smoke test fails
   bool no_backup = false;
@@ -72,7 +74,7 @@ struct Applied {
 };
 
 struct ApplyReport {
-  enum class Outcome { nothing_to_do, aborted, applied };
+  enum class Outcome { nothing_to_do, aborted, dry_run, applied };
   Outcome outcome = Outcome::applied;
   std::optional<PlanContext> plan; // plain apply: the plan that was applied
   std::string locked_target;       // --locked: the target id installed

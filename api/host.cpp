@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "index/url.hpp"
+#include "project/settings.hpp"
 #include "resolver/installed.hpp"
 #include "resolver/knowledge_adapter.hpp"
 #include "resolver/planned_python.hpp"
@@ -108,7 +109,8 @@ Expected<std::unique_ptr<index::IndexClient>> make_index_client(const Options& o
   if (auto d = ENVFIX_TRY(util::seconds_from_env(util::Env::download_deadline))) io.http.download_deadline = *d;
   io.index_urls = extra_index_urls(o);
   io.index_urls.insert(io.index_urls.end(), o.find_links.begin(), o.find_links.end());
-  for (const auto& u : {plain_index_url(o), mirror_of(o)})
+  io.index_urls.insert(io.index_urls.end(), o.tool_extra_indexes.begin(), o.tool_extra_indexes.end());
+  for (const auto& u : {plain_index_url(o), mirror_of(o), o.tool_index})
     if (!u.empty()) io.index_urls.push_back(u);
   auto client = ENVFIX_TRY(index::IndexClient::create(io));
   return std::make_unique<index::IndexClient>(std::move(client));
@@ -137,6 +139,36 @@ std::vector<std::string> extra_index_urls(const Options& o) {
   const std::string env = util::get_env(util::Env::extra_index_url).value_or("");
   for (auto u : probe::split_ws(env)) out.emplace_back(u);
   return out;
+}
+
+namespace {
+
+void fill(std::string& field, util::Env env, const std::optional<project::Setting>& s) {
+  if (field.empty() && util::get_env(env).value_or("").empty() && s) field = s->value;
+}
+
+} // namespace
+
+Expected<void> configure(Options& o) {
+  const auto at = project::Places::from_environment(o.no_config);
+  const auto mine = ENVFIX_TRY(project::read_envfix_config(at));
+  fill(o.index_url, util::Env::index_url, mine.index_url);
+  fill(o.mirror, util::Env::mirror, mine.mirror);
+  fill(o.cache_dir, util::Env::cache_dir, mine.cache_dir);
+  if (o.channel == "auto" && mine.channel) o.channel = mine.channel->value;
+  if (o.variant.empty() && mine.variant) o.variant = mine.variant->value;
+  if (o.extra_index_urls.empty() && util::get_env(util::Env::extra_index_url).value_or("").empty())
+    for (const auto& u : mine.extra_index_urls) o.extra_index_urls.push_back(u.value);
+  if (o.find_links.empty())
+    for (const auto& d : mine.find_links) o.find_links.push_back(d.value);
+  o.config_files = mine.files;
+  const auto tool = ENVFIX_TRY(project::read_tool_indexes(at));
+  if (tool.index) {
+    o.tool_index = tool.index->value;
+    o.tool_index_from = tool.index->from;
+  }
+  for (const auto& u : tool.extra) o.tool_extra_indexes.push_back(u.value);
+  return {};
 }
 
 std::vector<std::string> index_args(const Options& o) {

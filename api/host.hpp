@@ -69,6 +69,10 @@ inline constexpr std::string_view kDefaultIndexUrl = "https://pypi.org/simple";
 // --extra-index-url (each occurrence), else ENVFIX_EXTRA_INDEX_URL split at whitespace (as pip reads
 // PIP_EXTRA_INDEX_URL). Credentials stay inside: print them through index::redact_url.
 [[nodiscard]] std::vector<std::string> extra_index_urls(const Options& o);
+// envfix.toml's settings where neither an option nor its ENVFIX_* variable gives one, then the index
+// pip or uv is configured with (project/settings.hpp; README.md, Configuration). invalid_input names
+// a configuration file envfix cannot read.
+[[nodiscard]] Expected<void> configure(Options& o);
 // The options that say where builds come from (--mirror, --index-url, --extra-index-url,
 // --find-links), as arguments for a command line envfix prints (doctor's fix); credentials redacted.
 [[nodiscard]] std::vector<std::string> index_args(const Options& o);

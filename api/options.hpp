@@ -33,6 +33,14 @@ struct Options {
   std::optional<int> http_retries;
   bool allow_cpu = false;
   std::string lockfile = "envfix.lock";
+  // --no-config: read no envfix.toml, uv.toml or pip.conf (project/settings.hpp).
+  bool no_config = false;
+  // The index pip or uv is configured with, where envfix's own settings name none (configure()):
+  // it serves the packages that are not the framework's, and plain requests in place of PyPI.
+  std::string tool_index;
+  std::string tool_index_from; // the file or variable it was read from
+  std::vector<std::string> tool_extra_indexes;
+  std::vector<std::string> config_files; // the envfix.toml files read
   // Planning for a machine you are not on.
   std::vector<std::string> gpus; // sm_120, 12.0, "RTX 5090", none
   std::string driver;

@@ -14,10 +14,12 @@
 #include "resolver/framework_plan.hpp"
 #include "resolver/frameworks.hpp"
 #include "index/url.hpp"
+#include "project/requirements_file.hpp"
 #include "probe/installed_kernels.hpp"
 #include "resolver/index_provider.hpp"
 #include "resolver/installed.hpp"
 #include "resolver/knowledge_adapter.hpp"
+#include "resolver/user_limits.hpp"
 #include "specs/name.hpp"
 #include "specs/wheel_filename.hpp"
 #include "util/parallel.hpp"
@@ -95,6 +97,7 @@ Expected<resolver::Plan> plan_plain(const Options& g, const PlanRequest& flags, 
                                                from_index(flags, host));
   resolver::IndexProvider reader(*ctx.client, "", {});
   resolver::DirectFileProvider direct(preferring, reader, ctx.direct);
+  ro.filter = resolver::limits_filter(ctx.limits);
   resolver::Resolver r(ctx.direct.empty() ? static_cast<resolver::CandidateProvider&>(preferring) : direct, ro);
   auto res = r.resolve(ctx.request);
   if (!res) {
@@ -178,6 +181,7 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   req.variant = g.variant.empty() && fw ? resolver::direct_variant(*fw, ctx.direct) : g.variant;
   req.allow_cpu = g.allow_cpu;
   req.allow_unhashed = flags.allow_unhashed;
+  req.user_filter = resolver::limits_filter(ctx.limits);
   req.rejected_out = rejected_out;
   std::map<std::string, std::unique_ptr<resolver::FirstIndexProvider>> chained;
   std::map<std::string, std::unique_ptr<resolver::PreferInstalledProvider>> preferring;
@@ -221,8 +225,68 @@ Expected<resolver::Plan> plan_framework(const Options& g, const PlanRequest& fla
   return plan;
 }
 
+// The request's -r and -c files read: their requirements join the request, their index options count
+// where the options name none (the command line and the ENVFIX_* variables come first), and
+// --no-index in a file drops pip's and uv's configured index.
+struct FileRequest {
+  Options options;
+  PlanRequest flags;
+  project::FileInput input;
+  std::vector<std::string> texts; // the files' requirements
+};
+
+Expected<FileRequest> read_request_files(const Options& g, const PlanRequest& flags) {
+  FileRequest out{g, flags, {}, {}};
+  const auto& asked = flags.files;
+  const project::Extras extras{asked.extras, asked.all_extras};
+  if ((!extras.names.empty() || extras.all) &&
+      std::ranges::none_of(asked.requirements, [](const std::string& f) { return f.ends_with("pyproject.toml"); }))
+    return make_error(ErrorCode::invalid_input, util::msg("--extra and --all-extras choose from a pyproject.toml given with -r"),
+                      util::msg("envfix plan -r pyproject.toml --extra NAME"));
+  auto& in = out.input;
+  for (const auto& f : asked.requirements)
+    ENVFIX_TRY_VOID(project::read_requirements(f, project::FileRole::requirements, extras, in));
+  for (const auto& f : asked.constraints)
+    ENVFIX_TRY_VOID(project::read_requirements(f, project::FileRole::constraints, extras, in));
+  in.require_hashes = in.require_hashes || asked.require_hashes;
+  ENVFIX_TRY_VOID(project::check_hash_pins(in));
+  if (!asked.requirements.empty() && in.requirements.empty() && flags.requirements.empty())
+    return make_error(ErrorCode::invalid_input, util::msg("{} names no requirement", util::join(in.files, ", ")));
+  for (const auto& r : in.requirements) out.texts.push_back(r.text);
+  out.flags.requirements.insert(out.flags.requirements.end(), out.texts.begin(), out.texts.end());
+  out.flags.pre = flags.pre || in.pre;
+  auto& o = out.options;
+  if (plain_index_url(o).empty() && !in.index_url.empty()) o.index_url = in.index_url;
+  if (extra_index_urls(o).empty()) o.extra_index_urls = in.extra_index_urls;
+  o.find_links.insert(o.find_links.end(), in.find_links.begin(), in.find_links.end());
+  if (in.no_index) {
+    o.tool_index.clear();
+    o.tool_extra_indexes.clear();
+  }
+  return out;
+}
+
+// The files' constraints (those whose markers hold for the target) and their hashes by project.
+Expected<resolver::UserLimits> user_limits(const project::FileInput& in, const specs::MarkerEnvironment& env) {
+  resolver::UserLimits l;
+  std::vector<std::string> constraints;
+  for (const auto& c : in.constraints) constraints.push_back(c.text);
+  l.constraints = ENVFIX_TRY(resolver::applicable_constraints(constraints, env));
+  l.hash_mode = in.require_hashes;
+  for (const auto& r : in.requirements)
+    if (auto q = specs::Requirement::parse(r.text); q && !r.sha256.empty())
+      l.hashes[q->normalized_name()].insert(r.sha256.begin(), r.sha256.end());
+  return l;
+}
+
 // The index client's warnings, the counts and the time, once the plan is made.
-PlanContext finish_plan(PlanContext ctx, std::chrono::steady_clock::time_point t0) {
+Expected<PlanContext> finish_plan(PlanContext ctx, std::chrono::steady_clock::time_point t0) {
+  if (auto u = resolver::unhashed_pin(ctx.limits, ctx.resolution.pins))
+    return make_error(ErrorCode::invalid_input,
+                      util::msg("{} {} would be installed, but no requirement lists its hashes", u->name, u->version),
+                      util::msg("in hash-checking mode every package installed is listed with its hashes: add "
+                                "{}=={} --hash=sha256:…, or generate the file with --generate-hashes",
+                                u->name, u->version));
   for (auto& w : ctx.client->warnings()) ctx.plan.warnings.push_back(std::move(w));
   ctx.resolved = ctx.resolution.pins.size();
   ctx.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -231,39 +295,54 @@ PlanContext finish_plan(PlanContext ctx, std::chrono::steady_clock::time_point t
 
 } // namespace
 
-Expected<PlanContext> build_plan(const Options& g, const PlanRequest& flags, std::vector<resolver::Rejection>* rejected_out) {
+Expected<PlanContext> build_plan(const Options& given, const PlanRequest& asked, std::vector<resolver::Rejection>* rejected_out) {
   auto t0 = std::chrono::steady_clock::now();
   PlanContext ctx;
+  const auto files = ENVFIX_TRY(read_request_files(given, asked));
+  const Options& g = files.options;
+  const PlanRequest& flags = files.flags;
+  ctx.file_requirements = files.texts;
   ctx.knowledge = ENVFIX_TRY(load_knowledge(g));
   ctx.host = ENVFIX_TRY(make_host(g, ctx.knowledge.get()));
+  ctx.limits = ENVFIX_TRY(user_limits(files.input, ctx.host.python.markers));
   auto request = ENVFIX_TRY(resolver::parse_request(flags.requirements));
   ctx.request = std::move(request.requirements);
   ctx.direct = std::move(request.direct);
   ctx.client = ENVFIX_TRY(make_index_client(g));
   const std::string index_url = plain_index_url(g);
   ExtraIndexes extras;
-  for (const auto& u : extra_index_urls(g)) {
+  auto add_extra = [&](const std::string& u, const std::string& from) {
     extras.providers.push_back(std::make_unique<resolver::IndexProvider>(*ctx.client, u));
-    ctx.extra_indexes.push_back(index::redact_url(u));
-  }
+    ctx.extra_indexes.push_back(from.empty() ? index::redact_url(u) : fmt::format("{} ({})", index::redact_url(u), from));
+  };
+  const auto extra_urls = extra_index_urls(g);
+  for (const auto& u : extra_urls) add_extra(u, "");
+  if (extra_urls.empty())
+    for (const auto& u : g.tool_extra_indexes) add_extra(u, g.tool_index_from);
   // No --framework: the one the request names, none for a request naming none, else (no request) the
   // one installed in the target, else torch, said so (resolver/frameworks.hpp).
   auto fws = ENVFIX_TRY(resolver::choose_plan_framework(g.framework, g.detect_framework, ctx.knowledge.get(),
                                                         ctx.host.facts.installed, ctx.request));
   if (fws.names.empty()) {
-    // Just the request, pip-like, from --index-url/--find-links or pip's default index.
+    // Just the request, pip-like, from --index-url/--find-links, else the index pip or uv is
+    // configured with, else pip's default.
     const bool no_index = index_url.empty() && g.find_links.empty();
-    ctx.plan = ENVFIX_TRY(plan_plain(g, flags, ctx, no_index ? std::string(kDefaultIndexUrl) : index_url, extras, rejected_out));
+    if (no_index && !g.tool_index.empty()) ctx.index_from = g.tool_index_from;
+    const std::string plain = no_index ? (g.tool_index.empty() ? std::string(kDefaultIndexUrl) : g.tool_index) : index_url;
+    ctx.plan = ENVFIX_TRY(plan_plain(g, flags, ctx, plain, extras, rejected_out));
     return finish_plan(std::move(ctx), t0);
   }
   if (fws.names.size() > 1)
     fws.note = util::msg("{} are installed; planning {} (use --framework)", util::join(fws.names, ", "), fws.names.front());
   const auto* fw = ctx.knowledge ? ctx.knowledge->framework(fws.names.front()) : nullptr;
   if (resolver::framework_path({!g.detect_framework, !index_url.empty(), !g.find_links.empty(), !ctx.host.gpus.empty()},
-                               ctx.request, fw))
+                               ctx.request, fw)) {
+    // pip's or uv's index (a PyPI mirror) serves what the framework's index lacks, searched last.
+    if (!g.tool_index.empty() && g.tool_index != index_url) add_extra(g.tool_index, g.tool_index_from);
     ctx.plan = ENVFIX_TRY(plan_framework(g, flags, ctx, index_url, extras, fws, rejected_out));
-  else
+  } else {
     ctx.plan = ENVFIX_TRY(plan_plain(g, flags, ctx, index_url, extras, rejected_out));
+  }
   return finish_plan(std::move(ctx), t0);
 }
 

@@ -14,6 +14,7 @@
 #include "resolver/direct.hpp"
 #include "resolver/framework_selector.hpp"
 #include "resolver/plan.hpp"
+#include "resolver/user_limits.hpp"
 #include "util/error.hpp"
 
 namespace envfix::api {
@@ -25,8 +26,20 @@ struct NearestFix {
   util::Message why;   // "torchaudio has no build for torch 2.17.0.dev…: it is removed"
 };
 
+// -r and -c files (requirements files, or a pyproject.toml with `extras`/`all_extras`): build_plan
+// reads them; their requirements join the request, their index options count where the options name
+// none, and their constraints and --hash values limit the files chosen (README.md, the pip/uv table).
+struct RequestFiles {
+  std::vector<std::string> requirements;
+  std::vector<std::string> constraints;
+  std::vector<std::string> extras;
+  bool all_extras = false;
+  bool require_hashes = false; // --require-hashes; a --hash in a file turns it on as well
+};
+
 struct PlanRequest {
   std::vector<std::string> requirements; // PEP 508; empty = the framework packages installed
+  RequestFiles files;
   bool pre = false;
   bool allow_unhashed = false;
   // Installed distributions stay when they satisfy every requirement on them, the requested ones too
@@ -48,7 +61,10 @@ struct PlanContext {
   std::unique_ptr<index::IndexClient> client;
   std::unique_ptr<resolver::FrameworkSpec> spec; // framework mode only (refers to *knowledge)
   std::optional<resolver::FrameworkIndex> framework_index;
-  std::vector<std::string> extra_indexes; // --extra-index-url, redacted, in search order
+  std::vector<std::string> extra_indexes;     // --extra-index-url, redacted, in search order
+  std::string index_from;                     // the configuration the plain index was read from; "" when given
+  resolver::UserLimits limits;                // the files' constraints and hashes
+  std::vector<std::string> file_requirements; // the requirements the -r files gave, as written
   std::vector<specs::Requirement> request;
   std::vector<resolver::DirectFile> direct; // wheel files the request names: the user's chosen builds
   resolver::Resolution resolution;

@@ -153,6 +153,20 @@ Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
     human(i18n::tr("Aborted; nothing was changed."));
     return 1;
   }
+  if (rep.outcome == api::ApplyReport::Outcome::dry_run) {
+    const auto& plan = rep.plan->plan;
+    for (const auto& c : change_list(plan)) human(c);
+    human(plan.empty() ? i18n::tr("Nothing to do: the environment already matches the plan.")
+                       : i18n::trf("Would download {} ({}). Nothing was changed (--dry-run).", human_size(plan.download_size()),
+                                   plan.install.size() == 1 ? i18n::trs("1 file") : i18n::trf("{} files", plan.install.size())));
+    if (json_out) {
+      auto j = plan_json(plan, rep.plan->host);
+      j["applied"] = nullptr;
+      j["dry_run"] = true;
+      machine_json(j);
+    }
+    return 0;
+  }
   auto lockfile_json = [&] { return rep.lockfile ? json(*rep.lockfile) : json(nullptr); };
   auto lockfile_note = [&] {
     for (const auto& w : rep.lockfile_warnings) warn(w);
@@ -209,6 +223,8 @@ void add_apply_command(CLI::App& app, Globals& g) {
   auto o = std::make_shared<ApplyOptions>();
   auto* cmd = app.add_subcommand("apply", i18n::trs("Resolve, install as one transaction, verify, and write the lockfile"));
   cmd->add_option("requirements", o->request.requirements, i18n::trs("Requirements (default: the framework packages installed)"));
+  add_request_file_options(*cmd, o->request.files);
+  cmd->add_flag("--dry-run", o->request.dry_run, i18n::trs("Plan and show what would change; download and change nothing"));
   cmd->add_flag("-y,--yes", o->yes, i18n::trs("Do not ask for confirmation"));
   cmd->add_flag("--locked", o->locked, i18n::trs("Install exactly the lockfile target that matches this host"));
   cmd->add_flag("--no-verify", o->request.no_verify, i18n::trs("Skip the smoke test after installing"));

@@ -22,6 +22,7 @@ using nlohmann::json;
 
 struct PlanOptions {
   std::vector<std::string> requests;
+  api::RequestFiles files;
   bool dry_run = false;
   bool explain = false;
   bool pre = false;
@@ -49,7 +50,8 @@ std::string download_line(const resolver::Plan& p, const PlanOptions& o) {
   std::string amount = unknown == p.install.size() ? i18n::trs("size unknown")
                        : unknown                   ? i18n::trf("{} + size unknown for {}", human_size(p.download_size()), unknown)
                                                    : human_size(p.download_size());
-  auto line = i18n::trf("Would download {} ({} files). Nothing was changed{}.", amount, p.install.size(),
+  const std::string files = p.install.size() == 1 ? i18n::trs("1 file") : i18n::trf("{} files", p.install.size());
+  auto line = i18n::trf("Would download {} ({}). Nothing was changed{}.", amount, files,
                         i18n::tr(o.dry_run ? " (--dry-run)" : " (plan only; `envfix apply` executes it)"));
   // The CPU set against the GPU set it replaces (issue 56): what the download saves, in disk terms.
   if (const auto& g = p.gpu_set_replaced)
@@ -68,7 +70,8 @@ void render_text(const api::PlanContext& ctx, const PlanOptions& o) {
   if (!p.channel.empty())
     human(fmt::format("{} {} ({})", styled(i18n::tr("chose:"), Style::bold), i18n::tr(p.why), p.index));
   else
-    human(fmt::format("{} {}", styled(i18n::tr("index:"), Style::bold), p.index));
+    human(fmt::format("{} {}{}", styled(i18n::tr("index:"), Style::bold), p.index,
+                      ctx.index_from.empty() ? "" : " " + i18n::trf("(from {})", ctx.index_from)));
   if (!ctx.extra_indexes.empty())
     human(fmt::format("{} {}", styled(i18n::tr("extra indexes:"), Style::bold),
                       i18n::trf("{} (for packages that are not the framework's: each from the first index that has it)",
@@ -88,6 +91,7 @@ void render_text(const api::PlanContext& ctx, const PlanOptions& o) {
 
 Expected<int> run_plan(const Globals& g, const PlanOptions& o, std::vector<resolver::Rejection>* rejected_out) {
   api::PlanRequest r{.requirements = o.requests,
+                     .files = o.files,
                      .pre = o.pre,
                      .allow_unhashed = o.allow_unhashed,
                      .upgrade = o.upgrade,
@@ -98,6 +102,7 @@ Expected<int> run_plan(const Globals& g, const PlanOptions& o, std::vector<resol
   if (g.format == "json") {
     auto j = plan_json(ctx.plan, ctx.host);
     j["extra_indexes"] = ctx.extra_indexes;
+    j["index_from"] = ctx.index_from.empty() ? json(nullptr) : json(ctx.index_from);
     machine_json(j);
   } else {
     render_text(ctx, o);
@@ -111,6 +116,7 @@ void add_plan_command(CLI::App& app, Globals& g) {
   auto opts = std::make_shared<PlanOptions>();
   auto* cmd = app.add_subcommand("plan", i18n::trs("Resolve and show the plan; changes nothing"));
   cmd->add_option("requirements", opts->requests, i18n::trs("Requirements (default: the framework packages installed)"));
+  add_request_file_options(*cmd, opts->files);
   cmd->add_flag("--dry-run", opts->dry_run, i18n::trs("Accepted for symmetry with apply; plan never changes anything"));
   cmd->add_flag("--explain", opts->explain, i18n::trs("List every rejected candidate with its reason code"));
   cmd->add_flag("--pre", opts->pre, i18n::trs("Allow pre-releases for every package"));

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "api/options.hpp"
+#include "api/plan.hpp"
 
 namespace CLI {
 class App;
@@ -23,6 +24,8 @@ struct Globals : api::Options {
 };
 
 void add_global_options(CLI::App& app, Globals& g);
+// -r, -c, --extra, --all-extras, --require-hashes (plan, apply, lock).
+void add_request_file_options(CLI::App& cmd, api::RequestFiles& files);
 
 // One function per command file (cli/command_<name>.cpp).
 void add_doctor_command(CLI::App& app, Globals& g);

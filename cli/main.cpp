@@ -1,5 +1,6 @@
 #include <CLI/CLI.hpp>
 
+#include "api/host.hpp"
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
 #include "i18n/i18n.hpp"
@@ -49,6 +50,7 @@ void add_global_options(CLI::App& app, Globals& g) {
   env->add_flag("--offline", g.offline, i18n::trs("Use only the cache"));
   env->add_flag("--allow-cpu", g.allow_cpu, i18n::trs("Allow a CPU build when no GPU build fits"));
   env->add_option("--lockfile", g.lockfile, i18n::trs("Lockfile path"));
+  env->add_flag("--no-config", g.no_config, i18n::trs("Read no configuration file (envfix.toml, uv.toml, pip.conf)"));
   auto* tgt = app.add_option_group(i18n::trs("Target host (plan for another machine)"));
   tgt->add_option("--gpu", g.gpus, i18n::trs("GPU arch or name to plan for (repeatable, or a comma list)"))
       ->allow_extra_args(false)
@@ -56,6 +58,22 @@ void add_global_options(CLI::App& app, Globals& g) {
   tgt->add_option("--driver", g.driver, i18n::trs("Driver version to plan for"));
   tgt->add_option("--python-version", g.python_version, i18n::trs("Python version to plan for"));
   tgt->add_option("--platform", g.platform, i18n::trs("Platform tag to plan for"));
+}
+
+void add_request_file_options(CLI::App& cmd, api::RequestFiles& files) {
+  cmd.add_option("-r,--requirement", files.requirements,
+                 i18n::trs("Requirements from FILE (pip's format, or a pyproject.toml); repeatable"))
+      ->allow_extra_args(false)
+      ->type_name("FILE");
+  cmd.add_option("-c,--constraint", files.constraints, i18n::trs("Constrain versions with FILE (pip's format); repeatable"))
+      ->allow_extra_args(false)
+      ->type_name("FILE");
+  cmd.add_option("--extra", files.extras, i18n::trs("An optional-dependency group of the pyproject.toml given with -r"))
+      ->allow_extra_args(false);
+  cmd.add_flag("--all-extras", files.all_extras, i18n::trs("Every optional-dependency group of the pyproject.toml"));
+  cmd.add_flag(
+      "--require-hashes", files.require_hashes,
+      i18n::trs("Every requirement pinned with == and --hash, every file checked against them (pip's hash-checking mode)"));
 }
 
 // CLI11's own words in the help (its Formatter's labels, the default groups, the help and version
@@ -118,6 +136,11 @@ int main(int argc, char** argv) {
     init_output(g);
     // An unknown --lang: already reported; CLI11 exits with the code and prints nothing more.
     if (int rc = init_language(g); rc != 0) throw CLI::RuntimeError(rc);
+    // envfix.toml, then pip's and uv's index settings (README.md, Configuration), for every command.
+    if (auto configured = envfix::api::configure(g); !configured) {
+      print_error(configured.error());
+      throw CLI::RuntimeError(1);
+    }
   });
   try {
     app.parse(argc, argv);

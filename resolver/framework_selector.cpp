@@ -1,4 +1,6 @@
 #include "resolver/framework_selector.hpp"
+
+#include "resolver/user_limits.hpp"
 #include "resolver/source_build.hpp"
 
 #include <algorithm>
@@ -334,6 +336,7 @@ Expected<std::vector<MainCandidate>> main_candidates(Pass& p, const std::vector<
     ResolveOptions opts;
     opts.target = p.host.python;
     opts.allow_unhashed = p.request.allow_unhashed;
+    opts.filter = p.request.user_filter;
     auto pf = classify_files(*files, opts);
     for (auto& r : pf.rejected) p.reject(r);
     std::vector<specs::Version> seen;
@@ -587,7 +590,7 @@ Expected<bool> try_candidate(Pass& p, const FrameworkIndex& idx, const std::stri
   ResolveOptions opts;
   opts.target = p.host.python;
   opts.allow_unhashed = p.request.allow_unhashed;
-  opts.filter = set_filter(p, idx, v);
+  opts.filter = both(set_filter(p, idx, v), p.request.user_filter);
   auto& provider = p.provider_for(idx);
   Resolver resolver(provider, opts);
   auto res = resolver.resolve(roots);

@@ -126,6 +126,7 @@ struct FrameworkRequest {
   std::string variant;                       // --variant
   bool allow_cpu = false;
   bool allow_unhashed = false;
+  CandidateFilter user_filter;                    // the -c constraints and --hash values (resolver/user_limits.hpp); may be empty
   std::vector<Rejection>* rejected_out = nullptr; // when nothing fits: every rejection, for --explain
   std::optional<CompanionGap>* gap_out = nullptr; // when nothing fits: the nearest set, if a companion kept it out
 };

@@ -21,6 +21,8 @@ std::string_view to_string(RejectReason r) {
   case RejectReason::ptx_jit_only: return "ptx-jit-only";
   case RejectReason::arch_partly_covered: return "arch-partly-covered";
   case RejectReason::ptx_needs_newer_driver: return "ptx-needs-newer-driver";
+  case RejectReason::constraint: return "constraint";
+  case RejectReason::hash_not_listed: return "hash-not-listed";
   }
   return "invalid";
 }

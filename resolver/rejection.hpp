@@ -27,6 +27,8 @@ enum class RejectReason {
   arch_partly_covered,    // its binaries cover the GPUs only partly; ranked below a fully covered build
   ptx_needs_newer_driver, // runs only by PTX JIT, and the driver runs its CUDA only by minor-version
                           // compatibility, which cannot JIT PTX of a newer ISA
+  constraint,             // outside a constraint of a -c file
+  hash_not_listed,        // hash-checking mode: its sha256 is not among the requirement's --hash values
 };
 
 [[nodiscard]] std::string_view to_string(RejectReason r);

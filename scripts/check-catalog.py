@@ -13,7 +13,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Every source of the modules: each user-facing text there is made with an id (issue 56).
-MODULES = ["api", "cli", "diagnosis", "fetch", "index", "installer", "lockfile", "matrices", "probe", "resolver", "smoke",
+MODULES = ["api", "cli", "diagnosis", "fetch", "index", "installer", "lockfile", "matrices", "probe", "project", "resolver", "smoke",
            "specs", "util", "wheel"]
 FILES = sorted(str(p.relative_to(ROOT)) for m in MODULES for p in (ROOT / m).rglob("*.cpp"))
 # An id whose placeholder has a format spec ("offset {:#x}") cannot be filled from a translation

@@ -64,6 +64,17 @@ const std::vector<EnvVar>& known_env_vars() {
       {Env::cuda_path, "CUDA_PATH", "the local CUDA toolkit, when CUDA_HOME is unset"},
       {Env::container, "container", "set by podman and systemd-nspawn inside a container (doctor reports it)"},
       {Env::kubernetes_service_host, "KUBERNETES_SERVICE_HOST", "set inside a Kubernetes pod (doctor reports a container)"},
+      {Env::no_config, "ENVFIX_NO_CONFIG", "1: read no configuration file (envfix.toml, uv.toml, pip.conf), like --no-config"},
+      {Env::xdg_config_home, "XDG_CONFIG_HOME",
+       "base of the user's envfix.toml, uv.toml and pip.conf ($XDG_CONFIG_HOME/envfix/envfix.toml; default ~/.config)"},
+      {Env::pip_config_file, "PIP_CONFIG_FILE", "pip's configuration file, read for its index settings (/dev/null: none)"},
+      {Env::pip_index_url, "PIP_INDEX_URL", "pip's index: used for the packages that are not the framework's, said so"},
+      {Env::pip_extra_index_url, "PIP_EXTRA_INDEX_URL", "pip's space-separated extra indexes, used as envfix's extra indexes"},
+      {Env::uv_default_index, "UV_DEFAULT_INDEX", "uv's default index, taken like PIP_INDEX_URL (before pip's settings)"},
+      {Env::uv_index_url, "UV_INDEX_URL", "uv's older name for UV_DEFAULT_INDEX"},
+      {Env::uv_index, "UV_INDEX", "uv's space-separated extra indexes ([name=]url)"},
+      {Env::uv_extra_index_url, "UV_EXTRA_INDEX_URL", "uv's older space-separated extra indexes"},
+      {Env::uv_no_config, "UV_NO_CONFIG", "set: envfix reads no uv.toml, as uv reads none"},
   };
   return vars;
 }

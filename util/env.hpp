@@ -56,6 +56,16 @@ enum class Env {
   cuda_path,
   container,
   kubernetes_service_host,
+  no_config,
+  xdg_config_home,
+  pip_config_file,
+  pip_index_url,
+  pip_extra_index_url,
+  uv_default_index,
+  uv_index_url,
+  uv_index,
+  uv_extra_index_url,
+  uv_no_config,
 };
 
 struct EnvVar {

@@ -103,9 +103,16 @@ public:
     o.cwd = m_root;
     o.set_env = std::move(env);
     o.set_env["SSL_CERT_FILE"] = m_nginx->ca_file().string();
-    o.unset_env = {"REQUESTS_CA_BUNDLE", "PIP_FIND_LINKS",   "VIRTUAL_ENV",      "CONDA_PREFIX",
-                   "ENVFIX_GPU",         "ENVFIX_DRIVER",    "ENVFIX_INDEX_URL", "ENVFIX_EXTRA_INDEX_URL",
-                   "ENVFIX_MATRICES",    "ENVFIX_CACHE_DIR", "ENVFIX_OFFLINE"};
+    o.unset_env = {"REQUESTS_CA_BUNDLE", "PIP_FIND_LINKS",      "VIRTUAL_ENV",      "CONDA_PREFIX",
+                   "ENVFIX_GPU",         "ENVFIX_DRIVER",       "ENVFIX_INDEX_URL", "ENVFIX_EXTRA_INDEX_URL",
+                   "ENVFIX_MATRICES",    "ENVFIX_CACHE_DIR",    "ENVFIX_OFFLINE",   "ENVFIX_NO_CONFIG",
+                   "PIP_INDEX_URL",      "PIP_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX_URL",
+                   "UV_INDEX",           "UV_EXTRA_INDEX_URL",  "UV_NO_CONFIG",     "XDG_CONFIG_HOME"};
+    // No pip or uv configuration of the developer's own (issue 36: envfix reads them); a test that
+    // wants one passes it.
+    o.set_env.emplace("PIP_CONFIG_FILE", "/dev/null");
+    o.set_env.emplace("XDG_CONFIG_HOME", (m_root / "xdg").string());
+    for (const auto& k : o.set_env) std::erase(o.unset_env, k.first);
     return o;
   }
 

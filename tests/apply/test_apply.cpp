@@ -1725,7 +1725,7 @@ TEST_SUITE("cli/apply/apply") {
     // An HTML index gives no sizes: the plan says so instead of "0 B".
     CHECK(j["download_size_unknown"] == 1);
     auto text = w.envfix({"plan", "app", "--index-url", w.index_url(), "--python", py});
-    CHECK(text.err.find("Would download size unknown (1 files)") != std::string::npos);
+    CHECK(text.err.find("Would download size unknown (1 file)") != std::string::npos);
     CHECK(text.err.find("0 B") == std::string::npos);
     CHECK(text.err.find("interpreter: " + py + " (from --python)") != std::string::npos);
 

@@ -144,6 +144,17 @@ TEST_SUITE("integration/apply/index_options") {
     CHECK(alone.rc == 1);
     CHECK(alone.err.find("ixdep") != std::string::npos);
 
+    // Issue 36: pip's configured index (a PyPI mirror) serves what the framework's index lacks, searched
+    // after it and said so; the framework's packages still come only from the framework's index.
+    auto pipenv = w.envfix(
+        x.ixfw({"--format", "json", "plan", "ixfw==1.0.0", "--mirror", w.base_url(), "--gpu", "sm_90", "--driver", "580.65.06"}),
+        {{"PIP_INDEX_URL", x.pypi()}});
+    REQUIRE(pipenv.rc == 0);
+    auto pu = planned_urls(pipenv.out);
+    CHECK(pu["ixfw"].find("/whl/files/") != std::string::npos);
+    CHECK(pu["ixdep"].starts_with(w.base_url() + "/pypi/files/"));
+    CHECK(json::parse(pipenv.out)["extra_indexes"] == json::array({x.pypi() + " (PIP_INDEX_URL)"}));
+
     // The environment variable, space-separated as PIP_EXTRA_INDEX_URL; text output names the extra indexes.
     auto env = w.envfix(x.ixfw({"plan", "ixfw==1.0.0", "--mirror", w.base_url(), "--gpu", "sm_90", "--driver", "580.65.06"}),
                         {{"ENVFIX_EXTRA_INDEX_URL", w.base_url() + "/nothing-here/simple  " + x.pypi()}});

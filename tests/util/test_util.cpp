@@ -28,7 +28,7 @@ Expected<int> twice(int v) {
 TEST_SUITE("unit/util/util") {
   TEST_CASE("every Env value has its name, in order, and docs/environment.md lists each") {
     const auto& vars = util::known_env_vars();
-    REQUIRE(vars.size() == static_cast<std::size_t>(util::Env::kubernetes_service_host) + 1);
+    REQUIRE(vars.size() == static_cast<std::size_t>(util::Env::uv_no_config) + 1);
     const auto doc = util::read_file(std::filesystem::path(ENVFIX_SOURCE_DIR) / "docs/environment.md");
     REQUIRE(doc);
     for (std::size_t i = 0; i < vars.size(); ++i) {
