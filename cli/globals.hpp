@@ -38,5 +38,7 @@ void add_export_command(CLI::App& app, Globals& g);
 void add_rollback_command(CLI::App& app, Globals& g);
 void add_verify_command(CLI::App& app, Globals& g);
 void add_cache_command(CLI::App& app, Globals& g);
+// `envfix completions SHELL` and `envfix man`, hidden: made from `app` itself (cli/completions.cpp).
+void add_generated_commands(CLI::App& app, Globals& g);
 
 } // namespace envfix::cli

@@ -131,6 +131,7 @@ int main(int argc, char** argv) {
   add_rollback_command(app, g);
   add_verify_command(app, g);
   add_cache_command(app, g);
+  add_generated_commands(app, g);
   localize_subcommand_help(app);
   app.parse_complete_callback([&] {
     init_output(g);

@@ -6,7 +6,7 @@ pkgs=(
   libcurl4-openssl-dev libarchive-dev libyaml-cpp-dev nlohmann-json3-dev libssl-dev doctest-dev
   libfmt-dev libcli11-dev libgumbo-dev libtomlplusplus-dev libzstd-dev zlib1g-dev
   nginx-light openssl python3 python3-venv python3-pip zip unzip zstd
-  clang-19 libclang-rt-19-dev lld clang-format-19
+  clang-19 libclang-rt-19-dev lld clang-format-19 zsh fish groff-base man-db
   g++-aarch64-linux-gnu binutils-aarch64-linux-gnu
 )
 missing=()
