@@ -917,6 +917,8 @@ Expected<ProjectPage> IndexClient::project_page(const std::string& index_url, co
   return m_impl->project_page(index_url, project, false);
 }
 
+bool IndexClient::offline() const { return m_impl->options.offline; }
+
 Expected<std::vector<Candidate>> IndexClient::project_candidates(const std::string& index_url, const std::string& project) {
   auto page = ENVFIX_TRY(m_impl->project_page(index_url, project, false));
   return std::move(page.candidates);

@@ -61,6 +61,8 @@ public:
   IndexClient& operator=(IndexClient&&) noexcept;
   ~IndexClient();
 
+  // --offline: every page and file comes from the cache.
+  [[nodiscard]] bool offline() const;
   // `index_url`: an http(s) simple index base ("https://download.pytorch.org/whl/cu128"), a file://
   // index, a local directory (PEP 503 tree or flat find-links folder), or a local .whl path.
   [[nodiscard]] Expected<std::vector<Candidate>> project_candidates(const std::string& index_url, const std::string& project);

@@ -250,6 +250,15 @@ bool words_in_order(const std::vector<std::string>& q, const std::vector<std::st
 
 Expected<ResolvedGpu> Knowledge::resolve_gpu(std::string_view query) const {
   if (auto c = specs::ComputeCapability::parse(query)) {
+    // "sm_900" parses as 90.0; no GPU is near it (issue 36, item 6). A few majors past the newest
+    // known GPU stay plannable, for products the matrices do not list yet.
+    int newest = 0;
+    for (const auto& g : m_gpus) newest = std::max(newest, g.cc.major);
+    if (c->major > newest + 3)
+      return make_error(ErrorCode::invalid_input,
+                        util::msg("--gpu '{}' is compute capability {}: no GPU is near it (the newest known is {}.x)", query,
+                                  c->to_string(), newest),
+                        util::msg("write the arch as sm_90 or 9.0 (major and one-digit minor), or a GPU name"));
     ResolvedGpu r{std::string(query), "planned " + c->sm_name(), "", *c, true};
     // A family name for a bare arch: any product of that compute capability. An arch only Jetson
     // parts have (8.7, 11.0) is a Tegra device even when written bare ("sm_87").
@@ -325,9 +334,20 @@ std::optional<GpuProduct> Knowledge::gpu(std::string_view query) const {
     for (const auto& a : g.aliases) keys.push_back(normalize_gpu_name(a));
     return keys;
   };
+  // An alias is shared by every name of its entry ("1080 Ti" for the GTX 1050 to 1080 Ti): the name
+  // it spells out wins (issue 36, item 6), else the first.
+  const GpuProduct* alias_hit = nullptr;
+  for (auto it = m_gpus.rbegin(); it != m_gpus.rend(); ++it) {
+    const auto own = normalize_gpu_name(it->name);
+    if (own == q) return *it;
+    if (std::ranges::find(it->aliases, q, normalize_gpu_name) != it->aliases.end() &&
+        (!alias_hit ||
+         (words_in_order(words(q), words(own)) && !words_in_order(words(q), words(normalize_gpu_name(alias_hit->name))))))
+      alias_hit = &*it;
+  }
+  if (alias_hit) return *alias_hit;
   for (auto it = m_gpus.rbegin(); it != m_gpus.rend(); ++it) {
     for (const auto& k : keys_of(*it)) {
-      if (k == q) return *it;
       if (k.size() > best_len && q.size() > k.size() && q.starts_with(k) && (q[k.size()] == ' ' || q[k.size()] == '-')) {
         best = &*it;
         best_len = k.size();
@@ -341,16 +361,31 @@ std::optional<GpuProduct> Knowledge::gpu(std::string_view query) const {
   std::string qc = compact(q);
   auto qw = words(q);
   bool has_digit = std::any_of(q.begin(), q.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  // A product's own name before the aliases its entry shares with its siblings ("1080" is the GTX 1080,
+  // not the GTX 1050 whose entry lists the alias "1080 Ti"), and the closest name before a longer one
+  // ("1080" before "1080 Ti").
   const GpuProduct* found = nullptr;
   bool ambiguous = false;
-  for (auto it = m_gpus.rbegin(); it != m_gpus.rend(); ++it) {
-    for (const auto& k : keys_of(*it)) {
-      bool hit = compact(k) == qc || (qw.size() >= 2 && words_in_order(qw, words(k))) ||
-                 (qw.size() == 1 && has_digit && qw[0].size() >= 3 && words_in_order(qw, words(k)));
-      if (!hit) continue;
-      if (found && found->cc != it->cc) ambiguous = true;
-      if (!found) found = &*it;
+  for (const bool own_name : {true, false}) {
+    std::size_t found_len = 0;
+    for (auto it = m_gpus.rbegin(); it != m_gpus.rend(); ++it) {
+      auto keys = keys_of(*it);
+      if (own_name)
+        keys.resize(1);
+      else
+        keys.erase(keys.begin());
+      for (const auto& k : keys) {
+        bool hit = compact(k) == qc || (qw.size() >= 2 && words_in_order(qw, words(k))) ||
+                   (qw.size() == 1 && has_digit && qw[0].size() >= 3 && words_in_order(qw, words(k)));
+        if (!hit) continue;
+        if (found && found->cc != it->cc) ambiguous = true;
+        if (!found || k.size() < found_len) {
+          found = &*it;
+          found_len = k.size();
+        }
+      }
     }
+    if (found) break;
   }
   if (found && !ambiguous) return *found;
   return std::nullopt;

@@ -85,6 +85,12 @@ Error selection_error(Error selector, const FrameworkSpec& spec,
     urls.push_back(it->second.message);
   }
   if (providers.empty()) return selector;
+  if (std::ranges::all_of(providers, [](const auto& p) { return p.second->offline(); }))
+    return Error::made(ErrorCode::not_found,
+                       util::msg("offline: the cache holds no page of {} from any index envfix would read", spec.main_package),
+                       util::plains(urls),
+                       util::msg("run the same command once without --offline (it caches every page it reads), or use "
+                                 "--find-links with local wheels"));
   return Error::made(
       ErrorCode::not_found, util::msg("no index holds {}: every index envfix tried answered HTTP 404", spec.main_package),
       util::plains(urls),

@@ -27,6 +27,8 @@ public:
   // The projects whose index page answered 404 (a missing project is an empty list to the resolver),
   // with the error naming the URL: when every index lacks the main package, that is the answer.
   [[nodiscard]] const std::map<std::string, Error>& missing_pages() const { return m_missing; }
+  // Its pages come from the cache only (--offline): a missing page is one never fetched, not a 404.
+  [[nodiscard]] bool offline() const { return m_client.offline(); }
   [[nodiscard]] std::string missing_detail(const std::string& project) const override {
     auto it = m_missing.find(project);
     return it == m_missing.end() ? std::string() : it->second.message;

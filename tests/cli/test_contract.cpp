@@ -8,6 +8,7 @@
 
 #include "tests/support/envfix_bin.hpp"
 #include "tests/support/golden.hpp"
+#include "util/fs.hpp"
 #include "util/subprocess.hpp"
 
 namespace cli_contract_test {
@@ -98,6 +99,27 @@ TEST_SUITE("cli/cli/contract") {
     const auto diff = testing::golden_mismatch(std::filesystem::path(ENVFIX_FIXTURES_DIR) / "golden/errors-json.txt",
                                                testing::filter_transcript(transcript));
     CHECK_MESSAGE(diff.empty(), diff);
+  }
+
+  TEST_CASE("issue 36 (6): hints that are true: a CUDA version as --driver, an arch no GPU has, a GPU's own name, offline") {
+    auto driver = run({"plan", "torch", "--gpu", "sm_90", "--driver", "12.8", "--offline"});
+    CHECK(driver.exit_code == 1);
+    CHECK(driver.err.find("--driver '12.8' is a CUDA version, not a driver version") != std::string::npos);
+    CHECK(driver.err.find("CUDA 12.8 needs a driver of at least 570.26") != std::string::npos);
+    auto arch = run({"plan", "torch", "--gpu", "sm_900", "--driver", "580.65.06", "--offline"});
+    CHECK(arch.exit_code == 1);
+    CHECK(arch.err.find("compute capability 90.0: no GPU is near it") != std::string::npos);
+    auto next = run({"--format", "json", "matrix", "--gpu", "sm_130"}); // a plausible next GPU stays plannable
+    CHECK(next.exit_code == 0);
+    auto name = run({"matrix", "--gpu", "1080"});
+    CHECK(name.err.find("1080 = GeForce GTX 1080 ") != std::string::npos);
+    const auto cache = util::make_temp_dir({}, "envfix-empty-cache").value();
+    auto offline = run({"plan", "torch", "--gpu", "sm_90", "--driver", "580.65.06", "--offline", "--cache-dir", cache.string()});
+    CHECK(offline.exit_code == 1);
+    CHECK(offline.err.find("offline: the cache holds no page of torch") != std::string::npos);
+    CHECK(offline.err.find("HTTP 404") == std::string::npos);
+    std::error_code ec;
+    std::filesystem::remove_all(cache, ec);
   }
 
 } // TEST_SUITE

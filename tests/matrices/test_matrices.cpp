@@ -880,6 +880,10 @@ frameworks:
       REQUIRE(g);
       CHECK(g->cc.to_string() == r.cc);
     }
+    // Issue 36 (6): the product named, not a sibling whose entry shares the alias "1080 Ti".
+    CHECK(k.gpu("1080")->name == "GeForce GTX 1080");
+    CHECK(k.gpu("1080 Ti")->name == "GeForce GTX 1080 Ti");
+    CHECK(k.gpu("5090")->name.find("5090") != std::string::npos);
     CHECK(!k.gpu("6000"));   // RTX PRO 6000 (12.0), Quadro RTX 6000 (7.5), RTX 6000 Ada (8.9): ambiguous
     CHECK(!k.gpu("Jetson")); // one word without a number names no product
     CHECK(!k.gpu("RTX 9999"));
