@@ -184,10 +184,14 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
   std::vector<Options> hosts;
   if (o.targets.empty()) hosts.push_back(g);
   for (const auto& t : o.targets) hosts.push_back(ENVFIX_TRY(apply_target_spec(g, t)));
-  PlanRequest flags{.requirements = o.requirements, .pre = o.pre, .allow_unhashed = o.allow_unhashed, .prefer_installed = false};
+  PlanRequest flags{.requirements = o.requirements,
+                    .files = o.files,
+                    .pre = o.pre,
+                    .allow_unhashed = o.allow_unhashed,
+                    .prefer_installed = false};
   std::vector<std::string> request = o.requirements;
   std::vector<std::string> recorded_ids; // the lock's own targets, when the check reads them
-  if (o.check && o.targets.empty() && o.requirements.empty())
+  if (o.check && o.targets.empty() && o.requirements.empty() && o.files.requirements.empty())
     if (auto recorded = lockfile::LockFile::read(out); recorded && !recorded->targets.empty()) {
       hosts = recorded_hosts(g, *recorded);
       for (const auto& t : recorded->targets) recorded_ids.push_back(t.id);
@@ -212,7 +216,10 @@ Expected<LockReport> lock(const Options& g, const LockRequest& o) {
   auto& lock = rep.lock;
   lock.created_by = created_by();
   lock.framework = ctxs[0].framework_mode() ? ctxs[0].spec->name : "";
-  lock.request = recorded_request(ctxs[0], request);
+  // The -r files' requirements are part of the request the lock records (and `lock --check` re-reads).
+  auto asked = request;
+  asked.insert(asked.end(), ctxs[0].file_requirements.begin(), ctxs[0].file_requirements.end());
+  lock.request = recorded_request(ctxs[0], asked);
 
   // Kernels verified from binaries by an earlier apply stay, as long as the file is the same.
   std::optional<lockfile::LockFile> old;

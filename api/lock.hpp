@@ -35,6 +35,7 @@ update_lockfile(const std::string& path, const PlanContext& ctx, const std::vect
 
 struct LockRequest {
   std::vector<std::string> requirements;
+  RequestFiles files;               // -r, -c (api/plan.hpp); the lock records the files' requirements as its request
   std::vector<std::string> targets; // --target specs; empty = this host
   std::string output;               // "" = Options::lockfile
   bool check = false;               // compare with the file instead of writing it

@@ -64,6 +64,7 @@ void add_lock_command(CLI::App& app, Globals& g) {
   auto o = std::make_shared<api::LockRequest>();
   auto* cmd = app.add_subcommand("lock", i18n::trs("Resolve for one or more hosts and write the lockfile; installs nothing"));
   cmd->add_option("requirements", o->requirements, i18n::trs("Requirements (default: the framework's set)"));
+  add_request_file_options(*cmd, o->files);
   cmd->add_option(
          "--target", o->targets,
          i18n::trs(

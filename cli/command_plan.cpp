@@ -77,9 +77,8 @@ void render_text(const api::PlanContext& ctx, const PlanOptions& o) {
                       i18n::trf("{} (for packages that are not the framework's: each from the first index that has it)",
                                 fmt::format("{}", fmt::join(ctx.extra_indexes, ", ")))));
   for (const auto& w : p.warnings) warn(w);
-  human(styled((ctx.resolved == 1
-                    ? i18n::trf("Resolved {} package in {}", ctx.resolved, fmt::format("{:.0f}ms", ctx.seconds * 1000))
-                    : i18n::trf("Resolved {} packages in {}", ctx.resolved, fmt::format("{:.0f}ms", ctx.seconds * 1000))),
+  human(styled((ctx.resolved == 1 ? i18n::trf("Resolved {} package in {}", ctx.resolved, human_duration(ctx.seconds))
+                                  : i18n::trf("Resolved {} packages in {}", ctx.resolved, human_duration(ctx.seconds))),
                Style::dim));
   for (const auto& c : change_list(p, true)) human(c);
   if (p.empty())

@@ -165,6 +165,12 @@ TEST_SUITE("integration/apply/pip_habits") {
     const auto planned = Habits::planned(p.out);
     CHECK(planned.at("habit-dep") == "1.0");    // 2.0 is outside the constraint
     CHECK_FALSE(planned.contains("habit-opt")); // a constraint asks for nothing
+    // lock takes the same files; the lock records the file's request and the constrained version.
+    auto lock = w.envfix({"lock", "-r", "sub/req.txt", "--python", h.py, "-o", w.lockfile().string()});
+    REQUIRE(lock.rc == 0);
+    const auto text = slurp(w.lockfile());
+    CHECK(text.find("request: [habit-app]") != std::string::npos);
+    CHECK(text.find("habit_dep-1.0-py3-none-any.whl") != std::string::npos);
     write(w.root() / "tight.txt", "habit-dep<1\n");
     auto tight = w.envfix({"plan", "habit-app", "-c", "tight.txt", "--index-url", h.pypi(), "--python", h.py, "--explain"});
     CHECK(tight.rc != 0);
