@@ -94,7 +94,7 @@ Model model_of(const CLI::App& root) {
   return m;
 }
 
-std::string words(const std::vector<OptionInfo>& opts) {
+std::string option_words(const std::vector<OptionInfo>& opts) {
   std::vector<std::string> w;
   for (const auto& o : opts) w.insert(w.end(), o.names.begin(), o.names.end());
   return util::join(w, " ");
@@ -125,10 +125,10 @@ std::string bash(const Model& m) {
   out += "  case \"$prev\" in\n";
   for (const auto& [name, action] : value_cases) out += fmt::format("    {}) {}; return ;;\n", name, action);
   out += "  esac\n";
-  out += fmt::format("  local opts=\"{}\"\n  case \"$cmd\" in\n", words(m.globals));
+  out += fmt::format("  local opts=\"{}\"\n  case \"$cmd\" in\n", option_words(m.globals));
   out += fmt::format("    \"\") COMPREPLY=($(compgen -W \"{} $opts\" -- \"$cur\")); return ;;\n", util::join(names, " "));
   for (const auto& c : m.commands) {
-    out += fmt::format("    {}) opts=\"$opts {}\"", c.name, words(c.options));
+    out += fmt::format("    {}) opts=\"$opts {}\"", c.name, option_words(c.options));
     if (!c.positional_choices.empty())
       out += fmt::format("\n      [[ \"$cur\" != -* ]] && {{ COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); return; }}",
                          util::join(c.positional_choices, " "));

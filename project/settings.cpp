@@ -42,7 +42,7 @@ Expected<toml::table> parse_toml(const fs::path& file) {
   }
 }
 
-std::vector<std::string> words(const std::string& s) {
+std::vector<std::string> split_words(const std::string& s) {
   std::vector<std::string> out;
   for (const auto& w : util::split(s, ' '))
     for (const auto& part : util::split(w, '\n'))
@@ -138,7 +138,7 @@ Expected<ToolIndexes> uv_indexes(const Places& at) {
   for (const auto e : {util::Env::uv_default_index, util::Env::uv_index_url})
     if (auto v = util::get_env(e); v && !v->empty() && !out.index) out.index = Setting{*v, std::string(util::env_name(e))};
   for (const auto e : {util::Env::uv_index, util::Env::uv_extra_index_url})
-    for (auto& w : words(util::get_env(e).value_or(""))) {
+    for (auto& w : split_words(util::get_env(e).value_or(""))) {
       // UV_INDEX entries may be named: "pytorch=https://…".
       const auto eq = w.find('=');
       if (eq != std::string::npos && w.find("://") > eq) w = w.substr(eq + 1);
@@ -219,14 +219,14 @@ Expected<ToolIndexes> pip_indexes(const Places& at) {
         if (auto i = s->second.find("index-url"); i != s->second.end()) index = Setting{i->second, f.string()};
         if (auto e = s->second.find("extra-index-url"); e != s->second.end()) {
           extra.clear();
-          for (const auto& w : words(e->second)) extra.push_back({w, f.string()});
+          for (const auto& w : split_words(e->second)) extra.push_back({w, f.string()});
         }
       }
     }
   if (auto v = util::get_env(util::Env::pip_index_url); v && !v->empty()) index = Setting{*v, "PIP_INDEX_URL"};
   if (auto v = util::get_env(util::Env::pip_extra_index_url); v && !v->empty()) {
     extra.clear();
-    for (const auto& w : words(*v)) extra.push_back({w, "PIP_EXTRA_INDEX_URL"});
+    for (const auto& w : split_words(*v)) extra.push_back({w, "PIP_EXTRA_INDEX_URL"});
   }
   out.index = std::move(index);
   out.extra = std::move(extra);
