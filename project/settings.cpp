@@ -123,7 +123,11 @@ Expected<void> uv_table(const toml::table& t, const fs::path& file, ToolIndexes&
 }
 
 Expected<void> uv_file(const fs::path& file, ToolIndexes& into) {
-  const auto doc = ENVFIX_TRY(parse_toml(file));
+  auto parsed = parse_toml(file);
+  // A project's pyproject.toml is its own business: one envfix cannot read holds no uv settings for
+  // it, and stops no command (a broken uv.toml does, as it stops uv).
+  if (!parsed && file.filename() == "pyproject.toml") return {};
+  const auto doc = ENVFIX_TRY(std::move(parsed));
   const toml::table* root = &doc;
   if (file.filename() == "pyproject.toml") {
     root = doc["tool"]["uv"].as_table();

@@ -98,6 +98,12 @@ TEST_SUITE("integration/apply/pip_habits") {
     CHECK(none.rc != 0);
     CHECK(none.err.find("pypi.org") != std::string::npos);
 
+    // A project's pyproject.toml that is not TOML stops nothing (it holds no settings envfix can read).
+    write(w.root() / "pyproject.toml", "[project\nname = \n");
+    auto broken_project = w.envfix({"--format", "json", "plan", "habit-app", "--python", h.py, "--index-url", h.pypi()});
+    CHECK(broken_project.rc == 0);
+    fs::remove(w.root() / "pyproject.toml");
+
     // A broken envfix.toml is named, with the way around it.
     write(w.root() / "envfix.toml", "index-url = [1, 2]\nmirrors = \"x\"\n");
     auto bad = w.envfix({"plan", "habit-app", "--python", h.py});
