@@ -195,7 +195,7 @@ Expected<Applied> run_transaction(const TxnInput& in, const ApplyRequest& o, ins
   if (std::none_of(in.wheels.begin(), in.wheels.end(), [](const auto& w) { return w.unpacked_now; })) rep.phase(Phase::unpack);
   auto to = ENVFIX_TRY(transaction_options(in, o, gate));
   std::map<Phase, Clock::time_point> began;
-  to.unpack_progress = [&rep](std::uint64_t done, std::uint64_t total) { rep.progress(Phase::unpack, done, total); };
+  to.unpack_progress = [&rep](std::uint64_t done, std::uint64_t total) { rep.progress(Phase::unpack, done, total, {}); };
   to.progress = [&](const installer::TxnEvent& e) {
     if (auto p = phase_of(e.phase); p && !began.contains(*p)) {
       began[*p] = Clock::now();
@@ -278,9 +278,18 @@ Expected<fetch::PreparedSet> prepare(index::IndexClient& client, const std::vect
   fo.early_unpack = util::get_env(util::Env::early_unpack).value_or("1") != "0";
   auto phase = [](fetch::Stage s) { return s == fetch::Stage::download ? Phase::download : Phase::unpack; };
   fetch::Progress told{[&](fetch::Stage s) { rep.phase(phase(s)); },
-                       [&](fetch::Stage s, std::uint64_t d, std::uint64_t t) { rep.progress(phase(s), d, t); },
+                       [&](fetch::Stage s, std::uint64_t d, std::uint64_t t, std::size_t fd, std::size_t fn) {
+                         rep.progress(phase(s), d, t, {fd, fn});
+                       },
                        [&](const util::Message& w) { rep.warning(w); }};
-  return fetch::prepare(client, want, std::move(family), where, fo, told);
+  // Ctrl-C while downloading ends the transfers (their partial files removed) and says so, instead
+  // of the default handler's silent exit that left .part files in the cache (issue 36, item 7).
+  util::InterruptScope interrupts;
+  auto prepared = fetch::prepare(client, want, std::move(family), where, fo, told);
+  if (!prepared && prepared.error().code == ErrorCode::interrupted)
+    prepared.error().advise(util::msg("nothing was installed or removed, and the partial downloads were deleted; the "
+                                      "files already downloaded stay in the cache for the next run"));
+  return prepared;
 }
 
 // The plan's files, prepared; each one's own METADATA checked against what the resolver used.

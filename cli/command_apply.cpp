@@ -148,6 +148,7 @@ json result_json(const api::Applied& rr) {
 Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
   ApplyView view(g, o);
   auto rep = ENVFIX_TRY(o.locked ? api::apply_locked(g, o.request, view) : api::apply(g, o.request, view));
+  view.finish();
   const bool json_out = g.format == "json";
   if (rep.outcome == api::ApplyReport::Outcome::aborted) {
     human(i18n::tr("Aborted; nothing was changed."));
@@ -188,6 +189,7 @@ Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
   }
   const auto& rr = *rep.applied;
   print_result(rr, g);
+  if (g.verbose > 0 && rep.plan) human(styled(index_traffic(*rep.plan), Style::dim));
   if (rr.smoke.failure_kept) {
     print_error(*rr.smoke.failure_kept);
     human(
@@ -222,6 +224,10 @@ Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
 void add_apply_command(CLI::App& app, Globals& g) {
   auto o = std::make_shared<ApplyOptions>();
   auto* cmd = app.add_subcommand("apply", i18n::trs("Resolve, install as one transaction, verify, and write the lockfile"));
+  add_examples(*cmd, {{"envfix apply torch torchvision", i18n::trs("the set that runs on this host's GPUs, smoke-tested")},
+                      {"envfix apply --dry-run torch", i18n::trs("what would change; nothing is downloaded")},
+                      {"envfix apply -r requirements.txt --require-hashes", i18n::trs("exactly the hashed files")},
+                      {"envfix apply --locked --yes", i18n::trs("the lockfile's target for this host, as in CI")}});
   cmd->add_option("requirements", o->request.requirements, i18n::trs("Requirements (default: the framework packages installed)"));
   add_request_file_options(*cmd, o->request.files);
   cmd->add_flag("--dry-run", o->request.dry_run, i18n::trs("Plan and show what would change; download and change nothing"));

@@ -375,6 +375,10 @@ void render_text(const diagnosis::DoctorReport& r, const Globals& g) {
 
 void add_doctor_command(CLI::App& app, Globals& g) {
   auto* cmd = app.add_subcommand("doctor", i18n::trs("Diagnose the GPU, driver, interpreter and framework install"));
+  add_examples(*cmd,
+               {{"envfix doctor", i18n::trs("this host and the interpreter in use, with a repro on the GPU")},
+                {"envfix doctor --python .venv/bin/python --framework jax", i18n::trs("another interpreter, one framework")},
+                {"envfix --format json doctor", i18n::trs("the findings as JSON (docs/json.md)")}});
   auto opt = std::make_shared<api::DoctorRequest>();
   cmd->add_flag("--no-repro", opt->no_repro, i18n::trs("Skip the minimal repro in the target interpreter (step 3)"));
   cmd->add_option("--repro-timeout", opt->repro_timeout_s, i18n::trs("Seconds for each repro step (default 120)"))

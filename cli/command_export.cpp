@@ -49,6 +49,9 @@ Expected<int> run_export(const Globals& g, const ExportOptions& o) {
 void add_export_command(CLI::App& app, Globals& g) {
   auto o = std::make_shared<ExportOptions>();
   auto* cmd = app.add_subcommand("export", i18n::trs("Write a lockfile target as pylock.toml (PEP 751) or hashed requirements"));
+  add_examples(*cmd,
+               {{"envfix export --as pylock", i18n::trs("this host's target as pylock.toml, for uv or pip")},
+                {"envfix export --as requirements --all -o locks/", i18n::trs("every target as a hashed requirements file")}});
   // --as, not --format: the global --format (text|json) stays the output format here too.
   cmd->add_option("--as", o->format, i18n::trs("pylock | requirements"))
       ->required()

@@ -63,6 +63,12 @@ Expected<int> run_lock(const Globals& g, const api::LockRequest& o) {
 void add_lock_command(CLI::App& app, Globals& g) {
   auto o = std::make_shared<api::LockRequest>();
   auto* cmd = app.add_subcommand("lock", i18n::trs("Resolve for one or more hosts and write the lockfile; installs nothing"));
+  add_examples(
+      *cmd,
+      {{"envfix lock torch", i18n::trs("a target for this host")},
+       {"envfix lock torch --target gpu=sm_90,python=3.12,driver=580.65.06 --target gpu=sm_120,python=3.12,driver=580.65.06",
+        i18n::trs("one target per kind of machine in a fleet")},
+       {"envfix lock --check", i18n::trs("does the lockfile still resolve as it records (CI)")}});
   cmd->add_option("requirements", o->requirements, i18n::trs("Requirements (default: the framework's set)"));
   add_request_file_options(*cmd, o->files);
   cmd->add_option(

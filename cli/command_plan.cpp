@@ -64,7 +64,7 @@ std::string download_line(const resolver::Plan& p, const PlanOptions& o) {
   return line;
 }
 
-void render_text(const api::PlanContext& ctx, const PlanOptions& o) {
+void render_text(const api::PlanContext& ctx, const PlanOptions& o, bool verbose) {
   const auto& p = ctx.plan;
   human(host_line(ctx.host));
   if (!p.channel.empty())
@@ -80,6 +80,7 @@ void render_text(const api::PlanContext& ctx, const PlanOptions& o) {
   human(styled((ctx.resolved == 1 ? i18n::trf("Resolved {} package in {}", ctx.resolved, human_duration(ctx.seconds))
                                   : i18n::trf("Resolved {} packages in {}", ctx.resolved, human_duration(ctx.seconds))),
                Style::dim));
+  if (verbose) human(styled(index_traffic(ctx), Style::dim));
   for (const auto& c : change_list(p, true)) human(c);
   if (p.empty())
     human(i18n::tr("Nothing to do: the environment already matches the plan."));
@@ -104,7 +105,7 @@ Expected<int> run_plan(const Globals& g, const PlanOptions& o, std::vector<resol
     j["index_from"] = ctx.index_from.empty() ? json(nullptr) : json(ctx.index_from);
     machine_json(j);
   } else {
-    render_text(ctx, o);
+    render_text(ctx, o, g.verbose > 0);
   }
   return 0;
 }
@@ -114,6 +115,11 @@ Expected<int> run_plan(const Globals& g, const PlanOptions& o, std::vector<resol
 void add_plan_command(CLI::App& app, Globals& g) {
   auto opts = std::make_shared<PlanOptions>();
   auto* cmd = app.add_subcommand("plan", i18n::trs("Resolve and show the plan; changes nothing"));
+  add_examples(
+      *cmd, {{"envfix plan torch", i18n::trs("the torch set for this host's GPUs and driver")},
+             {"envfix plan -r requirements.txt -c constraints.txt", i18n::trs("files in pip's format")},
+             {"envfix plan 'jax[cuda13]' --gpu sm_120 --driver 580.65.06", i18n::trs("for another machine: its GPU and driver")},
+             {"envfix plan torch --explain", i18n::trs("every file turned down, with its reason")}});
   cmd->add_option("requirements", opts->requests, i18n::trs("Requirements (default: the framework packages installed)"));
   add_request_file_options(*cmd, opts->files);
   cmd->add_flag("--dry-run", opts->dry_run, i18n::trs("Accepted for symmetry with apply; plan never changes anything"));

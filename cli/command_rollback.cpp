@@ -22,6 +22,8 @@ nlohmann::json refs(const std::vector<installer::DistRef>& v) {
 
 void add_rollback_command(CLI::App& app, Globals& g) {
   auto* rb = app.add_subcommand("rollback", i18n::trs("Undo the last transaction (from its backup)"));
+  add_examples(*rb, {{"envfix rollback --dry-run", i18n::trs("what the last apply's undo would restore")},
+                     {"envfix rollback", i18n::trs("undo it")}});
   auto dry = std::make_shared<bool>(false);
   auto drop = std::make_shared<bool>(false);
   rb->add_flag("--dry-run", *dry, i18n::trs("Only say what would be undone and how much backup is kept"));

@@ -177,6 +177,9 @@ void add_verify_command(CLI::App& app, Globals& g) {
   cmd->add_option("--timeout", o->timeout_s, i18n::trs("Seconds each step (and the app) may run (default 600)"))
       ->check(CLI::Range(1, 86400));
   cmd->footer(i18n::trs("Exit 0 when every step passed, 1 when one failed, 2 when it could not run."));
+  add_examples(*cmd,
+               {{"envfix verify", i18n::trs("the repro and the small models on the GPU")},
+                {"envfix verify --app 'python train.py --steps 10'", i18n::trs("your own program, judged by the same rules")}});
   cmd->callback([&g, o] { g.exit_code = finish_command(run_verify(g, *o)); });
 }
 

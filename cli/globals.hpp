@@ -18,7 +18,8 @@ struct Globals : api::Options {
   int verbose = 0;
   bool quiet = false;
   bool no_progress = false;
-  std::string lang; // --lang: en | zh_CN; empty: from the environment (i18n/i18n.hpp)
+  bool no_cache = false; // --no-cache: cache_dir is a temporary directory (cli/main.cpp)
+  std::string lang;      // --lang: en | zh_CN; empty: from the environment (i18n/i18n.hpp)
 
   int exit_code = 0; // set by the command that ran
 };
@@ -26,6 +27,12 @@ struct Globals : api::Options {
 void add_global_options(CLI::App& app, Globals& g);
 // -r, -c, --extra, --all-extras, --require-hashes (plan, apply, lock).
 void add_request_file_options(CLI::App& cmd, api::RequestFiles& files);
+// A command's --help footer: "Examples:", then each command line with what it does under it.
+struct Example {
+  const char* command;
+  std::string what; // translated (i18n::trs)
+};
+void add_examples(CLI::App& cmd, const std::vector<Example>& examples);
 
 // One function per command file (cli/command_<name>.cpp).
 void add_doctor_command(CLI::App& app, Globals& g);

@@ -1,9 +1,11 @@
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "api/host.hpp"
 #include "cli/globals.hpp"
 #include "cli/render.hpp"
 #include "i18n/i18n.hpp"
+#include "util/fs.hpp"
 
 namespace envfix::cli {
 
@@ -46,7 +48,10 @@ void add_global_options(CLI::App& app, Globals& g) {
       ->allow_extra_args(false);
   env->add_option("--find-links", g.find_links, i18n::trs("Directory of wheels (repeatable)"))->allow_extra_args(false);
   env->add_option("--matrices", g.matrices_dir, i18n::trs("Directory of YAML files overriding the embedded matrices"));
-  env->add_option("--cache-dir", g.cache_dir, i18n::trs("Cache directory"));
+  auto* cache_dir = env->add_option("--cache-dir", g.cache_dir, i18n::trs("Cache directory"));
+  env->add_flag("--no-cache,-n", g.no_cache,
+                i18n::trs("Read and write no cache: a temporary one, removed when the command ends (as uv's -n)"))
+      ->excludes(cache_dir);
   env->add_flag("--offline", g.offline, i18n::trs("Use only the cache"));
   env->add_flag("--allow-cpu", g.allow_cpu, i18n::trs("Allow a CPU build when no GPU build fits"));
   env->add_option("--lockfile", g.lockfile, i18n::trs("Lockfile path"));
@@ -58,6 +63,13 @@ void add_global_options(CLI::App& app, Globals& g) {
   tgt->add_option("--driver", g.driver, i18n::trs("Driver version to plan for"));
   tgt->add_option("--python-version", g.python_version, i18n::trs("Python version to plan for"));
   tgt->add_option("--platform", g.platform, i18n::trs("Platform tag to plan for"));
+}
+
+void add_examples(CLI::App& cmd, const std::vector<Example>& examples) {
+  std::string text = i18n::trs("Examples:");
+  for (const auto& e : examples) text += fmt::format("\n  {}\n      {}", e.command, e.what);
+  const auto before = cmd.get_footer(); // a command's own footer (verify's exit codes) comes first
+  cmd.footer(before.empty() ? text : before + "\n\n" + text);
 }
 
 void add_request_file_options(CLI::App& cmd, api::RequestFiles& files) {
@@ -87,6 +99,22 @@ public:
     auto out = CLI::Formatter::make_expanded(sub);
     if (sub->get_name().empty() && out.starts_with(prefix)) out = i18n::trs("[Option Group: ") + out.substr(prefix.size());
     return out;
+  }
+  // CLI11's layout (CLI/Formatter.hpp, make_help), and for a command the global options too, which it
+  // takes before or after its name (fallthrough), ahead of the command's examples (its footer).
+  std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override {
+    const CLI::App* root = app->get_parent();
+    if (mode != CLI::AppFormatMode::Normal || !root || root->get_parent() || app->get_name().empty())
+      return CLI::Formatter::make_help(app, std::move(name), mode);
+    std::string out = make_description(app) + make_usage(app, name) + make_positionals(app) + make_groups(app, mode) +
+                      make_subcommands(app, mode);
+    std::string globals;
+    for (const CLI::App* group : root->get_subcommands({}))
+      if (group->get_name().empty() && !group->get_group().empty())
+        globals +=
+            make_group(group->get_group(), false, group->get_options([](const CLI::Option* o) { return o->nonpositional(); }));
+    if (!globals.empty()) out += "\n" + i18n::trs("Global options (before or after the command):") + "\n" + globals;
+    return out + "\n" + make_footer(app);
   }
 };
 
@@ -133,10 +161,27 @@ int main(int argc, char** argv) {
   add_cache_command(app, g);
   add_generated_commands(app, g);
   localize_subcommand_help(app);
+  std::filesystem::path no_cache_dir; // --no-cache: made after parsing, removed once the command is done
+  struct RemoveAfter {
+    const std::filesystem::path& dir;
+    ~RemoveAfter() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } remove_after{no_cache_dir};
   app.parse_complete_callback([&] {
     init_output(g);
     // An unknown --lang: already reported; CLI11 exits with the code and prints nothing more.
     if (int rc = init_language(g); rc != 0) throw CLI::RuntimeError(rc);
+    if (g.no_cache) {
+      auto dir = envfix::util::make_temp_dir({}, "envfix-no-cache");
+      if (!dir) {
+        print_error(dir.error());
+        throw CLI::RuntimeError(2);
+      }
+      no_cache_dir = *dir;
+      g.cache_dir = dir->string(); // before configure(): neither $ENVFIX_CACHE_DIR nor envfix.toml replaces it
+    }
     // envfix.toml, then pip's and uv's index settings (README.md, Configuration), for every command.
     if (auto configured = envfix::api::configure(g); !configured) {
       print_error(configured.error());

@@ -26,6 +26,18 @@ std::string human_size(std::uint64_t n) {
   return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
+std::string index_traffic(const api::PlanContext& ctx) {
+  if (!ctx.client) return {};
+  const auto s = ctx.client->stats();
+  const auto metadata = s.metadata_pep658 + s.metadata_range + s.metadata_full + s.metadata_local;
+  return i18n::trf("index: {} page requests in {} rounds ({} fresh in the cache, {} revalidated, {} offline); metadata: {} "
+                   "read ({} PEP 658, {} by range, {} whole files, {} local), {} from the cache; wheels: {} downloaded ({}), {} "
+                   "from the cache; cache {}",
+                   s.page_requests, s.page_rounds, s.page_fresh_hits, s.page_revalidated, s.page_offline_hits, metadata,
+                   s.metadata_pep658, s.metadata_range, s.metadata_full, s.metadata_local, s.metadata_cache, s.downloads,
+                   human_size(s.bytes_downloaded), s.download_cache_hits, ctx.client->cache_dir().string());
+}
+
 std::string human_duration(double seconds) {
   return seconds < 1.0 ? fmt::format("{:.0f}ms", seconds * 1000) : fmt::format("{:.2f}s", seconds);
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "api/host.hpp"
+#include "api/plan.hpp"
 #include "diagnosis/finding.hpp"
 #include "installer/txn_result.hpp"
 #include "resolver/plan.hpp"
@@ -24,6 +25,10 @@ namespace envfix::cli {
 
 // The plan/apply JSON fields of docs/json.md (channel, index, variant, install[], remove[], …).
 [[nodiscard]] nlohmann::json plan_json(const resolver::Plan& p, const api::Host& h);
+
+// -v: what the plan (and an apply's downloads) asked of the indexes and the cache, for someone
+// asking why a run was slow or what it read: "index: 14 pages (3 fresh in the cache, 2 revalidated), …".
+[[nodiscard]] std::string index_traffic(const api::PlanContext& ctx);
 
 // One name-sorted change list, removals and installs together, as uv prints it (" - torch==2.6.0",
 // " + torch==2.7.0+cu128"; a name's removal before its install). `detail` adds why a package goes

@@ -233,13 +233,13 @@ void mark_kernel_packages(FrameworkReport& s) {
   for (auto& p : s.packages) p.kernel_package = kernels.empty() || kernels.count(p.dist->normalized_name());
 }
 
-// The variant a fix installs: the installed one when it is a GPU build (or the host has no GPU),
-// else the newest CUDA variant the driver runs (the newest at all without a driver).
+// The variant a fix installs: the installed one when it is a GPU build that some release makes cover
+// every GPU (or the host has no GPU), else the newest CUDA variant the driver runs that covers them
+// (the newest at all without a driver).
 const matrices::Variant* target_variant(const DoctorReport& r, const FrameworkReport& s) {
   if (!s.fw) return nullptr;
   const auto* installed = s.variant.empty() ? nullptr : s.fw->variant(s.variant);
-  if (installed && (installed->kind != "cpu" || !gpu_host(r))) return installed;
-  if (!gpu_host(r)) return nullptr;
+  if (!gpu_host(r)) return installed;
   // A variant some release of which has code (SASS or PTX) for every GPU, per the matrices: jax's
   // cuda13 starts at sm_75, so a GTX 1080 (sm_61) gets cuda12 (issue 56, item 7). Each GPU's builds
   // are asked of the matrices once, not once per variant.
@@ -254,6 +254,9 @@ const matrices::Variant* target_variant(const DoctorReport& r, const FrameworkRe
   auto covers = [&](const matrices::Variant& v) {
     return std::all_of(runs_on.begin(), runs_on.end(), [&](const auto& names) { return names.contains(v.name); });
   };
+  // The installed GPU variant stays while some release of it covers every GPU; jax[cuda13] on a GTX
+  // 1080 does not (issue 36, item 3), and reinstalling it could not fix the host.
+  if (installed && installed->kind != "cpu" && (runs_on.empty() || covers(*installed))) return installed;
   const matrices::Variant* best = nullptr;
   bool best_covers = false;
   for (const auto& v : s.fw->variants) {
@@ -265,6 +268,8 @@ const matrices::Variant* target_variant(const DoctorReport& r, const FrameworkRe
       best_covers = c;
     }
   }
+  // No variant covers every GPU (a mix no single build spans): the installed GPU build stays.
+  if (installed && installed->kind != "cpu" && !best_covers) return installed;
   return best;
 }
 

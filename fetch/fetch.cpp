@@ -71,17 +71,31 @@ Expected<void> download_and_unpack(index::IndexClient& client, installer::Unpack
   for (std::size_t k = 0; k < fetch.size(); ++k) total[k] = fetch[k].size.value_or(0);
   std::optional<installer::EarlyUnpacker> early;
   if (o.early_unpack) early.emplace(cache, fetch.size(), early_unpack_workers(o.threads), o.threads);
-  auto on_bytes = [&](std::size_t k, std::uint64_t d, std::optional<std::uint64_t> t) {
-    done[k] = d;
-    if (t && *t > total[k]) total[k] = *t;
+  std::vector<char> finished(fetch.size(), 0);
+  std::size_t files_done = 0;
+  // The total is known only once every unfinished file's size is: summing the sizes of the files
+  // begun so far would draw a bar that is full from the first frame (issue 36, item 7).
+  auto tell_bytes = [&] {
     std::uint64_t sd = 0, st = 0;
+    bool known = true;
     for (std::size_t j = 0; j < fetch.size(); ++j) {
       sd += done[j];
       st += total[j];
+      known = known && (total[j] > 0 || finished[j]);
     }
-    if (progress.bytes) progress.bytes(Stage::download, sd, st);
+    if (progress.bytes) progress.bytes(Stage::download, sd, known ? std::max(st, sd) : 0, files_done, fetch.size());
+  };
+  auto on_bytes = [&](std::size_t k, std::uint64_t d, std::optional<std::uint64_t> t) {
+    done[k] = d;
+    if (t && *t > total[k]) total[k] = *t;
+    tell_bytes();
   };
   auto ready = [&](std::size_t k, const fs::path& p) {
+    if (!finished[k]) {
+      finished[k] = 1;
+      ++files_done;
+      tell_bytes();
+    }
     if (early && fetch[k].sha256) early->ready(k, p, *fetch[k].sha256);
   };
   auto results = client.download_many(fetch, on_bytes, ready);
@@ -96,7 +110,7 @@ Expected<void> download_and_unpack(index::IndexClient& client, installer::Unpack
     // unpack phase then has only what this could not do).
     tell(progress, Stage::unpack);
     unpacked = early->finish([&progress](std::uint64_t d, std::uint64_t t) {
-      if (progress.bytes) progress.bytes(Stage::unpack, d, t);
+      if (progress.bytes) progress.bytes(Stage::unpack, d, t, 0, 0);
     });
   }
   for (std::size_t k = 0; k < results.size(); ++k) {

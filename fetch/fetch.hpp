@@ -64,7 +64,8 @@ enum class Stage { download, unpack };
 // How preparing is told: a stage begins, its bytes so far of all files together, a warning.
 struct Progress {
   std::function<void(Stage)> stage;
-  std::function<void(Stage, std::uint64_t done, std::uint64_t total)> bytes;
+  // total 0: unknown; files_done of files (0 of 0 where the stage does not count them).
+  std::function<void(Stage, std::uint64_t done, std::uint64_t total, std::size_t files_done, std::size_t files)> bytes;
   std::function<void(const util::Message&)> warning;
 };
 

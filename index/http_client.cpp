@@ -20,6 +20,7 @@
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
 #include "util/strings.hpp"
+#include "util/subprocess.hpp"
 #include "util/writeback.hpp"
 
 namespace envfix::index {
@@ -613,6 +614,23 @@ void notify_done(Transfer& t) {
   if (t.req.on_done) t.req.on_done(*t.result);
 }
 
+// SIGINT/SIGTERM recorded by a util::InterruptScope (the caller's: apply's download): every
+// transfer not done ends now with `interrupted`, and each on_done removes its partial file.
+bool end_on_interrupt(CURLM* multi, std::vector<std::unique_ptr<Transfer>>& ts) {
+  const int sig = util::pending_interrupt();
+  if (sig == 0) return false;
+  for (auto& t : ts) {
+    if (t->result) continue;
+    if (t->easy) {
+      curl_multi_remove_handle(multi, t->easy);
+      curl_easy_cleanup(t->easy);
+      t->easy = nullptr;
+    }
+    t->result = fail(ErrorCode::interrupted, "download stopped: envfix was interrupted by signal {}", sig);
+  }
+  return true;
+}
+
 } // namespace
 
 std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpRequest> requests) {
@@ -645,6 +663,7 @@ std::vector<Expected<HttpResponse>> HttpClient::perform_many(std::vector<HttpReq
   std::size_t active = 0;
   std::vector<Transfer*> running;
   while (!waiting.empty() || active > 0) {
+    if (end_on_interrupt(m_impl->multi, ts)) break;
     auto now = Clock::now();
     // Start what may start.
     for (auto it = waiting.begin(); it != waiting.end() && active < std::max<std::size_t>(o.parallel, 1);) {

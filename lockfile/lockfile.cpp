@@ -41,30 +41,20 @@ bool looks_special(std::string_view s) {
   return std::string_view("-:@%~").find(s.front()) != std::string_view::npos || s.back() == ':';
 }
 
-std::string scalar(std::string_view s) {
-  if (!looks_special(s)) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-    case '"': out += "\\\""; break;
-    case '\\': out += "\\\\"; break;
-    case '\n': out += "\\n"; break;
-    case '\t': out += "\\t"; break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20)
-        out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
-      else
-        out += c;
-    }
-  }
-  return out + "\"";
+// One string value: yaml-cpp's emitter decides quoting and escaping; double quotes are forced on what a
+// YAML 1.1 reader would take for another type ("570.26", "3.10", "yes"), which the emitter writes plain.
+void scalar(YAML::Emitter& e, std::string_view s) {
+  if (looks_special(s)) e << YAML::DoubleQuoted;
+  e << std::string(s);
 }
 
-std::string flow_list(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + scalar(items[i]);
-  return out + "]";
+void flow_list(YAML::Emitter& e, const std::vector<std::string>& items) {
+  e << YAML::Flow << YAML::BeginSeq;
+  for (const auto& i : items) scalar(e, i);
+  e << YAML::EndSeq;
 }
+
+void key(YAML::Emitter& e, const char* k) { e << YAML::Key << k << YAML::Value; }
 
 void sort_lock(LockFile& lock) {
   std::sort(lock.targets.begin(), lock.targets.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
@@ -201,56 +191,121 @@ const LockTarget* LockFile::find(std::string_view id) const {
   return nullptr;
 }
 
+namespace {
+
+void emit_packages(YAML::Emitter& e, const LockTarget& t) {
+  key(e, "packages");
+  e << YAML::BeginSeq;
+  for (const auto& p : t.packages) {
+    e << YAML::BeginMap;
+    for (const auto& [k, v] :
+         {std::pair<const char*, std::string_view>{"name", p.name}, {"version", p.version}, {"filename", p.filename}}) {
+      key(e, k);
+      scalar(e, v);
+    }
+    key(e, "url");
+    scalar(e, strip_credentials(p.url));
+    key(e, "sha256");
+    scalar(e, p.sha256);
+    if (p.size) {
+      key(e, "size");
+      e << *p.size;
+    }
+    if (p.kernels) {
+      key(e, "kernels");
+      e << YAML::Flow << YAML::BeginMap;
+      key(e, "sass");
+      flow_list(e, p.kernels->sass);
+      key(e, "ptx");
+      flow_list(e, p.kernels->ptx);
+      key(e, "verified");
+      e << YAML::TrueFalseBool << p.kernels->verified << YAML::EndMap;
+    }
+    e << YAML::EndMap;
+  }
+  e << YAML::EndSeq;
+  if (t.installed_only.empty()) return;
+  key(e, "installed-only");
+  e << YAML::BeginSeq;
+  for (const auto& p : t.installed_only) {
+    e << YAML::BeginMap;
+    for (const auto& [k, v] :
+         {std::pair<const char*, std::string_view>{"name", p.name}, {"version", p.version}, {"provenance", p.provenance}}) {
+      key(e, k);
+      scalar(e, v);
+    }
+    e << YAML::EndMap;
+  }
+  e << YAML::EndSeq;
+}
+
+// A key whose value is left out when empty.
+void optional(YAML::Emitter& e, const char* k, std::string_view v) {
+  if (v.empty()) return;
+  key(e, k);
+  scalar(e, v);
+}
+
+void emit_target(YAML::Emitter& e, const LockTarget& t) {
+  e << YAML::BeginMap;
+  key(e, "id");
+  scalar(e, t.id);
+  key(e, "host");
+  e << YAML::BeginMap;
+  key(e, "gpus");
+  flow_list(e, t.host.gpus);
+  optional(e, "driver-min", t.host.driver_min);
+  key(e, "python");
+  scalar(e, t.host.python);
+  key(e, "platform");
+  scalar(e, t.host.platform);
+  e << YAML::EndMap;
+  optional(e, "channel", t.channel);
+  key(e, "index");
+  scalar(e, strip_credentials(t.index));
+  optional(e, "variant", t.variant);
+  emit_packages(e, t);
+  if (const auto& v = t.verified_on) {
+    key(e, "verified-on");
+    e << YAML::BeginMap;
+    key(e, "gpus");
+    flow_list(e, v->gpus);
+    optional(e, "driver", v->driver);
+    optional(e, "cuda-runtime", v->cuda_runtime);
+    optional(e, "toolkit", v->toolkit);
+    key(e, "interpreter");
+    scalar(e, v->interpreter);
+    optional(e, "environment", v->environment);
+    key(e, "smoke");
+    flow_list(e, v->smoke);
+    e << YAML::EndMap;
+  }
+  e << YAML::EndMap;
+}
+
+} // namespace
+
 std::string LockFile::to_yaml() const {
   LockFile l = *this;
   sort_lock(l);
-  std::string o;
-  o += "# envfix lockfile: commit it; reproduce with `envfix apply --locked`. Generated, do not edit.\n";
-  o += fmt::format("lock-version: {}\n", l.lock_version);
-  o += fmt::format("created-by: {}\n", scalar(l.created_by));
-  if (!l.framework.empty()) o += fmt::format("framework: {}\n", scalar(l.framework));
-  o += fmt::format("request: {}\n", flow_list(l.request));
-  o += "targets:\n";
-  for (const auto& t : l.targets) {
-    o += fmt::format("  - id: {}\n", scalar(t.id));
-    o += "    host:\n";
-    o += fmt::format("      gpus: {}\n", flow_list(t.host.gpus));
-    if (!t.host.driver_min.empty()) o += fmt::format("      driver-min: {}\n", scalar(t.host.driver_min));
-    o += fmt::format("      python: {}\n", scalar(t.host.python));
-    o += fmt::format("      platform: {}\n", scalar(t.host.platform));
-    if (!t.channel.empty()) o += fmt::format("    channel: {}\n", scalar(t.channel));
-    o += fmt::format("    index: {}\n", scalar(strip_credentials(t.index)));
-    if (!t.variant.empty()) o += fmt::format("    variant: {}\n", scalar(t.variant));
-    o += "    packages:\n";
-    for (const auto& p : t.packages) {
-      o += fmt::format("      - name: {}\n", scalar(p.name));
-      o += fmt::format("        version: {}\n", scalar(p.version));
-      o += fmt::format("        filename: {}\n", scalar(p.filename));
-      o += fmt::format("        url: {}\n", scalar(strip_credentials(p.url)));
-      o += fmt::format("        sha256: {}\n", scalar(p.sha256));
-      if (p.size) o += fmt::format("        size: {}\n", *p.size);
-      if (p.kernels)
-        o += fmt::format("        kernels: {{sass: {}, ptx: {}, verified: {}}}\n", flow_list(p.kernels->sass),
-                         flow_list(p.kernels->ptx), p.kernels->verified ? "true" : "false");
-    }
-    if (!t.installed_only.empty()) o += "    installed-only:\n";
-    for (const auto& p : t.installed_only) {
-      o += fmt::format("      - name: {}\n", scalar(p.name));
-      o += fmt::format("        version: {}\n", scalar(p.version));
-      o += fmt::format("        provenance: {}\n", scalar(p.provenance));
-    }
-    if (const auto& v = t.verified_on) {
-      o += "    verified-on:\n";
-      o += fmt::format("      gpus: {}\n", flow_list(v->gpus));
-      if (!v->driver.empty()) o += fmt::format("      driver: {}\n", scalar(v->driver));
-      if (!v->cuda_runtime.empty()) o += fmt::format("      cuda-runtime: {}\n", scalar(v->cuda_runtime));
-      if (!v->toolkit.empty()) o += fmt::format("      toolkit: {}\n", scalar(v->toolkit));
-      o += fmt::format("      interpreter: {}\n", scalar(v->interpreter));
-      if (!v->environment.empty()) o += fmt::format("      environment: {}\n", scalar(v->environment));
-      o += fmt::format("      smoke: {}\n", flow_list(v->smoke));
-    }
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  key(e, "lock-version");
+  e << l.lock_version;
+  key(e, "created-by");
+  scalar(e, l.created_by);
+  if (!l.framework.empty()) {
+    key(e, "framework");
+    scalar(e, l.framework);
   }
-  return o;
+  key(e, "request");
+  flow_list(e, l.request);
+  key(e, "targets");
+  e << YAML::BeginSeq;
+  for (const auto& t : l.targets) emit_target(e, t);
+  e << YAML::EndSeq << YAML::EndMap;
+  return "# envfix lockfile: commit it; reproduce with `envfix apply --locked`. Generated, do not edit.\n" +
+         std::string(e.c_str()) + "\n";
 }
 
 namespace {
@@ -554,7 +609,10 @@ Expected<std::string> to_pylock_toml(const LockFile& lock, const LockTarget& tar
   ENVFIX_TRY_VOID(check_exportable(lock, target));
   toml::table root;
   root.insert("lock-version", "1.0");
-  root.insert("created-by", lock.created_by.empty() ? std::string("envfix") : lock.created_by);
+  // PEP 751: the tool's name ("uv", "pdm"), not its version: the first word of envfix's own
+  // "envfix 0.1.0".
+  const auto tool_name = lock.created_by.substr(0, lock.created_by.find(' '));
+  root.insert("created-by", tool_name.empty() ? std::string("envfix") : tool_name);
   toml::array envs;
   // The platform tag names the machine; the marker keeps other machines from using this file.
   std::string machine = "x86_64";

@@ -174,8 +174,9 @@ struct Pass {
   std::vector<util::Message> widened_notes;  // the candidate's extensions taken from another index (resolve_widened)
 
   void reject(Rejection r) { out.rejected.push_back(std::move(r)); }
-  std::set<RejectReason> near_reasons;        // why the closest builds failed
-  std::optional<specs::CudaVersion> jit_cuda; // the CUDA of a build refused as ptx-needs-newer-driver
+  std::set<RejectReason> near_reasons;          // why the closest builds failed
+  std::optional<specs::CudaVersion> jit_cuda;   // the CUDA of a build refused as ptx-needs-newer-driver
+  std::optional<FrameworkIndex> oldest_too_new; // the index of the oldest CUDA the driver cannot run
   void near_miss(const Rejection& r, const std::string& channel, const FrameworkIndex& idx) {
     near_reasons.insert(r.reason);
     if (r.reason == RejectReason::ptx_needs_newer_driver && (!jit_cuda || *idx.cuda > *jit_cuda)) jit_cuda = idx.cuda;
@@ -203,9 +204,15 @@ std::vector<FrameworkIndex> usable_indexes(Pass& p, const std::string& channel) 
     } else if (p.gpu_host && !i.cuda && !request.allow_cpu && request.variant != i.variant) {
       r.reason = RejectReason::arch_not_covered;
       r.because(util::msg("{} build has no GPU kernels (use --allow-cpu to accept it)", i.variant));
+    } else if (i.cuda && host.driver_supports && !host.driver_supports(*i.cuda) && host.driver_version.empty()) {
+      // Not an old driver: none at all (a --gpu given on a machine without one), so no version to upgrade.
+      r.reason = RejectReason::no_driver;
+      r.because(util::msg("CUDA {} (variant {}) needs an NVIDIA driver; none was found or given (--driver)", i.cuda->to_string(),
+                          i.variant));
     } else if (i.cuda && host.driver_supports && !host.driver_supports(*i.cuda)) {
       r.reason = RejectReason::driver_too_old;
       r.because(util::msg("CUDA {} (variant {}) needs a newer driver than {}", i.cuda->to_string(), i.variant, p.driver()));
+      if (!p.oldest_too_new || *i.cuda < *p.oldest_too_new->cuda) p.oldest_too_new = i;
     } else if (p.native_only && i.cuda && !runs_natively(host, *i.cuda)) {
       r.reason = RejectReason::driver_too_old;
       r.because(util::msg("CUDA {} needs a newer driver than {} natively; it runs there only through minor-version "
@@ -689,6 +696,79 @@ SourceBuild source_build_of(const Pass& p) {
   return b;
 }
 
+// The releases of the main package on the indexes read, when the request's specifier alone refused
+// every one of them (each rejection `pin`, "excluded by"); empty otherwise.
+std::set<specs::Version> pin_only_releases(const Pass& p, const std::string& main) {
+  std::set<specs::Version> out;
+  if (!p.main_req || p.main_req->specifier.empty()) return out;
+  for (const auto& r : p.out.rejected) {
+    if (r.name != main || r.version.empty()) continue;
+    if (r.reason != RejectReason::pin) return {};
+    if (auto v = specs::Version::parse(r.version)) out.insert(v->public_version());
+  }
+  return out;
+}
+
+// For `==X` with no such release: the release nearest below X (2.99 → the newest 2.x), else the
+// oldest above it; nullopt for other specifiers.
+std::optional<specs::Version> nearest_release(const std::set<specs::Version>& releases, const specs::Requirement& req) {
+  const auto& clauses = req.specifier.clauses();
+  if (clauses.size() != 1 || !is_pinned(req.specifier) || !clauses.front().version()) return std::nullopt;
+  const auto want = *clauses.front().version();
+  auto above = releases.upper_bound(want);
+  if (above != releases.begin()) return *std::prev(above);
+  if (above != releases.end()) return *above;
+  return std::nullopt;
+}
+
+// GPUs and no driver: the source build and its toolkit would need the driver as much, so the one
+// true step is the driver (or --driver, planning for another machine).
+Error no_driver_error(Pass& p, const std::string& main) {
+  auto e = Error::made(ErrorCode::unsatisfiable,
+                       util::msg("no NVIDIA driver was found or given, and every GPU build of {} needs one", main), {},
+                       util::msg("install the NVIDIA driver (nvidia-smi then prints its version), or plan for another "
+                                 "host's driver with --driver VERSION; `--allow-cpu` installs the CPU build instead"));
+  if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
+  return e;
+}
+
+// A version that does not exist (a typo, a release not yet out): not a host problem, so no
+// --allow-cpu and no source build; the versions that do exist instead.
+Error no_such_release_error(Pass& p, const std::string& main, const std::string& req_text,
+                            const std::set<specs::Version>& releases) {
+  auto e = Error::made(ErrorCode::unsatisfiable, util::msg("no release of {} on its indexes matches {}", main, req_text));
+  std::vector<std::string> newest;
+  for (auto it = releases.rbegin(); it != releases.rend() && newest.size() < 8; ++it) newest.push_back(it->to_string());
+  e.add_cause(util::msg("releases there, newest first: {}{}", join(newest),
+                        releases.size() > newest.size() ? util::msg(" ({} in all)", releases.size()).text : std::string()));
+  if (auto near = nearest_release(releases, *p.main_req)) e.advise(util::msg("did you mean {}=={}?", main, near->to_string()));
+  if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
+  return e;
+}
+
+// The hint of a host that no build fits. A driver too old for every variant: a source build would
+// need a toolkit this driver cannot run either, so the step that helps is the driver, named with the
+// oldest version that does. Else the CPU build, a driver that JITs, or a source build.
+std::optional<util::Message> host_hint(Pass& p, bool arch_problem) {
+  if (!p.any_index && p.oldest_too_new && !p.request.allow_cpu) {
+    const auto& o = *p.oldest_too_new;
+    const auto floor = p.host.driver_floor ? p.host.driver_floor(*o.cuda) : std::nullopt;
+    return floor ? util::msg("CUDA {} (variant {}), the oldest this index offers, runs on {} or a newer driver; "
+                             "`--allow-cpu` installs the CPU build instead",
+                             o.cuda->to_string(), o.variant, *floor)
+                 : util::msg("CUDA {} (variant {}), the oldest this index offers, needs a newer driver than this one; "
+                             "`--allow-cpu` installs the CPU build instead",
+                             o.cuda->to_string(), o.variant);
+  }
+  if (!arch_problem && !p.gpu_host) return std::nullopt;
+  const auto recipe = source_build_recipe(source_build_of(p));
+  if (p.jit_cuda)
+    return util::msg("a driver that runs CUDA {} natively can JIT its PTX; `--allow-cpu` installs the CPU build "
+                     "instead; or {}",
+                     p.jit_cuda->to_string(), recipe);
+  return util::msg("`--allow-cpu` installs the CPU build instead; or {}", recipe);
+}
+
 // Nothing fits: say why plainly.
 Error no_set_error(Pass& p) {
   const auto& spec = p.spec;
@@ -696,6 +776,7 @@ Error no_set_error(Pass& p) {
   Error e{ErrorCode::unsatisfiable, "", {}, ""};
   std::string req_text = p.main_req ? p.main_req->to_string() : main;
   bool arch_problem = !p.closest.empty();
+  if (!p.any_index && p.gpu_host && p.host.driver_version.empty()) return no_driver_error(p, main);
   if (!p.any_index) {
     e.say(util::msg("no {} index is usable on this host", spec.name));
     for (const auto& r : p.out.rejected)
@@ -768,6 +849,8 @@ Error no_set_error(Pass& p) {
     e = *p.last_closure_error;
     e.say(
         util::msg("no consistent {} set: {}", spec.name, e.said_as(e.message) ? *e.said_as(e.message) : util::plain(e.message)));
+  } else if (auto releases = pin_only_releases(p, main); !releases.empty()) {
+    return no_such_release_error(p, main, req_text, releases);
   } else {
     e.say(util::msg("no build of {} fits this host", req_text));
     std::map<std::string, int> why;
@@ -775,15 +858,7 @@ Error no_set_error(Pass& p) {
       if (r.name == main) ++why[std::string(to_string(r.reason))];
     for (const auto& [reason, n] : why) e.add_cause(util::msg("{} file(s) rejected: {}", n, reason));
   }
-  if (arch_problem || p.gpu_host) {
-    const auto recipe = source_build_recipe(source_build_of(p));
-    if (p.jit_cuda)
-      e.advise(util::msg("a driver that runs CUDA {} natively can JIT its PTX; `--allow-cpu` installs the CPU build "
-                         "instead; or {}",
-                         p.jit_cuda->to_string(), recipe));
-    else
-      e.advise(util::msg("`--allow-cpu` installs the CPU build instead; or {}", recipe));
-  }
+  if (auto hint = host_hint(p, arch_problem)) e.advise(*hint);
   for (const auto& m : p.skipped) e.add_cause(m);
   e.add_cause(util::msg("`envfix plan --explain` lists every rejected file"));
   if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;

@@ -92,6 +92,9 @@ struct HostTarget {
   // Unset: same as driver_supports. Variants the driver runs natively are tried first; variants it
   // runs only through minor-version compatibility only when no native variant gives a set.
   std::function<bool(const specs::CudaVersion&)> driver_native;
+  // The oldest driver that runs that CUDA, minor-version compatibility counted ("525.60.13" for 12.8):
+  // what an error for a driver too old for every variant names. Unset: no number is named.
+  std::function<std::optional<std::string>(const specs::CudaVersion&)> driver_floor;
   TargetEnvironment python;
 };
 

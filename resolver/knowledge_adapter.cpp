@@ -202,6 +202,11 @@ HostTarget host_target(const probe::HostFacts& facts, const TargetEnvironment& p
   } else if (!target.gpus.empty()) {
     target.driver_supports = [](const specs::CudaVersion&) { return false; };
   }
+  if (!(facts.driver && facts.driver->source == "l4t")) // a Jetson's driver comes with its L4T release
+    target.driver_floor = [kp = &knowledge](const specs::CudaVersion& c) {
+      auto d = kp->minor_compat_driver(c);
+      return d ? d : kp->min_driver(c);
+    };
   return target;
 }
 

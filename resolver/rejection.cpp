@@ -8,6 +8,7 @@ std::string_view to_string(RejectReason r) {
   case RejectReason::platform: return "platform";
   case RejectReason::requires_python: return "requires-python";
   case RejectReason::driver_too_old: return "driver-too-old";
+  case RejectReason::no_driver: return "no-driver";
   case RejectReason::arch_not_covered: return "arch-not-covered";
   case RejectReason::arch_unverified: return "arch-unverified";
   case RejectReason::pin: return "pin";

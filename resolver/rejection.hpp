@@ -13,6 +13,7 @@ enum class RejectReason {
   platform,               // no wheel tag for this platform (manylinux level, arch)
   requires_python,        // Requires-Python excludes the target interpreter
   driver_too_old,         // the variant's CUDA needs a newer driver
+  no_driver,              // GPUs planned for, but no driver found or given (--driver) to run any CUDA
   arch_not_covered,       // the build has no kernels that run on one of the GPUs
   arch_unverified,        // no arch data for this build: accepted, checked after download
   pin,                    // excluded by the request's specifier or --variant

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <csignal>
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
@@ -191,12 +192,14 @@ bool has_exited(pid_t pid) {
 }
 
 volatile std::sig_atomic_t g_signal = 0;
+std::atomic<int> g_scopes{0};
 extern "C" void record_signal(int sig) { g_signal = sig; }
 
 } // namespace
 
 InterruptScope::InterruptScope() {
   g_signal = 0;
+  ++g_scopes;
   struct sigaction sa = {};
   sa.sa_handler = record_signal;
   sigemptyset(&sa.sa_mask);
@@ -205,11 +208,14 @@ InterruptScope::InterruptScope() {
 }
 
 InterruptScope::~InterruptScope() {
+  --g_scopes;
   ::sigaction(SIGINT, &m_old_int, nullptr);
   ::sigaction(SIGTERM, &m_old_term, nullptr);
 }
 
 int interrupt_signal() { return static_cast<int>(g_signal); }
+
+int pending_interrupt() { return g_scopes > 0 ? static_cast<int>(g_signal) : 0; }
 
 std::optional<std::filesystem::path> find_in_path(const std::string& name, const char* path_value) {
   if (name.find('/') != std::string::npos) return std::filesystem::path(name);

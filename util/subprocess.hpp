@@ -80,8 +80,11 @@ public:
 private:
   struct sigaction m_old_int = {}, m_old_term = {};
 };
-// The signal an InterruptScope recorded, 0 if none.
+// The signal an InterruptScope recorded, 0 if none (kept after the scope ends: the exit code says it).
 [[nodiscard]] int interrupt_signal();
+// The same while an InterruptScope lives, else 0: what work that stops on a signal polls
+// (index/http_client.cpp), so that one recorded by an earlier scope stops nothing later.
+[[nodiscard]] int pending_interrupt();
 
 // Search PATH (or the given PATH value) for an executable.
 [[nodiscard]] std::optional<std::filesystem::path> find_in_path(const std::string& name, const char* path_value = nullptr);

@@ -16,6 +16,7 @@
 #include "tests/support/nginx_server.hpp"
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
+#include "util/strings.hpp"
 #include "util/subprocess.hpp"
 
 namespace apply_apply_test {
@@ -284,21 +285,39 @@ TEST_SUITE("integration/apply/apply") {
       MESSAGE("SKIP: script(1) from util-linux is needed to give envfix a terminal");
       return;
     }
-    auto ve = w.venv("venv-tty");
     // script(1) runs envfix on a pseudo-terminal; its stdout carries what envfix drew there.
-    std::string cmd = envfix_bin().string();
-    for (const auto& a :
-         std::vector<std::string>{"apply", "alpha", "--index-url", w.index_url(), "--python", (ve / "bin/python").string(),
-                                  "--yes", "--cache-dir", w.cache().string(), "--lockfile", w.lockfile().string()})
-      cmd += " '" + a + "'";
-    auto r = util::run_process({"script", "-qfec", cmd, "/dev/null"}, w.envfix_options());
-    REQUIRE(r);
-    INFO(r->out, r->err);
-    REQUIRE(r->exit_code == 0);
-    CHECK(r->out.find("Downloading  [") != std::string::npos);
-    CHECK(r->out.find("Unpacking    [") != std::string::npos);
-    CHECK(r->out.find("\x1b[2K") != std::string::npos); // each frame erases the line it redraws
-    CHECK(r->out.find("Installed 3 packages in") != std::string::npos);
+    auto on_terminal = [](World& world, const std::string& venv) {
+      auto ve = world.venv(venv);
+      std::string cmd = envfix_bin().string();
+      for (const auto& a :
+           std::vector<std::string>{"apply", "alpha", "--index-url", world.index_url(), "--python", (ve / "bin/python").string(),
+                                    "--yes", "--cache-dir", world.cache().string(), "--lockfile", world.lockfile().string()})
+        cmd += " '" + a + "'";
+      auto r = util::run_process({"script", "-qfec", cmd, "/dev/null"}, world.envfix_options());
+      REQUIRE(r);
+      INFO(r->out, r->err);
+      REQUIRE(r->exit_code == 0);
+      return *r;
+    };
+    const auto r = on_terminal(w, "venv-tty");
+    CHECK(r.out.find("Downloading  [") != std::string::npos);
+    CHECK(r.out.find("Unpacking    [") != std::string::npos);
+    CHECK(r.out.find("\x1b[2K") != std::string::npos);   // each frame erases the line it redraws
+    CHECK(r.out.find("3/3 files") != std::string::npos); // issue 36 (7): the files counted
+    CHECK(r.out.find("Installed 3 packages in") != std::string::npos);
+    // Issue 36 (7): an index that gives no sizes (HTML pages only): a bar, once drawn, shows the whole
+    // download's total, never the sum over the files begun so far (a bar full from the first frame).
+    World html(std::string(kPlainIndex).insert(1, R"("json": false, )"));
+    const auto h = on_terminal(html, "venv-html");
+    std::set<std::string> totals; // the "/<total>" of every frame that drew a bar
+    for (const auto& frame : util::split(h.out, '\r'))
+      if (auto at = frame.find("Downloading  ["); at != std::string::npos) {
+        const auto close = frame.find("] ", at), slash = frame.find('/', close), end = frame.find(' ', slash + 1);
+        if (close != std::string::npos && slash != std::string::npos)
+          totals.insert(frame.substr(slash + 1, frame.find(' ', end + 1) - slash - 1));
+      }
+    CAPTURE(h.out);
+    CHECK(totals.size() <= 1);
     // Not a terminal (the other tests' runs): no bar, no escape codes.
     auto ve2 = w.venv("venv-notty");
     auto plain = w.envfix({"apply", "alpha", "--index-url", w.index_url(), "--python", (ve2 / "bin/python").string(), "--yes",
@@ -410,7 +429,7 @@ TEST_SUITE("integration/apply/apply") {
 import sys, tomllib
 d = tomllib.load(open(sys.argv[1], "rb"))
 assert d["lock-version"] == "1.0", d.get("lock-version")
-assert d["created-by"].startswith("envfix")
+assert d["created-by"] == "envfix", d["created-by"]  # PEP 751: the tool's name (issue 36, item 8)
 pk = d["packages"]
 assert len(pk) == 3, pk
 for p in pk:
@@ -533,6 +552,10 @@ print("ok")
     // matrices' CPU step and says why, as verify does (a GPU step here would fail and roll back).
     CHECK(ok.err.find("Smoke test passed on the CPU (planned GPUs (--gpu) are not this machine's): CPU step") !=
           std::string::npos);
+    // Issue 36 (7): the smoke test (up to --smoke-timeout a step) says it began, before its result.
+    const auto began = ok.err.find("Running the smoke test in the new set…");
+    CHECK(began != std::string::npos);
+    CHECK(began < ok.err.find("Smoke test passed"));
     CHECK(ok.err.find("step A") == std::string::npos);
     CHECK(ok.err.find(" + fixfw==1.0.0+cu128") != std::string::npos);
     CHECK(w.pip_list(ve).at("fixfw") == "1.0.0+cu128");

@@ -12,6 +12,7 @@
 #include "tests/apply/apply_world.hpp"
 #include "util/fs.hpp"
 #include "util/sha256.hpp"
+#include "util/subprocess.hpp"
 
 namespace apply_pip_habits_test {
 
@@ -208,6 +209,42 @@ TEST_SUITE("integration/apply/pip_habits") {
     CHECK(unknown.rc == 1);
     CHECK(unknown.err.find("has no optional dependencies named gpu") != std::string::npos);
     CHECK(unknown.err.find("Extra_One") != std::string::npos);
+  }
+
+  TEST_CASE("issue 36 (8): --no-cache installs through a temporary cache it removes; the user's cache is not touched") {
+    Habits h;
+    auto& w = h.w;
+    const auto tmp = w.root() / "tmp", user_cache = w.root() / "user-cache";
+    fs::create_directories(tmp);
+    auto o = w.envfix_options({{"TMPDIR", tmp.string()}, {"ENVFIX_CACHE_DIR", user_cache.string()}});
+    const std::vector<std::string> argv{envfix_bin().string(),
+                                        "apply",
+                                        "habit-app",
+                                        "--no-cache",
+                                        "--index-url",
+                                        h.pypi(),
+                                        "--python",
+                                        h.py,
+                                        "--yes",
+                                        "--lockfile",
+                                        (w.root() / "no-cache.lock").string()};
+    auto r = util::run_process(argv, o);
+    REQUIRE(r);
+    INFO(r->err);
+    CHECK(r->exit_code == 0);
+    CHECK(w.pip_list(h.venv).at("habit-app") == "1.0");
+    CHECK_FALSE(fs::exists(user_cache));
+    for (const auto& e : fs::directory_iterator(tmp))
+      CHECK_MESSAGE(!e.path().filename().string().starts_with("envfix-no-cache"), e.path().string());
+    // -v says what the plan asked of the index and the cache (issue 36, item 8: `-v` that adds little).
+    auto verbose = w.envfix({"plan", "habit-app", "-v", "--index-url", h.pypi(), "--python", h.py});
+    CHECK(verbose.rc == 0);
+    CHECK(verbose.err.find("page requests in") != std::string::npos);
+    CHECK(verbose.err.find("cache " + w.cache().string()) != std::string::npos);
+    // Both at once is a contradiction, refused before anything runs.
+    auto both = w.envfix({"plan", "habit-app", "--no-cache", "--index-url", h.pypi(), "--python", h.py});
+    CHECK(both.rc != 0);
+    CHECK(both.err.find("--no-cache") != std::string::npos);
   }
 }
 

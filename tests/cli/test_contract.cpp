@@ -9,6 +9,7 @@
 #include "tests/support/envfix_bin.hpp"
 #include "tests/support/golden.hpp"
 #include "util/fs.hpp"
+#include "util/strings.hpp"
 #include "util/subprocess.hpp"
 
 namespace cli_contract_test {
@@ -118,6 +119,63 @@ TEST_SUITE("cli/cli/contract") {
     CHECK(offline.exit_code == 1);
     CHECK(offline.err.find("offline: the cache holds no page of torch") != std::string::npos);
     CHECK(offline.err.find("HTTP 404") == std::string::npos);
+    std::error_code ec;
+    std::filesystem::remove_all(cache, ec);
+  }
+
+  TEST_CASE("issue 36 (8): each command's --help lists the global options and examples; every example parses") {
+    // Words of one example line, as a shell splits them: single quotes keep spaces and brackets.
+    auto words = [](const std::string& line) {
+      std::vector<std::string> out;
+      std::string cur;
+      bool quoted = false, any = false;
+      for (char c : line) {
+        if (c == '\'') {
+          quoted = !quoted;
+          any = true;
+        } else if (c == ' ' && !quoted) {
+          if (any) out.push_back(cur);
+          cur.clear();
+          any = false;
+        } else {
+          cur += c;
+          any = true;
+        }
+      }
+      if (any) out.push_back(cur);
+      return out;
+    };
+    const auto cache = util::make_temp_dir({}, "envfix-examples").value();
+    int examples = 0;
+    for (const char* command : {"doctor", "plan", "apply", "lock", "verify", "export", "rollback"}) {
+      CAPTURE(command);
+      auto help = run({command, "--help"});
+      CHECK(help.exit_code == 0);
+      CHECK(help.out.find("Global options (before or after the command):") != std::string::npos);
+      CHECK(help.out.find("  --python TEXT") != std::string::npos);
+      CHECK(help.out.find("  --gpu TEXT") != std::string::npos);
+      const auto at = help.out.find("Examples:\n");
+      REQUIRE(at != std::string::npos);
+      for (const auto& line : util::split(help.out.substr(at), '\n')) {
+        if (!line.starts_with("  envfix ")) continue;
+        auto args = words(line.substr(2));
+        args.erase(args.begin()); // "envfix"
+        // What runs or changes something is kept from running: verify and rollback only parse here
+        // (--help after the example's words), the rest fail fast offline on an empty cache, or on
+        // a file or lockfile this folder does not have; none may fail to parse.
+        const bool parse_only = args.front() == "verify" || (args.front() == "rollback" && args.size() == 1);
+        if (parse_only) args.push_back("--help");
+        if (!parse_only) args.insert(args.end(), {"--offline", "--no-config", "--cache-dir", cache.string()});
+        if (args.front() == "doctor" || (args.size() > 2 && args[2] == "doctor")) args.push_back("--no-repro");
+        CAPTURE(line);
+        auto r = run(args);
+        CAPTURE(r.err);
+        CHECK(r.err.find("Run with --help") == std::string::npos); // CLI11's word for a command line it refused
+        CHECK(r.err.find("not expected") == std::string::npos);
+        ++examples;
+      }
+    }
+    CHECK(examples >= 15);
     std::error_code ec;
     std::filesystem::remove_all(cache, ec);
   }

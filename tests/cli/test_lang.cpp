@@ -89,6 +89,8 @@ bool name_only(std::string_view line) {
   const auto first = line.find_first_not_of(' ');
   if (first == std::string_view::npos) return true;
   const auto rest = line.substr(first);
+  // A command line of a help's examples is what the user types, not a sentence to translate.
+  if (rest.starts_with("envfix ")) return true;
   return rest.find("  ") == std::string_view::npos && (rest.starts_with("-") || rest.find(' ') == std::string_view::npos);
 }
 

@@ -124,7 +124,33 @@ TEST_SUITE("unit/lockfile/lockfile") {
   TEST_CASE("values that YAML would misread are quoted and read back equal (fuzz finding)") {
     LockFile l = sample();
     // A trailing ':' made `python: 3.10us:` a mapping key on the way back.
-    for (std::string odd : {"3.10us:", "a:", "x: y", "#c", "-x", "a #b"}) {
+    // Issue 36 (8): yaml-cpp's emitter escapes what the hand-written quoting did not try: quotes,
+    // backslashes, line breaks, control bytes, spaces at either end, non-ASCII text.
+    for (const std::string& odd : std::vector<std::string>{"3.10us:",
+                                                           "a:",
+                                                           "x: y",
+                                                           "#c",
+                                                           "-x",
+                                                           "a #b",
+                                                           "say \"hi\"",
+                                                           "back\\slash",
+                                                           "two\nlines",
+                                                           "tab\there",
+                                                           " lead",
+                                                           "trail ",
+                                                           std::string("\x01ctl"),
+                                                           "中文 (zh)",
+                                                           "[x]",
+                                                           "{y}",
+                                                           "*z",
+                                                           "&a",
+                                                           "!t",
+                                                           "'q'",
+                                                           "|",
+                                                           ">",
+                                                           "? k",
+                                                           "yes",
+                                                           "~"}) {
       CAPTURE(odd);
       l.targets[0].host.python = odd;
       l.framework = odd;

@@ -9,6 +9,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+
+#include <signal.h>
+#include <unistd.h>
 
 #include "index/index_client.hpp"
 #include "tests/reliability/hostile_server.hpp"
@@ -16,6 +20,7 @@
 #include "tests/support/nginx_server.hpp"
 #include "tests/support/peak_rss.hpp"
 #include "util/fs.hpp"
+#include "util/subprocess.hpp"
 
 using namespace envfix;
 using namespace envfix::index;
@@ -138,6 +143,51 @@ TEST_SUITE("integration/reliability/round3_index") {
     CHECK(text.find("(the download deadline)") != std::string::npos);
     CHECK(text.find(w.filename) != std::string::npos);
     CHECK(took < 8);
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(cache, ec); it != fs::recursive_directory_iterator(); it.increment(ec))
+      CHECK_FALSE(it->path().filename().string().ends_with(".part"));
+  }
+
+  TEST_CASE("issue 36 (7): SIGINT during a download ends it at once with `interrupted`, its partial file removed") {
+    auto& h = hostile();
+    const fs::path cache = h.root / "cache-sigint";
+    // The deadline only keeps a broken build from hanging here: the code checked below says what ended it.
+    auto c = client(cache, [](IndexClientOptions& o) { o.http.download_deadline = std::chrono::seconds(120); });
+    Candidate w;
+    w.project = "demo";
+    w.filename = "demo-1.0-py3-none-any.whl";
+    w.url = h.url("slowloris/" + w.filename); // 1 GB announced, a byte every 0.3 s: never done by itself
+    std::vector<Expected<fs::path>> d;
+    {
+      // As apply's download holds it (api/apply.cpp, prepare): SIGINT is recorded, not fatal.
+      util::InterruptScope interrupts;
+      std::thread signaller([&] {
+        // The signal lands while the transfer runs: once its partial file exists.
+        for (int i = 0; i < 500; ++i) {
+          std::error_code ec;
+          bool part = false;
+          for (auto it = fs::recursive_directory_iterator(cache, ec); !ec && it != fs::recursive_directory_iterator();
+               it.increment(ec))
+            part = part || it->path().filename().string().ends_with(".part");
+          if (part) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        ::kill(::getpid(), SIGINT);
+      });
+      std::vector<Candidate> one{w};
+      d = c.download_many(one);
+      signaller.join();
+    }
+    REQUIRE(d.size() == 1);
+    REQUIRE_FALSE(d[0]);
+    CAPTURE(d[0].error().render());
+    CHECK(d[0].error().code == ErrorCode::interrupted);
+    CHECK(d[0].error().render().find("download stopped: envfix was interrupted by signal 2") != std::string::npos);
+    CHECK(util::interrupt_signal() == SIGINT);
+    // The scope is gone: the signal it recorded stops nothing later in the process.
+    CHECK(util::pending_interrupt() == 0);
+    auto later = c.project_candidates(h.url("simple"), "demo");
+    CHECK_MESSAGE(later, (later ? "" : later.error().render()));
     std::error_code ec;
     for (auto it = fs::recursive_directory_iterator(cache, ec); it != fs::recursive_directory_iterator(); it.increment(ec))
       CHECK_FALSE(it->path().filename().string().ends_with(".part"));

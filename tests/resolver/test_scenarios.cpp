@@ -74,6 +74,8 @@ Outcome run_scenario(const YAML::Node& s) {
     auto max = *specs::CudaVersion::parse(host["driver_cuda"].as<std::string>());
     target.driver_supports = [max](const specs::CudaVersion& c) { return c <= max; };
   }
+  if (host && host["no_driver"] && host["no_driver"].as<bool>()) // as resolver/knowledge_adapter.cpp: GPUs, no driver
+    target.driver_supports = [](const specs::CudaVersion&) { return false; };
   if (host && host["driver_compat"]) {
     // Minor-version compatibility: the driver also runs builds up to this CUDA, but not natively.
     auto native = target.driver_supports;
@@ -232,6 +234,7 @@ void check_scenario(const fs::path& file) {
   INFO(fmt::format("error: {}\nwhy: {}", o.error, o.plan.why.text));
   CHECK(o.exit == exit);
   for (const auto& t : strings(e["error_contains"])) CHECK_MESSAGE(o.error.find(t) != std::string::npos, t);
+  for (const auto& t : strings(e["error_lacks"])) CHECK_MESSAGE(o.error.find(t) == std::string::npos, t);
   if (o.exit != 0) return;
   if (e["channel"]) CHECK(o.plan.channel == e["channel"].as<std::string>());
   if (e["variant"]) CHECK(o.plan.variant == e["variant"].as<std::string>());

@@ -337,6 +337,7 @@ void check(const Corpus& c, const std::string& id, const YAML::Node& s) {
         t.replace(t.find(fw), fw.size(), "no scenario index");
     CHECK_MESSAGE(o.err.find(t) != std::string::npos, "error lacks: ", t);
   }
+  for (const auto& t : strings(e["error_lacks"])) CHECK_MESSAGE(o.err.find(t) == std::string::npos, "error has: ", t);
   if (o.exit == 1) {
     // --format json also gives the error as a document on stdout, with the causes as a list.
     auto j = json::parse(o.out, nullptr, false);
