@@ -556,6 +556,18 @@ print("ok")
     const auto began = ok.err.find("Running the smoke test in the new set…");
     CHECK(began != std::string::npos);
     CHECK(began < ok.err.find("Smoke test passed"));
+    if (util::find_in_path("script")) {
+      // On a terminal, its elapsed time instead (script(1) gives envfix one), erased before the result.
+      std::string cmd = envfix_bin().string();
+      for (const auto& a : fw({"fixfw==1.0.0", "--reinstall", "--cache-dir", w.cache().string()})) cmd += " '" + a + "'";
+      auto tty = util::run_process({"script", "-qfec", cmd, "/dev/null"}, w.envfix_options());
+      REQUIRE(tty);
+      INFO(tty->out);
+      CHECK(tty->exit_code == 0);
+      CHECK(tty->out.find("\x1b[2KSmoke test   0s") != std::string::npos);
+      CHECK(tty->out.find("Running the smoke test") == std::string::npos);
+      CHECK(tty->out.find("Smoke test passed on the CPU") != std::string::npos);
+    }
     CHECK(ok.err.find("step A") == std::string::npos);
     CHECK(ok.err.find(" + fixfw==1.0.0+cu128") != std::string::npos);
     CHECK(w.pip_list(ve).at("fixfw") == "1.0.0+cu128");
