@@ -43,35 +43,11 @@ Expected<std::optional<std::vector<probe::GpuInfo>>> planned_gpus(const Options&
   return planned;
 }
 
-namespace {
-
-// A driver version as nvidia-smi prints it. A CUDA version in its place ("12.8": what nvidia-smi's
-// header calls "CUDA Version") is named as one, with the driver that CUDA needs (issue 36, item 6).
-Expected<void> check_driver_text(const std::string& driver, const matrices::Knowledge* k) {
-  if (!matrices::is_driver_version(driver))
-    return make_error(ErrorCode::invalid_input, util::msg("--driver '{}': not a driver version", driver),
-                      util::msg("write it as nvidia-smi does, e.g. 570.86.10"));
-  // Every Linux driver of a CUDA that matters has a three-digit major (CUDA 11.0 needs 450.36).
-  if (driver.find('.') > 2) return {};
-  const auto cuda = specs::CudaVersion::parse(driver);
-  const matrices::CudaToolkit* t = nullptr;
-  if (cuda && k)
-    for (const auto& tk : k->toolkits())
-      if (tk.version == *cuda) t = &tk;
-  return make_error(ErrorCode::invalid_input, util::msg("--driver '{}' is a CUDA version, not a driver version", driver),
-                    t && !t->min_driver_linux.empty()
-                        ? util::msg("pass the driver nvidia-smi reports (e.g. 570.86.10); CUDA {} needs a driver of at least {}",
-                                    driver, t->min_driver_linux)
-                        : util::msg("pass the driver nvidia-smi reports, e.g. 570.86.10"));
-}
-
-} // namespace
-
 Expected<Host> make_host(const Options& o, const matrices::Knowledge* k, HostNeeds needs) {
   Host h;
   auto planned = ENVFIX_TRY(planned_gpus(o, k));
   std::string driver = o.driver.empty() ? util::get_env(util::Env::driver).value_or("") : o.driver;
-  if (!driver.empty()) ENVFIX_TRY_VOID(check_driver_text(driver, k));
+  if (!driver.empty()) ENVFIX_TRY_VOID(matrices::check_driver_text(driver, k));
 
   probe::ProbeOptions po;
   po.gpus = !planned || driver.empty();

@@ -236,22 +236,8 @@ struct FileRequest {
 };
 
 Expected<FileRequest> read_request_files(const Options& g, const PlanRequest& flags) {
-  FileRequest out{g, flags, {}, {}};
-  const auto& asked = flags.files;
-  const project::Extras extras{asked.extras, asked.all_extras};
-  if ((!extras.names.empty() || extras.all) &&
-      std::ranges::none_of(asked.requirements, [](const std::string& f) { return f.ends_with("pyproject.toml"); }))
-    return make_error(ErrorCode::invalid_input, util::msg("--extra and --all-extras choose from a pyproject.toml given with -r"),
-                      util::msg("envfix plan -r pyproject.toml --extra NAME"));
-  auto& in = out.input;
-  for (const auto& f : asked.requirements)
-    ENVFIX_TRY_VOID(project::read_requirements(f, project::FileRole::requirements, extras, in));
-  for (const auto& f : asked.constraints)
-    ENVFIX_TRY_VOID(project::read_requirements(f, project::FileRole::constraints, extras, in));
-  in.require_hashes = in.require_hashes || asked.require_hashes;
-  ENVFIX_TRY_VOID(project::check_hash_pins(in));
-  if (!asked.requirements.empty() && in.requirements.empty() && flags.requirements.empty())
-    return make_error(ErrorCode::invalid_input, util::msg("{} names no requirement", util::join(in.files, ", ")));
+  FileRequest out{g, flags, ENVFIX_TRY(project::read_request_files(flags.files, !flags.requirements.empty())), {}};
+  const auto& in = out.input;
   for (const auto& r : in.requirements) out.texts.push_back(r.text);
   out.flags.requirements.insert(out.flags.requirements.end(), out.texts.begin(), out.texts.end());
   out.flags.pre = flags.pre || in.pre;

@@ -11,6 +11,7 @@
 #include "api/options.hpp"
 #include "index/index_client.hpp"
 #include "matrices/knowledge.hpp"
+#include "project/requirements_file.hpp"
 #include "resolver/direct.hpp"
 #include "resolver/framework_selector.hpp"
 #include "resolver/plan.hpp"
@@ -29,13 +30,7 @@ struct NearestFix {
 // -r and -c files (requirements files, or a pyproject.toml with `extras`/`all_extras`): build_plan
 // reads them; their requirements join the request, their index options count where the options name
 // none, and their constraints and --hash values limit the files chosen (README.md, the pip/uv table).
-struct RequestFiles {
-  std::vector<std::string> requirements;
-  std::vector<std::string> constraints;
-  std::vector<std::string> extras;
-  bool all_extras = false;
-  bool require_hashes = false; // --require-hashes; a --hash in a file turns it on as well
-};
+using RequestFiles = project::RequestFiles; // -r, -c, --extra, --all-extras, --require-hashes
 
 struct PlanRequest {
   std::vector<std::string> requirements; // PEP 508; empty = the framework packages installed

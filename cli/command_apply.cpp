@@ -157,9 +157,7 @@ Expected<int> run_apply(const Globals& g, const ApplyOptions& o) {
   if (rep.outcome == api::ApplyReport::Outcome::dry_run) {
     const auto& plan = rep.plan->plan;
     for (const auto& c : change_list(plan)) human(c);
-    human(plan.empty() ? i18n::tr("Nothing to do: the environment already matches the plan.")
-                       : i18n::trf("Would download {} ({}). Nothing was changed (--dry-run).", human_size(plan.download_size()),
-                                   plan.install.size() == 1 ? i18n::trs("1 file") : i18n::trf("{} files", plan.install.size())));
+    human(plan.empty() ? i18n::tr("Nothing to do: the environment already matches the plan.") : download_line(plan, true));
     if (json_out) {
       auto j = plan_json(plan, rep.plan->host);
       j["applied"] = nullptr;

@@ -42,28 +42,6 @@ void render_rejected(const std::vector<resolver::Rejection>& rejected) {
                       r.index.empty() ? "" : styled(" — " + r.index, Style::dim)));
 }
 
-// "Would download 1.2 GiB (3 files)": a file the index gives no size for is counted apart ("0 B"
-// would be a wrong answer).
-std::string download_line(const resolver::Plan& p, const PlanOptions& o) {
-  std::size_t unknown = 0;
-  for (const auto& i : p.install) unknown += i.size ? 0 : 1;
-  std::string amount = unknown == p.install.size() ? i18n::trs("size unknown")
-                       : unknown                   ? i18n::trf("{} + size unknown for {}", human_size(p.download_size()), unknown)
-                                                   : human_size(p.download_size());
-  const std::string files = p.install.size() == 1 ? i18n::trs("1 file") : i18n::trf("{} files", p.install.size());
-  auto line = i18n::trf("Would download {} ({}). Nothing was changed{}.", amount, files,
-                        i18n::tr(o.dry_run ? " (--dry-run)" : " (plan only; `envfix apply` executes it)"));
-  // The CPU set against the GPU set it replaces (issue 56): what the download saves, in disk terms.
-  if (const auto& g = p.gpu_set_replaced)
-    line += "\n" + (g->packages == 1 ? i18n::trf("The CPU set replaces a GPU package that takes {} installed (a CUDA build or "
-                                                 "an nvidia-* library).",
-                                                 human_size(g->bytes))
-                                     : i18n::trf("The CPU set replaces {} GPU packages that take {} installed (the CUDA builds "
-                                                 "and their nvidia-* libraries).",
-                                                 g->packages, human_size(g->bytes)));
-  return line;
-}
-
 void render_text(const api::PlanContext& ctx, const PlanOptions& o, bool verbose) {
   const auto& p = ctx.plan;
   human(host_line(ctx.host));
@@ -85,7 +63,7 @@ void render_text(const api::PlanContext& ctx, const PlanOptions& o, bool verbose
   if (p.empty())
     human(i18n::tr("Nothing to do: the environment already matches the plan."));
   else
-    human(download_line(p, o));
+    human(download_line(p, o.dry_run));
   if (o.explain) render_rejected(p.rejected);
 }
 

@@ -1,3 +1,5 @@
+#include <set>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -182,8 +184,12 @@ int main(int argc, char** argv) {
       no_cache_dir = *dir;
       g.cache_dir = dir->string(); // before configure(): neither $ENVFIX_CACHE_DIR nor envfix.toml replaces it
     }
-    // envfix.toml, then pip's and uv's index settings (README.md, Configuration), for every command.
-    if (auto configured = envfix::api::configure(g); !configured) {
+    // envfix.toml, then pip's and uv's index settings (README.md, Configuration), for the commands
+    // that read an index or the cache: a broken uv.toml stops no `envfix inspect` or `rollback`.
+    static const std::set<std::string> reads_no_index{"inspect", "export", "rollback", "recover", "completions", "man"};
+    const auto parsed = app.get_subcommands();
+    const bool offline_only = !parsed.empty() && reads_no_index.contains(parsed.front()->get_name());
+    if (auto configured = offline_only ? envfix::Expected<void>{} : envfix::api::configure(g); !configured) {
       print_error(configured.error());
       throw CLI::RuntimeError(1);
     }

@@ -26,6 +26,26 @@ std::string human_size(std::uint64_t n) {
   return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
+std::string download_line(const resolver::Plan& p, bool dry_run) {
+  std::size_t unknown = 0;
+  for (const auto& i : p.install) unknown += i.size ? 0 : 1;
+  std::string amount = unknown == p.install.size() ? i18n::trs("size unknown")
+                       : unknown                   ? i18n::trf("{} + size unknown for {}", human_size(p.download_size()), unknown)
+                                                   : human_size(p.download_size());
+  const std::string files = p.install.size() == 1 ? i18n::trs("1 file") : i18n::trf("{} files", p.install.size());
+  auto line = i18n::trf("Would download {} ({}). Nothing was changed{}.", amount, files,
+                        i18n::tr(dry_run ? " (--dry-run)" : " (plan only; `envfix apply` executes it)"));
+  // The CPU set against the GPU set it replaces (issue 56): what the download saves, in disk terms.
+  if (const auto& g = p.gpu_set_replaced)
+    line += "\n" + (g->packages == 1 ? i18n::trf("The CPU set replaces a GPU package that takes {} installed (a CUDA build or "
+                                                 "an nvidia-* library).",
+                                                 human_size(g->bytes))
+                                     : i18n::trf("The CPU set replaces {} GPU packages that take {} installed (the CUDA builds "
+                                                 "and their nvidia-* libraries).",
+                                                 g->packages, human_size(g->bytes)));
+  return line;
+}
+
 std::string index_traffic(const api::PlanContext& ctx) {
   if (!ctx.client) return {};
   const auto s = ctx.client->stats();

@@ -26,6 +26,11 @@ namespace envfix::cli {
 // The plan/apply JSON fields of docs/json.md (channel, index, variant, install[], remove[], …).
 [[nodiscard]] nlohmann::json plan_json(const resolver::Plan& p, const api::Host& h);
 
+// "Would download 1.2 GiB (3 files). Nothing was changed (--dry-run)." (plan, apply --dry-run): a
+// file the index gives no size for is counted apart ("0 B" would be a wrong answer); a CPU set says
+// what GPU set it replaces.
+[[nodiscard]] std::string download_line(const resolver::Plan& p, bool dry_run);
+
 // -v: what the plan (and an apply's downloads) asked of the indexes and the cache, for someone
 // asking why a run was slow or what it read: "index: 14 pages (3 fresh in the cache, 2 revalidated), …".
 [[nodiscard]] std::string index_traffic(const api::PlanContext& ctx);

@@ -577,4 +577,22 @@ std::string normalize_gpu_name(std::string_view name) {
   return s;
 }
 
+Expected<void> check_driver_text(const std::string& driver, const Knowledge* k) {
+  if (!is_driver_version(driver))
+    return make_error(ErrorCode::invalid_input, util::msg("--driver '{}': not a driver version", driver),
+                      util::msg("write it as nvidia-smi does, e.g. 570.86.10"));
+  // Every Linux driver of a CUDA that matters has a three-digit major (CUDA 11.0 needs 450.36).
+  if (driver.find('.') > 2) return {};
+  const auto cuda = specs::CudaVersion::parse(driver);
+  const CudaToolkit* t = nullptr;
+  if (cuda && k)
+    for (const auto& tk : k->toolkits())
+      if (tk.version == *cuda) t = &tk;
+  return make_error(ErrorCode::invalid_input, util::msg("--driver '{}' is a CUDA version, not a driver version", driver),
+                    t && !t->min_driver_linux.empty()
+                        ? util::msg("pass the driver nvidia-smi reports (e.g. 570.86.10); CUDA {} needs a driver of at least {}",
+                                    driver, t->min_driver_linux)
+                        : util::msg("pass the driver nvidia-smi reports, e.g. 570.86.10"));
+}
+
 } // namespace envfix::matrices

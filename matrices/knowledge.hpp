@@ -387,6 +387,10 @@ private:
 [[nodiscard]] int compare_driver_versions(std::string_view a, std::string_view b);
 // True when `text` is a dotted driver version ("580", "570.26", "580.65.06").
 [[nodiscard]] bool is_driver_version(std::string_view text);
+// --driver as the user gave it: a driver version as nvidia-smi prints it. A CUDA version in its place
+// ("12.8": what nvidia-smi's header calls "CUDA Version") is named as one, with the driver that CUDA
+// needs from `k`'s toolkit table when there is one (issue 36, item 6).
+[[nodiscard]] Expected<void> check_driver_text(const std::string& driver, const Knowledge* k);
 // Lower-case, single spaces, leading "NVIDIA"/"GeForce"/"Tesla"/"Quadro" words dropped.
 [[nodiscard]] std::string normalize_gpu_name(std::string_view name);
 

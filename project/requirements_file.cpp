@@ -318,4 +318,20 @@ Expected<void> check_hash_pins(const FileInput& in) {
   return {};
 }
 
+Expected<FileInput> read_request_files(const RequestFiles& asked, bool other_requirements) {
+  const Extras extras{asked.extras, asked.all_extras};
+  if ((!extras.names.empty() || extras.all) &&
+      std::ranges::none_of(asked.requirements, [](const std::string& f) { return f.ends_with("pyproject.toml"); }))
+    return make_error(ErrorCode::invalid_input, util::msg("--extra and --all-extras choose from a pyproject.toml given with -r"),
+                      util::msg("envfix plan -r pyproject.toml --extra NAME"));
+  FileInput in;
+  for (const auto& f : asked.requirements) ENVFIX_TRY_VOID(read_requirements(f, FileRole::requirements, extras, in));
+  for (const auto& f : asked.constraints) ENVFIX_TRY_VOID(read_requirements(f, FileRole::constraints, extras, in));
+  in.require_hashes = in.require_hashes || asked.require_hashes;
+  ENVFIX_TRY_VOID(check_hash_pins(in));
+  if (!asked.requirements.empty() && in.requirements.empty() && !other_requirements)
+    return make_error(ErrorCode::invalid_input, util::msg("{} names no requirement", util::join(in.files, ", ")));
+  return in;
+}
+
 } // namespace envfix::project

@@ -49,4 +49,18 @@ struct Extras {
 // (or a wheel file) and carrying at least one hash. The first one that is not, named with its origin.
 [[nodiscard]] Expected<void> check_hash_pins(const FileInput& in);
 
+// A command's -r and -c files, its --extra/--all-extras and --require-hashes (plan, apply, lock).
+struct RequestFiles {
+  std::vector<std::string> requirements;
+  std::vector<std::string> constraints;
+  std::vector<std::string> extras;
+  bool all_extras = false;
+  bool require_hashes = false; // --require-hashes; a --hash in a file turns it on as well
+};
+
+// Every file read, in order, into one FileInput, hash pins checked (check_hash_pins). invalid_input
+// for --extra without a pyproject.toml among the -r files, and for -r files that name no requirement
+// when the command line names none either (`other_requirements` false).
+[[nodiscard]] Expected<FileInput> read_request_files(const RequestFiles& files, bool other_requirements);
+
 } // namespace envfix::project

@@ -110,6 +110,12 @@ TEST_SUITE("integration/apply/pip_habits") {
     auto bad = w.envfix({"plan", "habit-app", "--python", h.py});
     CHECK(bad.rc == 1);
     CHECK(bad.err.find((w.root() / "envfix.toml").string()) != std::string::npos);
+    // A command that reads no index and no cache reads no configuration either: export says what is
+    // wrong with its lockfile, not with envfix.toml.
+    auto exported = w.envfix({"export", "--as", "pylock", "--lockfile", (w.root() / "none.lock").string()});
+    CHECK(exported.rc != 0);
+    CHECK(exported.err.find("none.lock") != std::string::npos);
+    CHECK(exported.err.find("envfix.toml") == std::string::npos);
   }
 
   TEST_CASE("issue 36 (2): -r with pip-compile hashes and --require-hashes installs exactly those files; others are refused") {
