@@ -47,7 +47,10 @@ void ProgressLine::update(std::uint64_t done, std::uint64_t total, api::Reporter
   // is never the last frame).
   if (m_drawn && now - m_last < std::chrono::milliseconds(100) && !(total > 0 && done >= total)) return;
   m_last = now;
-  auto line = progress_text(m_label, done, total, std::chrono::duration<double>(now - m_start).count(), files);
+  draw(progress_text(m_label, done, total, std::chrono::duration<double>(now - m_start).count(), files));
+}
+
+void ProgressLine::draw(const std::string& line) {
   std::fprintf(stderr, "\r\033[2K%s", i18n::for_terminal(line).c_str());
   std::fflush(stderr);
   m_drawn = true;
@@ -62,10 +65,7 @@ void ProgressLine::tick() {
   if (!m_enabled) return;
   std::lock_guard lock(m_mutex);
   const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
-  const auto line = i18n::pad(m_label, 12) + " " + fmt::format("{:.0f}s", secs);
-  std::fprintf(stderr, "\r\033[2K%s", i18n::for_terminal(line).c_str());
-  std::fflush(stderr);
-  m_drawn = true;
+  draw(i18n::pad(m_label, 12) + " " + fmt::format("{:.0f}s", secs));
 }
 
 void ProgressLine::clear() {
@@ -123,13 +123,17 @@ void ProgressReporter::progress(api::Phase p, std::uint64_t done, std::uint64_t 
     m_unpack.update(done, total, files);
 }
 
+void ProgressReporter::erase_lines() {
+  m_download.clear();
+  m_unpack.clear();
+  m_verify.clear();
+}
+
 void ProgressReporter::note(const util::Message& m, bool detail) {
   // A line printed over a drawn bar or the smoke test's line would be cut into it: erased first,
   // with the ticker held off until the line is out.
   std::lock_guard lock(m_tick_mutex);
-  m_download.clear();
-  m_unpack.clear();
-  m_verify.clear();
+  erase_lines();
   if (!detail)
     human(i18n::tr(m));
   else if (m_globals.verbose > 0)
@@ -138,9 +142,7 @@ void ProgressReporter::note(const util::Message& m, bool detail) {
 
 void ProgressReporter::warning(const util::Message& m) {
   std::lock_guard lock(m_tick_mutex);
-  m_download.clear();
-  m_unpack.clear();
-  m_verify.clear();
+  erase_lines();
   warn(m);
 }
 

@@ -36,6 +36,7 @@ public:
   [[nodiscard]] bool enabled() const { return m_enabled; }
 
 private:
+  void draw(const std::string& line); // over the current line; m_mutex held
   bool m_enabled = false;
   bool m_drawn = false;
   std::string m_label;
@@ -62,6 +63,7 @@ protected:
   const Globals& m_globals;
 
 private:
+  void erase_lines(); // every line drawn; m_tick_mutex held, so the ticker draws none meanwhile
   ProgressLine m_download, m_unpack, m_verify;
   std::thread m_ticker;
   std::mutex m_tick_mutex;

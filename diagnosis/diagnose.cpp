@@ -256,7 +256,8 @@ const matrices::Variant* target_variant(const DoctorReport& r, const FrameworkRe
   };
   // The installed GPU variant stays while some release of it covers every GPU; jax[cuda13] on a GTX
   // 1080 does not (issue 36, item 3), and reinstalling it could not fix the host.
-  if (installed && installed->kind != "cpu" && (runs_on.empty() || covers(*installed))) return installed;
+  const bool installed_gpu = installed && installed->kind != "cpu";
+  if (installed_gpu && (runs_on.empty() || covers(*installed))) return installed;
   const matrices::Variant* best = nullptr;
   bool best_covers = false;
   for (const auto& v : s.fw->variants) {
@@ -269,7 +270,7 @@ const matrices::Variant* target_variant(const DoctorReport& r, const FrameworkRe
     }
   }
   // No variant covers every GPU (a mix no single build spans): the installed GPU build stays.
-  if (installed && installed->kind != "cpu" && !best_covers) return installed;
+  if (installed_gpu && !best_covers) return installed;
   return best;
 }
 

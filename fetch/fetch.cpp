@@ -72,15 +72,16 @@ Expected<void> download_and_unpack(index::IndexClient& client, installer::Unpack
   std::optional<installer::EarlyUnpacker> early;
   if (o.early_unpack) early.emplace(cache, fetch.size(), early_unpack_workers(o.threads), o.threads);
   std::vector<char> finished(fetch.size(), 0);
-  std::size_t files_done = 0;
   // The total is known only once every unfinished file's size is: summing the sizes of the files
   // begun so far would draw a bar that is full from the first frame (issue 36, item 7).
   auto tell_bytes = [&] {
     std::uint64_t sd = 0, st = 0;
+    std::size_t files_done = 0;
     bool known = true;
     for (std::size_t j = 0; j < fetch.size(); ++j) {
       sd += done[j];
       st += total[j];
+      files_done += finished[j] ? 1 : 0;
       known = known && (total[j] > 0 || finished[j]);
     }
     if (progress.bytes) progress.bytes(Stage::download, sd, known ? std::max(st, sd) : 0, files_done, fetch.size());
@@ -93,7 +94,6 @@ Expected<void> download_and_unpack(index::IndexClient& client, installer::Unpack
   auto ready = [&](std::size_t k, const fs::path& p) {
     if (!finished[k]) {
       finished[k] = 1;
-      ++files_done;
       tell_bytes();
     }
     if (early && fetch[k].sha256) early->ready(k, p, *fetch[k].sha256);

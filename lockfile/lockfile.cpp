@@ -56,6 +56,12 @@ void flow_list(YAML::Emitter& e, const std::vector<std::string>& items) {
 
 void key(YAML::Emitter& e, const char* k) { e << YAML::Key << k << YAML::Value; }
 
+// `k: v`, a string value.
+void entry(YAML::Emitter& e, const char* k, std::string_view v) {
+  key(e, k);
+  scalar(e, v);
+}
+
 void sort_lock(LockFile& lock) {
   std::sort(lock.targets.begin(), lock.targets.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
   for (auto& t : lock.targets) {
@@ -198,15 +204,11 @@ void emit_packages(YAML::Emitter& e, const LockTarget& t) {
   e << YAML::BeginSeq;
   for (const auto& p : t.packages) {
     e << YAML::BeginMap;
-    for (const auto& [k, v] :
-         {std::pair<const char*, std::string_view>{"name", p.name}, {"version", p.version}, {"filename", p.filename}}) {
-      key(e, k);
-      scalar(e, v);
-    }
-    key(e, "url");
-    scalar(e, strip_credentials(p.url));
-    key(e, "sha256");
-    scalar(e, p.sha256);
+    entry(e, "name", p.name);
+    entry(e, "version", p.version);
+    entry(e, "filename", p.filename);
+    entry(e, "url", strip_credentials(p.url));
+    entry(e, "sha256", p.sha256);
     if (p.size) {
       key(e, "size");
       e << *p.size;
@@ -229,11 +231,9 @@ void emit_packages(YAML::Emitter& e, const LockTarget& t) {
   e << YAML::BeginSeq;
   for (const auto& p : t.installed_only) {
     e << YAML::BeginMap;
-    for (const auto& [k, v] :
-         {std::pair<const char*, std::string_view>{"name", p.name}, {"version", p.version}, {"provenance", p.provenance}}) {
-      key(e, k);
-      scalar(e, v);
-    }
+    entry(e, "name", p.name);
+    entry(e, "version", p.version);
+    entry(e, "provenance", p.provenance);
     e << YAML::EndMap;
   }
   e << YAML::EndSeq;
@@ -241,28 +241,22 @@ void emit_packages(YAML::Emitter& e, const LockTarget& t) {
 
 // A key whose value is left out when empty.
 void optional(YAML::Emitter& e, const char* k, std::string_view v) {
-  if (v.empty()) return;
-  key(e, k);
-  scalar(e, v);
+  if (!v.empty()) entry(e, k, v);
 }
 
 void emit_target(YAML::Emitter& e, const LockTarget& t) {
   e << YAML::BeginMap;
-  key(e, "id");
-  scalar(e, t.id);
+  entry(e, "id", t.id);
   key(e, "host");
   e << YAML::BeginMap;
   key(e, "gpus");
   flow_list(e, t.host.gpus);
   optional(e, "driver-min", t.host.driver_min);
-  key(e, "python");
-  scalar(e, t.host.python);
-  key(e, "platform");
-  scalar(e, t.host.platform);
+  entry(e, "python", t.host.python);
+  entry(e, "platform", t.host.platform);
   e << YAML::EndMap;
   optional(e, "channel", t.channel);
-  key(e, "index");
-  scalar(e, strip_credentials(t.index));
+  entry(e, "index", strip_credentials(t.index));
   optional(e, "variant", t.variant);
   emit_packages(e, t);
   if (const auto& v = t.verified_on) {
@@ -273,8 +267,7 @@ void emit_target(YAML::Emitter& e, const LockTarget& t) {
     optional(e, "driver", v->driver);
     optional(e, "cuda-runtime", v->cuda_runtime);
     optional(e, "toolkit", v->toolkit);
-    key(e, "interpreter");
-    scalar(e, v->interpreter);
+    entry(e, "interpreter", v->interpreter);
     optional(e, "environment", v->environment);
     key(e, "smoke");
     flow_list(e, v->smoke);
@@ -292,12 +285,8 @@ std::string LockFile::to_yaml() const {
   e << YAML::BeginMap;
   key(e, "lock-version");
   e << l.lock_version;
-  key(e, "created-by");
-  scalar(e, l.created_by);
-  if (!l.framework.empty()) {
-    key(e, "framework");
-    scalar(e, l.framework);
-  }
+  entry(e, "created-by", l.created_by);
+  optional(e, "framework", l.framework);
   key(e, "request");
   flow_list(e, l.request);
   key(e, "targets");

@@ -584,14 +584,11 @@ Expected<void> check_driver_text(const std::string& driver, const Knowledge* k) 
   // Every Linux driver of a CUDA that matters has a three-digit major (CUDA 11.0 needs 450.36).
   if (driver.find('.') > 2) return {};
   const auto cuda = specs::CudaVersion::parse(driver);
-  const CudaToolkit* t = nullptr;
-  if (cuda && k)
-    for (const auto& tk : k->toolkits())
-      if (tk.version == *cuda) t = &tk;
+  const auto needs = cuda && k ? k->min_driver(*cuda) : std::nullopt;
   return make_error(ErrorCode::invalid_input, util::msg("--driver '{}' is a CUDA version, not a driver version", driver),
-                    t && !t->min_driver_linux.empty()
+                    needs
                         ? util::msg("pass the driver nvidia-smi reports (e.g. 570.86.10); CUDA {} needs a driver of at least {}",
-                                    driver, t->min_driver_linux)
+                                    driver, *needs)
                         : util::msg("pass the driver nvidia-smi reports, e.g. 570.86.10"));
 }
 

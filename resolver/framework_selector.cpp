@@ -723,18 +723,16 @@ std::optional<specs::Version> nearest_release(const std::set<specs::Version>& re
 
 // GPUs and no driver: the source build and its toolkit would need the driver as much, so the one
 // true step is the driver (or --driver, planning for another machine).
-Error no_driver_error(Pass& p, const std::string& main) {
-  auto e = Error::made(ErrorCode::unsatisfiable,
-                       util::msg("no NVIDIA driver was found or given, and every GPU build of {} needs one", main), {},
-                       util::msg("install the NVIDIA driver (nvidia-smi then prints its version), or plan for another "
-                                 "host's driver with --driver VERSION; `--allow-cpu` installs the CPU build instead"));
-  if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
-  return e;
+Error no_driver_error(const std::string& main) {
+  return Error::made(ErrorCode::unsatisfiable,
+                     util::msg("no NVIDIA driver was found or given, and every GPU build of {} needs one", main), {},
+                     util::msg("install the NVIDIA driver (nvidia-smi then prints its version), or plan for another "
+                               "host's driver with --driver VERSION; `--allow-cpu` installs the CPU build instead"));
 }
 
 // A version that does not exist (a typo, a release not yet out): not a host problem, so no
 // --allow-cpu and no source build; the versions that do exist instead.
-Error no_such_release_error(Pass& p, const std::string& main, const std::string& req_text,
+Error no_such_release_error(const Pass& p, const std::string& main, const std::string& req_text,
                             const std::set<specs::Version>& releases) {
   auto e = Error::made(ErrorCode::unsatisfiable, util::msg("no release of {} on its indexes matches {}", main, req_text));
   std::vector<std::string> newest;
@@ -742,7 +740,6 @@ Error no_such_release_error(Pass& p, const std::string& main, const std::string&
   e.add_cause(util::msg("releases there, newest first: {}{}", join(newest),
                         releases.size() > newest.size() ? util::msg(" ({} in all)", releases.size()).text : std::string()));
   if (auto near = nearest_release(releases, *p.main_req)) e.advise(util::msg("did you mean {}=={}?", main, near->to_string()));
-  if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
   return e;
 }
 
@@ -776,7 +773,7 @@ Error no_set_error(Pass& p) {
   Error e{ErrorCode::unsatisfiable, "", {}, ""};
   std::string req_text = p.main_req ? p.main_req->to_string() : main;
   bool arch_problem = !p.closest.empty();
-  if (!p.any_index && p.gpu_host && p.host.driver_version.empty()) return no_driver_error(p, main);
+  if (!p.any_index && p.gpu_host && p.host.driver_version.empty()) return no_driver_error(main);
   if (!p.any_index) {
     e.say(util::msg("no {} index is usable on this host", spec.name));
     for (const auto& r : p.out.rejected)
@@ -819,7 +816,6 @@ Error no_set_error(Pass& p) {
                          source_build_recipe({main, ext->wanted, p.host.gpus, newest_first_toolkit(p)})));
     else
       e.advise(util::msg("{}; or keep the set you have", rebuild));
-    if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
     return e;
   } else if (arch_problem) {
     e.say(util::msg("no GPU build of {} covers {}", req_text, gpu_list(p.host.gpus)));
@@ -843,7 +839,6 @@ Error no_set_error(Pass& p) {
     }
     if (recipes) e.advise(*recipes);
     e.add_cause(util::msg("`envfix plan --explain` lists every rejected file"));
-    if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
     return e;
   } else if (p.last_closure_error) {
     e = *p.last_closure_error;
@@ -861,7 +856,6 @@ Error no_set_error(Pass& p) {
   if (auto hint = host_hint(p, arch_problem)) e.advise(*hint);
   for (const auto& m : p.skipped) e.add_cause(m);
   e.add_cause(util::msg("`envfix plan --explain` lists every rejected file"));
-  if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected;
   return e;
 }
 
@@ -898,7 +892,9 @@ Expected<FrameworkChoice> select_pass(const FrameworkSpec& spec, const HostTarge
               : util::msg("{}; no build with native SASS for every GPU was found, so this one runs by PTX JIT", why);
     return *p.jit_fallback;
   }
-  return std::unexpected(no_set_error(p));
+  auto e = no_set_error(p);
+  if (p.request.rejected_out) *p.request.rejected_out = p.out.rejected; // every reason, for --explain
+  return std::unexpected(std::move(e));
 }
 
 } // namespace
